@@ -1,0 +1,159 @@
+package inof
+
+import (
+	"fmt"
+	"net/netip"
+)
+
+// Role is what a device does on the fabric. The numeric values are the ones
+// nvme-snsd and the NoF drafts put on the wire.
+type Role uint8
+
+// Device roles.
+const (
+	RoleUnknown Role = 0
+	RoleTarget  Role = 1 // storage target (NVMe subsystem, "server")
+	RoleHost    Role = 2 // host (initiator, "client")
+	RoleBoth    Role = 3 // acts as host and target
+)
+
+// Valid reports whether r is one of the defined roles (not RoleUnknown).
+func (r Role) Valid() bool { return r >= RoleTarget && r <= RoleBoth }
+
+// IsHost reports whether a device of role r initiates connections.
+func (r Role) IsHost() bool { return r == RoleHost || r == RoleBoth }
+
+// IsTarget reports whether a device of role r serves storage.
+func (r Role) IsTarget() bool { return r == RoleTarget || r == RoleBoth }
+
+// Complements reports whether devices of roles r and o may talk to each other:
+// one must be a host and the other a target (RoleBoth counts as both).
+func (r Role) Complements(o Role) bool {
+	return (r.IsHost() && o.IsTarget()) || (r.IsTarget() && o.IsHost())
+}
+
+func (r Role) String() string {
+	switch r {
+	case RoleUnknown:
+		return "unknown"
+	case RoleTarget:
+		return "target"
+	case RoleHost:
+		return "host"
+	case RoleBoth:
+		return "both"
+	}
+	return fmt.Sprintf("role(%d)", uint8(r))
+}
+
+// Protocol is the storage service protocol a device offers or uses.
+type Protocol uint8
+
+// Service protocols, numbered as on the wire.
+const (
+	ProtocolUnknown Protocol = 0
+	ProtocolRoCE    Protocol = 1 // NVMe over RoCEv2 (transport "rdma")
+	ProtocolTCP     Protocol = 2 // NVMe over TCP
+	ProtocolISCSI   Protocol = 3 // iSCSI
+)
+
+// Valid reports whether p is one of the defined protocols.
+func (p Protocol) Valid() bool { return p >= ProtocolRoCE && p <= ProtocolISCSI }
+
+func (p Protocol) String() string {
+	switch p {
+	case ProtocolUnknown:
+		return "unknown"
+	case ProtocolRoCE:
+		return "roce"
+	case ProtocolTCP:
+		return "tcp"
+	case ProtocolISCSI:
+		return "iscsi"
+	}
+	return fmt.Sprintf("protocol(%d)", uint8(p))
+}
+
+// State is whether a device is usable.
+type State uint8
+
+// Device states, numbered as on the wire.
+const (
+	StateInactive State = 0
+	StateActive   State = 1
+)
+
+func (s State) String() string {
+	switch s {
+	case StateInactive:
+		return "inactive"
+	case StateActive:
+		return "active"
+	}
+	return fmt.Sprintf("state(%d)", uint8(s))
+}
+
+// Reason says why a device changed state. The numeric values are the ones
+// nvme-snsd and the NoF drafts put on the wire.
+type Reason uint8
+
+// Status-change reasons.
+const (
+	ReasonNone       Reason = 0
+	ReasonLinkDown   Reason = 1
+	ReasonPFCStorm   Reason = 2
+	ReasonPacketErr  Reason = 3
+	ReasonZoneChange Reason = 4
+	ReasonIPChange   Reason = 5
+	ReasonAgeOut     Reason = 6 // LLDP registration aged out
+	ReasonBFDDown    Reason = 7 // the switch that served the device is gone
+)
+
+func (r Reason) String() string {
+	switch r {
+	case ReasonNone:
+		return "none"
+	case ReasonLinkDown:
+		return "link-down"
+	case ReasonPFCStorm:
+		return "pfc-storm"
+	case ReasonPacketErr:
+		return "packet-error"
+	case ReasonZoneChange:
+		return "zone-change"
+	case ReasonIPChange:
+		return "ip-change"
+	case ReasonAgeOut:
+		return "lldp-age-out"
+	case ReasonBFDDown:
+		return "bfd-down"
+	}
+	return fmt.Sprintf("reason(%d)", uint8(r))
+}
+
+// Forced reports whether a host should tear the connection down at once for
+// this reason (nvme-snsd forces zone change, IP change and age-out) instead of
+// leaving recovery to NVMe keep-alive.
+func (r Reason) Forced() bool {
+	return r == ReasonZoneChange || r == ReasonIPChange || r == ReasonAgeOut
+}
+
+// Device is the identity of an NVMe-oF endpoint as the fabric sees it.
+type Device struct {
+	Addr     netip.Addr // the address hosts connect to / connect from
+	Role     Role
+	Protocol Protocol
+	Port     uint16 // NVMe-oF service id (trsvcid); 0 means the protocol default
+	NQN      string // NVMe Qualified Name; may be empty (nvme-snsd never sends one)
+}
+
+func (d Device) String() string {
+	s := fmt.Sprintf("%s %s/%s", d.Role, d.Addr, d.Protocol)
+	if d.Port != 0 {
+		s += fmt.Sprintf(":%d", d.Port)
+	}
+	if d.NQN != "" {
+		s += " " + d.NQN
+	}
+	return s
+}

@@ -1,0 +1,6 @@
+// Package l2proto speaks the host↔switch protocol of nvme-snsd, byte for byte:
+// LLDP registration (org TLV 00-18-82/101), 0x88A7 notifications, ACKs and zone
+// queries. Codecs are transport-free (MarshalBinary/UnmarshalBinary); a Link
+// moves Ethernet frames on one port (AF_PACKET or in memory); the Notifier
+// delivers notifications reliably and paced; the Registry tracks registrations.
+package l2proto
