@@ -1,0 +1,91 @@
+package l2proto
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"time"
+)
+
+// SwitchPortConfig wires one switch access port.
+type SwitchPortConfig struct {
+	Link     Link
+	Registry *Registry // receives LLDP registrations
+	Notifier *Notifier // receives ACKs
+	// OnQuery answers a host's zone query (typically with notifications for
+	// every target the host may see). Optional.
+	OnQuery func(port string, q ZoneQuery)
+	Drops   *DropCounter // optional; one is made if nil
+	Logger  *slog.Logger
+}
+
+// SwitchPort reads one access port and dispatches what arrives: LLDP
+// registrations to the registry, ACKs to the notifier, zone queries to
+// OnQuery. Malformed frames, and notifications (hosts never send them), are
+// counted and dropped; nothing a host sends can stop the loop.
+type SwitchPort struct {
+	cfg SwitchPortConfig
+}
+
+// NewSwitchPort checks cfg.
+func NewSwitchPort(cfg SwitchPortConfig) (*SwitchPort, error) {
+	if cfg.Link == nil || cfg.Registry == nil || cfg.Notifier == nil {
+		return nil, errors.New("l2proto: switch port needs a link, a registry and a notifier")
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.Drops == nil {
+		cfg.Drops = NewDropCounter(cfg.Logger, 0)
+	}
+	return &SwitchPort{cfg: cfg}, nil
+}
+
+// Drops returns the port's drop counters.
+func (p *SwitchPort) Drops() *DropCounter { return p.cfg.Drops }
+
+// Run reads until ctx ends, then closes the link (Run owns it).
+func (p *SwitchPort) Run(ctx context.Context) error {
+	stop := context.AfterFunc(ctx, func() { p.cfg.Link.Close() })
+	defer stop()
+	name := p.cfg.Link.Name()
+	buf := make([]byte, MaxFrameLen+4)
+	for {
+		n, err := p.cfg.Link.ReadFrame(buf)
+		if err != nil {
+			if ctx.Err() != nil || errors.Is(err, net.ErrClosed) {
+				return ctx.Err()
+			}
+			return fmt.Errorf("l2proto: read %s: %w", name, err)
+		}
+		p.handle(name, buf[:n], time.Now())
+	}
+}
+
+func (p *SwitchPort) handle(port string, b []byte, now time.Time) {
+	f, err := DecodeFrame(b)
+	if err != nil {
+		p.cfg.Drops.Drop(port, err)
+		if f.Message == nil {
+			return
+		}
+	}
+	switch {
+	case f.LLDP != nil:
+		p.cfg.Registry.Observe(port, f.Source, f.LLDP, now)
+	case f.Message != nil:
+		if len(f.Message.Notifications) > 0 {
+			p.cfg.Drops.DropReason(port, "unexpected", errors.New("notification received on a switch port"))
+		}
+		if len(f.Message.Acks) > 0 {
+			p.cfg.Notifier.Ack(f.Message.Acks...)
+		}
+		if p.cfg.OnQuery != nil {
+			for _, q := range f.Message.Queries {
+				p.cfg.OnQuery(port, q)
+			}
+		}
+	}
+}
