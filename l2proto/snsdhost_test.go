@@ -19,8 +19,8 @@ type snsdHost struct {
 	withhold func(n Notification, seen int) bool
 
 	mu     sync.Mutex
-	frames []time.Time     // arrival of every 0x88A7 frame
-	seen   map[uint32]int  // sequence → times received
+	frames []time.Time    // arrival of every 0x88A7 frame
+	seen   map[uint32]int // sequence → times received
 	got    []Notification // every accepted notification, in order
 }
 
