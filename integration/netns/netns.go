@@ -129,3 +129,19 @@ func (n *NS) Addr(ifname, cidr string) {
 	n.tb.Helper()
 	n.MustIP("addr", "add", cidr, "dev", ifname)
 }
+
+// RequireTool stops the test unless the named program is on PATH. Like
+// RequireRoot, it skips outside CI and fails under CI, where .ci/run
+// installs every tool the tests use.
+func RequireTool(tb testing.TB, name string) string {
+	tb.Helper()
+	path, err := exec.LookPath(name)
+	if err == nil {
+		return path
+	}
+	if os.Getenv("CI") != "" {
+		tb.Fatalf("%s not installed; .ci/run should have installed it", name)
+	}
+	tb.Skipf("%s not installed (apt-get install it to run this interop test)", name)
+	return ""
+}

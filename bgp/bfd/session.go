@@ -1,0 +1,306 @@
+package bfd
+
+import (
+	"math/rand/v2"
+	"net"
+	"net/netip"
+	"sync"
+	"time"
+)
+
+// SessionKey identifies a session: single-hop BFD runs between two
+// addresses, optionally pinned to an interface.
+type SessionKey struct {
+	Local, Peer netip.Addr
+	Interface   string
+}
+
+func (k SessionKey) String() string {
+	s := k.Local.String() + "->" + k.Peer.String()
+	if k.Interface != "" {
+		s += "%" + k.Interface
+	}
+	return s
+}
+
+// Config configures one session. Zero values take the defaults (300 ms,
+// 300 ms, 3: the common vendor and FRR defaults).
+type Config struct {
+	Key           SessionKey
+	DesiredMinTx  time.Duration
+	RequiredMinRx time.Duration
+	DetectMult    uint8
+}
+
+// Defaults.
+const (
+	DefaultInterval   = 300 * time.Millisecond
+	DefaultDetectMult = 3
+	// slowTx is the least transmit interval while a session is not Up
+	// (RFC 5880 §6.8.3).
+	slowTx = time.Second
+)
+
+// StateChange reports a session's transition.
+type StateChange struct {
+	Key      SessionKey
+	Old, New State
+	Diag     Diag // local diagnostic: why it went down
+	At       time.Time
+}
+
+// Status is a snapshot of a session.
+type Status struct {
+	Key                   SessionKey
+	State, RemoteState    State
+	LocalDisc, RemoteDisc uint32
+	Diag                  Diag
+	TxInterval            time.Duration // agreed transmit interval
+	DetectTime            time.Duration // current detection time
+	Received, Sent        uint64
+}
+
+// Session is one BFD session; the Manager runs it.
+type Session struct {
+	cfg    Config
+	myDisc uint32
+	conn   *net.UDPConn // bound to a source port in 49152-65535, TTL 255
+	peer   *net.UDPAddr
+	notify func(StateChange)
+	rx     chan Packet
+	stop   chan struct{}
+	done   chan struct{}
+
+	mu                 sync.Mutex
+	state, remoteState State
+	diag               Diag
+	remoteDisc         uint32
+	desiredTx          time.Duration // advertised (1 s until Up)
+	effectiveTx        time.Duration // what we use: differs only during a Poll to a larger value
+	remoteMinRx        time.Duration
+	remoteDesiredTx    time.Duration
+	remoteMult         uint8
+	pollActive         bool
+	received, sent     uint64
+	detectTime         time.Duration
+}
+
+func newSession(cfg Config, disc uint32, conn *net.UDPConn, notify func(StateChange)) *Session {
+	s := &Session{cfg: cfg, myDisc: disc, conn: conn, notify: notify,
+		peer: net.UDPAddrFromAddrPort(netip.AddrPortFrom(cfg.Key.Peer, 3784)),
+		rx:   make(chan Packet, 16), stop: make(chan struct{}), done: make(chan struct{}),
+		state: Down, remoteState: Down,
+		desiredTx: max(slowTx, cfg.DesiredMinTx), remoteMinRx: time.Microsecond}
+	s.effectiveTx = s.desiredTx
+	return s
+}
+
+// Status returns a snapshot.
+func (s *Session) Status() Status {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return Status{Key: s.cfg.Key, State: s.state, RemoteState: s.remoteState, LocalDisc: s.myDisc,
+		RemoteDisc: s.remoteDisc, Diag: s.diag, TxInterval: s.txIntervalLocked(), DetectTime: s.detectTime,
+		Received: s.received, Sent: s.sent}
+}
+
+// txIntervalLocked is the agreed interval: the larger of what we want and
+// what the peer can take; 0 when the peer asked for no packets.
+func (s *Session) txIntervalLocked() time.Duration {
+	if s.remoteMinRx == 0 {
+		return 0
+	}
+	return max(s.effectiveTx, s.remoteMinRx)
+}
+
+// jittered applies RFC 5880 §6.8.7 jitter: 75-100 % of the interval, at
+// most 90 % with a detect multiplier of 1.
+func (s *Session) jittered(d time.Duration) time.Duration {
+	hi := 0.25
+	if s.cfg.DetectMult == 1 {
+		hi = 0.15
+	}
+	return time.Duration(float64(d) * (1 - 0.1*boolf(s.cfg.DetectMult == 1) - rand.Float64()*hi))
+}
+
+func boolf(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+func (s *Session) run() {
+	defer close(s.done)
+	tx := time.NewTimer(0)
+	nextTx := time.Now()
+	detect := time.NewTimer(time.Hour)
+	detect.Stop()
+	defer tx.Stop()
+	defer detect.Stop()
+	// rearm brings the next periodic packet forward when the agreed
+	// interval shrank (on Up, or when the peer lowers its minimum).
+	rearm := func() {
+		s.mu.Lock()
+		iv := s.txIntervalLocked()
+		s.mu.Unlock()
+		if iv == 0 {
+			return
+		}
+		if d := s.jittered(iv); time.Now().Add(d).Before(nextTx) {
+			tx.Reset(d)
+			nextTx = time.Now().Add(d)
+		}
+	}
+	for {
+		select {
+		case <-s.stop:
+			s.adminDown()
+			return
+		case p := <-s.rx:
+			final, changed, dt := s.receive(p)
+			if dt > 0 {
+				detect.Reset(dt)
+			}
+			if final || changed != nil {
+				s.send(final)
+			}
+			if changed != nil {
+				s.notify(*changed)
+			}
+			rearm()
+		case <-tx.C:
+			s.mu.Lock()
+			iv := s.txIntervalLocked()
+			s.mu.Unlock()
+			if iv == 0 {
+				iv = slowTx // the peer wants no packets now; look again later
+			} else {
+				s.send(false)
+			}
+			d := s.jittered(iv)
+			tx.Reset(d)
+			nextTx = time.Now().Add(d)
+		case <-detect.C:
+			if ch := s.expire(); ch != nil {
+				s.send(false)
+				s.notify(*ch)
+			}
+		}
+	}
+}
+
+// receive applies a packet (RFC 5880 §6.8.6) and returns whether to answer
+// with Final, the state change if any, and the detection time to arm.
+func (s *Session) receive(p Packet) (final bool, ch *StateChange, detect time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.received++
+	s.remoteDisc = p.MyDisc
+	s.remoteState = p.State
+	s.remoteMinRx = p.RequiredMinRx
+	s.remoteDesiredTx = p.DesiredMinTx
+	s.remoteMult = p.DetectMult
+	if p.Final && s.pollActive {
+		s.pollActive = false
+		s.effectiveTx = s.desiredTx
+	}
+	s.detectTime = time.Duration(p.DetectMult) * max(s.rxIntervalLocked(), p.DesiredMinTx)
+	detect = s.detectTime
+	if s.state == AdminDown {
+		return false, nil, 0
+	}
+	old := s.state
+	if p.State == AdminDown {
+		if s.state != Down {
+			s.toLocked(Down, DiagNeighborDown)
+		}
+	} else {
+		switch s.state {
+		case Down:
+			if p.State == Down {
+				s.toLocked(Init, DiagNone)
+			} else if p.State == Init {
+				s.toLocked(Up, DiagNone)
+			}
+		case Init:
+			if p.State == Init || p.State == Up {
+				s.toLocked(Up, DiagNone)
+			}
+		case Up:
+			if p.State == Down {
+				s.toLocked(Down, DiagNeighborDown)
+			}
+		}
+	}
+	if s.state != old {
+		ch = &StateChange{Key: s.cfg.Key, Old: old, New: s.state, Diag: s.diag, At: time.Now()}
+	}
+	return p.Poll, ch, detect
+}
+
+func (s *Session) rxIntervalLocked() time.Duration {
+	if s.cfg.RequiredMinRx > 0 {
+		return s.cfg.RequiredMinRx
+	}
+	return DefaultInterval
+}
+
+// toLocked changes state and adjusts the transmit interval: 1 s or more
+// while not Up; on Up, a Poll sequence announces the configured interval.
+func (s *Session) toLocked(st State, d Diag) {
+	s.state = st
+	if d != DiagNone || st == Up {
+		s.diag = d
+	}
+	switch st {
+	case Up:
+		s.desiredTx = s.cfg.DesiredMinTx
+		s.effectiveTx = s.desiredTx // a decrease may apply at once
+		s.pollActive = true
+	default:
+		s.desiredTx = max(slowTx, s.cfg.DesiredMinTx)
+		s.effectiveTx = s.desiredTx
+		s.pollActive = false
+	}
+}
+
+// expire handles the detection timer.
+func (s *Session) expire() *StateChange {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.state != Init && s.state != Up {
+		return nil
+	}
+	old := s.state
+	s.toLocked(Down, DiagControlExpired)
+	s.remoteDisc = 0
+	s.remoteMinRx = time.Microsecond
+	return &StateChange{Key: s.cfg.Key, Old: old, New: Down, Diag: DiagControlExpired, At: time.Now()}
+}
+
+func (s *Session) packetLocked(final bool) Packet {
+	return Packet{Version: 1, Diag: s.diag, State: s.state, Poll: s.pollActive && !final, Final: final,
+		DetectMult: s.cfg.DetectMult, MyDisc: s.myDisc, YourDisc: s.remoteDisc,
+		DesiredMinTx: s.desiredTx, RequiredMinRx: s.rxIntervalLocked()}
+}
+
+func (s *Session) send(final bool) {
+	s.mu.Lock()
+	p := s.packetLocked(final)
+	s.sent++
+	s.mu.Unlock()
+	// A lost packet is what BFD is built to tolerate; errors are not fatal.
+	s.conn.WriteToUDP(p.Marshal(), s.peer)
+}
+
+// adminDown tells the peer the session is going away (a few packets, as
+// RFC 5880 §6.8.16 suggests) before the socket closes.
+func (s *Session) adminDown() {
+	s.mu.Lock()
+	s.state, s.diag = AdminDown, DiagAdminDown
+	s.mu.Unlock()
+	for range 3 {
+		s.send(false)
+	}
+}

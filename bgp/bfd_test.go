@@ -1,0 +1,94 @@
+package bgp
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/openinof/inof/bgp/bfd"
+)
+
+// TestBFDAsymmetry (DESIGN §3): when a client's BFD session dies, the
+// reflector shuts that client's BGP session at once, its records are
+// withdrawn from the other clients, and it comes back with BFD; when the
+// reflector's BFD dies, a client keeps its session and its records.
+func TestBFDAsymmetry(t *testing.T) {
+	ctx := context.Background()
+	rm, am, bm := bfd.NewManager(bfd.ManagerOptions{}), bfd.NewManager(bfd.ManagerOptions{}), bfd.NewManager(bfd.ManagerOptions{})
+	defer bm.Close()
+	r := startReflector(t, addr("127.0.0.1"), Config{BFD: rm})
+	a := startClient(t, addr("127.0.0.2"), Config{BFD: am})
+	b := startClient(t, addr("127.0.0.3"), Config{BFD: bm})
+	fast := &NeighborBFD{DesiredMinTx: 50 * time.Millisecond, RequiredMinRx: 50 * time.Millisecond, DetectMult: 3}
+	for _, c := range []*node{a, b} {
+		connect(t, r, c, func(n *Neighbor) {
+			n.BFD = fast
+			if n.Address == c.addr {
+				n.LocalAddress = r.addr // the reflector's side of the session
+			}
+		})
+	}
+	zone := ZoneRT(testASN, "prod")
+	b.Subscribe(ctx, zone)
+	waitEstablished(t, a, 1)
+	waitEstablished(t, b, 1)
+	waitBFD(t, rm, 2)
+	rec := device(routerID(a), 1)
+	if err := a.Publish(ctx, rec, zone); err != nil {
+		t.Fatal(err)
+	}
+	b.view.waitFor(t, "record at b", func(m map[string]RecordEvent) bool { _, ok := m[string(rec.Key())]; return ok })
+
+	// a's BFD dies (the process stops answering BFD; its TCP session
+	// would linger for the hold time): the reflector drops a at once.
+	am.Close()
+	b.view.waitFor(t, "a's record withdrawn", func(m map[string]RecordEvent) bool { _, ok := m[string(rec.Key())]; return !ok })
+	waitState(t, r, a.addr, func(s SessionState) bool { return s != StateEstablished })
+
+	// a's BFD comes back: the reflector lets a in again and the record returns.
+	am2 := bfd.NewManager(bfd.ManagerOptions{})
+	defer am2.Close()
+	if _, err := am2.Add(bfd.Config{Key: bfd.SessionKey{Local: a.addr, Peer: r.addr}, DesiredMinTx: fast.DesiredMinTx,
+		RequiredMinRx: fast.RequiredMinRx, DetectMult: 3}); err != nil {
+		t.Fatal(err)
+	}
+	b.view.waitFor(t, "a's record back", func(m map[string]RecordEvent) bool { _, ok := m[string(rec.Key())]; return ok })
+
+	// The reflector's BFD dies: b keeps its session and the record.
+	withdrawsBefore := b.view.withdrawCount()
+	rm.Close()
+	waitBFDDown(t, bm)
+	if !sessionUp(t, b, r, time.Second) || !b.view.has(rec.Key()) || b.view.withdrawCount() != withdrawsBefore {
+		t.Fatal("client dropped routes after BFD towards the reflector went down")
+	}
+}
+
+func waitBFD(t *testing.T, m *bfd.Manager, up int) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		n := 0
+		for _, s := range m.Sessions() {
+			if s.State == bfd.Up {
+				n++
+			}
+		}
+		if n >= up {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatalf("BFD sessions not up: %+v", m.Sessions())
+}
+
+func waitBFDDown(t *testing.T, m *bfd.Manager) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		if ss := m.Sessions(); len(ss) > 0 && ss[0].State == bfd.Down {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatalf("BFD session never went down: %+v", m.Sessions())
+}

@@ -1,0 +1,666 @@
+package bgp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/netip"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	api "github.com/osrg/gobgp/v3/api"
+	gobgplog "github.com/osrg/gobgp/v3/pkg/log"
+	"github.com/osrg/gobgp/v3/pkg/server"
+
+	"github.com/openinof/inof/bgp/bfd"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/anypb"
+)
+
+// Role is what a speaker is in the fabric.
+type Role uint8
+
+// Speaker roles.
+const (
+	RoleClient    Role = iota + 1 // a switch agent: sessions to every reflector
+	RoleReflector                 // a route reflector: switches are its clients
+)
+
+// GracefulRestart configures RFC 4724 on every session.
+type GracefulRestart struct {
+	Enabled bool
+	// RestartTime is how long peers keep our routes after we vanish
+	// (default 120 s; at most 4095 s).
+	RestartTime time.Duration
+	// Restarting announces that this process is a restart of one that just
+	// died: peers keep its routes as stale until it sends End-of-RIB, and
+	// it defers its own best-path selection until its peers' End-of-RIB.
+	Restarting bool
+	// SettleTime holds back, in WatchRecords, withdraws of records learned
+	// from a neighbor whose session came back within this time (default
+	// 10 s). GoBGP ends a restarting speaker's selection deferral as soon as
+	// the peers connected so far have sent End-of-RIB (it counts peers not
+	// yet connected as done), so a reflector that restarts can send
+	// End-of-RIB to one client before it has re-learned the others' records;
+	// the records it re-learns within SettleTime cancel the withdraws.
+	SettleTime time.Duration
+}
+
+// Config configures a GoBGP speaker.
+type Config struct {
+	Role     Role
+	ASN      uint32
+	RouterID netip.Addr
+	// ListenAddresses and ListenPort: where to accept sessions. ListenPort
+	// -1 disables listening (clients that only connect out); 0 means 179.
+	ListenAddresses []netip.Addr
+	ListenPort      int32
+	// ClusterID of a reflector (RFC 4456); reflectors of one fabric share
+	// it. Defaults to the router-id.
+	ClusterID       netip.Addr
+	GracefulRestart GracefulRestart
+	// BFD runs the BFD sessions of neighbors that ask for one (Neighbor.BFD).
+	BFD    *bfd.Manager
+	Logger *slog.Logger
+}
+
+var (
+	familyOpaque = &api.Family{Afi: api.Family_AFI_OPAQUE, Safi: api.Family_SAFI_KEY_VALUE}
+	familyRTC    = &api.Family{Afi: api.Family_AFI_IP, Safi: api.Family_SAFI_ROUTE_TARGET_CONSTRAINTS}
+)
+
+// GoBGP is the Speaker implementation on an embedded GoBGP v3 server.
+type GoBGP struct {
+	cfg Config
+	log *slog.Logger
+	srv *server.BgpServer
+
+	mu      sync.Mutex
+	stopBFD func()
+	bfdDown map[netip.Addr]bool // neighbors disabled because BFD went down
+	// reestablished is when each neighbor's session last came back up
+	// after having been established before (graceful-restart settling).
+	reestablished map[netip.Addr]time.Time
+	wasUp         map[netip.Addr]bool
+	neighbors     map[netip.Addr]Neighbor
+
+	published, withdrawn, malformed atomic.Uint64
+	malformedLog                    rateLimit
+}
+
+var _ Speaker = (*GoBGP)(nil)
+
+// NewGoBGP validates cfg and returns a speaker; call Start.
+func NewGoBGP(cfg Config) (*GoBGP, error) {
+	switch {
+	case cfg.Role != RoleClient && cfg.Role != RoleReflector:
+		return nil, errors.New("bgp: role must be client or reflector")
+	case cfg.ASN == 0:
+		return nil, errors.New("bgp: ASN is required")
+	case !cfg.RouterID.Is4():
+		return nil, errors.New("bgp: router-id must be an IPv4 address")
+	case cfg.GracefulRestart.RestartTime > 4095*time.Second:
+		return nil, errors.New("bgp: graceful-restart time above 4095 s")
+	}
+	if cfg.GracefulRestart.RestartTime == 0 {
+		cfg.GracefulRestart.RestartTime = 120 * time.Second
+	}
+	if cfg.GracefulRestart.SettleTime == 0 {
+		cfg.GracefulRestart.SettleTime = 10 * time.Second
+	}
+	if !cfg.ClusterID.IsValid() {
+		cfg.ClusterID = cfg.RouterID
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	log := cfg.Logger.With("router_id", cfg.RouterID.String())
+	return &GoBGP{cfg: cfg, log: log, neighbors: map[netip.Addr]Neighbor{},
+		reestablished: map[netip.Addr]time.Time{}, wasUp: map[netip.Addr]bool{}, bfdDown: map[netip.Addr]bool{},
+		malformedLog: rateLimit{every: time.Second}}, nil
+}
+
+// Start implements Speaker.
+func (g *GoBGP) Start(ctx context.Context) error {
+	g.srv = server.NewBgpServer(server.LoggerOption(&slogAdapter{log: g.log, level: gobgplog.InfoLevel}))
+	go g.srv.Serve()
+	global := &api.Global{Asn: g.cfg.ASN, RouterId: g.cfg.RouterID.String(), ListenPort: g.cfg.ListenPort}
+	for _, a := range g.cfg.ListenAddresses {
+		global.ListenAddresses = append(global.ListenAddresses, a.String())
+	}
+	if err := g.srv.StartBgp(ctx, &api.StartBgpRequest{Global: global}); err != nil {
+		g.srv.Stop()
+		return fmt.Errorf("bgp: start: %w", err)
+	}
+	if g.cfg.GracefulRestart.Enabled {
+		if err := g.WatchNeighbors(ctx, g.trackRestarts); err != nil {
+			g.srv.Stop()
+			return err
+		}
+	}
+	if g.cfg.BFD != nil {
+		g.stopBFD = g.cfg.BFD.Subscribe(g.onBFD)
+	}
+	if g.cfg.Role == RoleReflector {
+		if err := g.definePolicies(ctx); err != nil {
+			g.srv.Stop()
+			return err
+		}
+		// The default route-target membership: clients send us every record.
+		if err := g.addPath(ctx, rtcPath(0, nil)); err != nil {
+			g.srv.Stop()
+			return fmt.Errorf("bgp: default route target: %w", err)
+		}
+	}
+	return nil
+}
+
+// Stop implements Speaker.
+func (g *GoBGP) Stop() {
+	if g.stopBFD != nil {
+		g.stopBFD()
+	}
+	if g.srv != nil {
+		g.srv.StopBgp(context.Background(), &api.StopBgpRequest{})
+		g.srv.Stop()
+	}
+}
+
+// AddNeighbor implements Speaker.
+func (g *GoBGP) AddNeighbor(ctx context.Context, n Neighbor) error {
+	if !n.Address.IsValid() {
+		return errors.New("bgp: neighbor without address")
+	}
+	if n.RRClient && g.cfg.Role != RoleReflector {
+		return fmt.Errorf("bgp: neighbor %s: only a reflector has route-reflector clients", n.Address)
+	}
+	if n.PeerReflector && (g.cfg.Role != RoleReflector || n.RRClient) {
+		return fmt.Errorf("bgp: neighbor %s: a peer reflector is a plain iBGP neighbor of a reflector", n.Address)
+	}
+	if n.NoDefaultRT && !n.RRClient {
+		return fmt.Errorf("bgp: neighbor %s: NoDefaultRT applies to route-reflector clients", n.Address)
+	}
+	if err := g.setNeighborSets(ctx, n, true); err != nil {
+		return err
+	}
+	if n.BFD != nil {
+		if g.cfg.BFD == nil || !n.LocalAddress.IsValid() {
+			return fmt.Errorf("bgp: neighbor %s: BFD needs a BFD manager and the neighbor's local address", n.Address)
+		}
+	}
+	if err := g.srv.AddPeer(ctx, &api.AddPeerRequest{Peer: g.apiPeer(n)}); err != nil {
+		return fmt.Errorf("bgp: add neighbor %s: %w", n.Address, err)
+	}
+	g.mu.Lock()
+	g.neighbors[n.Address] = n
+	g.mu.Unlock()
+	if n.BFD != nil {
+		_, err := g.cfg.BFD.Add(bfd.Config{Key: bfdKey(n), DesiredMinTx: n.BFD.DesiredMinTx,
+			RequiredMinRx: n.BFD.RequiredMinRx, DetectMult: n.BFD.DetectMult})
+		if err != nil {
+			return fmt.Errorf("bgp: neighbor %s: %w", n.Address, err)
+		}
+	}
+	return nil
+}
+
+func bfdKey(n Neighbor) bfd.SessionKey { return bfd.SessionKey{Local: n.LocalAddress, Peer: n.Address} }
+
+// onBFD applies the asymmetry of DESIGN §3. On a reflector, a client whose
+// BFD session goes from Up to Down is gone: its BGP session is shut down at
+// once (its records are withdrawn everywhere) and kept down until BFD is Up
+// again. On a client, BFD Down towards a reflector changes nothing: the
+// routes stay (graceful restart keeps them stale if the TCP session dies)
+// because the other reflector still serves.
+func (g *GoBGP) onBFD(ch bfd.StateChange) {
+	g.mu.Lock()
+	n, ok := g.neighbors[ch.Key.Peer]
+	ok = ok && n.BFD != nil && bfdKey(n) == ch.Key
+	disabled := g.bfdDown[ch.Key.Peer]
+	act := ok && g.cfg.Role == RoleReflector && n.RRClient
+	switch {
+	case act && ch.Old == bfd.Up && ch.New != bfd.Up:
+		g.bfdDown[ch.Key.Peer] = true
+	case act && ch.New == bfd.Up && disabled:
+		delete(g.bfdDown, ch.Key.Peer)
+	default:
+		g.mu.Unlock()
+		if ok && ch.Old == bfd.Up {
+			g.log.Warn("BFD down towards neighbor; keeping its routes", "neighbor", ch.Key.Peer, "diag", ch.Diag.String())
+		}
+		return
+	}
+	g.mu.Unlock()
+	ctx := context.Background()
+	if ch.New == bfd.Up {
+		g.log.Info("BFD up again; enabling neighbor", "neighbor", ch.Key.Peer)
+		if err := g.srv.EnablePeer(ctx, &api.EnablePeerRequest{Address: ch.Key.Peer.String()}); err != nil {
+			g.log.Error("enabling neighbor after BFD up", "neighbor", ch.Key.Peer, "err", err)
+		}
+		return
+	}
+	g.log.Warn("BFD down: switch gone, shutting its session", "neighbor", ch.Key.Peer, "diag", ch.Diag.String())
+	err := g.srv.DisablePeer(ctx, &api.DisablePeerRequest{Address: ch.Key.Peer.String(), Communication: "BFD down"})
+	if err != nil {
+		g.log.Error("disabling neighbor after BFD down", "neighbor", ch.Key.Peer, "err", err)
+	}
+}
+
+func (g *GoBGP) apiPeer(n Neighbor) *api.Peer {
+	asn := n.ASN
+	if asn == 0 {
+		asn = g.cfg.ASN
+	}
+	hold, keep := n.HoldTime, n.Keepalive
+	if hold == 0 {
+		hold = 9 * time.Second
+	}
+	if keep == 0 {
+		keep = hold / 3
+	}
+	p := &api.Peer{
+		Conf:      &api.PeerConf{NeighborAddress: n.Address.String(), PeerAsn: asn, AuthPassword: n.Password},
+		Transport: &api.Transport{PassiveMode: n.Passive, RemotePort: uint32(n.Port)},
+		Timers: &api.Timers{Config: &api.TimersConfig{HoldTime: uint64(hold / time.Second),
+			KeepaliveInterval: uint64(keep / time.Second), ConnectRetry: 1}},
+	}
+	if n.LocalAddress.IsValid() {
+		p.Transport.LocalAddress = n.LocalAddress.String()
+	}
+	if n.RRClient {
+		p.RouteReflector = &api.RouteReflector{RouteReflectorClient: true, RouteReflectorClusterId: g.cfg.ClusterID.String()}
+	}
+	if n.TTLSecurity {
+		p.TtlSecurity = &api.TtlSecurity{Enabled: true, TtlMin: 255}
+	}
+	gr := g.cfg.GracefulRestart
+	if gr.Enabled {
+		p.GracefulRestart = &api.GracefulRestart{Enabled: true, RestartTime: uint32(gr.RestartTime / time.Second),
+			LocalRestarting: gr.Restarting}
+	}
+	for _, f := range []*api.Family{familyOpaque, familyRTC} {
+		as := &api.AfiSafi{Config: &api.AfiSafiConfig{Family: f, Enabled: true}}
+		if gr.Enabled {
+			as.MpGracefulRestart = &api.MpGracefulRestart{Config: &api.MpGracefulRestartConfig{Enabled: true}}
+		}
+		p.AfiSafis = append(p.AfiSafis, as)
+	}
+	return p
+}
+
+// RemoveNeighbor implements Speaker.
+func (g *GoBGP) RemoveNeighbor(ctx context.Context, addr netip.Addr) error {
+	if err := g.srv.DeletePeer(ctx, &api.DeletePeerRequest{Address: addr.String()}); err != nil {
+		return fmt.Errorf("bgp: remove neighbor %s: %w", addr, err)
+	}
+	g.mu.Lock()
+	n := g.neighbors[addr]
+	delete(g.neighbors, addr)
+	delete(g.bfdDown, addr)
+	g.mu.Unlock()
+	if n.BFD != nil {
+		if err := g.cfg.BFD.Remove(bfdKey(n)); err != nil {
+			return fmt.Errorf("bgp: neighbor %s: %w", addr, err)
+		}
+	}
+	return g.setNeighborSets(ctx, n, false)
+}
+
+// ResetNeighbor implements Speaker.
+func (g *GoBGP) ResetNeighbor(ctx context.Context, addr netip.Addr) error {
+	err := g.srv.ResetPeer(ctx, &api.ResetPeerRequest{Address: addr.String(), Communication: "BFD down"})
+	if err != nil {
+		return fmt.Errorf("bgp: reset neighbor %s: %w", addr, err)
+	}
+	return nil
+}
+
+// Publish implements Speaker.
+func (g *GoBGP) Publish(ctx context.Context, r Record, rts ...RouteTarget) error {
+	key, value, err := EncodeRecord(r, len(rts))
+	if err != nil {
+		return err
+	}
+	path, err := opaquePath(key, value, rts)
+	if err != nil {
+		return err
+	}
+	if err := g.addPath(ctx, path); err != nil {
+		return fmt.Errorf("bgp: publish: %w", err)
+	}
+	g.published.Add(1)
+	return nil
+}
+
+// Withdraw implements Speaker.
+func (g *GoBGP) Withdraw(ctx context.Context, key []byte) error {
+	nlri, err := anypb.New(&api.OpaqueNLRI{Key: key})
+	if err != nil {
+		return err
+	}
+	err = g.srv.DeletePath(ctx, &api.DeletePathRequest{Family: familyOpaque,
+		Path: &api.Path{Family: familyOpaque, Nlri: nlri, IsWithdraw: true}})
+	if err != nil {
+		return fmt.Errorf("bgp: withdraw: %w", err)
+	}
+	g.withdrawn.Add(1)
+	return nil
+}
+
+// Subscribe implements Speaker.
+func (g *GoBGP) Subscribe(ctx context.Context, rt RouteTarget) error {
+	if err := g.addPath(ctx, rtcPath(g.cfg.ASN, &rt)); err != nil {
+		return fmt.Errorf("bgp: subscribe %s: %w", rt, err)
+	}
+	return nil
+}
+
+// Unsubscribe implements Speaker.
+func (g *GoBGP) Unsubscribe(ctx context.Context, rt RouteTarget) error {
+	p := rtcPath(g.cfg.ASN, &rt)
+	if err := g.srv.DeletePath(ctx, &api.DeletePathRequest{Family: familyRTC, Path: p}); err != nil {
+		return fmt.Errorf("bgp: unsubscribe %s: %w", rt, err)
+	}
+	return nil
+}
+
+func (g *GoBGP) addPath(ctx context.Context, p *api.Path) error {
+	_, err := g.srv.AddPath(ctx, &api.AddPathRequest{Path: p})
+	return err
+}
+
+// WatchRecords implements Speaker with the best-path table. With graceful
+// restart, withdraws from a neighbor that just came back are held for the
+// settle time (see GracefulRestart.SettleTime).
+func (g *GoBGP) WatchRecords(ctx context.Context, fn func(RecordEvent)) error {
+	if g.cfg.GracefulRestart.Enabled {
+		fn = g.settle(ctx, fn)
+	}
+	return g.watchTable(ctx, api.WatchEventRequest_Table_Filter_BEST, fn)
+}
+
+func (g *GoBGP) trackRestarts(ev NeighborEvent) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if ev.State == StateEstablished {
+		if g.wasUp[ev.Address] {
+			g.reestablished[ev.Address] = time.Now()
+		}
+		g.wasUp[ev.Address] = true
+	}
+}
+
+// settle wraps fn: a withdraw of a record last learned from a neighbor whose
+// session came back less than the settle time ago is delivered only if the
+// record has not come back when that time is over. Calls to fn stay
+// serialized.
+func (g *GoBGP) settle(ctx context.Context, fn func(RecordEvent)) func(RecordEvent) {
+	var mu sync.Mutex
+	held := map[string]*time.Timer{}
+	source := map[string]netip.Addr{}
+	return func(ev RecordEvent) {
+		mu.Lock()
+		defer mu.Unlock()
+		k := string(ev.Key)
+		if t := held[k]; t != nil {
+			t.Stop()
+			delete(held, k)
+		}
+		if !ev.Withdrawn || ev.Err != nil {
+			source[k] = ev.Source
+			fn(ev)
+			return
+		}
+		src := source[k]
+		delete(source, k)
+		g.mu.Lock()
+		since := time.Since(g.reestablished[src])
+		g.mu.Unlock()
+		if !src.IsValid() || since >= g.cfg.GracefulRestart.SettleTime || ctx.Err() != nil {
+			fn(ev)
+			return
+		}
+		var t *time.Timer
+		t = time.AfterFunc(g.cfg.GracefulRestart.SettleTime-since, func() {
+			mu.Lock()
+			defer mu.Unlock()
+			if held[k] == t && ctx.Err() == nil {
+				delete(held, k)
+				fn(ev)
+			}
+		})
+		held[k] = t
+	}
+}
+
+// WatchReceived calls fn for every opaque record received from any neighbor
+// as it arrives, before import policy (Adj-RIB-In) and whether or not it
+// becomes best: explicit withdraws are reported, session loss is not.
+// Reflectors use it to learn their peers' configuration.
+func (g *GoBGP) WatchReceived(ctx context.Context, fn func(RecordEvent)) error {
+	return g.watchTable(ctx, api.WatchEventRequest_Table_Filter_ADJIN, fn)
+}
+
+func (g *GoBGP) watchTable(ctx context.Context, typ api.WatchEventRequest_Table_Filter_Type, fn func(RecordEvent)) error {
+	req := &api.WatchEventRequest{Table: &api.WatchEventRequest_Table{
+		Filters: []*api.WatchEventRequest_Table_Filter{{Type: typ, Init: true}}}}
+	err := g.srv.WatchEvent(ctx, req, func(r *api.WatchEventResponse) {
+		for _, p := range r.GetTable().GetPaths() {
+			if proto.Equal(p.Family, familyOpaque) {
+				if ev, ok := g.recordEvent(p); ok {
+					fn(ev)
+				}
+			}
+		}
+	})
+	if err != nil {
+		return fmt.Errorf("bgp: watch: %w", err)
+	}
+	return nil
+}
+
+// recordEvent converts a GoBGP path; a malformed record becomes a withdraw
+// carrying the error, and is counted and logged at a rate limit.
+func (g *GoBGP) recordEvent(p *api.Path) (RecordEvent, bool) {
+	var nlri api.OpaqueNLRI
+	if p.Nlri == nil || p.Nlri.UnmarshalTo(&nlri) != nil {
+		return RecordEvent{}, false
+	}
+	ev := RecordEvent{Key: nlri.Key, Withdrawn: p.IsWithdraw, Stale: p.Stale}
+	if a, err := netip.ParseAddr(p.NeighborIp); err == nil && !a.IsUnspecified() {
+		ev.Source = a
+	}
+	if ev.Withdrawn {
+		return ev, true
+	}
+	ev.RouteTargets = pathRouteTargets(p)
+	rec, err := DecodeRecord(nlri.Key, nlri.Value)
+	if err != nil {
+		g.malformed.Add(1)
+		if g.malformedLog.allow() {
+			g.log.Warn("malformed record treated as withdrawn", "from", ev.Source, "err", err,
+				"malformed_total", g.malformed.Load())
+		}
+		ev.Withdrawn, ev.Err = true, err
+		return ev, true
+	}
+	ev.Record = rec
+	return ev, true
+}
+
+// WatchNeighbors implements Speaker.
+func (g *GoBGP) WatchNeighbors(ctx context.Context, fn func(NeighborEvent)) error {
+	err := g.srv.WatchEvent(ctx, &api.WatchEventRequest{Peer: &api.WatchEventRequest_Peer{}}, func(r *api.WatchEventResponse) {
+		pe := r.GetPeer()
+		if pe == nil || pe.Type != api.WatchEventResponse_PeerEvent_STATE {
+			return
+		}
+		addr, err := netip.ParseAddr(pe.Peer.GetState().GetNeighborAddress())
+		if err != nil {
+			return
+		}
+		fn(NeighborEvent{Address: addr, State: sessionState(pe.Peer.GetState().GetSessionState())})
+	})
+	if err != nil {
+		return fmt.Errorf("bgp: watch neighbors: %w", err)
+	}
+	return nil
+}
+
+// Neighbors implements Speaker.
+func (g *GoBGP) Neighbors(ctx context.Context) ([]NeighborStatus, error) {
+	var out []NeighborStatus
+	err := g.srv.ListPeer(ctx, &api.ListPeerRequest{EnableAdvertised: false}, func(p *api.Peer) {
+		addr, err := netip.ParseAddr(p.GetConf().GetNeighborAddress())
+		if err != nil {
+			return
+		}
+		g.mu.Lock()
+		st := NeighborStatus{Neighbor: g.neighbors[addr], State: sessionState(p.GetState().GetSessionState())}
+		g.mu.Unlock()
+		st.RouterID, _ = netip.ParseAddr(p.GetState().GetRouterId())
+		for _, as := range p.GetAfiSafis() {
+			if proto.Equal(as.GetConfig().GetFamily(), familyOpaque) {
+				st.Received = as.GetState().GetAccepted()
+			}
+		}
+		out = append(out, st)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("bgp: list neighbors: %w", err)
+	}
+	return out, nil
+}
+
+// Stats implements Speaker.
+func (g *GoBGP) Stats() Stats {
+	return Stats{Published: g.published.Load(), Withdrawn: g.withdrawn.Load(), Malformed: g.malformed.Load()}
+}
+
+func sessionState(s api.PeerState_SessionState) SessionState {
+	switch s {
+	case api.PeerState_IDLE:
+		return StateIdle
+	case api.PeerState_CONNECT:
+		return StateConnect
+	case api.PeerState_ACTIVE:
+		return StateActive
+	case api.PeerState_OPENSENT:
+		return StateOpenSent
+	case api.PeerState_OPENCONFIRM:
+		return StateOpenConfirm
+	case api.PeerState_ESTABLISHED:
+		return StateEstablished
+	}
+	return StateUnknown
+}
+
+// opaquePath builds the GoBGP path of one record: ORIGIN, MP_REACH (next
+// hop 0.0.0.0) and the route targets.
+func opaquePath(key, value []byte, rts []RouteTarget) (*api.Path, error) {
+	nlri, err := anypb.New(&api.OpaqueNLRI{Key: key, Value: value})
+	if err != nil {
+		return nil, err
+	}
+	attrs, err := baseAttrs(familyOpaque, nlri)
+	if err != nil {
+		return nil, err
+	}
+	if len(rts) > 0 {
+		ec := &api.ExtendedCommunitiesAttribute{}
+		for _, rt := range rts {
+			a, err := rtAny(rt)
+			if err != nil {
+				return nil, err
+			}
+			ec.Communities = append(ec.Communities, a)
+		}
+		a, err := anypb.New(ec)
+		if err != nil {
+			return nil, err
+		}
+		attrs = append(attrs, a)
+	}
+	return &api.Path{Family: familyOpaque, Nlri: nlri, Pattrs: attrs}, nil
+}
+
+func baseAttrs(f *api.Family, nlri *anypb.Any) ([]*anypb.Any, error) {
+	origin, err := anypb.New(&api.OriginAttribute{Origin: 0})
+	if err != nil {
+		return nil, err
+	}
+	mp, err := anypb.New(&api.MpReachNLRIAttribute{Family: f, NextHops: []string{"0.0.0.0"}, Nlris: []*anypb.Any{nlri}})
+	if err != nil {
+		return nil, err
+	}
+	return []*anypb.Any{origin, mp}, nil
+}
+
+// rtcPath builds an RT-constraint membership path; rt nil is the default
+// route target (every route target).
+func rtcPath(asn uint32, rt *RouteTarget) *api.Path {
+	m := &api.RouteTargetMembershipNLRI{Asn: asn}
+	if rt != nil {
+		a, err := rtAny(*rt)
+		if err != nil {
+			panic(err) // both message types are always registered
+		}
+		m.Rt = a
+	}
+	nlri, err := anypb.New(m)
+	if err != nil {
+		panic(err)
+	}
+	attrs, err := baseAttrs(familyRTC, nlri)
+	if err != nil {
+		panic(err)
+	}
+	return &api.Path{Family: familyRTC, Nlri: nlri, Pattrs: attrs}
+}
+
+func rtAny(rt RouteTarget) (*anypb.Any, error) {
+	if rt.Global <= 0xFFFF {
+		return anypb.New(&api.TwoOctetAsSpecificExtended{IsTransitive: true, SubType: 0x02, Asn: rt.Global, LocalAdmin: rt.Local})
+	}
+	return anypb.New(&api.FourOctetAsSpecificExtended{IsTransitive: true, SubType: 0x02, Asn: rt.Global, LocalAdmin: rt.Local & 0xFFFF})
+}
+
+func pathRouteTargets(p *api.Path) []RouteTarget {
+	var out []RouteTarget
+	for _, a := range p.Pattrs {
+		var ec api.ExtendedCommunitiesAttribute
+		if a.UnmarshalTo(&ec) != nil {
+			continue
+		}
+		for _, c := range ec.Communities {
+			var two api.TwoOctetAsSpecificExtended
+			var four api.FourOctetAsSpecificExtended
+			switch {
+			case c.UnmarshalTo(&two) == nil && two.SubType == 0x02:
+				out = append(out, RouteTarget{Global: two.Asn, Local: two.LocalAdmin})
+			case c.UnmarshalTo(&four) == nil && four.SubType == 0x02:
+				out = append(out, RouteTarget{Global: four.Asn, Local: four.LocalAdmin})
+			}
+		}
+	}
+	return out
+}
+
+// rateLimit allows one event per interval.
+type rateLimit struct {
+	mu    sync.Mutex
+	every time.Duration
+	last  time.Time
+}
+
+func (r *rateLimit) allow() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if now := time.Now(); now.Sub(r.last) >= r.every {
+		r.last = now
+		return true
+	}
+	return false
+}

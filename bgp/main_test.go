@@ -1,0 +1,64 @@
+package bgp
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/netip"
+	"os"
+	"testing"
+	"time"
+)
+
+// childEnv carries a childConfig: the test binary then runs one reflector
+// speaker until it is killed (see startChildReflector).
+const childEnv = "INOF_BGP_CHILD_REFLECTOR"
+
+type childConfig struct {
+	RouterID    string
+	Port        uint16
+	Clients     []string
+	RestartTime time.Duration
+	Restarting  bool
+}
+
+func TestMain(m *testing.M) {
+	if raw := os.Getenv(childEnv); raw != "" {
+		if err := runChildReflector(raw); err != nil {
+			fmt.Fprintln(os.Stderr, "child reflector:", err)
+			os.Exit(2)
+		}
+		return
+	}
+	if os.Getenv("INOF_TEST_LOG") == "" {
+		slog.SetDefault(slog.New(slog.NewTextHandler(io.Discard, nil)))
+	}
+	os.Exit(m.Run())
+}
+
+func runChildReflector(raw string) error {
+	var c childConfig
+	if err := json.Unmarshal([]byte(raw), &c); err != nil {
+		return err
+	}
+	id := netip.MustParseAddr(c.RouterID)
+	g, err := NewGoBGP(Config{Role: RoleReflector, ASN: testASN, RouterID: id, ListenAddresses: []netip.Addr{id},
+		ListenPort: int32(c.Port), GracefulRestart: GracefulRestart{Enabled: true, RestartTime: c.RestartTime, Restarting: c.Restarting},
+		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))})
+	if err != nil {
+		return err
+	}
+	ctx := context.Background()
+	if err := g.Start(ctx); err != nil {
+		return err
+	}
+	for _, cl := range c.Clients {
+		if err := g.AddNeighbor(ctx, Neighbor{Address: netip.MustParseAddr(cl), Passive: true, RRClient: true}); err != nil {
+			return err
+		}
+	}
+	fmt.Println("ready")
+	select {}
+}

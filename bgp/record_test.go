@@ -1,0 +1,164 @@
+package bgp
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"net/netip"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/openinof/inof/inof"
+)
+
+func TestRecordRoundTrip(t *testing.T) {
+	recs := []Record{
+		device(0x0a000001, 7),
+		&DeviceRecord{Switch: 9, Device: inof.Device{Addr: netip.MustParseAddr("fd00::7"), Role: inof.RoleBoth,
+			Protocol: inof.ProtocolRoCE}, State: inof.StateInactive, Reason: inof.ReasonLinkDown,
+			Since: time.UnixMilli(5), Changed: time.UnixMilli(6)},
+		&ConfigRecord{Reflector: 1, Kind: 2, Name: "prod", Gen: 1 << 40, Writer: 2, Payload: []byte{1, 2, 3}},
+		&ConfigRecord{Reflector: 3, Kind: 1, Deleted: true, Gen: 9, Writer: 3},
+	}
+	for _, r := range recs {
+		k, v, err := EncodeRecord(r, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := DecodeRecord(k, v)
+		if err != nil {
+			t.Fatalf("%+v: %v", r, err)
+		}
+		if c, ok := got.(*ConfigRecord); ok && len(c.Payload) == 0 {
+			c.Payload = nil
+		}
+		if !reflect.DeepEqual(got, r) {
+			t.Fatalf("round trip\n got %+v\nwant %+v", got, r)
+		}
+	}
+}
+
+func TestRecordMalformed(t *testing.T) {
+	good := device(1, 1)
+	k, v, _ := EncodeRecord(good, 0)
+	mut := func(b []byte, i int, x byte) []byte { b = bytes.Clone(b); b[i] = x; return b }
+	cases := []struct {
+		name string
+		k, v []byte
+	}{
+		{"empty", nil, nil},
+		{"value version", k, mut(v, 0, 9)},
+		{"type mismatch", k, mut(v, 1, 2)},
+		{"unknown type", mut(k, 0, 7), mut(v, 1, 7)},
+		{"role", k, mut(v, 2, 0)},
+		{"protocol", k, mut(v, 3, 9)},
+		{"state", k, mut(v, 6, 5)},
+		{"reason", k, mut(v, 7, 99)},
+		{"truncated", k, v[:len(v)-3]},
+		{"trailing", k, append(bytes.Clone(v), 0)},
+		{"family", mut(k, 5, 5), v},
+		{"key trailing", append(bytes.Clone(k), 1), v},
+	}
+	for _, c := range cases {
+		if _, err := DecodeRecord(c.k, c.v); !errors.Is(err, ErrMalformed) {
+			t.Errorf("%s: %v", c.name, err)
+		}
+	}
+}
+
+func TestEncodeTooLarge(t *testing.T) {
+	c := &ConfigRecord{Reflector: 1, Kind: 2, Name: "z", Payload: make([]byte, 3000)}
+	if _, _, err := EncodeRecord(c, 0); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := EncodeRecord(c, 200); !errors.Is(err, ErrTooLarge) {
+		t.Fatalf("3000 bytes and 200 route targets: %v", err)
+	}
+	if _, _, err := EncodeRecord(&DeviceRecord{Device: inof.Device{Addr: netip.MustParseAddr("10.0.0.1"), NQN: string(make([]byte, 300))}}, 0); !errors.Is(err, ErrTooLarge) {
+		t.Fatalf("long NQN: %v", err)
+	}
+}
+
+func TestZoneRT(t *testing.T) {
+	a, b := ZoneRT(65000, "prod"), ZoneRT(65000, "prod")
+	if a != b || a == ZoneRT(65000, "dev") || a.Local == 0 || a == ConfigRT(65000) {
+		t.Fatalf("zone RTs %v %v", a, ZoneRT(65000, "dev"))
+	}
+	if rt := ZoneRT(4200000000, "prod"); rt.Local > 0xFFFF || rt.Local == 0 {
+		t.Fatalf("four-octet AS RT %v", rt)
+	}
+}
+
+func FuzzDecodeRecord(f *testing.F) {
+	for _, r := range []Record{device(1, 1), &ConfigRecord{Reflector: 1, Kind: 2, Name: "z", Payload: []byte("x")}} {
+		k, v, _ := EncodeRecord(r, 0)
+		f.Add(k, v)
+	}
+	f.Fuzz(func(t *testing.T, k, v []byte) {
+		r, err := DecodeRecord(k, v)
+		if err != nil {
+			if !errors.Is(err, ErrMalformed) {
+				t.Fatalf("error not wrapping ErrMalformed: %v", err)
+			}
+			return
+		}
+		k2, v2, err := EncodeRecord(r, 0)
+		if err != nil {
+			return // decodable but over the size limit: refused on send, fine
+		}
+		if !bytes.Equal(k2, k) {
+			t.Fatalf("key not canonical: %x vs %x", k2, k)
+		}
+		again, err := DecodeRecord(k2, v2)
+		if err != nil || !reflect.DeepEqual(again, r) {
+			t.Fatalf("round trip: %v\n got %+v\nwant %+v", err, again, r)
+		}
+	})
+}
+
+// TestMalformedFromPeer: a malformed record from a client is counted and
+// treated as withdrawn by the receivers, the sessions stay up, and a valid
+// value under the same key later is taken normally.
+func TestMalformedFromPeer(t *testing.T) {
+	ctx := context.Background()
+	r := startReflector(t, addr("127.0.0.1"), Config{})
+	a := startClient(t, addr("127.0.0.2"), Config{})
+	b := startClient(t, addr("127.0.0.3"), Config{})
+	connect(t, r, a, nil)
+	connect(t, r, b, nil)
+	zone := ZoneRT(testASN, "prod")
+	b.Subscribe(ctx, zone)
+	waitEstablished(t, a, 1)
+	waitEstablished(t, b, 1)
+
+	bad := device(routerID(a), 1)
+	k, v, _ := EncodeRecord(bad, 1)
+	v[2] = 0 // role 0
+	p, err := opaquePath(k, v, []RouteTarget{zone})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.addPath(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	good := device(routerID(a), 2)
+	if err := a.Publish(ctx, good, zone); err != nil {
+		t.Fatal(err)
+	}
+	b.view.waitFor(t, "good record", func(m map[string]RecordEvent) bool { _, ok := m[string(good.Key())]; return ok })
+	deadline := time.Now().Add(30 * time.Second)
+	for b.Stats().Malformed == 0 && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if b.Stats().Malformed != 1 || r.Stats().Malformed != 1 || b.view.has(k) {
+		t.Fatalf("malformed: b %d, reflector %d, b holds it %v", b.Stats().Malformed, r.Stats().Malformed, b.view.has(k))
+	}
+	if err := a.Publish(ctx, bad, zone); err != nil { // same key, valid value
+		t.Fatal(err)
+	}
+	b.view.waitFor(t, "repaired record", func(m map[string]RecordEvent) bool { _, ok := m[string(k)]; return ok })
+	if !sessionUp(t, b, r, time.Second) || !sessionUp(t, a, r, time.Second) {
+		t.Fatal("a malformed record took a session down")
+	}
+}

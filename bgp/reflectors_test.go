@@ -1,0 +1,225 @@
+package bgp
+
+import (
+	"context"
+	"encoding/binary"
+
+	"testing"
+	"time"
+)
+
+func routerID(n *node) uint32 { return binary.BigEndian.Uint32(n.addr.AsSlice()) }
+
+// fabric2 is two reflectors (one cluster) and two clients peering with both.
+type fabric2 struct {
+	r1, r2, a, b *node
+	rep1, rep2   *ConfigReplicator
+	zone         RouteTarget
+}
+
+func newFabric2(t *testing.T) *fabric2 {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	cluster := addr("127.0.0.100")
+	f := &fabric2{
+		r1:   startReflector(t, addr("127.0.0.1"), Config{ClusterID: cluster}),
+		r2:   startReflector(t, addr("127.0.0.4"), Config{ClusterID: cluster}),
+		a:    startClient(t, addr("127.0.0.2"), Config{}),
+		b:    startClient(t, addr("127.0.0.3"), Config{}),
+		zone: ZoneRT(testASN, "prod"),
+	}
+	peerReflectors(t, f.r1, f.r2)
+	for _, r := range []*node{f.r1, f.r2} {
+		connect(t, r, f.a, nil)
+		connect(t, r, f.b, nil)
+	}
+	for _, c := range []*node{f.a, f.b} {
+		for _, rt := range []RouteTarget{f.zone, ConfigRT(testASN)} {
+			if err := c.Subscribe(ctx, rt); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	for _, p := range []struct {
+		r   *node
+		rep **ConfigReplicator
+	}{{f.r1, &f.rep1}, {f.r2, &f.rep2}} {
+		rep, err := NewConfigReplicator(ReplicatorConfig{Speaker: p.r.GoBGP, RouterID: routerID(p.r), RT: ConfigRT(testASN)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := rep.Run(ctx); err != nil {
+			t.Fatal(err)
+		}
+		*p.rep = rep
+	}
+	waitEstablished(t, f.r1, 3)
+	waitEstablished(t, f.r2, 3)
+	waitEstablished(t, f.a, 2)
+	waitEstablished(t, f.b, 2)
+	return f
+}
+
+// configAt returns the newest version of an object among the copies a node
+// holds.
+func configAt(v *recordView, obj ConfigObject) (ConfigRecord, bool) {
+	cv := NewConfigView()
+	v.mu.Lock()
+	for _, e := range v.records {
+		cv.Apply(e)
+	}
+	v.mu.Unlock()
+	for _, c := range cv.Objects() {
+		if c.Object() == obj {
+			return c, true
+		}
+	}
+	return ConfigRecord{}, false
+}
+
+func hasVersion(v *recordView, obj ConfigObject, gen uint64) func(map[string]RecordEvent) bool {
+	return func(map[string]RecordEvent) bool {
+		v.mu.Unlock()
+		defer v.mu.Lock()
+		c, ok := configAt(v, obj)
+		return ok && c.Gen == gen
+	}
+}
+
+// TestTwoReflectors covers DESIGN §3's reflector redundancy: configuration
+// edits on either reflector reach the other and every client; device
+// records never cross between reflectors; stopping a reflector loses no
+// record and makes no client see a withdraw; 200 add/withdraw cycles leave
+// no ghost anywhere.
+func TestTwoReflectors(t *testing.T) {
+	ctx := context.Background()
+	f := newFabric2(t)
+
+	// Configuration written on r1, then a newer version on r2.
+	obj := ConfigObject{Kind: 2, Name: "prod"}
+	if _, err := f.rep1.Put(ctx, ConfigRecord{Kind: 2, Name: "prod", Gen: 10, Writer: routerID(f.r1), Payload: []byte("v1")}); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []*node{f.a, f.b} {
+		n.view.waitFor(t, "config v1 at client", hasVersion(n.view, obj, 10))
+	}
+	waitObject(t, f.rep2, obj, 10)
+	if _, err := f.rep2.Put(ctx, ConfigRecord{Kind: 2, Name: "prod", Gen: 20, Writer: routerID(f.r2), Deleted: true}); err != nil {
+		t.Fatal(err)
+	}
+	waitObject(t, f.rep1, obj, 20)
+	for _, n := range []*node{f.a, f.b} {
+		n.view.waitFor(t, "tombstone at client", hasVersion(n.view, obj, 20))
+	}
+	// An old copy offered again loses against the tombstone.
+	if took, _ := f.rep1.Put(ctx, ConfigRecord{Kind: 2, Name: "prod", Gen: 10, Writer: routerID(f.r1)}); took {
+		t.Fatal("old version replaced the tombstone")
+	}
+
+	// Device records from a reach b through both reflectors.
+	const n = 50
+	for i := range n {
+		if err := f.a.Publish(ctx, device(routerID(f.a), i), f.zone); err != nil {
+			t.Fatal(err)
+		}
+	}
+	allAt := func(want int) func(map[string]RecordEvent) bool {
+		return func(m map[string]RecordEvent) bool {
+			c := 0
+			for _, e := range m {
+				if _, ok := e.Record.(*DeviceRecord); ok {
+					c++
+				}
+			}
+			return c == want
+		}
+	}
+	for _, nd := range []*node{f.b, f.r1, f.r2} {
+		nd.view.waitFor(t, "50 devices", allAt(n))
+	}
+	for _, r := range []*node{f.r1, f.r2} {
+		r.view.mu.Lock()
+		for _, e := range r.view.records {
+			if _, ok := e.Record.(*DeviceRecord); ok && e.Source != f.a.addr {
+				t.Errorf("reflector %s holds a device record from %s: records crossed reflectors", r.addr, e.Source)
+			}
+		}
+		r.view.mu.Unlock()
+	}
+
+	// 200 add/withdraw cycles, then a marker: nothing of the cycles stays.
+	for i := range 200 {
+		d := device(routerID(f.a), 1000+i)
+		if err := f.a.Publish(ctx, d, f.zone); err != nil {
+			t.Fatal(err)
+		}
+		if err := f.a.Withdraw(ctx, d.Key()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	marker := device(routerID(f.a), 5000)
+	if err := f.a.Publish(ctx, marker, f.zone); err != nil {
+		t.Fatal(err)
+	}
+	for _, nd := range []*node{f.b, f.r1, f.r2} {
+		// Settles at exactly the 50 records and the marker; a ghost of a
+		// cycle would keep the count above that until the wait gives up.
+		nd.view.waitFor(t, "marker and no ghosts", func(m map[string]RecordEvent) bool {
+			_, ok := m[string(marker.Key())]
+			return ok && allAt(n+1)(m)
+		})
+	}
+
+	// Stop r1: b keeps every device record, without a single withdraw, and
+	// records keep flowing through r2.
+	stable := [][]byte{marker.Key()}
+	for i := range n {
+		stable = append(stable, device(routerID(f.a), i).Key())
+	}
+	before := withdrawsOf(f.b.view, stable)
+	f.r1.Stop()
+	more := device(routerID(f.a), 6000)
+	if err := f.a.Publish(ctx, more, f.zone); err != nil {
+		t.Fatal(err)
+	}
+	f.b.view.waitFor(t, "record via r2", allAt(n+2))
+	after := withdrawsOf(f.b.view, stable)
+	for k, w := range before {
+		if after[k] != w {
+			t.Fatalf("b saw a withdraw of %x after r1 stopped", k)
+		}
+	}
+	if c, ok := configAt(f.b.view, obj); !ok || c.Gen != 20 {
+		t.Fatalf("configuration lost with r1: %+v %v", c, ok)
+	}
+	if err := f.a.Withdraw(ctx, more.Key()); err != nil {
+		t.Fatal(err)
+	}
+	f.b.view.waitFor(t, "withdraw via r2", allAt(n+1))
+}
+
+func waitObject(t *testing.T, rep *ConfigReplicator, obj ConfigObject, gen uint64) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		for _, c := range rep.Objects() {
+			if c.Object() == obj && c.Gen == gen {
+				return
+			}
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	t.Fatalf("object %v generation %d never adopted: %+v", obj, gen, rep.Objects())
+}
+
+// withdrawsOf counts the withdraw events seen so far for keys.
+func withdrawsOf(v *recordView, keys [][]byte) map[string]int {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	out := map[string]int{}
+	for _, k := range keys {
+		out[string(k)] = v.byKey[string(k)]
+	}
+	return out
+}

@@ -1,0 +1,42 @@
+package bgp
+
+import (
+	"fmt"
+	"hash/fnv"
+)
+
+// RouteTarget is a route-target extended community: Global is the AS
+// number, Local the assigned number. With Global ≤ 65535 it is encoded as
+// two-octet-AS specific (32-bit Local), above as four-octet-AS specific
+// (16-bit Local).
+type RouteTarget struct {
+	Global uint32
+	Local  uint32
+}
+
+func (rt RouteTarget) String() string { return fmt.Sprintf("%d:%d", rt.Global, rt.Local) }
+
+// Reserved local values: 0 carries configuration records everyone
+// subscribes to; zone route targets never use it.
+const configRTLocal = 0
+
+// ConfigRT is the fabric-wide route target of configuration records.
+func ConfigRT(asn uint32) RouteTarget { return RouteTarget{Global: asn, Local: configRTLocal} }
+
+// ZoneRT is the stable route target of a zone: the 32-bit FNV-1a hash of its
+// name (16 bits with a four-octet AS), never the configuration value. Two
+// zones whose names collide share a route target; that costs bandwidth, not
+// correctness, because switches still apply the zoning rules to what they
+// receive.
+func ZoneRT(asn uint32, zone string) RouteTarget {
+	h := fnv.New32a()
+	h.Write([]byte(zone))
+	v := h.Sum32()
+	if asn > 0xFFFF {
+		v &= 0xFFFF
+	}
+	if v == configRTLocal {
+		v = 1
+	}
+	return RouteTarget{Global: asn, Local: v}
+}

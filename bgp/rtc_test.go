@@ -1,0 +1,80 @@
+package bgp
+
+import (
+	"context"
+	"testing"
+	"time"
+)
+
+// TestRTConstraint: a client receives only the zones it subscribed to, and
+// a zone's records arrive promptly once it subscribes.
+func TestRTConstraint(t *testing.T) {
+	ctx := context.Background()
+	r := startReflector(t, addr("127.0.0.1"), Config{})
+	a := startClient(t, addr("127.0.0.2"), Config{})
+	b := startClient(t, addr("127.0.0.3"), Config{})
+	connect(t, r, a, nil)
+	connect(t, r, b, nil)
+	red, blue := ZoneRT(testASN, "red"), ZoneRT(testASN, "blue")
+	if err := b.Subscribe(ctx, red); err != nil {
+		t.Fatal(err)
+	}
+	waitEstablished(t, a, 1)
+	waitEstablished(t, b, 1)
+
+	const per = 100
+	var blueKeys, redKeys [][]byte
+	// Blue first: by the time the last red record arrives, every blue one
+	// passed the reflector's filter before it.
+	for i := range per {
+		d := device(routerID(a), i)
+		blueKeys = append(blueKeys, d.Key())
+		if err := a.Publish(ctx, d, blue); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range per {
+		d := device(routerID(a), per+i)
+		redKeys = append(redKeys, d.Key())
+		if err := a.Publish(ctx, d, red); err != nil {
+			t.Fatal(err)
+		}
+	}
+	hasAll := func(keys [][]byte) func(map[string]RecordEvent) bool {
+		return func(m map[string]RecordEvent) bool {
+			for _, k := range keys {
+				if _, ok := m[string(k)]; !ok {
+					return false
+				}
+			}
+			return true
+		}
+	}
+	b.view.waitFor(t, "red records", hasAll(redKeys))
+	for _, k := range blueKeys {
+		if b.view.has(k) {
+			t.Fatalf("b received a blue record without subscribing")
+		}
+	}
+	r.view.waitFor(t, "all records at the reflector", hasAll(append(blueKeys, redKeys...)))
+
+	start := time.Now()
+	if err := b.Subscribe(ctx, blue); err != nil {
+		t.Fatal(err)
+	}
+	b.view.waitFor(t, "blue records after subscribing", hasAll(blueKeys))
+	t.Logf("%d blue records %s after subscribing", per, time.Since(start))
+
+	// Unsubscribing withdraws the zone's records from b.
+	if err := b.Unsubscribe(ctx, blue); err != nil {
+		t.Fatal(err)
+	}
+	b.view.waitFor(t, "blue records gone", func(m map[string]RecordEvent) bool {
+		for _, k := range blueKeys {
+			if _, ok := m[string(k)]; ok {
+				return false
+			}
+		}
+		return true
+	})
+}

@@ -1,0 +1,89 @@
+package bgp
+
+import (
+	"context"
+	"net"
+	"testing"
+	"time"
+)
+
+// TestNoMultipathTCP guards go.mod's `godebug multipathtcp=0`: with MPTCP
+// listeners (Go ≥ 1.24's default) GoBGP's TCP-MD5 and GTSM socket options
+// fail and MD5 is silently not enforced.
+func TestNoMultipathTCP(t *testing.T) {
+	var lc net.ListenConfig
+	if lc.MultipathTCP() {
+		t.Fatal("listeners default to MPTCP: go.mod lost `godebug multipathtcp=0`")
+	}
+}
+
+// sessionUp reports whether the client's session to the reflector reaches
+// Established within d.
+func sessionUp(t *testing.T, c, r *node, d time.Duration) bool {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for time.Now().Before(deadline) {
+		ns, err := c.Neighbors(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range ns {
+			if s.Address == r.addr && s.State == StateEstablished {
+				return true
+			}
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return false
+}
+
+// pairWith connects a client to a reflector with per-side neighbor edits.
+func pairWith(t *testing.T, r, c *node, rEdit, cEdit func(*Neighbor)) {
+	t.Helper()
+	rn := Neighbor{Address: c.addr, Passive: true, RRClient: true}
+	cn := Neighbor{Address: r.addr, Port: r.port, LocalAddress: c.addr}
+	rEdit(&rn)
+	cEdit(&cn)
+	if err := r.AddNeighbor(context.Background(), rn); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.AddNeighbor(context.Background(), cn); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestTCPMD5(t *testing.T) {
+	r := startReflector(t, addr("127.0.0.1"), Config{})
+	good := startClient(t, addr("127.0.0.2"), Config{})
+	wrong := startClient(t, addr("127.0.0.3"), Config{})
+	none := startClient(t, addr("127.0.0.4"), Config{})
+	secret := func(p string) func(*Neighbor) { return func(n *Neighbor) { n.Password = p } }
+	pairWith(t, r, good, secret("s3cret"), secret("s3cret"))
+	pairWith(t, r, wrong, secret("s3cret"), secret("other"))
+	pairWith(t, r, none, secret("s3cret"), secret(""))
+	if !sessionUp(t, good, r, 30*time.Second) {
+		t.Fatal("matching MD5 passwords: session did not come up")
+	}
+	// Give the refused ones several connect retries; they must stay down.
+	if sessionUp(t, wrong, r, 4*time.Second) {
+		t.Fatal("mismatched MD5 password: session came up")
+	}
+	if sessionUp(t, none, r, time.Second) {
+		t.Fatal("missing MD5 password: session came up")
+	}
+}
+
+func TestGTSM(t *testing.T) {
+	r := startReflector(t, addr("127.0.0.1"), Config{})
+	both := startClient(t, addr("127.0.0.2"), Config{})
+	plain := startClient(t, addr("127.0.0.3"), Config{})
+	gtsm := func(on bool) func(*Neighbor) { return func(n *Neighbor) { n.TTLSecurity = on } }
+	pairWith(t, r, both, gtsm(true), gtsm(true))
+	pairWith(t, r, plain, gtsm(true), gtsm(false))
+	if !sessionUp(t, both, r, 30*time.Second) {
+		t.Fatal("GTSM on both sides: session did not come up")
+	}
+	if sessionUp(t, plain, r, 4*time.Second) {
+		t.Fatal("client without GTSM (TTL 64) reached a GTSM reflector")
+	}
+}

@@ -1,0 +1,128 @@
+package bgp
+
+import (
+	"context"
+	"net/netip"
+	"time"
+)
+
+// Speaker is the BGP side of a daemon, whatever implements it: sessions to
+// neighbors, records published and received, route-target subscriptions.
+// The rest of the module talks BGP only through this interface.
+type Speaker interface {
+	// Start brings the speaker up; neighbors may be added afterwards.
+	Start(ctx context.Context) error
+	// Stop tears every session down (peers see a Cease, unless the process
+	// dies first) and releases the listener.
+	Stop()
+	AddNeighbor(ctx context.Context, n Neighbor) error
+	RemoveNeighbor(ctx context.Context, addr netip.Addr) error
+	// ResetNeighbor drops the session at once (hard reset); routes learned
+	// from it are withdrawn unless the peer is graceful-restart capable and
+	// the reset is soft.
+	ResetNeighbor(ctx context.Context, addr netip.Addr) error
+	// Publish originates r (replacing any record with the same key) tagged
+	// with the route targets.
+	Publish(ctx context.Context, r Record, rts ...RouteTarget) error
+	// Withdraw removes the record with that key.
+	Withdraw(ctx context.Context, key []byte) error
+	// Subscribe asks peers (RT-constraint) for records carrying rt.
+	Subscribe(ctx context.Context, rt RouteTarget) error
+	Unsubscribe(ctx context.Context, rt RouteTarget) error
+	// WatchRecords calls fn for the current best record of every key (the
+	// initial table) and then for every change, until ctx ends.
+	WatchRecords(ctx context.Context, fn func(RecordEvent)) error
+	// WatchNeighbors calls fn on every session state change until ctx ends.
+	WatchNeighbors(ctx context.Context, fn func(NeighborEvent)) error
+	// Neighbors lists the configured neighbors and their session states.
+	Neighbors(ctx context.Context) ([]NeighborStatus, error)
+	Stats() Stats
+}
+
+// Neighbor configures one BGP session.
+type Neighbor struct {
+	Address      netip.Addr
+	Port         uint16     // remote TCP port; 0 means 179
+	LocalAddress netip.Addr // source address; unset lets the kernel choose
+	ASN          uint32     // 0 means our own AS (iBGP, the iNOF case)
+	Passive      bool       // wait for the neighbor to connect
+	// RRClient makes the neighbor our route-reflector client (on a
+	// reflector, every switch).
+	RRClient bool
+	// PeerReflector marks another reflector of the fabric: only our own
+	// configuration records go to it, never client records (DESIGN §3).
+	PeerReflector bool
+	// NoDefaultRT keeps a reflector from sending the default route-target
+	// membership to this client: gobgpd 3.10 (Debian 12) crashes on it.
+	// Such a client then sends only records some other client subscribed
+	// to.
+	NoDefaultRT bool
+	Password    string // TCP-MD5 (RFC 2385); empty disables
+	TTLSecurity bool   // GTSM (RFC 5082): send TTL 255, accept only 255
+	// HoldTime and Keepalive default to 9 s and 3 s.
+	HoldTime  time.Duration
+	Keepalive time.Duration
+	// BFD, if set, runs a single-hop BFD session to the neighbor (needs
+	// LocalAddress and the speaker's BFD manager).
+	BFD *NeighborBFD
+}
+
+// NeighborBFD are a neighbor's BFD timers; zero values take bfd's defaults
+// (300 ms, 300 ms, 3).
+type NeighborBFD struct {
+	DesiredMinTx, RequiredMinRx time.Duration
+	DetectMult                  uint8
+}
+
+// RecordEvent is one change of the best record for a key.
+type RecordEvent struct {
+	Key       []byte
+	Record    Record // nil when withdrawn or malformed
+	Withdrawn bool   // true also for malformed records (treated as withdraw)
+	Err       error  // set when the received value was malformed
+	// Source is the neighbor the record came from; invalid for records this
+	// speaker originated.
+	Source       netip.Addr
+	RouteTargets []RouteTarget
+	Stale        bool // kept by graceful restart while its neighbor is away
+}
+
+// Local reports whether the record was originated by this speaker.
+func (e *RecordEvent) Local() bool { return !e.Source.IsValid() }
+
+// SessionState is a BGP FSM state.
+type SessionState uint8
+
+// Session states.
+const (
+	StateUnknown SessionState = iota
+	StateIdle
+	StateConnect
+	StateActive
+	StateOpenSent
+	StateOpenConfirm
+	StateEstablished
+)
+
+func (s SessionState) String() string {
+	return [...]string{"unknown", "idle", "connect", "active", "opensent", "openconfirm", "established"}[min(int(s), 6)]
+}
+
+// NeighborEvent reports a session state change.
+type NeighborEvent struct {
+	Address netip.Addr
+	State   SessionState
+}
+
+// NeighborStatus is a neighbor's configuration and state.
+type NeighborStatus struct {
+	Neighbor
+	State    SessionState
+	RouterID netip.Addr // the neighbor's, once known
+	Received uint64     // opaque records accepted from it
+}
+
+// Stats are counters since the speaker started.
+type Stats struct {
+	Published, Withdrawn, Malformed uint64
+}

@@ -1,0 +1,55 @@
+package bgp
+
+import (
+	"context"
+	"errors"
+	"testing"
+)
+
+// TestReflectOneToTwo: one reflector, two clients; a record published by
+// one client reaches the other (which subscribed to its zone), and its
+// withdrawal clears it everywhere.
+func TestReflectOneToTwo(t *testing.T) {
+	ctx := context.Background()
+	r := startReflector(t, addr("127.0.0.1"), Config{})
+	a := startClient(t, addr("127.0.0.2"), Config{})
+	b := startClient(t, addr("127.0.0.3"), Config{})
+	connect(t, r, a, nil)
+	connect(t, r, b, nil)
+	zone := ZoneRT(testASN, "prod")
+	if err := b.Subscribe(ctx, zone); err != nil {
+		t.Fatal(err)
+	}
+	waitEstablished(t, a, 1)
+	waitEstablished(t, b, 1)
+
+	rec := device(0x7f000002, 1)
+	if err := a.Publish(ctx, rec, zone); err != nil {
+		t.Fatal(err)
+	}
+	b.view.waitFor(t, "record at b", func(m map[string]RecordEvent) bool { _, ok := m[string(rec.Key())]; return ok })
+	got := b.view.records[string(rec.Key())]
+	d, ok := got.Record.(*DeviceRecord)
+	if !ok || d.Device != rec.Device || d.AccessPort != "swp1" || got.Source != r.addr || len(got.RouteTargets) != 1 || got.RouteTargets[0] != zone {
+		t.Fatalf("b got %+v (%+v)", got, got.Record)
+	}
+	r.view.waitFor(t, "record at reflector", func(m map[string]RecordEvent) bool { _, ok := m[string(rec.Key())]; return ok })
+
+	if err := a.Withdraw(ctx, rec.Key()); err != nil {
+		t.Fatal(err)
+	}
+	b.view.waitFor(t, "withdraw at b", func(m map[string]RecordEvent) bool { _, ok := m[string(rec.Key())]; return !ok })
+	r.view.waitFor(t, "withdraw at reflector", func(m map[string]RecordEvent) bool { _, ok := m[string(rec.Key())]; return !ok })
+}
+
+func TestPublishTooLarge(t *testing.T) {
+	c := startClient(t, addr("127.0.0.2"), Config{})
+	big := &ConfigRecord{Reflector: 1, Kind: 2, Name: "z", Payload: make([]byte, 3890)}
+	if err := c.Publish(context.Background(), big, ConfigRT(testASN)); !errors.Is(err, ErrTooLarge) {
+		t.Fatalf("publish of %d-byte payload: %v", len(big.Payload), err)
+	}
+	ok := &ConfigRecord{Reflector: 1, Kind: 2, Name: "z", Payload: make([]byte, 3800)}
+	if err := c.Publish(context.Background(), ok, ConfigRT(testASN)); err != nil {
+		t.Fatalf("publish of %d-byte payload: %v", len(ok.Payload), err)
+	}
+}
