@@ -170,7 +170,7 @@ func (v *recordView) withdrawCount() int {
 }
 
 func device(sw uint32, i int) *DeviceRecord {
-	return &DeviceRecord{Switch: sw, Device: inof.Device{Addr: netip.AddrFrom4([4]byte{10, 9, byte(i >> 8), byte(i)}).Next(),
+	return &DeviceRecord{Switch: sw, Device: inof.Device{Addr: netip.AddrFrom4([4]byte{10, byte(i >> 16), byte(i >> 8), byte(i)}).Next(),
 		Role: inof.RoleTarget, Protocol: inof.ProtocolTCP, Port: 4420, NQN: fmt.Sprintf("nqn.2014-08.org.example:t%d", i)},
 		State: inof.StateActive, AccessPort: "swp1", Since: time.UnixMilli(1000), Changed: time.UnixMilli(2000)}
 }
@@ -198,4 +198,23 @@ func waitEstablished(t testing.TB, n *node, count int) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// star starts one reflector and two clients a and b connected to it, with
+// b subscribed to the given zones, and waits for both sessions.
+func star(t *testing.T, zones ...RouteTarget) (r, a, b *node) {
+	t.Helper()
+	r = startReflector(t, addr("127.0.0.1"), Config{})
+	a = startClient(t, addr("127.0.0.2"), Config{})
+	b = startClient(t, addr("127.0.0.3"), Config{})
+	connect(t, r, a, nil)
+	connect(t, r, b, nil)
+	for _, z := range zones {
+		if err := b.Subscribe(context.Background(), z); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitEstablished(t, a, 1)
+	waitEstablished(t, b, 1)
+	return r, a, b
 }

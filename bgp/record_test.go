@@ -122,15 +122,8 @@ func FuzzDecodeRecord(f *testing.F) {
 // value under the same key later is taken normally.
 func TestMalformedFromPeer(t *testing.T) {
 	ctx := context.Background()
-	r := startReflector(t, addr("127.0.0.1"), Config{})
-	a := startClient(t, addr("127.0.0.2"), Config{})
-	b := startClient(t, addr("127.0.0.3"), Config{})
-	connect(t, r, a, nil)
-	connect(t, r, b, nil)
 	zone := ZoneRT(testASN, "prod")
-	b.Subscribe(ctx, zone)
-	waitEstablished(t, a, 1)
-	waitEstablished(t, b, 1)
+	r, a, b := star(t, zone)
 
 	bad := device(routerID(a), 1)
 	k, v, _ := EncodeRecord(bad, 1)

@@ -10,17 +10,8 @@ import (
 // a zone's records arrive promptly once it subscribes.
 func TestRTConstraint(t *testing.T) {
 	ctx := context.Background()
-	r := startReflector(t, addr("127.0.0.1"), Config{})
-	a := startClient(t, addr("127.0.0.2"), Config{})
-	b := startClient(t, addr("127.0.0.3"), Config{})
-	connect(t, r, a, nil)
-	connect(t, r, b, nil)
 	red, blue := ZoneRT(testASN, "red"), ZoneRT(testASN, "blue")
-	if err := b.Subscribe(ctx, red); err != nil {
-		t.Fatal(err)
-	}
-	waitEstablished(t, a, 1)
-	waitEstablished(t, b, 1)
+	r, a, b := star(t, red)
 
 	const per = 100
 	var blueKeys, redKeys [][]byte

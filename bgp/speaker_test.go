@@ -11,17 +11,8 @@ import (
 // withdrawal clears it everywhere.
 func TestReflectOneToTwo(t *testing.T) {
 	ctx := context.Background()
-	r := startReflector(t, addr("127.0.0.1"), Config{})
-	a := startClient(t, addr("127.0.0.2"), Config{})
-	b := startClient(t, addr("127.0.0.3"), Config{})
-	connect(t, r, a, nil)
-	connect(t, r, b, nil)
 	zone := ZoneRT(testASN, "prod")
-	if err := b.Subscribe(ctx, zone); err != nil {
-		t.Fatal(err)
-	}
-	waitEstablished(t, a, 1)
-	waitEstablished(t, b, 1)
+	r, a, b := star(t, zone)
 
 	rec := device(0x7f000002, 1)
 	if err := a.Publish(ctx, rec, zone); err != nil {
