@@ -60,6 +60,10 @@ type Config struct {
 	// it. Defaults to the router-id.
 	ClusterID       netip.Addr
 	GracefulRestart GracefulRestart
+	// TTLSecurity turns GTSM (RFC 5082) on for the whole speaker: the
+	// listener accepts only TTL 255 from the first SYN on, and every
+	// neighbor must set Neighbor.TTLSecurity.
+	TTLSecurity bool
 	// BFD runs the BFD sessions of neighbors that ask for one (Neighbor.BFD).
 	BFD    *bfd.Manager
 	Logger *slog.Logger
@@ -133,6 +137,20 @@ func (g *GoBGP) Start(ctx context.Context) error {
 		g.srv.Stop()
 		return fmt.Errorf("bgp: start: %w", err)
 	}
+	if g.cfg.TTLSecurity && g.cfg.ListenPort >= 0 {
+		port := uint16(g.cfg.ListenPort)
+		if port == 0 {
+			port = 179
+		}
+		n, err := protectListeners(g.cfg.ListenAddresses, port)
+		if err == nil && n == 0 {
+			err = fmt.Errorf("bgp: GTSM: no listener found on port %d", port)
+		}
+		if err != nil {
+			g.srv.Stop()
+			return err
+		}
+	}
 	if g.cfg.GracefulRestart.Enabled {
 		if err := g.WatchNeighbors(ctx, g.trackRestarts); err != nil {
 			g.srv.Stop()
@@ -183,6 +201,9 @@ func (g *GoBGP) AddNeighbor(ctx context.Context, n Neighbor) error {
 	}
 	if err := g.setNeighborSets(ctx, n, true); err != nil {
 		return err
+	}
+	if g.cfg.TTLSecurity && !n.TTLSecurity {
+		return fmt.Errorf("bgp: neighbor %s: the speaker requires GTSM, set TTLSecurity", n.Address)
 	}
 	if n.BFD != nil {
 		if g.cfg.BFD == nil || !n.LocalAddress.IsValid() {

@@ -3,6 +3,7 @@ package bgp
 import (
 	"context"
 	"net"
+	"net/netip"
 	"testing"
 	"time"
 )
@@ -73,15 +74,30 @@ func TestTCPMD5(t *testing.T) {
 	}
 }
 
+// TestGTSM: a reflector with GTSM accepts a client that sends TTL 255 and
+// never one that sends the default TTL — not even for the first segments,
+// which GoBGP alone would let through before it sets the minimum TTL on the
+// accepted connection.
 func TestGTSM(t *testing.T) {
-	r := startReflector(t, addr("127.0.0.1"), Config{})
+	r := startReflector(t, addr("127.0.0.1"), Config{TTLSecurity: true})
 	both := startClient(t, addr("127.0.0.2"), Config{})
 	plain := startClient(t, addr("127.0.0.3"), Config{})
 	gtsm := func(on bool) func(*Neighbor) { return func(n *Neighbor) { n.TTLSecurity = on } }
 	pairWith(t, r, both, gtsm(true), gtsm(true))
 	pairWith(t, r, plain, gtsm(true), gtsm(false))
+	if err := r.AddNeighbor(context.Background(), Neighbor{Address: addr("127.0.0.9")}); err == nil {
+		t.Fatal("a GTSM speaker took a neighbor without GTSM")
+	}
 	if !sessionUp(t, both, r, 30*time.Second) {
 		t.Fatal("GTSM on both sides: session did not come up")
+	}
+	// The listener itself drops a SYN with the default TTL: the TCP
+	// handshake never completes (without the listener's minimum TTL the
+	// kernel would accept it and queue whatever the peer sends first).
+	d := net.Dialer{Timeout: time.Second, LocalAddr: &net.TCPAddr{IP: net.ParseIP("127.0.0.8")}}
+	if c, err := d.Dial("tcp", netip.AddrPortFrom(r.addr, r.port).String()); err == nil {
+		c.Close()
+		t.Fatal("a TCP connection with TTL 64 was accepted by a GTSM listener")
 	}
 	if sessionUp(t, plain, r, 4*time.Second) {
 		t.Fatal("client without GTSM (TTL 64) reached a GTSM reflector")
