@@ -330,7 +330,7 @@ func (g *GoBGP) RemoveNeighbor(ctx context.Context, addr netip.Addr) error {
 
 // ResetNeighbor implements Speaker.
 func (g *GoBGP) ResetNeighbor(ctx context.Context, addr netip.Addr) error {
-	err := g.srv.ResetPeer(ctx, &api.ResetPeerRequest{Address: addr.String(), Communication: "BFD down"})
+	err := g.srv.ResetPeer(ctx, &api.ResetPeerRequest{Address: addr.String(), Communication: "reset by inof"})
 	if err != nil {
 		return fmt.Errorf("bgp: reset neighbor %s: %w", addr, err)
 	}

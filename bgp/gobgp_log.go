@@ -30,6 +30,9 @@ func (a *slogAdapter) Panic(msg string, f gobgplog.Fields) {
 	a.emit(slog.LevelError, msg, f)
 	panic(msg)
 }
+
+// Fatal logs GoBGP's internal-invariant failures as errors instead of
+// exiting the process: a daemon must not die from inside a library.
 func (a *slogAdapter) Fatal(msg string, f gobgplog.Fields) { a.emit(slog.LevelError, "fatal: "+msg, f) }
 func (a *slogAdapter) Error(msg string, f gobgplog.Fields) { a.emit(slog.LevelError, msg, f) }
 func (a *slogAdapter) Warn(msg string, f gobgplog.Fields) {
