@@ -1,20 +1,18 @@
 package bgp
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"net/netip"
-	"os"
-	"os/exec"
-	"strings"
 	"testing"
 	"time"
+
+	"github.com/openinof/inof/integration/selfexec"
 )
 
 // childReflector is a reflector in its own process, so it can be killed.
 type childReflector struct {
-	cmd  *exec.Cmd
+	*selfexec.Child
 	addr netip.Addr
 	port uint16
 }
@@ -25,32 +23,11 @@ func startChildReflector(t *testing.T, c childConfig) *childReflector {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(os.Args[0])
-	cmd.Env = append(os.Environ(), childEnv+"="+string(raw))
-	cmd.Stderr = os.Stderr
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
+	child, line := selfexec.Start(t, childEnv+"="+string(raw))
+	if line != "ready" {
+		t.Fatalf("child reflector printed %q", line)
 	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	line, err := bufio.NewReader(out).ReadString('\n')
-	if err != nil || strings.TrimSpace(line) != "ready" {
-		cmd.Process.Kill()
-		cmd.Wait()
-		t.Fatalf("child reflector: %q %v", line, err)
-	}
-	cr := &childReflector{cmd: cmd, addr: netip.MustParseAddr(c.RouterID), port: c.Port}
-	t.Cleanup(cr.kill)
-	return cr
-}
-
-func (c *childReflector) kill() {
-	if c.cmd.ProcessState == nil {
-		c.cmd.Process.Kill()
-		c.cmd.Wait()
-	}
+	return &childReflector{Child: child, addr: netip.MustParseAddr(c.RouterID), port: c.Port}
 }
 
 // TestGracefulRestart: the reflector process is killed with SIGKILL and
@@ -89,8 +66,7 @@ func TestGracefulRestart(t *testing.T) {
 	eventsBefore := b.view.events
 	b.view.mu.Unlock()
 
-	r.cmd.Process.Kill() // SIGKILL: no Cease, the TCP session just dies
-	r.cmd.Wait()
+	r.Kill() // SIGKILL: no Cease, the TCP session just dies
 	waitState(t, b, r.addr, func(s SessionState) bool { return s != StateEstablished })
 
 	cc.Restarting = true

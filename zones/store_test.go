@@ -1,19 +1,18 @@
 package zones
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"math/rand/v2"
 	"net/netip"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
+
+	"github.com/openinof/inof/integration/selfexec"
 )
 
 func openStore(t *testing.T, path string, id uint32) *Store {
@@ -241,23 +240,13 @@ func TestStoreCrashSafety(t *testing.T) {
 	r := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 0))
 	last := -1
 	for kill := range 8 {
-		cmd := exec.Command(os.Args[0])
-		cmd.Env = append(os.Environ(), crashEnv+"="+path)
-		out, err := cmd.StdoutPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
 		// Wait for the first commit, then kill at a random moment.
-		line, err := bufio.NewReader(out).ReadString('\n')
-		if err != nil || !strings.HasPrefix(line, "committed") {
-			t.Fatalf("child %d: %q, %v", kill, line, err)
+		child, line := selfexec.Start(t, crashEnv+"="+path)
+		if !strings.HasPrefix(line, "committed") {
+			t.Fatalf("child %d printed %q", kill, line)
 		}
 		time.Sleep(time.Duration(r.IntN(40)) * time.Millisecond)
-		cmd.Process.Signal(syscall.SIGKILL)
-		cmd.Wait()
+		child.Kill()
 
 		s, err := Open(path, StoreOptions{RouterID: 1})
 		if err != nil {
