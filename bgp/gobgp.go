@@ -174,10 +174,22 @@ func (g *GoBGP) Start(ctx context.Context) error {
 	return nil
 }
 
-// Stop implements Speaker.
+// Stop implements Speaker. The BFD sessions of its neighbors are removed
+// from the (caller's) BFD manager.
 func (g *GoBGP) Stop() {
 	if g.stopBFD != nil {
 		g.stopBFD()
+		g.mu.Lock()
+		var keys []bfd.SessionKey
+		for _, n := range g.neighbors {
+			if n.BFD != nil {
+				keys = append(keys, bfdKey(n))
+			}
+		}
+		g.mu.Unlock()
+		for _, k := range keys {
+			g.cfg.BFD.Remove(k) // already gone if the manager was closed
+		}
 	}
 	if g.srv != nil {
 		g.srv.StopBgp(context.Background(), &api.StopBgpRequest{})
