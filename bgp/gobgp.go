@@ -340,15 +340,6 @@ func (g *GoBGP) RemoveNeighbor(ctx context.Context, addr netip.Addr) error {
 	return g.setNeighborSets(ctx, n, false)
 }
 
-// ResetNeighbor implements Speaker.
-func (g *GoBGP) ResetNeighbor(ctx context.Context, addr netip.Addr) error {
-	err := g.srv.ResetPeer(ctx, &api.ResetPeerRequest{Address: addr.String(), Communication: "reset by inof"})
-	if err != nil {
-		return fmt.Errorf("bgp: reset neighbor %s: %w", addr, err)
-	}
-	return nil
-}
-
 // Publish implements Speaker.
 func (g *GoBGP) Publish(ctx context.Context, r Record, rts ...RouteTarget) error {
 	key, value, err := EncodeRecord(r, len(rts))

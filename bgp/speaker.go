@@ -17,10 +17,6 @@ type Speaker interface {
 	Stop()
 	AddNeighbor(ctx context.Context, n Neighbor) error
 	RemoveNeighbor(ctx context.Context, addr netip.Addr) error
-	// ResetNeighbor drops the session at once (hard reset); routes learned
-	// from it are withdrawn unless the peer is graceful-restart capable and
-	// the reset is soft.
-	ResetNeighbor(ctx context.Context, addr netip.Addr) error
 	// Publish originates r (replacing any record with the same key) tagged
 	// with the route targets.
 	Publish(ctx context.Context, r Record, rts ...RouteTarget) error

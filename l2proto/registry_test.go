@@ -159,3 +159,26 @@ func TestSwitchPortDispatch(t *testing.T) {
 		t.Fatalf("port run: %v", err)
 	}
 }
+
+// TestRegistryRunExpires: Run's ticker ages out an entry whose TTL is over.
+func TestRegistryRunExpires(t *testing.T) {
+	removed := make(chan Event, 1)
+	r := NewRegistry(func(e Event) {
+		if e.Kind == Removed {
+			removed <- e
+		}
+	})
+	// Registered 200 s ago with a 120 s TTL: due at the first tick.
+	r.Observe("p1", hostMAC, lldpFor(hostIP, "snsd_eth0_01", 120, inof.RoleHost), time.Now().Add(-200*time.Second))
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go r.Run(ctx, time.Millisecond)
+	select {
+	case e := <-removed:
+		if e.Reason != inof.ReasonAgeOut || e.Entry.Device.Addr != hostIP {
+			t.Fatalf("event %+v", e)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("Run never expired the entry")
+	}
+}

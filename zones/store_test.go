@@ -117,6 +117,36 @@ func TestStoreTransactions(t *testing.T) {
 	}
 }
 
+// TestStorePrune: old tombstones leave the file; young ones and live
+// objects stay.
+func TestStorePrune(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "zones.db")
+	s := openStore(t, path, 1)
+	tx := s.Begin()
+	tx.CreateZone("gone", MustParseMember("10.0.0.1"))
+	tx.CreateZone("kept", MustParseMember("10.0.0.2"))
+	if _, err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	tx = s.Begin()
+	tx.DeleteZone("gone")
+	if _, err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := s.Prune(time.Now(), time.Hour); err != nil || n != 0 {
+		t.Fatalf("young tombstone pruned: %d %v", n, err)
+	}
+	if n, err := s.Prune(time.Now().Add(2*time.Hour), time.Hour); err != nil || n != 1 {
+		t.Fatalf("prune: %d %v", n, err)
+	}
+	s.Close()
+	s2 := openStore(t, path, 1)
+	recs := s2.Records()
+	if len(recs) != 1 || recs[0].Name != "kept" {
+		t.Fatalf("after prune and reopen: %+v", recs)
+	}
+}
+
 // TestStoreReplication: two reflectors take writes independently and
 // exchange records in different orders; both converge, the newer write wins
 // per zone, and a deletion is not undone by an old copy.
