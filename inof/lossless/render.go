@@ -1,0 +1,121 @@
+package lossless
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Render targets.
+const (
+	TargetLinux   = "linux"
+	TargetSONiC   = "sonic"
+	TargetNVUE    = "nvue"
+	TargetComware = "comware"
+	TargetHuawei  = "huawei"
+	TargetTable   = "table"
+)
+
+// Targets returns every target Render accepts.
+func Targets() []string {
+	return []string{TargetLinux, TargetSONiC, TargetNVUE, TargetComware, TargetHuawei, TargetTable}
+}
+
+// Render validates the profile and renders it for a target platform. Device
+// targets need every port class to list its interfaces; "table" does not.
+func Render(p Profile, target string) ([]byte, error) {
+	if err := p.Validate(); err != nil {
+		return nil, fmt.Errorf("lossless: render %s: %w", target, err)
+	}
+	if target == TargetTable {
+		return RenderTable(p, p.Ports[0].MTU, TableSpeedsMbps(), TableCablesM())
+	}
+	plans, err := Compute(p)
+	if err != nil {
+		return nil, fmt.Errorf("lossless: render %s: %w", target, err)
+	}
+	for i, plan := range plans {
+		if len(plan.Port.Interfaces) == 0 {
+			return nil, fmt.Errorf("lossless: render %s: port class %q lists no interfaces; set ports[%d].interfaces for this device",
+				target, plan.Port.Name, i)
+		}
+	}
+	switch target {
+	case TargetLinux:
+		return renderLinux(p, plans), nil
+	case TargetSONiC:
+		return renderSONiC(p, plans)
+	case TargetNVUE:
+		return renderNVUE(p, plans), nil
+	case TargetComware:
+		return renderComware(p, plans), nil
+	case TargetHuawei:
+		return renderHuawei(p, plans), nil
+	}
+	return nil, fmt.Errorf("lossless: unknown render target %q (one of %s)", target, strings.Join(Targets(), ", "))
+}
+
+// text accumulates rendered lines.
+type text struct{ b strings.Builder }
+
+func (t *text) line(format string, args ...any) {
+	fmt.Fprintf(&t.b, format, args...)
+	t.b.WriteByte('\n')
+}
+
+func (t *text) bytes() []byte { return []byte(t.b.String()) }
+
+// joinMap renders "k:v" pairs for priorities 0–7 with f giving each value.
+func joinMap(f func(i uint8) string) string {
+	parts := make([]string, NumPriorities)
+	for i := range uint8(NumPriorities) {
+		parts[i] = fmt.Sprintf("%d:%s", i, f(i))
+	}
+	return strings.Join(parts, " ")
+}
+
+// scheduled returns the traffic class entries in TC order.
+func (p Profile) scheduled() []TrafficClass {
+	var out []TrafficClass
+	for tc := range uint8(NumPriorities) {
+		if c, ok := p.trafficClass(tc); ok {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// losslessTCs returns the traffic classes of the lossless priorities, in order.
+func (p Profile) losslessTCs() []uint8 {
+	var out []uint8
+	for tc := range uint8(NumPriorities) {
+		for _, prio := range p.LosslessPriorities {
+			if t, ok := p.tcOf(prio); ok && t == tc {
+				out = append(out, tc)
+				break
+			}
+		}
+	}
+	return out
+}
+
+// dscpPriority returns the priority DSCP d maps to on switches.
+func (p Profile) dscpPriority(d uint8) uint8 { return p.DSCPToPriority[d] }
+
+// hostDSCPMap is the DSCP map hosts use.
+func (p Profile) hostDSCPMap() map[uint8]uint8 {
+	if p.HostDSCPToPriority != nil {
+		return p.HostDSCPToPriority
+	}
+	return p.DSCPToPriority
+}
+
+// portSummary describes a port class in one line for comments.
+func portSummary(plan PortPlan) string {
+	return fmt.Sprintf("port class %s: %d Mb/s, %d m, MTU %d", plan.Port.Name, plan.Port.SpeedMbps, plan.Port.CableMeters, plan.Port.MTU)
+}
+
+// headroomSummary describes the computed headroom in one line for comments.
+func headroomSummary(plan PortPlan) string {
+	return fmt.Sprintf("headroom %d B (xoff %d B: switch model %d B, NIC model %d B; xon %d B)",
+		plan.HeadroomBytes, plan.XoffBytes, plan.Switch.Xoff, plan.NIC.Xoff, plan.Switch.Xon)
+}

@@ -1,0 +1,179 @@
+package switchagent
+
+import (
+	"net/netip"
+	"slices"
+	"time"
+
+	"github.com/openinof/inof/inof"
+)
+
+// DefaultHoldDown is how long an inactive record of a device that left
+// stays published before it is withdrawn, so remote switches can tell their
+// hosts why the device went (DESIGN §3, "leaving is a status").
+const DefaultHoldDown = 30 * time.Second
+
+// LocalRecord is the record this switch publishes for one device on one of
+// its access ports.
+type LocalRecord struct {
+	Device  inof.Device
+	Port    string // access port
+	State   inof.State
+	Reason  inof.Reason
+	Since   time.Time // first registration
+	Changed time.Time // last state change
+}
+
+// Action is what Local asks the daemon to do with one record: publish it
+// (Withdraw false) or withdraw the record of Record.Device.Addr.
+type Action struct {
+	Record   LocalRecord
+	Withdraw bool
+}
+
+// Local turns registration changes on this switch's access ports into the
+// records the switch publishes: active while registered, inactive with the
+// reason when the device leaves, withdrawn after the hold-down. Records are
+// keyed by address; an address registered on two ports stays active until
+// both let it go. Local is owned by one goroutine; it is not safe for
+// concurrent use.
+type Local struct {
+	holdDown time.Duration
+	devs     map[netip.Addr]*localDev
+}
+
+type localDev struct {
+	ports     map[string]LocalRecord // registrations per access port
+	published LocalRecord
+	withdraw  time.Time // zero unless leaving
+}
+
+// NewLocal returns an empty table; holdDown ≤ 0 takes DefaultHoldDown.
+func NewLocal(holdDown time.Duration) *Local {
+	if holdDown <= 0 {
+		holdDown = DefaultHoldDown
+	}
+	return &Local{holdDown: holdDown, devs: map[netip.Addr]*localDev{}}
+}
+
+// Register records that dev is registered on port (a new registration or a
+// refresh with changed content) and returns what to publish, if anything
+// changed. since is the registration's first time.
+func (l *Local) Register(port string, dev inof.Device, since, now time.Time) []Action {
+	d := l.devs[dev.Addr]
+	if d == nil {
+		d = &localDev{ports: map[string]LocalRecord{}}
+		l.devs[dev.Addr] = d
+	}
+	d.ports[port] = LocalRecord{Device: dev, Port: port, State: inof.StateActive, Since: since}
+	return l.republish(d, inof.ReasonNone, now)
+}
+
+// Unregister records that the registration of addr on port ended for reason
+// (link down, IP change, age-out) and returns what to publish.
+func (l *Local) Unregister(port string, addr netip.Addr, reason inof.Reason, now time.Time) []Action {
+	d := l.devs[addr]
+	if d == nil {
+		return nil
+	}
+	if _, ok := d.ports[port]; !ok {
+		return nil
+	}
+	delete(d.ports, port)
+	return l.republish(d, reason, now)
+}
+
+// republish computes the record d should have now and returns an action if
+// it differs from the published one.
+func (l *Local) republish(d *localDev, reason inof.Reason, now time.Time) []Action {
+	var want LocalRecord
+	if len(d.ports) > 0 {
+		want = d.current()
+		d.withdraw = time.Time{}
+		if d.published.State == inof.StateActive {
+			want.Changed = d.published.Changed
+		} else {
+			want.Changed = now
+		}
+	} else {
+		if d.published.State != inof.StateActive {
+			return nil // already leaving
+		}
+		want = d.published
+		want.State, want.Reason, want.Changed = inof.StateInactive, reason, now
+		d.withdraw = now.Add(l.holdDown)
+	}
+	if want == d.published {
+		return nil
+	}
+	d.published = want
+	return []Action{{Record: want}}
+}
+
+// current is the registration to publish among d's ports: the oldest, then
+// the lowest port name, so the choice is stable.
+func (d *localDev) current() LocalRecord {
+	var best LocalRecord
+	first := true
+	for _, r := range d.ports {
+		if first || r.Since.Before(best.Since) || (r.Since.Equal(best.Since) && r.Port < best.Port) {
+			best, first = r, false
+		}
+	}
+	return best
+}
+
+// Expire withdraws the records whose hold-down ended by now.
+func (l *Local) Expire(now time.Time) []Action {
+	var out []Action
+	for addr, d := range l.devs {
+		if !d.withdraw.IsZero() && !d.withdraw.After(now) {
+			out = append(out, Action{Record: d.published, Withdraw: true})
+			delete(l.devs, addr)
+		}
+	}
+	sortActions(out)
+	return out
+}
+
+// NextExpiry returns when Expire next has work, or false if never.
+func (l *Local) NextExpiry() (time.Time, bool) {
+	var next time.Time
+	for _, d := range l.devs {
+		if !d.withdraw.IsZero() && (next.IsZero() || d.withdraw.Before(next)) {
+			next = d.withdraw
+		}
+	}
+	return next, !next.IsZero()
+}
+
+// Published returns every record currently published, sorted by address:
+// what a restarted agent republishes, and what the state file holds.
+func (l *Local) Published() []LocalRecord {
+	out := make([]LocalRecord, 0, len(l.devs))
+	for _, d := range l.devs {
+		out = append(out, d.published)
+	}
+	slices.SortFunc(out, func(a, b LocalRecord) int { return a.Device.Addr.Compare(b.Device.Addr) })
+	return out
+}
+
+// Restore loads records published before a restart. Active ones count as
+// registered on their port until the registration table says otherwise
+// (an LLDPDU refreshes them, or the caller unregisters what did not come
+// back in time); inactive ones resume their hold-down from now.
+func (l *Local) Restore(rs []LocalRecord, now time.Time) {
+	for _, r := range rs {
+		d := &localDev{ports: map[string]LocalRecord{}, published: r}
+		if r.State == inof.StateActive {
+			d.ports[r.Port] = LocalRecord{Device: r.Device, Port: r.Port, State: inof.StateActive, Since: r.Since}
+		} else {
+			d.withdraw = now.Add(l.holdDown)
+		}
+		l.devs[r.Device.Addr] = d
+	}
+}
+
+func sortActions(as []Action) {
+	slices.SortFunc(as, func(a, b Action) int { return a.Record.Device.Addr.Compare(b.Record.Device.Addr) })
+}

@@ -1,0 +1,118 @@
+package switchagent
+
+import (
+	"net/netip"
+	"testing"
+	"time"
+
+	"github.com/openinof/inof/inof"
+)
+
+var hostDev = inof.Device{Addr: netip.MustParseAddr("10.0.0.7"), Role: inof.RoleHost, Protocol: inof.ProtocolRoCE}
+
+func at(s int) time.Time { return time.Unix(1_700_000_000+int64(s), 0) }
+
+func one(t *testing.T, what string, as []Action) Action {
+	t.Helper()
+	if len(as) != 1 {
+		t.Fatalf("%s: %d actions %+v, want 1", what, len(as), as)
+	}
+	return as[0]
+}
+
+func TestLocalLeavingIsAStatus(t *testing.T) {
+	l := NewLocal(30 * time.Second)
+	a := one(t, "register", l.Register("swp1", hostDev, at(0), at(0)))
+	if a.Withdraw || a.Record.State != inof.StateActive || a.Record.Port != "swp1" || !a.Record.Changed.Equal(at(0)) {
+		t.Fatalf("register published %+v", a)
+	}
+	if as := l.Register("swp1", hostDev, at(0), at(30)); len(as) != 0 {
+		t.Fatalf("an unchanged refresh published %+v", as)
+	}
+	a = one(t, "link down", l.Unregister("swp1", hostDev.Addr, inof.ReasonLinkDown, at(40)))
+	if a.Withdraw || a.Record.State != inof.StateInactive || a.Record.Reason != inof.ReasonLinkDown || !a.Record.Changed.Equal(at(40)) {
+		t.Fatalf("link down published %+v", a)
+	}
+	if next, ok := l.NextExpiry(); !ok || !next.Equal(at(70)) {
+		t.Fatalf("NextExpiry = %v %v, want %v", next, ok, at(70))
+	}
+	if as := l.Expire(at(69)); len(as) != 0 {
+		t.Fatalf("withdrawn before the hold-down ended: %+v", as)
+	}
+	a = one(t, "hold-down over", l.Expire(at(70)))
+	if !a.Withdraw || a.Record.Device.Addr != hostDev.Addr {
+		t.Fatalf("expire gave %+v", a)
+	}
+	if len(l.Published()) != 0 {
+		t.Fatal("withdrawn record still listed")
+	}
+}
+
+func TestLocalComesBackDuringHoldDown(t *testing.T) {
+	l := NewLocal(30 * time.Second)
+	l.Register("swp1", hostDev, at(0), at(0))
+	l.Unregister("swp1", hostDev.Addr, inof.ReasonAgeOut, at(10))
+	a := one(t, "back", l.Register("swp1", hostDev, at(12), at(12)))
+	if a.Record.State != inof.StateActive || a.Record.Reason != inof.ReasonNone || !a.Record.Changed.Equal(at(12)) {
+		t.Fatalf("return published %+v", a)
+	}
+	if _, ok := l.NextExpiry(); ok {
+		t.Fatal("a returned device is still scheduled for withdrawal")
+	}
+	if as := l.Expire(at(100)); len(as) != 0 {
+		t.Fatalf("returned device withdrawn: %+v", as)
+	}
+}
+
+func TestLocalTwoPorts(t *testing.T) {
+	l := NewLocal(0)
+	l.Register("swp1", hostDev, at(0), at(0))
+	if as := l.Register("swp2", hostDev, at(5), at(5)); len(as) != 0 {
+		t.Fatalf("a second port with a newer registration republished: %+v", as)
+	}
+	a := one(t, "first port down", l.Unregister("swp1", hostDev.Addr, inof.ReasonLinkDown, at(6)))
+	if a.Record.State != inof.StateActive || a.Record.Port != "swp2" || !a.Record.Changed.Equal(at(0)) {
+		t.Fatalf("the other port should keep it active: %+v", a)
+	}
+	a = one(t, "second port down", l.Unregister("swp2", hostDev.Addr, inof.ReasonLinkDown, at(7)))
+	if a.Record.State != inof.StateInactive {
+		t.Fatalf("got %+v", a)
+	}
+	if as := l.Unregister("swp2", hostDev.Addr, inof.ReasonLinkDown, at(8)); len(as) != 0 {
+		t.Fatalf("a repeated link down published %+v", as)
+	}
+}
+
+func TestLocalDeviceChangeRepublishes(t *testing.T) {
+	l := NewLocal(0)
+	l.Register("swp1", hostDev, at(0), at(0))
+	changed := hostDev
+	changed.NQN = "nqn.2014-08.org.nvmexpress:uuid:1"
+	a := one(t, "nqn learned", l.Register("swp1", changed, at(0), at(3)))
+	if a.Record.Device != changed || !a.Record.Changed.Equal(at(0)) {
+		t.Fatalf("got %+v; a content change is not a state change", a)
+	}
+}
+
+func TestLocalRestore(t *testing.T) {
+	l := NewLocal(30 * time.Second)
+	l.Register("swp1", hostDev, at(0), at(0))
+	gone := inof.Device{Addr: netip.MustParseAddr("10.0.0.8"), Role: inof.RoleTarget, Protocol: inof.ProtocolTCP}
+	l.Register("swp2", gone, at(0), at(0))
+	l.Unregister("swp2", gone.Addr, inof.ReasonLinkDown, at(5))
+	saved := l.Published()
+
+	r := NewLocal(30 * time.Second)
+	r.Restore(saved, at(100))
+	if got := r.Published(); len(got) != 2 || got[0] != saved[0] || got[1] != saved[1] {
+		t.Fatalf("restored %+v, want %+v", got, saved)
+	}
+	// The LLDPDU after the restart changes nothing: no churn.
+	if as := r.Register("swp1", hostDev, at(0), at(101)); len(as) != 0 {
+		t.Fatalf("refresh after restore published %+v", as)
+	}
+	a := one(t, "restored hold-down", r.Expire(at(130)))
+	if !a.Withdraw || a.Record.Device.Addr != gone.Addr {
+		t.Fatalf("got %+v", a)
+	}
+}

@@ -1,0 +1,101 @@
+package switchagent
+
+import (
+	"net/netip"
+	"slices"
+
+	"github.com/openinof/inof/inof"
+)
+
+// Notice is one notification to send to a local host.
+type Notice struct {
+	Host   netip.Addr
+	Target inof.Device
+	State  inof.State
+	Reason inof.Reason
+}
+
+// Planner remembers, for every local host, the targets it was last told are
+// active, and turns a new visible set into the notifications that change
+// something: active for a target that became usable, inactive (with the
+// reason) for one that stopped being usable. Nothing that did not change is
+// re-sent. It is owned by one goroutine; it is not safe for concurrent use.
+type Planner struct {
+	told map[netip.Addr]map[netip.Addr]inof.Device
+}
+
+// NewPlanner returns a planner that has told nobody anything.
+func NewPlanner() *Planner { return &Planner{told: map[netip.Addr]map[netip.Addr]inof.Device{}} }
+
+// Reconcile compares what host was told with usable, the targets it may use
+// now (visible by the zone rules and active). why gives the reason for a
+// target that was announced active and is no longer usable. The notices come
+// in a stable order: inactive ones first, then active ones, each by address.
+func (p *Planner) Reconcile(host netip.Addr, usable map[netip.Addr]inof.Device, why func(netip.Addr) inof.Reason) []Notice {
+	told := p.told[host]
+	var out []Notice
+	for addr, dev := range told {
+		if _, still := usable[addr]; !still {
+			out = append(out, Notice{Host: host, Target: dev, State: inof.StateInactive, Reason: why(addr)})
+			delete(told, addr)
+		}
+	}
+	var active []Notice
+	for addr, dev := range usable {
+		if prev, ok := told[addr]; ok && prev == dev {
+			continue
+		}
+		if told == nil {
+			told = map[netip.Addr]inof.Device{}
+			p.told[host] = told
+		}
+		told[addr] = dev
+		active = append(active, Notice{Host: host, Target: dev, State: inof.StateActive})
+	}
+	sortNotices(out)
+	sortNotices(active)
+	return append(out, active...)
+}
+
+// Answer is the reply to a host's zone query: an active notice for every
+// target it may use now, whatever it was told before (the host may have
+// restarted and forgotten). What the host was told becomes exactly usable;
+// a target it was told about and may no longer use gets an inactive notice
+// first, as in Reconcile.
+func (p *Planner) Answer(host netip.Addr, usable map[netip.Addr]inof.Device, why func(netip.Addr) inof.Reason) []Notice {
+	out := p.Reconcile(host, usable, why)
+	out = slices.DeleteFunc(out, func(n Notice) bool { return n.State == inof.StateActive })
+	var active []Notice
+	for _, dev := range usable {
+		active = append(active, Notice{Host: host, Target: dev, State: inof.StateActive})
+	}
+	sortNotices(active)
+	return append(out, active...)
+}
+
+// Told returns the targets host was last told are active, sorted by address.
+func (p *Planner) Told(host netip.Addr) []inof.Device {
+	var out []inof.Device
+	for _, d := range p.told[host] {
+		out = append(out, d)
+	}
+	slices.SortFunc(out, func(a, b inof.Device) int { return a.Addr.Compare(b.Addr) })
+	return out
+}
+
+// Forget drops what host was told (it left the switch).
+func (p *Planner) Forget(host netip.Addr) { delete(p.told, host) }
+
+// Hosts returns the hosts that were told anything, sorted.
+func (p *Planner) Hosts() []netip.Addr {
+	out := make([]netip.Addr, 0, len(p.told))
+	for h := range p.told {
+		out = append(out, h)
+	}
+	slices.SortFunc(out, netip.Addr.Compare)
+	return out
+}
+
+func sortNotices(ns []Notice) {
+	slices.SortFunc(ns, func(a, b Notice) int { return a.Target.Addr.Compare(b.Target.Addr) })
+}
