@@ -86,6 +86,16 @@ func (c *Clock) Next() uint64 {
 	return c.last
 }
 
+// Advance moves the clock past a generation this reflector wrote itself
+// (read back from its own store): unlike Observe it is not bounded by
+// MaxGenerationSkew, so after the wall clock steps back new writes still
+// win over the ones already made.
+func (c *Clock) Advance(gen uint64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.last = max(c.last, gen)
+}
+
 // Observe moves the clock past a generation seen elsewhere. A generation
 // more than MaxGenerationSkew ahead is refused with ErrFutureGeneration and
 // leaves the clock alone.

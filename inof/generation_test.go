@@ -41,3 +41,13 @@ func TestTombstoneExpired(t *testing.T) {
 		t.Fatal("not expired a second late")
 	}
 }
+
+func TestClockAdvanceTrustsOwnGenerations(t *testing.T) {
+	now := time.UnixMilli(1_000_000)
+	c := NewClock(func() time.Time { return now })
+	own := GenerationAt(now.Add(time.Hour)) // written before the wall clock stepped back
+	c.Advance(own)
+	if n := c.Next(); n <= own {
+		t.Fatalf("Next %d not above our own earlier generation %d", n, own)
+	}
+}

@@ -9,11 +9,13 @@ import (
 	"github.com/openinof/inof/inof"
 )
 
-// fabric returns 100k devices (every tenth a target) in 1k zones of 100
-// addresses each.
-func fabric(devices, zones int) (*Config, []inof.Device) {
+// fabric returns n devices (every tenth a target) and zones custom zones of
+// per devices each, taken from the start; the rest are unzoned (in the
+// default zone). zoned: 100k devices in 1k zones of 100; mostly default:
+// 100k devices, 1k zones of 10, 90k unzoned.
+func fabric(n, zones, per int) (*Config, []inof.Device) {
 	c := NewConfig(DefaultSettings())
-	ds := make([]inof.Device, devices)
+	ds := make([]inof.Device, n)
 	for i := range ds {
 		role := inof.RoleHost
 		if i%10 == 0 {
@@ -21,7 +23,6 @@ func fabric(devices, zones int) (*Config, []inof.Device) {
 		}
 		ds[i] = inof.Device{Addr: netip.AddrFrom4([4]byte{10, byte(i >> 16), byte(i >> 8), byte(i)}), Role: role, Protocol: inof.ProtocolTCP}
 	}
-	per := devices / zones
 	for z := range zones {
 		name := fmt.Sprintf("zone%04d", z)
 		zz := &Zone{Name: name}
@@ -33,43 +34,128 @@ func fabric(devices, zones int) (*Config, []inof.Device) {
 	return c, ds
 }
 
+var fabrics = []struct {
+	name       string
+	zones, per int
+}{{"zoned", 1000, 100}, {"mostly-default", 1000, 10}}
+
 func BenchmarkIndexBuild100k(b *testing.B) {
-	c, ds := fabric(100_000, 1000)
-	b.ReportAllocs()
-	for b.Loop() {
-		NewIndex(c, ds)
+	for _, f := range fabrics {
+		b.Run(f.name, func(b *testing.B) {
+			c, ds := fabric(100_000, f.zones, f.per)
+			b.ReportAllocs()
+			for b.Loop() {
+				mustIndex(b, c, ds)
+			}
+		})
 	}
 }
 
-func BenchmarkIndexQuery100k(b *testing.B) {
-	c, ds := fabric(100_000, 1000)
-	ix := NewIndex(c, ds)
-	b.ReportAllocs()
-	i := 0
-	for b.Loop() {
-		host := ds[1+i%len(ds)/10*10]
-		if len(ix.TargetsFor(host.Addr)) != 10 {
-			b.Fatal("wrong answer")
+// BenchmarkQuery100k: a host in a zone of 100 (10 targets); a host in a
+// default zone of 90k devices (9k targets): CanSee, the lazy Targets
+// iteration (reported per target) and the sorted TargetsFor.
+func BenchmarkQuery100k(b *testing.B) {
+	c, ds := fabric(100_000, 1000, 100)
+	ix := mustIndex(b, c, ds)
+	b.Run("zoned/TargetsFor", func(b *testing.B) {
+		b.ReportAllocs()
+		i := 0
+		for b.Loop() {
+			host := ds[1+i%len(ds)/10*10]
+			if len(ix.TargetsFor(host.Addr)) != 10 {
+				b.Fatal("wrong answer")
+			}
+			i++
 		}
-		i++
+	})
+	c, ds = fabric(100_000, 1000, 10)
+	ix = mustIndex(b, c, ds)
+	host, target := ds[50_001].Addr, ds[70_000].Addr
+	b.Run("default/CanSee", func(b *testing.B) {
+		for b.Loop() {
+			if !ix.CanSee(host, target) {
+				b.Fatal("wrong answer")
+			}
+		}
+	})
+	b.Run("default/Targets", func(b *testing.B) {
+		n := 0
+		for b.Loop() {
+			n = 0
+			for range ix.Targets(host) {
+				n++
+			}
+		}
+		if n != 9000 {
+			b.Fatalf("%d targets, want 9000", n)
+		}
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/target")
+	})
+	b.Run("default/TargetsFor", func(b *testing.B) {
+		for b.Loop() {
+			ix.TargetsFor(host)
+		}
+	})
+}
+
+// BenchmarkReconfigure: what a switch agent pays for a configuration
+// change at 100k devices: derive the new index, diff it and expand the
+// changes for 300 local hosts (one in every 300 devices, so in the
+// mostly-default fabric 270 of them are unzoned). Edits: toggle hard
+// zoning; add one member to a zone (in the mostly-default fabric an
+// unzoned target, which 81k unzoned hosts lose).
+func BenchmarkReconfigure(b *testing.B) {
+	for _, f := range fabrics {
+		c, ds := fabric(100_000, f.zones, f.per)
+		var local []netip.Addr
+		for i := 1; i < len(ds); i += 333 {
+			local = append(local, ds[i].Addr)
+		}
+		toggle := c.Clone()
+		toggle.Settings.HardZoning = false
+		member := c.Clone()
+		z := member.Zones["zone0005"]
+		z.Members = append(z.Members, Member{Kind: MemberAddr, Addr: ds[99_990].Addr})
+		for _, edit := range []struct {
+			name string
+			c    *Config
+		}{{"toggle", toggle}, {"one-member", member}} {
+			b.Run(f.name+"/"+edit.name, func(b *testing.B) {
+				ix := mustIndex(b, c, ds)
+				b.ReportAllocs()
+				changes := 0
+				for b.Loop() {
+					d := Diff(ix, ix.WithConfig(edit.c))
+					changes = 0
+					for _, h := range local {
+						changes += len(d.For(h))
+					}
+				}
+				b.ReportMetric(float64(changes), "changes")
+			})
+		}
 	}
 }
 
-// BenchmarkDiffOneMember: what a switch agent pays when one member moves:
-// index the new configuration and diff it against the old one.
-func BenchmarkDiffOneMember(b *testing.B) {
-	c, ds := fabric(100_000, 1000)
-	old := NewIndex(c, ds)
-	next := c.Clone()
-	z := next.Zones["zone0005"]
-	z.Members = append(z.Members, Member{Kind: MemberAddr, Addr: ds[99_999].Addr})
-	b.ReportAllocs()
-	var changes []Change
-	for b.Loop() {
-		changes = Diff(old, NewIndex(next, ds))
-	}
-	if len(changes) != 10 {
-		b.Fatalf("%d changes, want 10 (the moved host gains zone0005's targets)", len(changes))
+// BenchmarkToggleAllHosts is the case that was quadratic: n unzoned
+// devices, hard zoning toggled (no pair changes), and the diff expanded for
+// every host of the fabric, not only a switch's local ones.
+func BenchmarkToggleAllHosts(b *testing.B) {
+	for _, n := range []int{2000, 8000, 100_000} {
+		b.Run(fmt.Sprint(n), func(b *testing.B) {
+			c, ds := fabric(n, 0, 0)
+			toggle := c.Clone()
+			toggle.Settings.HardZoning = false
+			ix := mustIndex(b, c, ds)
+			for b.Loop() {
+				d := Diff(ix, ix.WithConfig(toggle))
+				for _, h := range ds {
+					if len(d.For(h.Addr)) != 0 {
+						b.Fatal("a change without one")
+					}
+				}
+			}
+		})
 	}
 }
 

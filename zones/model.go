@@ -16,6 +16,9 @@ const DefaultZone = "default"
 const (
 	MaxNameLen = 63
 	MaxNQNLen  = 223 // NVMe base specification
+	// MaxMembers bounds the members of one zone or alias (the store encodes
+	// the count in 16 bits); anything within it also replicates (Parts).
+	MaxMembers = 0xFFFF
 )
 
 // Validation errors; every error from Validate or a store transaction wraps
@@ -307,6 +310,9 @@ func nameMismatch(key, name string) error {
 // which is always a typo worth hearing about).
 func checkMembers(owner string, ms []Member) []error {
 	var errs []error
+	if len(ms) > MaxMembers {
+		errs = append(errs, fmt.Errorf("%s: %w: %d members (at most %d)", owner, ErrMember, len(ms), MaxMembers))
+	}
 	seen := map[Member]bool{}
 	type span struct {
 		lo, hi netip.Addr

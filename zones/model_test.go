@@ -73,6 +73,7 @@ func TestConfigValidate(t *testing.T) {
 			c.Zones["z"] = &Zone{Name: "z"}
 		}, ErrDuplicate},
 		{"long name", func(c *Config) { n := strings.Repeat("z", 64); c.Zones[n] = &Zone{Name: n} }, ErrName},
+		{"too many members", func(c *Config) { c.Zones["big"] = &Zone{Name: "big", Members: ipv4Members(MaxMembers + 1)} }, ErrMember},
 	}
 	for _, c := range cases {
 		cfg := NewConfig(DefaultSettings())

@@ -1,6 +1,7 @@
 package zones
 
 import (
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"net/netip"
@@ -110,6 +111,38 @@ func (g gen) mutate(c *Config) *Config {
 	return n
 }
 
+// mutateDevices returns a changed copy of ds: devices disappear, appear
+// (some dual-homed: a second address with an existing NQN), change role,
+// or change NQN (and so, maybe, zones).
+func (g gen) mutateDevices(ds []inof.Device) []inof.Device {
+	out := make([]inof.Device, 0, len(ds)+4)
+	have := map[netip.Addr]bool{}
+	for _, d := range ds {
+		switch g.r.IntN(8) {
+		case 0:
+			continue // gone
+		case 1:
+			d.Role = inof.Role(1 + g.r.IntN(3))
+		case 2:
+			d.NQN = g.nqn()
+		}
+		out = append(out, d)
+		have[d.Addr] = true
+	}
+	for range g.r.IntN(6) {
+		d := inof.Device{Addr: g.addr(), Role: inof.Role(1 + g.r.IntN(3)), Protocol: inof.ProtocolTCP, NQN: g.nqn()}
+		if len(ds) > 0 && g.r.IntN(2) == 0 {
+			twin := ds[g.r.IntN(len(ds))] // a second NIC of an existing device
+			d.Role, d.NQN = twin.Role, twin.NQN
+		}
+		if !have[d.Addr] {
+			out = append(out, d)
+			have[d.Addr] = true
+		}
+	}
+	return out
+}
+
 type hostTarget struct{ host, target netip.Addr }
 
 // visiblePairs is the reference: every (host, target) pair by Visible.
@@ -125,62 +158,90 @@ func visiblePairs(c *Config, ds []inof.Device) map[hostTarget]bool {
 	return out
 }
 
+func mustIndex(t testing.TB, c *Config, ds []inof.Device) *Index {
+	t.Helper()
+	ix, err := NewIndex(c, ds)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ix
+}
+
+func addrs(ds []inof.Device) []netip.Addr {
+	out := make([]netip.Addr, len(ds))
+	for i, d := range ds {
+		out[i] = d.Addr
+	}
+	return out
+}
+
+// checkIndex compares every query of ix with the reference rule over ds.
+func checkIndex(t *testing.T, what string, ix *Index, c *Config, ds []inof.Device) (visible, crossing int) {
+	t.Helper()
+	if ix.Len() != len(ds) {
+		t.Fatalf("%s: index holds %d devices, want %d", what, ix.Len(), len(ds))
+	}
+	for _, a := range ds {
+		za := memberships(c, a)
+		if got := ix.Zones(a.Addr); !slices.Equal(got, za) && !(len(got) == 0 && len(za) == 0) {
+			t.Fatalf("%s: zones of %s: index %v, scan %v", what, a.Addr, got, za)
+		}
+		var targets, hosts []netip.Addr
+		for _, b := range ds {
+			v := Visible(c, a, b)
+			if v != Visible(c, b, a) {
+				t.Fatalf("%s: not symmetric for %s, %s", what, a, b)
+			}
+			if v != ix.CanSee(a.Addr, b.Addr) {
+				t.Fatalf("%s: %s/%s: Visible %v, CanSee %v", what, a, b, v, !v)
+			}
+			if v && a.Role.IsHost() && b.Role.IsTarget() {
+				targets = append(targets, b.Addr)
+			}
+			if v && a.Role.IsTarget() && b.Role.IsHost() {
+				hosts = append(hosts, b.Addr)
+			}
+			if !v {
+				continue
+			}
+			zb := memberships(c, b)
+			shared := slices.ContainsFunc(za, func(z string) bool { return slices.Contains(zb, z) })
+			visible++
+			if !shared {
+				crossing++
+			}
+			switch {
+			case shared:
+			case !c.Settings.DefaultZoneEnabled:
+				t.Fatalf("%s: %s sees %s across zones %v/%v without the default zone", what, a, b, za, zb)
+			case c.Settings.HardZoning && (len(za) > 0 || len(zb) > 0):
+				t.Fatalf("%s: hard zoning crossed: %s %v sees %s %v", what, a, za, b, zb)
+			case len(za) > 0 && len(zb) > 0:
+				t.Fatalf("%s: %s %v sees %s %v: custom zones crossed", what, a, za, b, zb)
+			}
+			if !a.Role.Complements(b.Role) {
+				t.Fatalf("%s: roles %s and %s see each other", what, a.Role, b.Role)
+			}
+		}
+		slices.SortFunc(targets, netip.Addr.Compare)
+		slices.SortFunc(hosts, netip.Addr.Compare)
+		if got := addrs(ix.TargetsFor(a.Addr)); !slices.Equal(got, targets) {
+			t.Fatalf("%s: TargetsFor(%s) = %v, want %v", what, a, got, targets)
+		}
+		if got := addrs(ix.HostsFor(a.Addr)); !slices.Equal(got, hosts) {
+			t.Fatalf("%s: HostsFor(%s) = %v, want %v", what, a, got, hosts)
+		}
+	}
+	return visible, crossing
+}
+
 func TestPropertyVisibility(t *testing.T) {
 	visible, crossing := 0, 0
 	for seed := range uint64(400) {
 		g := gen{rand.New(rand.NewPCG(seed, 1))}
 		c, ds := g.config(), g.devices()
-		ix := NewIndex(c, ds)
-		for _, a := range ds {
-			var peers []netip.Addr
-			for _, p := range ix.Peers(a.Addr) {
-				peers = append(peers, p.Addr)
-			}
-			za := memberships(c, a)
-			if got := ix.Zones(a.Addr); !slices.Equal(got, za) && !(len(got) == 0 && len(za) == 0) {
-				t.Fatalf("seed %d: zones of %s: index %v, scan %v", seed, a.Addr, got, za)
-			}
-			for _, b := range ds {
-				v := Visible(c, a, b)
-				if v != Visible(c, b, a) {
-					t.Fatalf("seed %d: not symmetric for %s, %s", seed, a, b)
-				}
-				if v != ix.CanSee(a.Addr, b.Addr) || v != slices.Contains(peers, b.Addr) {
-					t.Fatalf("seed %d: %s/%s: Visible %v, CanSee %v, in Peers %v", seed, a, b, v, ix.CanSee(a.Addr, b.Addr), slices.Contains(peers, b.Addr))
-				}
-				if !v {
-					continue
-				}
-				zb := memberships(c, b)
-				shared := slices.ContainsFunc(za, func(z string) bool { return slices.Contains(zb, z) })
-				visible++
-				if !shared {
-					crossing++
-				}
-				switch {
-				case shared:
-				case !c.Settings.DefaultZoneEnabled:
-					t.Fatalf("seed %d: %s sees %s across zones %v/%v without the default zone", seed, a, b, za, zb)
-				case c.Settings.HardZoning && (len(za) > 0 || len(zb) > 0):
-					t.Fatalf("seed %d: hard zoning crossed: %s %v sees %s %v", seed, a, za, b, zb)
-				case len(za) > 0 && len(zb) > 0:
-					t.Fatalf("seed %d: %s %v sees %s %v: custom zones crossed", seed, a, za, b, zb)
-				}
-				if !a.Role.Complements(b.Role) {
-					t.Fatalf("seed %d: roles %s and %s see each other", seed, a.Role, b.Role)
-				}
-			}
-			for _, tg := range ix.TargetsFor(a.Addr) {
-				if !a.Role.IsHost() || !tg.Role.IsTarget() || !Visible(c, a, tg) {
-					t.Fatalf("seed %d: TargetsFor(%s) returned %s", seed, a, tg)
-				}
-			}
-			for _, h := range ix.HostsFor(a.Addr) {
-				if !a.Role.IsTarget() || !h.Role.IsHost() || !Visible(c, a, h) {
-					t.Fatalf("seed %d: HostsFor(%s) returned %s", seed, a, h)
-				}
-			}
-		}
+		v, x := checkIndex(t, fmt.Sprintf("seed %d", seed), mustIndex(t, c, ds), c, ds)
+		visible, crossing = visible+v, crossing+x
 	}
 	// Guard the generator: the cases must include visible pairs through
 	// shared zones and through the default zone.
@@ -190,47 +251,125 @@ func TestPropertyVisibility(t *testing.T) {
 	t.Logf("%d visible ordered pairs checked, %d through the default zone", visible, crossing)
 }
 
-// TestPropertyDiff: applying Diff(old, new) to the old visible pairs gives
-// exactly the new ones, and no change is reported twice or for nothing.
+// reach brings ix from the devices of from to those of to with Put and
+// Remove.
+func reach(t *testing.T, ix *Index, from, to []inof.Device) {
+	t.Helper()
+	keep := map[netip.Addr]bool{}
+	for _, d := range to {
+		keep[d.Addr] = true
+		if err := ix.Put(d); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, d := range from {
+		if !keep[d.Addr] {
+			ix.Remove(d.Addr)
+		}
+	}
+}
+
+// TestPropertyDiff: applying the changes Diff reports for every host to the
+// old visible pairs gives exactly the new ones, and no change is reported
+// twice or for nothing. Configurations and device sets both change: devices
+// appear, disappear, change role or NQN, get a second address (dual-homed),
+// and the two sides may hold unrelated device sets (a switch holds only the
+// devices of the zones it subscribed to). The new index is built afresh or
+// derived with WithConfig (then edited with Put and Remove), and deriving
+// must leave the two indexes independent.
 func TestPropertyDiff(t *testing.T) {
-	total := 0
-	for seed := range uint64(400) {
+	total, appeared, gone, roles := 0, 0, 0, 0
+	for seed := range uint64(600) {
 		g := gen{rand.New(rand.NewPCG(seed, 2))}
 		old, ds := g.config(), g.devices()
 		var next *Config
-		if seed%4 == 0 {
+		switch seed % 4 {
+		case 0:
 			next = g.config() // an unrelated configuration
-		} else {
+		case 1:
+			next = old.Clone()
+			next.Settings = Settings{DefaultZoneEnabled: g.r.IntN(2) == 0, HardZoning: g.r.IntN(2) == 0}
+		default:
 			next = g.mutate(old)
 		}
-		changes := Diff(NewIndex(old, ds), NewIndex(next, ds))
-		total += len(changes)
-		have := visiblePairs(old, ds)
-		want := visiblePairs(next, ds)
-		for _, ch := range changes {
-			k := hostTarget{ch.Host.Addr, ch.Target.Addr}
-			if have[k] == ch.Visible {
-				t.Fatalf("seed %d: change %+v is no change", seed, ch)
+		var nds []inof.Device
+		switch g.r.IntN(3) {
+		case 0:
+			nds = ds
+		case 1:
+			nds = g.mutateDevices(ds)
+		default:
+			nds = g.devices() // asymmetric: unrelated device sets
+		}
+		what := fmt.Sprintf("seed %d", seed)
+		oix := mustIndex(t, old, ds)
+		var nix *Index
+		if g.r.IntN(2) == 0 {
+			nix = mustIndex(t, next, nds)
+		} else {
+			nix = oix.WithConfig(next)
+			from := ds
+			if g.r.IntN(2) == 0 { // edit the old index after deriving
+				ds = g.mutateDevices(ds)
+				reach(t, oix, from, ds)
 			}
-			if ch.Visible {
-				have[k] = true
-			} else {
-				delete(have, k)
+			checkIndex(t, what+" derived", nix, next, from)
+			reach(t, nix, from, nds)
+		}
+		checkIndex(t, what+" new", nix, next, nds)
+		checkIndex(t, what+" old after deriving", oix, old, ds)
+
+		delta := Diff(oix, nix)
+		have := visiblePairs(old, ds)
+		want := visiblePairs(next, nds)
+		hosts := map[netip.Addr]bool{}
+		before := map[netip.Addr]inof.Device{}
+		for _, d := range ds {
+			hosts[d.Addr] = true
+			before[d.Addr] = d
+		}
+		for _, d := range nds {
+			hosts[d.Addr] = true
+			switch b, ok := before[d.Addr]; {
+			case !ok:
+				appeared++
+			case b.Role != d.Role:
+				roles++
+			}
+			delete(before, d.Addr)
+		}
+		gone += len(before)
+		for h := range hosts {
+			changes := delta.For(h)
+			total += len(changes)
+			for _, ch := range changes {
+				k := hostTarget{ch.Host.Addr, ch.Target.Addr}
+				if ch.Host.Addr != h {
+					t.Fatalf("%s: For(%s) returned %+v, for another host", what, h, ch)
+				}
+				if have[k] == ch.Visible {
+					t.Fatalf("%s: change %+v is no change", what, ch)
+				}
+				if ch.Visible {
+					have[k] = true
+				} else {
+					delete(have, k)
+				}
 			}
 		}
 		if len(have) != len(want) {
-			t.Fatalf("seed %d: after diff %d pairs, want %d", seed, len(have), len(want))
+			t.Fatalf("%s: after diff %d pairs, want %d", what, len(have), len(want))
 		}
 		for k := range want {
 			if !have[k] {
-				t.Fatalf("seed %d: pair %v missing after diff", seed, k)
+				t.Fatalf("%s: pair %v missing after diff", what, k)
 			}
 		}
 	}
-	if total == 0 {
-		t.Fatal("degenerate generator: no visibility changes at all")
+	if total == 0 || appeared == 0 || gone == 0 || roles == 0 {
+		t.Fatalf("degenerate generator: %d changes, %d devices appeared, %d gone, %d changed role", total, appeared, gone, roles)
 	}
-	t.Logf("%d changes checked", total)
+	t.Logf("%d changes checked; %d devices appeared, %d disappeared, %d changed role", total, appeared, gone, roles)
 }
 
 func TestIndexPutRemove(t *testing.T) {
@@ -239,11 +378,13 @@ func TestIndexPutRemove(t *testing.T) {
 	h := inof.Device{Addr: netip.MustParseAddr("10.0.0.1"), Role: inof.RoleHost}
 	tg := inof.Device{Addr: netip.MustParseAddr("10.0.0.2"), Role: inof.RoleTarget}
 	free := inof.Device{Addr: netip.MustParseAddr("10.0.0.9"), Role: inof.RoleTarget}
-	ix := NewIndex(c, []inof.Device{h, free})
+	ix := mustIndex(t, c, []inof.Device{h, free})
 	if len(ix.TargetsFor(h.Addr)) != 0 {
 		t.Fatal("zoned host sees an unzoned target under hard zoning")
 	}
-	ix.Put(tg)
+	if err := ix.Put(tg); err != nil {
+		t.Fatal(err)
+	}
 	if got := ix.TargetsFor(h.Addr); len(got) != 1 || got[0] != tg {
 		t.Fatalf("targets %v", got)
 	}
@@ -254,4 +395,67 @@ func TestIndexPutRemove(t *testing.T) {
 	if len(ix.TargetsFor(h.Addr)) != 0 || ix.Len() != 2 {
 		t.Fatal("removed target still visible")
 	}
+	for _, bad := range []inof.Device{
+		{Addr: netip.MustParseAddr("10.0.0.3")},
+		{Addr: netip.MustParseAddr("::ffff:10.0.0.3"), Role: inof.RoleHost},
+		{Addr: netip.MustParseAddr("fe80::1%eth0"), Role: inof.RoleHost},
+		{Role: inof.RoleHost},
+	} {
+		if err := ix.Put(bad); !errors.Is(err, ErrDevice) {
+			t.Errorf("Put(%+v) = %v, want ErrDevice", bad, err)
+		}
+	}
+	if ix.Len() != 2 {
+		t.Fatal("a refused device was indexed")
+	}
+}
+
+// TestPropertyDeriveChain: an index derived through a long chain of
+// configurations (zones come and go, so retired zone ids pile up until the
+// index starts afresh) answers like one built for the last configuration,
+// and every Diff along the way is exact.
+func TestPropertyDeriveChain(t *testing.T) {
+	rebuilt := 0
+	for seed := range uint64(4) {
+		g := gen{rand.New(rand.NewPCG(seed, 4))}
+		c, ds := g.config(), g.devices()
+		ix := mustIndex(t, c, ds)
+		for step := range 150 {
+			next := g.mutate(c)
+			if names := next.ZoneNames(); len(names) > 0 { // rename one: a retired id
+				z := next.Zones[names[g.r.IntN(len(names))]]
+				delete(next.Zones, z.Name)
+				name := fmt.Sprintf("r%d", step)
+				next.Zones[name] = &Zone{Name: name, Members: z.Members}
+			}
+			nx := ix.WithConfig(next)
+			what := fmt.Sprintf("seed %d step %d", seed, step)
+			checkIndex(t, what, nx, next, ds)
+			have, want := visiblePairs(c, ds), visiblePairs(next, ds)
+			d := Diff(ix, nx)
+			for _, h := range ds {
+				for _, ch := range d.For(h.Addr) {
+					have[hostTarget{ch.Host.Addr, ch.Target.Addr}] = ch.Visible
+				}
+			}
+			for k, v := range have {
+				if v != want[k] {
+					t.Fatalf("%s: pair %v visible %v after diff, want %v", what, k, v, want[k])
+				}
+			}
+			for k := range want {
+				if !have[k] {
+					t.Fatalf("%s: pair %v missing after diff", what, k)
+				}
+			}
+			if len(nx.names) < len(ix.names) {
+				rebuilt++
+			}
+			c, ix = next, nx
+		}
+	}
+	if rebuilt == 0 {
+		t.Fatal("degenerate chain: the index never started afresh")
+	}
+	t.Logf("the index started afresh %d times", rebuilt)
 }

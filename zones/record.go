@@ -5,10 +5,11 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"net/netip"
 	"sort"
-	"sync"
 	"time"
+
+	"github.com/openinof/inof/inof"
+	"github.com/openinof/inof/internal/wire"
 )
 
 // Kind is the kind of object a replication record carries.
@@ -34,7 +35,9 @@ func (k Kind) String() string {
 }
 
 // Version orders writes of one object: the generation is a hybrid logical
-// clock value (Clock), the router-id of the writing reflector breaks ties.
+// clock value (inof.Clock), the router-id of the writing reflector breaks
+// ties. When records replicate, the version travels in the BGP envelope
+// (bgp.ConfigRecord Gen and Writer), never in the payload.
 type Version struct {
 	Gen      uint64
 	RouterID uint32
@@ -49,7 +52,7 @@ func (v Version) Less(o Version) bool {
 }
 
 // Time returns the wall-clock part of the generation.
-func (v Version) Time() time.Time { return time.UnixMilli(int64(v.Gen >> hlcLogicalBits)) }
+func (v Version) Time() time.Time { return inof.GenerationTime(v.Gen) }
 
 // Key identifies a replicated object.
 type Key struct {
@@ -67,6 +70,11 @@ func (k Key) String() string {
 // Record is the replicated state of one object: the last write wins per Key
 // by Version. A deletion is a tombstone (Deleted) that wins like a write, so
 // a reflector that comes back with an old copy cannot resurrect the object.
+//
+// Key, Version and Deleted are what the BGP envelope carries (kind and name
+// in its key, Gen, Writer and Deleted beside the payload); the replicated
+// payload (Parts) holds only the content, so the envelope is the one source
+// of the version. MarshalBinary is the store's local encoding of all of it.
 type Record struct {
 	Key
 	Version
@@ -112,13 +120,13 @@ func Merge(sets ...Records) Records {
 	return out
 }
 
-// Prune drops tombstones written more than retention before now and returns
-// how many it dropped. A replica that was away longer than the retention can
-// bring a deleted object back: keep retention above the longest outage.
-func (rs Records) Prune(now time.Time, retention time.Duration) int {
+// Prune drops the tombstones past inof.TombstoneLifetime at now (measured
+// from their generation, so every reflector drops the same ones) and
+// returns how many it dropped.
+func (rs Records) Prune(now time.Time) int {
 	n := 0
 	for k, r := range rs {
-		if r.Deleted && now.Sub(r.Time()) > retention {
+		if r.Deleted && inof.TombstoneExpired(r.Gen, now) {
 			delete(rs, k)
 			n++
 		}
@@ -163,50 +171,16 @@ func (rs Records) Sorted() []Record {
 	return out
 }
 
-const hlcLogicalBits = 16
-
-// Clock is a hybrid logical clock: generations are wall-clock milliseconds
-// shifted left by 16 bits plus a counter, never going backwards and always
-// above every generation observed from other reflectors.
-type Clock struct {
-	mu   sync.Mutex
-	last uint64
-	now  func() time.Time
-}
-
-// NewClock returns a clock reading now (time.Now if nil).
-func NewClock(now func() time.Time) *Clock {
-	if now == nil {
-		now = time.Now
-	}
-	return &Clock{now: now}
-}
-
-// Next returns a generation above every one returned or observed before.
-func (c *Clock) Next() uint64 {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	wall := uint64(c.now().UnixMilli()) << hlcLogicalBits
-	if wall > c.last {
-		c.last = wall
-	} else {
-		c.last++
-	}
-	return c.last
-}
-
-// Observe moves the clock past a generation seen elsewhere.
-func (c *Clock) Observe(gen uint64) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.last = max(c.last, gen)
-}
-
-// Record encoding (version 1), big-endian:
+// Store encoding (version 1), big-endian; local to one reflector's file:
 //
 //	version(1)=1 kind(1) flags(1: bit0 deleted) gen(8) router-id(4) name_len(1) name
+//	settings: content
+//	zone/alias: count(2) content
+//
+// Content, the same in the store and in replicated parts:
+//
 //	settings: flags(1: bit0 default-zone enabled, bit1 hard zoning)
-//	zone/alias: count(2), then per member: kind(1) and
+//	zone/alias: the members, each kind(1) and
 //	  addr:   family(1: 4|6) addr(4|16)
 //	  range:  family(1) lo(4|16) hi(4|16)
 //	  prefix: family(1) addr(4|16) bits(1)
@@ -216,13 +190,13 @@ const recordVersion = 1
 // ErrRecord wraps every record decoding error.
 var ErrRecord = errors.New("malformed zone record")
 
-// MarshalBinary encodes the record.
+// MarshalBinary encodes the record for the store.
 func (r Record) MarshalBinary() ([]byte, error) {
 	if len(r.Name) > 255 {
 		return nil, fmt.Errorf("%w: name of %d bytes", ErrName, len(r.Name))
 	}
-	if len(r.Members) > 0xFFFF {
-		return nil, fmt.Errorf("%w: %d members", ErrMember, len(r.Members))
+	if len(r.Members) > MaxMembers {
+		return nil, fmt.Errorf("%w: %d members (at most %d)", ErrMember, len(r.Members), MaxMembers)
 	}
 	b := []byte{recordVersion, byte(r.Kind), 0}
 	if r.Deleted {
@@ -231,6 +205,14 @@ func (r Record) MarshalBinary() ([]byte, error) {
 	b = binary.BigEndian.AppendUint64(b, r.Gen)
 	b = binary.BigEndian.AppendUint32(b, r.RouterID)
 	b = append(append(b, byte(len(r.Name))), r.Name...)
+	if r.Kind == KindZone || r.Kind == KindAlias {
+		b = binary.BigEndian.AppendUint16(b, uint16(len(r.Members)))
+	}
+	return r.appendContent(b)
+}
+
+// appendContent appends the record's content.
+func (r Record) appendContent(b []byte) ([]byte, error) {
 	switch r.Kind {
 	case KindSettings:
 		var f byte
@@ -242,7 +224,6 @@ func (r Record) MarshalBinary() ([]byte, error) {
 		}
 		return append(b, f), nil
 	case KindZone, KindAlias:
-		b = binary.BigEndian.AppendUint16(b, uint16(len(r.Members)))
 		for _, m := range r.Members {
 			var err error
 			if b, err = appendMember(b, m); err != nil {
@@ -254,25 +235,16 @@ func (r Record) MarshalBinary() ([]byte, error) {
 	return nil, fmt.Errorf("%w: kind %d", ErrRecord, r.Kind)
 }
 
-func appendAddrBytes(b []byte, a netip.Addr) []byte {
-	if a.Is4() {
-		a4 := a.As4()
-		return append(append(b, 4), a4[:]...)
-	}
-	a16 := a.As16()
-	return append(append(b, 6), a16[:]...)
-}
-
 func appendMember(b []byte, m Member) ([]byte, error) {
 	b = append(b, byte(m.Kind))
 	switch m.Kind {
 	case MemberAddr:
-		return appendAddrBytes(b, m.Addr), nil
+		return wire.AppendAddr(b, m.Addr), nil
 	case MemberRange:
-		b = appendAddrBytes(b, m.Addr)
-		return append(b, appendAddrBytes(nil, m.Hi)[1:]...), nil
+		b = wire.AppendAddr(b, m.Addr)
+		return append(b, wire.AppendAddr(nil, m.Hi)[1:]...), nil
 	case MemberPrefix:
-		return append(appendAddrBytes(b, m.Prefix.Addr()), byte(m.Prefix.Bits())), nil
+		return append(wire.AppendAddr(b, m.Prefix.Addr()), byte(m.Prefix.Bits())), nil
 	case MemberNQN, MemberAlias:
 		if len(m.Name) > 255 {
 			return nil, fmt.Errorf("%w: %d-byte name", ErrMember, len(m.Name))
@@ -282,140 +254,90 @@ func appendMember(b []byte, m Member) ([]byte, error) {
 	return nil, fmt.Errorf("%w: kind %d", ErrMember, m.Kind)
 }
 
-// UnmarshalBinary decodes a record and checks each member.
+// UnmarshalBinary decodes a record of the store encoding and checks each
+// member.
 func (r *Record) UnmarshalBinary(b []byte) error {
 	*r = Record{}
-	d := decoder{b: b}
-	if v := d.byte(); v != recordVersion {
+	d := wire.NewReader(b)
+	if v := d.U8(); v != recordVersion {
 		return fmt.Errorf("%w: version %d", ErrRecord, v)
 	}
-	r.Kind = Kind(d.byte())
-	flags := d.byte()
-	r.Deleted = flags&1 != 0
-	r.Gen = d.uint64()
-	r.RouterID = d.uint32()
-	r.Name = string(d.bytes(int(d.byte())))
-	switch r.Kind {
-	case KindSettings:
-		if r.Name != "" {
-			return fmt.Errorf("%w: settings record with a name", ErrRecord)
-		}
-		f := d.byte()
+	r.Kind = Kind(d.U8())
+	r.Deleted = d.U8()&1 != 0
+	r.Gen = d.U64()
+	r.RouterID = d.U32()
+	r.Name = d.Str()
+	n := -1 // members to read; -1: until the end
+	if r.Kind == KindZone || r.Kind == KindAlias {
+		n = int(d.U16())
+	}
+	if d.Err() != nil {
+		return fmt.Errorf("%w: %w", ErrRecord, d.Err())
+	}
+	return r.decodeContent(d, n)
+}
+
+// decodeContent reads the content of r's kind from d (n members, or all
+// that are left if n < 0), checks it and requires the end of the input.
+func (r *Record) decodeContent(d *wire.Reader, n int) error {
+	if err := r.Key.validate(); err != nil {
+		return err
+	}
+	if r.Kind == KindSettings {
+		f := d.U8()
 		r.Settings = Settings{DefaultZoneEnabled: f&1 != 0, HardZoning: f&2 != 0}
-	case KindZone, KindAlias:
-		if err := ValidateName(r.Name); err != nil {
-			return fmt.Errorf("%w: %v", ErrRecord, err)
-		}
-		n := int(d.uint16())
-		for i := 0; i < n && d.err == nil; i++ {
-			m := d.member()
-			if d.err == nil {
-				if err := m.Validate(); err != nil {
-					return fmt.Errorf("%w: %v", ErrRecord, err)
-				}
+	} else {
+		for i := 0; (n < 0 && d.Len() > 0 || i < n) && d.Err() == nil; i++ {
+			m, err := readMember(d)
+			if err != nil {
+				return err
+			}
+			if d.Err() == nil {
 				r.Members = append(r.Members, m)
 			}
 		}
-	default:
-		return fmt.Errorf("%w: kind %d", ErrRecord, r.Kind)
+		if len(r.Members) > MaxMembers {
+			return fmt.Errorf("%w: %d members (at most %d)", ErrRecord, len(r.Members), MaxMembers)
+		}
 	}
-	if d.err != nil {
-		return d.err
-	}
-	if len(d.b) != 0 {
-		return fmt.Errorf("%w: %d trailing bytes", ErrRecord, len(d.b))
+	if err := d.Done(); err != nil {
+		return fmt.Errorf("%w: %w", ErrRecord, err)
 	}
 	return nil
 }
 
-// decoder reads big-endian fields, remembering the first short read.
-type decoder struct {
-	b   []byte
-	err error
-}
-
-func (d *decoder) bytes(n int) []byte {
-	if d.err != nil {
-		return nil
-	}
-	if len(d.b) < n {
-		d.err = fmt.Errorf("%w: truncated", ErrRecord)
-		return nil
-	}
-	v := d.b[:n]
-	d.b = d.b[n:]
-	return v
-}
-
-func (d *decoder) byte() byte {
-	if v := d.bytes(1); v != nil {
-		return v[0]
-	}
-	return 0
-}
-
-func (d *decoder) uint16() uint16 {
-	if v := d.bytes(2); v != nil {
-		return binary.BigEndian.Uint16(v)
-	}
-	return 0
-}
-
-func (d *decoder) uint32() uint32 {
-	if v := d.bytes(4); v != nil {
-		return binary.BigEndian.Uint32(v)
-	}
-	return 0
-}
-
-func (d *decoder) uint64() uint64 {
-	if v := d.bytes(8); v != nil {
-		return binary.BigEndian.Uint64(v)
-	}
-	return 0
-}
-
-func (d *decoder) addr(family byte) netip.Addr {
-	switch family {
-	case 4:
-		if v := d.bytes(4); v != nil {
-			return netip.AddrFrom4([4]byte(v))
-		}
-	case 6:
-		if v := d.bytes(16); v != nil {
-			return netip.AddrFrom16([16]byte(v))
-		}
-	default:
-		if d.err == nil {
-			d.err = fmt.Errorf("%w: address family %d", ErrRecord, family)
-		}
-	}
-	return netip.Addr{}
-}
-
-func (d *decoder) member() Member {
-	m := Member{Kind: MemberKind(d.byte())}
+// readMember reads and checks one member; a short read is left in d.
+func readMember(d *wire.Reader) (Member, error) {
+	m := Member{Kind: MemberKind(d.U8())}
 	switch m.Kind {
 	case MemberAddr:
-		m.Addr = d.addr(d.byte())
+		m.Addr = d.Addr()
 	case MemberRange:
-		f := d.byte()
-		m.Addr, m.Hi = d.addr(f), d.addr(f)
+		f := d.U8()
+		m.Addr, m.Hi = d.AddrOf(f), d.AddrOf(f)
 	case MemberPrefix:
-		a := d.addr(d.byte())
-		bits := int(d.byte())
-		if d.err == nil {
-			var err error
-			if m.Prefix, err = a.Prefix(bits); err != nil || m.Prefix.Bits() != bits || m.Prefix.Addr() != a {
-				d.err = fmt.Errorf("%w: prefix %s/%d", ErrRecord, a, bits)
-			}
+		a := d.Addr()
+		bits := int(d.U8())
+		if d.Err() != nil {
+			return m, nil
 		}
+		p, err := a.Prefix(bits)
+		if err != nil || p.Bits() != bits || p.Addr() != a {
+			return m, fmt.Errorf("%w: prefix %s/%d", ErrRecord, a, bits)
+		}
+		m.Prefix = p
 	case MemberNQN, MemberAlias:
-		m.Name = string(d.bytes(int(d.byte())))
+		m.Name = d.Str()
 	default:
-		if d.err == nil {
-			d.err = fmt.Errorf("%w: member kind %d", ErrRecord, m.Kind)
+		if d.Err() == nil {
+			return m, fmt.Errorf("%w: member kind %d", ErrRecord, m.Kind)
 		}
 	}
-	return m
+	if d.Err() != nil {
+		return m, nil
+	}
+	if err := m.Validate(); err != nil {
+		return m, fmt.Errorf("%w: %w", ErrRecord, err)
+	}
+	return m, nil
 }

@@ -7,6 +7,8 @@ import (
 	"reflect"
 	"testing"
 	"time"
+
+	"github.com/openinof/inof/inof"
 )
 
 func (g gen) record() Record {
@@ -87,34 +89,18 @@ func TestPropertyMerge(t *testing.T) {
 }
 
 func TestTombstoneAndPrune(t *testing.T) {
-	old := Record{Key: Key{KindZone, "z"}, Version: Version{Gen: 10 << hlcLogicalBits, RouterID: 1}, Members: []Member{MustParseMember("10.0.0.1")}}
-	del := Record{Key: Key{KindZone, "z"}, Version: Version{Gen: 20 << hlcLogicalBits, RouterID: 2}, Deleted: true}
+	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	old := Record{Key: Key{KindZone, "z"}, Version: Version{Gen: inof.GenerationAt(at), RouterID: 1}, Members: []Member{MustParseMember("10.0.0.1")}}
+	del := Record{Key: Key{KindZone, "z"}, Version: Version{Gen: inof.GenerationAt(at.Add(time.Minute)), RouterID: 2}, Deleted: true}
 	rs := Merge(Records{del.Key: del}, Records{old.Key: old})
 	if _, live := rs.Config().Zones["z"]; live {
 		t.Fatal("an old copy resurrected a deleted zone")
 	}
-	if n := rs.Prune(time.UnixMilli(20).Add(time.Hour), 2*time.Hour); n != 0 {
-		t.Fatal("pruned a young tombstone")
+	if n := rs.Prune(del.Time().Add(inof.TombstoneLifetime)); n != 0 {
+		t.Fatal("pruned a tombstone within its lifetime")
 	}
-	if n := rs.Prune(time.UnixMilli(20).Add(3*time.Hour), 2*time.Hour); n != 1 || len(rs) != 0 {
+	if n := rs.Prune(del.Time().Add(inof.TombstoneLifetime + time.Millisecond)); n != 1 || len(rs) != 0 {
 		t.Fatalf("pruned %d, left %d", n, len(rs))
-	}
-}
-
-func TestClockMonotonic(t *testing.T) {
-	now := time.UnixMilli(1000)
-	c := NewClock(func() time.Time { return now })
-	a := c.Next()
-	b := c.Next()
-	now = now.Add(-time.Second) // the wall clock steps back
-	d := c.Next()
-	c.Observe(d + 100)
-	e := c.Next()
-	if !(a < b && b < d && d+100 < e) {
-		t.Fatalf("not monotonic: %d %d %d %d", a, b, d, e)
-	}
-	if got := (Version{Gen: a}).Time(); !got.Equal(time.UnixMilli(1000)) {
-		t.Fatalf("time %v", got)
 	}
 }
 

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+
+	"github.com/openinof/inof/inof"
 )
 
 // Store errors.
@@ -24,9 +26,6 @@ var (
 	keyClock      = []byte("clock")
 )
 
-// DefaultTombstoneRetention is how long deletions are remembered.
-const DefaultTombstoneRetention = 30 * 24 * time.Hour
-
 // StoreOptions configure Open.
 type StoreOptions struct {
 	// RouterID identifies this reflector in the versions it writes.
@@ -34,26 +33,38 @@ type StoreOptions struct {
 	// LockTimeout bounds the wait for another process holding the file
 	// (default 1 s).
 	LockTimeout time.Duration
-	// Now is the clock for generations (time.Now if nil).
+	// Now is the wall clock for generations, skew checks and tombstone
+	// expiry (time.Now if nil).
 	Now    func() time.Time
 	Logger *slog.Logger
 }
 
 // Store is the crash-safe zone store of a reflector: a bbolt file holding
-// one replication record per zone, alias and the settings. Edits go through
-// transactions that validate the whole resulting configuration and commit
-// atomically; records from other reflectors are merged with Apply.
+// one record per zone, alias and the settings, in the store encoding
+// (Record.MarshalBinary: version, deletion flag and content). Edits go
+// through transactions that validate the whole resulting configuration and
+// commit atomically; records from other reflectors are merged with Apply.
 type Store struct {
 	db    *bolt.DB
 	opts  StoreOptions
-	clock *Clock
+	clock *inof.Clock
 	log   *slog.Logger
 
 	mu       sync.Mutex
 	records  Records
 	config   *Config
 	revision uint64 // bumped by every change, for optimistic transactions
+	refused  Refused
 }
+
+// Refused counts the records Apply refused by their generation.
+type Refused struct {
+	Future  uint64 // more than inof.MaxGenerationSkew ahead of the local clock
+	Expired uint64 // tombstones already past inof.TombstoneLifetime
+}
+
+// ErrExpired reports a tombstone offered after its lifetime.
+var ErrExpired = errors.New("tombstone past its lifetime")
 
 // Open opens or creates the store file.
 func Open(path string, opts StoreOptions) (*Store, error) {
@@ -67,7 +78,7 @@ func Open(path string, opts StoreOptions) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("zones: open store %s: %w", path, err)
 	}
-	s := &Store{db: db, opts: opts, clock: NewClock(opts.Now), log: opts.Logger, records: Records{}}
+	s := &Store{db: db, opts: opts, clock: inof.NewClock(opts.Now), log: opts.Logger, records: Records{}}
 	err = db.Update(func(tx *bolt.Tx) error {
 		rb, err := tx.CreateBucketIfNotExists(bucketRecords)
 		if err != nil {
@@ -78,7 +89,7 @@ func Open(path string, opts StoreOptions) (*Store, error) {
 			return err
 		}
 		if v := mb.Get(keyClock); len(v) == 8 {
-			s.clock.Observe(binary.BigEndian.Uint64(v))
+			s.observe(binary.BigEndian.Uint64(v))
 		}
 		return rb.ForEach(func(k, v []byte) error {
 			var r Record
@@ -86,7 +97,7 @@ func Open(path string, opts StoreOptions) (*Store, error) {
 				return fmt.Errorf("record %q: %w", k, err)
 			}
 			s.records[r.Key] = r
-			s.clock.Observe(r.Gen)
+			s.observe(r.Gen)
 			return nil
 		})
 	})
@@ -115,11 +126,25 @@ func (s *Store) Records() []Record {
 	return s.records.Sorted()
 }
 
+// observe moves the clock past a generation read from the file. Stored
+// generations were checked when they were written or applied, so they are
+// trusted even when the wall clock has since stepped back (then new commits
+// still win over stored ones); a warning says the clock is behind.
+func (s *Store) observe(gen uint64) {
+	if err := inof.CheckGeneration(gen, s.clock.Now()); err != nil {
+		s.log.Warn("zones: stored generation ahead of the wall clock; has the clock stepped back?", "err", err)
+	}
+	s.clock.Advance(gen)
+}
+
 // Apply merges records received from other reflectors, persists the ones
 // that win in one transaction and returns them. Invalid records are skipped
-// with an error for each; the rest still apply. A merged configuration may
-// reference an alias deleted elsewhere: such a member matches nothing, and
-// Problems reports it.
+// with an error for each; the rest still apply. Records whose generation is
+// more than inof.MaxGenerationSkew ahead (inof.ErrFutureGeneration) and
+// tombstones already past inof.TombstoneLifetime (ErrExpired, so a peer that
+// re-originates a pruned tombstone does not undo Prune) are refused and
+// counted (RefusedCounts). A merged configuration may reference an alias
+// deleted elsewhere: such a member matches nothing, and Problems reports it.
 func (s *Store) Apply(in []Record) ([]Record, error) {
 	var errs []error
 	s.mu.Lock()
@@ -129,9 +154,20 @@ func (s *Store) Apply(in []Record) ([]Record, error) {
 		next[k] = r
 	}
 	var won []Record
+	now := s.clock.Now()
 	for _, r := range in {
 		if _, err := r.MarshalBinary(); err != nil {
 			errs = append(errs, fmt.Errorf("record %s: %w", r.Key, err))
+			continue
+		}
+		if err := inof.CheckGeneration(r.Gen, now); err != nil {
+			s.refused.Future++
+			errs = append(errs, fmt.Errorf("record %s from %d: %w", r.Key, r.RouterID, err))
+			continue
+		}
+		if r.Deleted && inof.TombstoneExpired(r.Gen, now) {
+			s.refused.Expired++
+			errs = append(errs, fmt.Errorf("record %s from %d: %w (written %s)", r.Key, r.RouterID, ErrExpired, r.Time().UTC().Format(time.RFC3339)))
 			continue
 		}
 		if next.Apply(r) {
@@ -145,7 +181,7 @@ func (s *Store) Apply(in []Record) ([]Record, error) {
 		return nil, errors.Join(append(errs, err)...)
 	}
 	for _, r := range won {
-		s.clock.Observe(r.Gen)
+		_ = s.clock.Observe(r.Gen) // checked above, cannot fail
 	}
 	s.records = next
 	s.config = next.Config()
@@ -161,19 +197,25 @@ func (s *Store) Problems() error {
 	return s.config.Validate()
 }
 
-// Prune forgets tombstones older than retention (DefaultTombstoneRetention
-// if zero) and returns how many.
-func (s *Store) Prune(now time.Time, retention time.Duration) (int, error) {
-	if retention == 0 {
-		retention = DefaultTombstoneRetention
-	}
+// RefusedCounts returns how many records Apply refused by generation.
+func (s *Store) RefusedCounts() Refused {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.refused
+}
+
+// Prune forgets the tombstones past inof.TombstoneLifetime (measured from
+// their generation, so every reflector forgets the same ones; Apply then
+// refuses them) and returns how many. Call it now and then (hourly is
+// plenty).
+func (s *Store) Prune() (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	next := Records{}
 	for k, r := range s.records {
 		next[k] = r
 	}
-	n := next.Prune(now, retention)
+	n := next.Prune(s.clock.Now())
 	if n == 0 {
 		return 0, nil
 	}
@@ -423,28 +465,43 @@ func (t *Tx) alias(name string) (*Alias, error) {
 	return a, nil
 }
 
+// addMembers appends add to cur, or returns cur and an error if any member
+// is invalid or already there; it takes time linear in both (a zone may
+// hold thousands).
 func addMembers(owner string, cur, add []Member) ([]Member, error) {
+	have := make(map[Member]bool, len(cur)+len(add))
+	for _, m := range cur {
+		have[m] = true
+	}
+	out := cur
 	for _, m := range add {
 		if err := m.Validate(); err != nil {
 			return cur, fmt.Errorf("%s: %w", owner, err)
 		}
-		if slices.Contains(cur, m) {
+		if have[m] {
 			return cur, fmt.Errorf("%s member %s: %w", owner, m, ErrDuplicate)
 		}
-		cur = append(cur, m)
+		have[m] = true
+		out = append(out, m)
 	}
-	return cur, nil
+	return out, nil
 }
 
+// removeMembers removes rm from cur, keeping the order of the rest.
 func removeMembers(owner string, cur, rm []Member) ([]Member, error) {
+	drop := make(map[Member]bool, len(rm))
 	for _, m := range rm {
-		i := slices.Index(cur, m)
-		if i < 0 {
-			return cur, fmt.Errorf("%s member %s: %w", owner, m, ErrNotFound)
-		}
-		cur = slices.Delete(cur, i, i+1)
+		drop[m] = true
 	}
-	return cur, nil
+	out := slices.DeleteFunc(slices.Clone(cur), func(m Member) bool { return drop[m] })
+	if len(out) != len(cur)-len(drop) {
+		for _, m := range rm {
+			if !slices.Contains(cur, m) {
+				return cur, fmt.Errorf("%s member %s: %w", owner, m, ErrNotFound)
+			}
+		}
+	}
+	return out, nil
 }
 
 // changedRecords lists the records (without versions) that turn old into

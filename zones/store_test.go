@@ -9,8 +9,11 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/openinof/inof/inof"
 
 	"github.com/openinof/inof/integration/selfexec"
 )
@@ -48,6 +51,22 @@ func TestStoreTransactions(t *testing.T) {
 	}
 	if err := tx.AddZoneMembers("nope", m("10.0.0.1")); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("unknown zone: %v", err)
+	}
+	// Member edits are all or nothing per call.
+	if err := tx.AddZoneMembers("prod", m("10.0.9.1"), m("10.0.9.9")); !errors.Is(err, ErrDuplicate) {
+		t.Fatalf("duplicate member: %v", err)
+	}
+	if err := tx.RemoveZoneMembers("prod", m("10.0.9.9"), m("10.0.9.2")); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("removing a missing member: %v", err)
+	}
+	if got := tx.Config().Zones["prod"].Members; len(got) != 2 {
+		t.Fatalf("failed edits changed the zone: %v", got)
+	}
+	if err := tx.AddZoneMembers("prod", m("10.0.9.1")); err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.RemoveZoneMembers("prod", m("10.0.9.1")); err != nil {
+		t.Fatal(err)
 	}
 	recs, err := tx.Commit()
 	if err != nil || len(recs) != 2 {
@@ -117,11 +136,43 @@ func TestStoreTransactions(t *testing.T) {
 	}
 }
 
-// TestStorePrune: old tombstones leave the file; young ones and live
-// objects stay.
+// manualClock is a wall clock a test moves by hand.
+type manualClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *manualClock) now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *manualClock) add(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(d)
+}
+
+func openStoreAt(t *testing.T, path string, id uint32, clock *manualClock) *Store {
+	t.Helper()
+	s, err := Open(path, StoreOptions{RouterID: id, Now: clock.now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// TestStorePrune: tombstones leave the file once past inof.TombstoneLifetime
+// from their generation; young ones and live objects stay. A peer that
+// offers the pruned tombstone again is refused and counted, so the prune
+// sticks (before, Apply took it back and every reflector kept re-adding
+// what the others pruned).
 func TestStorePrune(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "zones.db")
-	s := openStore(t, path, 1)
+	clock := &manualClock{t: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}
+	s := openStoreAt(t, path, 1, clock)
 	tx := s.Begin()
 	tx.CreateZone("gone", MustParseMember("10.0.0.1"))
 	tx.CreateZone("kept", MustParseMember("10.0.0.2"))
@@ -130,20 +181,84 @@ func TestStorePrune(t *testing.T) {
 	}
 	tx = s.Begin()
 	tx.DeleteZone("gone")
-	if _, err := tx.Commit(); err != nil {
+	tomb, err := tx.Commit()
+	if err != nil {
 		t.Fatal(err)
 	}
-	if n, err := s.Prune(time.Now(), time.Hour); err != nil || n != 0 {
+	clock.add(inof.TombstoneLifetime)
+	if n, err := s.Prune(); err != nil || n != 0 {
 		t.Fatalf("young tombstone pruned: %d %v", n, err)
 	}
-	if n, err := s.Prune(time.Now().Add(2*time.Hour), time.Hour); err != nil || n != 1 {
+	clock.add(time.Second)
+	if n, err := s.Prune(); err != nil || n != 1 {
 		t.Fatalf("prune: %d %v", n, err)
 	}
+	won, err := s.Apply(tomb)
+	if len(won) != 0 || !errors.Is(err, ErrExpired) || s.RefusedCounts().Expired != 1 {
+		t.Fatalf("re-offered expired tombstone: won %v, err %v, refused %+v", won, err, s.RefusedCounts())
+	}
 	s.Close()
-	s2 := openStore(t, path, 1)
+	s2 := openStoreAt(t, path, 1, clock)
 	recs := s2.Records()
 	if len(recs) != 1 || recs[0].Name != "kept" {
 		t.Fatalf("after prune and reopen: %+v", recs)
+	}
+}
+
+// TestStoreApplyRefusesFuture: a record from more than
+// inof.MaxGenerationSkew ahead is refused and counted, and does not move the
+// clock; one just within the skew is taken.
+func TestStoreApplyRefusesFuture(t *testing.T) {
+	clock := &manualClock{t: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}
+	s := openStoreAt(t, filepath.Join(t.TempDir(), "zones.db"), 1, clock)
+	far := Record{Key: Key{KindZone, "far"}, Version: Version{Gen: inof.GenerationAt(clock.now().Add(inof.MaxGenerationSkew + time.Second)), RouterID: 2}}
+	near := Record{Key: Key{KindZone, "near"}, Version: Version{Gen: inof.GenerationAt(clock.now().Add(inof.MaxGenerationSkew - time.Second)), RouterID: 2}}
+	won, err := s.Apply([]Record{far, near})
+	if !errors.Is(err, inof.ErrFutureGeneration) || len(won) != 1 || won[0].Name != "near" {
+		t.Fatalf("won %v, err %v", won, err)
+	}
+	if got := s.RefusedCounts(); got.Future != 1 || got.Expired != 0 {
+		t.Fatalf("refused %+v", got)
+	}
+	tx := s.Begin()
+	tx.CreateZone("local")
+	recs, err := tx.Commit()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if recs[0].Gen <= near.Gen || recs[0].Gen >= far.Gen {
+		t.Fatalf("local generation %d not between the accepted %d and the refused %d", recs[0].Gen, near.Gen, far.Gen)
+	}
+}
+
+// TestStoreClockSteppedBack: a reflector whose wall clock stepped back by
+// more than inof.MaxGenerationSkew since its last commit still writes newer
+// generations than the ones in its own file (before, the stored generation
+// was refused by the clock and the next edit lost to the previous one).
+func TestStoreClockSteppedBack(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "zones.db")
+	clock := &manualClock{t: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}
+	s := openStoreAt(t, path, 1, clock)
+	tx := s.Begin()
+	tx.CreateZone("z", MustParseMember("10.0.0.1"))
+	first, err := tx.Commit()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	clock.add(-time.Hour)
+	s = openStoreAt(t, path, 1, clock)
+	tx = s.Begin()
+	tx.AddZoneMembers("z", MustParseMember("10.0.0.2"))
+	second, err := tx.Commit()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !first[0].Version.Less(second[0].Version) {
+		t.Fatalf("edit after the clock stepped back has version %+v, not above the stored %+v", second[0].Version, first[0].Version)
+	}
+	if got := s.Config().Zones["z"].Members; len(got) != 2 {
+		t.Fatalf("zone has %v", got)
 	}
 }
 

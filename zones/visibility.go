@@ -86,7 +86,9 @@ type matcher struct {
 	ranges   []span
 }
 
-func newMatcher(c *Config, names []string) *matcher {
+// newMatcher indexes the members of the zones in ids (names of zones of c,
+// with the ids to report for them).
+func newMatcher(c *Config, ids map[string]zoneID) *matcher {
 	mt := &matcher{exact: map[netip.Addr][]zoneID{}, nqn: map[string][]zoneID{}, prefixes: map[int]map[netip.Prefix][]zoneID{}}
 	add := func(m Member, id zoneID) {
 		switch m.Kind {
@@ -104,16 +106,16 @@ func newMatcher(c *Config, names []string) *matcher {
 			mt.nqn[m.Name] = appendZone(mt.nqn[m.Name], id)
 		}
 	}
-	for i, name := range names {
+	for name, id := range ids {
 		for _, m := range c.Zones[name].Members {
 			if m.Kind != MemberAlias {
-				add(m, zoneID(i))
+				add(m, id)
 				continue
 			}
 			if a := c.Aliases[m.Name]; a != nil {
 				for _, am := range a.Members {
 					if am.Kind != MemberAlias {
-						add(am, zoneID(i))
+						add(am, id)
 					}
 				}
 			}
@@ -148,170 +150,4 @@ func (mt *matcher) zonesOf(d inof.Device) []zoneID {
 	}
 	slices.Sort(out)
 	return slices.Compact(out)
-}
-
-// Index answers visibility questions for one configuration and a changing
-// set of devices (one per address) without scanning every zone × device:
-// each device's zones are found by lookup when it is added, and each zone
-// keeps its devices. Not safe for concurrent use.
-type Index struct {
-	cfg     *Config
-	names   []string // zoneID → name
-	mt      *matcher
-	devices map[netip.Addr]*indexed
-	zones   []map[netip.Addr]*indexed // zoneID → members
-	unzoned map[netip.Addr]*indexed
-}
-
-type indexed struct {
-	dev   inof.Device
-	zones []zoneID
-}
-
-// NewIndex indexes devs under c. c must not change while the index is used.
-func NewIndex(c *Config, devs []inof.Device) *Index {
-	names := c.ZoneNames()
-	ix := &Index{cfg: c, names: names, mt: newMatcher(c, names), devices: make(map[netip.Addr]*indexed, len(devs)),
-		zones: make([]map[netip.Addr]*indexed, len(names)), unzoned: map[netip.Addr]*indexed{}}
-	for i := range ix.zones {
-		ix.zones[i] = map[netip.Addr]*indexed{}
-	}
-	for _, d := range devs {
-		ix.Put(d)
-	}
-	return ix
-}
-
-// Config returns the configuration the index was built for.
-func (ix *Index) Config() *Config { return ix.cfg }
-
-// Put adds or replaces the device with d's address.
-func (ix *Index) Put(d inof.Device) {
-	ix.Remove(d.Addr)
-	e := &indexed{dev: d, zones: ix.mt.zonesOf(d)}
-	ix.devices[d.Addr] = e
-	if len(e.zones) == 0 {
-		ix.unzoned[d.Addr] = e
-	}
-	for _, z := range e.zones {
-		ix.zones[z][d.Addr] = e
-	}
-}
-
-// Remove drops the device with that address, if present.
-func (ix *Index) Remove(addr netip.Addr) {
-	e := ix.devices[addr]
-	if e == nil {
-		return
-	}
-	delete(ix.devices, addr)
-	delete(ix.unzoned, addr)
-	for _, z := range e.zones {
-		delete(ix.zones[z], addr)
-	}
-}
-
-// Device returns the indexed device with that address.
-func (ix *Index) Device(addr netip.Addr) (inof.Device, bool) {
-	e := ix.devices[addr]
-	if e == nil {
-		return inof.Device{}, false
-	}
-	return e.dev, true
-}
-
-// Len returns the number of indexed devices.
-func (ix *Index) Len() int { return len(ix.devices) }
-
-// Zones returns the custom zones of the device (empty: default zone).
-func (ix *Index) Zones(addr netip.Addr) []string {
-	e := ix.devices[addr]
-	if e == nil {
-		return nil
-	}
-	out := make([]string, len(e.zones))
-	for i, z := range e.zones {
-		out[i] = ix.names[z]
-	}
-	return out
-}
-
-// CanSee reports whether the devices at a and b may see each other.
-func (ix *Index) CanSee(a, b netip.Addr) bool {
-	ea, eb := ix.devices[a], ix.devices[b]
-	if ea == nil || eb == nil || a == b || !ea.dev.Role.Complements(eb.dev.Role) {
-		return false
-	}
-	for _, z := range ea.zones {
-		if _, ok := slices.BinarySearch(eb.zones, z); ok {
-			return true
-		}
-	}
-	return defaultRule(ix.cfg.Settings, len(ea.zones) == 0, len(eb.zones) == 0)
-}
-
-// Peers returns the devices the device at addr may see, sorted by address.
-func (ix *Index) Peers(addr netip.Addr) []inof.Device {
-	e := ix.devices[addr]
-	if e == nil {
-		return nil
-	}
-	seen := map[netip.Addr]bool{}
-	var out []inof.Device
-	consider := func(o *indexed) {
-		if o.dev.Addr == addr || seen[o.dev.Addr] || !e.dev.Role.Complements(o.dev.Role) {
-			return
-		}
-		seen[o.dev.Addr] = true
-		out = append(out, o.dev)
-	}
-	for _, z := range e.zones {
-		for _, o := range ix.zones[z] {
-			consider(o)
-		}
-	}
-	s := ix.cfg.Settings
-	switch {
-	case !s.DefaultZoneEnabled:
-	case len(e.zones) > 0 && !s.HardZoning:
-		for _, o := range ix.unzoned {
-			consider(o)
-		}
-	case len(e.zones) == 0 && s.HardZoning:
-		for _, o := range ix.unzoned {
-			consider(o)
-		}
-	case len(e.zones) == 0:
-		for _, o := range ix.devices {
-			consider(o)
-		}
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Addr.Less(out[j].Addr) })
-	return out
-}
-
-// TargetsFor returns the targets the host at addr may see.
-func (ix *Index) TargetsFor(host netip.Addr) []inof.Device {
-	return ix.directed(host, inof.Role.IsHost, inof.Role.IsTarget)
-}
-
-// HostsFor returns the hosts that must hear about the target at addr.
-func (ix *Index) HostsFor(target netip.Addr) []inof.Device {
-	return ix.directed(target, inof.Role.IsTarget, inof.Role.IsHost)
-}
-
-// directed filters Peers for one direction: the device at addr must satisfy
-// self, and each peer other (RoleBoth satisfies both).
-func (ix *Index) directed(addr netip.Addr, self, other func(inof.Role) bool) []inof.Device {
-	e := ix.devices[addr]
-	if e == nil || !self(e.dev.Role) {
-		return nil
-	}
-	var out []inof.Device
-	for _, p := range ix.Peers(addr) {
-		if other(p.Role) {
-			out = append(out, p)
-		}
-	}
-	return out
 }
