@@ -1,0 +1,112 @@
+// Package configsync maps the zone store's records (zones.Record) to the
+// configuration records that replicate them in BGP (bgp.ConfigRecord) and
+// back. A record travels as one or more parts (zones.Part); the envelope of
+// each part carries the version and the deletion flag, the payload only
+// content (docs/records.md, "Config").
+package configsync
+
+import (
+	"fmt"
+	"net/netip"
+	"slices"
+
+	"github.com/openinof/inof/bgp"
+	"github.com/openinof/inof/zones"
+)
+
+// PartPayload is the payload limit records are split with. With the
+// longest key (a 63-byte zone name), the config value header and one route
+// target, a part stays well inside bgp.MaxRecordSize.
+const PartPayload = 3700
+
+// kind maps a zone record kind to the config record kind: the same numbers
+// (docs/records.md lists them).
+func kind(k zones.Kind) uint8 { return uint8(k) }
+
+// isZoneKind reports whether a config record kind belongs to the zone store.
+func isZoneKind(k uint8) bool {
+	switch zones.Kind(k) {
+	case zones.KindSettings, zones.KindZone, zones.KindAlias:
+		return true
+	}
+	return false
+}
+
+// Records returns the config records that carry r, one per part. Their
+// Reflector is left zero: the replicator stamps its own router-id.
+func Records(r zones.Record) ([]bgp.ConfigRecord, error) {
+	parts, err := r.Parts(PartPayload)
+	if err != nil {
+		return nil, fmt.Errorf("configsync: %w", err)
+	}
+	out := make([]bgp.ConfigRecord, len(parts))
+	for i, p := range parts {
+		out[i] = bgp.ConfigRecord{
+			Kind: kind(r.Kind), Name: r.Name, Part: p.Index,
+			Gen: r.Gen, Writer: r.RouterID, Deleted: r.Deleted, Payload: p.Payload,
+		}
+	}
+	return out, nil
+}
+
+// Stale returns the parts of the same objects that held lists and next does
+// not: what is left over when a record shrinks to fewer parts, to be
+// withdrawn once next is originated.
+func Stale(held, next []bgp.ConfigRecord) []bgp.ConfigObject {
+	want := map[bgp.ConfigObject]bool{}
+	names := map[objectName]bool{}
+	for _, c := range next {
+		want[c.Object()] = true
+		names[nameKey(c)] = true
+	}
+	var out []bgp.ConfigObject
+	for _, c := range held {
+		if names[nameKey(c)] && !want[c.Object()] {
+			out = append(out, c.Object())
+		}
+	}
+	slices.SortFunc(out, func(a, b bgp.ConfigObject) int { return int(a.Part) - int(b.Part) })
+	return out
+}
+
+// objectName is an object regardless of part.
+type objectName struct {
+	kind uint8
+	name string
+}
+
+func nameKey(c bgp.ConfigRecord) objectName { return objectName{c.Kind, c.Name} }
+
+// Assembler turns received config records into complete zone records. It
+// ignores config kinds that are not the zone store's. Not safe for
+// concurrent use.
+type Assembler struct {
+	asm *zones.Assembler
+}
+
+// NewAssembler returns an assembler buffering at most limit bytes of
+// incomplete versions (zones.DefaultAssemblerLimit if limit ≤ 0).
+func NewAssembler(limit int) *Assembler { return &Assembler{asm: zones.NewAssembler(limit)} }
+
+// Add takes one received part. It returns the record when the part
+// completes a version newer than the one in effect for its object; ok is
+// false for parts of other kinds, duplicates, older versions and versions
+// still missing parts. A malformed part is an error and changes nothing.
+func (a *Assembler) Add(c bgp.ConfigRecord) (zones.Record, bool, error) {
+	if !isZoneKind(c.Kind) {
+		return zones.Record{}, false, nil
+	}
+	k := zones.Key{Kind: zones.Kind(c.Kind), Name: c.Name}
+	r, ok, err := a.asm.Add(k, c.Part, zones.Version{Gen: c.Gen, RouterID: c.Writer}, c.Deleted, c.Payload)
+	if err != nil {
+		return zones.Record{}, false, fmt.Errorf("configsync: from reflector %s: %w", routerID(c.Reflector), err)
+	}
+	return r, ok, nil
+}
+
+// Evicted counts incomplete versions dropped to stay within the limit.
+func (a *Assembler) Evicted() uint64 { return a.asm.Evicted() }
+
+func routerID(id uint32) netip.Addr {
+	return netip.AddrFrom4([4]byte{byte(id >> 24), byte(id >> 16), byte(id >> 8), byte(id)})
+}

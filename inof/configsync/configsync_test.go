@@ -1,0 +1,96 @@
+package configsync
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"net/netip"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/openinof/inof/bgp"
+	"github.com/openinof/inof/inof"
+	"github.com/openinof/inof/zones"
+)
+
+func bigZone(n int, gen uint64) zones.Record {
+	r := zones.Record{Key: zones.Key{Kind: zones.KindZone, Name: "big"}, Version: zones.Version{Gen: gen, RouterID: 7}}
+	for i := 0; i < n; i++ {
+		r.Members = append(r.Members, zones.Member{Kind: zones.MemberAddr, Addr: netip.AddrFrom4([4]byte{10, byte(i >> 16), byte(i >> 8), byte(i)})})
+	}
+	return r
+}
+
+func TestRecordsFitAndReassemble(t *testing.T) {
+	gen := inof.GenerationAt(inof.NewClock(nil).Now())
+	want := bigZone(8000, gen)
+	recs, err := Records(want)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(recs) < 2 {
+		t.Fatalf("8,000 members in %d record(s)", len(recs))
+	}
+	for _, c := range recs {
+		c.Reflector = 1
+		if _, _, err := bgp.EncodeRecord(&c, 1); err != nil {
+			t.Fatalf("part %d does not fit a BGP record: %v", c.Part, err)
+		}
+	}
+	rng := rand.New(rand.NewPCG(3, 4))
+	rng.Shuffle(len(recs), func(i, j int) { recs[i], recs[j] = recs[j], recs[i] })
+	a := NewAssembler(0)
+	var got zones.Record
+	completed := 0
+	for i, c := range append(recs, recs[:3]...) { // with duplicates
+		r, ok, err := a.Add(c)
+		if err != nil {
+			t.Fatalf("part %d: %v", i, err)
+		}
+		if ok {
+			got = r
+			completed++
+			if i != len(recs)-1 {
+				t.Fatalf("complete after %d of %d parts", i+1, len(recs))
+			}
+		}
+	}
+	if completed != 1 || !reflect.DeepEqual(got, want) {
+		t.Fatalf("completed %d times; members %d of %d, version %+v", completed, len(got.Members), len(want.Members), got.Version)
+	}
+}
+
+func TestStaleAfterShrink(t *testing.T) {
+	before, err := Records(bigZone(3000, 10<<16))
+	if err != nil {
+		t.Fatal(err)
+	}
+	after, err := Records(bigZone(10, 11<<16))
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, _ := Records(zones.Record{Key: zones.Key{Kind: zones.KindZone, Name: "other"}, Version: zones.Version{Gen: 1}})
+	stale := Stale(append(before, other...), after)
+	if len(stale) != len(before)-1 {
+		t.Fatalf("%d stale parts, want %d", len(stale), len(before)-1)
+	}
+	for i, o := range stale {
+		if o.Name != "big" || o.Part != uint16(i+1) {
+			t.Fatalf("stale %d = %+v", i, o)
+		}
+	}
+}
+
+func TestAssemblerIgnoresOtherKindsAndRejectsGarbage(t *testing.T) {
+	a := NewAssembler(0)
+	if _, ok, err := a.Add(bgp.ConfigRecord{Kind: 200, Name: "profile", Payload: []byte("x")}); ok || err != nil {
+		t.Fatalf("foreign kind: ok %v err %v", ok, err)
+	}
+	_, ok, err := a.Add(bgp.ConfigRecord{Reflector: 0x0a000001, Kind: uint8(zones.KindZone), Name: "z", Payload: []byte{9, 9}})
+	if ok || err == nil {
+		t.Fatalf("garbage payload: ok %v err %v", ok, err)
+	}
+	if want := "10.0.0.1"; !strings.Contains(fmt.Sprint(err), want) {
+		t.Fatalf("error %q does not name the reflector %s", err, want)
+	}
+}

@@ -1,0 +1,222 @@
+package hostagent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/netip"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/openinof/inof/inof"
+	"github.com/openinof/inof/l2proto"
+)
+
+// Config wires an Agent. Only Options is required.
+type Config struct {
+	Options Options
+	// Links are opened links by interface name; interfaces without one
+	// get an AF_PACKET link (l2proto.ListenPacket, needs CAP_NET_RAW).
+	Links map[string]l2proto.Link
+	// Exec runs nvme-cli; nil means ExecExecutor.
+	Exec Executor
+	// SubsysClass overrides DefaultSubsysClass (see CLI.SubsysClass).
+	SubsysClass *string
+	Clock       Clock                         // nil means RealClock
+	Carrier     func(string) (Carrier, error) // nil means SysfsCarrier
+	Registry    prometheus.Registerer         // nil means a private registry
+	Logger      *slog.Logger
+}
+
+// Agent is one running inof-host.
+type Agent struct {
+	opt     Options
+	ports   []*port
+	nvme    *CLI
+	hostNQN string
+	clk     Clock
+	carrier func(string) (Carrier, error)
+	log     *slog.Logger
+	m       *metrics
+	events  chan event
+	running atomic.Bool
+}
+
+// eventQueue bounds the notifications waiting for the worker; beyond it
+// readers leave notifications un-ACKed and the switch retransmits them.
+const eventQueue = 1024
+
+// New validates the options, resolves addresses and the host NQN, and
+// opens the links. Close the agent by ending Run's context.
+func New(cfg Config) (*Agent, error) {
+	o := cfg.Options
+	if err := o.Validate(); err != nil {
+		return nil, err
+	}
+	a := &Agent{opt: o, clk: cfg.Clock, carrier: cfg.Carrier, log: cfg.Logger,
+		events: make(chan event, eventQueue)}
+	if a.clk == nil {
+		a.clk = RealClock{}
+	}
+	if a.carrier == nil {
+		a.carrier = SysfsCarrier
+	}
+	if a.log == nil {
+		a.log = slog.Default()
+	}
+	reg := cfg.Registry
+	if reg == nil {
+		reg = prometheus.NewRegistry()
+	}
+	var err error
+	if a.m, err = newMetrics(reg); err != nil {
+		return nil, fmt.Errorf("metrics: %w", err)
+	}
+	ex := cfg.Exec
+	if ex == nil {
+		ex = ExecExecutor{}
+	}
+	a.nvme = &CLI{Exec: ex, Bin: o.NVMe.Path, SubsysClass: DefaultSubsysClass}
+	if cfg.SubsysClass != nil {
+		a.nvme.SubsysClass = *cfg.SubsysClass
+	}
+	if a.hostNQN, err = resolveHostNQN(o); err != nil {
+		return nil, err
+	}
+	var errs []error
+	drops := l2proto.NewDropCounter(a.log, 0)
+	for _, it := range o.Interfaces {
+		p, err := a.newPort(it, cfg.Links[it.Name], drops)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("interface %s: %w", it.Name, err))
+			continue
+		}
+		a.ports = append(a.ports, p)
+	}
+	if err := errors.Join(errs...); err != nil {
+		for _, p := range a.ports {
+			p.link.Close()
+		}
+		return nil, err
+	}
+	return a, nil
+}
+
+func resolveHostNQN(o Options) (string, error) {
+	if o.HostNQN != "" || !o.hasHost() {
+		return o.HostNQN, nil
+	}
+	b, err := os.ReadFile(o.HostNQNFile)
+	if err != nil {
+		return "", fmt.Errorf("host NQN: %w (set host_nqn or create %s)", err, o.HostNQNFile)
+	}
+	nqn := strings.TrimSpace(string(b))
+	if nqn == "" || len(nqn) > maxNQN {
+		return "", fmt.Errorf("host NQN in %s: %d bytes, want 1..%d", o.HostNQNFile, len(nqn), maxNQN)
+	}
+	return nqn, nil
+}
+
+func (a *Agent) newPort(it InterfaceOptions, link l2proto.Link, drops *l2proto.DropCounter) (*port, error) {
+	role, _ := ParseRole(it.Role)
+	proto, _ := ParseProtocol(it.Protocol)
+	var addr netip.Addr
+	var err error
+	if it.Address != "" {
+		addr, _ = netip.ParseAddr(it.Address)
+	} else if addr, err = interfaceAddr(it.Name); err != nil {
+		return nil, err
+	}
+	if link == nil {
+		if link, err = l2proto.ListenPacket(it.Name); err != nil {
+			return nil, err
+		}
+	}
+	return &port{name: it.Name, link: link, log: a.log, m: a.m, drops: drops,
+		dev: inof.Device{Addr: addr.Unmap(), Role: role, Protocol: proto, Port: it.Port, NQN: it.NQN}}, nil
+}
+
+// Healthy reports nil while Run is serving.
+func (a *Agent) Healthy() error {
+	if !a.running.Load() {
+		return errors.New("agent not running")
+	}
+	return nil
+}
+
+// Run serves until ctx ends: it announces every interface, ACKs and acts on
+// notifications, and on the way out closes the links, waits for every
+// goroutine it started and, with disconnect_on_exit, removes the
+// controllers it created.
+func (a *Agent) Run(ctx context.Context) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	w, err := a.newWorker(ctx)
+	if err != nil {
+		for _, p := range a.ports {
+			p.link.Close()
+		}
+		return err
+	}
+	var wg sync.WaitGroup
+	errc := make(chan error, len(a.ports))
+	for _, p := range a.ports {
+		wg.Add(2)
+		go func() {
+			defer wg.Done()
+			if err := p.read(ctx, a.events); err != nil {
+				errc <- err
+				cancel()
+			}
+		}()
+		go func() {
+			defer wg.Done()
+			p.announce(ctx, a.clk, a.opt.RegistrationInterval, a.opt.RegistrationTTL, a.opt.CarrierPoll, a.carrier)
+		}()
+	}
+	stopLinks := context.AfterFunc(ctx, func() {
+		for _, p := range a.ports {
+			p.link.Close()
+		}
+	})
+	defer stopLinks()
+	a.running.Store(true)
+	a.log.Info("inof-host running", "interfaces", len(a.ports), "owned_controllers", len(w.owned))
+	w.run(ctx)
+	a.running.Store(false)
+	wg.Wait()
+	w.stop()
+	if a.opt.DisconnectOnExit {
+		w.disconnectAll(context.WithoutCancel(ctx))
+	}
+	select {
+	case err := <-errc:
+		return err
+	default:
+		return nil
+	}
+}
+
+// targetKey names a target as a host sees it; newer notifications for the
+// same key supersede older ones (nvme-snsd compares the same fields).
+type targetKey struct {
+	Host, Target netip.Addr
+	Protocol     inof.Protocol
+	Port         uint16 // 0 is normalised to 4420
+}
+
+func keyOf(n l2proto.Notification) targetKey {
+	port := n.Port
+	if port == 0 {
+		port = 4420
+	}
+	return targetKey{Host: n.Host, Target: n.Target, Protocol: n.Protocol, Port: port}
+}
+
+func (k targetKey) svc() string { return strconv.Itoa(int(k.Port)) }

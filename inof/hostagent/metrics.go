@@ -1,0 +1,54 @@
+package hostagent
+
+import "github.com/prometheus/client_golang/prometheus"
+
+// metrics are the agent's Prometheus series, all in one registry the caller
+// owns.
+type metrics struct {
+	registrations *prometheus.CounterVec // interface
+	queries       *prometheus.CounterVec // interface
+	received      *prometheus.CounterVec // interface, state
+	acked         *prometheus.CounterVec // interface
+	duplicates    *prometheus.CounterVec // interface
+	ignored       *prometheus.CounterVec // reason
+	drops         *prometheus.CounterVec // interface, reason
+	nvme          *prometheus.CounterVec // op, result
+	owned         prometheus.Gauge
+	carrier       *prometheus.GaugeVec // interface
+}
+
+func newMetrics(reg prometheus.Registerer) (*metrics, error) {
+	const ns = "inof_host"
+	cv := func(name, help string, labels ...string) *prometheus.CounterVec {
+		return prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: name, Help: help}, labels)
+	}
+	m := &metrics{
+		registrations: cv("registrations_sent_total", "LLDP registrations sent.", "interface"),
+		queries:       cv("zone_queries_sent_total", "Zone queries sent.", "interface"),
+		received:      cv("notifications_received_total", "Complete notifications addressed to this host.", "interface", "state"),
+		acked:         cv("notifications_acked_total", "Notifications ACKed.", "interface"),
+		duplicates:    cv("notifications_duplicate_total", "Retransmitted notifications ACKed again but not acted on.", "interface"),
+		ignored:       cv("notifications_ignored_total", "ACKed notifications with nothing to do (target role, host notification, bad state, unsupported protocol).", "reason"),
+		drops:         cv("frames_dropped_total", "Received frames dropped, by reason.", "interface", "reason"),
+		nvme:          cv("nvme_operations_total", "nvme-cli operations by result.", "op", "result"),
+		owned: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "controllers_owned",
+			Help: "NVMe-oF controllers this agent created and still owns."}),
+		carrier: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Name: "carrier",
+			Help: "1 when the interface has carrier."}, []string{"interface"}),
+	}
+	for _, c := range []prometheus.Collector{m.registrations, m.queries, m.received, m.acked, m.duplicates,
+		m.ignored, m.drops, m.nvme, m.owned, m.carrier} {
+		if err := reg.Register(c); err != nil {
+			return nil, err
+		}
+	}
+	return m, nil
+}
+
+func (m *metrics) op(op string, err error) {
+	r := "ok"
+	if err != nil {
+		r = "failed"
+	}
+	m.nvme.WithLabelValues(op, r).Inc()
+}
