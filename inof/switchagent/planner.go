@@ -57,6 +57,53 @@ func (p *Planner) Reconcile(host netip.Addr, usable map[netip.Addr]inof.Device, 
 	return append(out, active...)
 }
 
+// Update reconciles one target for host: usable says whether the host may
+// use dev now. It is Reconcile restricted to one address, for events that
+// change one device, at a cost independent of how many targets the host
+// sees.
+func (p *Planner) Update(host netip.Addr, dev inof.Device, usable bool, why func(netip.Addr) inof.Reason) []Notice {
+	told := p.told[host]
+	prev, was := told[dev.Addr]
+	switch {
+	case usable && was && prev == dev:
+		return nil
+	case usable:
+		if told == nil {
+			told = map[netip.Addr]inof.Device{}
+			p.told[host] = told
+		}
+		told[dev.Addr] = dev
+		return []Notice{{Host: host, Target: dev, State: inof.StateActive}}
+	case was:
+		delete(told, dev.Addr)
+		return []Notice{{Host: host, Target: prev, State: inof.StateInactive, Reason: why(dev.Addr)}}
+	}
+	return nil
+}
+
+// Known reports whether host was told anything since it registered (it
+// queried, or an event reached it).
+func (p *Planner) Known(host netip.Addr) bool {
+	_, ok := p.told[host]
+	return ok
+}
+
+// WasTold reports whether host was told target is active.
+func (p *Planner) WasTold(host, target netip.Addr) bool {
+	_, ok := p.told[host][target]
+	return ok
+}
+
+// Restore sets what host was told, as saved before a restart, so the first
+// reconciliation after it sends only real changes.
+func (p *Planner) Restore(host netip.Addr, told []inof.Device) {
+	m := make(map[netip.Addr]inof.Device, len(told))
+	for _, d := range told {
+		m[d.Addr] = d
+	}
+	p.told[host] = m
+}
+
 // Answer is the reply to a host's zone query: an active notice for every
 // target it may use now, whatever it was told before (the host may have
 // restarted and forgotten). What the host was told becomes exactly usable;
@@ -64,6 +111,9 @@ func (p *Planner) Reconcile(host netip.Addr, usable map[netip.Addr]inof.Device, 
 // first, as in Reconcile.
 func (p *Planner) Answer(host netip.Addr, usable map[netip.Addr]inof.Device, why func(netip.Addr) inof.Reason) []Notice {
 	out := p.Reconcile(host, usable, why)
+	if p.told[host] == nil {
+		p.told[host] = map[netip.Addr]inof.Device{} // it asked: it is known
+	}
 	out = slices.DeleteFunc(out, func(n Notice) bool { return n.State == inof.StateActive })
 	var active []Notice
 	for _, dev := range usable {

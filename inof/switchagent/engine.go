@@ -1,0 +1,346 @@
+package switchagent
+
+import (
+	"fmt"
+	"net/netip"
+	"slices"
+	"time"
+
+	"github.com/openinof/inof/inof"
+	"github.com/openinof/inof/zones"
+)
+
+// Publish asks the daemon to publish one local record tagged with the route
+// targets of Zones (see Tags).
+type Publish struct {
+	Record LocalRecord
+	Zones  []string
+}
+
+// PortNotice is a notice for a host on one access port.
+type PortNotice struct {
+	Port string
+	Notice
+}
+
+// Output is what one input to the Engine asks the daemon to do, in order:
+// publish and withdraw records, change subscriptions, then notify hosts.
+type Output struct {
+	Publish  []Publish
+	Withdraw []LocalRecord // records of these addresses
+	// Subscriptions is the full set of zones to subscribe to when it
+	// changed, nil otherwise.
+	Subscriptions []string
+	Notices       []PortNotice
+}
+
+func (o *Output) merge(x Output) {
+	o.Publish = append(o.Publish, x.Publish...)
+	o.Withdraw = append(o.Withdraw, x.Withdraw...)
+	if x.Subscriptions != nil {
+		o.Subscriptions = x.Subscriptions
+	}
+	o.Notices = append(o.Notices, x.Notices...)
+}
+
+// Engine is the switch agent's decision core, free of I/O: registrations on
+// the access ports, the device records of the fabric and the zone
+// configuration go in; records to publish, subscriptions and notifications
+// for local hosts come out. The daemon calls it from one goroutine.
+//
+// Its view of the fabric: every device record (its own included, applied
+// at once when it publishes) merged per address in Targets, and a zone
+// index holding the addresses that are active. A local host may use the
+// targets the index shows it.
+type Engine struct {
+	self    uint32 // this switch's router-id
+	local   *Local
+	targets *Targets
+	plan    *Planner
+	ix      *zones.Index
+	hosts   map[netip.Addr]string // local hosts → access port
+	subs    []string
+}
+
+// NewEngine returns an engine for the switch with router-id self, starting
+// with configuration cfg (nil: no zones, default settings).
+func NewEngine(self uint32, holdDown time.Duration, cfg *zones.Config) (*Engine, error) {
+	if cfg == nil {
+		cfg = zones.NewConfig(zones.DefaultSettings())
+	}
+	ix, err := zones.NewIndex(cfg, nil)
+	if err != nil {
+		return nil, fmt.Errorf("switchagent: %w", err)
+	}
+	return &Engine{self: self, local: NewLocal(holdDown), targets: NewTargets(), plan: NewPlanner(),
+		ix: ix, hosts: map[netip.Addr]string{}, subs: []string{}}, nil
+}
+
+// Register handles a registration (new, or changed content) of dev on port.
+func (e *Engine) Register(port string, dev inof.Device, since, now time.Time) Output {
+	return e.applyLocal(e.local.Register(port, dev, since, now))
+}
+
+// Unregister handles the end of a registration: link down, IP change or
+// age-out.
+func (e *Engine) Unregister(port string, addr netip.Addr, reason inof.Reason, now time.Time) Output {
+	return e.applyLocal(e.local.Unregister(port, addr, reason, now))
+}
+
+// Tick withdraws the local records whose hold-down ended.
+func (e *Engine) Tick(now time.Time) Output { return e.applyLocal(e.local.Expire(now)) }
+
+// NextTick says when Tick has work next.
+func (e *Engine) NextTick() (time.Time, bool) { return e.local.NextExpiry() }
+
+// applyLocal turns Local's actions into output and applies them to the
+// engine's own view at once (the records come back from BGP later; applying
+// them again changes nothing).
+func (e *Engine) applyLocal(as []Action) Output {
+	var out Output
+	for _, a := range as {
+		r := a.Record
+		if a.Withdraw {
+			out.Withdraw = append(out.Withdraw, r)
+			out.merge(e.Gone(e.self, r.Device.Addr))
+			continue
+		}
+		if r.State == inof.StateActive && r.Device.Role.IsHost() {
+			e.hosts[r.Device.Addr] = r.Port
+		}
+		out.merge(e.Record(Record{Switch: e.self, Device: r.Device, State: r.State, Reason: r.Reason, Changed: r.Changed}))
+		if r.State != inof.StateActive {
+			e.forgetHost(r.Device.Addr)
+		}
+		out.Publish = append(out.Publish, Publish{Record: r, Zones: Tags(e.zonesOf(r.Device))})
+	}
+	if subs := e.subscriptions(); !slices.Equal(subs, e.subs) {
+		e.subs = subs
+		out.Subscriptions = subs
+	}
+	return out
+}
+
+func (e *Engine) forgetHost(addr netip.Addr) {
+	delete(e.hosts, addr)
+	e.plan.Forget(addr)
+}
+
+// zonesOf returns the custom zones of a device under the current
+// configuration, whether or not it is in the index.
+func (e *Engine) zonesOf(d inof.Device) []string {
+	if cur, ok := e.ix.Device(d.Addr); ok && cur == d {
+		return e.ix.Zones(d.Addr)
+	}
+	one, err := zones.NewIndex(e.ix.Config(), []inof.Device{d})
+	if err != nil {
+		return nil
+	}
+	return one.Zones(d.Addr)
+}
+
+// subscriptions computes the zones to subscribe to from the local devices.
+func (e *Engine) subscriptions() []string {
+	var local [][]string
+	for _, r := range e.local.Published() {
+		if r.State == inof.StateActive {
+			local = append(local, e.zonesOf(r.Device))
+		}
+	}
+	cfg := e.ix.Config()
+	return Subscriptions(local, cfg.Settings, cfg.ZoneNames())
+}
+
+// Record handles a device record that was published or changed anywhere in
+// the fabric (this switch's own included).
+func (e *Engine) Record(r Record) Output {
+	before, _ := e.targets.Get(r.Device.Addr)
+	e.targets.Put(r)
+	after, _ := e.targets.Get(r.Device.Addr)
+	if before == after {
+		return Output{}
+	}
+	return e.refresh(after.Device.Addr, inof.ReasonNone)
+}
+
+// Gone handles the withdrawal of switch sw's record of addr.
+func (e *Engine) Gone(sw uint32, addr netip.Addr) Output {
+	reason, ok := e.targets.Remove(sw, addr)
+	if !ok {
+		reason = inof.ReasonNone
+	}
+	if _, present := e.targets.Get(addr); !present && sw == e.self {
+		e.forgetHost(addr)
+	}
+	return e.refresh(addr, reason)
+}
+
+// refresh puts the merged state of addr into the index and tells the local
+// hosts whose view of it changed. goneWhy, if set, is the reason for hosts
+// that lose it because its record went away.
+func (e *Engine) refresh(addr netip.Addr, goneWhy inof.Reason) Output {
+	cur, present := e.targets.Get(addr)
+	if present && cur.State == inof.StateActive {
+		if err := e.ix.Put(cur.Device); err != nil {
+			// An invalid device never becomes usable; it was validated by
+			// the record codec, so this is a bug upstream.
+			e.ix.Remove(addr)
+		}
+	} else {
+		e.ix.Remove(addr)
+	}
+	why := e.why(addr, goneWhy)
+	var out Output
+	if _, local := e.hosts[addr]; local && e.plan.Known(addr) {
+		// A local host whose own record changed (its NQN, say) may now be
+		// in other zones: look at everything it sees.
+		out.Notices = append(out.Notices, e.portNotices(e.plan.Reconcile(addr, e.usable(addr), why))...)
+	}
+	for _, host := range e.localHosts() {
+		usable := present && cur.State == inof.StateActive && cur.Device.Role.IsTarget() && e.ix.CanSee(host, addr)
+		dev := cur.Device
+		if !present {
+			dev = inof.Device{Addr: addr}
+		}
+		out.Notices = append(out.Notices, e.portNotices(e.plan.Update(host, dev, usable, why))...)
+	}
+	return out
+}
+
+// why returns the reason function for notifications about addr; goneWhy
+// overrides it for addr when set.
+func (e *Engine) why(addr netip.Addr, goneWhy inof.Reason) func(netip.Addr) inof.Reason {
+	return func(a netip.Addr) inof.Reason {
+		if a == addr && goneWhy != inof.ReasonNone {
+			return goneWhy
+		}
+		return e.targets.Why(a, inof.ReasonBFDDown)
+	}
+}
+
+// Config handles a new zone configuration: hosts that gain or lose targets
+// are told (reason zone change), local records whose zones changed are
+// published again with their new route targets, and the subscriptions
+// follow.
+func (e *Engine) Config(cfg *zones.Config) Output {
+	old := e.ix
+	e.ix = old.WithConfig(cfg)
+	delta := zones.Diff(old, e.ix)
+	var out Output
+	// WithConfig keeps the devices: every change is the configuration's.
+	why := func(netip.Addr) inof.Reason { return inof.ReasonZoneChange }
+	for _, host := range e.localHosts() {
+		changes := delta.For(host) // unordered: notify losses first, each by address
+		slices.SortFunc(changes, func(a, b zones.Change) int {
+			if a.Visible != b.Visible {
+				if a.Visible {
+					return 1
+				}
+				return -1
+			}
+			return a.Target.Addr.Compare(b.Target.Addr)
+		})
+		for _, c := range changes {
+			out.Notices = append(out.Notices, e.portNotices(e.plan.Update(host, c.Target, c.Visible, why))...)
+		}
+	}
+	for _, r := range e.local.Published() {
+		if !slices.Equal(old.Zones(r.Device.Addr), e.ix.Zones(r.Device.Addr)) {
+			out.Publish = append(out.Publish, Publish{Record: r, Zones: Tags(e.zonesOf(r.Device))})
+		}
+	}
+	if subs := e.subscriptions(); !slices.Equal(subs, e.subs) {
+		e.subs = subs
+		out.Subscriptions = subs
+	}
+	return out
+}
+
+// ZoneQuery answers a local host's zone query with every target it may use.
+func (e *Engine) ZoneQuery(host netip.Addr) Output {
+	if _, ok := e.hosts[host]; !ok {
+		return Output{}
+	}
+	return Output{Notices: e.portNotices(e.plan.Answer(host, e.usable(host), e.why(netip.Addr{}, 0)))}
+}
+
+// Resync compares what every local host was told with what it may use now
+// and notifies the differences. The daemon calls it once its view of the
+// fabric is complete after a restart (End-of-RIB or a settle time): a
+// target that went away while the agent was down is reported then, since
+// no event will report it.
+func (e *Engine) Resync() Output {
+	var out Output
+	why := e.why(netip.Addr{}, 0)
+	for _, host := range e.localHosts() {
+		if e.plan.Known(host) {
+			out.Notices = append(out.Notices, e.portNotices(e.plan.Reconcile(host, e.usable(host), why))...)
+		}
+	}
+	return out
+}
+
+// usable returns the targets host may use now.
+func (e *Engine) usable(host netip.Addr) map[netip.Addr]inof.Device {
+	out := map[netip.Addr]inof.Device{}
+	for t := range e.ix.Targets(host) {
+		out[t.Addr] = t
+	}
+	return out
+}
+
+// Published returns the local records as published (for the state file).
+func (e *Engine) Published() []LocalRecord { return e.local.Published() }
+
+// Told returns what each local host was told is active (for the state
+// file).
+func (e *Engine) Told() map[netip.Addr][]inof.Device {
+	out := map[netip.Addr][]inof.Device{}
+	for _, h := range e.plan.Hosts() {
+		out[h] = e.plan.Told(h)
+	}
+	return out
+}
+
+// Restore loads the state saved before a restart: the local records (they
+// are republished as they were) and what each host was told, so that the
+// first events after the restart notify only real changes.
+func (e *Engine) Restore(published []LocalRecord, told map[netip.Addr][]inof.Device, now time.Time) Output {
+	e.local.Restore(published, now)
+	var out Output
+	for _, r := range published {
+		if r.State == inof.StateActive && r.Device.Role.IsHost() {
+			e.hosts[r.Device.Addr] = r.Port
+		}
+		e.targets.Put(Record{Switch: e.self, Device: r.Device, State: r.State, Reason: r.Reason, Changed: r.Changed})
+		if r.State == inof.StateActive {
+			_ = e.ix.Put(r.Device)
+		}
+		out.Publish = append(out.Publish, Publish{Record: r, Zones: Tags(e.zonesOf(r.Device))})
+	}
+	for h, ds := range told {
+		if _, ok := e.hosts[h]; ok {
+			e.plan.Restore(h, ds)
+		}
+	}
+	e.subs = e.subscriptions()
+	out.Subscriptions = e.subs
+	return out
+}
+
+func (e *Engine) localHosts() []netip.Addr {
+	out := make([]netip.Addr, 0, len(e.hosts))
+	for h := range e.hosts {
+		out = append(out, h)
+	}
+	slices.SortFunc(out, netip.Addr.Compare)
+	return out
+}
+
+func (e *Engine) portNotices(ns []Notice) []PortNotice {
+	out := make([]PortNotice, 0, len(ns))
+	for _, n := range ns {
+		out = append(out, PortNotice{Port: e.hosts[n.Host], Notice: n})
+	}
+	return out
+}

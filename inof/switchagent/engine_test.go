@@ -1,0 +1,205 @@
+package switchagent
+
+import (
+	"net/netip"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/openinof/inof/inof"
+	"github.com/openinof/inof/zones"
+)
+
+const (
+	self   = 0x0a000001
+	remote = 0x0a000002
+	other  = 0x0a000003
+)
+
+var (
+	hostA = inof.Device{Addr: netip.MustParseAddr("10.1.0.1"), Role: inof.RoleHost, Protocol: inof.ProtocolTCP}
+	hostB = inof.Device{Addr: netip.MustParseAddr("10.1.0.2"), Role: inof.RoleHost, Protocol: inof.ProtocolTCP}
+	tgt1  = inof.Device{Addr: netip.MustParseAddr("10.2.0.1"), Role: inof.RoleTarget, Protocol: inof.ProtocolTCP, Port: 4420}
+	tgt2  = inof.Device{Addr: netip.MustParseAddr("10.2.0.2"), Role: inof.RoleTarget, Protocol: inof.ProtocolTCP, Port: 4420}
+)
+
+func newEngine(t *testing.T, cfg *zones.Config) *Engine {
+	t.Helper()
+	e, err := NewEngine(self, 30*time.Second, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+func zoned(settings zones.Settings, zs map[string][]string) *zones.Config {
+	c := zones.NewConfig(settings)
+	for name, members := range zs {
+		z := &zones.Zone{Name: name}
+		for _, m := range members {
+			z.Members = append(z.Members, zones.MustParseMember(m))
+		}
+		c.Zones[name] = z
+	}
+	return c
+}
+
+type want struct {
+	port   string
+	host   inof.Device
+	target inof.Device
+	state  inof.State
+	reason inof.Reason
+}
+
+func notices(t *testing.T, what string, out Output, ws ...want) {
+	t.Helper()
+	var exp []PortNotice
+	for _, w := range ws {
+		exp = append(exp, PortNotice{Port: w.port, Notice: Notice{Host: w.host.Addr, Target: w.target, State: w.state, Reason: w.reason}})
+	}
+	if len(exp) == 0 && len(out.Notices) == 0 {
+		return
+	}
+	if !reflect.DeepEqual(out.Notices, exp) {
+		t.Fatalf("%s:\n got  %+v\n want %+v", what, out.Notices, exp)
+	}
+}
+
+func active(port string, h, tg inof.Device) want { return want{port, h, tg, inof.StateActive, 0} }
+func inactive(port string, h, tg inof.Device, r inof.Reason) want {
+	return want{port, h, tg, inof.StateInactive, r}
+}
+
+func TestEngineDiscoveryAndFailover(t *testing.T) {
+	e := newEngine(t, nil) // default zone only
+	now := at(0)
+	out := e.Register("swp1", hostA, now, now)
+	if len(out.Publish) != 1 || !reflect.DeepEqual(out.Publish[0].Zones, []string{zones.DefaultZone}) {
+		t.Fatalf("register published %+v", out.Publish)
+	}
+	if !reflect.DeepEqual(out.Subscriptions, []string{zones.DefaultZone}) {
+		t.Fatalf("subscriptions %v", out.Subscriptions)
+	}
+	notices(t, "registration alone notifies nobody", out)
+	notices(t, "zone query with nothing", e.ZoneQuery(hostA.Addr))
+
+	notices(t, "target joins", e.Record(Record{Switch: remote, Device: tgt1, State: inof.StateActive, Changed: at(1)}),
+		active("swp1", hostA, tgt1))
+	notices(t, "same record again (reflector copy)", e.Record(Record{Switch: remote, Device: tgt1, State: inof.StateActive, Changed: at(1)}))
+	notices(t, "zone query answers everything", e.ZoneQuery(hostA.Addr), active("swp1", hostA, tgt1))
+
+	notices(t, "target link down", e.Record(Record{Switch: remote, Device: tgt1, State: inof.StateInactive, Reason: inof.ReasonLinkDown, Changed: at(2)}),
+		inactive("swp1", hostA, tgt1, inof.ReasonLinkDown))
+	notices(t, "withdraw after hold-down", e.Gone(remote, tgt1.Addr))
+
+	e.Record(Record{Switch: remote, Device: tgt1, State: inof.StateActive, Changed: at(3)})
+	notices(t, "remote switch vanishes", e.Gone(remote, tgt1.Addr), inactive("swp1", hostA, tgt1, inof.ReasonBFDDown))
+}
+
+func TestEngineLocalTargetAndHost(t *testing.T) {
+	e := newEngine(t, nil)
+	e.Register("swp1", hostA, at(0), at(0))
+	e.ZoneQuery(hostA.Addr)
+	out := e.Register("swp2", tgt1, at(1), at(1))
+	notices(t, "local target joins", out, active("swp1", hostA, tgt1))
+	out = e.Unregister("swp2", tgt1.Addr, inof.ReasonLinkDown, at(2))
+	notices(t, "local target link down", out, inactive("swp1", hostA, tgt1, inof.ReasonLinkDown))
+	if len(out.Publish) != 1 || out.Publish[0].Record.State != inof.StateInactive {
+		t.Fatalf("published %+v", out.Publish)
+	}
+	if next, ok := e.NextTick(); !ok || !next.Equal(at(32)) {
+		t.Fatalf("next tick %v %v", next, ok)
+	}
+	out = e.Tick(at(32))
+	if len(out.Withdraw) != 1 || out.Withdraw[0].Device.Addr != tgt1.Addr {
+		t.Fatalf("withdraw %+v", out.Withdraw)
+	}
+	notices(t, "withdraw of an inactive local record", out)
+
+	// The host leaves: nothing is sent to it any more.
+	e.Unregister("swp1", hostA.Addr, inof.ReasonAgeOut, at(40))
+	notices(t, "target joins after the host left", e.Record(Record{Switch: remote, Device: tgt2, State: inof.StateActive, Changed: at(41)}))
+}
+
+func TestEngineZoneChange(t *testing.T) {
+	hard := zones.Settings{DefaultZoneEnabled: true, HardZoning: true}
+	red := zoned(hard, map[string][]string{"red": {"10.1.0.1", "10.2.0.1"}, "blue": {"10.1.0.2", "10.2.0.2"}})
+	e := newEngine(t, red)
+	out := e.Register("swp1", hostA, at(0), at(0))
+	if !reflect.DeepEqual(out.Publish[0].Zones, []string{"red"}) {
+		t.Fatalf("tags %v", out.Publish[0].Zones)
+	}
+	e.Register("swp2", hostB, at(0), at(0))
+	e.ZoneQuery(hostA.Addr)
+	e.ZoneQuery(hostB.Addr)
+	out = e.Record(Record{Switch: remote, Device: tgt1, State: inof.StateActive, Changed: at(1)})
+	notices(t, "red target", out, active("swp1", hostA, tgt1))
+	out = e.Record(Record{Switch: remote, Device: tgt2, State: inof.StateActive, Changed: at(1)})
+	notices(t, "blue target", out, active("swp2", hostB, tgt2))
+
+	// Move tgt1 from red to blue: hostA loses it (reason 4), hostB gains it.
+	moved := zoned(hard, map[string][]string{"red": {"10.1.0.1"}, "blue": {"10.1.0.2", "10.2.0.2", "10.2.0.1"}})
+	out = e.Config(moved)
+	notices(t, "zone change", out, inactive("swp1", hostA, tgt1, inof.ReasonZoneChange), active("swp2", hostB, tgt1))
+	if len(out.Publish) != 0 {
+		t.Fatalf("no local device changed zones, yet published %+v", out.Publish)
+	}
+	// Move hostA into blue: its record is re-tagged, it gains both targets.
+	out = e.Config(zoned(hard, map[string][]string{"blue": {"10.1.0.1", "10.1.0.2", "10.2.0.2", "10.2.0.1"}}))
+	if len(out.Publish) != 1 || !reflect.DeepEqual(out.Publish[0].Zones, []string{"blue"}) {
+		t.Fatalf("re-tag %+v", out.Publish)
+	}
+	if !reflect.DeepEqual(out.Subscriptions, []string{"blue"}) {
+		t.Fatalf("subscriptions %v", out.Subscriptions)
+	}
+	notices(t, "host moved", out, active("swp1", hostA, tgt1), active("swp1", hostA, tgt2))
+}
+
+func TestEngineDualHomedTarget(t *testing.T) {
+	e := newEngine(t, nil)
+	e.Register("swp1", hostA, at(0), at(0))
+	e.ZoneQuery(hostA.Addr)
+	pathA, pathB := tgt1, tgt2
+	pathB.NQN, pathA.NQN = "nqn.x:array", "nqn.x:array"
+	e.Record(Record{Switch: remote, Device: pathA, State: inof.StateActive, Changed: at(1)})
+	e.Record(Record{Switch: other, Device: pathB, State: inof.StateActive, Changed: at(1)})
+	out := e.Record(Record{Switch: other, Device: pathB, State: inof.StateInactive, Reason: inof.ReasonLinkDown, Changed: at(2)})
+	notices(t, "one path down", out, inactive("swp1", hostA, pathB, inof.ReasonLinkDown))
+	if got := e.Told()[hostA.Addr]; !reflect.DeepEqual(got, []inof.Device{pathA}) {
+		t.Fatalf("told %v", got)
+	}
+}
+
+func TestEngineRestartIsSilent(t *testing.T) {
+	e := newEngine(t, nil)
+	e.Register("swp1", hostA, at(0), at(0))
+	e.ZoneQuery(hostA.Addr)
+	e.Record(Record{Switch: remote, Device: tgt1, State: inof.StateActive, Changed: at(1)})
+	e.Record(Record{Switch: remote, Device: tgt2, State: inof.StateActive, Changed: at(1)})
+	published, told := e.Published(), e.Told()
+
+	// The agent restarts; tgt2 went away while it was down.
+	r := newEngine(t, nil)
+	out := r.Restore(published, told, at(10))
+	if len(out.Publish) != 1 || !reflect.DeepEqual(out.Subscriptions, []string{zones.DefaultZone}) {
+		t.Fatalf("restore: %+v", out)
+	}
+	notices(t, "restore", out)
+	notices(t, "tgt1 comes back from BGP", r.Record(Record{Switch: remote, Device: tgt1, State: inof.StateActive, Changed: at(1)}))
+	notices(t, "the host's LLDPDU", r.Register("swp1", hostA, at(0), at(11)))
+	notices(t, "resync after End-of-RIB", r.Resync(), inactive("swp1", hostA, tgt2, inof.ReasonBFDDown))
+	notices(t, "second resync", r.Resync())
+}
+
+func TestEngineSoftZoningSubscribesEverything(t *testing.T) {
+	soft := zones.Settings{DefaultZoneEnabled: true, HardZoning: false}
+	e := newEngine(t, zoned(soft, map[string][]string{"red": {"10.2.0.1"}, "blue": {"10.2.0.2"}}))
+	out := e.Register("swp1", hostA, at(0), at(0)) // unzoned host
+	if want := []string{"blue", "default", "red"}; !reflect.DeepEqual(out.Subscriptions, want) {
+		t.Fatalf("subscriptions %v, want %v", out.Subscriptions, want)
+	}
+	e.ZoneQuery(hostA.Addr)
+	notices(t, "zoned target seen by an unzoned host", e.Record(Record{Switch: remote, Device: tgt1, State: inof.StateActive, Changed: at(1)}),
+		active("swp1", hostA, tgt1))
+}
