@@ -64,7 +64,7 @@ func newOurs(t testing.TB) reflection {
 	o := &oursRefl{t: t, zone: ZoneRT(testASN, "bench")}
 	o.atRefl.cond = sync.NewCond(&o.atRefl.mu)
 	port := freePort(t, addr("127.0.0.1"))
-	o.r = startNodeWatch(t, addr("127.0.0.1"), port, Config{Role: RoleReflector, ASN: testASN, RouterID: addr("127.0.0.1"),
+	o.r = startNodeWatch(t, addr("127.0.0.1"), port, Options{Role: RoleReflector, ASN: testASN, RouterID: addr("127.0.0.1"),
 		ListenAddresses: []netip.Addr{addr("127.0.0.1")}, ListenPort: int32(port)}, false)
 	if err := o.r.WatchRecords(context.Background(), func(e RecordEvent) {
 		if !e.Withdrawn {
@@ -73,7 +73,7 @@ func newOurs(t testing.TB) reflection {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	o.a = startNodeWatch(t, addr("127.0.0.2"), 0, Config{Role: RoleClient, ASN: testASN, RouterID: addr("127.0.0.2"), ListenPort: -1}, false)
+	o.a = startNodeWatch(t, addr("127.0.0.2"), 0, Options{Role: RoleClient, ASN: testASN, RouterID: addr("127.0.0.2"), ListenPort: -1}, false)
 	connect(t, o.r, o.a, nil)
 	waitEstablished(t, o.a, 1)
 	return o
@@ -85,7 +85,7 @@ func (o *oursRefl) publish(i int) error {
 func (o *oursRefl) keyOf(i int) []byte { return device(routerID(o.a), i).Key() }
 
 func (o *oursRefl) connectC(onKey func([]byte)) error {
-	c, err := NewGoBGP(Config{Role: RoleClient, ASN: testASN, RouterID: addr("127.0.0.3"), ListenPort: -1})
+	c, err := NewGoBGP(Options{Role: RoleClient, ASN: testASN, RouterID: addr("127.0.0.3"), ListenPort: -1})
 	if err != nil {
 		return err
 	}
@@ -123,6 +123,7 @@ type stockRefl struct {
 }
 
 func stockServer(t testing.TB, id string, port int32) *server.BgpServer {
+	skipUnderRace(t)
 	s := server.NewBgpServer(server.LoggerOption(&slogAdapter{log: slog.Default(), level: gobgplog.InfoLevel}))
 	go s.Serve()
 	g := &api.Global{Asn: testASN, RouterId: id, ListenPort: port}

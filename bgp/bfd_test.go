@@ -16,9 +16,9 @@ func TestBFDAsymmetry(t *testing.T) {
 	ctx := context.Background()
 	rm, am, bm := bfd.NewManager(bfd.ManagerOptions{}), bfd.NewManager(bfd.ManagerOptions{}), bfd.NewManager(bfd.ManagerOptions{})
 	defer bm.Close()
-	r := startReflector(t, addr("127.0.0.1"), Config{BFD: rm})
-	a := startClient(t, addr("127.0.0.2"), Config{BFD: am})
-	b := startClient(t, addr("127.0.0.3"), Config{BFD: bm})
+	r := startReflector(t, addr("127.0.0.1"), Options{BFD: rm})
+	a := startClient(t, addr("127.0.0.2"), Options{BFD: am})
+	b := startClient(t, addr("127.0.0.3"), Options{BFD: bm})
 	fast := &NeighborBFD{DesiredMinTx: 50 * time.Millisecond, RequiredMinRx: 50 * time.Millisecond, DetectMult: 3}
 	for _, c := range []*node{a, b} {
 		connect(t, r, c, func(n *Neighbor) {

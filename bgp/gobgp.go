@@ -18,13 +18,14 @@ import (
 	"google.golang.org/protobuf/types/known/anypb"
 )
 
-// Role is what a speaker is in the fabric.
-type Role uint8
+// SpeakerRole is what a speaker is in the fabric (not a device's
+// inof.Role).
+type SpeakerRole uint8
 
 // Speaker roles.
 const (
-	RoleClient    Role = iota + 1 // a switch agent: sessions to every reflector
-	RoleReflector                 // a route reflector: switches are its clients
+	RoleClient    SpeakerRole = iota + 1 // a switch agent: sessions to every reflector
+	RoleReflector                        // a route reflector: switches are its clients
 )
 
 // GracefulRestart configures RFC 4724 on every session.
@@ -47,9 +48,9 @@ type GracefulRestart struct {
 	SettleTime time.Duration
 }
 
-// Config configures a GoBGP speaker.
-type Config struct {
-	Role     Role
+// Options configure a speaker.
+type Options struct {
+	Role     SpeakerRole
 	ASN      uint32
 	RouterID netip.Addr
 	// ListenAddresses and ListenPort: where to accept sessions. ListenPort
@@ -65,8 +66,12 @@ type Config struct {
 	// neighbor must set Neighbor.TTLSecurity.
 	TTLSecurity bool
 	// BFD runs the BFD sessions of neighbors that ask for one (Neighbor.BFD).
-	BFD    *bfd.Manager
-	Logger *slog.Logger
+	BFD *bfd.Manager
+	// WatchQueue bounds each watch's queue of undelivered events (default
+	// DefaultWatchQueue); a consumer that falls further behind is
+	// resynchronised from the table (see watch.go).
+	WatchQueue int
+	Logger     *slog.Logger
 }
 
 var (
@@ -76,9 +81,15 @@ var (
 
 // GoBGP is the Speaker implementation on an embedded GoBGP v3 server.
 type GoBGP struct {
-	cfg Config
-	log *slog.Logger
-	srv *server.BgpServer
+	cfg      Options
+	log      *slog.Logger
+	srv      *server.BgpServer
+	gobgpLog *slogAdapter // GoBGP's logger; its Fatal stops the speaker
+	watches  watchGroup
+
+	stopOnce sync.Once
+	done     chan struct{}
+	fatalErr atomic.Pointer[error]
 
 	mu      sync.Mutex
 	stopBFD func()
@@ -90,13 +101,13 @@ type GoBGP struct {
 	neighbors     map[netip.Addr]Neighbor
 
 	published, withdrawn, malformed atomic.Uint64
-	malformedLog                    rateLimit
+	malformedLog, resyncLog         rateLimit
 }
 
 var _ Speaker = (*GoBGP)(nil)
 
 // NewGoBGP validates cfg and returns a speaker; call Start.
-func NewGoBGP(cfg Config) (*GoBGP, error) {
+func NewGoBGP(cfg Options) (*GoBGP, error) {
 	switch {
 	case cfg.Role != RoleClient && cfg.Role != RoleReflector:
 		return nil, errors.New("bgp: role must be client or reflector")
@@ -119,22 +130,27 @@ func NewGoBGP(cfg Config) (*GoBGP, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
+	if cfg.WatchQueue <= 0 {
+		cfg.WatchQueue = DefaultWatchQueue
+	}
 	log := cfg.Logger.With("router_id", cfg.RouterID.String())
-	return &GoBGP{cfg: cfg, log: log, neighbors: map[netip.Addr]Neighbor{},
+	return &GoBGP{cfg: cfg, log: log, neighbors: map[netip.Addr]Neighbor{}, done: make(chan struct{}),
 		reestablished: map[netip.Addr]time.Time{}, wasUp: map[netip.Addr]bool{}, bfdDown: map[netip.Addr]bool{},
-		malformedLog: rateLimit{every: time.Second}}, nil
+		malformedLog: rateLimit{every: time.Second}, resyncLog: rateLimit{every: time.Second}}, nil
 }
 
-// Start implements Speaker.
+// Start implements Speaker. ctx bounds the start-up only; the speaker runs
+// until Stop (or a fatal GoBGP error, see Done).
 func (g *GoBGP) Start(ctx context.Context) error {
-	g.srv = server.NewBgpServer(server.LoggerOption(&slogAdapter{log: g.log, level: gobgplog.InfoLevel}))
+	g.gobgpLog = &slogAdapter{log: g.log, level: gobgplog.InfoLevel, fatal: g.fail}
+	g.srv = server.NewBgpServer(server.LoggerOption(g.gobgpLog))
 	go g.srv.Serve()
 	global := &api.Global{Asn: g.cfg.ASN, RouterId: g.cfg.RouterID.String(), ListenPort: g.cfg.ListenPort}
 	for _, a := range g.cfg.ListenAddresses {
 		global.ListenAddresses = append(global.ListenAddresses, a.String())
 	}
 	if err := g.srv.StartBgp(ctx, &api.StartBgpRequest{Global: global}); err != nil {
-		g.srv.Stop()
+		g.Stop()
 		return fmt.Errorf("bgp: start: %w", err)
 	}
 	if g.cfg.TTLSecurity && g.cfg.ListenPort >= 0 {
@@ -147,13 +163,13 @@ func (g *GoBGP) Start(ctx context.Context) error {
 			err = fmt.Errorf("bgp: GTSM: no listener found on port %d", port)
 		}
 		if err != nil {
-			g.srv.Stop()
+			g.Stop()
 			return err
 		}
 	}
 	if g.cfg.GracefulRestart.Enabled {
-		if err := g.WatchNeighbors(ctx, g.trackRestarts); err != nil {
-			g.srv.Stop()
+		if err := g.watchPeers(g.watches.lifetime(), g.trackRestarts); err != nil {
+			g.Stop()
 			return err
 		}
 	}
@@ -162,21 +178,48 @@ func (g *GoBGP) Start(ctx context.Context) error {
 	}
 	if g.cfg.Role == RoleReflector {
 		if err := g.definePolicies(ctx); err != nil {
-			g.srv.Stop()
+			g.Stop()
 			return err
 		}
 		// The default route-target membership: clients send us every record.
 		if err := g.addPath(ctx, rtcPath(0, nil)); err != nil {
-			g.srv.Stop()
+			g.Stop()
 			return fmt.Errorf("bgp: default route target: %w", err)
 		}
 	}
 	return nil
 }
 
-// Stop implements Speaker. The BFD sessions of its neighbors are removed
-// from the (caller's) BFD manager.
-func (g *GoBGP) Stop() {
+// Stop implements Speaker. It ends every watch (after their callbacks
+// return; a callback must not call Stop) and removes its neighbors' BFD
+// sessions from the (caller's) BFD manager. Stop is idempotent.
+func (g *GoBGP) Stop() { g.stopOnce.Do(g.stop) }
+
+// Done is closed when the speaker has stopped: after Stop, or after GoBGP
+// reported a fatal error (then Err is set).
+func (g *GoBGP) Done() <-chan struct{} { return g.done }
+
+// Err returns the fatal GoBGP error that stopped the speaker, or nil.
+func (g *GoBGP) Err() error {
+	if e := g.fatalErr.Load(); e != nil {
+		return *e
+	}
+	return nil
+}
+
+// fail records a fatal error reported by GoBGP (whose code goes on as if
+// the process had exited) and stops the speaker; it runs on a GoBGP
+// goroutine, so the stop runs on its own.
+func (g *GoBGP) fail(err error) {
+	if g.fatalErr.CompareAndSwap(nil, &err) {
+		g.log.Error("GoBGP failed; stopping the speaker", "err", err)
+		go g.Stop()
+	}
+}
+
+func (g *GoBGP) stop() {
+	defer close(g.done)
+	g.watches.stop()
 	if g.stopBFD != nil {
 		g.stopBFD()
 		g.mu.Lock()
@@ -197,44 +240,48 @@ func (g *GoBGP) Stop() {
 	}
 }
 
-// AddNeighbor implements Speaker.
+// AddNeighbor implements Speaker. A neighbor that is refused leaves no
+// trace (policy sets, BFD session).
 func (g *GoBGP) AddNeighbor(ctx context.Context, n Neighbor) error {
-	if !n.Address.IsValid() {
+	switch {
+	case !n.Address.IsValid():
 		return errors.New("bgp: neighbor without address")
-	}
-	if n.RRClient && g.cfg.Role != RoleReflector {
+	case n.RRClient && g.cfg.Role != RoleReflector:
 		return fmt.Errorf("bgp: neighbor %s: only a reflector has route-reflector clients", n.Address)
-	}
-	if n.PeerReflector && (g.cfg.Role != RoleReflector || n.RRClient) {
+	case n.PeerReflector && (g.cfg.Role != RoleReflector || n.RRClient):
 		return fmt.Errorf("bgp: neighbor %s: a peer reflector is a plain iBGP neighbor of a reflector", n.Address)
-	}
-	if n.NoDefaultRT && !n.RRClient {
+	case n.NoDefaultRT && !n.RRClient:
 		return fmt.Errorf("bgp: neighbor %s: NoDefaultRT applies to route-reflector clients", n.Address)
-	}
-	if err := g.setNeighborSets(ctx, n, true); err != nil {
-		return err
-	}
-	if g.cfg.TTLSecurity && !n.TTLSecurity {
+	case g.cfg.TTLSecurity && !n.TTLSecurity:
 		return fmt.Errorf("bgp: neighbor %s: the speaker requires GTSM, set TTLSecurity", n.Address)
-	}
-	if n.BFD != nil {
-		if g.cfg.BFD == nil || !n.LocalAddress.IsValid() {
-			return fmt.Errorf("bgp: neighbor %s: BFD needs a BFD manager and the neighbor's local address", n.Address)
-		}
-	}
-	if err := g.srv.AddPeer(ctx, &api.AddPeerRequest{Peer: g.apiPeer(n)}); err != nil {
-		return fmt.Errorf("bgp: add neighbor %s: %w", n.Address, err)
+	case n.BFD != nil && (g.cfg.BFD == nil || !n.LocalAddress.IsValid()):
+		return fmt.Errorf("bgp: neighbor %s: BFD needs a BFD manager and the neighbor's local address", n.Address)
 	}
 	g.mu.Lock()
-	g.neighbors[n.Address] = n
+	_, dup := g.neighbors[n.Address]
 	g.mu.Unlock()
+	if dup {
+		return fmt.Errorf("bgp: neighbor %s is already configured", n.Address)
+	}
+	if err := g.setNeighborSets(ctx, n, true); err != nil {
+		return errors.Join(err, g.setNeighborSets(context.Background(), n, false))
+	}
+	if err := g.srv.AddPeer(ctx, &api.AddPeerRequest{Peer: g.apiPeer(n)}); err != nil {
+		return errors.Join(fmt.Errorf("bgp: add neighbor %s: %w", n.Address, err),
+			g.setNeighborSets(context.Background(), n, false))
+	}
 	if n.BFD != nil {
 		_, err := g.cfg.BFD.Add(bfd.Config{Key: bfdKey(n), DesiredMinTx: n.BFD.DesiredMinTx,
 			RequiredMinRx: n.BFD.RequiredMinRx, DetectMult: n.BFD.DetectMult})
 		if err != nil {
-			return fmt.Errorf("bgp: neighbor %s: %w", n.Address, err)
+			undo := g.srv.DeletePeer(context.Background(), &api.DeletePeerRequest{Address: n.Address.String()})
+			return errors.Join(fmt.Errorf("bgp: neighbor %s: %w", n.Address, err), undo,
+				g.setNeighborSets(context.Background(), n, false))
 		}
 	}
+	g.mu.Lock()
+	g.neighbors[n.Address] = n
+	g.mu.Unlock()
 	return nil
 }
 
@@ -396,12 +443,23 @@ func (g *GoBGP) addPath(ctx context.Context, p *api.Path) error {
 
 // WatchRecords implements Speaker with the best-path table. With graceful
 // restart, withdraws from a neighbor that just came back are held for the
-// settle time (see GracefulRestart.SettleTime).
+// settle time (see GracefulRestart.SettleTime). The watch ends with ctx or
+// Stop; fn runs on the watch's own goroutine.
 func (g *GoBGP) WatchRecords(ctx context.Context, fn func(RecordEvent)) error {
+	var s *settler
 	if g.cfg.GracefulRestart.Enabled {
-		fn = g.settle(ctx, fn)
+		s = newSettler(g.cfg.GracefulRestart.SettleTime, g.reestablishedAt)
 	}
-	return g.watchTable(ctx, api.WatchEventRequest_Table_Filter_BEST, fn)
+	snap := func(ctx context.Context) ([]RecordEvent, error) {
+		return g.listPaths(ctx, api.TableType_GLOBAL, "")
+	}
+	return g.watchTable(ctx, api.WatchEventRequest_Table_Filter_BEST, newRecordWatch(g.cfg.WatchQueue, fn, snap, false, s, g.log))
+}
+
+func (g *GoBGP) reestablishedAt(a netip.Addr) time.Time {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.reestablished[a]
 }
 
 func (g *GoBGP) trackRestarts(ev NeighborEvent) {
@@ -415,72 +473,74 @@ func (g *GoBGP) trackRestarts(ev NeighborEvent) {
 	}
 }
 
-// settle wraps fn: a withdraw of a record last learned from a neighbor whose
-// session came back less than the settle time ago is delivered only if the
-// record has not come back when that time is over. Calls to fn stay
-// serialized.
-func (g *GoBGP) settle(ctx context.Context, fn func(RecordEvent)) func(RecordEvent) {
-	var mu sync.Mutex
-	held := map[string]*time.Timer{}
-	source := map[string]netip.Addr{}
-	return func(ev RecordEvent) {
-		mu.Lock()
-		defer mu.Unlock()
-		k := string(ev.Key)
-		if t := held[k]; t != nil {
-			t.Stop()
-			delete(held, k)
-		}
-		if !ev.Withdrawn || ev.Err != nil {
-			source[k] = ev.Source
-			fn(ev)
-			return
-		}
-		src := source[k]
-		delete(source, k)
-		g.mu.Lock()
-		since := time.Since(g.reestablished[src])
-		g.mu.Unlock()
-		if !src.IsValid() || since >= g.cfg.GracefulRestart.SettleTime || ctx.Err() != nil {
-			fn(ev)
-			return
-		}
-		var t *time.Timer
-		t = time.AfterFunc(g.cfg.GracefulRestart.SettleTime-since, func() {
-			mu.Lock()
-			defer mu.Unlock()
-			if held[k] == t && ctx.Err() == nil {
-				delete(held, k)
-				fn(ev)
-			}
-		})
-		held[k] = t
-	}
-}
-
 // WatchReceived calls fn for every opaque record received from any neighbor
 // as it arrives, before import policy (Adj-RIB-In) and whether or not it
 // becomes best: explicit withdraws are reported, session loss is not.
-// Reflectors use it to learn their peers' configuration.
+// Reflectors use it to learn their peers' configuration. The watch ends
+// with ctx or Stop.
 func (g *GoBGP) WatchReceived(ctx context.Context, fn func(RecordEvent)) error {
-	return g.watchTable(ctx, api.WatchEventRequest_Table_Filter_ADJIN, fn)
+	snap := func(ctx context.Context) ([]RecordEvent, error) {
+		g.mu.Lock()
+		peers := make([]netip.Addr, 0, len(g.neighbors))
+		for a := range g.neighbors {
+			peers = append(peers, a)
+		}
+		g.mu.Unlock()
+		var out []RecordEvent
+		for _, a := range peers {
+			evs, err := g.listPaths(ctx, api.TableType_ADJ_IN, a.String())
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, evs...)
+		}
+		return out, nil
+	}
+	return g.watchTable(ctx, api.WatchEventRequest_Table_Filter_ADJIN, newRecordWatch(g.cfg.WatchQueue, fn, snap, true, nil, g.log))
 }
 
-func (g *GoBGP) watchTable(ctx context.Context, typ api.WatchEventRequest_Table_Filter_Type, fn func(RecordEvent)) error {
+// listPaths reads a table: the best path per key (GLOBAL) or every path a
+// neighbor sent (ADJ_IN).
+func (g *GoBGP) listPaths(ctx context.Context, typ api.TableType, name string) ([]RecordEvent, error) {
+	var out []RecordEvent
+	err := g.srv.ListPath(ctx, &api.ListPathRequest{TableType: typ, Name: name, Family: familyOpaque}, func(d *api.Destination) {
+		for _, p := range d.Paths {
+			if typ == api.TableType_GLOBAL && !p.Best {
+				continue
+			}
+			if ev, ok := g.recordEvent(p); ok {
+				out = append(out, ev)
+			}
+		}
+	})
+	if err != nil {
+		return nil, fmt.Errorf("bgp: list %s table: %w", typ, err)
+	}
+	return out, nil
+}
+
+func (g *GoBGP) watchTable(ctx context.Context, typ api.WatchEventRequest_Table_Filter_Type, w *recordWatch) error {
+	wctx, cancel := g.watches.context(ctx)
 	req := &api.WatchEventRequest{Table: &api.WatchEventRequest_Table{
-		Filters: []*api.WatchEventRequest_Table_Filter{{Type: typ, Init: true}}}}
-	err := g.srv.WatchEvent(ctx, req, func(r *api.WatchEventResponse) {
+		Filters: []*api.WatchEventRequest_Table_Filter{{Type: typ}}}}
+	err := g.srv.WatchEvent(wctx, req, func(r *api.WatchEventResponse) {
 		for _, p := range r.GetTable().GetPaths() {
 			if isOpaque(p.Family) {
-				if ev, ok := g.recordEvent(p); ok {
-					fn(ev)
+				if ev, ok := g.recordEvent(p); ok && w.q.push(ev) {
+					n := g.watches.resyncs.Add(1)
+					if g.resyncLog.allow() {
+						g.log.Warn("watch consumer too slow; resynchronising from the table",
+							"queue", g.cfg.WatchQueue, "resyncs_total", n)
+					}
 				}
 			}
 		}
 	})
 	if err != nil {
+		cancel()
 		return fmt.Errorf("bgp: watch: %w", err)
 	}
+	g.watches.goWatch(wctx, cancel, w.run)
 	return nil
 }
 
@@ -513,8 +573,38 @@ func (g *GoBGP) recordEvent(p *api.Path) (RecordEvent, bool) {
 	return ev, true
 }
 
-// WatchNeighbors implements Speaker.
+// WatchNeighbors implements Speaker. The watch ends with ctx or Stop; fn
+// runs on the watch's own goroutine. After an overflow of its queue it
+// gets the current state of every neighbor instead of the lost events.
 func (g *GoBGP) WatchNeighbors(ctx context.Context, fn func(NeighborEvent)) error {
+	wctx, cancel := g.watches.context(ctx)
+	w := &neighborWatch{q: newWatchQueue[NeighborEvent](g.cfg.WatchQueue, false), fn: fn,
+		snapshot: func(ctx context.Context) ([]NeighborEvent, error) {
+			ns, err := g.Neighbors(ctx)
+			out := make([]NeighborEvent, 0, len(ns))
+			for _, n := range ns {
+				out = append(out, NeighborEvent{Address: n.Address, State: n.State})
+			}
+			return out, err
+		}}
+	err := g.watchPeers(wctx, func(ev NeighborEvent) {
+		if w.q.push(ev) {
+			g.watches.resyncs.Add(1)
+		}
+	})
+	if err != nil {
+		cancel()
+		return err
+	}
+	g.watches.goWatch(wctx, cancel, w.run)
+	return nil
+}
+
+// watchPeers calls fn on GoBGP's watcher goroutine for every session state
+// change until ctx ends; fn must not block. The graceful-restart tracker
+// uses it directly, so a neighbor's return is recorded before the record
+// watch (one hop further) delivers the withdraws that follow it.
+func (g *GoBGP) watchPeers(ctx context.Context, fn func(NeighborEvent)) error {
 	err := g.srv.WatchEvent(ctx, &api.WatchEventRequest{Peer: &api.WatchEventRequest_Peer{}}, func(r *api.WatchEventResponse) {
 		pe := r.GetPeer()
 		if pe == nil || pe.Type != api.WatchEventResponse_PeerEvent_STATE {
@@ -559,7 +649,8 @@ func (g *GoBGP) Neighbors(ctx context.Context) ([]NeighborStatus, error) {
 
 // Stats implements Speaker.
 func (g *GoBGP) Stats() Stats {
-	return Stats{Published: g.published.Load(), Withdrawn: g.withdrawn.Load(), Malformed: g.malformed.Load()}
+	return Stats{Published: g.published.Load(), Withdrawn: g.withdrawn.Load(), Malformed: g.malformed.Load(),
+		Resyncs: g.watches.resyncs.Load()}
 }
 
 // isOpaque compares families by field (proto.Equal reflects, and this runs

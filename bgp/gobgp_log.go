@@ -2,6 +2,7 @@ package bgp
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 
 	gobgplog "github.com/osrg/gobgp/v3/pkg/log"
@@ -13,6 +14,8 @@ import (
 type slogAdapter struct {
 	log   *slog.Logger
 	level gobgplog.LogLevel
+	// fatal, if set, gets GoBGP's fatal errors (the speaker stops).
+	fatal func(error)
 }
 
 func (a *slogAdapter) emit(l slog.Level, msg string, fields gobgplog.Fields) {
@@ -31,9 +34,15 @@ func (a *slogAdapter) Panic(msg string, f gobgplog.Fields) {
 	panic(msg)
 }
 
-// Fatal logs GoBGP's internal-invariant failures as errors instead of
-// exiting the process: a daemon must not die from inside a library.
-func (a *slogAdapter) Fatal(msg string, f gobgplog.Fields) { a.emit(slog.LevelError, "fatal: "+msg, f) }
+// Fatal reports GoBGP's internal-invariant failures instead of exiting the
+// process (a daemon must not die from inside a library): the speaker stops
+// and reports the error through Done and Err.
+func (a *slogAdapter) Fatal(msg string, f gobgplog.Fields) {
+	a.emit(slog.LevelError, "fatal: "+msg, f)
+	if a.fatal != nil {
+		a.fatal(fmt.Errorf("bgp: GoBGP fatal error: %s %v", msg, f))
+	}
+}
 func (a *slogAdapter) Error(msg string, f gobgplog.Fields) { a.emit(slog.LevelError, msg, f) }
 func (a *slogAdapter) Warn(msg string, f gobgplog.Fields) {
 	if msg == msgNoMatchingWithdraw {

@@ -19,6 +19,7 @@ type childReflector struct {
 
 func startChildReflector(t *testing.T, c childConfig) *childReflector {
 	t.Helper()
+	skipUnderRace(t)
 	raw, err := json.Marshal(c)
 	if err != nil {
 		t.Fatal(err)
@@ -40,7 +41,7 @@ func TestGracefulRestart(t *testing.T) {
 	cc := childConfig{RouterID: rAddr.String(), Port: freePort(t, rAddr), Clients: []string{"127.0.0.2", "127.0.0.3"},
 		RestartTime: 60 * time.Second}
 	r := startChildReflector(t, cc)
-	gr := Config{GracefulRestart: GracefulRestart{Enabled: true, RestartTime: 60 * time.Second}}
+	gr := Options{GracefulRestart: GracefulRestart{Enabled: true, RestartTime: 60 * time.Second}}
 	a := startClient(t, addr("127.0.0.2"), gr)
 	b := startClient(t, addr("127.0.0.3"), gr)
 	for _, c := range []*node{a, b} {

@@ -36,7 +36,7 @@ type node struct {
 func addr(s string) netip.Addr { return netip.MustParseAddr(s) }
 
 // startReflector starts a reflector listening on a on a free port.
-func startReflector(t testing.TB, a netip.Addr, cfg Config) *node {
+func startReflector(t testing.TB, a netip.Addr, cfg Options) *node {
 	t.Helper()
 	port := freePort(t, a)
 	cfg.Role, cfg.ASN, cfg.RouterID = RoleReflector, testASN, a
@@ -45,21 +45,22 @@ func startReflector(t testing.TB, a netip.Addr, cfg Config) *node {
 }
 
 // startClient starts a client that does not listen.
-func startClient(t testing.TB, a netip.Addr, cfg Config) *node {
+func startClient(t testing.TB, a netip.Addr, cfg Options) *node {
 	t.Helper()
 	cfg.Role, cfg.ASN, cfg.RouterID, cfg.ListenPort = RoleClient, testASN, a, -1
 	return startNode(t, a, 0, cfg)
 }
 
-func startNode(t testing.TB, a netip.Addr, port uint16, cfg Config) *node {
+func startNode(t testing.TB, a netip.Addr, port uint16, cfg Options) *node {
 	t.Helper()
 	return startNodeWatch(t, a, port, cfg, true)
 }
 
 // startNodeWatch starts a node; without watch its view stays empty (for
 // benchmarks that must not pay for a watcher).
-func startNodeWatch(t testing.TB, a netip.Addr, port uint16, cfg Config, watch bool) *node {
+func startNodeWatch(t testing.TB, a netip.Addr, port uint16, cfg Options, watch bool) *node {
 	t.Helper()
+	skipUnderRace(t)
 	g, err := NewGoBGP(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -156,6 +157,14 @@ func (v *recordView) waitFor(t testing.TB, what string, cond func(map[string]Rec
 	}
 }
 
+// get returns the record event held for key.
+func (v *recordView) get(key []byte) (RecordEvent, bool) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	e, ok := v.records[string(key)]
+	return e, ok
+}
+
 func (v *recordView) has(key []byte) bool {
 	v.mu.Lock()
 	defer v.mu.Unlock()
@@ -204,9 +213,9 @@ func waitEstablished(t testing.TB, n *node, count int) {
 // b subscribed to the given zones, and waits for both sessions.
 func star(t *testing.T, zones ...RouteTarget) (r, a, b *node) {
 	t.Helper()
-	r = startReflector(t, addr("127.0.0.1"), Config{})
-	a = startClient(t, addr("127.0.0.2"), Config{})
-	b = startClient(t, addr("127.0.0.3"), Config{})
+	r = startReflector(t, addr("127.0.0.1"), Options{})
+	a = startClient(t, addr("127.0.0.2"), Options{})
+	b = startClient(t, addr("127.0.0.3"), Options{})
 	connect(t, r, a, nil)
 	connect(t, r, b, nil)
 	for _, z := range zones {

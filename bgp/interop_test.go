@@ -135,8 +135,8 @@ func opaqueKeys(t *testing.T, c api.GobgpApiClient) map[string]bool {
 // session stays up.
 func TestInteropGobgpd(t *testing.T) {
 	ctx := context.Background()
-	r := startReflector(t, addr("127.0.0.1"), Config{GracefulRestart: GracefulRestart{Enabled: true}})
-	a := startClient(t, addr("127.0.0.2"), Config{GracefulRestart: GracefulRestart{Enabled: true}})
+	r := startReflector(t, addr("127.0.0.1"), Options{GracefulRestart: GracefulRestart{Enabled: true}})
+	a := startClient(t, addr("127.0.0.2"), Options{GracefulRestart: GracefulRestart{Enabled: true}})
 	connect(t, r, a, nil)
 	const foreign = "127.0.0.5"
 	if err := r.AddNeighbor(ctx, Neighbor{Address: addr(foreign), Passive: true, RRClient: true, NoDefaultRT: true}); err != nil {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/openinof/inof/inof"
+	"github.com/openinof/inof/internal/wire"
 )
 
 // MaxRecordSize bounds key + value + 8 bytes per route target of one record.
@@ -39,15 +40,21 @@ var (
 type Record interface {
 	// Key returns the canonical NLRI key: the type and the identity.
 	Key() []byte
-	// MarshalValue encodes the value.
+	// MarshalValue encodes the value; it refuses (with ErrMalformed or
+	// ErrTooLarge) exactly what a receiver's DecodeRecord would refuse.
 	MarshalValue() ([]byte, error)
 }
 
 // DeviceRecord is published by the switch that sees a device on one of its
 // access ports (draft-lin-idr-bgp-nof-nlri "Device Discovery"). The key is
-// (switch, address): two switches that see one device publish two records.
+// (switch, address, epoch): two switches that see one device publish two
+// records, and a switch moves a device to other zones (route targets) under
+// a new epoch (see DevicePublisher and DeviceTable).
 type DeviceRecord struct {
-	Switch     uint32 // router-id of the originating switch
+	Switch uint32 // router-id of the originating switch
+	// Epoch orders the keys one switch used for one address; receivers
+	// use the highest epoch present. DevicePublisher assigns it.
+	Epoch      uint64
 	Device     inof.Device
 	State      inof.State
 	Reason     inof.Reason // why the state last changed
@@ -56,28 +63,49 @@ type DeviceRecord struct {
 	Changed    time.Time   // last state change (millisecond precision)
 }
 
+// DeviceID identifies a device as one switch publishes it, across epochs.
+type DeviceID struct {
+	Switch uint32
+	Addr   netip.Addr
+}
+
+// DeviceKey is the decoded key of a device record.
+type DeviceKey struct {
+	DeviceID
+	Epoch uint64
+}
+
+// ID returns the device the record is about.
+func (d *DeviceRecord) ID() DeviceID { return DeviceID{Switch: d.Switch, Addr: d.Device.Addr} }
+
 // ConfigRecord carries one configuration object (zone, alias, settings,
-// lossless profile) as re-originated by one reflector. The payload is opaque
-// here; Version and Deleted let readers pick the newest copy per object
-// across reflectors and keep deletions as tombstones.
+// lossless profile), or one part of an object too large for one record, as
+// re-originated by one reflector. The payload is opaque here; Gen, Writer
+// and Deleted are the object's version and deletion flag (the one source of
+// both): readers pick the newest copy per object across reflectors and keep
+// deletions as tombstones.
 type ConfigRecord struct {
 	Reflector uint32 // router-id of the reflector originating this copy
 	Kind      uint8  // object kind, owned by the payload's package
-	Name      string // object name (empty for singletons)
+	Name      string // object name (empty for singletons), at most 255 bytes
+	Part      uint16 // part index of an object split over several records
 	Gen       uint64 // object generation (hybrid logical clock)
 	Writer    uint32 // router-id of the reflector that wrote this version
 	Deleted   bool
 	Payload   []byte
 }
 
-// ConfigObject identifies an object regardless of the reflector copy.
+// ConfigObject identifies an object part regardless of the reflector copy.
 type ConfigObject struct {
 	Kind uint8
 	Name string
+	Part uint16
 }
 
-// Object returns the object the record describes.
-func (c *ConfigRecord) Object() ConfigObject { return ConfigObject{c.Kind, c.Name} }
+// Object returns the object part the record describes.
+func (c *ConfigRecord) Object() ConfigObject {
+	return ConfigObject{Kind: c.Kind, Name: c.Name, Part: c.Part}
+}
 
 // Newer reports whether c's version is above o's: generation, then writer.
 func (c *ConfigRecord) Newer(o *ConfigRecord) bool {
@@ -87,19 +115,57 @@ func (c *ConfigRecord) Newer(o *ConfigRecord) bool {
 	return c.Writer > o.Writer
 }
 
-// Key implements Record: type(1) switch(4) family(1: 4|6) address(4|16).
+// Key implements Record: type(1) switch(4) family(1: 4|6) address(4|16)
+// epoch(8).
 func (d *DeviceRecord) Key() []byte {
 	k := binary.BigEndian.AppendUint32([]byte{byte(TypeDevice)}, d.Switch)
-	return appendAddr(k, d.Device.Addr)
+	return binary.BigEndian.AppendUint64(wire.AppendAddr(k, d.Device.Addr), d.Epoch)
 }
 
-func appendAddr(b []byte, a netip.Addr) []byte {
-	if a.Is4() {
-		a4 := a.As4()
-		return append(append(b, 4), a4[:]...)
+// ParseDeviceKey decodes the key of a device record (a withdraw carries
+// only the key). Errors wrap ErrMalformed.
+func ParseDeviceKey(key []byte) (DeviceKey, error) {
+	if len(key) == 0 || RecordType(key[0]) != TypeDevice {
+		return DeviceKey{}, fmt.Errorf("%w: not a device key", ErrMalformed)
 	}
-	a16 := a.As16()
-	return append(append(b, 6), a16[:]...)
+	r := wire.NewReader(key[1:])
+	k := DeviceKey{DeviceID: DeviceID{Switch: r.U32(), Addr: r.Addr()}, Epoch: r.U64()}
+	if err := r.Done(); err != nil {
+		return DeviceKey{}, fmt.Errorf("%w: device key: %w", ErrMalformed, err)
+	}
+	if err := checkDeviceAddr(k.Addr); err != nil {
+		return DeviceKey{}, err
+	}
+	return k, nil
+}
+
+func checkDeviceAddr(a netip.Addr) error {
+	if !a.IsValid() || a.IsUnspecified() || a.IsMulticast() {
+		return fmt.Errorf("%w: device address %s", ErrMalformed, a)
+	}
+	return nil
+}
+
+// Validate applies the rules every receiver applies to a device record;
+// MarshalValue and DecodeRecord both use it, so what one side sends the
+// other accepts.
+func (d *DeviceRecord) Validate() error {
+	if err := checkDeviceAddr(d.Device.Addr); err != nil {
+		return err
+	}
+	switch {
+	case !d.Device.Role.Valid():
+		return fmt.Errorf("%w: role %d", ErrMalformed, d.Device.Role)
+	case !d.Device.Protocol.Valid():
+		return fmt.Errorf("%w: protocol %d", ErrMalformed, d.Device.Protocol)
+	case d.State > inof.StateActive:
+		return fmt.Errorf("%w: state %d", ErrMalformed, d.State)
+	case d.Reason > inof.ReasonBFDDown:
+		return fmt.Errorf("%w: reason %d", ErrMalformed, d.Reason)
+	case len(d.AccessPort) > 255 || len(d.Device.NQN) > 255:
+		return fmt.Errorf("%w: access port or NQN over 255 bytes", ErrTooLarge)
+	}
+	return nil
 }
 
 // MarshalValue implements Record:
@@ -107,11 +173,8 @@ func appendAddr(b []byte, a netip.Addr) []byte {
 // since(8, unix ms) changed(8, unix ms) access_port_len(1) access_port
 // nqn_len(1) nqn.
 func (d *DeviceRecord) MarshalValue() ([]byte, error) {
-	if !d.Device.Addr.IsValid() {
-		return nil, fmt.Errorf("%w: device without address", ErrMalformed)
-	}
-	if len(d.AccessPort) > 255 || len(d.Device.NQN) > 255 {
-		return nil, fmt.Errorf("%w: access port or NQN over 255 bytes", ErrTooLarge)
+	if err := d.Validate(); err != nil {
+		return nil, err
 	}
 	v := []byte{valueVersion, byte(TypeDevice), byte(d.Device.Role), byte(d.Device.Protocol)}
 	v = binary.BigEndian.AppendUint16(v, d.Device.Port)
@@ -122,20 +185,31 @@ func (d *DeviceRecord) MarshalValue() ([]byte, error) {
 	return append(append(v, byte(len(d.Device.NQN))), d.Device.NQN...), nil
 }
 
-// Key implements Record: type(1) reflector(4) kind(1) name_len(1) name.
+// Key implements Record: type(1) reflector(4) kind(1) name_len(1) name
+// part(2).
 func (c *ConfigRecord) Key() []byte {
 	k := binary.BigEndian.AppendUint32([]byte{byte(TypeConfig)}, c.Reflector)
-	return append(append(append(k, c.Kind), byte(len(c.Name))), c.Name...)
+	k = append(append(append(k, c.Kind), byte(len(c.Name))), c.Name...)
+	return binary.BigEndian.AppendUint16(k, c.Part)
+}
+
+// Validate applies the rules every receiver applies to a configuration
+// record (MarshalValue and DecodeRecord both use it).
+func (c *ConfigRecord) Validate() error {
+	switch {
+	case len(c.Name) > 255:
+		return fmt.Errorf("%w: name of %d bytes", ErrTooLarge, len(c.Name))
+	case len(c.Payload) > MaxRecordSize:
+		return fmt.Errorf("%w: payload of %d bytes", ErrTooLarge, len(c.Payload))
+	}
+	return nil
 }
 
 // MarshalValue implements Record: version(1)=1 type(1)=2 flags(1: bit0
 // deleted) gen(8) writer(4) payload_len(2) payload.
 func (c *ConfigRecord) MarshalValue() ([]byte, error) {
-	if len(c.Name) > 255 {
-		return nil, fmt.Errorf("%w: name of %d bytes", ErrTooLarge, len(c.Name))
-	}
-	if len(c.Payload) > MaxRecordSize {
-		return nil, fmt.Errorf("%w: payload of %d bytes", ErrTooLarge, len(c.Payload))
+	if err := c.Validate(); err != nil {
+		return nil, err
 	}
 	var flags byte
 	if c.Deleted {
@@ -192,93 +266,73 @@ func DecodeRecord(key, value []byte) (Record, error) {
 	return r, nil
 }
 
-// reader reads big-endian fields and remembers a short read.
-type reader struct {
-	b   []byte
-	bad bool
-}
-
-func (r *reader) next(n int) []byte {
-	if r.bad || len(r.b) < n {
-		r.bad = true
-		return make([]byte, n)
-	}
-	v := r.b[:n]
-	r.b = r.b[n:]
-	return v
-}
-
-func (r *reader) u8() uint8   { return r.next(1)[0] }
-func (r *reader) u16() uint16 { return binary.BigEndian.Uint16(r.next(2)) }
-func (r *reader) u32() uint32 { return binary.BigEndian.Uint32(r.next(4)) }
-func (r *reader) u64() uint64 { return binary.BigEndian.Uint64(r.next(8)) }
-func (r *reader) str() string { return string(r.next(int(r.u8()))) }
-
-func (r *reader) done(what string) error {
-	if r.bad {
-		return fmt.Errorf("%w: %s truncated", ErrMalformed, what)
-	}
-	if len(r.b) != 0 {
-		return fmt.Errorf("%w: %s has %d trailing bytes", ErrMalformed, what, len(r.b))
-	}
-	return nil
-}
-
 func decodeDevice(key, value []byte) (*DeviceRecord, error) {
-	k := reader{b: key[1:]}
-	d := &DeviceRecord{Switch: k.u32()}
-	switch fam := k.u8(); fam {
-	case 4:
-		d.Device.Addr = netip.AddrFrom4([4]byte(k.next(4)))
-	case 6:
-		d.Device.Addr = netip.AddrFrom16([16]byte(k.next(16)))
-	default:
-		return nil, fmt.Errorf("%w: address family %d", ErrMalformed, fam)
-	}
-	if err := k.done("device key"); err != nil {
+	k, err := ParseDeviceKey(key)
+	if err != nil {
 		return nil, err
 	}
-	v := reader{b: value[2:]}
-	d.Device.Role, d.Device.Protocol = inof.Role(v.u8()), inof.Protocol(v.u8())
-	d.Device.Port = v.u16()
-	d.State, d.Reason = inof.State(v.u8()), inof.Reason(v.u8())
-	d.Since = time.UnixMilli(int64(v.u64()))
-	d.Changed = time.UnixMilli(int64(v.u64()))
-	d.AccessPort = v.str()
-	d.Device.NQN = v.str()
-	if err := v.done("device value"); err != nil {
-		return nil, err
+	d := &DeviceRecord{Switch: k.Switch, Epoch: k.Epoch}
+	d.Device.Addr = k.Addr
+	v := wire.NewReader(value[2:])
+	d.Device.Role, d.Device.Protocol = inof.Role(v.U8()), inof.Protocol(v.U8())
+	d.Device.Port = v.U16()
+	d.State, d.Reason = inof.State(v.U8()), inof.Reason(v.U8())
+	d.Since = time.UnixMilli(int64(v.U64()))
+	d.Changed = time.UnixMilli(int64(v.U64()))
+	d.AccessPort = v.Str()
+	d.Device.NQN = v.Str()
+	if err := v.Done(); err != nil {
+		return nil, fmt.Errorf("%w: device value: %w", ErrMalformed, err)
 	}
-	switch {
-	case !d.Device.Addr.IsValid() || d.Device.Addr.IsUnspecified() || d.Device.Addr.IsMulticast():
-		return nil, fmt.Errorf("%w: device address %s", ErrMalformed, d.Device.Addr)
-	case !d.Device.Role.Valid():
-		return nil, fmt.Errorf("%w: role %d", ErrMalformed, d.Device.Role)
-	case !d.Device.Protocol.Valid():
-		return nil, fmt.Errorf("%w: protocol %d", ErrMalformed, d.Device.Protocol)
-	case d.State > inof.StateActive:
-		return nil, fmt.Errorf("%w: state %d", ErrMalformed, d.State)
-	case d.Reason > inof.ReasonBFDDown:
-		return nil, fmt.Errorf("%w: reason %d", ErrMalformed, d.Reason)
+	if err := d.Validate(); err != nil {
+		return nil, malformed(err)
 	}
 	return d, nil
 }
 
+// ParseConfigKey decodes the key of a configuration record (the Reflector,
+// Kind, Name and Part fields). Errors wrap ErrMalformed.
+func ParseConfigKey(key []byte) (ConfigRecord, error) {
+	if len(key) == 0 || RecordType(key[0]) != TypeConfig {
+		return ConfigRecord{}, fmt.Errorf("%w: not a configuration key", ErrMalformed)
+	}
+	r := wire.NewReader(key[1:])
+	c := ConfigRecord{Reflector: r.U32(), Kind: r.U8()}
+	c.Name = r.Str()
+	c.Part = r.U16()
+	if err := r.Done(); err != nil {
+		return ConfigRecord{}, fmt.Errorf("%w: configuration key: %w", ErrMalformed, err)
+	}
+	return c, nil
+}
+
 func decodeConfig(key, value []byte) (*ConfigRecord, error) {
-	c, err := decodeConfigKey(key)
+	c, err := ParseConfigKey(key)
 	if err != nil {
 		return nil, err
 	}
-	v := reader{b: value[2:]}
-	flags := v.u8()
+	v := wire.NewReader(value[2:])
+	flags := v.U8()
+	c.Gen, c.Writer = v.U64(), v.U32()
+	c.Payload = bytes.Clone(v.Bytes(int(v.U16())))
+	if err := v.Done(); err != nil {
+		return nil, fmt.Errorf("%w: configuration value: %w", ErrMalformed, err)
+	}
 	if flags&^1 != 0 {
-		return nil, fmt.Errorf("%w: config flags %#x", ErrMalformed, flags)
+		return nil, fmt.Errorf("%w: configuration flags %#x", ErrMalformed, flags)
 	}
 	c.Deleted = flags&1 != 0
-	c.Gen, c.Writer = v.u64(), v.u32()
-	c.Payload = bytes.Clone(v.next(int(v.u16())))
-	if err := v.done("config value"); err != nil {
-		return nil, err
+	if err := c.Validate(); err != nil {
+		return nil, malformed(err)
 	}
-	return c, nil
+	return &c, nil
+}
+
+// malformed makes a validation error (ErrTooLarge on the sending side) a
+// decoding error.
+func malformed(err error) error {
+	if errors.Is(err, ErrMalformed) {
+		return err
+	}
+	return fmt.Errorf("%w: %w", ErrMalformed, err)
 }

@@ -15,11 +15,12 @@ import (
 func TestRecordRoundTrip(t *testing.T) {
 	recs := []Record{
 		device(0x0a000001, 7),
-		&DeviceRecord{Switch: 9, Device: inof.Device{Addr: netip.MustParseAddr("fd00::7"), Role: inof.RoleBoth,
+		&DeviceRecord{Switch: 9, Epoch: 1 << 50, Device: inof.Device{Addr: netip.MustParseAddr("fd00::7"), Role: inof.RoleBoth,
 			Protocol: inof.ProtocolRoCE}, State: inof.StateInactive, Reason: inof.ReasonLinkDown,
 			Since: time.UnixMilli(5), Changed: time.UnixMilli(6)},
 		&ConfigRecord{Reflector: 1, Kind: 2, Name: "prod", Gen: 1 << 40, Writer: 2, Payload: []byte{1, 2, 3}},
 		&ConfigRecord{Reflector: 3, Kind: 1, Deleted: true, Gen: 9, Writer: 3},
+		&ConfigRecord{Reflector: 3, Kind: 2, Name: "big", Part: 7, Gen: 9, Writer: 3, Payload: []byte{4}},
 	}
 	for _, r := range recs {
 		k, v, err := EncodeRecord(r, 1)
@@ -75,7 +76,9 @@ func TestEncodeTooLarge(t *testing.T) {
 	if _, _, err := EncodeRecord(c, 200); !errors.Is(err, ErrTooLarge) {
 		t.Fatalf("3000 bytes and 200 route targets: %v", err)
 	}
-	if _, _, err := EncodeRecord(&DeviceRecord{Device: inof.Device{Addr: netip.MustParseAddr("10.0.0.1"), NQN: string(make([]byte, 300))}}, 0); !errors.Is(err, ErrTooLarge) {
+	long := device(1, 1)
+	long.Device.NQN = string(make([]byte, 300))
+	if _, _, err := EncodeRecord(long, 0); !errors.Is(err, ErrTooLarge) {
 		t.Fatalf("long NQN: %v", err)
 	}
 }
@@ -105,7 +108,12 @@ func FuzzDecodeRecord(f *testing.F) {
 		}
 		k2, v2, err := EncodeRecord(r, 0)
 		if err != nil {
-			return // decodable but over the size limit: refused on send, fine
+			// Encoder and decoder share the validation: what decodes
+			// encodes, unless key and value together pass the size limit.
+			if !errors.Is(err, ErrTooLarge) || len(k)+len(v) <= MaxRecordSize {
+				t.Fatalf("decoded record refused by the encoder: %v", err)
+			}
+			return
 		}
 		if !bytes.Equal(k2, k) {
 			t.Fatalf("key not canonical: %x vs %x", k2, k)

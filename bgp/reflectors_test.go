@@ -3,9 +3,12 @@ package bgp
 import (
 	"context"
 	"encoding/binary"
+	"net/netip"
 
 	"testing"
 	"time"
+
+	"github.com/openinof/inof/inof"
 )
 
 func routerID(n *node) uint32 { return binary.BigEndian.Uint32(n.addr.AsSlice()) }
@@ -23,10 +26,10 @@ func newFabric2(t *testing.T) *fabric2 {
 	t.Cleanup(cancel)
 	cluster := addr("127.0.0.100")
 	f := &fabric2{
-		r1:   startReflector(t, addr("127.0.0.1"), Config{ClusterID: cluster}),
-		r2:   startReflector(t, addr("127.0.0.4"), Config{ClusterID: cluster}),
-		a:    startClient(t, addr("127.0.0.2"), Config{}),
-		b:    startClient(t, addr("127.0.0.3"), Config{}),
+		r1:   startReflector(t, addr("127.0.0.1"), Options{ClusterID: cluster}),
+		r2:   startReflector(t, addr("127.0.0.4"), Options{ClusterID: cluster}),
+		a:    startClient(t, addr("127.0.0.2"), Options{}),
+		b:    startClient(t, addr("127.0.0.3"), Options{}),
 		zone: ZoneRT(testASN, "prod"),
 	}
 	peerReflectors(t, f.r1, f.r2)
@@ -45,7 +48,7 @@ func newFabric2(t *testing.T) *fabric2 {
 		r   *node
 		rep **ConfigReplicator
 	}{{f.r1, &f.rep1}, {f.r2, &f.rep2}} {
-		rep, err := NewConfigReplicator(ReplicatorConfig{Speaker: p.r.GoBGP, RouterID: routerID(p.r), RT: ConfigRT(testASN)})
+		rep, err := NewConfigReplicator(ReplicatorOptions{Speaker: p.r.GoBGP, RouterID: routerID(p.r), RT: ConfigRT(testASN)})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -98,23 +101,36 @@ func TestTwoReflectors(t *testing.T) {
 
 	// Configuration written on r1, then a newer version on r2.
 	obj := ConfigObject{Kind: 2, Name: "prod"}
-	if _, err := f.rep1.Put(ctx, ConfigRecord{Kind: 2, Name: "prod", Gen: 10, Writer: routerID(f.r1), Payload: []byte("v1")}); err != nil {
+	clock := inof.NewClock(nil)
+	gen1 := clock.Next()
+	if _, err := f.rep1.Put(ctx, ConfigRecord{Kind: 2, Name: "prod", Gen: gen1, Writer: routerID(f.r1), Payload: []byte("v1")}); err != nil {
 		t.Fatal(err)
 	}
 	for _, n := range []*node{f.a, f.b} {
-		n.view.waitFor(t, "config v1 at client", hasVersion(n.view, obj, 10))
+		n.view.waitFor(t, "config v1 at client", hasVersion(n.view, obj, gen1))
 	}
-	waitObject(t, f.rep2, obj, 10)
-	if _, err := f.rep2.Put(ctx, ConfigRecord{Kind: 2, Name: "prod", Gen: 20, Writer: routerID(f.r2), Deleted: true}); err != nil {
+	waitObject(t, f.rep2, obj, gen1)
+	gen2 := clock.Next()
+	if _, err := f.rep2.Put(ctx, ConfigRecord{Kind: 2, Name: "prod", Gen: gen2, Writer: routerID(f.r2), Deleted: true}); err != nil {
 		t.Fatal(err)
 	}
-	waitObject(t, f.rep1, obj, 20)
+	waitObject(t, f.rep1, obj, gen2)
 	for _, n := range []*node{f.a, f.b} {
-		n.view.waitFor(t, "tombstone at client", hasVersion(n.view, obj, 20))
+		n.view.waitFor(t, "tombstone at client", hasVersion(n.view, obj, gen2))
 	}
 	// An old copy offered again loses against the tombstone.
-	if took, _ := f.rep1.Put(ctx, ConfigRecord{Kind: 2, Name: "prod", Gen: 10, Writer: routerID(f.r1)}); took {
+	if took, _ := f.rep1.Put(ctx, ConfigRecord{Kind: 2, Name: "prod", Gen: gen1, Writer: routerID(f.r1)}); took {
 		t.Fatal("old version replaced the tombstone")
+	}
+
+	// What b receives from each reflector (Adj-RIB-In).
+	rx := map[netip.Addr]*recordView{f.r1.addr: newRecordView(), f.r2.addr: newRecordView()}
+	if err := f.b.WatchReceived(ctx, func(e RecordEvent) {
+		if v := rx[e.Source]; v != nil {
+			v.apply(e)
+		}
+	}); err != nil {
+		t.Fatal(err)
 	}
 
 	// Device records from a reach b through both reflectors.
@@ -177,8 +193,32 @@ func TestTwoReflectors(t *testing.T) {
 	for i := range n {
 		stable = append(stable, device(routerID(f.a), i).Key())
 	}
+	// Both reflectors' copies of every stable record are at b before r1
+	// goes (a copy still in flight from r2 would make a withdraw legitimate).
+	for _, r := range []*node{f.r1, f.r2} {
+		rx[r.addr].waitFor(t, "copies from both reflectors at b", func(m map[string]RecordEvent) bool {
+			for _, k := range stable {
+				if _, ok := m[string(k)]; !ok {
+					return false
+				}
+			}
+			return true
+		})
+	}
 	before := withdrawsOf(f.b.view, stable)
 	f.r1.Stop()
+	// Wait until b has processed the loss of r1: every record's best path
+	// is then r2's copy (those via r1 moved in the same step that would
+	// have withdrawn them).
+	waitState(t, f.b, f.r1.addr, func(s SessionState) bool { return s != StateEstablished })
+	f.b.view.waitFor(t, "b's records via r2 only", func(m map[string]RecordEvent) bool {
+		for _, k := range stable {
+			if e, ok := m[string(k)]; ok && e.Source != f.r2.addr {
+				return false
+			}
+		}
+		return true
+	})
 	more := device(routerID(f.a), 6000)
 	if err := f.a.Publish(ctx, more, f.zone); err != nil {
 		t.Fatal(err)
@@ -190,7 +230,7 @@ func TestTwoReflectors(t *testing.T) {
 			t.Fatalf("b saw a withdraw of %x after r1 stopped", k)
 		}
 	}
-	if c, ok := configAt(f.b.view, obj); !ok || c.Gen != 20 {
+	if c, ok := configAt(f.b.view, obj); !ok || c.Gen != gen2 {
 		t.Fatalf("configuration lost with r1: %+v %v", c, ok)
 	}
 	if err := f.a.Withdraw(ctx, more.Key()); err != nil {

@@ -5,19 +5,24 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/netip"
 	"sort"
 	"sync"
+	"time"
+
+	"github.com/openinof/inof/inof"
 )
 
 // ConfigSpeaker is what configuration replication needs from a speaker:
-// publishing and the Adj-RIB-In of peer reflectors (GoBGP implements it).
+// publishing, withdrawing and the Adj-RIB-In of peer reflectors (GoBGP and
+// FakeSpeaker implement it).
 type ConfigSpeaker interface {
-	Publish(ctx context.Context, r Record, rts ...RouteTarget) error
+	RecordPublisher
 	WatchReceived(ctx context.Context, fn func(RecordEvent)) error
 }
 
-// ReplicatorConfig configures a ConfigReplicator.
-type ReplicatorConfig struct {
+// ReplicatorOptions configure a ConfigReplicator.
+type ReplicatorOptions struct {
 	Speaker  ConfigSpeaker
 	RouterID uint32      // this reflector; the Reflector field of its copies
 	RT       RouteTarget // the fabric-wide configuration route target
@@ -25,7 +30,21 @@ type ReplicatorConfig struct {
 	// from another reflector that is newer than ours, after we re-originate
 	// it; the daemon persists it there.
 	OnAdopt func(ConfigRecord)
-	Logger  *slog.Logger
+	// Now is the wall clock for the generation checks (default time.Now).
+	Now    func() time.Time
+	Logger *slog.Logger
+}
+
+// ReplicatorStats count what a ConfigReplicator adopted, refused and pruned.
+type ReplicatorStats struct {
+	Adopted uint64 // newer versions taken from peer reflectors
+	// Future counts peer versions refused because their generation is
+	// more than inof.MaxGenerationSkew ahead of our clock.
+	Future uint64
+	// Expired counts tombstones refused because they are older than
+	// inof.TombstoneLifetime.
+	Expired uint64
+	Pruned  uint64 // tombstones withdrawn by Prune
 }
 
 // ConfigReplicator keeps a reflector's configuration in step with its peer
@@ -34,34 +53,50 @@ type ReplicatorConfig struct {
 // wrote it; a newer version seen from a peer (by generation, then writer) is
 // adopted and re-originated; deletions travel as tombstones (Deleted), so a
 // returning reflector with an old copy cannot resurrect a deleted object.
+// Tombstones live inof.TombstoneLifetime from their generation: Prune
+// withdraws them, and an expired tombstone offered again is refused, so
+// every reflector drops it at the same time whatever the order.
 type ConfigReplicator struct {
-	cfg ReplicatorConfig
+	cfg ReplicatorOptions
 	log *slog.Logger
 
-	mu      sync.Mutex
-	objects map[ConfigObject]ConfigRecord
+	mu        sync.Mutex
+	objects   map[ConfigObject]ConfigRecord
+	stats     ReplicatorStats
+	refuseLog rateLimit
 }
 
 // NewConfigReplicator returns a replicator; seed it with Put (from the
 // persistent store) before Run.
-func NewConfigReplicator(cfg ReplicatorConfig) (*ConfigReplicator, error) {
-	if cfg.Speaker == nil || cfg.RouterID == 0 {
+func NewConfigReplicator(opts ReplicatorOptions) (*ConfigReplicator, error) {
+	if opts.Speaker == nil || opts.RouterID == 0 {
 		return nil, errors.New("bgp: replicator needs a speaker and a router-id")
 	}
-	log := cfg.Logger
+	log := opts.Logger
 	if log == nil {
 		log = slog.Default()
 	}
-	return &ConfigReplicator{cfg: cfg, log: log, objects: map[ConfigObject]ConfigRecord{}}, nil
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	return &ConfigReplicator{cfg: opts, log: log, objects: map[ConfigObject]ConfigRecord{},
+		refuseLog: rateLimit{every: time.Second}}, nil
 }
 
 // Put originates a version written locally (a commit, or the store's content
-// at start-up). An older version than the one held is ignored; Put reports
-// whether it was taken.
+// at start-up). An older version than the one held, or a tombstone past its
+// lifetime, is ignored; Put reports whether it was taken.
 func (r *ConfigReplicator) Put(ctx context.Context, rec ConfigRecord) (bool, error) {
-	rec.Reflector = r.cfg.RouterID
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if rec.Deleted && inof.TombstoneExpired(rec.Gen, r.cfg.Now()) {
+		return false, nil
+	}
+	return r.putLocked(ctx, rec)
+}
+
+func (r *ConfigReplicator) putLocked(ctx context.Context, rec ConfigRecord) (bool, error) {
+	rec.Reflector = r.cfg.RouterID
 	if cur, ok := r.objects[rec.Object()]; ok && !rec.Newer(&cur) {
 		return false, nil
 	}
@@ -72,24 +107,81 @@ func (r *ConfigReplicator) Put(ctx context.Context, rec ConfigRecord) (bool, err
 	return true, nil
 }
 
-// Run watches records received from peers until ctx ends.
+// Prune withdraws the tombstones past inof.TombstoneLifetime (measured from
+// their generation, so every reflector agrees) and forgets them; it returns
+// how many it withdrew. Call it periodically (the store prunes alike).
+func (r *ConfigReplicator) Prune(ctx context.Context) (int, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	now := r.cfg.Now()
+	n := 0
+	for obj, c := range r.objects {
+		if !c.Deleted || !inof.TombstoneExpired(c.Gen, now) {
+			continue
+		}
+		if err := r.cfg.Speaker.Withdraw(ctx, c.Key()); err != nil {
+			return n, fmt.Errorf("bgp: prune %v: %w", obj, err)
+		}
+		delete(r.objects, obj)
+		r.stats.Pruned++
+		n++
+	}
+	return n, nil
+}
+
+// Run watches records received from peers until ctx ends (or the speaker
+// stops). A peer version is refused, counted and logged at a rate limit if
+// its generation is too far in the future or it is an expired tombstone.
 func (r *ConfigReplicator) Run(ctx context.Context) error {
 	return r.cfg.Speaker.WatchReceived(ctx, func(ev RecordEvent) {
 		c, ok := ev.Record.(*ConfigRecord)
 		if !ok || ev.Withdrawn || c.Reflector == r.cfg.RouterID {
 			return // a withdrawn peer copy means the peer went away or pruned: ours stays
 		}
-		adopted := *c
-		took, err := r.Put(ctx, adopted)
+		took, err := r.adopt(ctx, *c, ev.Source)
 		if err != nil {
 			r.log.Warn("re-originating configuration failed", "object", c.Object(), "err", err)
 			return
 		}
 		if took && r.cfg.OnAdopt != nil {
+			adopted := *c
 			adopted.Reflector = r.cfg.RouterID
 			r.cfg.OnAdopt(adopted)
 		}
 	})
+}
+
+func (r *ConfigReplicator) adopt(ctx context.Context, c ConfigRecord, from netip.Addr) (bool, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	now := r.cfg.Now()
+	var why string
+	if err := inof.CheckGeneration(c.Gen, now); err != nil {
+		r.stats.Future++
+		why = err.Error()
+	} else if c.Deleted && inof.TombstoneExpired(c.Gen, now) {
+		r.stats.Expired++
+		why = "tombstone past its lifetime"
+	}
+	if why != "" {
+		if r.refuseLog.allow() {
+			r.log.Warn("configuration from a peer reflector refused", "object", c.Object(), "from", from,
+				"reason", why, "future_total", r.stats.Future, "expired_total", r.stats.Expired)
+		}
+		return false, nil
+	}
+	took, err := r.putLocked(ctx, c)
+	if took {
+		r.stats.Adopted++
+	}
+	return took, err
+}
+
+// Stats returns the replicator's counters.
+func (r *ConfigReplicator) Stats() ReplicatorStats {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.stats
 }
 
 // Objects returns the versions this reflector originates, sorted.
@@ -109,7 +201,10 @@ func sortConfig(cs []ConfigRecord) {
 		if cs[i].Kind != cs[j].Kind {
 			return cs[i].Kind < cs[j].Kind
 		}
-		return cs[i].Name < cs[j].Name
+		if cs[i].Name != cs[j].Name {
+			return cs[i].Name < cs[j].Name
+		}
+		return cs[i].Part < cs[j].Part
 	})
 }
 
@@ -135,7 +230,7 @@ func (v *ConfigView) Apply(ev RecordEvent) (newest ConfigRecord, ok, changed boo
 	if c, isCfg := ev.Record.(*ConfigRecord); isCfg {
 		obj, refl = c.Object(), c.Reflector
 	} else if ev.Withdrawn && len(ev.Key) > 0 && RecordType(ev.Key[0]) == TypeConfig {
-		if c, err := decodeConfigKey(ev.Key); err == nil {
+		if c, err := ParseConfigKey(ev.Key); err == nil {
 			obj, refl = c.Object(), c.Reflector
 		} else {
 			return ConfigRecord{}, false, false
@@ -186,11 +281,4 @@ func (v *ConfigView) Objects() []ConfigRecord {
 	}
 	sortConfig(out)
 	return out
-}
-
-func decodeConfigKey(key []byte) (*ConfigRecord, error) {
-	k := reader{b: key[1:]}
-	c := &ConfigRecord{Reflector: k.u32(), Kind: k.u8()}
-	c.Name = k.str()
-	return c, k.done("config key")
 }

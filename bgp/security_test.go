@@ -54,10 +54,10 @@ func pairWith(t *testing.T, r, c *node, rEdit, cEdit func(*Neighbor)) {
 }
 
 func TestTCPMD5(t *testing.T) {
-	r := startReflector(t, addr("127.0.0.1"), Config{})
-	good := startClient(t, addr("127.0.0.2"), Config{})
-	wrong := startClient(t, addr("127.0.0.3"), Config{})
-	none := startClient(t, addr("127.0.0.4"), Config{})
+	r := startReflector(t, addr("127.0.0.1"), Options{})
+	good := startClient(t, addr("127.0.0.2"), Options{})
+	wrong := startClient(t, addr("127.0.0.3"), Options{})
+	none := startClient(t, addr("127.0.0.4"), Options{})
 	secret := func(p string) func(*Neighbor) { return func(n *Neighbor) { n.Password = p } }
 	pairWith(t, r, good, secret("s3cret"), secret("s3cret"))
 	pairWith(t, r, wrong, secret("s3cret"), secret("other"))
@@ -79,9 +79,9 @@ func TestTCPMD5(t *testing.T) {
 // which GoBGP alone would let through before it sets the minimum TTL on the
 // accepted connection.
 func TestGTSM(t *testing.T) {
-	r := startReflector(t, addr("127.0.0.1"), Config{TTLSecurity: true})
-	both := startClient(t, addr("127.0.0.2"), Config{})
-	plain := startClient(t, addr("127.0.0.3"), Config{})
+	r := startReflector(t, addr("127.0.0.1"), Options{TTLSecurity: true})
+	both := startClient(t, addr("127.0.0.2"), Options{})
+	plain := startClient(t, addr("127.0.0.3"), Options{})
 	gtsm := func(on bool) func(*Neighbor) { return func(n *Neighbor) { n.TTLSecurity = on } }
 	pairWith(t, r, both, gtsm(true), gtsm(true))
 	pairWith(t, r, plain, gtsm(true), gtsm(false))

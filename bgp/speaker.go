@@ -10,15 +10,22 @@ import (
 // neighbors, records published and received, route-target subscriptions.
 // The rest of the module talks BGP only through this interface.
 type Speaker interface {
-	// Start brings the speaker up; neighbors may be added afterwards.
+	// Start brings the speaker up; neighbors may be added afterwards. ctx
+	// bounds the start only: the speaker runs until Stop.
 	Start(ctx context.Context) error
 	// Stop tears every session down (peers see a Cease, unless the process
-	// dies first) and releases the listener.
+	// dies first), ends every watch and releases the listener.
 	Stop()
+	// Done is closed once the speaker has stopped, by Stop or by a fatal
+	// error of its own (then Err returns it).
+	Done() <-chan struct{}
+	Err() error
 	AddNeighbor(ctx context.Context, n Neighbor) error
 	RemoveNeighbor(ctx context.Context, addr netip.Addr) error
 	// Publish originates r (replacing any record with the same key) tagged
-	// with the route targets.
+	// with the route targets. A peer that wants none of the new route
+	// targets keeps the old value (see docs/records.md): never drop a route
+	// target under one key; DevicePublisher moves devices between zones.
 	Publish(ctx context.Context, r Record, rts ...RouteTarget) error
 	// Withdraw removes the record with that key.
 	Withdraw(ctx context.Context, key []byte) error
@@ -26,9 +33,16 @@ type Speaker interface {
 	Subscribe(ctx context.Context, rt RouteTarget) error
 	Unsubscribe(ctx context.Context, rt RouteTarget) error
 	// WatchRecords calls fn for the current best record of every key (the
-	// initial table) and then for every change, until ctx ends.
+	// initial table) and then for every change, until ctx ends or the
+	// speaker stops. Calls come from one goroutine per watch, through a
+	// bounded queue; a consumer that falls too far behind is
+	// resynchronised from the table (Stats.Resyncs).
 	WatchRecords(ctx context.Context, fn func(RecordEvent)) error
-	// WatchNeighbors calls fn on every session state change until ctx ends.
+	// WatchReceived calls fn for every record received from a neighbor
+	// (Adj-RIB-In, before import policy), under the same rules.
+	WatchReceived(ctx context.Context, fn func(RecordEvent)) error
+	// WatchNeighbors calls fn on every session state change until ctx ends
+	// or the speaker stops.
 	WatchNeighbors(ctx context.Context, fn func(NeighborEvent)) error
 	// Neighbors lists the configured neighbors and their session states.
 	Neighbors(ctx context.Context) ([]NeighborStatus, error)
@@ -121,4 +135,7 @@ type NeighborStatus struct {
 // Stats are counters since the speaker started.
 type Stats struct {
 	Published, Withdrawn, Malformed uint64
+	// Resyncs counts watches whose consumer fell more than the watch
+	// queue behind and were resynchronised from the table.
+	Resyncs uint64
 }

@@ -19,7 +19,7 @@ func TestReflectOneToTwo(t *testing.T) {
 		t.Fatal(err)
 	}
 	b.view.waitFor(t, "record at b", func(m map[string]RecordEvent) bool { _, ok := m[string(rec.Key())]; return ok })
-	got := b.view.records[string(rec.Key())]
+	got, _ := b.view.get(rec.Key())
 	d, ok := got.Record.(*DeviceRecord)
 	if !ok || d.Device != rec.Device || d.AccessPort != "swp1" || got.Source != r.addr || len(got.RouteTargets) != 1 || got.RouteTargets[0] != zone {
 		t.Fatalf("b got %+v (%+v)", got, got.Record)
@@ -34,7 +34,7 @@ func TestReflectOneToTwo(t *testing.T) {
 }
 
 func TestPublishTooLarge(t *testing.T) {
-	c := startClient(t, addr("127.0.0.2"), Config{})
+	c := startClient(t, addr("127.0.0.2"), Options{})
 	big := &ConfigRecord{Reflector: 1, Kind: 2, Name: "z", Payload: make([]byte, 3890)}
 	if err := c.Publish(context.Background(), big, ConfigRT(testASN)); !errors.Is(err, ErrTooLarge) {
 		t.Fatalf("publish of %d-byte payload: %v", len(big.Payload), err)

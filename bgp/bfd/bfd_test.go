@@ -2,7 +2,6 @@ package bfd
 
 import (
 	"errors"
-	"net"
 	"net/netip"
 	"reflect"
 	"sync"
@@ -130,125 +129,44 @@ func pair(t testing.TB) (ma, mb *Manager, ca, cb *changes) {
 	return ma, mb, watch(ma), watch(mb)
 }
 
-// TestSessionUpPollDown: two sessions come Up, finish the Poll sequence to
-// 50 ms, and the survivor goes Down when its peer is removed (AdminDown) or
-// falls silent (detection time expired).
-func TestSessionUpPollDown(t *testing.T) {
-	ma, mb, ca, cb := pair(t)
-	sa, err := ma.Add(fast(keyA))
-	if err != nil {
-		t.Fatal(err)
-	}
-	sb, err := mb.Add(fast(keyB))
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, ia := ca.waitFor(t, keyA, Up, 0)
-	cb.waitFor(t, keyB, Up, 0)
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
-		st := sa.Status()
-		sa.mu.Lock()
-		polling := sa.pollActive
-		sa.mu.Unlock()
-		if !polling && st.TxInterval == 50*time.Millisecond && st.DetectTime == 150*time.Millisecond {
-			break
+// of returns the changes recorded so far for a key.
+func (ch *changes) of(k SessionKey) []StateChange {
+	ch.mu.Lock()
+	defer ch.mu.Unlock()
+	var out []StateChange
+	for _, c := range ch.all {
+		if c.Key == k {
+			out = append(out, c)
 		}
-		time.Sleep(5 * time.Millisecond)
 	}
-	if st := sa.Status(); st.TxInterval != 50*time.Millisecond || st.DetectTime != 150*time.Millisecond || st.RemoteDisc != sb.myDisc {
-		t.Fatalf("after Poll/Final: %+v", st)
-	}
-
-	// Silence: b's socket closes without a word; a must time out.
-	sb.conn.Close()
-	down, ia := ca.waitFor(t, keyA, Down, ia)
-	if down.Diag != DiagControlExpired {
-		t.Fatalf("silent peer: diag %s", down.Diag)
-	}
-	mb.Remove(keyB)
-
-	// Back up, then a clean removal: AdminDown tells a at once.
-	if _, err := mb.Add(fast(keyB)); err != nil {
-		t.Fatal(err)
-	}
-	_, ia = ca.waitFor(t, keyA, Up, ia)
-	if err := mb.Remove(keyB); err != nil {
-		t.Fatal(err)
-	}
-	down, _ = ca.waitFor(t, keyA, Down, ia)
-	if down.Diag != DiagNeighborDown {
-		t.Fatalf("removed peer: diag %s", down.Diag)
-	}
+	return out
 }
 
-// TestReceiveDrops: packets with TTL below 255, bad fields, a zero
-// your-discriminator while Up, or an unknown discriminator are dropped and
-// counted; none of them disturbs the session.
-func TestReceiveDrops(t *testing.T) {
-	ma := NewManager(ManagerOptions{})
-	defer ma.Close()
-	if _, err := ma.Add(Config{Key: keyA}); err != nil {
-		t.Fatal(err)
+// transitions is how many state transitions the recorded events stand for.
+func transitions(evs []StateChange) int {
+	n := 0
+	for _, e := range evs {
+		n += 1 + e.Coalesced
 	}
-	send := func(ttl int, p Packet) {
-		c, err := net.ListenUDP("udp4", net.UDPAddrFromAddrPort(netip.AddrPortFrom(addrB, 0)))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close()
-		raw, _ := c.SyscallConn()
-		raw.Control(func(fd uintptr) { setTTL(fd, ttl) })
-		if _, err := c.WriteToUDP(p.Marshal(), net.UDPAddrFromAddrPort(netip.AddrPortFrom(addrA, Port))); err != nil {
-			t.Fatal(err)
-		}
-	}
-	ok := Packet{State: Down, DetectMult: 3, MyDisc: 99, DesiredMinTx: time.Second, RequiredMinRx: time.Second}
-	send(64, ok)
-	upNoDisc := ok
-	upNoDisc.State = Up
-	send(255, upNoDisc)
-	unknown := ok
-	unknown.YourDisc = 12345
-	send(255, unknown)
-	badVer := ok
-	badVer.MyDisc = 0
-	send(255, badVer)
-	want := map[string]uint64{"ttl": 1, "your-discriminator-zero": 1, "unknown-discriminator": 1, "my-discriminator": 1}
-	deadline := time.Now().Add(10 * time.Second)
-	for !reflect.DeepEqual(ma.Drops(), want) && time.Now().Before(deadline) {
-		time.Sleep(5 * time.Millisecond)
-	}
-	if got := ma.Drops(); !reflect.DeepEqual(got, want) {
-		t.Fatalf("drops %v, want %v", got, want)
-	}
-	if st := ma.Sessions()[0]; st.State != Down || st.Received != 0 {
-		t.Fatalf("session disturbed: %+v", st)
-	}
+	return n
 }
 
-// TestSessionStaysUp: once Up at the default 3 × 300 ms, each side sends at
-// the agreed interval at once (not at the 1 s used while Down), so ten
-// packets pass without the session dropping.
-func TestSessionStaysUp(t *testing.T) {
-	ma, mb, ca, _ := pair(t)
-	sa, err := ma.Add(Config{Key: keyA})
-	if err != nil {
-		t.Fatal(err)
+// checkChain checks what a subscriber heard of one session: every event
+// changes the state, each starts where the previous one ended, the first
+// starts at from and the last ends at to.
+func checkChain(t testing.TB, evs []StateChange, from, to State) {
+	t.Helper()
+	if len(evs) == 0 {
+		t.Fatalf("no events")
 	}
-	if _, err := mb.Add(Config{Key: keyB}); err != nil {
-		t.Fatal(err)
-	}
-	_, next := ca.waitFor(t, keyA, Up, 0)
-	base := sa.Status().Received
-	for sa.Status().Received < base+10 {
-		time.Sleep(20 * time.Millisecond)
-	}
-	ca.mu.Lock()
-	defer ca.mu.Unlock()
-	for _, c := range ca.all[next:] {
-		if c.Key == keyA {
-			t.Fatalf("session left Up: %+v", c)
+	prev := from
+	for i, e := range evs {
+		if e.Old == e.New || e.Old != prev {
+			t.Fatalf("event %d of %+v breaks the chain", i, evs)
 		}
+		prev = e.New
+	}
+	if prev != to {
+		t.Fatalf("last state heard %s, session is %s: %+v", prev, to, evs)
 	}
 }

@@ -1,7 +1,6 @@
 package bfd
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -11,11 +10,8 @@ import (
 	"net/netip"
 	"sort"
 	"sync"
-	"syscall"
+	"sync/atomic"
 	"time"
-
-	"golang.org/x/net/ipv4"
-	"golang.org/x/sys/unix"
 )
 
 // Port is the single-hop BFD control port (RFC 5881).
@@ -30,24 +26,37 @@ const (
 // ManagerOptions configure a Manager.
 type ManagerOptions struct {
 	Logger *slog.Logger
+
+	net network // nil: UDP sockets; tests use an in-memory network
 }
 
 // Manager runs BFD sessions: one receive socket per (local address,
 // interface) on port 3784, one send socket per session, packets
 // demultiplexed by discriminator (or by addresses while the peer does not
-// know ours yet). Subscribers hear every state change.
+// know ours yet). Subscribers hear every state change, each from a
+// goroutine of its own (DESIGN §8): never from a session's goroutine nor
+// under the manager's lock.
 type Manager struct {
 	log *slog.Logger
+	net network
 
 	mu        sync.Mutex
 	sessions  map[SessionKey]*Session
 	byDisc    map[uint32]*Session
 	receivers map[recvKey]*receiver
-	subs      map[int]func(StateChange)
-	nextSub   int
+	subs      map[*subscription]struct{}
 	drops     map[string]uint64
 	lastLog   time.Time
+	lastQLog  time.Time
 	closed    bool
+
+	// Goroutines the manager started: workers are the sessions and the
+	// receive loops, delivery the subscribers' goroutines. running counts
+	// both (tests assert that Close leaves none).
+	workers, delivery sync.WaitGroup
+	running           atomic.Int64
+
+	delivered, coalesced, dropped atomic.Uint64
 }
 
 type recvKey struct {
@@ -56,7 +65,7 @@ type recvKey struct {
 }
 
 type receiver struct {
-	pc    *ipv4.PacketConn
+	pc    packetConn
 	users int
 }
 
@@ -66,35 +75,83 @@ func NewManager(opts ManagerOptions) *Manager {
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Manager{log: log, sessions: map[SessionKey]*Session{}, byDisc: map[uint32]*Session{},
-		receivers: map[recvKey]*receiver{}, subs: map[int]func(StateChange){}, drops: map[string]uint64{}}
+	nw := opts.net
+	if nw == nil {
+		nw = udpNetwork{}
+	}
+	return &Manager{log: log, net: nw, sessions: map[SessionKey]*Session{}, byDisc: map[uint32]*Session{},
+		receivers: map[recvKey]*receiver{}, subs: map[*subscription]struct{}{}, drops: map[string]uint64{}}
 }
 
-// Subscribe calls fn (from the session's goroutine) on every state change
-// until the returned cancel is called.
+// goLocked starts a goroutine counted in wg and m.running, and closes done
+// (if not nil) when it has ended; m.mu is held and the manager is not
+// closed.
+func (m *Manager) goLocked(wg *sync.WaitGroup, f func(), done chan struct{}) {
+	m.running.Add(1)
+	wg.Go(func() {
+		defer func() {
+			m.running.Add(-1)
+			if done != nil {
+				close(done)
+			}
+		}()
+		f()
+	})
+}
+
+// Subscribe calls fn on every state change of every session until the
+// returned cancel is called or the manager is closed.
+//
+// fn runs on a goroutine of its own for this subscription, one call at a
+// time, in order for each session; never on a session's goroutine nor
+// under a lock, so it may call any method of the Manager (Add, Remove,
+// Close, Subscribe, its own cancel). A slow fn delays nobody but itself:
+// while it is behind, each session's changes are coalesced (at most two
+// events pending per session; see StateChange.Coalesced and
+// DeliveryStats). For every session, an event's Old is the New of the
+// previous event delivered for it (a session's life starts AdminDown→Down
+// and ends →AdminDown when removed), and once the subscriber has caught
+// up, the last event it heard carries the session's current state.
+//
+// cancel stops delivery: pending events are dropped and no call starts
+// after it returns. Called from outside any subscriber, it also waits for
+// a call in progress to return. Subscribe on a closed manager returns a
+// cancel that does nothing.
 func (m *Manager) Subscribe(fn func(StateChange)) (cancel func()) {
+	s := newSubscription(m, fn)
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	id := m.nextSub
-	m.nextSub++
-	m.subs[id] = fn
-	return func() {
-		m.mu.Lock()
-		delete(m.subs, id)
-		m.mu.Unlock()
+	if m.closed {
+		return func() {}
+	}
+	m.subs[s] = struct{}{}
+	m.goLocked(&m.delivery, s.run, s.done)
+	return s.cancel
+}
+
+// publish hands a change to every subscription's queue; it runs on the
+// session's goroutine and never blocks on a subscriber.
+func (m *Manager) publish(ch StateChange) {
+	m.log.Info("BFD session state", "session", ch.Key.String(), "from", ch.Old.String(), "to", ch.New.String(), "diag", ch.Diag.String())
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for s := range m.subs {
+		s.enqueue(ch)
 	}
 }
 
-func (m *Manager) publish(ch StateChange) {
-	m.mu.Lock()
-	subs := make([]func(StateChange), 0, len(m.subs))
-	for _, f := range m.subs {
-		subs = append(subs, f)
-	}
-	m.mu.Unlock()
-	m.log.Info("BFD session state", "session", ch.Key.String(), "from", ch.Old.String(), "to", ch.New.String(), "diag", ch.Diag.String())
-	for _, f := range subs {
-		f(ch)
+// DeliveryStats returns what became of state changes on their way to
+// subscribers.
+func (m *Manager) DeliveryStats() DeliveryStats {
+	return DeliveryStats{Delivered: m.delivered.Load(), Coalesced: m.coalesced.Load(), Dropped: m.dropped.Load()}
+}
+
+// logQueueFullLocked logs a queue overflow at most once a second; m.mu is
+// held (by publish).
+func (m *Manager) logQueueFullLocked(k SessionKey, n int) {
+	if time.Since(m.lastQLog) >= time.Second {
+		m.lastQLog = time.Now()
+		m.log.Warn("BFD subscriber far behind; dropped a session's pending events", "session", k.String(), "events", n)
 	}
 }
 
@@ -128,7 +185,7 @@ func (m *Manager) Add(cfg Config) (*Session, error) {
 	if err := m.acquireReceiverLocked(recvKey{k.Local, k.Interface}); err != nil {
 		return nil, err
 	}
-	conn, err := sendSocket(k)
+	conn, err := m.net.dial(k)
 	if err != nil {
 		m.releaseReceiverLocked(recvKey{k.Local, k.Interface})
 		return nil, err
@@ -140,11 +197,13 @@ func (m *Manager) Add(cfg Config) (*Session, error) {
 	s := newSession(cfg, disc, conn, m.publish)
 	m.sessions[k] = s
 	m.byDisc[disc] = s
-	go s.run()
+	m.goLocked(&m.workers, s.run, s.done)
 	return s, nil
 }
 
-// Remove stops a session, telling the peer AdminDown first.
+// Remove stops a session, telling the peer AdminDown first; subscribers
+// hear a change to AdminDown. It waits for the session's goroutine, never
+// for a subscriber, so a subscriber may call it.
 func (m *Manager) Remove(k SessionKey) error {
 	m.mu.Lock()
 	s := m.sessions[k]
@@ -161,7 +220,13 @@ func (m *Manager) Remove(k SessionKey) error {
 	return s.conn.Close()
 }
 
-// Close removes every session and closes the sockets.
+// Close ends every subscription (pending events are dropped; subscribers
+// hear nothing of the shutdown), removes every session, closes the sockets
+// and waits for every goroutine the manager started, including a
+// subscriber's call in progress. Called from inside a subscriber, it waits
+// for the sessions and receive loops but not for the delivery goroutines:
+// the caller's own ends when the subscriber returns, the others when their
+// current calls return.
 func (m *Manager) Close() {
 	m.mu.Lock()
 	m.closed = true
@@ -169,9 +234,20 @@ func (m *Manager) Close() {
 	for k := range m.sessions {
 		keys = append(keys, k)
 	}
+	subs := make([]*subscription, 0, len(m.subs))
+	for s := range m.subs {
+		subs = append(subs, s)
+	}
 	m.mu.Unlock()
+	for _, s := range subs {
+		s.stop()
+	}
 	for _, k := range keys {
 		m.Remove(k)
+	}
+	m.workers.Wait()
+	if !deliverers.isCurrent() {
+		m.delivery.Wait()
 	}
 }
 
@@ -206,7 +282,7 @@ func (m *Manager) Drops() map[string]uint64 {
 	return maps.Clone(m.drops)
 }
 
-func (m *Manager) drop(from net.Addr, err error) {
+func (m *Manager) drop(from netip.Addr, err error) {
 	m.mu.Lock()
 	m.drops[DropReason(err)]++
 	logNow := time.Since(m.lastLog) >= time.Second
@@ -224,20 +300,12 @@ func (m *Manager) acquireReceiverLocked(rk recvKey) error {
 		r.users++
 		return nil
 	}
-	lc := net.ListenConfig{Control: func(_, _ string, c syscall.RawConn) error {
-		return controlSocket(c, rk.iface, 0)
-	}}
-	c, err := lc.ListenPacket(context.Background(), "udp4", netip.AddrPortFrom(rk.local, Port).String())
+	pc, err := m.net.listen(rk)
 	if err != nil {
-		return fmt.Errorf("bfd: listen %s:%d: %w", rk.local, Port, err)
-	}
-	pc := ipv4.NewPacketConn(c)
-	if err := pc.SetControlMessage(ipv4.FlagTTL|ipv4.FlagDst, true); err != nil {
-		c.Close()
-		return fmt.Errorf("bfd: receive TTL on %s: %w", rk.local, err)
+		return err
 	}
 	m.receivers[rk] = &receiver{pc: pc, users: 1}
-	go m.readLoop(pc)
+	m.goLocked(&m.workers, func() { m.readLoop(pc) }, nil)
 	return nil
 }
 
@@ -253,34 +321,32 @@ func (m *Manager) releaseReceiverLocked(rk recvKey) {
 }
 
 // readLoop receives control packets on one receive socket until it closes.
-func (m *Manager) readLoop(pc *ipv4.PacketConn) {
+func (m *Manager) readLoop(pc packetConn) {
 	buf := make([]byte, 128)
 	for {
-		n, cm, from, err := pc.ReadFrom(buf)
+		n, src, dst, ttl, err := pc.readFrom(buf)
 		if err != nil {
 			if errors.Is(err, net.ErrClosed) {
 				return
 			}
 			continue
 		}
-		if cm == nil || cm.TTL != 255 {
+		if ttl != 255 {
 			// RFC 5881 §5: single-hop packets arrive with TTL 255 or not at all.
-			m.drop(from, errTTL)
+			m.drop(src, errTTL)
 			continue
 		}
 		var p Packet
 		if err := p.Unmarshal(buf[:n]); err != nil {
-			m.drop(from, err)
+			m.drop(src, err)
 			continue
 		}
-		src, ok := netip.AddrFromSlice(from.(*net.UDPAddr).IP)
-		if !ok {
+		if !src.IsValid() {
 			continue
 		}
-		dst, _ := netip.AddrFromSlice(cm.Dst)
-		s, err := m.demux(&p, src.Unmap(), dst.Unmap())
+		s, err := m.demux(&p, src, dst)
 		if err != nil {
-			m.drop(from, err)
+			m.drop(src, err)
 			continue
 		}
 		select {
@@ -311,44 +377,4 @@ func (m *Manager) demux(p *Packet, src, dst netip.Addr) (*Session, error) {
 		}
 	}
 	return nil, errNoSession
-}
-
-// sendSocket opens the session's UDP socket on a free source port in
-// 49152-65535 with TTL 255.
-func sendSocket(k SessionKey) (*net.UDPConn, error) {
-	start := srcPortMin + rand.IntN(srcPortMax-srcPortMin+1)
-	for i := 0; i <= srcPortMax-srcPortMin; i++ {
-		port := srcPortMin + (start-srcPortMin+i)%(srcPortMax-srcPortMin+1)
-		lc := net.ListenConfig{Control: func(_, _ string, c syscall.RawConn) error {
-			return controlSocket(c, k.Interface, 255)
-		}}
-		c, err := lc.ListenPacket(context.Background(), "udp4", netip.AddrPortFrom(k.Local, uint16(port)).String())
-		if err == nil {
-			return c.(*net.UDPConn), nil
-		}
-		if !errors.Is(err, unix.EADDRINUSE) {
-			return nil, fmt.Errorf("bfd: send socket for %s: %w", k, err)
-		}
-	}
-	return nil, fmt.Errorf("bfd: send socket for %s: no free source port", k)
-}
-
-// controlSocket binds to an interface (if named) and sets the unicast TTL
-// (if non-zero) before bind.
-func controlSocket(c syscall.RawConn, iface string, ttl int) error {
-	var serr error
-	err := c.Control(func(fd uintptr) {
-		if iface != "" {
-			if serr = unix.BindToDevice(int(fd), iface); serr != nil {
-				return
-			}
-		}
-		if ttl != 0 {
-			serr = unix.SetsockoptInt(int(fd), unix.IPPROTO_IP, unix.IP_TTL, ttl)
-		}
-	})
-	if err != nil {
-		return err
-	}
-	return serr
 }

@@ -2,7 +2,6 @@ package bfd
 
 import (
 	"math/rand/v2"
-	"net"
 	"net/netip"
 	"sync"
 	"time"
@@ -41,12 +40,19 @@ const (
 	slowTx = time.Second
 )
 
-// StateChange reports a session's transition.
+// StateChange reports a session's transition. A session added goes from
+// AdminDown to Down, a session removed from its state to AdminDown. A
+// subscriber that fell behind hears several transitions of a session as
+// one (Manager.Subscribe): Old is then the state before the first of them,
+// New, Diag and At are those of the last.
 type StateChange struct {
 	Key      SessionKey
 	Old, New State
 	Diag     Diag // local diagnostic: why it went down
 	At       time.Time
+	// Coalesced is how many transitions were folded into this one for a
+	// subscriber that was behind (0: this is a single transition).
+	Coalesced int
 }
 
 // Status is a snapshot of a session.
@@ -64,8 +70,7 @@ type Status struct {
 type Session struct {
 	cfg    Config
 	myDisc uint32
-	conn   *net.UDPConn // bound to a source port in 49152-65535, TTL 255
-	peer   *net.UDPAddr
+	conn   sender // UDP: bound to a source port in 49152-65535, TTL 255
 	notify func(StateChange)
 	rx     chan Packet
 	stop   chan struct{}
@@ -85,10 +90,9 @@ type Session struct {
 	detectTime         time.Duration
 }
 
-func newSession(cfg Config, disc uint32, conn *net.UDPConn, notify func(StateChange)) *Session {
+func newSession(cfg Config, disc uint32, conn sender, notify func(StateChange)) *Session {
 	s := &Session{cfg: cfg, myDisc: disc, conn: conn, notify: notify,
-		peer: net.UDPAddrFromAddrPort(netip.AddrPortFrom(cfg.Key.Peer, 3784)),
-		rx:   make(chan Packet, 16), stop: make(chan struct{}), done: make(chan struct{}),
+		rx: make(chan Packet, 16), stop: make(chan struct{}), done: make(chan struct{}),
 		state: Down, remoteState: Down,
 		desiredTx: max(slowTx, cfg.DesiredMinTx), remoteMinRx: time.Microsecond}
 	s.effectiveTx = s.desiredTx
@@ -130,8 +134,11 @@ func boolf(b bool) float64 {
 	return 0
 }
 
+// run is the session's goroutine; the manager closes s.done after it.
 func (s *Session) run() {
-	defer close(s.done)
+	// A session's life, as subscribers hear it, starts from AdminDown (not
+	// there) and ends at AdminDown (removed).
+	s.notify(StateChange{Key: s.cfg.Key, Old: AdminDown, New: Down, At: time.Now()})
 	tx := time.NewTimer(0)
 	nextTx := time.Now()
 	detect := time.NewTimer(time.Hour)
@@ -155,7 +162,7 @@ func (s *Session) run() {
 	for {
 		select {
 		case <-s.stop:
-			s.adminDown()
+			s.notify(s.adminDown())
 			return
 		case p := <-s.rx:
 			final, changed, dt := s.receive(p)
@@ -291,16 +298,18 @@ func (s *Session) send(final bool) {
 	s.sent++
 	s.mu.Unlock()
 	// A lost packet is what BFD is built to tolerate; errors are not fatal.
-	s.conn.WriteToUDP(p.Marshal(), s.peer)
+	s.conn.send(p.Marshal())
 }
 
 // adminDown tells the peer the session is going away (a few packets, as
 // RFC 5880 §6.8.16 suggests) before the socket closes.
-func (s *Session) adminDown() {
+func (s *Session) adminDown() StateChange {
 	s.mu.Lock()
+	ch := StateChange{Key: s.cfg.Key, Old: s.state, New: AdminDown, Diag: DiagAdminDown, At: time.Now()}
 	s.state, s.diag = AdminDown, DiagAdminDown
 	s.mu.Unlock()
 	for range 3 {
 		s.send(false)
 	}
+	return ch
 }

@@ -1,0 +1,251 @@
+package bfd
+
+import (
+	"bytes"
+	"runtime"
+	"strconv"
+	"sync"
+)
+
+// maxPendingSessions bounds a subscription's queue: at most this many
+// sessions with undelivered changes (each holds at most two events). A
+// subscriber further behind loses the oldest session's events (counted in
+// DeliveryStats.Dropped). It only matters with more sessions than this or
+// with many sessions removed while the subscriber is stuck.
+const maxPendingSessions = 4096
+
+// DeliveryStats counts, over all subscriptions of a Manager, what became of
+// state changes on their way to subscribers.
+type DeliveryStats struct {
+	// Delivered is the number of subscriber calls made.
+	Delivered uint64
+	// Coalesced is the number of state changes folded into a later event of
+	// the same session because the subscriber was behind (see
+	// StateChange.Coalesced).
+	Coalesced uint64
+	// Dropped is the number of events discarded undelivered: the queue was
+	// full (maxPendingSessions), or they were pending when the
+	// subscription was cancelled or the manager closed.
+	Dropped uint64
+}
+
+// subscription delivers state changes to one subscriber from a goroutine of
+// its own, fed by a per-session coalescing queue (see push).
+type subscription struct {
+	m    *Manager
+	fn   func(StateChange)
+	once sync.Once
+	wake chan struct{} // capacity 1: there is something in the queue
+	quit chan struct{} // closed by stop
+	done chan struct{} // closed when the delivery goroutine has ended (goLocked)
+
+	mu      sync.Mutex
+	ended   bool
+	pending map[SessionKey][]StateChange // per session, 1 or 2 events, in order
+	order   []SessionKey                 // sessions with pending events, oldest first
+}
+
+func newSubscription(m *Manager, fn func(StateChange)) *subscription {
+	return &subscription{m: m, fn: fn, wake: make(chan struct{}, 1), quit: make(chan struct{}),
+		done: make(chan struct{}), pending: map[SessionKey][]StateChange{}}
+}
+
+// run is the delivery goroutine: it calls fn, one event at a time, without
+// holding any lock.
+func (s *subscription) run() {
+	id := goid()
+	deliverers.add(id)
+	defer deliverers.remove(id)
+	for {
+		select {
+		case <-s.quit:
+			return
+		case <-s.wake:
+		}
+		for {
+			ch, ok := s.next()
+			if !ok {
+				break
+			}
+			s.fn(ch)
+			s.m.delivered.Add(1)
+		}
+	}
+}
+
+// next pops the oldest pending event; false when there is none or the
+// subscription has ended.
+func (s *subscription) next() (StateChange, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ended || len(s.order) == 0 {
+		return StateChange{}, false
+	}
+	k := s.order[0]
+	q := s.pending[k]
+	ch := q[0]
+	if len(q) > 1 {
+		s.pending[k] = q[1:]
+	} else {
+		delete(s.pending, k)
+		s.order[0] = SessionKey{}
+		s.order = s.order[1:]
+	}
+	return ch, true
+}
+
+// enqueue adds a change without blocking. It runs on a session goroutine.
+func (s *subscription) enqueue(ch StateChange) {
+	s.mu.Lock()
+	if s.ended {
+		s.mu.Unlock()
+		return
+	}
+	q, ok := s.pending[ch.Key]
+	if !ok && len(s.order) >= maxPendingSessions {
+		old := s.order[0]
+		s.order = s.order[1:]
+		n := len(s.pending[old])
+		delete(s.pending, old)
+		s.m.dropped.Add(uint64(n))
+		s.m.logQueueFullLocked(old, n)
+	}
+	if !ok {
+		s.order = append(s.order, ch.Key)
+	}
+	q, folded := push(q, ch)
+	s.pending[ch.Key] = q
+	s.mu.Unlock()
+	s.m.coalesced.Add(uint64(folded))
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+}
+
+// push appends a session's change to its pending events and returns them
+// with the number of changes folded away. A session's changes form a chain
+// (each starts where the previous one ended; a life starts AdminDown→Down
+// and ends →AdminDown), and what the subscriber hears keeps that form:
+//
+//   - every event changes the state (Old != New) and the first pending
+//     event starts from the state the subscriber heard last;
+//   - at most two events are pending: a change is merged into the last
+//     pending one (Old of that one; New, Diag and At of the change);
+//   - when a merge would return to where the last event started (a flap:
+//     Up→Down then Down→Up), the change is kept as a second event, so that
+//     the subscriber still hears that the session left the state and came
+//     back (Up→Down, then Down→Up);
+//   - with two pending events, a change returning to where the second
+//     started collapses all three into one.
+func push(q []StateChange, ch StateChange) ([]StateChange, int) {
+	merge := func(a, b StateChange) StateChange {
+		return StateChange{Key: b.Key, Old: a.Old, New: b.New, Diag: b.Diag, At: b.At,
+			Coalesced: a.Coalesced + b.Coalesced + 1}
+	}
+	switch len(q) {
+	case 0:
+		return append(q, ch), 0
+	case 1:
+		if m := merge(q[0], ch); m.Old != m.New {
+			return []StateChange{m}, 1
+		}
+		return []StateChange{q[0], ch}, 0
+	}
+	if m := merge(q[1], ch); m.Old != m.New {
+		return []StateChange{q[0], m}, 1
+	}
+	if m := merge(merge(q[0], q[1]), ch); m.Old != m.New {
+		return []StateChange{m}, 2
+	}
+	// Unreachable while changes chain (q[0].Old == ch.New == q[1].Old would
+	// make q[0] a change to itself); keep the subscriber's chain anyway.
+	m := merge(q[1], ch)
+	m.Old = q[0].New
+	return []StateChange{q[0], m}, 1
+}
+
+// stop ends the subscription: no call starts after it; pending events are
+// dropped. It does not wait.
+func (s *subscription) stop() {
+	s.once.Do(func() {
+		s.m.mu.Lock()
+		delete(s.m.subs, s)
+		s.m.mu.Unlock()
+		s.mu.Lock()
+		s.ended = true
+		n := 0
+		for _, q := range s.pending {
+			n += len(q)
+		}
+		s.pending, s.order = nil, nil
+		s.mu.Unlock()
+		s.m.dropped.Add(uint64(n))
+		close(s.quit)
+	})
+}
+
+// cancel is what Subscribe returns: stop, then wait for a call in
+// progress to return, unless called from inside a subscriber.
+func (s *subscription) cancel() {
+	s.stop()
+	if !deliverers.isCurrent() {
+		<-s.done
+	}
+}
+
+// deliverers is the set of delivery goroutines (of every Manager), by
+// goroutine id. Close and cancel must not wait for the goroutine they run
+// on (a subscriber calling them) nor for another delivery goroutine (two
+// subscribers closing at once would wait for each other); Go has no other
+// way to tell which goroutine is calling.
+var deliverers = goroutineSet{ids: map[uint64]struct{}{}}
+
+type goroutineSet struct {
+	mu  sync.Mutex
+	ids map[uint64]struct{}
+}
+
+func (g *goroutineSet) add(id uint64) {
+	g.mu.Lock()
+	g.ids[id] = struct{}{}
+	g.mu.Unlock()
+}
+
+func (g *goroutineSet) remove(id uint64) {
+	g.mu.Lock()
+	delete(g.ids, id)
+	g.mu.Unlock()
+}
+
+// isCurrent reports whether the calling goroutine is in the set.
+func (g *goroutineSet) isCurrent() bool {
+	g.mu.Lock()
+	empty := len(g.ids) == 0
+	g.mu.Unlock()
+	if empty {
+		return false
+	}
+	id := goid()
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	_, ok := g.ids[id]
+	return ok
+}
+
+// goid returns the calling goroutine's id from the first line of its stack
+// trace ("goroutine 123 [running]:"). It is called once per delivery
+// goroutine and once per Close or cancel, never per packet or event.
+func goid() uint64 {
+	var buf [64]byte
+	b := buf[:runtime.Stack(buf[:], false)]
+	b = bytes.TrimPrefix(b, []byte("goroutine "))
+	if i := bytes.IndexByte(b, ' '); i > 0 {
+		b = b[:i]
+	}
+	id, err := strconv.ParseUint(string(b), 10, 64)
+	if err != nil {
+		panic("bfd: cannot read goroutine id: " + err.Error())
+	}
+	return id
+}

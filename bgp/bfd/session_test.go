@@ -1,0 +1,101 @@
+package bfd
+
+import (
+	"testing"
+	"testing/synctest"
+	"time"
+)
+
+// The state machine tests run in a synctest bubble on the in-memory
+// network: the clock is fake and advances only when every session waits
+// for a timer, so timers, detection times and Poll sequences are checked
+// exactly, whatever the load on the machine.
+
+// TestSessionUpPollDown: two sessions come Up, finish the Poll sequence to
+// 50 ms, and the survivor goes Down when its peer falls silent (detection
+// time expired, 100-150 ms after the silence) or is removed (AdminDown: at
+// once).
+func TestSessionUpPollDown(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		n := newMemNet()
+		ma, mb := n.manager(t), n.manager(t)
+		ca, cb := watch(ma), watch(mb)
+		sa, err := ma.Add(fast(keyA))
+		if err != nil {
+			t.Fatal(err)
+		}
+		sb, err := mb.Add(fast(keyB))
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, ia := ca.waitFor(t, keyA, Up, 0)
+		cb.waitFor(t, keyB, Up, 0)
+		time.Sleep(time.Second)
+		sa.mu.Lock()
+		polling := sa.pollActive
+		sa.mu.Unlock()
+		if st := sa.Status(); polling || st.TxInterval != 50*time.Millisecond || st.DetectTime != 150*time.Millisecond || st.RemoteDisc != sb.myDisc {
+			t.Fatalf("after Poll/Final (polling %v): %+v", polling, st)
+		}
+
+		// Silence: b's socket closes without a word; a must time out, one
+		// detection time (3 × 50 ms) after b's last packet, which was sent
+		// less than one interval (≤ 50 ms) before the silence.
+		silenced := time.Now()
+		sb.conn.Close()
+		down, ia := ca.waitFor(t, keyA, Down, ia)
+		if down.Diag != DiagControlExpired {
+			t.Fatalf("silent peer: diag %s", down.Diag)
+		}
+		if took := down.At.Sub(silenced); took <= 100*time.Millisecond || took > 150*time.Millisecond {
+			t.Fatalf("silent peer detected after %s, want (100 ms, 150 ms]", took)
+		}
+		mb.Remove(keyB)
+
+		// Back up, then a clean removal: AdminDown tells a at once.
+		if _, err := mb.Add(fast(keyB)); err != nil {
+			t.Fatal(err)
+		}
+		_, ia = ca.waitFor(t, keyA, Up, ia)
+		removed := time.Now()
+		if err := mb.Remove(keyB); err != nil {
+			t.Fatal(err)
+		}
+		down, _ = ca.waitFor(t, keyA, Down, ia)
+		if down.Diag != DiagNeighborDown || !down.At.Equal(removed) {
+			t.Fatalf("removed peer: diag %s after %s, want neighbor-signaled-down at once", down.Diag, down.At.Sub(removed))
+		}
+	})
+}
+
+// TestSessionStaysUp: once Up at the default 3 × 300 ms, each side sends at
+// the agreed interval at once (not at the 1 s used while Down, which would
+// exceed the 900 ms detection time), so the session stays Up for 10 s with
+// a packet at least every 300 ms.
+func TestSessionStaysUp(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		n := newMemNet()
+		ma, mb := n.manager(t), n.manager(t)
+		ca := watch(ma)
+		sa, err := ma.Add(Config{Key: keyA})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := mb.Add(Config{Key: keyB}); err != nil {
+			t.Fatal(err)
+		}
+		_, next := ca.waitFor(t, keyA, Up, 0)
+		base := sa.Status().Received
+		time.Sleep(10 * time.Second)
+		st := sa.Status()
+		if got := st.Received - base; got < 33 {
+			t.Fatalf("%d packets in 10 s, want ≥ 33 (one per ≤ 300 ms)", got)
+		}
+		if st.State != Up || st.DetectTime != 900*time.Millisecond || st.TxInterval != 300*time.Millisecond {
+			t.Fatalf("status %+v", st)
+		}
+		if evs := ca.of(keyA); len(evs) != next {
+			t.Fatalf("session left Up: %+v", evs)
+		}
+	})
+}

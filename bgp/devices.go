@@ -1,0 +1,285 @@
+package bgp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/openinof/inof/inof"
+)
+
+// Moving a device between zones. GoBGP checks a peer's route-target
+// constraint before its export policy and, when a record's new route
+// targets no longer interest a peer, sends that peer nothing: the peer keeps
+// the old value, active, for ever. So a device record never loses a route
+// target under one key. DevicePublisher publishes the device under a new
+// epoch with the new route targets, then the old epoch as inactive (reason
+// zone change) with the old route targets, then withdraws the old epoch.
+// DeviceTable, on the receiving side, shows per (switch, address) the
+// record with the highest epoch present. A switch interested in the old
+// and the new zones sees the device stay; one interested only in the old
+// zones sees it inactive with reason zone change, then gone; one interested
+// only in the new zones gets it.
+
+// RecordPublisher publishes and withdraws records (every Speaker does).
+type RecordPublisher interface {
+	Publish(ctx context.Context, r Record, rts ...RouteTarget) error
+	Withdraw(ctx context.Context, key []byte) error
+}
+
+// DevicePublisherOptions configure a DevicePublisher.
+type DevicePublisherOptions struct {
+	Speaker RecordPublisher
+	// Clock issues epochs; they stay above the ones used before a restart
+	// as long as the wall clock moved on. Nil means a clock on time.Now.
+	Clock *inof.Clock
+}
+
+// DevicePublisher publishes a switch's device records and remembers each
+// one's epoch and route targets, so that a change of route targets takes
+// the device out of the zones it left (see the comment above). It is safe
+// for concurrent use.
+type DevicePublisher struct {
+	speaker RecordPublisher
+	clock   *inof.Clock
+
+	mu        sync.Mutex
+	published map[DeviceID]publishedDevice
+}
+
+type publishedDevice struct {
+	rec DeviceRecord
+	rts []RouteTarget
+}
+
+// NewDevicePublisher returns a publisher.
+func NewDevicePublisher(opts DevicePublisherOptions) (*DevicePublisher, error) {
+	if opts.Speaker == nil {
+		return nil, errors.New("bgp: device publisher needs a speaker")
+	}
+	if opts.Clock == nil {
+		opts.Clock = inof.NewClock(nil)
+	}
+	return &DevicePublisher{speaker: opts.Speaker, clock: opts.Clock, published: map[DeviceID]publishedDevice{}}, nil
+}
+
+// Publish publishes rec with the route targets of the device's zones; the
+// publisher sets rec.Epoch. A first publication takes a new epoch; one that
+// keeps or adds route targets replaces the record under the same epoch; one
+// that drops a route target moves the device to a new epoch and retires the
+// old one (inactive with reason zone change, then withdrawn).
+func (p *DevicePublisher) Publish(ctx context.Context, rec DeviceRecord, rts ...RouteTarget) error {
+	if err := rec.Validate(); err != nil {
+		return fmt.Errorf("bgp: publish device %s: %w", rec.Device.Addr, err)
+	}
+	rts = slices.Clone(rts)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	id := rec.ID()
+	old, known := p.published[id]
+	retire := known && dropsAny(old.rts, rts)
+	switch {
+	case !known:
+		rec.Epoch = p.clock.Next()
+	case retire:
+		rec.Epoch = max(p.clock.Next(), old.rec.Epoch+1)
+	default:
+		rec.Epoch = old.rec.Epoch
+	}
+	if err := p.speaker.Publish(ctx, &rec, rts...); err != nil {
+		return fmt.Errorf("bgp: publish device %s: %w", rec.Device.Addr, err)
+	}
+	p.published[id] = publishedDevice{rec: rec, rts: rts}
+	if !retire {
+		return nil
+	}
+	gone := old.rec
+	gone.State, gone.Reason, gone.Changed = inof.StateInactive, inof.ReasonZoneChange, p.clock.Now()
+	errInactive := p.speaker.Publish(ctx, &gone, old.rts...)
+	if err := errors.Join(errInactive, p.speaker.Withdraw(ctx, gone.Key())); err != nil {
+		return fmt.Errorf("bgp: retire epoch %d of device %s: %w", gone.Epoch, rec.Device.Addr, err)
+	}
+	return nil
+}
+
+// Withdraw withdraws the device's record (publish it as inactive with its
+// reason first: a record that vanishes while active means its switch is
+// gone).
+func (p *DevicePublisher) Withdraw(ctx context.Context, id DeviceID) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	old, ok := p.published[id]
+	if !ok {
+		return nil
+	}
+	if err := p.speaker.Withdraw(ctx, old.rec.Key()); err != nil {
+		return fmt.Errorf("bgp: withdraw device %s: %w", id.Addr, err)
+	}
+	delete(p.published, id)
+	return nil
+}
+
+// dropsAny reports whether some route target of old is not in cur.
+func dropsAny(old, cur []RouteTarget) bool {
+	for _, rt := range old {
+		if !slices.Contains(cur, rt) {
+			return true
+		}
+	}
+	return false
+}
+
+// DeviceTableOptions configure a DeviceTable.
+type DeviceTableOptions struct {
+	// MaxDevices bounds the (switch, address) pairs held (default 1<<20);
+	// records of further devices are refused and counted.
+	MaxDevices int
+	Logger     *slog.Logger
+}
+
+// maxEpochs bounds the epochs held per device: normally one, two while a
+// device moves between zones, a third while a restarted switch's stale
+// records wait for End-of-RIB. Beyond it the lowest epoch is dropped.
+const maxEpochs = 4
+
+// DeviceTable is a receiver's view of device records: per (switch,
+// address) the record with the highest epoch present. Feed it the events of
+// WatchRecords. It is safe for concurrent use.
+type DeviceTable struct {
+	max int
+	log *slog.Logger
+
+	mu      sync.Mutex
+	devices map[DeviceID]map[uint64]DeviceRecord
+	stats   DeviceTableStats
+	refuse  rateLimit
+}
+
+// DeviceTableStats count what a DeviceTable refused.
+type DeviceTableStats struct {
+	Refused uint64 // records of devices beyond MaxDevices
+	Evicted uint64 // epochs dropped beyond the per-device bound
+}
+
+// DeviceChange is a change of a device's current record.
+type DeviceChange struct {
+	ID     DeviceID
+	Record *DeviceRecord // the record with the highest epoch; nil when gone
+	// Vanished: the device's last record was withdrawn while active, so
+	// its switch is gone (hosts get reason BFD down). A device that leaves
+	// normally is published inactive first.
+	Vanished bool
+}
+
+// NewDeviceTable returns an empty table.
+func NewDeviceTable(opts DeviceTableOptions) *DeviceTable {
+	if opts.MaxDevices <= 0 {
+		opts.MaxDevices = 1 << 20
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	return &DeviceTable{max: opts.MaxDevices, log: opts.Logger, devices: map[DeviceID]map[uint64]DeviceRecord{},
+		refuse: rateLimit{every: time.Second}}
+}
+
+// Apply feeds one record event and reports the device's change, if its
+// current record changed. Events of other record types are ignored; a
+// malformed record counts as a withdraw of its key.
+func (t *DeviceTable) Apply(ev RecordEvent) (DeviceChange, bool) {
+	var key DeviceKey
+	var rec *DeviceRecord
+	if d, ok := ev.Record.(*DeviceRecord); ok && !ev.Withdrawn {
+		key, rec = DeviceKey{DeviceID: d.ID(), Epoch: d.Epoch}, d
+	} else if ev.Withdrawn {
+		k, err := ParseDeviceKey(ev.Key)
+		if err != nil {
+			return DeviceChange{}, false
+		}
+		key = k
+	} else {
+		return DeviceChange{}, false
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	epochs := t.devices[key.DeviceID]
+	before, had := current(epochs)
+	if rec == nil {
+		delete(epochs, key.Epoch)
+	} else {
+		if epochs == nil {
+			if len(t.devices) >= t.max {
+				t.stats.Refused++
+				if t.refuse.allow() {
+					t.log.Warn("device table full; record refused", "device", key.Addr, "switch", key.Switch,
+						"limit", t.max, "refused_total", t.stats.Refused)
+				}
+				return DeviceChange{}, false
+			}
+			epochs = map[uint64]DeviceRecord{}
+			t.devices[key.DeviceID] = epochs
+		}
+		epochs[key.Epoch] = *rec
+		if len(epochs) > maxEpochs {
+			delete(epochs, slices.Min(slices.Collect(maps.Keys(epochs))))
+			t.stats.Evicted++
+		}
+	}
+	after, has := current(epochs)
+	if !has {
+		delete(t.devices, key.DeviceID)
+	}
+	switch {
+	case !had && !has:
+		return DeviceChange{}, false
+	case !has:
+		return DeviceChange{ID: key.DeviceID, Vanished: before.State == inof.StateActive}, true
+	case had && before == after:
+		return DeviceChange{}, false
+	}
+	return DeviceChange{ID: key.DeviceID, Record: &after}, true
+}
+
+// current returns the record with the highest epoch.
+func current(epochs map[uint64]DeviceRecord) (DeviceRecord, bool) {
+	var best DeviceRecord
+	found := false
+	for e, r := range epochs {
+		if !found || e > best.Epoch {
+			best, found = r, true
+		}
+	}
+	return best, found
+}
+
+// Get returns the device's current record.
+func (t *DeviceTable) Get(id DeviceID) (DeviceRecord, bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return current(t.devices[id])
+}
+
+// Devices returns the current record of every device.
+func (t *DeviceTable) Devices() []DeviceRecord {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	out := make([]DeviceRecord, 0, len(t.devices))
+	for _, epochs := range t.devices {
+		if r, ok := current(epochs); ok {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// Stats returns the table's counters.
+func (t *DeviceTable) Stats() DeviceTableStats {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.stats
+}

@@ -1,0 +1,300 @@
+package bgp
+
+import (
+	"context"
+	"errors"
+	"net/netip"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/openinof/inof/inof"
+)
+
+// deviceView feeds a DeviceTable from a watch and keeps every change.
+type deviceView struct {
+	mu      sync.Mutex
+	cond    *sync.Cond
+	table   *DeviceTable
+	history map[DeviceID][]DeviceChange
+}
+
+func newDeviceView() *deviceView {
+	v := &deviceView{table: NewDeviceTable(DeviceTableOptions{}), history: map[DeviceID][]DeviceChange{}}
+	v.cond = sync.NewCond(&v.mu)
+	return v
+}
+
+func (v *deviceView) apply(e RecordEvent) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if ch, ok := v.table.Apply(e); ok {
+		v.history[ch.ID] = append(v.history[ch.ID], ch)
+	}
+	v.cond.Broadcast()
+}
+
+// waitFor waits until cond holds (or fails after a bound only a broken
+// fabric reaches).
+func (v *deviceView) waitFor(t testing.TB, what string, cond func(t *DeviceTable) bool) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	stop := time.AfterFunc(30*time.Second, func() { v.mu.Lock(); v.cond.Broadcast(); v.mu.Unlock() })
+	defer stop.Stop()
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	for !cond(v.table) {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		v.cond.Wait()
+	}
+}
+
+func (v *deviceView) changes(id DeviceID) []DeviceChange {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return slices.Clone(v.history[id])
+}
+
+func TestDeviceRecordValidatedOnEncode(t *testing.T) {
+	good := device(1, 1)
+	if _, _, err := EncodeRecord(good, 1); err != nil {
+		t.Fatal(err)
+	}
+	bad := []func(d *DeviceRecord){
+		func(d *DeviceRecord) { d.Device.Role = inof.RoleUnknown },
+		func(d *DeviceRecord) { d.Device.Role = 9 },
+		func(d *DeviceRecord) { d.Device.Protocol = inof.ProtocolUnknown },
+		func(d *DeviceRecord) { d.State = 2 },
+		func(d *DeviceRecord) { d.Reason = inof.ReasonBFDDown + 1 },
+		func(d *DeviceRecord) { d.Device.Addr = netip.Addr{} },
+		func(d *DeviceRecord) { d.Device.Addr = netip.MustParseAddr("0.0.0.0") },
+		func(d *DeviceRecord) { d.Device.Addr = netip.MustParseAddr("ff02::1") },
+	}
+	for i, mut := range bad {
+		d := *good
+		mut(&d)
+		if _, _, err := EncodeRecord(&d, 1); !errors.Is(err, ErrMalformed) {
+			t.Errorf("case %d (%+v): encode error %v, want ErrMalformed", i, d.Device, err)
+		}
+		// The same record forced onto the wire is what receivers refuse.
+		if k, v, err := forceEncode(&d); err == nil {
+			if _, err := DecodeRecord(k, v); !errors.Is(err, ErrMalformed) {
+				t.Errorf("case %d: decoder accepts what the encoder refuses: %v", i, err)
+			}
+		}
+	}
+}
+
+// forceEncode encodes a device record without validation, as a peer with
+// a lax encoder would.
+func forceEncode(d *DeviceRecord) ([]byte, []byte, error) {
+	if !d.Device.Addr.IsValid() {
+		return nil, nil, errors.New("no address to encode")
+	}
+	ok := *d
+	ok.Device.Role, ok.Device.Protocol, ok.State, ok.Reason = inof.RoleTarget, inof.ProtocolTCP, inof.StateActive, inof.ReasonNone
+	ok.Device.Addr = netip.MustParseAddr("10.0.0.1")
+	v, err := ok.MarshalValue()
+	if err != nil {
+		return nil, nil, err
+	}
+	v[2], v[3], v[6], v[7] = byte(d.Device.Role), byte(d.Device.Protocol), byte(d.State), byte(d.Reason)
+	return d.Key(), v, nil
+}
+
+func TestParseDeviceKey(t *testing.T) {
+	d := device(0x0a000001, 5)
+	d.Epoch = 1<<40 + 3
+	k, err := ParseDeviceKey(d.Key())
+	if err != nil || k != (DeviceKey{DeviceID: d.ID(), Epoch: d.Epoch}) {
+		t.Fatalf("%+v %v", k, err)
+	}
+	for _, bad := range [][]byte{nil, {2}, d.Key()[:len(d.Key())-1], append(d.Key(), 0)} {
+		if _, err := ParseDeviceKey(bad); !errors.Is(err, ErrMalformed) {
+			t.Errorf("key %x: %v", bad, err)
+		}
+	}
+}
+
+func devEvent(d DeviceRecord, epoch uint64, st inof.State) RecordEvent {
+	d.Epoch, d.State = epoch, st
+	return RecordEvent{Key: d.Key(), Record: &d}
+}
+
+func devWithdraw(d DeviceRecord, epoch uint64) RecordEvent {
+	d.Epoch = epoch
+	return RecordEvent{Key: d.Key(), Withdrawn: true}
+}
+
+// TestDeviceTable: the highest epoch present is the device's record; a
+// device whose last record is withdrawn while active has vanished, one
+// published inactive first has left; bounds are counted.
+func TestDeviceTable(t *testing.T) {
+	d := *device(1, 1)
+	tb := NewDeviceTable(DeviceTableOptions{MaxDevices: 2})
+	step := func(ev RecordEvent, wantChange bool, check func(DeviceChange) bool) {
+		t.Helper()
+		ch, ok := tb.Apply(ev)
+		if ok != wantChange || (ok && !check(ch)) {
+			t.Fatalf("event %+v: change %v %+v", ev, ok, ch)
+		}
+	}
+	epoch := func(e uint64) func(DeviceChange) bool {
+		return func(ch DeviceChange) bool { return ch.Record != nil && ch.Record.Epoch == e }
+	}
+	step(devEvent(d, 1, inof.StateActive), true, epoch(1))
+	step(devEvent(d, 1, inof.StateActive), false, nil)
+	step(devEvent(d, 2, inof.StateActive), true, epoch(2))
+	step(devEvent(d, 1, inof.StateInactive), false, nil) // the old epoch retires unseen
+	step(devWithdraw(d, 1), false, nil)
+	step(devWithdraw(d, 2), true, func(ch DeviceChange) bool { return ch.Record == nil && ch.Vanished && ch.ID == d.ID() })
+	step(devEvent(d, 3, inof.StateActive), true, epoch(3))
+	step(devEvent(d, 3, inof.StateInactive), true, func(ch DeviceChange) bool { return ch.Record.State == inof.StateInactive })
+	step(devWithdraw(d, 3), true, func(ch DeviceChange) bool { return ch.Record == nil && !ch.Vanished })
+	step(RecordEvent{Key: []byte{9}, Withdrawn: true}, false, nil)
+	step(RecordEvent{Key: (&ConfigRecord{Reflector: 1}).Key(), Record: &ConfigRecord{Reflector: 1}}, false, nil)
+
+	for i := range 6 {
+		tb.Apply(devEvent(d, uint64(10+i), inof.StateActive))
+	}
+	if got, _ := tb.Get(d.ID()); got.Epoch != 15 || tb.Stats().Evicted != 6-maxEpochs {
+		t.Fatalf("epoch bound: current %d, stats %+v", got.Epoch, tb.Stats())
+	}
+	tb.Apply(devEvent(*device(1, 2), 1, inof.StateActive))
+	if _, ok := tb.Apply(devEvent(*device(1, 3), 1, inof.StateActive)); ok || tb.Stats().Refused != 1 || len(tb.Devices()) != 2 {
+		t.Fatalf("device bound: stats %+v, %d devices", tb.Stats(), len(tb.Devices()))
+	}
+}
+
+// retagViews are the receivers of the re-tag scenario.
+type retagViews struct {
+	red, blue, both *deviceView
+}
+
+// testRetag publishes a device in zone red, then moves it to zone blue
+// only, through a DevicePublisher on a. Receivers subscribed to red only
+// must see it inactive (zone change) and then gone, never vanished; those
+// in both zones must never lose it; those in blue only must get it. A
+// marker record in both zones, published after each step, tells when
+// every receiver has seen the step.
+func testRetag(t *testing.T, a RecordPublisher, sw uint32, v retagViews) {
+	t.Helper()
+	ctx := context.Background()
+	red, blue := ZoneRT(testASN, "red"), ZoneRT(testASN, "blue")
+	pub, err := NewDevicePublisher(DevicePublisherOptions{Speaker: a})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec, marker := *device(sw, 1), *device(sw, 2)
+	all := []*deviceView{v.red, v.blue, v.both}
+	step := func(n uint16) {
+		t.Helper()
+		marker.Device.Port = n
+		if err := pub.Publish(ctx, marker, red, blue); err != nil {
+			t.Fatal(err)
+		}
+		for _, dv := range all {
+			dv.waitFor(t, "marker", func(tb *DeviceTable) bool {
+				m, ok := tb.Get(marker.ID())
+				return ok && m.Device.Port == n
+			})
+		}
+	}
+	if err := pub.Publish(ctx, rec, red); err != nil {
+		t.Fatal(err)
+	}
+	step(1)
+	first, ok := v.both.table.Get(rec.ID())
+	if _, inRed := v.red.table.Get(rec.ID()); !ok || !inRed {
+		t.Fatal("device missing in zone red")
+	}
+	if _, inBlue := v.blue.table.Get(rec.ID()); inBlue {
+		t.Fatal("device in zone blue before the move")
+	}
+
+	if err := pub.Publish(ctx, rec, blue); err != nil {
+		t.Fatal(err)
+	}
+	step(2)
+	if got, ok := v.red.table.Get(rec.ID()); ok {
+		t.Fatalf("red-only receiver still holds the device: %+v", got)
+	}
+	h := v.red.changes(rec.ID())
+	if n := len(h); n < 2 || h[n-1].Record != nil || h[n-1].Vanished ||
+		h[n-2].Record == nil || h[n-2].Record.State != inof.StateInactive || h[n-2].Record.Reason != inof.ReasonZoneChange {
+		t.Fatalf("red-only receiver's changes: %+v", h)
+	}
+	for _, ch := range v.both.changes(rec.ID()) {
+		if ch.Record == nil || ch.Record.State != inof.StateActive {
+			t.Fatalf("receiver in both zones saw %+v", ch)
+		}
+	}
+	now, ok := v.both.table.Get(rec.ID())
+	if !ok || now.Epoch <= first.Epoch {
+		t.Fatalf("both zones: epoch %d after %d", now.Epoch, first.Epoch)
+	}
+	if got, ok := v.blue.table.Get(rec.ID()); !ok || got.State != inof.StateActive || got.Epoch != now.Epoch {
+		t.Fatalf("blue-only receiver: %+v %v", got, ok)
+	}
+
+	// Adding a zone keeps the epoch; withdrawing removes it everywhere.
+	if err := pub.Publish(ctx, rec, blue, red); err != nil {
+		t.Fatal(err)
+	}
+	step(3)
+	if got, ok := v.red.table.Get(rec.ID()); !ok || got.Epoch != now.Epoch {
+		t.Fatalf("red-only receiver after adding red again: %+v %v", got, ok)
+	}
+	if err := pub.Withdraw(ctx, rec.ID()); err != nil {
+		t.Fatal(err)
+	}
+	step(4)
+	for _, dv := range all {
+		if _, ok := dv.table.Get(rec.ID()); ok {
+			t.Fatal("device still held after its withdrawal")
+		}
+	}
+}
+
+// TestFakeRetag runs the re-tag scenario on the fake fabric.
+func TestFakeRetag(t *testing.T) {
+	red, blue := ZoneRT(testASN, "red"), ZoneRT(testASN, "blue")
+	_, _, cs := fakeStar(t, map[string][]RouteTarget{"127.0.0.2": nil, "127.0.0.3": {red}, "127.0.0.4": {blue}, "127.0.0.5": {red, blue}})
+	testRetag(t, cs["127.0.0.2"], 0x7f000002, retagViews{red: cs["127.0.0.3"].dev, blue: cs["127.0.0.4"].dev, both: cs["127.0.0.5"].dev})
+}
+
+// testRetagGap shows the speaker-level behaviour that DevicePublisher works
+// around: the same key published again with a route target the receiver
+// does not want leaves the receiver with the old value.
+func testRetagGap(t *testing.T, a RecordPublisher, sw uint32, redOnly *recordView) {
+	t.Helper()
+	ctx := context.Background()
+	red, blue := ZoneRT(testASN, "red"), ZoneRT(testASN, "blue")
+	rec := device(sw, 10)
+	if err := a.Publish(ctx, rec, red); err != nil {
+		t.Fatal(err)
+	}
+	moved := *rec
+	moved.Device.Port = 9999
+	if err := a.Publish(ctx, &moved, blue); err != nil {
+		t.Fatal(err)
+	}
+	marker := device(sw, 11)
+	if err := a.Publish(ctx, marker, red); err != nil {
+		t.Fatal(err)
+	}
+	redOnly.waitFor(t, "marker", hasKey(marker.Key()))
+	got, ok := redOnly.get(rec.Key())
+	if d, isDev := got.Record.(*DeviceRecord); !ok || !isDev || d.Device.Port != rec.Device.Port {
+		t.Fatalf("red-only receiver: %+v %v (the speaker is expected to leave the old value)", got, ok)
+	}
+}
+
+func TestFakeRetagGap(t *testing.T) {
+	red := ZoneRT(testASN, "red")
+	_, _, cs := fakeStar(t, map[string][]RouteTarget{"127.0.0.2": nil, "127.0.0.3": {red}})
+	testRetagGap(t, cs["127.0.0.2"], 0x7f000002, cs["127.0.0.3"].view)
+}

@@ -1,0 +1,658 @@
+package bgp
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/netip"
+	"slices"
+	"sort"
+	"sync"
+)
+
+// FakeFabric is an in-memory BGP fabric for tests of code above the
+// speaker (daemons, replicator, device tables), so they can run with the
+// race detector, which the real GoBGP cannot (see the Makefile). Speakers
+// made by one fabric find each other by router-id: a Neighbor's Address is
+// the other speaker's RouterID, and a session is up while both speakers
+// run, both configured each other and the fabric has not cut the link.
+//
+// It models what the fabric's correctness depends on, as GoBGP v3.37 does
+// it: one best record per key (local first, then the lowest neighbor
+// address); route reflection (a reflector reflects client records to every
+// other neighbor and records of non-clients to clients only; clients never
+// re-advertise); RT-constraint (a record goes to a neighbor only if it
+// carries a route target the neighbor subscribed to, or the neighbor
+// advertised the default route target, as reflectors do towards clients
+// unless NoDefaultRT; untagged records never go); GoBGP's re-tag gap (when a
+// record's new route targets no longer interest a neighbor that holds it,
+// nothing is sent: the neighbor keeps the old value); an unsubscribe
+// withdraws the records that carried the route target; the reflector
+// policies of DESIGN §3 towards peer reflectors; a session that goes down
+// withdraws what it brought, at once (no graceful restart, no BFD). Watches
+// follow the real speaker's rules (one goroutine each, bounded queue,
+// resync). Everything is synchronous: when Publish returns, every watch
+// queue in the fabric holds the consequences.
+type FakeFabric struct {
+	mu       sync.Mutex
+	speakers map[netip.Addr]*FakeSpeaker
+	sessions map[[2]netip.Addr]bool
+	cut      map[[2]netip.Addr]bool
+}
+
+// NewFakeFabric returns an empty fabric.
+func NewFakeFabric() *FakeFabric {
+	return &FakeFabric{speakers: map[netip.Addr]*FakeSpeaker{}, sessions: map[[2]netip.Addr]bool{},
+		cut: map[[2]netip.Addr]bool{}}
+}
+
+// FakeSpeaker is one speaker of a FakeFabric; it implements Speaker and
+// ConfigSpeaker.
+type FakeSpeaker struct {
+	f       *FakeFabric
+	opts    Options
+	id      netip.Addr
+	log     *slog.Logger
+	watches watchGroup
+	done    chan struct{}
+
+	// Everything below is guarded by f.mu.
+	running, stopped bool
+	neighbors        map[netip.Addr]Neighbor
+	subs             map[RouteTarget]bool
+	local            map[string]fakePath
+	adjIn            map[netip.Addr]map[string]fakePath
+	adjOut           map[netip.Addr]map[string]fakePath
+	interest         map[netip.Addr]fakeInterest // what each neighbor advertised (RTC)
+	best             map[string]fakePath
+	recWatches       []*recordWatch
+	rxWatches        []*recordWatch
+	nbWatches        []*neighborWatch
+	stats            Stats
+}
+
+type fakePath struct {
+	key, value []byte
+	rts        []RouteTarget
+	source     netip.Addr // invalid when local
+}
+
+func (p fakePath) same(o fakePath) bool {
+	return bytes.Equal(p.value, o.value) && slices.Equal(p.rts, o.rts) && p.source == o.source
+}
+
+type fakeInterest struct {
+	def bool
+	rts map[RouteTarget]bool
+}
+
+func (in fakeInterest) wants(rts []RouteTarget) bool {
+	for _, rt := range rts {
+		if in.def || in.rts[rt] {
+			return true
+		}
+	}
+	return false
+}
+
+func (in fakeInterest) equal(o fakeInterest) bool {
+	if in.def != o.def || len(in.rts) != len(o.rts) {
+		return false
+	}
+	for rt := range in.rts {
+		if !o.rts[rt] {
+			return false
+		}
+	}
+	return true
+}
+
+var _ Speaker = (*FakeSpeaker)(nil)
+var _ ConfigSpeaker = (*FakeSpeaker)(nil)
+
+// NewSpeaker adds a speaker with the options' Role, ASN and RouterID
+// (listen, GR, security and BFD options are ignored); call Start.
+func (f *FakeFabric) NewSpeaker(opts Options) (*FakeSpeaker, error) {
+	switch {
+	case opts.Role != RoleClient && opts.Role != RoleReflector:
+		return nil, errors.New("bgp: role must be client or reflector")
+	case opts.ASN == 0:
+		return nil, errors.New("bgp: ASN is required")
+	case !opts.RouterID.Is4():
+		return nil, errors.New("bgp: router-id must be an IPv4 address")
+	}
+	if opts.WatchQueue <= 0 {
+		opts.WatchQueue = DefaultWatchQueue
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if _, dup := f.speakers[opts.RouterID]; dup {
+		return nil, fmt.Errorf("bgp: fake fabric already has a speaker %s", opts.RouterID)
+	}
+	s := &FakeSpeaker{f: f, opts: opts, id: opts.RouterID, log: opts.Logger.With("router_id", opts.RouterID.String()),
+		done: make(chan struct{}), neighbors: map[netip.Addr]Neighbor{}, subs: map[RouteTarget]bool{},
+		local: map[string]fakePath{}, adjIn: map[netip.Addr]map[string]fakePath{}, adjOut: map[netip.Addr]map[string]fakePath{},
+		interest: map[netip.Addr]fakeInterest{}, best: map[string]fakePath{}}
+	f.speakers[opts.RouterID] = s
+	return s, nil
+}
+
+// Cut takes the link between two speakers down (their session drops, as
+// when one of them dies) until Mend.
+func (f *FakeFabric) Cut(a, b netip.Addr) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.cut[pair(a, b)] = true
+	f.reconcile()
+}
+
+// Mend brings a cut link back.
+func (f *FakeFabric) Mend(a, b netip.Addr) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	delete(f.cut, pair(a, b))
+	f.reconcile()
+}
+
+func pair(a, b netip.Addr) [2]netip.Addr {
+	if b.Less(a) {
+		a, b = b, a
+	}
+	return [2]netip.Addr{a, b}
+}
+
+// Start implements Speaker.
+func (s *FakeSpeaker) Start(context.Context) error {
+	s.f.mu.Lock()
+	defer s.f.mu.Unlock()
+	if s.stopped || s.running {
+		return errors.New("bgp: fake speaker already started")
+	}
+	s.running = true
+	s.f.reconcile()
+	return nil
+}
+
+// Stop implements Speaker: its sessions drop (peers withdraw what it sent)
+// and its watches end.
+func (s *FakeSpeaker) Stop() {
+	s.f.mu.Lock()
+	if s.stopped {
+		s.f.mu.Unlock()
+		<-s.done
+		return
+	}
+	s.running, s.stopped = false, true
+	s.f.reconcile()
+	s.f.mu.Unlock()
+	s.watches.stop()
+	close(s.done)
+}
+
+// Done implements Speaker.
+func (s *FakeSpeaker) Done() <-chan struct{} { return s.done }
+
+// Err implements Speaker; a fake never fails.
+func (s *FakeSpeaker) Err() error { return nil }
+
+// AddNeighbor implements Speaker.
+func (s *FakeSpeaker) AddNeighbor(_ context.Context, n Neighbor) error {
+	switch {
+	case !n.Address.IsValid():
+		return errors.New("bgp: neighbor without address")
+	case n.RRClient && s.opts.Role != RoleReflector:
+		return fmt.Errorf("bgp: neighbor %s: only a reflector has route-reflector clients", n.Address)
+	case n.PeerReflector && (s.opts.Role != RoleReflector || n.RRClient):
+		return fmt.Errorf("bgp: neighbor %s: a peer reflector is a plain iBGP neighbor of a reflector", n.Address)
+	case n.NoDefaultRT && !n.RRClient:
+		return fmt.Errorf("bgp: neighbor %s: NoDefaultRT applies to route-reflector clients", n.Address)
+	}
+	s.f.mu.Lock()
+	defer s.f.mu.Unlock()
+	if _, dup := s.neighbors[n.Address]; dup {
+		return fmt.Errorf("bgp: neighbor %s is already configured", n.Address)
+	}
+	s.neighbors[n.Address] = n
+	s.f.reconcile()
+	return nil
+}
+
+// RemoveNeighbor implements Speaker.
+func (s *FakeSpeaker) RemoveNeighbor(_ context.Context, addr netip.Addr) error {
+	s.f.mu.Lock()
+	defer s.f.mu.Unlock()
+	if _, ok := s.neighbors[addr]; !ok {
+		return fmt.Errorf("bgp: remove neighbor %s: not configured", addr)
+	}
+	delete(s.neighbors, addr)
+	s.f.reconcile()
+	return nil
+}
+
+// Publish implements Speaker.
+func (s *FakeSpeaker) Publish(_ context.Context, r Record, rts ...RouteTarget) error {
+	key, value, err := EncodeRecord(r, len(rts))
+	if err != nil {
+		return err
+	}
+	s.f.mu.Lock()
+	defer s.f.mu.Unlock()
+	if !s.running {
+		return errors.New("bgp: publish: speaker not running")
+	}
+	s.local[string(key)] = fakePath{key: key, value: value, rts: slices.Clone(rts)}
+	s.stats.Published++
+	s.f.update(s, string(key))
+	return nil
+}
+
+// Withdraw implements Speaker.
+func (s *FakeSpeaker) Withdraw(_ context.Context, key []byte) error {
+	s.f.mu.Lock()
+	defer s.f.mu.Unlock()
+	if !s.running {
+		return errors.New("bgp: withdraw: speaker not running")
+	}
+	delete(s.local, string(key))
+	s.stats.Withdrawn++
+	s.f.update(s, string(key))
+	return nil
+}
+
+// Subscribe implements Speaker.
+func (s *FakeSpeaker) Subscribe(_ context.Context, rt RouteTarget) error {
+	s.f.mu.Lock()
+	defer s.f.mu.Unlock()
+	s.subs[rt] = true
+	s.f.refreshInterests()
+	return nil
+}
+
+// Unsubscribe implements Speaker.
+func (s *FakeSpeaker) Unsubscribe(_ context.Context, rt RouteTarget) error {
+	s.f.mu.Lock()
+	defer s.f.mu.Unlock()
+	delete(s.subs, rt)
+	s.f.refreshInterests()
+	return nil
+}
+
+// WatchRecords implements Speaker.
+func (s *FakeSpeaker) WatchRecords(ctx context.Context, fn func(RecordEvent)) error {
+	w := newRecordWatch(s.opts.WatchQueue, fn, func(context.Context) ([]RecordEvent, error) {
+		s.f.mu.Lock()
+		defer s.f.mu.Unlock()
+		var out []RecordEvent
+		for _, k := range sortedKeys(s.best) {
+			out = append(out, s.event(s.best[k], false))
+		}
+		return out, nil
+	}, false, nil, s.log)
+	return s.watch(ctx, w, &s.recWatches)
+}
+
+// WatchReceived implements ConfigSpeaker: every record received from a
+// neighbor, before import policy; explicit withdraws are reported, session
+// loss is not.
+func (s *FakeSpeaker) WatchReceived(ctx context.Context, fn func(RecordEvent)) error {
+	w := newRecordWatch(s.opts.WatchQueue, fn, func(context.Context) ([]RecordEvent, error) {
+		s.f.mu.Lock()
+		defer s.f.mu.Unlock()
+		var out []RecordEvent
+		for _, n := range sortedAddrs(s.adjIn) {
+			for _, k := range sortedKeys(s.adjIn[n]) {
+				out = append(out, s.event(s.adjIn[n][k], false))
+			}
+		}
+		return out, nil
+	}, true, nil, s.log)
+	return s.watch(ctx, w, &s.rxWatches)
+}
+
+func (s *FakeSpeaker) watch(ctx context.Context, w *recordWatch, list *[]*recordWatch) error {
+	wctx, cancel := s.watches.context(ctx)
+	s.f.mu.Lock()
+	*list = append(*list, w)
+	s.f.mu.Unlock()
+	s.watches.goWatch(wctx, func() {
+		cancel()
+		s.f.mu.Lock()
+		*list = slices.DeleteFunc(*list, func(x *recordWatch) bool { return x == w })
+		s.f.mu.Unlock()
+	}, w.run)
+	return nil
+}
+
+// WatchNeighbors implements Speaker.
+func (s *FakeSpeaker) WatchNeighbors(ctx context.Context, fn func(NeighborEvent)) error {
+	w := &neighborWatch{q: newWatchQueue[NeighborEvent](s.opts.WatchQueue, false), fn: fn,
+		snapshot: func(ctx context.Context) ([]NeighborEvent, error) {
+			ns, err := s.Neighbors(ctx)
+			out := make([]NeighborEvent, 0, len(ns))
+			for _, n := range ns {
+				out = append(out, NeighborEvent{Address: n.Address, State: n.State})
+			}
+			return out, err
+		}}
+	wctx, cancel := s.watches.context(ctx)
+	s.f.mu.Lock()
+	s.nbWatches = append(s.nbWatches, w)
+	s.f.mu.Unlock()
+	s.watches.goWatch(wctx, func() {
+		cancel()
+		s.f.mu.Lock()
+		s.nbWatches = slices.DeleteFunc(s.nbWatches, func(x *neighborWatch) bool { return x == w })
+		s.f.mu.Unlock()
+	}, w.run)
+	return nil
+}
+
+// Neighbors implements Speaker.
+func (s *FakeSpeaker) Neighbors(context.Context) ([]NeighborStatus, error) {
+	s.f.mu.Lock()
+	defer s.f.mu.Unlock()
+	var out []NeighborStatus
+	for _, a := range sortedAddrs(s.neighbors) {
+		st := NeighborStatus{Neighbor: s.neighbors[a], State: StateActive, Received: uint64(len(s.adjIn[a]))}
+		if s.f.sessions[pair(s.id, a)] {
+			st.State, st.RouterID = StateEstablished, a
+		}
+		out = append(out, st)
+	}
+	return out, nil
+}
+
+// Stats implements Speaker.
+func (s *FakeSpeaker) Stats() Stats {
+	s.f.mu.Lock()
+	defer s.f.mu.Unlock()
+	st := s.stats
+	st.Resyncs = s.watches.resyncs.Load()
+	return st
+}
+
+// event converts a path (under f.mu; it counts malformed values).
+func (s *FakeSpeaker) event(p fakePath, withdrawn bool) RecordEvent {
+	ev := RecordEvent{Key: p.key, Source: p.source, Withdrawn: withdrawn}
+	if withdrawn {
+		return ev
+	}
+	ev.RouteTargets = slices.Clone(p.rts)
+	rec, err := DecodeRecord(p.key, p.value)
+	if err != nil {
+		s.stats.Malformed++
+		ev.Withdrawn, ev.Err = true, err
+		return ev
+	}
+	ev.Record = rec
+	return ev
+}
+
+func (s *FakeSpeaker) pushRecord(list []*recordWatch, ev RecordEvent) {
+	for _, w := range list {
+		if w.q.push(ev) {
+			s.watches.resyncs.Add(1)
+		}
+	}
+}
+
+// reconcile brings every session to its desired state (under f.mu).
+func (f *FakeFabric) reconcile() {
+	want := map[[2]netip.Addr]bool{}
+	for _, x := range f.speakers {
+		for a := range x.neighbors {
+			y := f.speakers[a]
+			p := pair(x.id, a)
+			if y != nil && x.running && y.running && !f.cut[p] {
+				if _, ok := y.neighbors[x.id]; ok {
+					want[p] = true
+				}
+			}
+		}
+	}
+	for _, p := range sortedPairs(f.sessions) {
+		if !want[p] {
+			f.down(f.speakers[p[0]], f.speakers[p[1]])
+		}
+	}
+	for _, p := range sortedPairs(want) {
+		if !f.sessions[p] {
+			f.up(f.speakers[p[0]], f.speakers[p[1]])
+		}
+	}
+}
+
+func (f *FakeFabric) up(a, b *FakeSpeaker) {
+	f.sessions[pair(a.id, b.id)] = true
+	for _, x := range []*FakeSpeaker{a, b} {
+		y := a
+		if x == a {
+			y = b
+		}
+		x.adjIn[y.id], x.adjOut[y.id] = map[string]fakePath{}, map[string]fakePath{}
+		x.interest[y.id] = f.advertised(y, x)
+		for _, w := range x.nbWatches {
+			if w.q.push(NeighborEvent{Address: y.id, State: StateEstablished}) {
+				x.watches.resyncs.Add(1)
+			}
+		}
+	}
+	f.refreshInterests()
+	for _, x := range []*FakeSpeaker{a, b} {
+		y := a
+		if x == a {
+			y = b
+		}
+		for _, k := range sortedKeys(x.best) {
+			f.export(x, y, k)
+		}
+	}
+}
+
+func (f *FakeFabric) down(a, b *FakeSpeaker) {
+	delete(f.sessions, pair(a.id, b.id))
+	for _, x := range []*FakeSpeaker{a, b} {
+		y := a
+		if x == a {
+			y = b
+		}
+		lost := x.adjIn[y.id]
+		delete(x.adjIn, y.id)
+		delete(x.adjOut, y.id)
+		delete(x.interest, y.id)
+		for _, w := range x.nbWatches {
+			if w.q.push(NeighborEvent{Address: y.id, State: StateActive}) {
+				x.watches.resyncs.Add(1)
+			}
+		}
+		for _, k := range sortedKeys(lost) {
+			f.update(x, k)
+		}
+	}
+	f.refreshInterests()
+}
+
+// advertised is the RT-constraint interest n advertises to x.
+func (f *FakeFabric) advertised(n, x *FakeSpeaker) fakeInterest {
+	in := fakeInterest{rts: map[RouteTarget]bool{}}
+	for rt := range n.subs {
+		in.rts[rt] = true
+	}
+	if n.opts.Role != RoleReflector {
+		return in
+	}
+	nx := n.neighbors[x.id]
+	if nx.PeerReflector {
+		in.def = true // its own default membership; client memberships are rejected
+		return in
+	}
+	in.def = !nx.NoDefaultRT
+	// Memberships of other clients are reflected.
+	for c, cn := range n.neighbors {
+		if c == x.id || !cn.RRClient || !f.sessions[pair(n.id, c)] {
+			continue
+		}
+		for rt := range f.speakers[c].subs {
+			in.rts[rt] = true
+		}
+	}
+	return in
+}
+
+// refreshInterests recomputes what every neighbor advertised and applies
+// GoBGP's RT-constraint reaction: a new membership sends the matching
+// records; a withdrawn one withdraws the current records carrying it.
+func (f *FakeFabric) refreshInterests() {
+	for _, xa := range sortedAddrs(f.speakers) {
+		x := f.speakers[xa]
+		for _, na := range sortedAddrs(x.interest) {
+			n := f.speakers[na]
+			old, cur := x.interest[na], f.advertised(n, x)
+			if old.equal(cur) {
+				continue
+			}
+			x.interest[na] = cur
+			for _, k := range sortedKeys(x.best) {
+				p := x.best[k]
+				if cur.wants(p.rts) {
+					f.export(x, n, k)
+					continue
+				}
+				removed := false
+				for _, rt := range p.rts {
+					if (old.def && !cur.def) || (old.rts[rt] && !cur.rts[rt]) {
+						removed = true
+					}
+				}
+				if _, had := x.adjOut[na][k]; had && removed {
+					f.send(x, n, k, nil)
+				}
+			}
+		}
+	}
+}
+
+// update recomputes x's best path for k and propagates a change.
+func (f *FakeFabric) update(x *FakeSpeaker, k string) {
+	old, had := x.best[k]
+	cur, has := x.selectBest(k)
+	if had == has && (!has || old.same(cur)) {
+		return
+	}
+	if has {
+		x.best[k] = cur
+		x.pushRecord(x.recWatches, x.event(cur, false))
+	} else {
+		delete(x.best, k)
+		x.pushRecord(x.recWatches, x.event(old, true))
+	}
+	for _, na := range sortedAddrs(x.adjOut) {
+		f.export(x, f.speakers[na], k)
+	}
+}
+
+func (x *FakeSpeaker) selectBest(k string) (fakePath, bool) {
+	if p, ok := x.local[k]; ok {
+		return p, true
+	}
+	for _, na := range sortedAddrs(x.adjIn) {
+		if x.opts.Role == RoleReflector && x.neighbors[na].PeerReflector {
+			continue // import policy: records of peer reflectors stay out
+		}
+		if p, ok := x.adjIn[na][k]; ok {
+			return p, true
+		}
+	}
+	return fakePath{}, false
+}
+
+// export sends x's best path for k to n as GoBGP would.
+func (f *FakeFabric) export(x, n *FakeSpeaker, k string) {
+	if !f.sessions[pair(x.id, n.id)] {
+		return
+	}
+	sent, had := x.adjOut[n.id][k]
+	p, ok := x.best[k]
+	if !ok {
+		if had {
+			f.send(x, n, k, nil)
+		}
+		return
+	}
+	toN := x.neighbors[n.id]
+	if p.source.IsValid() {
+		if p.source == n.id {
+			return
+		}
+		if x.opts.Role != RoleReflector || !(x.neighbors[p.source].RRClient || toN.RRClient) {
+			return // iBGP: only reflectors pass on learned records
+		}
+	}
+	if !x.interest[n.id].wants(p.rts) {
+		return // RT-constraint is checked before policy: nothing is sent, not even a withdraw
+	}
+	if x.opts.Role == RoleReflector && toN.PeerReflector &&
+		(p.source.IsValid() || !slices.Contains(p.rts, ConfigRT(x.opts.ASN))) {
+		if had {
+			f.send(x, n, k, nil) // rejected by export policy: the old one is withdrawn
+		}
+		return
+	}
+	if !had || !sent.same(p) {
+		f.send(x, n, k, &p)
+	}
+}
+
+// send delivers one update (p) or withdraw (nil) from x to n.
+func (f *FakeFabric) send(x, n *FakeSpeaker, k string, p *fakePath) {
+	if p == nil {
+		delete(x.adjOut[n.id], k)
+		if in, ok := n.adjIn[x.id][k]; ok {
+			delete(n.adjIn[x.id], k)
+			n.pushRecord(n.rxWatches, n.event(in, true))
+		}
+	} else {
+		x.adjOut[n.id][k] = *p
+		rx := fakePath{key: p.key, value: p.value, rts: p.rts, source: x.id}
+		n.adjIn[x.id][k] = rx
+		n.pushRecord(n.rxWatches, n.event(rx, false))
+	}
+	f.update(n, k)
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func sortedAddrs[V any](m map[netip.Addr]V) []netip.Addr {
+	out := make([]netip.Addr, 0, len(m))
+	for a := range m {
+		out = append(out, a)
+	}
+	slices.SortFunc(out, netip.Addr.Compare)
+	return out
+}
+
+func sortedPairs(m map[[2]netip.Addr]bool) [][2]netip.Addr {
+	out := make([][2]netip.Addr, 0, len(m))
+	for p := range m {
+		out = append(out, p)
+	}
+	slices.SortFunc(out, func(a, b [2]netip.Addr) int {
+		if c := a[0].Compare(b[0]); c != 0 {
+			return c
+		}
+		return a[1].Compare(b[1])
+	})
+	return out
+}

@@ -1,0 +1,6 @@
+//go:build race
+
+package bgp
+
+// raceEnabled: the race detector is on (see skipUnderRace).
+const raceEnabled = true

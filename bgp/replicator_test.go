@@ -1,0 +1,150 @@
+package bgp
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/openinof/inof/inof"
+)
+
+// fakeClock is a settable wall clock.
+type fakeClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *fakeClock) Now() time.Time  { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
+func (c *fakeClock) Set(t time.Time) { c.mu.Lock(); c.now = t; c.mu.Unlock() }
+
+// fakeReflectors is two peered reflectors with replicators on their own
+// clocks, and a client subscribed to the configuration route target.
+type fakeReflectors struct {
+	f              *FakeFabric
+	r1, r2, client *fnode
+	rep1, rep2     *ConfigReplicator
+	clk1, clk2     *fakeClock
+}
+
+func newFakeReflectors(t *testing.T, start time.Time) *fakeReflectors {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	f := NewFakeFabric()
+	x := &fakeReflectors{f: f, clk1: &fakeClock{now: start}, clk2: &fakeClock{now: start},
+		r1: newFakeNode(t, f, "127.0.0.1", Options{Role: RoleReflector}),
+		r2: newFakeNode(t, f, "127.0.0.4", Options{Role: RoleReflector})}
+	x.client = newFakeNode(t, f, "127.0.0.2", Options{})
+	for _, p := range []struct{ a, b *fnode }{{x.r1, x.r2}, {x.r2, x.r1}} {
+		if err := p.a.AddNeighbor(ctx, Neighbor{Address: p.b.addr, PeerReflector: true}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fakeConnect(t, x.r1, x.client, nil)
+	fakeConnect(t, x.r2, x.client, nil)
+	if err := x.client.Subscribe(ctx, ConfigRT(testASN)); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []struct {
+		r   *fnode
+		clk *fakeClock
+		rep **ConfigReplicator
+	}{{x.r1, x.clk1, &x.rep1}, {x.r2, x.clk2, &x.rep2}} {
+		rep, err := NewConfigReplicator(ReplicatorOptions{Speaker: p.r, RouterID: ridOf(p.r.addr), RT: ConfigRT(testASN), Now: p.clk.Now})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := rep.Run(ctx); err != nil {
+			t.Fatal(err)
+		}
+		*p.rep = rep
+	}
+	return x
+}
+
+func waitStats(t *testing.T, what string, ok func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !ok() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// TestReplicatorPrunesTombstones (issue #9 item 4): a tombstone past
+// inof.TombstoneLifetime is withdrawn by Prune, and the copy a peer
+// reflector still carries is refused when offered again, so the pruned
+// tombstone does not come back.
+func TestReplicatorPrunesTombstones(t *testing.T) {
+	ctx := context.Background()
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	x := newFakeReflectors(t, t0)
+	obj := ConfigObject{Kind: 2, Name: "old", Part: 1}
+	tomb := ConfigRecord{Kind: 2, Name: "old", Part: 1, Gen: inof.GenerationAt(t0), Writer: ridOf(x.r1.addr), Deleted: true}
+	if took, err := x.rep1.Put(ctx, tomb); !took || err != nil {
+		t.Fatalf("put: %v %v", took, err)
+	}
+	waitObject(t, x.rep2, obj, tomb.Gen)
+	k1 := tomb
+	k1.Reflector = ridOf(x.r1.addr)
+	x.client.view.waitFor(t, "r1's tombstone at the client", hasKey(k1.Key()))
+
+	// Not yet expired: nothing to prune.
+	x.clk1.Set(t0.Add(inof.TombstoneLifetime))
+	if n, err := x.rep1.Prune(ctx); n != 0 || err != nil {
+		t.Fatalf("prune before expiry: %d %v", n, err)
+	}
+	x.clk1.Set(t0.Add(inof.TombstoneLifetime + time.Hour))
+	if n, err := x.rep1.Prune(ctx); n != 1 || err != nil {
+		t.Fatalf("prune: %d %v", n, err)
+	}
+	x.client.view.waitFor(t, "r1's tombstone withdrawn", func(m map[string]RecordEvent) bool { return !hasKey(k1.Key())(m) })
+
+	// r2 (its clock behind) still carries its copy and offers it again
+	// when the reflectors' session comes back: r1 refuses it.
+	x.f.Cut(x.r1.addr, x.r2.addr)
+	x.f.Mend(x.r1.addr, x.r2.addr)
+	waitStats(t, "expired tombstone refused", func() bool { return x.rep1.Stats().Expired >= 1 })
+	if objs := x.rep1.Objects(); len(objs) != 0 {
+		t.Fatalf("r1 re-adopted the pruned tombstone: %+v", objs)
+	}
+	if x.client.view.has(k1.Key()) {
+		t.Fatal("r1 re-originated the pruned tombstone")
+	}
+	// A local Put of an expired tombstone (a store not pruned yet) is ignored.
+	if took, _ := x.rep1.Put(ctx, tomb); took {
+		t.Fatal("expired tombstone originated")
+	}
+	if st := x.rep1.Stats(); st.Pruned != 1 || st.Adopted != 0 {
+		t.Fatalf("stats %+v", st)
+	}
+}
+
+// TestReplicatorRefusesFutureGenerations: a version from a peer whose
+// generation is more than inof.MaxGenerationSkew ahead of our clock is
+// refused and counted; one within the skew is adopted.
+func TestReplicatorRefusesFutureGenerations(t *testing.T) {
+	ctx := context.Background()
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	x := newFakeReflectors(t, t0)
+	far := ConfigRecord{Kind: 2, Name: "far", Gen: inof.GenerationAt(t0.Add(inof.MaxGenerationSkew + time.Minute)), Writer: ridOf(x.r2.addr)}
+	near := ConfigRecord{Kind: 2, Name: "near", Gen: inof.GenerationAt(t0.Add(time.Minute)), Writer: ridOf(x.r2.addr)}
+	for _, c := range []ConfigRecord{far, near} {
+		if _, err := x.rep2.Put(ctx, c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitObject(t, x.rep1, near.Object(), near.Gen)
+	waitStats(t, "far-future version refused", func() bool { return x.rep1.Stats().Future >= 1 })
+	for _, c := range x.rep1.Objects() {
+		if c.Name == "far" {
+			t.Fatalf("far-future version adopted: %+v", c)
+		}
+	}
+	if st := x.rep1.Stats(); st.Adopted != 1 {
+		t.Fatalf("stats %+v", st)
+	}
+}

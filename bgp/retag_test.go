@@ -1,0 +1,55 @@
+package bgp
+
+import (
+	"context"
+	"fmt"
+	"testing"
+)
+
+// realStar starts a reflector 127.0.0.1 and clients 127.0.0.2, .3, …, the
+// i-th subscribed to subs[i], each with a device view, and waits for the
+// sessions.
+func realStar(t *testing.T, subs ...[]RouteTarget) (*node, []*node, []*deviceView) {
+	t.Helper()
+	ctx := context.Background()
+	r := startReflector(t, addr("127.0.0.1"), Options{})
+	var cs []*node
+	var dvs []*deviceView
+	for i, rts := range subs {
+		c := startClient(t, addr(fmt.Sprintf("127.0.0.%d", i+2)), Options{})
+		dv := newDeviceView()
+		if err := c.WatchRecords(ctx, dv.apply); err != nil {
+			t.Fatal(err)
+		}
+		connect(t, r, c, nil)
+		for _, rt := range rts {
+			if err := c.Subscribe(ctx, rt); err != nil {
+				t.Fatal(err)
+			}
+		}
+		cs, dvs = append(cs, c), append(dvs, dv)
+	}
+	for _, c := range cs {
+		waitEstablished(t, c, 1)
+	}
+	return r, cs, dvs
+}
+
+// TestRetagGoBGP runs the re-tag scenario (issue #9 item 1) against real
+// GoBGP: a device moved from zone red to zone blue leaves red-only switches
+// (inactive with reason zone change, then gone), stays at switches in both
+// zones and reaches blue-only ones.
+func TestRetagGoBGP(t *testing.T) {
+	red, blue := ZoneRT(testASN, "red"), ZoneRT(testASN, "blue")
+	_, cs, dvs := realStar(t, nil, []RouteTarget{red}, []RouteTarget{blue}, []RouteTarget{red, blue})
+	testRetag(t, cs[0], routerID(cs[0]), retagViews{red: dvs[1], blue: dvs[2], both: dvs[3]})
+}
+
+// TestRetagGapGoBGP pins the GoBGP behaviour the fake models and
+// DevicePublisher works around: re-publishing a key with a route target a
+// receiver does not want leaves the old value at that receiver.
+func TestRetagGapGoBGP(t *testing.T) {
+	red := ZoneRT(testASN, "red")
+	_, cs, _ := realStar(t, nil, []RouteTarget{red})
+	testRetagGap(t, cs[0], routerID(cs[0]), cs[1].view)
+}

@@ -1,0 +1,339 @@
+package bgp
+
+import (
+	"context"
+	"log/slog"
+	"net/netip"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Watches deliver events from one goroutine per watch, fed through a
+// bounded queue (Options.WatchQueue events). A consumer too slow for the
+// queue is not fed a gap: the queue is dropped and, once the consumer is
+// back, the watch resynchronises from the table itself — it delivers a
+// withdraw for every record it had reported that is gone, then every
+// current record, then the events queued since (Stats.Resyncs counts
+// this). Intermediate states may be skipped; the consumer's view always
+// converges to the table. A table watch also starts this way: the
+// initial table is a snapshot taken after the watch was registered.
+
+// DefaultWatchQueue is the default bound of a watch's event queue.
+const DefaultWatchQueue = 1 << 14
+
+// watchQueue is a bounded queue with an overflow mark.
+type watchQueue[E any] struct {
+	mu       sync.Mutex
+	items    []E
+	limit    int
+	overflow bool
+	wake     chan struct{}
+}
+
+func newWatchQueue[E any](limit int, startOverflowed bool) *watchQueue[E] {
+	q := &watchQueue[E]{limit: limit, overflow: startOverflowed, wake: make(chan struct{}, 1)}
+	if startOverflowed {
+		q.wake <- struct{}{}
+	}
+	return q
+}
+
+// push queues e; it reports whether this push overflowed the queue (the
+// queue is then emptied and marked until the next take).
+func (q *watchQueue[E]) push(e E) (overflowed bool) {
+	q.mu.Lock()
+	switch {
+	case q.overflow:
+	case len(q.items) >= q.limit:
+		q.items, q.overflow, overflowed = nil, true, true
+	default:
+		q.items = append(q.items, e)
+	}
+	q.mu.Unlock()
+	select {
+	case q.wake <- struct{}{}:
+	default:
+	}
+	return overflowed
+}
+
+// take returns the queued events and whether a resync is due.
+func (q *watchQueue[E]) take() ([]E, bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	items, ov := q.items, q.overflow
+	q.items, q.overflow = nil, false
+	return items, ov
+}
+
+// recordWatch is the delivery side of one table watch.
+type recordWatch struct {
+	q        *watchQueue[RecordEvent]
+	fn       func(RecordEvent)
+	snapshot func(context.Context) ([]RecordEvent, error)
+	byPeer   bool     // identify records by source and key (Adj-RIB-In)
+	settle   *settler // graceful-restart withdraw hold; nil without
+	log      *slog.Logger
+	// delivered are the records the consumer holds, for resyncs.
+	delivered map[string]struct{}
+}
+
+func newRecordWatch(limit int, fn func(RecordEvent), snapshot func(context.Context) ([]RecordEvent, error),
+	byPeer bool, settle *settler, log *slog.Logger) *recordWatch {
+	return &recordWatch{q: newWatchQueue[RecordEvent](limit, true), fn: fn, snapshot: snapshot, byPeer: byPeer,
+		settle: settle, log: log, delivered: map[string]struct{}{}}
+}
+
+// ident is the key, after the 16-byte source address for an Adj-RIB-In
+// watch.
+func (w *recordWatch) ident(ev *RecordEvent) string {
+	if w.byPeer {
+		src := ev.Source.As16()
+		return string(src[:]) + string(ev.Key)
+	}
+	return string(ev.Key)
+}
+
+// run delivers until ctx ends.
+func (w *recordWatch) run(ctx context.Context) {
+	var timer *time.Timer
+	var timerC <-chan time.Time
+	defer func() {
+		if timer != nil {
+			timer.Stop()
+		}
+	}()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-w.q.wake:
+		case <-timerC:
+		}
+		items, resync := w.q.take()
+		if resync {
+			snap, err := w.snapshot(ctx)
+			if err != nil {
+				if ctx.Err() == nil {
+					w.log.Error("watch ended: cannot read the table", "err", err)
+				}
+				return
+			}
+			w.resync(ctx, snap)
+		}
+		for _, ev := range items {
+			if ctx.Err() != nil {
+				return
+			}
+			w.deliver(ev)
+		}
+		if w.settle != nil {
+			for _, ev := range w.settle.due(time.Now()) {
+				w.deliver(ev)
+			}
+			if timer != nil {
+				timer.Stop()
+			}
+			timer, timerC = nil, nil
+			if at, ok := w.settle.next(); ok {
+				timer = time.NewTimer(time.Until(at))
+				timerC = timer.C
+			}
+		}
+	}
+}
+
+// resync brings the consumer from what it was told to the snapshot.
+func (w *recordWatch) resync(ctx context.Context, snap []RecordEvent) {
+	present := make(map[string]struct{}, len(snap))
+	for i := range snap {
+		present[w.ident(&snap[i])] = struct{}{}
+	}
+	var gone []RecordEvent
+	for id := range w.delivered {
+		if _, ok := present[id]; !ok {
+			gone = append(gone, w.withdrawOf(id))
+		}
+	}
+	for _, ev := range append(gone, snap...) {
+		if ctx.Err() != nil {
+			return
+		}
+		w.deliver(ev)
+	}
+}
+
+// withdrawOf rebuilds a withdraw event from a delivered identity.
+func (w *recordWatch) withdrawOf(id string) RecordEvent {
+	if !w.byPeer {
+		return RecordEvent{Key: []byte(id), Withdrawn: true}
+	}
+	src := netip.AddrFrom16([16]byte([]byte(id[:16]))).Unmap()
+	return RecordEvent{Key: []byte(id[16:]), Withdrawn: true, Source: src}
+}
+
+func (w *recordWatch) deliver(ev RecordEvent) {
+	if w.settle != nil && !w.settle.pass(ev, time.Now()) {
+		return
+	}
+	if ev.Withdrawn {
+		delete(w.delivered, w.ident(&ev))
+	} else {
+		w.delivered[w.ident(&ev)] = struct{}{}
+	}
+	w.fn(ev)
+}
+
+// settler holds back withdraws of records last learned from a neighbor whose
+// session came back less than the settle time ago; a withdraw is delivered
+// only if the record has not come back when that time is over. It is used
+// by one watch goroutine only.
+type settler struct {
+	settle        time.Duration
+	reestablished func(netip.Addr) time.Time
+	held          map[string]heldWithdraw
+	source        map[string]netip.Addr
+}
+
+type heldWithdraw struct {
+	ev RecordEvent
+	at time.Time
+}
+
+func newSettler(settle time.Duration, reestablished func(netip.Addr) time.Time) *settler {
+	return &settler{settle: settle, reestablished: reestablished, held: map[string]heldWithdraw{}, source: map[string]netip.Addr{}}
+}
+
+// pass reports whether ev is to be delivered now.
+func (s *settler) pass(ev RecordEvent, now time.Time) bool {
+	k := string(ev.Key)
+	delete(s.held, k)
+	if !ev.Withdrawn || ev.Err != nil {
+		s.source[k] = ev.Source
+		return true
+	}
+	src := s.source[k]
+	delete(s.source, k)
+	since := now.Sub(s.reestablished(src))
+	if !src.IsValid() || since >= s.settle {
+		return true
+	}
+	s.held[k] = heldWithdraw{ev: ev, at: now.Add(s.settle - since)}
+	return false
+}
+
+// due removes and returns the held withdraws whose time is over.
+func (s *settler) due(now time.Time) []RecordEvent {
+	var out []RecordEvent
+	for k, h := range s.held {
+		if !now.Before(h.at) {
+			out = append(out, h.ev)
+			delete(s.held, k)
+		}
+	}
+	return out
+}
+
+// next is the earliest time a held withdraw is due.
+func (s *settler) next() (time.Time, bool) {
+	var at time.Time
+	for _, h := range s.held {
+		if at.IsZero() || h.at.Before(at) {
+			at = h.at
+		}
+	}
+	return at, !at.IsZero()
+}
+
+// neighborWatch delivers session events; after an overflow it delivers the
+// current state of every neighbor instead of the lost events.
+type neighborWatch struct {
+	q        *watchQueue[NeighborEvent]
+	fn       func(NeighborEvent)
+	snapshot func(context.Context) ([]NeighborEvent, error)
+}
+
+func (w *neighborWatch) run(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-w.q.wake:
+		}
+		items, resync := w.q.take()
+		if resync {
+			snap, err := w.snapshot(ctx)
+			if err != nil {
+				return
+			}
+			items = snap
+		}
+		for _, ev := range items {
+			if ctx.Err() != nil {
+				return
+			}
+			w.fn(ev)
+		}
+	}
+}
+
+// watchGroup ties watches to an owner's lifetime: a watch ends when its
+// caller's ctx ends or the owner stops, and stop waits for every watch
+// goroutine.
+type watchGroup struct {
+	mu      sync.Mutex
+	life    context.Context
+	cancel  context.CancelFunc
+	wg      sync.WaitGroup
+	resyncs atomic.Uint64
+}
+
+func (g *watchGroup) init() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.life == nil {
+		g.life, g.cancel = context.WithCancel(context.Background())
+	}
+}
+
+// context returns a context that ends with ctx or the owner.
+func (g *watchGroup) context(ctx context.Context) (context.Context, context.CancelFunc) {
+	g.init()
+	wctx, cancel := context.WithCancel(ctx)
+	stop := context.AfterFunc(g.life, cancel)
+	return wctx, func() { stop(); cancel() }
+}
+
+// lifetime is the owner's own context.
+func (g *watchGroup) lifetime() context.Context {
+	g.init()
+	return g.life
+}
+
+// goWatch runs fn on its own goroutine until stop; cancel runs after it.
+func (g *watchGroup) goWatch(ctx context.Context, cancel context.CancelFunc, fn func(context.Context)) {
+	g.init()
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.life.Err() != nil {
+		cancel()
+		return
+	}
+	g.wg.Add(1)
+	go func() {
+		defer g.wg.Done()
+		defer cancel()
+		fn(ctx)
+	}()
+}
+
+// stop ends every watch and waits for their goroutines. A watch callback
+// must not call it.
+func (g *watchGroup) stop() {
+	g.init()
+	g.mu.Lock()
+	g.cancel()
+	g.mu.Unlock()
+	g.wg.Wait()
+}
