@@ -124,6 +124,52 @@ func (p *DevicePublisher) Withdraw(ctx context.Context, id DeviceID) error {
 	return nil
 }
 
+// PublishedDevice is one record a DevicePublisher holds published, with its
+// route targets: what a switch agent saves to republish after a restart.
+type PublishedDevice struct {
+	Record       DeviceRecord
+	RouteTargets []RouteTarget
+}
+
+// Published returns every record held published, sorted by address.
+func (p *DevicePublisher) Published() []PublishedDevice {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := make([]PublishedDevice, 0, len(p.published))
+	for _, d := range p.published {
+		out = append(out, PublishedDevice{Record: d.rec, RouteTargets: slices.Clone(d.rts)})
+	}
+	slices.SortFunc(out, func(a, b PublishedDevice) int { return a.Record.Device.Addr.Compare(b.Record.Device.Addr) })
+	return out
+}
+
+// Republish publishes records saved before a restart under their saved
+// epochs and route targets, so that peers holding them as stale (graceful
+// restart) see the same keys come back, and a later zone move retires the
+// right epoch. It also moves the clock past the saved epochs.
+func (p *DevicePublisher) Republish(ctx context.Context, saved []PublishedDevice) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var errs []error
+	for _, d := range saved {
+		rec := d.Record
+		if err := rec.Validate(); err != nil {
+			errs = append(errs, fmt.Errorf("device %s: %w", rec.Device.Addr, err))
+			continue
+		}
+		p.clock.Advance(rec.Epoch)
+		if err := p.speaker.Publish(ctx, &rec, d.RouteTargets...); err != nil {
+			errs = append(errs, fmt.Errorf("device %s: %w", rec.Device.Addr, err))
+			continue
+		}
+		p.published[rec.ID()] = publishedDevice{rec: rec, rts: slices.Clone(d.RouteTargets)}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("bgp: republish: %w", err)
+	}
+	return nil
+}
+
 // dropsAny reports whether some route target of old is not in cur.
 func dropsAny(old, cur []RouteTarget) bool {
 	for _, rt := range old {

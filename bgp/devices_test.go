@@ -298,3 +298,48 @@ func TestFakeRetagGap(t *testing.T) {
 	_, _, cs := fakeStar(t, map[string][]RouteTarget{"127.0.0.2": nil, "127.0.0.3": {red}})
 	testRetagGap(t, cs["127.0.0.2"], 0x7f000002, cs["127.0.0.3"].view)
 }
+
+// TestFakeRepublishAfterRestart: a switch agent that restarts republishes
+// its saved records under their saved epochs; a zone move after that
+// retires the old epoch as usual. Without the saved epochs the new
+// publisher would start a fresh epoch and the red-only receiver would keep
+// the old one, active, for ever.
+func TestFakeRepublishAfterRestart(t *testing.T) {
+	ctx := context.Background()
+	red, blue := ZoneRT(testASN, "red"), ZoneRT(testASN, "blue")
+	_, _, cs := fakeStar(t, map[string][]RouteTarget{"127.0.0.2": nil, "127.0.0.3": {red}})
+	sp, redOnly := cs["127.0.0.2"], cs["127.0.0.3"].dev
+	before, err := NewDevicePublisher(DevicePublisherOptions{Speaker: sp})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := *device(0x7f000002, 1)
+	if err := before.Publish(ctx, rec, red); err != nil {
+		t.Fatal(err)
+	}
+	redOnly.waitFor(t, "device", func(tb *DeviceTable) bool { _, ok := tb.Get(rec.ID()); return ok })
+	saved := before.Published()
+	if len(saved) != 1 || saved[0].Record.Epoch == 0 || !slices.Equal(saved[0].RouteTargets, []RouteTarget{red}) {
+		t.Fatalf("saved %+v", saved)
+	}
+
+	after, err := NewDevicePublisher(DevicePublisherOptions{Speaker: sp, Clock: inof.NewClock(func() time.Time { return time.UnixMilli(1) })})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := after.Republish(ctx, saved); err != nil {
+		t.Fatal(err)
+	}
+	if err := after.Publish(ctx, rec, blue); err != nil {
+		t.Fatal(err)
+	}
+	redOnly.waitFor(t, "the device to leave zone red", func(tb *DeviceTable) bool { _, ok := tb.Get(rec.ID()); return !ok })
+	for _, ch := range redOnly.changes(rec.ID()) {
+		if ch.Vanished {
+			t.Fatalf("red-only receiver saw the device vanish: %+v", redOnly.changes(rec.ID()))
+		}
+	}
+	if got := after.Published(); len(got) != 1 || got[0].Record.Epoch <= saved[0].Record.Epoch {
+		t.Fatalf("after the move: %+v (epoch must pass the saved %d even with a clock behind)", got, saved[0].Record.Epoch)
+	}
+}
