@@ -6,8 +6,9 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"path/filepath"
 	"slices"
+
+	"github.com/openinof/inof/inof/daemon"
 )
 
 // stateVersion is the format of the state file.
@@ -43,9 +44,7 @@ func loadState(path string) ([]ownedController, error) {
 	return s.Controllers, nil
 }
 
-// saveState writes the state crash-safely: a temporary file in the same
-// directory, fsync, rename over the old one, fsync of the directory. A
-// crash leaves either the old or the new file, never a torn one.
+// saveState writes the state crash-safely (daemon.WriteFileAtomic).
 func saveState(path string, cs []ownedController) error {
 	cs = slices.Clone(cs)
 	if cs == nil {
@@ -55,37 +54,8 @@ func saveState(path string, cs []ownedController) error {
 	if err != nil {
 		return fmt.Errorf("state file: %w", err)
 	}
-	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+	if err := daemon.WriteFileAtomic(path, append(b, '\n')); err != nil {
 		return fmt.Errorf("state file: %w", err)
-	}
-	f, err := os.CreateTemp(dir, filepath.Base(path)+".tmp*")
-	if err != nil {
-		return fmt.Errorf("state file: %w", err)
-	}
-	tmp := f.Name()
-	defer os.Remove(tmp) // no-op after the rename
-	if _, err := f.Write(append(b, '\n')); err != nil {
-		f.Close()
-		return fmt.Errorf("state file: write %s: %w", tmp, err)
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return fmt.Errorf("state file: sync %s: %w", tmp, err)
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("state file: close %s: %w", tmp, err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		return fmt.Errorf("state file: %w", err)
-	}
-	d, err := os.Open(dir)
-	if err != nil {
-		return fmt.Errorf("state file: %w", err)
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil {
-		return fmt.Errorf("state file: sync %s: %w", dir, err)
 	}
 	return nil
 }
