@@ -30,11 +30,11 @@ test: test-unit test-priv
 # Everything runs with the race detector. The tests that start a real GoBGP
 # skip themselves under -race (GoBGP v3.37's WatchEvent reads paths while its
 # server loop marks them stale, a race inside GoBGP, not in our code) and run
-# in the second, race-free pass over bgp; code above GoBGP is race-checked
+# in the second, race-free pass over bgp and the reflector; code above GoBGP is race-checked
 # against the fake Speaker (bgp.NewFakeFabric).
 test-unit:
 	$(GO) test -race -count=1 $(PKGS)
-	$(GO) test -count=1 ./bgp
+	$(GO) test -count=1 ./bgp ./inof/reflector
 
 test-priv:
 ifeq ($(ROOT),0)

@@ -2,10 +2,12 @@ package bgp
 
 import (
 	"context"
+	"net/netip"
 	"testing"
 	"time"
 
 	"github.com/openinof/inof/bgp/bfd"
+	"github.com/openinof/inof/integration/selfexec"
 )
 
 // TestBFDAsymmetry (DESIGN §3): when a client's BFD session dies, the
@@ -13,21 +15,24 @@ import (
 // withdrawn from the other clients, and it comes back with BFD; when the
 // reflector's BFD dies, a client keeps its session and its records.
 func TestBFDAsymmetry(t *testing.T) {
+	skipUnderRace(t)
 	ctx := context.Background()
-	rm, am, bm := bfd.NewManager(bfd.ManagerOptions{}), bfd.NewManager(bfd.ManagerOptions{}), bfd.NewManager(bfd.ManagerOptions{})
+	rm, bm := bfd.NewManager(bfd.ManagerOptions{}), bfd.NewManager(bfd.ManagerOptions{})
 	defer bm.Close()
 	r := startReflector(t, addr("127.0.0.1"), Options{BFD: rm})
-	a := startClient(t, addr("127.0.0.2"), Options{BFD: am})
+	a := startClient(t, addr("127.0.0.2"), Options{}) // a's BFD runs in a child process
 	b := startClient(t, addr("127.0.0.3"), Options{BFD: bm})
 	fast := &NeighborBFD{DesiredMinTx: 50 * time.Millisecond, RequiredMinRx: 50 * time.Millisecond, DetectMult: 3}
 	for _, c := range []*node{a, b} {
 		connect(t, r, c, func(n *Neighbor) {
-			n.BFD = fast
-			if n.Address == c.addr {
-				n.LocalAddress = r.addr // the reflector's side of the session
+			if n.Address == c.addr { // the reflector's side of the session
+				n.BFD, n.LocalAddress = fast, r.addr
+			} else if c == b {
+				n.BFD = fast
 			}
 		})
 	}
+	child, _ := selfexec.Start(t, bfdChildEnv+"="+a.addr.String()+","+r.addr.String())
 	zone := ZoneRT(testASN, "prod")
 	b.Subscribe(ctx, zone)
 	waitEstablished(t, a, 1)
@@ -39,28 +44,56 @@ func TestBFDAsymmetry(t *testing.T) {
 	}
 	b.view.waitFor(t, "record at b", func(m map[string]RecordEvent) bool { _, ok := m[string(rec.Key())]; return ok })
 
-	// a's BFD dies (the process stops answering BFD; its TCP session
+	// a's BFD dies with its process (SIGKILL: no AdminDown; its TCP session
 	// would linger for the hold time): the reflector drops a at once.
-	am.Close()
+	child.Kill()
 	b.view.waitFor(t, "a's record withdrawn", func(m map[string]RecordEvent) bool { _, ok := m[string(rec.Key())]; return !ok })
 	waitState(t, r, a.addr, func(s SessionState) bool { return s != StateEstablished })
 
 	// a's BFD comes back: the reflector lets a in again and the record returns.
-	am2 := bfd.NewManager(bfd.ManagerOptions{})
-	defer am2.Close()
-	if _, err := am2.Add(bfd.Config{Key: bfd.SessionKey{Local: a.addr, Peer: r.addr}, DesiredMinTx: fast.DesiredMinTx,
+	am := bfd.NewManager(bfd.ManagerOptions{})
+	if _, err := am.Add(bfd.Config{Key: bfd.SessionKey{Local: a.addr, Peer: r.addr}, DesiredMinTx: fast.DesiredMinTx,
 		RequiredMinRx: fast.RequiredMinRx, DetectMult: 3}); err != nil {
 		t.Fatal(err)
 	}
 	b.view.waitFor(t, "a's record back", func(m map[string]RecordEvent) bool { _, ok := m[string(rec.Key())]; return ok })
+	waitBFD(t, rm, 2)
+
+	// a stops its BFD on purpose (AdminDown, as a daemon that stops or
+	// restarts does): not a failure (RFC 5882 §3.2), a keeps its session.
+	withdrawsBefore := b.view.withdrawCount()
+	am.Close()
+	waitBFDState(t, rm, a.addr, bfd.Down)
+	marker := device(routerID(a), 2)
+	if err := a.Publish(ctx, marker, zone); err != nil {
+		t.Fatal(err)
+	}
+	b.view.waitFor(t, "a's next record", func(m map[string]RecordEvent) bool { _, ok := m[string(marker.Key())]; return ok })
+	if !b.view.has(rec.Key()) || b.view.withdrawCount() != withdrawsBefore {
+		t.Fatal("the reflector dropped a after a's BFD signalled AdminDown")
+	}
 
 	// The reflector's BFD dies: b keeps its session and the record.
-	withdrawsBefore := b.view.withdrawCount()
 	rm.Close()
 	waitBFDDown(t, bm)
 	if !sessionUp(t, b, r, time.Second) || !b.view.has(rec.Key()) || b.view.withdrawCount() != withdrawsBefore {
 		t.Fatal("client dropped routes after BFD towards the reflector went down")
 	}
+}
+
+// waitBFDState waits until m's session to peer is in state st.
+func waitBFDState(t *testing.T, m *bfd.Manager, peer netip.Addr, st bfd.State) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		for _, s := range m.Sessions() {
+			if s.Key.Peer == peer && s.State == st {
+				return
+			}
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatalf("BFD session to %s never reached %s", peer, st)
 }
 
 func waitBFD(t *testing.T, m *bfd.Manager, up int) {

@@ -38,6 +38,12 @@ type GracefulRestart struct {
 	// died: peers keep its routes as stale until it sends End-of-RIB, and
 	// it defers its own best-path selection until its peers' End-of-RIB.
 	Restarting bool
+	// Notification (RFC 8538) keeps graceful restart in force when a
+	// session ends with a Cease: Stop then ends every session with one, as
+	// a daemon that stops or restarts on purpose does, and peers keep its
+	// routes stale until it returns with End-of-RIB or the restart time
+	// runs out. Both ends must enable it.
+	Notification bool
 	// SettleTime holds back, in WatchRecords, withdraws of records learned
 	// from a neighbor whose session came back within this time (default
 	// 10 s). GoBGP ends a restarting speaker's selection deferral as soon as
@@ -235,9 +241,54 @@ func (g *GoBGP) stop() {
 		}
 	}
 	if g.srv != nil {
+		if gr := g.cfg.GracefulRestart; gr.Enabled && gr.Notification && g.Err() == nil {
+			// End each session with a Cease that RFC 8538 peers treat as a
+			// graceful restart (Administrative Reset is not mapped to Hard
+			// Reset); StopBgp's own Cease (Peer De-configured) would be.
+			// StopBgp writes its NOTIFICATION directly, ahead of the queued
+			// one, so wait (boundedly) until the sessions have ended.
+			for _, a := range g.neighborAddrs() {
+				if err := g.srv.ResetPeer(context.Background(), &api.ResetPeerRequest{Address: a.String(), Communication: "graceful restart"}); err != nil {
+					g.log.Warn("graceful stop: reset neighbor", "neighbor", a, "err", err)
+				}
+			}
+			g.waitSessionsDown(gracefulStopWait)
+		}
 		g.srv.StopBgp(context.Background(), &api.StopBgpRequest{})
 		g.srv.Stop()
 	}
+}
+
+// gracefulStopWait bounds how long Stop waits for its graceful-restart
+// Ceases to leave.
+const gracefulStopWait = 2 * time.Second
+
+// waitSessionsDown polls GoBGP until no session is established, or d has
+// passed.
+func (g *GoBGP) waitSessionsDown(d time.Duration) {
+	deadline := time.Now().Add(d)
+	for time.Now().Before(deadline) {
+		up := false
+		err := g.srv.ListPeer(context.Background(), &api.ListPeerRequest{}, func(p *api.Peer) {
+			up = up || p.GetState().GetSessionState() == api.PeerState_ESTABLISHED
+		})
+		if err != nil || !up {
+			return
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	g.log.Warn("graceful stop: sessions still up; stopping anyway")
+}
+
+// neighborAddrs lists the configured neighbors.
+func (g *GoBGP) neighborAddrs() []netip.Addr {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	out := make([]netip.Addr, 0, len(g.neighbors))
+	for a := range g.neighbors {
+		out = append(out, a)
+	}
+	return out
 }
 
 // AddNeighbor implements Speaker. A neighbor that is refused leaves no
@@ -300,6 +351,13 @@ func (g *GoBGP) onBFD(ch bfd.StateChange) {
 	disabled := g.bfdDown[ch.Key.Peer]
 	act := ok && g.cfg.Role == RoleReflector && n.RRClient
 	switch {
+	case act && ch.Old == bfd.Up && ch.New != bfd.Up && ch.PeerAdminDown:
+		// The switch stopped its BFD on purpose (its daemon is stopping or
+		// restarting): not a failure (RFC 5882 §3.2). Its BGP session
+		// decides, with graceful restart.
+		g.mu.Unlock()
+		g.log.Info("BFD: neighbor signalled AdminDown; leaving its session to BGP", "neighbor", ch.Key.Peer)
+		return
 	case act && ch.Old == bfd.Up && ch.New != bfd.Up:
 		g.bfdDown[ch.Key.Peer] = true
 	case act && ch.New == bfd.Up && disabled:
@@ -357,7 +415,7 @@ func (g *GoBGP) apiPeer(n Neighbor) *api.Peer {
 	gr := g.cfg.GracefulRestart
 	if gr.Enabled {
 		p.GracefulRestart = &api.GracefulRestart{Enabled: true, RestartTime: uint32(gr.RestartTime / time.Second),
-			LocalRestarting: gr.Restarting}
+			LocalRestarting: gr.Restarting, NotificationEnabled: gr.Notification}
 	}
 	for _, f := range []*api.Family{familyOpaque, familyRTC} {
 		as := &api.AfiSafi{Config: &api.AfiSafiConfig{Family: f, Enabled: true}}

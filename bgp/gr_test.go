@@ -109,3 +109,63 @@ func waitState(t *testing.T, n *node, peer netip.Addr, ok func(SessionState) boo
 	}
 	t.Fatalf("session %s -> %s never reached the expected state", n.addr, peer)
 }
+
+// TestGracefulStopNotification: with RFC 8538 negotiated (Notification),
+// a client that stops on purpose (Stop sends a Cease) and starts again as
+// a restarting speaker, republishing its records, leaves the other
+// clients with zero withdraws: the reflector keeps its records stale
+// meanwhile. Without Notification, the same stop withdraws them at once.
+func TestGracefulStopNotification(t *testing.T) {
+	for _, notify := range []bool{true, false} {
+		t.Run(map[bool]string{true: "notification", false: "plain"}[notify], func(t *testing.T) {
+			ctx := context.Background()
+			gr := GracefulRestart{Enabled: true, RestartTime: 60 * time.Second, Notification: notify}
+			r := startReflector(t, addr("127.0.0.1"), Options{GracefulRestart: gr})
+			a := startClient(t, addr("127.0.0.2"), Options{GracefulRestart: gr})
+			b := startClient(t, addr("127.0.0.3"), Options{GracefulRestart: gr})
+			connect(t, r, a, nil)
+			connect(t, r, b, nil)
+			zone := ZoneRT(testASN, "prod")
+			if err := b.Subscribe(ctx, zone); err != nil {
+				t.Fatal(err)
+			}
+			const n = 10
+			for i := range n {
+				if err := a.Publish(ctx, device(routerID(a), i), zone); err != nil {
+					t.Fatal(err)
+				}
+			}
+			b.view.waitFor(t, "records", func(m map[string]RecordEvent) bool { return len(m) == n })
+
+			a.Stop() // a Cease to the reflector
+			waitState(t, r, a.addr, func(s SessionState) bool { return s != StateEstablished })
+			if !notify {
+				b.view.waitFor(t, "withdraws without RFC 8538", func(m map[string]RecordEvent) bool { return len(m) == 0 })
+				return
+			}
+			if w := b.view.withdrawCount(); w != 0 {
+				t.Fatalf("b saw %d withdraws when a stopped", w)
+			}
+			restarted := gr
+			restarted.Restarting = true
+			a2 := startClient(t, addr("127.0.0.2"), Options{GracefulRestart: restarted})
+			for i := range n {
+				if err := a2.Publish(ctx, device(routerID(a2), i), zone); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := a2.AddNeighbor(ctx, Neighbor{Address: r.addr, Port: r.port, LocalAddress: a2.addr}); err != nil {
+				t.Fatal(err)
+			}
+			waitEstablished(t, a2, 1)
+			marker := device(routerID(a2), n)
+			if err := a2.Publish(ctx, marker, zone); err != nil {
+				t.Fatal(err)
+			}
+			b.view.waitFor(t, "the restarted client's records", func(m map[string]RecordEvent) bool { return len(m) == n+1 })
+			if w := b.view.withdrawCount(); w != 0 {
+				t.Fatalf("b saw %d withdraws across a's stop and restart", w)
+			}
+		})
+	}
+}

@@ -8,13 +8,21 @@ import (
 	"log/slog"
 	"net/netip"
 	"os"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/openinof/inof/bgp/bfd"
 )
 
 // childEnv carries a childConfig: the test binary then runs one reflector
 // speaker until it is killed (see startChildReflector).
 const childEnv = "INOF_BGP_CHILD_REFLECTOR"
+
+// bfdChildEnv carries "local,peer": the test binary then runs one BFD
+// session (3 × 50 ms) until it is killed, so a test can make a BFD peer
+// fall silent the way a crashed process does, without an AdminDown.
+const bfdChildEnv = "INOF_BGP_CHILD_BFD"
 
 type childConfig struct {
 	RouterID    string
@@ -28,6 +36,13 @@ func TestMain(m *testing.M) {
 	if raw := os.Getenv(childEnv); raw != "" {
 		if err := runChildReflector(raw); err != nil {
 			fmt.Fprintln(os.Stderr, "child reflector:", err)
+			os.Exit(2)
+		}
+		return
+	}
+	if raw := os.Getenv(bfdChildEnv); raw != "" {
+		if err := runChildBFD(raw); err != nil {
+			fmt.Fprintln(os.Stderr, "child BFD:", err)
 			os.Exit(2)
 		}
 		return
@@ -58,6 +73,21 @@ func runChildReflector(raw string) error {
 		if err := g.AddNeighbor(ctx, Neighbor{Address: netip.MustParseAddr(cl), Passive: true, RRClient: true}); err != nil {
 			return err
 		}
+	}
+	fmt.Println("ready")
+	select {}
+}
+
+func runChildBFD(raw string) error {
+	local, peer, ok := strings.Cut(raw, ",")
+	if !ok {
+		return fmt.Errorf("want local,peer: %q", raw)
+	}
+	m := bfd.NewManager(bfd.ManagerOptions{})
+	_, err := m.Add(bfd.Config{Key: bfd.SessionKey{Local: netip.MustParseAddr(local), Peer: netip.MustParseAddr(peer)},
+		DesiredMinTx: 50 * time.Millisecond, RequiredMinRx: 50 * time.Millisecond, DetectMult: 3})
+	if err != nil {
+		return err
 	}
 	fmt.Println("ready")
 	select {}

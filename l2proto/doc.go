@@ -2,5 +2,8 @@
 // LLDP registration (org TLV 00-18-82/101), 0x88A7 notifications, ACKs and zone
 // queries. Codecs are transport-free (MarshalBinary/UnmarshalBinary); a Link
 // moves Ethernet frames on one port (AF_PACKET or in memory); the Notifier
-// delivers notifications reliably and paced; the Registry tracks registrations.
+// delivers notifications reliably, windowed per host and paced below
+// nvme-snsd's flood guard; the Registry tracks registrations, bounded, and
+// delivers their changes from its own goroutine; the LinkWatcher reports
+// carrier changes; a SwitchPort ties them to one access port.
 package l2proto

@@ -49,8 +49,9 @@ var (
 	ErrNoRegistered = errors.New("LLDPDU without registration TLV")
 )
 
-// DropReason maps a decode error to a short, stable label for counters and
-// logs ("short", "version", ...). Errors not from this package map to "other".
+// DropReason maps a decode error, or a registration the Registry refused, to
+// a short, stable label for counters and logs ("short", "version", ...,
+// "port-full", "table-full"). Errors not from this package map to "other".
 func DropReason(err error) string {
 	for _, r := range dropReasons {
 		if errors.Is(err, r.err) {
@@ -76,6 +77,8 @@ var dropReasons = []struct {
 	{ErrValue, "value"},
 	{ErrLLDP, "lldp"},
 	{ErrNoRegistered, "not-registration"},
+	{ErrPortFull, "port-full"},
+	{ErrTableFull, "table-full"},
 }
 
 // Frame is one decoded frame of the protocol: exactly one of LLDP and

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"syscall"
 	"time"
 )
 
@@ -23,8 +24,10 @@ type SwitchPortConfig struct {
 
 // SwitchPort reads one access port and dispatches what arrives: LLDP
 // registrations to the registry, ACKs to the notifier, zone queries to
-// OnQuery. Malformed frames, and notifications (hosts never send them), are
-// counted and dropped; nothing a host sends can stop the loop.
+// OnQuery. Malformed frames, registrations the registry refuses (table
+// bounds) and notifications (hosts never send them) are counted and dropped,
+// and logged at most once a second per reason; nothing a host sends can stop
+// the loop.
 type SwitchPort struct {
 	cfg SwitchPortConfig
 }
@@ -46,10 +49,19 @@ func NewSwitchPort(cfg SwitchPortConfig) (*SwitchPort, error) {
 // Drops returns the port's drop counters.
 func (p *SwitchPort) Drops() *DropCounter { return p.cfg.Drops }
 
-// Run reads until ctx ends, then closes the link (Run owns it).
+// netDownPause is how long Run waits after the port reported ENETDOWN
+// before reading again, so a port that stays down costs no CPU.
+const netDownPause = 100 * time.Millisecond
+
+// Run reads until ctx ends or the link fails, and closes the link when it
+// returns (Run owns it). It returns ctx.Err() after ctx ends, else the read
+// error.
 func (p *SwitchPort) Run(ctx context.Context) error {
 	stop := context.AfterFunc(ctx, func() { p.cfg.Link.Close() })
-	defer stop()
+	defer func() {
+		stop()
+		p.cfg.Link.Close()
+	}()
 	name := p.cfg.Link.Name()
 	buf := make([]byte, MaxFrameLen+4)
 	for {
@@ -57,6 +69,17 @@ func (p *SwitchPort) Run(ctx context.Context) error {
 		if err != nil {
 			if ctx.Err() != nil || errors.Is(err, net.ErrClosed) {
 				return ctx.Err()
+			}
+			if errors.Is(err, syscall.ENETDOWN) {
+				// The port went administratively down: the socket reports it
+				// once and works again when the port comes back. Link down
+				// itself reaches the registry through the link watcher.
+				select {
+				case <-ctx.Done():
+					return ctx.Err()
+				case <-time.After(netDownPause):
+				}
+				continue
 			}
 			return fmt.Errorf("l2proto: read %s: %w", name, err)
 		}
@@ -74,7 +97,9 @@ func (p *SwitchPort) handle(port string, b []byte, now time.Time) {
 	}
 	switch {
 	case f.LLDP != nil:
-		p.cfg.Registry.Observe(port, f.Source, f.LLDP, now)
+		if err := p.cfg.Registry.Observe(port, f.Source, f.LLDP, now); err != nil {
+			p.cfg.Drops.Drop(port, err) // refused: a table bound was reached
+		}
 	case f.Message != nil:
 		if len(f.Message.Notifications) > 0 {
 			p.cfg.Drops.DropReason(port, "unexpected", errors.New("notification received on a switch port"))

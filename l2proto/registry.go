@@ -2,7 +2,10 @@ package l2proto
 
 import (
 	"bytes"
+	"container/list"
 	"context"
+	"errors"
+	"fmt"
 	"net"
 	"net/netip"
 	"sort"
@@ -18,7 +21,7 @@ type EventKind uint8
 // Registration events.
 const (
 	Registered EventKind = iota + 1 // a new device on a port
-	Updated                         // same address, other role/protocol/port/NQN
+	Updated                         // same address, other role/protocol/port/NQN or MAC
 	Removed                         // gone; Event.Reason says why
 )
 
@@ -33,6 +36,21 @@ func (k EventKind) String() string {
 	}
 	return "event(?)"
 }
+
+// Registry bounds. snsd registers at most 64 addresses per physical port;
+// an access port normally faces one host.
+const (
+	DefaultMaxEntries        = 8192
+	DefaultMaxEntriesPerPort = 128
+	DefaultExpireEvery       = time.Second
+)
+
+// Errors Observe returns for a registration it refuses; DropReason maps them
+// to "port-full" and "table-full".
+var (
+	ErrPortFull  = errors.New("registration table full for the port")
+	ErrTableFull = errors.New("registration table full")
+)
 
 // Entry is one registered device on one switch port.
 type Entry struct {
@@ -53,6 +71,23 @@ type Event struct {
 	Reason inof.Reason // for Removed: link down, IP change or age-out
 }
 
+// RegistryConfig bounds a Registry; zero fields take the defaults.
+type RegistryConfig struct {
+	MaxEntries        int           // entries in the whole table
+	MaxEntriesPerPort int           // entries on one port
+	ExpireEvery       time.Duration // how often Run ages entries out
+}
+
+// RegistryStats describe the table.
+type RegistryStats struct {
+	Entries int
+	// Refused counts registrations of new addresses refused because a
+	// bound was reached (refreshes of existing entries are never refused).
+	Refused uint64
+	// PendingEvents counts changes not yet delivered on Events.
+	PendingEvents int
+}
+
 type regKey struct {
 	port string
 	addr netip.Addr
@@ -64,46 +99,88 @@ type slotKey struct {
 	port, chassis, portID string
 }
 
+func slotOf(e *Entry) slotKey { return slotKey{e.Port, e.ChassisID, e.PortID} }
+
+// change is a key whose state the consumer has not been told yet.
+type change struct {
+	key     regKey
+	removed *Entry // the entry as last removed, for a Removed event
+	reason  inof.Reason
+	elem    *list.Element
+}
+
 // Registry is the registration table of a switch: entries keyed by (port,
 // address), refreshed by every LLDPDU, aged out at their TTL (reason 6),
 // removed at once on link down (reason 1) or when the same sender registers a
-// new address (reason 5). Events go to the callback given to NewRegistry, in
-// order, from the goroutine that caused them.
+// new address (reason 5). The table is bounded per port and overall.
+//
+// Changes are delivered on Events by Run's goroutine, never from the caller
+// of Observe, LinkDown or Expire: those only mark what changed and return,
+// so a slow consumer stalls no port. While the consumer lags, changes of one
+// key coalesce: it is told the key's current state relative to what it was
+// last told (a device that registered and left in between is never
+// reported; one removed and back unchanged is no event). So the pending
+// changes stay bounded by twice the table, and each key's events stay in
+// order and end at the table's state.
 type Registry struct {
-	onEvent func(Event)
+	cfg RegistryConfig
 
 	mu      sync.Mutex
-	emitMu  sync.Mutex // taken before mu is released: events leave in table order
 	entries map[regKey]*Entry
 	slots   map[slotKey]regKey
+	perPort map[string]int
+	refused uint64
+	known   map[regKey]Entry // what the consumer was last told
+	dirty   map[regKey]*change
+	queue   list.List // *change, oldest first
+
+	notify chan struct{}
+	events chan Event
 }
 
-// NewRegistry returns an empty table; onEvent may be nil.
-func NewRegistry(onEvent func(Event)) *Registry {
-	if onEvent == nil {
-		onEvent = func(Event) {}
+// NewRegistry returns an empty table; start Run to age entries out and
+// deliver events.
+func NewRegistry(cfg RegistryConfig) (*Registry, error) {
+	if cfg.MaxEntries < 0 || cfg.MaxEntriesPerPort < 0 || cfg.ExpireEvery < 0 {
+		return nil, errors.New("l2proto: registry limits must not be negative")
 	}
-	return &Registry{onEvent: onEvent, entries: make(map[regKey]*Entry), slots: make(map[slotKey]regKey)}
+	if cfg.MaxEntries == 0 {
+		cfg.MaxEntries = DefaultMaxEntries
+	}
+	if cfg.MaxEntriesPerPort == 0 {
+		cfg.MaxEntriesPerPort = min(DefaultMaxEntriesPerPort, cfg.MaxEntries)
+	}
+	if cfg.ExpireEvery == 0 {
+		cfg.ExpireEvery = DefaultExpireEvery
+	}
+	return &Registry{cfg: cfg, entries: make(map[regKey]*Entry), slots: make(map[slotKey]regKey),
+		perPort: make(map[string]int), known: make(map[regKey]Entry), dirty: make(map[regKey]*change),
+		notify: make(chan struct{}, 1), events: make(chan Event)}, nil
 }
+
+// Events returns the channel Run delivers events on; it is closed when Run
+// returns.
+func (r *Registry) Events() <-chan Event { return r.events }
 
 // Observe applies an LLDPDU carrying a registration received on port at now.
 // A TTL of 0 removes the sender's entry (reason age-out: the device asked to
-// be forgotten).
-func (r *Registry) Observe(port string, src net.HardwareAddr, l *LLDPDU, now time.Time) {
+// be forgotten). A new address beyond a bound is refused with an error
+// wrapping ErrPortFull or ErrTableFull, and counted.
+func (r *Registry) Observe(port string, src net.HardwareAddr, l *LLDPDU, now time.Time) error {
 	if l == nil || l.Registration == nil {
-		return
+		return nil
 	}
 	reg := l.Registration
 	slot := slotKey{port, string(l.ChassisID), string(l.PortID)}
 	key := regKey{port, reg.Addr}
 	dev := reg.Device()
-	var events []Event
 
 	r.mu.Lock()
+	defer r.mu.Unlock()
+	// The same sender with another address: the old one is gone (IP change).
 	if oldKey, ok := r.slots[slot]; ok && oldKey != key {
 		if old := r.entries[oldKey]; old != nil {
-			delete(r.entries, oldKey)
-			events = append(events, Event{Kind: Removed, Entry: *old, Reason: inof.ReasonIPChange})
+			r.deleteLocked(oldKey, old, inof.ReasonIPChange)
 		}
 		delete(r.slots, slot)
 	}
@@ -111,26 +188,41 @@ func (r *Registry) Observe(port string, src net.HardwareAddr, l *LLDPDU, now tim
 	switch {
 	case l.TTL == 0:
 		if e != nil {
-			r.deleteLocked(key, e)
-			events = append(events, Event{Kind: Removed, Entry: *e, Reason: inof.ReasonAgeOut})
+			r.deleteLocked(key, e, inof.ReasonAgeOut)
 		}
 	case e == nil:
-		e = &Entry{Port: port, MAC: bytes.Clone(src), ChassisID: string(l.ChassisID), PortID: string(l.PortID),
-			Device: dev, Since: now}
+		if n := r.perPort[port]; n >= r.cfg.MaxEntriesPerPort {
+			r.refused++
+			return fmt.Errorf("%w: %s already has %d entries, %s refused", ErrPortFull, port, n, reg.Addr)
+		}
+		if n := len(r.entries); n >= r.cfg.MaxEntries {
+			r.refused++
+			return fmt.Errorf("%w: %d entries, %s on %s refused", ErrTableFull, n, reg.Addr, port)
+		}
+		e = &Entry{Port: port, MAC: bytes.Clone(src), ChassisID: slot.chassis, PortID: slot.portID,
+			Device: dev, Since: now, TTL: ttl(l), Expires: now.Add(ttl(l))}
 		r.entries[key] = e
+		r.perPort[port]++
 		r.slots[slot] = key
-		e.TTL, e.Expires = ttl(l), now.Add(ttl(l))
-		events = append(events, Event{Kind: Registered, Entry: *e})
+		r.markLocked(key, nil, 0)
 	default:
 		e.TTL, e.Expires = ttl(l), now.Add(ttl(l))
-		r.slots[slot] = key
+		if old := slotOf(e); old != slot {
+			// Another sender (a new port ID, or a second host claiming
+			// the address) now refreshes the entry: it moves to that
+			// slot, and the old slot is forgotten.
+			if r.slots[old] == key {
+				delete(r.slots, old)
+			}
+			e.ChassisID, e.PortID = slot.chassis, slot.portID
+			r.slots[slot] = key
+		}
 		if e.Device != dev || !bytes.Equal(e.MAC, src) {
 			e.Device, e.MAC = dev, bytes.Clone(src)
-			e.ChassisID, e.PortID = string(l.ChassisID), string(l.PortID)
-			events = append(events, Event{Kind: Updated, Entry: *e})
+			r.markLocked(key, nil, 0)
 		}
 	}
-	r.unlockAndEmit(events)
+	return nil
 }
 
 func ttl(l *LLDPDU) time.Duration { return time.Duration(l.TTL) * time.Second }
@@ -145,18 +237,70 @@ func (r *Registry) Expire(now time.Time) {
 	r.removeWhere(inof.ReasonAgeOut, func(e *Entry) bool { return !e.Expires.After(now) })
 }
 
-// Run expires entries every interval until ctx ends.
-func (r *Registry) Run(ctx context.Context, interval time.Duration) {
-	t := time.NewTicker(interval)
+// Run ages entries out every ExpireEvery and delivers events on Events until
+// ctx ends; then it closes Events. Call it once.
+func (r *Registry) Run(ctx context.Context) error {
+	defer close(r.events)
+	t := time.NewTicker(r.cfg.ExpireEvery)
 	defer t.Stop()
+	var (
+		ev   Event
+		have bool
+	)
 	for {
+		if !have {
+			ev, have = r.next()
+		}
+		var out chan<- Event
+		if have {
+			out = r.events
+		}
 		select {
 		case <-ctx.Done():
-			return
+			return ctx.Err()
 		case now := <-t.C:
 			r.Expire(now)
+		case <-r.notify:
+		case out <- ev:
+			have = false
 		}
 	}
+}
+
+// next takes the oldest pending change and returns the event that tells the
+// consumer about it, if any; it then counts as told.
+func (r *Registry) next() (Event, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for r.queue.Len() > 0 {
+		c := r.queue.Remove(r.queue.Front()).(*change)
+		delete(r.dirty, c.key)
+		cur := r.entries[c.key]
+		kn, known := r.known[c.key]
+		switch {
+		case cur != nil && !known:
+			r.known[c.key] = *cur
+			return Event{Kind: Registered, Entry: *cur}, true
+		case cur != nil && !sameDevice(&kn, cur):
+			r.known[c.key] = *cur
+			return Event{Kind: Updated, Entry: *cur}, true
+		case cur == nil && known:
+			delete(r.known, c.key)
+			gone := kn
+			if c.removed != nil {
+				gone = *c.removed
+			}
+			return Event{Kind: Removed, Entry: gone, Reason: c.reason}, true
+		}
+	}
+	return Event{}, false
+}
+
+// Stats returns the table's counters.
+func (r *Registry) Stats() RegistryStats {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return RegistryStats{Entries: len(r.entries), Refused: r.refused, PendingEvents: len(r.dirty)}
 }
 
 // Entries returns a copy of the table sorted by port and address.
@@ -187,33 +331,59 @@ func (r *Registry) Lookup(port string, addr netip.Addr) (Entry, bool) {
 }
 
 func (r *Registry) removeWhere(reason inof.Reason, match func(*Entry) bool) {
-	var events []Event
 	r.mu.Lock()
+	defer r.mu.Unlock()
+	var keys []regKey
 	for k, e := range r.entries {
 		if match(e) {
-			r.deleteLocked(k, e)
-			events = append(events, Event{Kind: Removed, Entry: *e, Reason: reason})
+			keys = append(keys, k)
 		}
 	}
-	sort.Slice(events, func(i, j int) bool { return events[i].Entry.Device.Addr.Less(events[j].Entry.Device.Addr) })
-	r.unlockAndEmit(events)
+	sort.Slice(keys, func(i, j int) bool {
+		if keys[i].port != keys[j].port {
+			return keys[i].port < keys[j].port
+		}
+		return keys[i].addr.Less(keys[j].addr)
+	})
+	for _, k := range keys {
+		r.deleteLocked(k, r.entries[k], reason)
+	}
 }
 
-func (r *Registry) deleteLocked(k regKey, e *Entry) {
+func (r *Registry) deleteLocked(k regKey, e *Entry, reason inof.Reason) {
 	delete(r.entries, k)
-	slot := slotKey{e.Port, e.ChassisID, e.PortID}
-	if r.slots[slot] == k {
+	if r.perPort[k.port]--; r.perPort[k.port] <= 0 {
+		delete(r.perPort, k.port)
+	}
+	if slot := slotOf(e); r.slots[slot] == k {
 		delete(r.slots, slot)
 	}
+	r.markLocked(k, e, reason)
 }
 
-// unlockAndEmit releases mu and delivers events; the callback runs without
-// the table lock (it may call Lookup or Entries) but in table order.
-func (r *Registry) unlockAndEmit(events []Event) {
-	r.emitMu.Lock()
-	r.mu.Unlock()
-	defer r.emitMu.Unlock()
-	for _, ev := range events {
-		r.onEvent(ev)
+// markLocked records that key changed (removed, if gone is set) and wakes
+// Run. A change that leaves the key as the consumer knows it is dropped.
+func (r *Registry) markLocked(k regKey, gone *Entry, reason inof.Reason) {
+	c := r.dirty[k]
+	if c == nil {
+		c = &change{key: k}
+		c.elem = r.queue.PushBack(c)
+		r.dirty[k] = c
+	}
+	if gone != nil {
+		c.removed, c.reason = gone, reason
+	}
+	cur := r.entries[k]
+	kn, known := r.known[k]
+	if (cur == nil && !known) || (cur != nil && known && sameDevice(&kn, cur)) {
+		r.queue.Remove(c.elem)
+		delete(r.dirty, k)
+		return
+	}
+	select {
+	case r.notify <- struct{}{}:
+	default:
 	}
 }
+
+func sameDevice(a, b *Entry) bool { return a.Device == b.Device && bytes.Equal(a.MAC, b.MAC) }

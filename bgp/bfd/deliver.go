@@ -140,7 +140,7 @@ func (s *subscription) enqueue(ch StateChange) {
 //     started collapses all three into one.
 func push(q []StateChange, ch StateChange) ([]StateChange, int) {
 	merge := func(a, b StateChange) StateChange {
-		return StateChange{Key: b.Key, Old: a.Old, New: b.New, Diag: b.Diag, At: b.At,
+		return StateChange{Key: b.Key, Old: a.Old, New: b.New, Diag: b.Diag, PeerAdminDown: b.PeerAdminDown, At: b.At,
 			Coalesced: a.Coalesced + b.Coalesced + 1}
 	}
 	switch len(q) {

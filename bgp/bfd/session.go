@@ -49,7 +49,11 @@ type StateChange struct {
 	Key      SessionKey
 	Old, New State
 	Diag     Diag // local diagnostic: why it went down
-	At       time.Time
+	// PeerAdminDown: the change followed the peer's AdminDown, i.e. the
+	// peer took the session down on purpose (it is being removed or its
+	// daemon is stopping). RFC 5882 §3.2: that is not a path failure.
+	PeerAdminDown bool
+	At            time.Time
 	// Coalesced is how many transitions were folded into this one for a
 	// subscriber that was behind (0: this is a single transition).
 	Coalesced int
@@ -241,7 +245,7 @@ func (s *Session) receive(p Packet) (final bool, ch *StateChange, detect time.Du
 		}
 	}
 	if s.state != old {
-		ch = &StateChange{Key: s.cfg.Key, Old: old, New: s.state, Diag: s.diag, At: time.Now()}
+		ch = &StateChange{Key: s.cfg.Key, Old: old, New: s.state, Diag: s.diag, PeerAdminDown: p.State == AdminDown, At: time.Now()}
 	}
 	return p.Poll, ch, detect
 }

@@ -44,8 +44,8 @@ func TestSessionUpPollDown(t *testing.T) {
 		silenced := time.Now()
 		sb.conn.Close()
 		down, ia := ca.waitFor(t, keyA, Down, ia)
-		if down.Diag != DiagControlExpired {
-			t.Fatalf("silent peer: diag %s", down.Diag)
+		if down.Diag != DiagControlExpired || down.PeerAdminDown {
+			t.Fatalf("silent peer: diag %s, peer admin down %v", down.Diag, down.PeerAdminDown)
 		}
 		if took := down.At.Sub(silenced); took <= 100*time.Millisecond || took > 150*time.Millisecond {
 			t.Fatalf("silent peer detected after %s, want (100 ms, 150 ms]", took)
@@ -62,8 +62,9 @@ func TestSessionUpPollDown(t *testing.T) {
 			t.Fatal(err)
 		}
 		down, _ = ca.waitFor(t, keyA, Down, ia)
-		if down.Diag != DiagNeighborDown || !down.At.Equal(removed) {
-			t.Fatalf("removed peer: diag %s after %s, want neighbor-signaled-down at once", down.Diag, down.At.Sub(removed))
+		if down.Diag != DiagNeighborDown || !down.At.Equal(removed) || !down.PeerAdminDown {
+			t.Fatalf("removed peer: diag %s after %s (peer admin down %v), want neighbor-signaled-down at once, from AdminDown",
+				down.Diag, down.At.Sub(removed), down.PeerAdminDown)
 		}
 	})
 }

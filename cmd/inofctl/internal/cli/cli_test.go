@@ -1,0 +1,229 @@
+package cli_test
+
+import (
+	"bytes"
+	"context"
+	"flag"
+	"fmt"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/openinof/inof/cmd/inofctl/internal/cli"
+	"github.com/openinof/inof/inof"
+	"github.com/openinof/inof/inof/api"
+	"github.com/openinof/inof/inof/api/apitest"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files and docs/cli.md")
+
+// env is an in-process reflector API and a home directory for inofctl.
+type env struct {
+	t       *testing.T
+	b       *apitest.Backend
+	feed    *api.Feed
+	sock    string
+	environ []string
+	out     bytes.Buffer // the transcript
+}
+
+var testTime = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+
+func newEnv(t *testing.T) *env {
+	b := apitest.NewBackend(t)
+	dev := func(addr string, role inof.Role, sw string, st inof.State, r inof.Reason) api.Device {
+		return api.Device{Device: inof.Device{Addr: netip.MustParseAddr(addr), Role: role, Protocol: inof.ProtocolRoCE, Port: 4420},
+			Switch: sw, State: st, Reason: r, Since: testTime}
+	}
+	b.SetDevices(
+		dev("10.0.0.1", inof.RoleHost, "192.0.2.1", inof.StateActive, 0),
+		dev("10.0.0.2", inof.RoleHost, "192.0.2.2", inof.StateActive, 0),
+		dev("10.0.1.1", inof.RoleTarget, "192.0.2.1", inof.StateActive, 0),
+		dev("10.0.1.2", inof.RoleTarget, "192.0.2.2", inof.StateInactive, inof.ReasonLinkDown),
+		dev("10.0.2.1", inof.RoleBoth, "192.0.2.2", inof.StateActive, 0),
+	)
+	b.SetSessions(
+		[]api.Session{{Peer: "192.0.2.1", Kind: "client", State: "established", Since: testTime, Received: 3, Advertised: 7}},
+		[]api.BFDSession{{Peer: "192.0.2.1", Local: "192.0.2.254", State: "up", Diagnostic: "none", Since: testTime,
+			TxInterval: 100 * time.Millisecond, RxInterval: 100 * time.Millisecond, DetectMult: 3}})
+	feed := api.NewFeed(api.FeedOptions{Epoch: 7, Now: func() time.Time { return testTime }})
+	_, sock := apitest.Serve(t, b, api.ServeOptions{Events: feed})
+	home := t.TempDir()
+	return &env{t: t, b: b, feed: feed, sock: sock, environ: []string{"HOME=" + home}}
+}
+
+// run runs inofctl against the server with stdin and records the command,
+// its output and its exit code in the transcript.
+func (e *env) run(stdin string, args ...string) int {
+	e.t.Helper()
+	var out, errb bytes.Buffer
+	code := cli.Main(context.Background(), append([]string{"--server", "unix://" + e.sock}, args...),
+		cli.IO{In: strings.NewReader(stdin), Out: &out, Err: &errb, Environ: e.environ})
+	fmt.Fprintf(&e.out, "$ inofctl %s\n", strings.Join(args, " "))
+	if stdin != "" {
+		fmt.Fprintf(&e.out, "[stdin] %q\n", stdin)
+	}
+	e.out.Write(out.Bytes())
+	if errb.Len() > 0 {
+		fmt.Fprintf(&e.out, "[stderr]\n%s", strings.ReplaceAll(errb.String(), e.sock, "SOCKET"))
+		if !strings.HasSuffix(errb.String(), "\n") {
+			e.out.WriteString("\n")
+		}
+	}
+	fmt.Fprintf(&e.out, "[exit %d]\n\n", code)
+	return code
+}
+
+// golden compares the transcript with testdata/NAME.golden.
+func (e *env) golden(name string) {
+	e.t.Helper()
+	compareFile(e.t, filepath.Join("testdata", name+".golden"), e.out.Bytes())
+}
+
+func compareFile(t *testing.T, path string, got []byte) {
+	t.Helper()
+	if *update {
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test -update to create it)", err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("%s differs (go test -update rewrites it); got:\n%s", path, got)
+	}
+}
+
+func TestZoningWalkthrough(t *testing.T) {
+	e := newEnv(t)
+	steps := []struct {
+		stdin string
+		args  string
+		code  int
+	}{
+		{"y\n", "zone create red 10.0.0.1 10.0.1.1", 0},
+		{"", "zone create blue 10.0.0.2 10.0.1.2 --yes", 0},
+		{"", "alias create rack1 10.0.2.1 --yes", 0},
+		{"", "zone add red alias:rack1 --yes", 0},
+		{"", "zone list -o json", 0},
+		{"", "zone show red -o yaml", 0},
+		{"", "alias list", 0},
+		{"", "zone rename blue green --yes", 0},
+		{"", "zone remove green 10.0.1.2 --yes", 0},
+		{"", "device list", 0},
+		{"", "device list --zone red --role target -o json", 0},
+		{"", "device why 10.0.0.1 10.0.1.1", 0},
+		{"", "device why 10.0.0.2 10.0.1.1", 0},
+		{"", "fabric set hard-zoning off --yes", 0},
+		{"", "device why 10.0.0.2 10.0.1.1", 0},
+		{"", "device why 10.0.0.2", 0},
+		{"", "device why 10.0.0.1 --visible-only -o json", 0},
+		{"", "fabric show", 0},
+		{"", "zone create staged --stage", 0},
+		{"", "zone add staged 10.0.0.2 10.0.1.2 --stage", 0},
+		{"", "zoning diff", 0},
+		{"", "zoning commit --yes", 0},
+		{"", "zoning diff", 0},
+		{"", "zone create dropped --stage", 0},
+		{"", "zoning abort", 0},
+		{"", "zoning commit --yes", 1},
+		{"n\n", "zone delete red", 1},
+		{"", "zone delete staged", 1}, // no answer on stdin
+		{"", "zoning show", 0},
+		{"", "session list", 0},
+		{"", "bfd list -o yaml", 0},
+		{"", "events -o json", 0},
+		{"", "lossless validate", 0},
+	}
+	for _, s := range steps {
+		if code := e.run(s.stdin, strings.Fields(s.args)...); code != s.code {
+			t.Errorf("inofctl %s: exit %d, want %d", s.args, code, s.code)
+		}
+	}
+	e.golden("walkthrough")
+}
+
+func TestErrors(t *testing.T) {
+	e := newEnv(t)
+	steps := []struct {
+		stdin string
+		args  string
+		code  int
+	}{
+		{"", "zone add nope 10.0.0.1 --yes", 1},
+		{"", "zone create red 10.0.0.300 --yes", 1},
+		{"", "zone create red 10.0.0.1 --yes", 0},
+		{"", "zone add red 10.0.0.1 --yes", 1},
+		{"", "zone create red --yes", 1},
+		{"", "zone create " + strings.Repeat("z", 64) + " --yes", 1},
+		{"", "zone show blue", 1},
+		{"", "device list --role switch", 2},
+		{"", "device list --address 10.0.0.300", 1},
+		{"", "device why 10.0.0.1 10.9.9.9", 1},
+		// Concurrent commit: an edit staged against one revision, another
+		// commit lands, the staged commit is refused and nothing changes.
+		{"", "zone create late 10.0.0.2 --stage", 0},
+		{"", "zone create early --yes", 0},
+		{"", "zoning commit --yes", 1},
+		{"", "zone list", 0},
+		// Usage errors.
+		{"", "zone create", 2},
+		{"", "zone rename red", 2},
+		{"", "zone list --bogus", 2},
+		{"", "bogus", 2},
+		{"", "zone list -o xml", 2},
+		{"", "fabric set hard-zoning maybe --yes", 2},
+		{"", "zone bogus", 2},
+	}
+	for _, s := range steps {
+		if code := e.run(s.stdin, strings.Fields(s.args)...); code != s.code {
+			t.Errorf("inofctl %s: exit %d, want %d", s.args, code, s.code)
+		}
+	}
+	e.golden("errors")
+}
+
+// Flags beat the environment, which beats the configuration file.
+func TestConfigPrecedence(t *testing.T) {
+	e := newEnv(t)
+	cfg := filepath.Join(t.TempDir(), "inofctl.yaml")
+	if err := os.WriteFile(cfg, []byte("output: yaml\nserver: unix://"+e.sock+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	run := func(environ []string, args ...string) string {
+		var out, errb bytes.Buffer
+		if code := cli.Main(context.Background(), args, cli.IO{In: strings.NewReader(""), Out: &out, Err: &errb, Environ: environ}); code != 0 {
+			t.Fatalf("inofctl %v: exit %d: %s", args, code, errb.String())
+		}
+		return out.String()
+	}
+	if got := run(nil, "--config", cfg, "fabric", "show"); !strings.HasPrefix(got, "default_zone_enabled: true\n") {
+		t.Errorf("file: %q", got)
+	}
+	if got := run([]string{"INOF_OUTPUT=json"}, "--config", cfg, "fabric", "show"); !strings.HasPrefix(got, "{\n") {
+		t.Errorf("env over file: %q", got)
+	}
+	if got := run([]string{"INOF_OUTPUT=json"}, "--config", cfg, "-o", "table", "fabric", "show"); !strings.HasPrefix(got, "default-zone  on\n") {
+		t.Errorf("flag over env: %q", got)
+	}
+	if got := run([]string{"INOF_SERVER=unix://" + e.sock}, "fabric", "show"); !strings.HasPrefix(got, "default-zone  on\n") {
+		t.Errorf("server from env: %q", got)
+	}
+}
+
+// docs/cli.md is generated from the command tree.
+func TestCLIDocUpToDate(t *testing.T) {
+	var buf bytes.Buffer
+	root := cli.NewCommand(cli.IO{In: strings.NewReader(""), Out: &buf, Err: &buf, Environ: cli.DocEnviron()})
+	var doc bytes.Buffer
+	if err := cli.Markdown(root, &doc); err != nil {
+		t.Fatal(err)
+	}
+	compareFile(t, filepath.Join("..", "..", "..", "..", "docs", "cli.md"), doc.Bytes())
+}

@@ -1,0 +1,104 @@
+package cli
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/cobra/doc"
+)
+
+// docIntro opens docs/cli.md, before the generated command reference.
+const docIntro = `# inofctl command reference
+
+<!-- Generated from the command tree by ` + "`go generate ./cmd/inofctl`" + ` (make generate); do not edit.
+     TestCLIDocUpToDate fails when this file and the commands disagree. -->
+
+inofctl is the admin CLI of an iNOF fabric. It talks to the gRPC API (service ` + "`inof.v1.Fabric`" + `,
+inof/api/proto/inof/v1/inof.proto) of inofd: by default over the local unix socket
+` + "`/run/inofd/api.sock`" + ` (mode 0600, so only its user — root — may connect; no token is asked), or
+over TCP with TLS and a bearer token read from a file (` + "`--server host:port --token-file F --ca-file CA`" + `).
+The server refuses plaintext and unauthenticated remote calls.
+
+## Zoning changes: single-shot with an expected revision
+
+Every zoning change (` + "`zone`, `alias`, `fabric set`" + `) is sent as one ` + "`ApplyZoning`" + ` call holding the
+edits and the revision of the configuration they were made against; the reflector applies all of them
+in one store transaction, or none, and only if the configuration still has that revision. Before
+committing, inofctl sends the same edits as a dry run and prints the visibility changes they would
+cause (which host gains or loses which target), then asks; ` + "`--yes`" + ` skips the question. The commit
+carries the revision the dry run saw, so what you confirmed is what is applied: if anyone committed in
+between, the commit fails with *Aborted* and nothing changes — run the command again.
+
+Why not server-side transactions (begin, stage, commit over several calls)? The zone store's
+transactions are not safe for concurrent use and the store has no change feed: a server-side session
+would have to be owned by one goroutine, leased, expired when a client vanishes, and kept apart per
+client — state that a reflector restart or a second reflector would lose anyway. A single call with an
+expected revision holds no state on the server, cannot leak, and gives the same guarantee a
+transaction gives (validate everything, apply atomically, refuse if someone else changed the
+configuration since you looked). The revision is a hash of the configuration's content, so edits merged
+from another reflector count as a change too.
+
+Several edits can still be collected like an FC zoning transaction: ` + "`--stage`" + ` adds an edit to a local
+staging file (checked with a dry run at once) instead of committing it; ` + "`inofctl zoning diff`" + ` shows the
+staged edits and their visibility changes, ` + "`zoning commit`" + ` applies them together against the
+revision the first was staged on, and ` + "`zoning abort`" + ` drops them.
+
+| FC / Huawei | inofctl |
+|---|---|
+| ` + "`zonecreate`, `zoneadd`, `zoneremove`, `zonedelete`" + ` | ` + "`zone create`, `zone add`, `zone remove`, `zone delete`" + ` |
+| ` + "`alicreate`, `aliadd`" + ` | ` + "`alias create`, `alias add`" + ` |
+| ` + "`cfgshow`" + ` | ` + "`zoning show`, `zone list`" + ` |
+| ` + "`cfgsave` + `cfgenable`" + ` | ` + "`zoning commit`" + ` (or any change without ` + "`--stage`" + `) |
+| ` + "`cfgtransabort`" + ` | ` + "`zoning abort`" + ` |
+| ` + "`default-zone enable`" + ` | ` + "`fabric set default-zone on`" + ` |
+
+Output: ` + "`-o table`" + ` (default), ` + "`-o json`" + ` or ` + "`-o yaml`" + ` (field names as in the proto file; ` + "`events`" + `
+prints one JSON object per line). Exit codes: 0 success, 1 the command failed (including a server
+error, printed with its gRPC code), 2 usage or configuration error. Shell completion:
+` + "`inofctl completion bash|zsh|fish|powershell`" + `.
+
+# Commands
+`
+
+// Markdown writes the command reference (docs/cli.md) for the tree of root.
+func Markdown(root *cobra.Command, w io.Writer) error {
+	var buf bytes.Buffer
+	buf.WriteString(docIntro)
+	var walk func(c *cobra.Command) error
+	walk = func(c *cobra.Command) error {
+		if !c.IsAvailableCommand() && c != root || c.IsAdditionalHelpTopicCommand() {
+			return nil
+		}
+		c.DisableAutoGenTag = true
+		var one bytes.Buffer
+		if err := doc.GenMarkdownCustom(c, &one, anchor); err != nil {
+			return fmt.Errorf("doc %s: %w", c.CommandPath(), err)
+		}
+		buf.WriteString("\n" + one.String())
+		for _, sub := range c.Commands() {
+			if err := walk(sub); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	root.InitDefaultCompletionCmd()
+	if err := walk(root); err != nil {
+		return err
+	}
+	_, err := w.Write(buf.Bytes())
+	return err
+}
+
+// anchor turns cobra's page name (inofctl_zone_create.md) into the anchor
+// of that command's section in the one page.
+func anchor(page string) string {
+	return "#" + strings.ReplaceAll(strings.TrimSuffix(page, ".md"), "_", "-")
+}
+
+// DocEnviron is the environment the reference is generated with, so that
+// defaults read from it print as the variables they come from.
+func DocEnviron() []string { return []string{"HOME=$HOME"} }

@@ -1,0 +1,250 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/openinof/inof/inof/daemon"
+	"github.com/openinof/inof/inof/reflector"
+)
+
+// waitTimeout bounds every wait; only a broken daemon reaches it.
+const waitTimeout = 60 * time.Second
+
+// buildInofd builds this command into a temporary directory.
+func buildInofd(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "inofd")
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		t.Fatalf("no go command on PATH to build inofd: %v", err)
+	}
+	cmd := exec.Command(goBin, "build", "-o", bin, ".")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
+}
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// syncBuffer collects a child's output.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// child is one running inofd.
+type child struct {
+	cmd    *exec.Cmd
+	out    *syncBuffer
+	exited chan struct{}
+	err    error
+}
+
+func startDaemon(t *testing.T, bin string, env []string, args ...string) *child {
+	t.Helper()
+	d := &child{cmd: exec.Command(bin, args...), out: &syncBuffer{}, exited: make(chan struct{})}
+	d.cmd.Env = env
+	d.cmd.Stdout, d.cmd.Stderr = d.out, d.out
+	if err := d.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { d.err = d.cmd.Wait(); close(d.exited) }()
+	t.Cleanup(func() { d.cmd.Process.Kill(); <-d.exited })
+	return d
+}
+
+// wait waits for the daemon to exit and returns its exit code.
+func (d *child) wait(t *testing.T) int {
+	t.Helper()
+	select {
+	case <-d.exited:
+	case <-time.After(waitTimeout):
+		t.Fatalf("daemon did not exit; output:\n%s", d.out.String())
+	}
+	return d.cmd.ProcessState.ExitCode()
+}
+
+// get fetches a URL, retrying connection errors until the deadline.
+func get(t *testing.T, url string, want func(code int, body string) bool) string {
+	t.Helper()
+	deadline := time.Now().Add(waitTimeout)
+	var last string
+	for time.Now().Before(deadline) {
+		resp, err := http.Get(url)
+		if err == nil {
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			last = fmt.Sprintf("%d %s", resp.StatusCode, b)
+			if want(resp.StatusCode, string(b)) {
+				return string(b)
+			}
+		} else {
+			last = err.Error()
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("%s: last answer %s", url, last)
+	return ""
+}
+
+// TestReflectorBinary runs the real binary on loopback (a high port, no
+// root): /healthz and /metrics answer, SIGTERM ends it with exit code 0 and
+// a clean marker, a SIGKILLed run makes the next start a graceful restart,
+// and the configuration comes from the file, the environment and flags.
+func TestReflectorBinary(t *testing.T) {
+	bin := buildInofd(t)
+	dir := t.TempDir()
+	state := filepath.Join(dir, "state")
+	metrics := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	cfg := filepath.Join(dir, "inofd.yaml")
+	body := fmt.Sprintf(`log:
+  format: json
+state_dir: %s
+router_id: 127.0.0.1
+listen:
+  addresses: [127.0.0.1]
+  port: %d
+bfd:
+  enabled: false
+clients:
+  - address: 127.0.0.2
+`, state, freePort(t))
+	if err := os.WriteFile(cfg, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	env := []string{"INOF_ASN=65000"} // a key only the environment sets
+	args := []string{"--role", "reflector", "--config", cfg, "--metrics-listen", metrics}
+	marker := func() string {
+		b, err := os.ReadFile(filepath.Join(state, "reflector.state"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	run := func(restarting string) *child {
+		d := startDaemon(t, bin, env, args...)
+		get(t, "http://"+metrics+"/healthz", func(code int, b string) bool { return code == 200 && b == "ok\n" })
+		m := get(t, "http://"+metrics+"/metrics", func(code int, _ string) bool { return code == 200 })
+		for _, want := range []string{"inof_reflector_up 1", "inof_reflector_graceful_restart_restarting " + restarting,
+			`inof_reflector_sessions{kind="client",state=`, "go_goroutines"} {
+			if !strings.Contains(m, want) {
+				t.Errorf("/metrics lacks %q", want)
+			}
+		}
+		if m := marker(); !strings.Contains(m, `"state":"running"`) {
+			t.Fatalf("marker while running: %s", m)
+		}
+		return d
+	}
+	stop := func(d *child) {
+		if err := d.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+			t.Fatal(err)
+		}
+		if code := d.wait(t); code != 0 {
+			t.Fatalf("exit code %d after SIGTERM; output:\n%s", code, d.out.String())
+		}
+		if m := marker(); !strings.Contains(m, `"state":"clean"`) {
+			t.Fatalf("marker after SIGTERM: %s", m)
+		}
+		if out := d.out.String(); !strings.Contains(out, `"msg":"reflector stopped","clean":true`) {
+			t.Fatalf("no clean stop logged (JSON from the file's log.format):\n%s", out)
+		}
+	}
+
+	stop(run("0"))
+	d := run("0")
+	d.cmd.Process.Kill()
+	d.wait(t)
+	d = run("1") // after the kill: graceful restart
+	stop(d)
+	stop(run("0"))
+}
+
+// TestInvalidConfigListsEveryError: the command refuses a bad
+// configuration before touching the network and names every problem, from
+// the file, the environment and the flags, and exits non-zero.
+func TestInvalidConfigListsEveryError(t *testing.T) {
+	bin := buildInofd(t)
+	cfg := filepath.Join(t.TempDir(), "c.yaml")
+	body := "hold_time: soon\nbogus: 1\nrouter_id: 10.0.0.1\nclients:\n  - address: 10.0.0.300\n  - {}\nreflectors:\n  - address: 10.0.0.2\n"
+	if err := os.WriteFile(cfg, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	d := startDaemon(t, bin, []string{"INOF_LOG_FORMAT=xml"}, "--role", "reflector", "--config", cfg, "--listen-port", "0")
+	if code := d.wait(t); code == 0 {
+		t.Fatal("exit code 0")
+	}
+	out := d.out.String()
+	wants := []string{"hold_time: time: invalid duration", "unknown key bogus", `log.format "xml"`, "asn: must be set",
+		"listen.port 0", `clients[0].address "10.0.0.300": not an IP address`, "clients[1].address: must be set",
+		"cluster_id: must be set with reflectors", "clients[0]: BFD needs local_address", "clients[1]: BFD needs local_address"}
+	for _, w := range wants {
+		if !strings.Contains(out, w) {
+			t.Errorf("output lacks %q", w)
+		}
+	}
+	if n := strings.Count(out, "\n") - 1; n != len(wants) { // minus the heading line
+		t.Errorf("%d error lines, want %d:\n%s", n, len(wants), out)
+	}
+
+	d = startDaemon(t, bin, nil, "--role", "switchboard")
+	if code := d.wait(t); code == 0 || !strings.Contains(d.out.String(), `--role "switchboard"`) {
+		t.Fatalf("unknown role: exit %d, output %s", code, d.out.String())
+	}
+}
+
+// TestExampleConfig: the example configuration under docs/deploy loads and
+// validates, and the keys it shows with their defaults hold the defaults.
+func TestExampleConfig(t *testing.T) {
+	opts := reflector.DefaultOptions()
+	if err := daemon.Load(daemon.LoadOptions{File: "../../docs/deploy/inofd-reflector.yaml"}, &opts); err != nil {
+		t.Fatal(err)
+	}
+	def := reflector.DefaultOptions()
+	// The keys marked "example" or "required" in the file.
+	def.ASN, def.RouterID, def.ClusterID, def.LocalAddress = opts.ASN, opts.RouterID, opts.ClusterID, opts.LocalAddress
+	def.Clients, def.Reflectors = opts.Clients, opts.Reflectors
+	if len(opts.Listen.Addresses) == 0 {
+		opts.Listen.Addresses = nil // YAML's [] and the default nil are one
+	}
+	if !reflect.DeepEqual(opts, def) {
+		t.Fatalf("example differs from the defaults:\n%+v\n%+v", opts, def)
+	}
+	if len(opts.Clients) != 3 || opts.Clients[1].BFD.DetectMult != 5 || !opts.Clients[2].BFD.Disabled || len(opts.Reflectors) != 1 {
+		t.Fatalf("example lists: %+v %+v", opts.Clients, opts.Reflectors)
+	}
+}

@@ -1,0 +1,122 @@
+// Package apitest runs the admin API in-process for tests: a Backend on a
+// real zone store (bbolt in a temporary directory) with devices, sessions
+// and a lossless profile the test sets, served on a unix socket.
+package apitest
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"sync"
+	"testing"
+
+	"github.com/openinof/inof/inof/api"
+	"github.com/openinof/inof/inof/lossless"
+	"github.com/openinof/inof/zones"
+)
+
+// Backend is an api.Backend on a real zones.Store; devices, sessions and
+// the profile are whatever the test sets.
+type Backend struct {
+	Store *zones.Store
+
+	mu       sync.Mutex
+	devices  []api.Device
+	sessions []api.Session
+	bfd      []api.BFDSession
+	profile  lossless.Profile
+	// beforeCommit, when set, runs after the edits and before the commit.
+	beforeCommit func()
+}
+
+// NewBackend opens a store in t's temporary directory, closed at cleanup.
+func NewBackend(t testing.TB) *Backend {
+	t.Helper()
+	st, err := zones.Open(filepath.Join(t.TempDir(), "zones.db"), zones.StoreOptions{RouterID: 0x0a000001})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	return &Backend{Store: st, profile: lossless.Default()}
+}
+
+// SetDevices replaces the device table.
+func (b *Backend) SetDevices(ds ...api.Device) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.devices = append([]api.Device(nil), ds...)
+}
+
+// SetSessions replaces the BGP and BFD session tables.
+func (b *Backend) SetSessions(ss []api.Session, bfd []api.BFDSession) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.sessions, b.bfd = ss, bfd
+}
+
+// BeforeCommit sets a hook run inside Commit between the edits and the
+// store's commit (to let a test commit concurrently in that window).
+func (b *Backend) BeforeCommit(f func()) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.beforeCommit = f
+}
+
+// Config implements api.Backend.
+func (b *Backend) Config() *zones.Config { return b.Store.Config() }
+
+// Commit implements api.Backend with a store transaction.
+func (b *Backend) Commit(_ context.Context, edit func(*zones.Tx) error) ([]zones.Record, error) {
+	tx := b.Store.Begin()
+	if err := edit(tx); err != nil {
+		tx.Abort()
+		return nil, fmt.Errorf("apitest: %w", err)
+	}
+	b.mu.Lock()
+	hook := b.beforeCommit
+	b.mu.Unlock()
+	if hook != nil {
+		hook()
+	}
+	rs, err := tx.Commit()
+	if err != nil {
+		return nil, fmt.Errorf("apitest: %w", err)
+	}
+	return rs, nil
+}
+
+// Devices implements api.Backend.
+func (b *Backend) Devices(context.Context) ([]api.Device, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return append([]api.Device(nil), b.devices...), nil
+}
+
+// Sessions implements api.Backend.
+func (b *Backend) Sessions(context.Context) ([]api.Session, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return append([]api.Session(nil), b.sessions...), nil
+}
+
+// BFDSessions implements api.Backend.
+func (b *Backend) BFDSessions(context.Context) ([]api.BFDSession, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return append([]api.BFDSession(nil), b.bfd...), nil
+}
+
+// LosslessProfile implements api.Backend.
+func (b *Backend) LosslessProfile(context.Context) (lossless.Profile, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.profile, nil
+}
+
+// SetLosslessProfile implements api.Backend.
+func (b *Backend) SetLosslessProfile(_ context.Context, p lossless.Profile) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.profile = p
+	return nil
+}

@@ -1,0 +1,69 @@
+package api
+
+import (
+	"context"
+	"time"
+
+	"github.com/openinof/inof/inof"
+	"github.com/openinof/inof/inof/lossless"
+	"github.com/openinof/inof/zones"
+)
+
+// Backend is what the API serves: the reflector's zone store, device table,
+// sessions and lossless profile. Every method may be called from several
+// goroutines at once.
+type Backend interface {
+	// Config returns the committed zoning configuration, a copy the caller
+	// may keep.
+	Config() *zones.Config
+	// Commit begins a transaction on the current configuration, calls edit
+	// with it, and commits it if edit returns nil (replicating the records
+	// written, which it returns). If edit returns an error, Commit aborts
+	// and returns an error wrapping it (errors.Is must find it). Errors of
+	// the commit itself (zones.ErrConflict, validation) are returned wrapped.
+	Commit(ctx context.Context, edit func(*zones.Tx) error) ([]zones.Record, error)
+	// Devices returns every device the fabric knows, one per address.
+	Devices(ctx context.Context) ([]Device, error)
+	// Sessions returns the BGP sessions.
+	Sessions(ctx context.Context) ([]Session, error)
+	// BFDSessions returns the BFD sessions.
+	BFDSessions(ctx context.Context) ([]BFDSession, error)
+	// LosslessProfile returns the fabric's lossless profile.
+	LosslessProfile(ctx context.Context) (lossless.Profile, error)
+	// SetLosslessProfile replaces (and replicates) the fabric's lossless
+	// profile; the API has validated it.
+	SetLosslessProfile(ctx context.Context, p lossless.Profile) error
+}
+
+// Device is a registered device as the fabric sees it.
+type Device struct {
+	inof.Device
+	// Switch is the router-id of the switch that reports it.
+	Switch string
+	State  inof.State
+	// Reason is why the device is inactive.
+	Reason inof.Reason
+	// Since is when the device last changed state.
+	Since time.Time
+}
+
+// Session is one BGP session.
+type Session struct {
+	Peer       string
+	Kind       string // "client" (switch agent) or "reflector"
+	State      string // "established", "active", "idle", …
+	Since      time.Time
+	Received   uint64 // records received from the peer
+	Advertised uint64 // records advertised to the peer
+}
+
+// BFDSession is one BFD session.
+type BFDSession struct {
+	Peer, Local string
+	State       string // "up", "down", "init", "admin-down"
+	Diagnostic  string
+	Since       time.Time
+	TxInterval  time.Duration
+	RxInterval  time.Duration
+	DetectMult  uint8
+}

@@ -1,0 +1,17 @@
+package api
+
+import (
+	"log/slog"
+
+	inofv1 "github.com/openinof/inof/inof/api/v1"
+)
+
+// server implements inofv1.FabricServer on a Backend.
+type server struct {
+	inofv1.UnimplementedFabricServer
+	b        Backend
+	events   *Feed
+	readOnly bool
+	log      *slog.Logger
+	closing  <-chan struct{} // closed when the server shuts down
+}

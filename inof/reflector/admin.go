@@ -1,0 +1,107 @@
+package reflector
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/openinof/inof/bgp"
+	"github.com/openinof/inof/zones"
+)
+
+// The in-process admin API. The gRPC API (inofctl) wraps these calls.
+
+// ErrNotReplicated is returned with the committed records when the
+// reflector stopped before it could originate them: they are in the store
+// and go out at the next start.
+var ErrNotReplicated = errors.New("reflector: committed but not yet replicated")
+
+// Commit runs edit in one store transaction and commits it: the whole
+// resulting configuration is validated and every change written atomically
+// (zones.Tx). It then originates the changed records and waits for that
+// (bounded by ctx) before returning them. An error from edit aborts the
+// transaction; zones.ErrConflict means another change landed meanwhile
+// (a commit here or a newer version from another reflector): begin again.
+// If ctx ends after the commit, the records are committed and are still
+// replicated; the error then wraps ctx.Err().
+func (r *Reflector) Commit(ctx context.Context, edit func(*zones.Tx) error) ([]zones.Record, error) {
+	r.life.RLock()
+	defer r.life.RUnlock()
+	if r.state != stateStarted {
+		return nil, ErrNotRunning
+	}
+	tx := r.store.Begin()
+	if err := edit(tx); err != nil {
+		tx.Abort()
+		return nil, err
+	}
+	changed, err := tx.Commit()
+	if err != nil || len(changed) == 0 {
+		return nil, err
+	}
+	keys := make([]zones.Key, len(changed))
+	for i, c := range changed {
+		keys[i] = c.Key
+	}
+	r.m.commits.Add(1)
+	req := reconcileRequest{keys: keys, done: make(chan error, 1)}
+	// The hand-off ignores ctx: a committed change must reach the loop.
+	select {
+	case r.requests <- req:
+	case <-r.loopDone:
+		return changed, ErrNotReplicated
+	}
+	select {
+	case err := <-req.done:
+		if err != nil {
+			return changed, fmt.Errorf("reflector: committed; originating failed: %w", err)
+		}
+		return changed, nil
+	case <-ctx.Done():
+		return changed, fmt.Errorf("reflector: committed; replication still running: %w", ctx.Err())
+	case <-r.loopDone:
+		return changed, ErrNotReplicated
+	}
+}
+
+// Config returns the configuration in effect (a copy).
+func (r *Reflector) Config() (*zones.Config, error) {
+	r.life.RLock()
+	defer r.life.RUnlock()
+	if r.state != stateStarted {
+		return nil, ErrNotRunning
+	}
+	return r.store.Config(), nil
+}
+
+// Records returns every stored record, tombstones included, sorted.
+func (r *Reflector) Records() ([]zones.Record, error) {
+	r.life.RLock()
+	defer r.life.RUnlock()
+	if r.state != stateStarted {
+		return nil, ErrNotRunning
+	}
+	return r.store.Records(), nil
+}
+
+// Problems validates the configuration in effect: merges from other
+// reflectors may leave references a single commit would have refused.
+func (r *Reflector) Problems() error {
+	r.life.RLock()
+	defer r.life.RUnlock()
+	if r.state != stateStarted {
+		return ErrNotRunning
+	}
+	return r.store.Problems()
+}
+
+// Neighbors lists the BGP neighbors (peer reflectors and clients) and
+// their session states.
+func (r *Reflector) Neighbors(ctx context.Context) ([]bgp.NeighborStatus, error) {
+	r.life.RLock()
+	defer r.life.RUnlock()
+	if r.state != stateStarted {
+		return nil, ErrNotRunning
+	}
+	return r.speaker.Neighbors(ctx)
+}

@@ -1,0 +1,163 @@
+package reflector
+
+import (
+	"context"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/openinof/inof/bgp"
+	"github.com/openinof/inof/bgp/bfd"
+)
+
+// counters are the reflector's own counts; the rest of its metrics are read
+// from the speaker, the replicator, the store and BFD at scrape time.
+type counters struct {
+	commits          atomic.Uint64
+	recordsAdopted   atomic.Uint64 // complete records from peers that won in the store
+	applyErrors      atomic.Uint64
+	malformedParts   atomic.Uint64
+	staleWithdrawn   atomic.Uint64
+	storePruned      atomic.Uint64
+	assemblerEvicted atomic.Uint64
+}
+
+const ns = "inof_reflector"
+
+func desc(name, help string, labels ...string) *prometheus.Desc {
+	return prometheus.NewDesc(ns+"_"+name, help, labels, nil)
+}
+
+var (
+	descUp             = desc("up", "1 while the reflector runs and its BGP speaker is alive.")
+	descRestarting     = desc("graceful_restart_restarting", "1 if this run started as a graceful restart (the previous run did not stop cleanly).")
+	descSessions       = desc("sessions", "BGP neighbors by kind (client, reflector) and session state.", "kind", "state")
+	descReceived       = desc("neighbor_records_received", "Opaque records accepted from each neighbor (Adj-RIB-In).", "neighbor", "kind")
+	descPublished      = desc("bgp_records_published_total", "Records this speaker originated (configuration copies).")
+	descWithdrawn      = desc("bgp_records_withdrawn_total", "Withdraws this speaker originated.")
+	descMalformed      = desc("bgp_records_malformed_total", "Malformed records received (treated as withdrawn).")
+	descResyncs        = desc("bgp_watch_resyncs_total", "Watches resynchronised after falling behind.")
+	descConfigRecords  = desc("config_records", "Stored configuration records by kind (settings, zone, alias) and deletion.", "kind", "deleted")
+	descCommits        = desc("config_commits_total", "Local commits that changed something.")
+	descAdoptedParts   = desc("config_parts_adopted_total", "Newer configuration parts taken from peer reflectors and re-originated.")
+	descAdopted        = desc("config_records_adopted_total", "Complete records from peer reflectors that won in the store.")
+	descRefused        = desc("config_parts_refused_total", "Parts from peer reflectors refused by generation (future, expired).", "reason")
+	descStoreRefused   = desc("store_refused_total", "Records the store refused by generation (future, expired).", "reason")
+	descApplyErrors    = desc("config_apply_errors_total", "Records from peer reflectors the store refused.")
+	descMalformedParts = desc("config_parts_malformed_total", "Configuration parts the assembler refused.")
+	descEvicted        = desc("config_assembler_evicted_total", "Incomplete versions dropped by the assembler's memory bound.")
+	descStale          = desc("config_stale_parts_withdrawn_total", "Parts withdrawn because their record shrank or lost to a newer version.")
+	descPruned         = desc("config_tombstones_pruned_total", "Expired tombstones forgotten, by where (store, bgp).", "where")
+	descBFD            = desc("bfd_sessions", "BFD sessions by state.", "state")
+	descBFDDrops       = desc("bfd_packets_dropped_total", "BFD packets dropped, by reason.", "reason")
+)
+
+// collector reads the reflector's state at scrape time.
+type collector struct{ r *Reflector }
+
+func newCollector(r *Reflector) prometheus.Collector { return collector{r} }
+
+func (collector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{descUp, descRestarting, descSessions, descReceived, descPublished,
+		descWithdrawn, descMalformed, descResyncs, descConfigRecords, descCommits, descAdoptedParts, descAdopted,
+		descRefused, descStoreRefused, descApplyErrors, descMalformedParts, descEvicted, descStale, descPruned,
+		descBFD, descBFDDrops} {
+		ch <- d
+	}
+}
+
+// scrapeTimeout bounds the speaker query of one scrape.
+const scrapeTimeout = 2 * time.Second
+
+func (c collector) Collect(ch chan<- prometheus.Metric) {
+	r := c.r
+	gauge := func(d *prometheus.Desc, v float64, l ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, l...)
+	}
+	counter := func(d *prometheus.Desc, v uint64, l ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(v), l...)
+	}
+	r.life.RLock()
+	defer r.life.RUnlock()
+	gauge(descUp, b2f(r.healthyLocked() == nil))
+	counter(descCommits, r.m.commits.Load())
+	counter(descAdopted, r.m.recordsAdopted.Load())
+	counter(descApplyErrors, r.m.applyErrors.Load())
+	counter(descMalformedParts, r.m.malformedParts.Load())
+	counter(descEvicted, r.m.assemblerEvicted.Load())
+	counter(descStale, r.m.staleWithdrawn.Load())
+	if r.state != stateStarted {
+		return
+	}
+	gauge(descRestarting, b2f(r.restarting))
+	st := r.speaker.Stats()
+	counter(descPublished, st.Published)
+	counter(descWithdrawn, st.Withdrawn)
+	counter(descMalformed, st.Malformed)
+	counter(descResyncs, st.Resyncs)
+	rs := r.repl.Stats()
+	counter(descAdoptedParts, rs.Adopted)
+	counter(descRefused, rs.Future, "future")
+	counter(descRefused, rs.Expired, "expired")
+	counter(descPruned, rs.Pruned, "bgp")
+	counter(descPruned, r.m.storePruned.Load(), "store")
+	sr := r.store.RefusedCounts()
+	counter(descStoreRefused, sr.Future, "future")
+	counter(descStoreRefused, sr.Expired, "expired")
+	type kd struct{ kind, deleted string }
+	recs := map[kd]int{}
+	for _, rec := range r.store.Records() {
+		recs[kd{rec.Kind.String(), boolString(rec.Deleted)}]++
+	}
+	for k, n := range recs {
+		gauge(descConfigRecords, float64(n), k.kind, k.deleted)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), scrapeTimeout)
+	defer cancel()
+	if ns, err := r.speaker.Neighbors(ctx); err == nil {
+		type ks struct{ kind, state string }
+		sessions := map[ks]int{}
+		for _, n := range ns {
+			kind := neighborKind(n.Neighbor)
+			sessions[ks{kind, n.State.String()}]++
+			gauge(descReceived, float64(n.Received), n.Address.String(), kind)
+		}
+		for k, v := range sessions {
+			gauge(descSessions, float64(v), k.kind, k.state)
+		}
+	}
+	if r.bfd != nil {
+		states := map[bfd.State]int{}
+		for _, s := range r.bfd.Sessions() {
+			states[s.State]++
+		}
+		for s, v := range states {
+			gauge(descBFD, float64(v), s.String())
+		}
+		for reason, v := range r.bfd.Drops() {
+			counter(descBFDDrops, v, reason)
+		}
+	}
+}
+
+func neighborKind(n bgp.Neighbor) string {
+	if n.PeerReflector {
+		return "reflector"
+	}
+	return "client"
+}
+
+func b2f(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+func boolString(b bool) string {
+	if b {
+		return "true"
+	}
+	return "false"
+}

@@ -1,0 +1,317 @@
+package reflector
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/netip"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/openinof/inof/bgp"
+	"github.com/openinof/inof/bgp/bfd"
+	"github.com/openinof/inof/inof/configsync"
+	"github.com/openinof/inof/zones"
+)
+
+// ErrNotRunning is returned by the admin API before Start and after Stop.
+var ErrNotRunning = errors.New("reflector: not running")
+
+// Config wires a Reflector. Only Options is required.
+type Config struct {
+	Options Options
+	// NewSpeaker builds the BGP speaker from the options the reflector
+	// derives (nil: bgp.NewGoBGP). Tests pass a bgp.FakeFabric's.
+	NewSpeaker func(bgp.Options) (bgp.Speaker, error)
+	// Registry receives the reflector's metrics (nil: none).
+	Registry prometheus.Registerer
+	// Now is the wall clock of the store and the replicator (nil: time.Now).
+	Now    func() time.Time
+	Logger *slog.Logger
+}
+
+// Reflector is one route reflector of the fabric and its zone authority:
+// it reflects the switch agents' records, keeps the zone configuration in a
+// bbolt store, originates it as configuration records, adopts and persists
+// newer versions from the other reflectors, and detects its own restarts
+// for graceful restart.
+//
+// Goroutines (DESIGN §8): one sync loop owns the replication decisions
+// (the part assembler, what this reflector originates and withdraws); the
+// replicator's watch hands it adopted parts over a bounded channel, and
+// Commit hands it the keys a transaction changed. The store and the
+// replicator lock for themselves; no callback runs under a lock of ours.
+type Reflector struct {
+	opts Options
+	cfg  Config
+	log  *slog.Logger
+	now  func() time.Time
+	m    counters
+
+	// life guards the state and the store's lifetime against the admin
+	// API: readers hold it shared while they use the store.
+	life    sync.RWMutex
+	state   lifeState
+	stopErr error
+
+	// Set by Start, read-only afterwards.
+	restarting bool
+	prevState  string
+	routerID   uint32
+	store      *zones.Store
+	speaker    bgp.Speaker
+	bfd        *bfd.Manager
+	repl       *bgp.ConfigReplicator
+	cancel     context.CancelFunc
+	adopted    chan bgp.ConfigRecord
+	requests   chan reconcileRequest
+	loopDone   chan struct{}
+
+	// Owned by the sync loop.
+	asm       *configsync.Assembler
+	withdrawn map[bgp.ConfigObject]zones.Version
+}
+
+type lifeState uint8
+
+const (
+	stateNew lifeState = iota
+	stateStarted
+	stateStopped
+)
+
+// adoptQueue bounds the adopted parts waiting for the sync loop; a full
+// queue makes the replicator's watch wait (its own queue then resyncs,
+// losing nothing: each adopted part is handed over exactly once).
+const adoptQueue = 1024
+
+// New validates the options; call Start.
+func New(cfg Config) (*Reflector, error) {
+	if err := cfg.Options.Validate(); err != nil {
+		return nil, fmt.Errorf("reflector: invalid options: %w", err)
+	}
+	if cfg.NewSpeaker == nil {
+		cfg.NewSpeaker = func(o bgp.Options) (bgp.Speaker, error) { return bgp.NewGoBGP(o) }
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	r := &Reflector{opts: cfg.Options, cfg: cfg, log: cfg.Logger, now: cfg.Now,
+		asm: configsync.NewAssembler(0), withdrawn: map[bgp.ConfigObject]zones.Version{}}
+	if cfg.Registry != nil {
+		if err := cfg.Registry.Register(newCollector(r)); err != nil {
+			return nil, fmt.Errorf("reflector: metrics: %w", err)
+		}
+	}
+	return r, nil
+}
+
+// Start opens the store, reads and sets the restart marker, starts the
+// speaker (Restarting if the previous run did not stop cleanly), originates
+// every stored record, adds the neighbors and starts replication. ctx bounds
+// the start only. On error nothing is left running and the Reflector
+// cannot be started again.
+func (r *Reflector) Start(ctx context.Context) (err error) {
+	r.life.Lock()
+	defer r.life.Unlock()
+	if r.state != stateNew {
+		return errors.New("reflector: already started")
+	}
+	o := &r.opts
+	rid := netip.MustParseAddr(o.RouterID).As4()
+	r.routerID = uint32(rid[0])<<24 | uint32(rid[1])<<16 | uint32(rid[2])<<8 | uint32(rid[3])
+	if err := os.MkdirAll(o.StateDir, 0o700); err != nil {
+		return fmt.Errorf("reflector: state directory: %w", err)
+	}
+	// The store's file lock keeps a second reflector off this directory
+	// before it can touch the marker.
+	r.store, err = zones.Open(o.StorePath(), zones.StoreOptions{RouterID: r.routerID, Now: r.now, Logger: r.log})
+	if err != nil {
+		return fmt.Errorf("reflector: %w", err)
+	}
+	var undo []func()
+	defer func() {
+		if err != nil {
+			for i := len(undo) - 1; i >= 0; i-- {
+				undo[i]()
+			}
+			r.store.Close()
+			r.state = stateStopped // a Reflector starts once
+		}
+	}()
+	prev, merr := readMarker(o.StatePath())
+	if merr != nil {
+		r.log.Warn("unreadable restart marker; assuming a crash", "err", merr)
+		prev = stateRunning
+	}
+	r.prevState = prev
+	r.restarting = r.prevState == stateRunning
+	if err := writeMarker(o.StatePath(), stateRunning, r.now()); err != nil {
+		return fmt.Errorf("reflector: %w", err)
+	}
+	undo = append(undo, func() {
+		back := stateClean
+		if r.restarting {
+			back = stateRunning // still owed a graceful restart
+		}
+		if err := writeMarker(o.StatePath(), back, r.now()); err != nil {
+			r.log.Error("restoring the restart marker", "err", err)
+		}
+	})
+	so := o.speakerOptions(r.restarting)
+	so.Logger = r.log
+	if o.usesBFD() {
+		r.bfd = bfd.NewManager(bfd.ManagerOptions{Logger: r.log})
+		so.BFD = r.bfd
+		undo = append(undo, r.bfd.Close)
+	}
+	r.speaker, err = r.cfg.NewSpeaker(so)
+	if err != nil {
+		return fmt.Errorf("reflector: speaker: %w", err)
+	}
+	if err := r.speaker.Start(ctx); err != nil {
+		return fmt.Errorf("reflector: speaker: %w", err)
+	}
+	undo = append(undo, r.speaker.Stop)
+	r.repl, err = bgp.NewConfigReplicator(bgp.ReplicatorOptions{Speaker: r.speaker, RouterID: r.routerID,
+		RT: bgp.ConfigRT(o.ASN), OnAdopt: r.onAdopt, Now: r.now, Logger: r.log})
+	if err != nil {
+		return fmt.Errorf("reflector: %w", err)
+	}
+	// Originate the stored configuration before any neighbor connects, so
+	// that every session starts with all of it.
+	seeded := 0
+	for _, rec := range r.store.Records() {
+		parts, err := configsync.Records(rec)
+		if err != nil {
+			return fmt.Errorf("reflector: stored %s: %w", rec.Key, err)
+		}
+		for _, p := range parts {
+			if _, err := r.repl.Put(ctx, p); err != nil {
+				return fmt.Errorf("reflector: originating stored %s: %w", rec.Key, err)
+			}
+			seeded++
+		}
+	}
+	for _, n := range o.neighbors() {
+		if err := r.speaker.AddNeighbor(ctx, n); err != nil {
+			return fmt.Errorf("reflector: %w", err)
+		}
+	}
+	lctx, cancel := context.WithCancel(context.Background())
+	r.cancel = cancel
+	r.adopted = make(chan bgp.ConfigRecord, adoptQueue)
+	r.requests = make(chan reconcileRequest)
+	r.loopDone = make(chan struct{})
+	go r.loop(lctx)
+	undo = append(undo, func() { cancel(); <-r.loopDone })
+	if err := r.repl.Run(lctx); err != nil {
+		return fmt.Errorf("reflector: replication: %w", err)
+	}
+	r.state = stateStarted
+	r.log.Info("reflector started", "router_id", o.RouterID, "asn", o.ASN, "restarting", r.restarting,
+		"previous_run", r.prevState, "records", len(r.store.Records()), "parts_originated", seeded,
+		"clients", len(o.Clients), "reflectors", len(o.Reflectors))
+	return nil
+}
+
+// Stop shuts down in order: the sync loop, the speaker (peers see a
+// Cease), BFD, the store; then the marker says "clean". If the speaker had
+// failed on its own, the marker stays "running" (the next start restarts
+// gracefully) and Stop returns the speaker's error. Stop is idempotent.
+func (r *Reflector) Stop() error {
+	r.life.Lock()
+	if r.state != stateStarted {
+		defer r.life.Unlock()
+		if r.state == stateNew {
+			r.state = stateStopped
+		}
+		return r.stopErr
+	}
+	r.life.Unlock()
+	// The loop ends first, so that Commit calls waiting for it return and
+	// release their shared lock.
+	r.cancel()
+	<-r.loopDone
+	r.speaker.Stop()
+	if r.bfd != nil {
+		r.bfd.Close()
+	}
+	r.life.Lock()
+	defer r.life.Unlock()
+	var errs []error
+	if err := r.speaker.Err(); err != nil {
+		errs = append(errs, fmt.Errorf("reflector: speaker failed: %w", err))
+	}
+	if err := r.store.Close(); err != nil {
+		errs = append(errs, fmt.Errorf("reflector: close store: %w", err))
+	}
+	if len(errs) == 0 {
+		if err := writeMarker(r.opts.StatePath(), stateClean, r.now()); err != nil {
+			errs = append(errs, fmt.Errorf("reflector: %w", err))
+		}
+	}
+	r.state = stateStopped
+	r.stopErr = errors.Join(errs...)
+	r.log.Info("reflector stopped", "clean", len(errs) == 0)
+	return r.stopErr
+}
+
+// Done is closed when the reflector stops running: after Stop, or when its
+// speaker failed (then Err says why and the daemon should Stop and exit).
+// Before Start it returns nil.
+func (r *Reflector) Done() <-chan struct{} {
+	r.life.RLock()
+	defer r.life.RUnlock()
+	return r.loopDone
+}
+
+// Err returns the speaker's fatal error, if it failed.
+func (r *Reflector) Err() error {
+	r.life.RLock()
+	defer r.life.RUnlock()
+	if r.speaker == nil {
+		return nil
+	}
+	return r.speaker.Err()
+}
+
+// Healthy returns nil while the reflector runs and its speaker is alive
+// (for /healthz).
+func (r *Reflector) Healthy() error {
+	r.life.RLock()
+	defer r.life.RUnlock()
+	return r.healthyLocked()
+}
+
+func (r *Reflector) healthyLocked() error {
+	if r.state != stateStarted {
+		return ErrNotRunning
+	}
+	select {
+	case <-r.speaker.Done():
+		if err := r.speaker.Err(); err != nil {
+			return fmt.Errorf("BGP speaker stopped: %w", err)
+		}
+		return errors.New("BGP speaker stopped")
+	case <-r.loopDone:
+		return errors.New("reflector stopped")
+	default:
+		return nil
+	}
+}
+
+// Restarting reports whether this run started as a graceful restart (the
+// previous run did not stop cleanly).
+func (r *Reflector) Restarting() bool {
+	r.life.RLock()
+	defer r.life.RUnlock()
+	return r.restarting
+}

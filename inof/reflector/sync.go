@@ -1,0 +1,216 @@
+package reflector
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/openinof/inof/bgp"
+	"github.com/openinof/inof/inof/configsync"
+	"github.com/openinof/inof/zones"
+)
+
+// reconcileRequest asks the sync loop to originate what the store now holds
+// for some keys (after a local commit).
+type reconcileRequest struct {
+	keys []zones.Key
+	done chan error
+}
+
+// maxBatch bounds the adopted parts merged with one store snapshot.
+const maxBatch = 1024
+
+// onAdopt is the replicator's OnAdopt: it hands the part to the sync loop,
+// waiting while the loop is busy (the replicator's watch queue absorbs the
+// wait) but never past Stop.
+func (r *Reflector) onAdopt(c bgp.ConfigRecord) {
+	select {
+	case r.adopted <- c:
+	case <-r.loopDone:
+	}
+}
+
+// loop owns the replication decisions until ctx ends or the speaker fails.
+func (r *Reflector) loop(ctx context.Context) {
+	defer close(r.loopDone)
+	prune := time.NewTicker(r.opts.PruneInterval)
+	defer prune.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-r.speaker.Done():
+			r.log.Error("BGP speaker stopped; reflector stopping", "err", r.speaker.Err())
+			return
+		case c := <-r.adopted:
+			batch := []bgp.ConfigRecord{c}
+		drain:
+			for len(batch) < maxBatch {
+				select {
+				case c := <-r.adopted:
+					batch = append(batch, c)
+				default:
+					break drain
+				}
+			}
+			r.merge(ctx, batch)
+		case req := <-r.requests:
+			req.done <- r.reconcile(ctx, req.keys)
+		case <-prune.C:
+			r.prune(ctx)
+		}
+	}
+}
+
+// merge takes parts adopted from peer reflectors. A part of a version not
+// newer than the stored one is a left-over of an older, longer version
+// (or of a concurrent write that lost): what this reflector originates for
+// that object is brought back in line with the store. Other parts go to the
+// assembler; a completed record is applied to the store (persisted) and, if
+// it wins, originated in full with the parts it no longer has withdrawn.
+func (r *Reflector) merge(ctx context.Context, batch []bgp.ConfigRecord) {
+	stored := r.storeIndex()
+	touched := map[zones.Key]bool{}
+	var complete []zones.Record
+	for _, c := range batch {
+		k := zones.Key{Kind: zones.Kind(c.Kind), Name: c.Name}
+		if cur, ok := stored[k]; ok && !cur.Version.Less(zones.Version{Gen: c.Gen, RouterID: c.Writer}) {
+			touched[k] = true
+			continue
+		}
+		rec, ok, err := r.asm.Add(c)
+		if err != nil {
+			r.m.malformedParts.Add(1)
+			r.log.Warn("configuration part refused", "object", c.Object(), "err", err)
+			continue
+		}
+		if ok {
+			complete = append(complete, rec)
+			touched[k] = true
+		}
+	}
+	r.m.assemblerEvicted.Store(r.asm.Evicted())
+	if len(complete) > 0 {
+		won, err := r.store.Apply(complete)
+		if err != nil {
+			r.m.applyErrors.Add(uint64(len(unjoin(err))))
+			r.log.Warn("configuration from peer reflectors partly refused", "err", err)
+		}
+		r.m.recordsAdopted.Add(uint64(len(won)))
+		for _, w := range won {
+			r.log.Info("configuration adopted from a peer reflector", "object", w.Key.String(), "generation", w.Gen,
+				"writer", routerIDString(w.RouterID), "deleted", w.Deleted)
+		}
+	}
+	keys := make([]zones.Key, 0, len(touched))
+	for k := range touched {
+		keys = append(keys, k)
+	}
+	if err := r.reconcile(ctx, keys); err != nil {
+		r.log.Warn("originating merged configuration", "err", err)
+	}
+}
+
+// reconcile makes what this reflector originates for each key match the
+// store: every part of the stored record (the replicator ignores parts it
+// already holds at that version), then a withdraw of each part it still
+// originates beyond them (configsync.Stale).
+func (r *Reflector) reconcile(ctx context.Context, keys []zones.Key) error {
+	if len(keys) == 0 {
+		return nil
+	}
+	stored := r.storeIndex()
+	want := map[zones.Key]bool{}
+	for _, k := range keys {
+		want[k] = true
+	}
+	held := map[zones.Key][]bgp.ConfigRecord{}
+	for _, c := range r.repl.Objects() {
+		if k := (zones.Key{Kind: zones.Kind(c.Kind), Name: c.Name}); want[k] {
+			held[k] = append(held[k], c)
+		}
+	}
+	var errs []error
+	for _, k := range keys {
+		rec, ok := stored[k]
+		if !ok {
+			continue // refused by the store (and so by the replicator), or pruned
+		}
+		next, err := configsync.Records(rec)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", k, err))
+			continue
+		}
+		for _, p := range next {
+			if _, err := r.repl.Put(ctx, p); err != nil {
+				errs = append(errs, err)
+			}
+		}
+		versions := map[bgp.ConfigObject]zones.Version{}
+		for _, h := range held[k] {
+			versions[h.Object()] = zones.Version{Gen: h.Gen, RouterID: h.Writer}
+		}
+		for _, obj := range configsync.Stale(held[k], next) {
+			if v, done := r.withdrawn[obj]; done && v == versions[obj] {
+				continue
+			}
+			own := bgp.ConfigRecord{Reflector: r.routerID, Kind: obj.Kind, Name: obj.Name, Part: obj.Part}
+			if err := r.speaker.Withdraw(ctx, own.Key()); err != nil {
+				errs = append(errs, fmt.Errorf("withdraw %v: %w", obj, err))
+				continue
+			}
+			r.withdrawn[obj] = versions[obj]
+			r.m.staleWithdrawn.Add(1)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// prune forgets tombstones past their lifetime in the store and withdraws
+// this reflector's copies of them.
+func (r *Reflector) prune(ctx context.Context) {
+	n, err := r.store.Prune()
+	if err != nil {
+		r.log.Error("pruning the store", "err", err)
+	}
+	r.m.storePruned.Add(uint64(n))
+	w, err := r.repl.Prune(ctx)
+	if err != nil {
+		r.log.Error("withdrawing expired tombstones", "err", err)
+	}
+	// Forget withdrawn parts the replicator no longer holds at that version.
+	held := map[bgp.ConfigObject]zones.Version{}
+	for _, c := range r.repl.Objects() {
+		held[c.Object()] = zones.Version{Gen: c.Gen, RouterID: c.Writer}
+	}
+	for obj, v := range r.withdrawn {
+		if hv, ok := held[obj]; !ok || hv != v {
+			delete(r.withdrawn, obj)
+		}
+	}
+	if n > 0 || w > 0 {
+		r.log.Info("expired tombstones pruned", "store", n, "withdrawn", w)
+	}
+}
+
+func (r *Reflector) storeIndex() map[zones.Key]zones.Record {
+	recs := r.store.Records()
+	out := make(map[zones.Key]zones.Record, len(recs))
+	for _, rec := range recs {
+		out[rec.Key] = rec
+	}
+	return out
+}
+
+// unjoin lists the errors an errors.Join holds (or err itself).
+func unjoin(err error) []error {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		return j.Unwrap()
+	}
+	return []error{err}
+}
+
+func routerIDString(id uint32) string {
+	return fmt.Sprintf("%d.%d.%d.%d", byte(id>>24), byte(id>>16), byte(id>>8), byte(id))
+}

@@ -1,0 +1,159 @@
+package switchagent
+
+import (
+	"errors"
+	"fmt"
+	"net/netip"
+	"slices"
+	"time"
+
+	"github.com/openinof/inof/inof/daemon"
+)
+
+// Options is the whole configuration of inofd --role switch.
+type Options struct {
+	Log daemon.LogOptions `yaml:"log"`
+	// MetricsListen is the address of /metrics and /healthz; empty disables.
+	MetricsListen string `yaml:"metrics_listen"`
+	// StateFile keeps the published records, what each host was told and
+	// the zone configuration across restarts.
+	StateFile string `yaml:"state_file"`
+	// RouterID identifies this switch (BGP router-id, key of its records).
+	RouterID string `yaml:"router_id"`
+	ASN      uint32 `yaml:"asn"`
+	// LocalAddress is the source of the BGP and BFD sessions; empty lets
+	// the kernel choose (BFD then needs it set).
+	LocalAddress string             `yaml:"local_address"`
+	Reflectors   []ReflectorOptions `yaml:"reflectors"`
+	// Password is the TCP-MD5 key of every reflector session (empty: none).
+	Password string `yaml:"password"`
+	// TTLSecurity turns GTSM on for the reflector sessions.
+	TTLSecurity     bool                   `yaml:"ttl_security"`
+	BFD             BFDOptions             `yaml:"bfd"`
+	GracefulRestart GracefulRestartOptions `yaml:"graceful_restart"`
+	// AccessPorts are the interfaces hosts and targets register on; frames
+	// from any other port are ignored.
+	AccessPorts []string `yaml:"access_ports"`
+	// LegacyV0Ports are access ports whose hosts run nvme-snsd's old
+	// develop branch (notification header version 0).
+	LegacyV0Ports []string `yaml:"legacy_v0_ports"`
+	// HoldDown is how long a leaving device's inactive record stays
+	// published before it is withdrawn.
+	HoldDown time.Duration `yaml:"hold_down"`
+	// Settle is how long after the first reflector session comes up the
+	// agent waits before comparing what hosts were told with the fabric
+	// (after a restart, the fabric's records need that long to arrive).
+	Settle time.Duration `yaml:"settle"`
+}
+
+// ReflectorOptions is one route reflector.
+type ReflectorOptions struct {
+	Address string `yaml:"address"`
+	Port    uint16 `yaml:"port"` // 0 means 179
+}
+
+// BFDOptions are the BFD timers toward the reflectors.
+type BFDOptions struct {
+	Enabled    bool          `yaml:"enabled"`
+	MinTx      time.Duration `yaml:"min_tx"`
+	MinRx      time.Duration `yaml:"min_rx"`
+	Multiplier uint8         `yaml:"multiplier"`
+}
+
+// GracefulRestartOptions configure graceful restart (RFC 4724).
+type GracefulRestartOptions struct {
+	Enabled     bool          `yaml:"enabled"`
+	RestartTime time.Duration `yaml:"restart_time"`
+}
+
+// DefaultOptions returns the defaults every key starts from.
+func DefaultOptions() Options {
+	return Options{
+		Log:             daemon.DefaultLogOptions(),
+		MetricsListen:   "127.0.0.1:9465",
+		StateFile:       "/var/lib/inofd/switch-state.json",
+		BFD:             BFDOptions{Enabled: true, MinTx: 100 * time.Millisecond, MinRx: 100 * time.Millisecond, Multiplier: 3},
+		GracefulRestart: GracefulRestartOptions{Enabled: true, RestartTime: 120 * time.Second},
+		HoldDown:        DefaultHoldDown,
+		Settle:          10 * time.Second,
+	}
+}
+
+// Validate reports every problem in o, joined.
+func (o *Options) Validate() error {
+	var errs []error
+	add := func(format string, a ...any) { errs = append(errs, fmt.Errorf(format, a...)) }
+	if err := o.Log.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if o.StateFile == "" {
+		add("state_file: must be set")
+	}
+	if a, err := netip.ParseAddr(o.RouterID); err != nil || !a.Is4() || a.IsUnspecified() {
+		add("router_id %q: want an IPv4 address, not 0.0.0.0", o.RouterID)
+	}
+	if o.ASN == 0 {
+		add("asn: must be set")
+	}
+	local, err := netip.ParseAddr(o.LocalAddress)
+	if o.LocalAddress != "" && err != nil {
+		add("local_address %q: not an IP address", o.LocalAddress)
+	}
+	if o.BFD.Enabled && !local.IsValid() {
+		add("local_address: must be set when bfd.enabled is true")
+	}
+	if len(o.Reflectors) == 0 {
+		add("reflectors: at least one")
+	}
+	seen := map[netip.Addr]bool{}
+	for i, r := range o.Reflectors {
+		a, err := netip.ParseAddr(r.Address)
+		switch {
+		case err != nil:
+			add("reflectors[%d].address %q: not an IP address", i, r.Address)
+		case seen[a]:
+			add("reflectors[%d].address %s: listed twice", i, a)
+		}
+		seen[a] = true
+	}
+	if o.BFD.Enabled {
+		if o.BFD.MinTx < 10*time.Millisecond || o.BFD.MinRx < 10*time.Millisecond {
+			add("bfd.min_tx %s, bfd.min_rx %s: at least 10ms", o.BFD.MinTx, o.BFD.MinRx)
+		}
+		if o.BFD.Multiplier < 1 {
+			add("bfd.multiplier: at least 1")
+		}
+	}
+	if o.GracefulRestart.Enabled && (o.GracefulRestart.RestartTime < time.Second || o.GracefulRestart.RestartTime > 4095*time.Second) {
+		add("graceful_restart.restart_time %s: must be 1s..4095s", o.GracefulRestart.RestartTime)
+	}
+	if len(o.AccessPorts) == 0 {
+		add("access_ports: at least one")
+	}
+	for i, p := range o.AccessPorts {
+		if p == "" || len(p) > 15 {
+			add("access_ports[%d] %q: not an interface name", i, p)
+		}
+		if slices.Index(o.AccessPorts, p) != i {
+			add("access_ports[%d] %q: listed twice", i, p)
+		}
+	}
+	for _, p := range o.LegacyV0Ports {
+		if !slices.Contains(o.AccessPorts, p) {
+			add("legacy_v0_ports: %q is not an access port", p)
+		}
+	}
+	if o.HoldDown < 0 {
+		add("hold_down %s: must not be negative", o.HoldDown)
+	}
+	if o.Settle < 0 {
+		add("settle %s: must not be negative", o.Settle)
+	}
+	return errors.Join(errs...)
+}
+
+// routerID returns the router-id as a number (valid after Validate).
+func (o *Options) routerID() uint32 {
+	a := netip.MustParseAddr(o.RouterID).As4()
+	return uint32(a[0])<<24 | uint32(a[1])<<16 | uint32(a[2])<<8 | uint32(a[3])
+}
