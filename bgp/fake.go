@@ -113,7 +113,9 @@ var _ Speaker = (*FakeSpeaker)(nil)
 var _ ConfigSpeaker = (*FakeSpeaker)(nil)
 
 // NewSpeaker adds a speaker with the options' Role, ASN and RouterID
-// (listen, GR, security and BFD options are ignored); call Start.
+// (listen, GR, security and BFD options are ignored); call Start. A
+// stopped speaker's router-id may be reused: the new speaker replaces it,
+// as a restarted daemon does.
 func (f *FakeFabric) NewSpeaker(opts Options) (*FakeSpeaker, error) {
 	switch {
 	case opts.Role != RoleClient && opts.Role != RoleReflector:
@@ -131,8 +133,8 @@ func (f *FakeFabric) NewSpeaker(opts Options) (*FakeSpeaker, error) {
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if _, dup := f.speakers[opts.RouterID]; dup {
-		return nil, fmt.Errorf("bgp: fake fabric already has a speaker %s", opts.RouterID)
+	if old, dup := f.speakers[opts.RouterID]; dup && !old.stopped {
+		return nil, fmt.Errorf("bgp: fake fabric already has a running speaker %s", opts.RouterID)
 	}
 	s := &FakeSpeaker{f: f, opts: opts, id: opts.RouterID, log: opts.Logger.With("router_id", opts.RouterID.String()),
 		done: make(chan struct{}), neighbors: map[netip.Addr]Neighbor{}, subs: map[RouteTarget]bool{},

@@ -1,6 +1,6 @@
 // Command inofd is the iNOF fabric daemon. One binary, one role per
 // process: --role reflector runs a route reflector and zone authority
-// (docs/reflector.md). Each role lives in a file of its own that adds its
+// (docs/reflector.md), --role switch a switch agent (docs/switch-agent.md). Each role lives in a file of its own that adds its
 // flags and its run function to roles.
 package main
 
@@ -42,6 +42,7 @@ type loadFunc func(opts daemon.Validator) error
 // roles are the roles inofd knows, by --role value.
 var roles = map[string]role{
 	"reflector": reflectorRole,
+	"switch":    switchRole,
 }
 
 // commonFlagKeys are the flags every role has.
@@ -65,7 +66,7 @@ func newCommand(environ []string, stderr io.Writer) *cobra.Command {
 	var file, roleName string
 	cmd := &cobra.Command{
 		Use:   "inofd --role " + strings.Join(roleNames(), "|"),
-		Short: "iNOF fabric daemon: route reflector and zone authority",
+		Short: "iNOF fabric daemon: route reflector and zone authority, or switch agent",
 		Long: "inofd runs one role of the iNOF control plane per process.\n" +
 			"Configuration: YAML file (--config), INOF_* environment variables, flags.\n" +
 			"Flags marked (reflector) apply to that role only.",

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"path/filepath"
 	"slices"
 	"time"
 
@@ -15,9 +16,9 @@ type Options struct {
 	Log daemon.LogOptions `yaml:"log"`
 	// MetricsListen is the address of /metrics and /healthz; empty disables.
 	MetricsListen string `yaml:"metrics_listen"`
-	// StateFile keeps the published records, what each host was told and
-	// the zone configuration across restarts.
-	StateFile string `yaml:"state_file"`
+	// StateDir holds the state file (switch.state): the published records,
+	// what each host was told and the zone configuration, across restarts.
+	StateDir string `yaml:"state_dir"`
 	// RouterID identifies this switch (BGP router-id, key of its records).
 	RouterID string `yaml:"router_id"`
 	ASN      uint32 `yaml:"asn"`
@@ -71,7 +72,7 @@ func DefaultOptions() Options {
 	return Options{
 		Log:             daemon.DefaultLogOptions(),
 		MetricsListen:   "127.0.0.1:9465",
-		StateFile:       "/var/lib/inofd/switch-state.json",
+		StateDir:        "/var/lib/inofd",
 		BFD:             BFDOptions{Enabled: true, MinTx: 100 * time.Millisecond, MinRx: 100 * time.Millisecond, Multiplier: 3},
 		GracefulRestart: GracefulRestartOptions{Enabled: true, RestartTime: 120 * time.Second},
 		HoldDown:        DefaultHoldDown,
@@ -86,8 +87,8 @@ func (o *Options) Validate() error {
 	if err := o.Log.Validate(); err != nil {
 		errs = append(errs, err)
 	}
-	if o.StateFile == "" {
-		add("state_file: must be set")
+	if o.StateDir == "" {
+		add("state_dir: must be set")
 	}
 	if a, err := netip.ParseAddr(o.RouterID); err != nil || !a.Is4() || a.IsUnspecified() {
 		add("router_id %q: want an IPv4 address, not 0.0.0.0", o.RouterID)
@@ -151,6 +152,9 @@ func (o *Options) Validate() error {
 	}
 	return errors.Join(errs...)
 }
+
+// stateFile is the path of the state file.
+func (o *Options) stateFile() string { return filepath.Join(o.StateDir, "switch.state") }
 
 // routerID returns the router-id as a number (valid after Validate).
 func (o *Options) routerID() uint32 {

@@ -1,0 +1,523 @@
+package switchagent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/netip"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/openinof/inof/bgp"
+	"github.com/openinof/inof/bgp/bfd"
+	"github.com/openinof/inof/inof/configsync"
+	"github.com/openinof/inof/l2proto"
+	"github.com/openinof/inof/zones"
+)
+
+// Config wires an Agent. Only Options is required; the rest lets tests put
+// in-memory parts in place of the real ones.
+type Config struct {
+	Options  Options
+	Registry *prometheus.Registry // nil: no metrics
+	Logger   *slog.Logger
+	// Speaker replaces the GoBGP speaker built from Options (tests: the
+	// fake fabric). The agent starts and stops it.
+	Speaker bgp.Speaker
+	// OpenLink opens an access port (nil: an AF_PACKET socket).
+	OpenLink func(port string) (l2proto.Link, error)
+	// WatchLinks reports carrier changes until ctx ends (nil: a netlink
+	// LinkWatcher).
+	WatchLinks func(ctx context.Context, fn func(l2proto.LinkState)) error
+}
+
+// Agent is inofd --role switch: the access ports' registrations, the
+// device records in BGP and the notifications to local hosts (package
+// doc). Run drives it; one goroutine (the loop) owns the Engine.
+type Agent struct {
+	cfg  Config
+	opts Options
+	// mu guards the parts Run sets up (speaker, bfd, reg, ports) against
+	// the metrics collector; after setup they do not change.
+	mu      sync.Mutex
+	log     *slog.Logger
+	self    uint32
+	met     *metrics
+	speaker bgp.Speaker
+	bfd     *bfd.Manager
+	pub     *bgp.DevicePublisher
+	table   *bgp.DeviceTable
+	view    *bgp.ConfigView
+	asm     *configsync.Assembler
+	zrecs   zones.Records
+	engine  *Engine
+	reg     *l2proto.Registry
+	ports   map[string]*accessPort
+	subs    map[string]bool // zones subscribed to
+	dirty   bool            // state to save
+	settled atomic.Bool     // the first Resync after start has run
+	running atomic.Bool     // the loop runs
+
+	records chan bgp.RecordEvent
+	queries chan portQuery
+	links   chan l2proto.LinkState
+	up      chan struct{} // a reflector session came up
+}
+
+type accessPort struct {
+	name string
+	link l2proto.Link
+	nt   *l2proto.Notifier
+	sp   *l2proto.SwitchPort
+}
+
+type portQuery struct {
+	port string
+	q    l2proto.ZoneQuery
+}
+
+// New checks the options and builds an agent.
+func New(cfg Config) (*Agent, error) {
+	if err := cfg.Options.Validate(); err != nil {
+		return nil, fmt.Errorf("switchagent: %w", err)
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.OpenLink == nil {
+		cfg.OpenLink = func(port string) (l2proto.Link, error) { return l2proto.ListenPacket(port) }
+	}
+	a := &Agent{cfg: cfg, opts: cfg.Options, log: cfg.Logger, self: cfg.Options.routerID(),
+		table: bgp.NewDeviceTable(bgp.DeviceTableOptions{Logger: cfg.Logger}), view: bgp.NewConfigView(),
+		asm: configsync.NewAssembler(0), subs: map[string]bool{},
+		records: make(chan bgp.RecordEvent, 1024), queries: make(chan portQuery, 256),
+		links: make(chan l2proto.LinkState, 256), up: make(chan struct{}, 1)}
+	a.met = newMetrics(a)
+	if cfg.Registry != nil {
+		if err := cfg.Registry.Register(a.met); err != nil {
+			return nil, fmt.Errorf("switchagent: metrics: %w", err)
+		}
+	}
+	return a, nil
+}
+
+// Run runs the agent until ctx ends or a part fails. It saves its state
+// and stops the speaker gracefully before it returns (peers keep its
+// records for the restart time, so a restart is invisible to hosts).
+func (a *Agent) Run(ctx context.Context) error {
+	saved, loaded, err := loadState(a.opts.stateFile())
+	if err != nil {
+		return fmt.Errorf("switchagent: %w", err)
+	}
+	zrecs, err := saved.zoneRecords()
+	if err != nil {
+		return fmt.Errorf("switchagent: %w", err)
+	}
+	a.zrecs = zrecs
+	if a.engine, err = NewEngine(a.self, a.opts.HoldDown, zrecs.Config()); err != nil {
+		return err
+	}
+	now := time.Now()
+	restarting := loaded && a.opts.GracefulRestart.Enabled && now.Sub(saved.Saved) < a.opts.GracefulRestart.RestartTime
+	a.log.Info("switch agent starting", "router_id", a.opts.RouterID, "restarting", restarting,
+		"restored_records", len(saved.Local), "access_ports", a.opts.AccessPorts)
+	restored := a.engine.Restore(saved.Local, saved.Told, now)
+
+	if err := a.startSpeaker(ctx, restarting); err != nil {
+		return err
+	}
+	defer a.stopSpeaker()
+	runCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer cancel() // runs before wg.Wait
+	errs := make(chan error, 8)
+	spawn := func(name string, f func(context.Context) error) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := f(runCtx); err != nil && runCtx.Err() == nil {
+				errs <- fmt.Errorf("switchagent: %s: %w", name, err)
+			}
+		}()
+	}
+
+	if err := a.pub.Republish(ctx, saved.Published); err != nil {
+		a.log.Warn("republishing saved records", "err", err)
+	}
+	if err := a.speaker.Subscribe(ctx, bgp.ConfigRT(a.opts.ASN)); err != nil {
+		return fmt.Errorf("switchagent: subscribe to configuration: %w", err)
+	}
+	a.apply(ctx, restored)
+	if err := a.speaker.WatchRecords(runCtx, func(ev bgp.RecordEvent) {
+		select {
+		case a.records <- ev:
+		case <-runCtx.Done():
+		}
+	}); err != nil {
+		return fmt.Errorf("switchagent: watch records: %w", err)
+	}
+	if err := a.speaker.WatchNeighbors(runCtx, func(ev bgp.NeighborEvent) {
+		if ev.State == bgp.StateEstablished {
+			select {
+			case a.up <- struct{}{}:
+			default:
+			}
+		}
+	}); err != nil {
+		return fmt.Errorf("switchagent: watch neighbors: %w", err)
+	}
+
+	if err := a.addReflectors(ctx); err != nil {
+		return err
+	}
+	reg, err := l2proto.NewRegistry(l2proto.RegistryConfig{})
+	if err != nil {
+		return fmt.Errorf("switchagent: %w", err)
+	}
+	ports := map[string]*accessPort{}
+	for _, name := range a.opts.AccessPorts {
+		p, err := a.openPort(reg, name)
+		if err != nil {
+			for _, q := range ports {
+				q.link.Close()
+			}
+			return err
+		}
+		ports[name] = p
+	}
+	a.mu.Lock()
+	a.reg, a.ports = reg, ports
+	a.mu.Unlock()
+	spawn("registry", a.reg.Run)
+	for _, p := range ports {
+		spawn("notifier "+p.name, p.nt.Run)
+		spawn("port "+p.name, p.sp.Run)
+	}
+	spawn("link watcher", a.watchLinks)
+	spawn("speaker", func(ctx context.Context) error {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-a.speaker.Done():
+			return fmt.Errorf("speaker stopped: %w", a.speaker.Err())
+		}
+	})
+
+	err = a.loop(runCtx, errs)
+	cancel()
+	saveErr := a.save(true)
+	if err != nil {
+		return err
+	}
+	return saveErr
+}
+
+// startSpeaker builds (unless given), starts and prepares the speaker.
+func (a *Agent) startSpeaker(ctx context.Context, restarting bool) error {
+	sp, mgr := a.cfg.Speaker, (*bfd.Manager)(nil)
+	if sp == nil {
+		o := a.opts
+		if o.BFD.Enabled {
+			mgr = bfd.NewManager(bfd.ManagerOptions{Logger: a.log})
+		}
+		g, err := bgp.NewGoBGP(bgp.Options{Role: bgp.RoleClient, ASN: o.ASN, RouterID: netip.MustParseAddr(o.RouterID),
+			ListenPort: -1, TTLSecurity: o.TTLSecurity, BFD: mgr, Logger: a.log,
+			GracefulRestart: bgp.GracefulRestart{Enabled: o.GracefulRestart.Enabled, RestartTime: o.GracefulRestart.RestartTime,
+				Restarting: restarting, Notification: true}})
+		if err != nil {
+			if mgr != nil {
+				mgr.Close()
+			}
+			return fmt.Errorf("switchagent: %w", err)
+		}
+		sp = g
+	}
+	a.mu.Lock()
+	a.speaker, a.bfd = sp, mgr
+	a.mu.Unlock()
+	if err := a.speaker.Start(ctx); err != nil {
+		return fmt.Errorf("switchagent: start BGP: %w", err)
+	}
+	pub, err := bgp.NewDevicePublisher(bgp.DevicePublisherOptions{Speaker: a.speaker})
+	if err != nil {
+		return err
+	}
+	a.pub = pub
+	return nil
+}
+
+func (a *Agent) stopSpeaker() {
+	a.speaker.Stop()
+	if a.bfd != nil {
+		a.bfd.Close()
+	}
+}
+
+func (a *Agent) addReflectors(ctx context.Context) error {
+	o := a.opts
+	local := netip.Addr{}
+	if o.LocalAddress != "" {
+		local = netip.MustParseAddr(o.LocalAddress)
+	}
+	for _, r := range o.Reflectors {
+		n := bgp.Neighbor{Address: netip.MustParseAddr(r.Address), Port: r.Port, LocalAddress: local,
+			Password: o.Password, TTLSecurity: o.TTLSecurity}
+		if o.BFD.Enabled {
+			n.BFD = &bgp.NeighborBFD{DesiredMinTx: o.BFD.MinTx, RequiredMinRx: o.BFD.MinRx, DetectMult: o.BFD.Multiplier}
+		}
+		if err := a.speaker.AddNeighbor(ctx, n); err != nil {
+			return fmt.Errorf("switchagent: reflector %s: %w", r.Address, err)
+		}
+	}
+	return nil
+}
+
+func (a *Agent) openPort(reg *l2proto.Registry, name string) (*accessPort, error) {
+	link, err := a.cfg.OpenLink(name)
+	if err != nil {
+		return nil, fmt.Errorf("switchagent: access port %s: %w", name, err)
+	}
+	nt, err := l2proto.NewNotifier(l2proto.NotifierConfig{Link: link, LegacyV0: slices.Contains(a.opts.LegacyV0Ports, name),
+		OnResult: a.met.notified, Logger: a.log.With("port", name)})
+	if err != nil {
+		link.Close()
+		return nil, fmt.Errorf("switchagent: access port %s: %w", name, err)
+	}
+	sp, err := l2proto.NewSwitchPort(l2proto.SwitchPortConfig{Link: link, Registry: reg, Notifier: nt,
+		Drops: a.met.drops, Logger: a.log,
+		OnQuery: func(port string, q l2proto.ZoneQuery) {
+			select {
+			case a.queries <- portQuery{port, q}:
+			default:
+				a.met.queriesDropped.Inc()
+			}
+		}})
+	if err != nil {
+		link.Close()
+		return nil, fmt.Errorf("switchagent: access port %s: %w", name, err)
+	}
+	return &accessPort{name: name, link: link, nt: nt, sp: sp}, nil
+}
+
+func (a *Agent) watchLinks(ctx context.Context) error {
+	watch := a.cfg.WatchLinks
+	if watch == nil {
+		w, err := l2proto.NewLinkWatcher()
+		if err != nil {
+			return err
+		}
+		watch = w.Run
+	}
+	err := watch(ctx, func(s l2proto.LinkState) {
+		if _, ok := a.ports[s.Name]; ok && !s.Running {
+			a.reg.LinkDown(s.Name) // the registry's events carry it on
+		}
+	})
+	if ctx.Err() != nil {
+		return nil
+	}
+	return err
+}
+
+// Healthy reports whether the agent runs: its loop is up and its speaker
+// has not stopped (for /healthz).
+func (a *Agent) Healthy() error {
+	if !a.running.Load() {
+		return errors.New("switch agent not running")
+	}
+	a.mu.Lock()
+	sp := a.speaker
+	a.mu.Unlock()
+	select {
+	case <-sp.Done():
+		return fmt.Errorf("BGP speaker stopped: %v", sp.Err())
+	default:
+	}
+	return nil
+}
+
+// loop owns the engine: every input goes through it, one at a time.
+func (a *Agent) loop(ctx context.Context, errs <-chan error) error {
+	a.running.Store(true)
+	defer a.running.Store(false)
+	tick := time.NewTimer(time.Hour)
+	defer tick.Stop()
+	var settle <-chan time.Time
+	settled := false
+	save := time.NewTicker(200 * time.Millisecond)
+	defer save.Stop()
+	for {
+		if next, ok := a.engine.NextTick(); ok {
+			tick.Reset(max(time.Until(next), 0))
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case err := <-errs:
+			return err
+		case ev := <-a.records:
+			a.onRecord(ctx, ev)
+		case ev, ok := <-a.reg.Events():
+			if ok {
+				a.onRegistration(ctx, ev)
+			}
+		case q := <-a.queries:
+			a.onQuery(ctx, q)
+		case now := <-tick.C:
+			a.apply(ctx, a.engine.Tick(now))
+		case <-a.up:
+			if !settled && settle == nil {
+				settle = time.After(a.opts.Settle)
+			}
+		case <-settle:
+			settle, settled = nil, true
+			a.log.Info("fabric view settled; comparing what hosts were told")
+			a.apply(ctx, a.engine.Resync())
+			a.settled.Store(true)
+		case <-save.C:
+			if a.dirty {
+				if err := a.save(false); err != nil {
+					a.log.Error("saving state", "err", err)
+				}
+			}
+		}
+	}
+}
+
+func (a *Agent) onRegistration(ctx context.Context, ev l2proto.Event) {
+	e := ev.Entry
+	switch ev.Kind {
+	case l2proto.Registered, l2proto.Updated:
+		a.log.Info("device registered", "port", e.Port, "device", e.Device.String(), "event", ev.Kind.String())
+		a.apply(ctx, a.engine.Register(e.Port, e.Device, e.Since, time.Now()))
+	case l2proto.Removed:
+		a.log.Info("device left", "port", e.Port, "device", e.Device.String(), "reason", ev.Reason.String())
+		a.apply(ctx, a.engine.Unregister(e.Port, e.Device.Addr, ev.Reason, time.Now()))
+	}
+}
+
+// onQuery answers a zone query. A host sends its LLDPDU and then its query
+// at once; the query may overtake the registration event, so the
+// registration table (which took the LLDPDU before the query was read) is
+// asked first.
+func (a *Agent) onQuery(ctx context.Context, q portQuery) {
+	if e, ok := a.reg.Lookup(q.port, q.q.Host); ok {
+		a.apply(ctx, a.engine.Register(e.Port, e.Device, e.Since, time.Now()))
+	}
+	a.apply(ctx, a.engine.ZoneQuery(q.q.Host))
+}
+
+func (a *Agent) onRecord(ctx context.Context, ev bgp.RecordEvent) {
+	if ch, ok := a.table.Apply(ev); ok {
+		if ch.Record != nil {
+			r := ch.Record
+			a.apply(ctx, a.engine.Record(Record{Switch: r.Switch, Device: r.Device, State: r.State, Reason: r.Reason, Changed: r.Changed}))
+		} else {
+			a.apply(ctx, a.engine.Gone(ch.ID.Switch, ch.ID.Addr))
+		}
+		return
+	}
+	newest, ok, changed := a.view.Apply(ev)
+	if !ok || !changed {
+		return
+	}
+	rec, complete, err := a.asm.Add(newest)
+	switch {
+	case err != nil:
+		a.met.badConfig.Inc()
+		a.log.Warn("configuration record refused", "err", err)
+	case complete && a.zrecs.Apply(rec):
+		a.log.Info("zone configuration changed", "object", rec.Key.String())
+		a.apply(ctx, a.engine.Config(a.zrecs.Config()))
+	}
+}
+
+// apply carries out what the engine decided.
+func (a *Agent) apply(ctx context.Context, out Output) {
+	if len(out.Publish)+len(out.Withdraw)+len(out.Notices) > 0 || out.Subscriptions != nil {
+		a.dirty = true
+	}
+	for _, p := range out.Publish {
+		r := p.Record
+		rec := bgp.DeviceRecord{Switch: a.self, Device: r.Device, State: r.State, Reason: r.Reason, AccessPort: r.Port,
+			Since: r.Since, Changed: r.Changed}
+		rts := make([]bgp.RouteTarget, 0, len(p.Zones))
+		for _, z := range p.Zones {
+			rts = append(rts, bgp.ZoneRT(a.opts.ASN, z))
+		}
+		if err := a.pub.Publish(ctx, rec, rts...); err != nil {
+			a.log.Error("publishing device record", "device", r.Device.String(), "err", err)
+		}
+	}
+	for _, r := range out.Withdraw {
+		if err := a.pub.Withdraw(ctx, bgp.DeviceID{Switch: a.self, Addr: r.Device.Addr}); err != nil {
+			a.log.Error("withdrawing device record", "device", r.Device.String(), "err", err)
+		}
+	}
+	if out.Subscriptions != nil {
+		a.subscribe(ctx, out.Subscriptions)
+	}
+	for _, n := range out.Notices {
+		a.notify(n)
+	}
+}
+
+func (a *Agent) subscribe(ctx context.Context, want []string) {
+	for _, z := range want {
+		if !a.subs[z] {
+			if err := a.speaker.Subscribe(ctx, bgp.ZoneRT(a.opts.ASN, z)); err != nil {
+				a.log.Error("subscribing to zone", "zone", z, "err", err)
+				continue
+			}
+			a.subs[z] = true
+		}
+	}
+	for z := range a.subs {
+		if !slices.Contains(want, z) {
+			if err := a.speaker.Unsubscribe(ctx, bgp.ZoneRT(a.opts.ASN, z)); err != nil {
+				a.log.Error("unsubscribing from zone", "zone", z, "err", err)
+				continue
+			}
+			delete(a.subs, z)
+		}
+	}
+}
+
+func (a *Agent) notify(n PortNotice) {
+	p := a.ports[n.Port]
+	if p == nil {
+		a.log.Error("notice for a port that is not an access port", "port", n.Port, "host", n.Host)
+		return
+	}
+	t := n.Target
+	_, err := p.nt.Notify(l2proto.Notification{Target: t.Addr, Host: n.Host, State: n.State, Reason: n.Reason,
+		Role: t.Role, Protocol: t.Protocol, Port: t.Port, NQN: t.NQN})
+	if err != nil {
+		a.met.notifyRefused.Inc()
+		a.log.Warn("notification refused", "port", n.Port, "host", n.Host, "target", t.Addr, "err", err)
+		return
+	}
+	a.log.Info("notify", "port", n.Port, "host", n.Host, "target", t.Addr, "state", n.State.String(), "reason", n.Reason.String())
+}
+
+// save writes the state file; clean marks a stop.
+func (a *Agent) save(clean bool) error {
+	z, err := encodeZones(a.zrecs)
+	if err != nil {
+		return err
+	}
+	s := savedState{Saved: time.Now(), Clean: clean, Published: a.pub.Published(), Local: a.engine.Published(),
+		Told: a.engine.Told(), Zones: z}
+	if err := saveState(a.opts.stateFile(), s); err != nil {
+		return fmt.Errorf("switchagent: %w", err)
+	}
+	a.dirty = false
+	return nil
+}

@@ -1,0 +1,64 @@
+package switchagent
+
+import (
+	"fmt"
+	"net/netip"
+	"time"
+
+	"github.com/openinof/inof/bgp"
+	"github.com/openinof/inof/inof"
+	"github.com/openinof/inof/inof/daemon"
+	"github.com/openinof/inof/zones"
+)
+
+// stateVersion is the format of the state file.
+const stateVersion = 1
+
+// savedState is what a switch agent keeps across restarts: enough to
+// republish at once under the same keys, to know what each host was told,
+// and to apply the same zone rules before the reflectors have resent the
+// configuration, so that a restart changes nothing a host can see.
+type savedState struct {
+	Saved     time.Time                    `json:"saved"`
+	Clean     bool                         `json:"clean"` // written by a clean stop
+	Published []bgp.PublishedDevice        `json:"published"`
+	Local     []LocalRecord                `json:"local"`
+	Told      map[netip.Addr][]inof.Device `json:"told"`
+	Zones     [][]byte                     `json:"zones"` // zones.Record, binary
+}
+
+func loadState(path string) (savedState, bool, error) {
+	var s savedState
+	ok, err := daemon.LoadState(path, stateVersion, &s)
+	return s, ok, err
+}
+
+func saveState(path string, s savedState) error {
+	return daemon.SaveState(path, stateVersion, s)
+}
+
+// zoneRecords decodes the saved zone configuration.
+func (s *savedState) zoneRecords() (zones.Records, error) {
+	rs := zones.Records{}
+	for i, b := range s.Zones {
+		var r zones.Record
+		if err := r.UnmarshalBinary(b); err != nil {
+			return nil, fmt.Errorf("state: zone record %d: %w", i, err)
+		}
+		rs.Apply(r)
+	}
+	return rs, nil
+}
+
+// encodeZones encodes a zone configuration for the state file.
+func encodeZones(rs zones.Records) ([][]byte, error) {
+	out := make([][]byte, 0, len(rs))
+	for _, r := range rs.Sorted() {
+		b, err := r.MarshalBinary()
+		if err != nil {
+			return nil, fmt.Errorf("state: zone record %s: %w", r.Key, err)
+		}
+		out = append(out, b)
+	}
+	return out, nil
+}
