@@ -6,14 +6,10 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
-	"sync"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/spf13/cobra"
 
 	"github.com/openinof/inof/inof/daemon"
@@ -85,40 +81,17 @@ func run(parent context.Context, opts hostagent.Options, stderr io.Writer) error
 	if parent == nil {
 		parent = context.Background()
 	}
-	log, err := daemon.NewLogger(stderr, opts.Log)
+	log, reg, err := daemon.Setup(stderr, opts.Log)
 	if err != nil {
 		return err
 	}
 	ctx, stop := daemon.SignalContext(parent)
 	defer stop()
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	agent, err := hostagent.New(hostagent.Config{Options: opts, Registry: reg, Logger: log})
 	if err != nil {
 		return err
 	}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	var wg sync.WaitGroup
-	var httpErr error
-	if opts.MetricsListen != "" {
-		srv, err := daemon.ListenHTTP(opts.MetricsListen, reg, agent.Healthy, log)
-		if err != nil {
-			return err
-		}
-		log.Info("metrics", "listen", srv.Addr().String())
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if httpErr = srv.Run(ctx); httpErr != nil {
-				cancel()
-			}
-		}()
-	}
-	err = agent.Run(ctx)
-	cancel()
-	wg.Wait()
-	if err = errors.Join(err, httpErr); err == nil {
+	if err = daemon.RunWithHTTP(ctx, opts.MetricsListen, reg, agent.Healthy, log, agent.Run); err == nil {
 		log.Info("inof-host stopped")
 	}
 	return err

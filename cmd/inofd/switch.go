@@ -2,12 +2,8 @@ package main
 
 import (
 	"context"
-	"errors"
 	"io"
-	"sync"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/spf13/pflag"
 
 	"github.com/openinof/inof/inof/daemon"
@@ -36,38 +32,15 @@ func runSwitch(parent context.Context, load loadFunc, stderr io.Writer) error {
 	if err := load(&opts); err != nil {
 		return err
 	}
-	log, err := daemon.NewLogger(stderr, opts.Log)
+	log, reg, err := daemon.Setup(stderr, opts.Log)
 	if err != nil {
 		return err
 	}
 	ctx, stop := daemon.SignalContext(parent)
 	defer stop()
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	agent, err := switchagent.New(switchagent.Config{Options: opts, Registry: reg, Logger: log})
 	if err != nil {
 		return err
 	}
-	runCtx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	var running sync.WaitGroup
-	var httpErr error
-	if opts.MetricsListen != "" {
-		srv, err := daemon.ListenHTTP(opts.MetricsListen, reg, agent.Healthy, log)
-		if err != nil {
-			return err
-		}
-		log.Info("metrics", "listen", srv.Addr().String())
-		running.Add(1)
-		go func() {
-			defer running.Done()
-			if httpErr = srv.Run(runCtx); httpErr != nil {
-				cancel()
-			}
-		}()
-	}
-	err = agent.Run(runCtx)
-	cancel()
-	running.Wait()
-	return errors.Join(err, httpErr)
+	return daemon.RunWithHTTP(ctx, opts.MetricsListen, reg, agent.Healthy, log, agent.Run)
 }
