@@ -14,11 +14,13 @@ import (
 )
 
 // ConfigSpeaker is what configuration replication needs from a speaker:
-// publishing, withdrawing and the Adj-RIB-In of peer reflectors (GoBGP and
-// FakeSpeaker implement it).
+// publishing, withdrawing, the Adj-RIB-In, and the configured neighbors
+// (to tell peer reflectors from clients). GoBGP and FakeSpeaker implement
+// it.
 type ConfigSpeaker interface {
 	RecordPublisher
 	WatchReceived(ctx context.Context, fn func(RecordEvent)) error
+	Neighbors(ctx context.Context) ([]NeighborStatus, error)
 }
 
 // ReplicatorOptions configure a ConfigReplicator.
@@ -45,6 +47,11 @@ type ReplicatorStats struct {
 	// inof.TombstoneLifetime.
 	Expired uint64
 	Pruned  uint64 // tombstones withdrawn by Prune
+	// NotPeer counts configuration records refused because the neighbor
+	// that sent them is not a peer reflector (a client, i.e. a switch).
+	NotPeer uint64
+	// Withdrawn counts stale parts withdrawn by Withdraw.
+	Withdrawn uint64
 }
 
 // ConfigReplicator keeps a reflector's configuration in step with its peer
@@ -56,14 +63,22 @@ type ReplicatorStats struct {
 // Tombstones live inof.TombstoneLifetime from their generation: Prune
 // withdraws them, and an expired tombstone offered again is refused, so
 // every reflector drops it at the same time whatever the order.
+//
+// Configuration is adopted only from neighbors configured as peer
+// reflectors (Neighbor.PeerReflector): a switch agent is a client and may
+// not inject configuration, whatever its records claim.
 type ConfigReplicator struct {
 	cfg ReplicatorOptions
 	log *slog.Logger
 
-	mu        sync.Mutex
-	objects   map[ConfigObject]ConfigRecord
-	stats     ReplicatorStats
-	refuseLog rateLimit
+	mu      sync.Mutex
+	objects map[ConfigObject]ConfigRecord
+	// withdrawn are parts withdrawn as stale, with the version withdrawn:
+	// a peer copy of that version or older is not adopted again.
+	withdrawn  map[ConfigObject]ConfigRecord
+	stats      ReplicatorStats
+	refuseLog  rateLimit
+	notPeerLog rateLimit
 }
 
 // NewConfigReplicator returns a replicator; seed it with Put (from the
@@ -80,12 +95,13 @@ func NewConfigReplicator(opts ReplicatorOptions) (*ConfigReplicator, error) {
 		opts.Now = time.Now
 	}
 	return &ConfigReplicator{cfg: opts, log: log, objects: map[ConfigObject]ConfigRecord{},
-		refuseLog: rateLimit{every: time.Second}}, nil
+		withdrawn: map[ConfigObject]ConfigRecord{}, refuseLog: rateLimit{every: time.Second},
+		notPeerLog: rateLimit{every: time.Second}}, nil
 }
 
 // Put originates a version written locally (a commit, or the store's content
-// at start-up). An older version than the one held, or a tombstone past its
-// lifetime, is ignored; Put reports whether it was taken.
+// at start-up). An older version than the one held or withdrawn, or a
+// tombstone past its lifetime, is ignored; Put reports whether it was taken.
 func (r *ConfigReplicator) Put(ctx context.Context, rec ConfigRecord) (bool, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -97,19 +113,48 @@ func (r *ConfigReplicator) Put(ctx context.Context, rec ConfigRecord) (bool, err
 
 func (r *ConfigReplicator) putLocked(ctx context.Context, rec ConfigRecord) (bool, error) {
 	rec.Reflector = r.cfg.RouterID
-	if cur, ok := r.objects[rec.Object()]; ok && !rec.Newer(&cur) {
+	obj := rec.Object()
+	if cur, ok := r.objects[obj]; ok && !rec.Newer(&cur) {
+		return false, nil
+	}
+	if gone, ok := r.withdrawn[obj]; ok && !rec.Newer(&gone) {
 		return false, nil
 	}
 	if err := r.cfg.Speaker.Publish(ctx, &rec, r.cfg.RT); err != nil {
-		return false, fmt.Errorf("bgp: originate %v: %w", rec.Object(), err)
+		return false, fmt.Errorf("bgp: originate %v: %w", obj, err)
 	}
-	r.objects[rec.Object()] = rec
+	r.objects[obj] = rec
+	delete(r.withdrawn, obj)
 	return true, nil
 }
 
+// Withdraw withdraws this reflector's copy of a part it no longer needs (a
+// record shrank, or a version with more parts lost to one with fewer) and
+// remembers the version withdrawn, so that a peer's copy of that version or
+// an older one is not adopted again; a newer version is. Withdrawing a part
+// not held does nothing. The memory of a withdrawn part lasts until a newer
+// version of it is originated or until its generation is past
+// inof.TombstoneLifetime (Prune).
+func (r *ConfigReplicator) Withdraw(ctx context.Context, obj ConfigObject) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	cur, ok := r.objects[obj]
+	if !ok {
+		return nil
+	}
+	if err := r.cfg.Speaker.Withdraw(ctx, cur.Key()); err != nil {
+		return fmt.Errorf("bgp: withdraw %v: %w", obj, err)
+	}
+	delete(r.objects, obj)
+	r.withdrawn[obj] = cur
+	r.stats.Withdrawn++
+	return nil
+}
+
 // Prune withdraws the tombstones past inof.TombstoneLifetime (measured from
-// their generation, so every reflector agrees) and forgets them; it returns
-// how many it withdrew. Call it periodically (the store prunes alike).
+// their generation, so every reflector agrees) and forgets them, and forgets
+// withdrawn parts as old; it returns how many tombstones it withdrew. Call
+// it periodically (the store prunes alike).
 func (r *ConfigReplicator) Prune(ctx context.Context) (int, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -126,17 +171,28 @@ func (r *ConfigReplicator) Prune(ctx context.Context) (int, error) {
 		r.stats.Pruned++
 		n++
 	}
+	for obj, c := range r.withdrawn {
+		if inof.TombstoneExpired(c.Gen, now) {
+			delete(r.withdrawn, obj)
+		}
+	}
 	return n, nil
 }
 
 // Run watches records received from peers until ctx ends (or the speaker
-// stops). A peer version is refused, counted and logged at a rate limit if
-// its generation is too far in the future or it is an expired tombstone.
+// stops). A version is refused, counted and logged at a rate limit if the
+// neighbor that sent it is not a peer reflector (NotPeer), if its generation
+// is too far in the future or if it is an expired tombstone.
 func (r *ConfigReplicator) Run(ctx context.Context) error {
+	peers := peerSet{speaker: r.cfg.Speaker}
 	return r.cfg.Speaker.WatchReceived(ctx, func(ev RecordEvent) {
 		c, ok := ev.Record.(*ConfigRecord)
 		if !ok || ev.Withdrawn || c.Reflector == r.cfg.RouterID {
 			return // a withdrawn peer copy means the peer went away or pruned: ours stays
+		}
+		if !peers.has(ctx, ev.Source) {
+			r.refuseNotPeer(*c, ev.Source)
+			return
 		}
 		took, err := r.adopt(ctx, *c, ev.Source)
 		if err != nil {
@@ -149,6 +205,48 @@ func (r *ConfigReplicator) Run(ctx context.Context) error {
 			r.cfg.OnAdopt(adopted)
 		}
 	})
+}
+
+// peerSet tells peer reflectors from other neighbors by the speaker's
+// neighbor configuration. It is used by one watch goroutine only: the set
+// is re-read when a source is not in it (a reflector configured since), so
+// only refused records cost a lookup.
+type peerSet struct {
+	speaker ConfigSpeaker
+	known   map[netip.Addr]bool
+}
+
+func (p *peerSet) has(ctx context.Context, a netip.Addr) bool {
+	if p.known[a] {
+		return true
+	}
+	ns, err := p.speaker.Neighbors(ctx)
+	if err != nil {
+		return false // the speaker is stopping
+	}
+	p.known = make(map[netip.Addr]bool, len(ns))
+	for _, n := range ns {
+		if n.PeerReflector {
+			p.known[n.Address] = true
+		}
+	}
+	return p.known[a]
+}
+
+// refuseNotPeer counts and logs (at a rate limit) a configuration record
+// sent by a neighbor that is not a peer reflector.
+func (r *ConfigReplicator) refuseNotPeer(c ConfigRecord, from netip.Addr) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.stats.NotPeer++
+	if r.notPeerLog.allow() {
+		r.log.Warn("configuration record from a neighbor that is not a peer reflector refused", "object", c.Object(),
+			"from", from, "claimed_reflector", routerIDAddr(c.Reflector), "not_peer_total", r.stats.NotPeer)
+	}
+}
+
+func routerIDAddr(id uint32) netip.Addr {
+	return netip.AddrFrom4([4]byte{byte(id >> 24), byte(id >> 16), byte(id >> 8), byte(id)})
 }
 
 func (r *ConfigReplicator) adopt(ctx context.Context, c ConfigRecord, from netip.Addr) (bool, error) {

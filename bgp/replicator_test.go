@@ -148,3 +148,86 @@ func TestReplicatorRefusesFutureGenerations(t *testing.T) {
 		t.Fatalf("stats %+v", st)
 	}
 }
+
+// TestReplicatorAdoptsOnlyFromPeerReflectors: a switch (a route-reflector
+// client) that publishes a configuration record, even one claiming a peer
+// reflector's router-id, does not get it adopted; the record is refused and
+// counted, and a peer reflector's record is adopted.
+func TestReplicatorAdoptsOnlyFromPeerReflectors(t *testing.T) {
+	ctx := context.Background()
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	x := newFakeReflectors(t, t0)
+	forged := ConfigRecord{Reflector: ridOf(x.r2.addr), Kind: 2, Name: "injected", Gen: inof.GenerationAt(t0),
+		Writer: ridOf(x.r2.addr), Payload: []byte{1}}
+	if err := x.client.Publish(ctx, &forged, ConfigRT(testASN)); err != nil {
+		t.Fatal(err)
+	}
+	good := ConfigRecord{Kind: 2, Name: "good", Gen: inof.GenerationAt(t0), Writer: ridOf(x.r2.addr)}
+	if _, err := x.rep2.Put(ctx, good); err != nil {
+		t.Fatal(err)
+	}
+	waitObject(t, x.rep1, good.Object(), good.Gen)
+	waitStats(t, "the client's record refused", func() bool { return x.rep1.Stats().NotPeer >= 1 })
+	for _, rep := range []*ConfigReplicator{x.rep1, x.rep2} {
+		for _, c := range rep.Objects() {
+			if c.Name == "injected" {
+				t.Fatalf("a client's configuration record was adopted: %+v", c)
+			}
+		}
+	}
+	if st := x.rep1.Stats(); st.Adopted != 1 || st.NotPeer == 0 {
+		t.Fatalf("r1 stats %+v", st)
+	}
+}
+
+// TestReplicatorWithdrawRemembersVersion: a part withdrawn as stale is not
+// adopted again from a peer that still offers the same version, and a newer
+// version of it is.
+func TestReplicatorWithdrawRemembersVersion(t *testing.T) {
+	ctx := context.Background()
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	x := newFakeReflectors(t, t0)
+	part := ConfigRecord{Kind: 2, Name: "z", Part: 1, Gen: inof.GenerationAt(t0), Writer: ridOf(x.r1.addr)}
+	if _, err := x.rep1.Put(ctx, part); err != nil {
+		t.Fatal(err)
+	}
+	waitObject(t, x.rep2, part.Object(), part.Gen)
+	if err := x.rep2.Withdraw(ctx, part.Object()); err != nil {
+		t.Fatal(err)
+	}
+	own := part
+	own.Reflector = ridOf(x.r2.addr)
+	x.client.view.waitFor(t, "r2's copy withdrawn", func(m map[string]RecordEvent) bool { return !hasKey(own.Key())(m) })
+	if err := x.rep2.Withdraw(ctx, part.Object()); err != nil { // not held: nothing to do
+		t.Fatal(err)
+	}
+
+	// r1 offers its copy again (the session comes back): not re-adopted.
+	// A second object sent after it tells when r2 has seen the offer.
+	x.f.Cut(x.r1.addr, x.r2.addr)
+	x.f.Mend(x.r1.addr, x.r2.addr)
+	marker := ConfigRecord{Kind: 2, Name: "marker", Gen: inof.GenerationAt(t0), Writer: ridOf(x.r1.addr)}
+	if _, err := x.rep1.Put(ctx, marker); err != nil {
+		t.Fatal(err)
+	}
+	waitObject(t, x.rep2, marker.Object(), marker.Gen)
+	for _, c := range x.rep2.Objects() {
+		if c.Object() == part.Object() {
+			t.Fatalf("withdrawn part adopted again: %+v", c)
+		}
+	}
+	if x.client.view.has(own.Key()) {
+		t.Fatal("r2 re-originated the withdrawn part")
+	}
+
+	// A newer version of the part is adopted.
+	newer := part
+	newer.Gen++
+	if _, err := x.rep1.Put(ctx, newer); err != nil {
+		t.Fatal(err)
+	}
+	waitObject(t, x.rep2, newer.Object(), newer.Gen)
+	if st := x.rep2.Stats(); st.Withdrawn != 1 || st.Adopted != 3 {
+		t.Fatalf("r2 stats %+v", st)
+	}
+}

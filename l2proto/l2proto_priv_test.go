@@ -122,14 +122,26 @@ func TestPrivRegistrationNotifyAck(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// On a loaded machine an ACK may come after the retransmission timeout:
+	// then the host gets another copy under the same sequence number, which
+	// is correct; what must hold is delivery and that every copy is this
+	// notification.
 	r := sw.res.wait(t)[0]
-	if r.Err != nil || r.Attempts != 1 || r.Notification.Seq != seq {
+	if r.Err != nil || r.Attempts < 1 || r.Notification.Seq != seq {
 		t.Fatalf("result %+v", r)
 	}
 	got := h.received()
 	want.Seq = seq
-	if len(got) != 1 || got[0] != want {
-		t.Fatalf("host received %+v, want %+v", got, want)
+	if len(got) != r.Attempts && len(got) != r.Attempts-1 { // the last copy may still be on its way
+		t.Fatalf("host received %d copies for %d sends", len(got), r.Attempts)
+	}
+	for _, g := range got {
+		if g != want {
+			t.Fatalf("host received %+v, want %+v", g, want)
+		}
+	}
+	if len(got) == 0 {
+		t.Fatal("host received nothing")
 	}
 }
 

@@ -129,6 +129,7 @@ func TestReflectorBinary(t *testing.T) {
 	bin := buildInofd(t)
 	dir := t.TempDir()
 	state := filepath.Join(dir, "state")
+	sock := filepath.Join(shortDir(t), "api.sock")
 	metrics := fmt.Sprintf("127.0.0.1:%d", freePort(t))
 	cfg := filepath.Join(dir, "inofd.yaml")
 	body := fmt.Sprintf(`log:
@@ -140,9 +141,11 @@ listen:
   port: %d
 bfd:
   enabled: false
+api:
+  socket: %s
 clients:
   - address: 127.0.0.2
-`, state, freePort(t))
+`, state, freePort(t), sock)
 	if err := os.WriteFile(cfg, []byte(body), 0o600); err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/spf13/pflag"
 
+	"github.com/openinof/inof/inof/api"
 	"github.com/openinof/inof/inof/daemon"
 	"github.com/openinof/inof/inof/reflector"
 )
@@ -23,7 +24,9 @@ func reflectorFlags(f *pflag.FlagSet) map[string]string {
 	f.String("cluster-id", "", "(reflector) cluster-id shared by the fabric's reflectors")
 	f.String("local-address", "", "(reflector) this reflector's session address (BFD source)")
 	f.Int("listen-port", 179, "(reflector) BGP port")
+	f.String("api-socket", "", "(reflector) unix socket of the admin API (default "+api.DefaultSocket+"; empty in the file disables)")
 	return map[string]string{
+		"api-socket":    "api.socket",
 		"asn":           "asn",
 		"router-id":     "router_id",
 		"cluster-id":    "cluster_id",
@@ -47,18 +50,30 @@ func runReflector(parent context.Context, load loadFunc, stderr io.Writer) error
 	defer stop()
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	r, err := reflector.New(reflector.Config{Options: opts, Registry: reg, Logger: log})
+	events := api.NewFeed(api.FeedOptions{})
+	r, err := reflector.New(reflector.Config{Options: opts, Registry: reg, Events: events, Logger: log})
 	if err != nil {
 		return err
+	}
+	var apiSrv *api.Server
+	if a := opts.API; a.Socket != "" || a.Listen != "" {
+		// Bound before BGP starts, like the metrics listener.
+		apiSrv, err = api.NewServer(api.ServeOptions{Socket: a.Socket, Listen: a.Listen, TLSCertFile: a.TLSCert,
+			TLSKeyFile: a.TLSKey, TokenFile: a.TokenFile, Events: events, Logger: log}, r.API())
+		if err != nil {
+			return err
+		}
 	}
 	var srv *daemon.HTTPServer
 	if opts.MetricsListen != "" {
 		// Bound before BGP starts: a busy address fails the start.
 		if srv, err = daemon.ListenHTTP(opts.MetricsListen, reg, r.Healthy, log); err != nil {
+			closeAPI(apiSrv)
 			return err
 		}
 	}
 	if err := r.Start(ctx); err != nil {
+		closeAPI(apiSrv)
 		return err
 	}
 	hctx, cancel := context.WithCancel(ctx)
@@ -75,12 +90,30 @@ func runReflector(parent context.Context, load loadFunc, stderr io.Writer) error
 			}
 		}()
 	}
+	var apiErr error
+	if apiSrv != nil {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if apiErr = apiSrv.Run(hctx); apiErr != nil {
+				cancel()
+			}
+		}()
+	}
 	select {
 	case <-hctx.Done():
 	case <-r.Done():
 	}
-	err = r.Stop()
+	// The API stops first: calls in flight end before the store closes.
 	cancel()
 	wg.Wait()
-	return errors.Join(err, httpErr)
+	err = r.Stop()
+	return errors.Join(err, httpErr, apiErr)
+}
+
+// closeAPI releases the listeners of an API server that never ran.
+func closeAPI(s *api.Server) {
+	if s != nil {
+		s.Close()
+	}
 }

@@ -9,6 +9,9 @@
 // restart after a crash from one after a clean stop, so that the speaker
 // restarts gracefully exactly when peers still hold its routes.
 //
-// The admin API (Commit, Config, Records, Problems, Neighbors) is what the
-// gRPC API wraps. docs/reflector.md is the operator's guide.
+// The admin API (Commit, Config, Records, Problems, Neighbors, the lossless
+// profile) is what the gRPC API wraps: API adapts it to api.Backend, with
+// the devices the clients publish and the sessions, and the reflector
+// publishes fabric events to the API's feed (Config.Events).
+// docs/reflector.md is the operator's guide.
 package reflector

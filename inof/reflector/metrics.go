@@ -15,10 +15,9 @@ import (
 // from the speaker, the replicator, the store and BFD at scrape time.
 type counters struct {
 	commits          atomic.Uint64
-	recordsAdopted   atomic.Uint64 // complete records from peers that won in the store
+	recordsAdopted   atomic.Uint64 // complete records from peers that won (store, lossless profile)
 	applyErrors      atomic.Uint64
 	malformedParts   atomic.Uint64
-	staleWithdrawn   atomic.Uint64
 	storePruned      atomic.Uint64
 	assemblerEvicted atomic.Uint64
 }
@@ -41,8 +40,8 @@ var (
 	descConfigRecords  = desc("config_records", "Stored configuration records by kind (settings, zone, alias) and deletion.", "kind", "deleted")
 	descCommits        = desc("config_commits_total", "Local commits that changed something.")
 	descAdoptedParts   = desc("config_parts_adopted_total", "Newer configuration parts taken from peer reflectors and re-originated.")
-	descAdopted        = desc("config_records_adopted_total", "Complete records from peer reflectors that won in the store.")
-	descRefused        = desc("config_parts_refused_total", "Parts from peer reflectors refused by generation (future, expired).", "reason")
+	descAdopted        = desc("config_records_adopted_total", "Complete records from peer reflectors that won (in the zone store, and the lossless profile).")
+	descRefused        = desc("config_parts_refused_total", "Configuration parts refused: by generation (future, expired) or because a neighbor that is not a peer reflector sent them (not_peer).", "reason")
 	descStoreRefused   = desc("store_refused_total", "Records the store refused by generation (future, expired).", "reason")
 	descApplyErrors    = desc("config_apply_errors_total", "Records from peer reflectors the store refused.")
 	descMalformedParts = desc("config_parts_malformed_total", "Configuration parts the assembler refused.")
@@ -86,7 +85,6 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 	counter(descApplyErrors, r.m.applyErrors.Load())
 	counter(descMalformedParts, r.m.malformedParts.Load())
 	counter(descEvicted, r.m.assemblerEvicted.Load())
-	counter(descStale, r.m.staleWithdrawn.Load())
 	if r.state != stateStarted {
 		return
 	}
@@ -100,6 +98,8 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 	counter(descAdoptedParts, rs.Adopted)
 	counter(descRefused, rs.Future, "future")
 	counter(descRefused, rs.Expired, "expired")
+	counter(descRefused, rs.NotPeer, "not_peer")
+	counter(descStale, rs.Withdrawn)
 	counter(descPruned, rs.Pruned, "bgp")
 	counter(descPruned, r.m.storePruned.Load(), "store")
 	sr := r.store.RefusedCounts()

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/openinof/inof/bgp"
+	"github.com/openinof/inof/inof/api"
 	"github.com/openinof/inof/inof/daemon"
 )
 
@@ -51,6 +52,20 @@ type Options struct {
 	Clients []ClientOptions `yaml:"clients"`
 	// Reflectors are the other reflectors of the fabric.
 	Reflectors []PeerOptions `yaml:"reflectors"`
+	// API is where the admin API (inofctl) is served.
+	API APIOptions `yaml:"api"`
+}
+
+// APIOptions say where the gRPC admin API is served (api.ServeOptions).
+type APIOptions struct {
+	// Socket is the unix socket (mode 0600); empty disables it.
+	Socket string `yaml:"socket"`
+	// Listen is a TCP address for remote clients; empty disables it. It
+	// needs TLSCert, TLSKey and TokenFile.
+	Listen    string `yaml:"listen"`
+	TLSCert   string `yaml:"tls_cert"`
+	TLSKey    string `yaml:"tls_key"`
+	TokenFile string `yaml:"token_file"`
 }
 
 // ListenOptions say where BGP sessions are accepted.
@@ -123,6 +138,7 @@ func DefaultOptions() Options {
 		BFD: BFDOptions{Enabled: true, DesiredMinTx: 100 * time.Millisecond,
 			RequiredMinRx: 100 * time.Millisecond, DetectMult: 3},
 		PruneInterval: time.Hour,
+		API:           APIOptions{Socket: api.DefaultSocket},
 	}
 }
 
@@ -143,6 +159,14 @@ func (o *Options) Validate() error {
 	}
 	if o.StateDir == "" {
 		add("state_dir: must be set")
+	}
+	if a := o.API; a.Listen != "" {
+		if _, _, err := net.SplitHostPort(a.Listen); err != nil {
+			add("api.listen %q: want host:port", a.Listen)
+		}
+		if a.TLSCert == "" || a.TLSKey == "" || a.TokenFile == "" {
+			add("api.listen: needs api.tls_cert, api.tls_key and api.token_file (no plaintext or unauthenticated remote access)")
+		}
 	}
 	if o.ASN == 0 {
 		add("asn: must be set")

@@ -25,6 +25,8 @@ func TestOptionsValidateListsEveryError(t *testing.T) {
 	o.MetricsListen = "nohostport"
 	o.Clients = []ClientOptions{{Address: "10.0.1.1"}, {Address: "10.0.1.1", LocalAddress: "10.0.0.1"}, {}}
 	o.Reflectors = []PeerOptions{{Address: "10.0.1.1", Port: 70000}}
+	o.API.Listen = "0.0.0.0:7443"
+	o.API.TLSCert = "/etc/inof/api.crt"
 	err := o.Validate()
 	if err == nil {
 		t.Fatal("accepted")
@@ -49,6 +51,7 @@ func TestOptionsValidateListsEveryError(t *testing.T) {
 		"clients[2]: BFD needs local_address",
 		"reflectors[0].address 10.0.1.1: already listed as clients[1].address",
 		"reflectors[0].port 70000",
+		"api.listen: needs api.tls_cert, api.tls_key and api.token_file",
 	}
 	for _, w := range wants {
 		if !strings.Contains(msg, w) {

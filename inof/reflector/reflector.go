@@ -14,6 +14,7 @@ import (
 
 	"github.com/openinof/inof/bgp"
 	"github.com/openinof/inof/bgp/bfd"
+	"github.com/openinof/inof/inof"
 	"github.com/openinof/inof/inof/configsync"
 	"github.com/openinof/inof/zones"
 )
@@ -30,7 +31,11 @@ type Config struct {
 	// Registry receives the reflector's metrics (nil: none).
 	Registry prometheus.Registerer
 	// Now is the wall clock of the store and the replicator (nil: time.Now).
-	Now    func() time.Time
+	Now func() time.Time
+	// Events receives the fabric events (device records, session changes,
+	// configuration merged from peer reflectors): the API's feed. Nil
+	// discards them.
+	Events EventPublisher
 	Logger *slog.Logger
 }
 
@@ -43,8 +48,12 @@ type Config struct {
 // Goroutines (DESIGN §8): one sync loop owns the replication decisions
 // (the part assembler, what this reflector originates and withdraws); the
 // replicator's watch hands it adopted parts over a bounded channel, and
-// Commit hands it the keys a transaction changed. The store and the
-// replicator lock for themselves; no callback runs under a lock of ours.
+// Commit hands it the keys a transaction changed, SetLosslessProfile the
+// new profile. The speaker's record and neighbor watches and the BFD
+// subscription each own their part of the fabric view the admin API reads
+// (devices, session times) and publish its changes as events. The store
+// and the replicator lock for themselves; no callback runs under a lock of
+// ours.
 type Reflector struct {
 	opts Options
 	cfg  Config
@@ -59,21 +68,32 @@ type Reflector struct {
 	stopErr error
 
 	// Set by Start, read-only afterwards.
-	restarting bool
-	prevState  string
-	routerID   uint32
-	store      *zones.Store
-	speaker    bgp.Speaker
-	bfd        *bfd.Manager
-	repl       *bgp.ConfigReplicator
-	cancel     context.CancelFunc
-	adopted    chan bgp.ConfigRecord
-	requests   chan reconcileRequest
-	loopDone   chan struct{}
+	restarting  bool
+	prevState   string
+	routerID    uint32
+	store       *zones.Store
+	speaker     bgp.Speaker
+	bfd         *bfd.Manager
+	bfdCancel   func()
+	repl        *bgp.ConfigReplicator
+	cancel      context.CancelFunc
+	adopted     chan bgp.ConfigRecord
+	requests    chan reconcileRequest
+	profileReqs chan profileRequest
+	loopDone    chan struct{}
+
+	// Set by New, read-only afterwards.
+	events         EventPublisher
+	fabric         *fabricView
+	clock          *inof.Clock // generations of the lossless profile
+	peerReflectors map[netip.Addr]bool
 
 	// Owned by the sync loop.
-	asm       *configsync.Assembler
-	withdrawn map[bgp.ConfigObject]zones.Version
+	asm *configsync.Assembler
+
+	// The lossless profile in effect: written by the sync loop (and Start).
+	profileMu sync.RWMutex
+	profile   profileState
 }
 
 type lifeState uint8
@@ -103,8 +123,17 @@ func New(cfg Config) (*Reflector, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	r := &Reflector{opts: cfg.Options, cfg: cfg, log: cfg.Logger, now: cfg.Now,
-		asm: configsync.NewAssembler(0), withdrawn: map[bgp.ConfigObject]zones.Version{}}
+	if cfg.Events == nil {
+		cfg.Events = discardEvents{}
+	}
+	r := &Reflector{opts: cfg.Options, cfg: cfg, log: cfg.Logger, now: cfg.Now, asm: configsync.NewAssembler(0),
+		events: cfg.Events, fabric: newFabricView(cfg.Logger), clock: inof.NewClock(cfg.Now),
+		peerReflectors: map[netip.Addr]bool{}}
+	for _, n := range cfg.Options.neighbors() {
+		if n.PeerReflector {
+			r.peerReflectors[n.Address] = true
+		}
+	}
 	if cfg.Registry != nil {
 		if err := cfg.Registry.Register(newCollector(r)); err != nil {
 			return nil, fmt.Errorf("reflector: metrics: %w", err)
@@ -165,6 +194,9 @@ func (r *Reflector) Start(ctx context.Context) (err error) {
 			r.log.Error("restoring the restart marker", "err", err)
 		}
 	})
+	if err := r.loadProfile(); err != nil {
+		return fmt.Errorf("reflector: %w", err)
+	}
 	so := o.speakerOptions(r.restarting)
 	so.Logger = r.log
 	if o.usesBFD() {
@@ -200,6 +232,12 @@ func (r *Reflector) Start(ctx context.Context) (err error) {
 			seeded++
 		}
 	}
+	if r.profile.rec.Gen != 0 {
+		if _, err := r.repl.Put(ctx, r.profile.rec); err != nil {
+			return fmt.Errorf("reflector: originating the lossless profile: %w", err)
+		}
+		seeded++
+	}
 	for _, n := range o.neighbors() {
 		if err := r.speaker.AddNeighbor(ctx, n); err != nil {
 			return fmt.Errorf("reflector: %w", err)
@@ -209,11 +247,21 @@ func (r *Reflector) Start(ctx context.Context) (err error) {
 	r.cancel = cancel
 	r.adopted = make(chan bgp.ConfigRecord, adoptQueue)
 	r.requests = make(chan reconcileRequest)
+	r.profileReqs = make(chan profileRequest)
 	r.loopDone = make(chan struct{})
 	go r.loop(lctx)
 	undo = append(undo, func() { cancel(); <-r.loopDone })
 	if err := r.repl.Run(lctx); err != nil {
 		return fmt.Errorf("reflector: replication: %w", err)
+	}
+	if err := r.speaker.WatchRecords(lctx, r.onRecord); err != nil {
+		return fmt.Errorf("reflector: watching records: %w", err)
+	}
+	if err := r.speaker.WatchNeighbors(lctx, r.onNeighbor); err != nil {
+		return fmt.Errorf("reflector: watching sessions: %w", err)
+	}
+	if r.bfd != nil {
+		r.bfdCancel = r.bfd.Subscribe(r.onBFD)
 	}
 	r.state = stateStarted
 	r.log.Info("reflector started", "router_id", o.RouterID, "asn", o.ASN, "restarting", r.restarting,
@@ -242,6 +290,7 @@ func (r *Reflector) Stop() error {
 	<-r.loopDone
 	r.speaker.Stop()
 	if r.bfd != nil {
+		r.bfdCancel()
 		r.bfd.Close()
 	}
 	r.life.Lock()

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/openinof/inof/bgp"
+	"github.com/openinof/inof/inof/api"
 	"github.com/openinof/inof/inof/configsync"
 	"github.com/openinof/inof/zones"
 )
@@ -57,6 +58,8 @@ func (r *Reflector) loop(ctx context.Context) {
 			r.merge(ctx, batch)
 		case req := <-r.requests:
 			req.done <- r.reconcile(ctx, req.keys)
+		case req := <-r.profileReqs:
+			req.done <- r.setProfile(ctx, req.profile)
 		case <-prune.C:
 			r.prune(ctx)
 		}
@@ -74,6 +77,10 @@ func (r *Reflector) merge(ctx context.Context, batch []bgp.ConfigRecord) {
 	touched := map[zones.Key]bool{}
 	var complete []zones.Record
 	for _, c := range batch {
+		if c.Kind == KindLossless {
+			r.adoptProfile(c)
+			continue
+		}
 		k := zones.Key{Kind: zones.Kind(c.Kind), Name: c.Name}
 		if cur, ok := stored[k]; ok && !cur.Version.Less(zones.Version{Gen: c.Gen, RouterID: c.Writer}) {
 			touched[k] = true
@@ -101,6 +108,13 @@ func (r *Reflector) merge(ctx context.Context, batch []bgp.ConfigRecord) {
 		for _, w := range won {
 			r.log.Info("configuration adopted from a peer reflector", "object", w.Key.String(), "generation", w.Gen,
 				"writer", routerIDString(w.RouterID), "deleted", w.Deleted)
+			msg := "merged from a peer reflector"
+			if w.Deleted {
+				msg = "deletion merged from a peer reflector"
+			}
+			r.events.Publish(api.Event{Kind: "zoning", Subject: w.Key.String(), Message: msg,
+				Attributes: map[string]string{"generation": fmt.Sprint(w.Gen), "writer": routerIDString(w.RouterID),
+					"deleted": boolString(w.Deleted)}})
 		}
 	}
 	keys := make([]zones.Key, 0, len(touched))
@@ -115,7 +129,8 @@ func (r *Reflector) merge(ctx context.Context, batch []bgp.ConfigRecord) {
 // reconcile makes what this reflector originates for each key match the
 // store: every part of the stored record (the replicator ignores parts it
 // already holds at that version), then a withdraw of each part it still
-// originates beyond them (configsync.Stale).
+// originates beyond them (configsync.Stale; the replicator remembers the
+// version withdrawn, so a peer's copy of it is not adopted again).
 func (r *Reflector) reconcile(ctx context.Context, keys []zones.Key) error {
 	if len(keys) == 0 {
 		return nil
@@ -147,21 +162,10 @@ func (r *Reflector) reconcile(ctx context.Context, keys []zones.Key) error {
 				errs = append(errs, err)
 			}
 		}
-		versions := map[bgp.ConfigObject]zones.Version{}
-		for _, h := range held[k] {
-			versions[h.Object()] = zones.Version{Gen: h.Gen, RouterID: h.Writer}
-		}
 		for _, obj := range configsync.Stale(held[k], next) {
-			if v, done := r.withdrawn[obj]; done && v == versions[obj] {
-				continue
+			if err := r.repl.Withdraw(ctx, obj); err != nil {
+				errs = append(errs, err)
 			}
-			own := bgp.ConfigRecord{Reflector: r.routerID, Kind: obj.Kind, Name: obj.Name, Part: obj.Part}
-			if err := r.speaker.Withdraw(ctx, own.Key()); err != nil {
-				errs = append(errs, fmt.Errorf("withdraw %v: %w", obj, err))
-				continue
-			}
-			r.withdrawn[obj] = versions[obj]
-			r.m.staleWithdrawn.Add(1)
 		}
 	}
 	return errors.Join(errs...)
@@ -178,16 +182,6 @@ func (r *Reflector) prune(ctx context.Context) {
 	w, err := r.repl.Prune(ctx)
 	if err != nil {
 		r.log.Error("withdrawing expired tombstones", "err", err)
-	}
-	// Forget withdrawn parts the replicator no longer holds at that version.
-	held := map[bgp.ConfigObject]zones.Version{}
-	for _, c := range r.repl.Objects() {
-		held[c.Object()] = zones.Version{Gen: c.Gen, RouterID: c.Writer}
-	}
-	for obj, v := range r.withdrawn {
-		if hv, ok := held[obj]; !ok || hv != v {
-			delete(r.withdrawn, obj)
-		}
 	}
 	if n > 0 || w > 0 {
 		r.log.Info("expired tombstones pruned", "store", n, "withdrawn", w)

@@ -1,0 +1,286 @@
+package reflector
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/netip"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/openinof/inof/bgp"
+	"github.com/openinof/inof/bgp/bfd"
+	"github.com/openinof/inof/inof"
+	"github.com/openinof/inof/inof/api"
+	"github.com/openinof/inof/inof/lossless"
+	"github.com/openinof/inof/zones"
+)
+
+// fabricView is what the reflector sees of the fabric for the admin API:
+// the device records its clients publish (they reach its best table) and
+// since when each BGP and BFD session is in its state. Each part has one
+// writer, the speaker's or BFD's watch goroutine; the API reads snapshots.
+type fabricView struct {
+	devices *bgp.DeviceTable // written by the WatchRecords goroutine only
+
+	mu       sync.Mutex
+	bgp      map[netip.Addr]sessionState  // written by the WatchNeighbors goroutine
+	bfdSince map[bfd.SessionKey]time.Time // written by the BFD subscription
+}
+
+// sessionState is a BGP session's state and since when it holds.
+type sessionState struct {
+	state bgp.SessionState
+	since time.Time
+}
+
+func newFabricView(log *slog.Logger) *fabricView {
+	return &fabricView{devices: bgp.NewDeviceTable(bgp.DeviceTableOptions{Logger: log}),
+		bgp: map[netip.Addr]sessionState{}, bfdSince: map[bfd.SessionKey]time.Time{}}
+}
+
+// onRecord feeds the device table from the best table and puts each
+// change of a device on the event feed (join, status change, leave).
+func (r *Reflector) onRecord(ev bgp.RecordEvent) {
+	var id bgp.DeviceID
+	switch d, ok := ev.Record.(*bgp.DeviceRecord); {
+	case ok && !ev.Withdrawn:
+		id = d.ID()
+	case ev.Withdrawn && len(ev.Key) > 0 && bgp.RecordType(ev.Key[0]) == bgp.TypeDevice:
+		k, err := bgp.ParseDeviceKey(ev.Key)
+		if err != nil {
+			return
+		}
+		id = k.DeviceID
+	default:
+		return
+	}
+	before, had := r.fabric.devices.Get(id)
+	ch, changed := r.fabric.devices.Apply(ev)
+	if !changed {
+		return
+	}
+	sw := routerIDString(id.Switch)
+	e := api.Event{Kind: "record", Subject: id.Addr.String(), Attributes: map[string]string{"switch": sw}}
+	switch d := ch.Record; {
+	case d == nil && ch.Vanished:
+		e.Message = fmt.Sprintf("device vanished: switch %s withdrew it while active (switch gone)", sw)
+		e.Attributes["state"] = inof.StateInactive.String()
+	case d == nil:
+		e.Message = fmt.Sprintf("device left switch %s", sw)
+		e.Attributes["state"] = before.State.String()
+		e.Attributes["reason"] = before.Reason.String()
+	default:
+		deviceAttributes(e.Attributes, d)
+		switch {
+		case !had:
+			e.Message = fmt.Sprintf("device joined: %s on switch %s port %s, %s", d.Device, sw, d.AccessPort, d.State)
+		case before.State != d.State || before.Reason != d.Reason:
+			e.Message = fmt.Sprintf("device %s on switch %s", d.State, sw)
+			if d.State != inof.StateActive {
+				e.Message += ": " + d.Reason.String()
+			}
+		default:
+			e.Message = fmt.Sprintf("device record updated on switch %s", sw)
+		}
+	}
+	r.events.Publish(e)
+}
+
+func deviceAttributes(a map[string]string, d *bgp.DeviceRecord) {
+	a["role"] = d.Device.Role.String()
+	a["protocol"] = d.Device.Protocol.String()
+	a["state"] = d.State.String()
+	a["reason"] = d.Reason.String()
+	a["port"] = d.AccessPort
+	if d.Device.NQN != "" {
+		a["nqn"] = d.Device.NQN
+	}
+}
+
+// onNeighbor notes since when a BGP session is in its state and puts a
+// session coming up or going down on the event feed (the steps between,
+// and a neighbor that is not up retrying, are not events).
+func (r *Reflector) onNeighbor(ev bgp.NeighborEvent) {
+	r.fabric.mu.Lock()
+	prev, known := r.fabric.bgp[ev.Address]
+	if known && prev.state == ev.State {
+		r.fabric.mu.Unlock()
+		return // a resync repeating the state
+	}
+	r.fabric.bgp[ev.Address] = sessionState{state: ev.State, since: r.now()}
+	r.fabric.mu.Unlock()
+	up := ev.State == bgp.StateEstablished
+	if !up && prev.state != bgp.StateEstablished {
+		return
+	}
+	kind := "client"
+	if r.peerReflectors[ev.Address] {
+		kind = "reflector"
+	}
+	msg := fmt.Sprintf("BGP session with %s %s established", kind, ev.Address)
+	if !up {
+		msg = fmt.Sprintf("BGP session with %s %s lost (now %s)", kind, ev.Address, ev.State)
+	}
+	r.events.Publish(api.Event{Kind: "session", Subject: ev.Address.String(), Message: msg,
+		Attributes: map[string]string{"protocol": "bgp", "kind": kind, "state": ev.State.String()}})
+}
+
+// onBFD notes since when a BFD session is in its state and puts the change
+// on the event feed.
+func (r *Reflector) onBFD(ch bfd.StateChange) {
+	at := ch.At
+	if at.IsZero() {
+		at = r.now()
+	}
+	r.fabric.mu.Lock()
+	r.fabric.bfdSince[ch.Key] = at
+	r.fabric.mu.Unlock()
+	r.events.Publish(api.Event{Kind: "session", Subject: ch.Key.Peer.String(), Time: at,
+		Message: fmt.Sprintf("BFD session with %s: %s -> %s (%s)", ch.Key.Peer, bfdState(ch.Old), bfdState(ch.New), ch.Diag),
+		Attributes: map[string]string{"protocol": "bfd", "state": bfdState(ch.New), "diagnostic": ch.Diag.String(),
+			"peer_admin_down": boolString(ch.PeerAdminDown)}})
+}
+
+func bfdState(s bfd.State) string {
+	switch s {
+	case bfd.AdminDown:
+		return "admin-down"
+	case bfd.Down:
+		return "down"
+	case bfd.Init:
+		return "init"
+	default:
+		return "up"
+	}
+}
+
+// EventPublisher receives the reflector's fabric events; an *api.Feed is
+// one. Publish must not block.
+type EventPublisher interface {
+	Publish(api.Event)
+}
+
+type discardEvents struct{}
+
+func (discardEvents) Publish(api.Event) {}
+
+// API returns the reflector as the gRPC API's backend.
+func (r *Reflector) API() api.Backend { return backend{r} }
+
+// backend adapts a Reflector to api.Backend.
+type backend struct{ r *Reflector }
+
+// Config implements api.Backend; a reflector that is not running has an
+// empty configuration.
+func (b backend) Config() *zones.Config {
+	cfg, err := b.r.Config()
+	if err != nil {
+		return zones.NewConfig(zones.DefaultSettings())
+	}
+	return cfg
+}
+
+// Commit implements api.Backend: an error from edit aborts the
+// transaction and is returned wrapped, as are the commit's own errors.
+func (b backend) Commit(ctx context.Context, edit func(*zones.Tx) error) ([]zones.Record, error) {
+	recs, err := b.r.Commit(ctx, edit)
+	if err != nil {
+		return recs, fmt.Errorf("reflector: %w", err)
+	}
+	return recs, nil
+}
+
+// Devices implements api.Backend: one entry per address. A device two
+// switches report (dual-homed) is shown as the active report, then the most
+// recent change, then the lowest switch router-id.
+func (b backend) Devices(context.Context) ([]api.Device, error) {
+	if err := b.r.Healthy(); err != nil {
+		return nil, fmt.Errorf("reflector: %w", err)
+	}
+	best := map[netip.Addr]bgp.DeviceRecord{}
+	for _, d := range b.r.fabric.devices.Devices() {
+		if cur, ok := best[d.Device.Addr]; !ok || preferDevice(d, cur) {
+			best[d.Device.Addr] = d
+		}
+	}
+	out := make([]api.Device, 0, len(best))
+	for _, d := range best {
+		out = append(out, api.Device{Device: d.Device, Switch: routerIDString(d.Switch), State: d.State,
+			Reason: d.Reason, Since: d.Changed})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Addr.Less(out[j].Addr) })
+	return out, nil
+}
+
+// preferDevice reports whether report a of one address is shown rather
+// than b.
+func preferDevice(a, b bgp.DeviceRecord) bool {
+	if (a.State == inof.StateActive) != (b.State == inof.StateActive) {
+		return a.State == inof.StateActive
+	}
+	if !a.Changed.Equal(b.Changed) {
+		return a.Changed.After(b.Changed)
+	}
+	return a.Switch < b.Switch
+}
+
+// Sessions implements api.Backend with the speaker's neighbors.
+func (b backend) Sessions(ctx context.Context) ([]api.Session, error) {
+	ns, err := b.r.Neighbors(ctx)
+	if err != nil {
+		return nil, err
+	}
+	b.r.fabric.mu.Lock()
+	defer b.r.fabric.mu.Unlock()
+	out := make([]api.Session, len(ns))
+	for i, n := range ns {
+		out[i] = api.Session{Peer: n.Address.String(), Kind: neighborKind(n.Neighbor), State: n.State.String(),
+			Received: n.Received}
+		if st, ok := b.r.fabric.bgp[n.Address]; ok && st.state == n.State {
+			out[i].Since = st.since
+		}
+	}
+	return out, nil
+}
+
+// BFDSessions implements api.Backend with the BFD manager's sessions
+// (none when BFD is off). The receive interval and multiplier are the
+// configured ones.
+func (b backend) BFDSessions(context.Context) ([]api.BFDSession, error) {
+	b.r.life.RLock()
+	defer b.r.life.RUnlock()
+	if b.r.state != stateStarted {
+		return nil, ErrNotRunning
+	}
+	if b.r.bfd == nil {
+		return nil, nil
+	}
+	timers := map[netip.Addr]*bgp.NeighborBFD{}
+	for _, n := range b.r.opts.neighbors() {
+		timers[n.Address] = n.BFD
+	}
+	ss := b.r.bfd.Sessions()
+	b.r.fabric.mu.Lock()
+	defer b.r.fabric.mu.Unlock()
+	out := make([]api.BFDSession, len(ss))
+	for i, s := range ss {
+		out[i] = api.BFDSession{Peer: s.Key.Peer.String(), Local: s.Key.Local.String(), State: bfdState(s.State),
+			Diagnostic: s.Diag.String(), Since: b.r.fabric.bfdSince[s.Key], TxInterval: s.TxInterval}
+		if t := timers[s.Key.Peer]; t != nil {
+			out[i].RxInterval, out[i].DetectMult = t.RequiredMinRx, t.DetectMult
+		}
+	}
+	return out, nil
+}
+
+// LosslessProfile implements api.Backend.
+func (b backend) LosslessProfile(context.Context) (lossless.Profile, error) {
+	return b.r.LosslessProfile()
+}
+
+// SetLosslessProfile implements api.Backend.
+func (b backend) SetLosslessProfile(ctx context.Context, p lossless.Profile) error {
+	return b.r.SetLosslessProfile(ctx, p)
+}

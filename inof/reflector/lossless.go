@@ -1,0 +1,164 @@
+package reflector
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+
+	"github.com/openinof/inof/bgp"
+	"github.com/openinof/inof/inof/api"
+	"github.com/openinof/inof/inof/daemon"
+	"github.com/openinof/inof/inof/lossless"
+)
+
+// KindLossless is the configuration record kind of the fabric's lossless
+// profile: a singleton (empty name, one part) whose payload is
+// lossless.Encode's YAML. It lies outside the zone store's kinds (1–3).
+const KindLossless uint8 = 16
+
+// profileFormat versions the profile state file.
+const profileFormat = 1
+
+// ProfilePath is the lossless profile's state file in the state directory.
+func (o *Options) ProfilePath() string { return filepath.Join(o.StateDir, "lossless.json") }
+
+// savedProfile is the profile state file: the version in effect and its
+// encoding, exactly as replicated.
+type savedProfile struct {
+	Gen     uint64 `json:"generation"`
+	Writer  uint32 `json:"writer"`
+	Payload []byte `json:"payload"`
+}
+
+// profileState is the profile in effect. Only the sync loop writes it
+// (under profileMu); the admin API reads it.
+type profileState struct {
+	rec     bgp.ConfigRecord // zero Gen: none set, the default applies
+	profile lossless.Profile
+}
+
+// profileRequest asks the sync loop to replace the profile.
+type profileRequest struct {
+	profile lossless.Profile
+	done    chan error
+}
+
+// loadProfile reads the persisted profile, if any, into the state.
+func (r *Reflector) loadProfile() error {
+	var s savedProfile
+	ok, err := daemon.LoadState(r.opts.ProfilePath(), profileFormat, &s)
+	if err != nil || !ok {
+		r.profile = profileState{profile: lossless.Default()}
+		return err
+	}
+	p, err := lossless.Decode(s.Payload)
+	if err != nil {
+		return fmt.Errorf("lossless profile %s: %w", r.opts.ProfilePath(), err)
+	}
+	r.clock.Advance(s.Gen)
+	r.profile = profileState{profile: p,
+		rec: bgp.ConfigRecord{Kind: KindLossless, Gen: s.Gen, Writer: s.Writer, Payload: s.Payload}}
+	return nil
+}
+
+// setProfile (sync loop) writes a new version of the profile: persisted
+// first, then originated.
+func (r *Reflector) setProfile(ctx context.Context, p lossless.Profile) error {
+	payload, err := lossless.Encode(p)
+	if err != nil {
+		return err
+	}
+	rec := bgp.ConfigRecord{Kind: KindLossless, Gen: r.clock.Next(), Writer: r.routerID, Payload: payload}
+	if err := r.persistProfile(rec, p); err != nil {
+		return err
+	}
+	if _, err := r.repl.Put(ctx, rec); err != nil {
+		return fmt.Errorf("reflector: lossless profile saved; originating failed: %w", err)
+	}
+	r.log.Info("lossless profile replaced", "name", p.Name, "generation", rec.Gen)
+	return nil
+}
+
+// adoptProfile (sync loop) takes a newer profile version a peer reflector
+// originated (the replicator already re-originates it).
+func (r *Reflector) adoptProfile(c bgp.ConfigRecord) {
+	r.profileMu.RLock()
+	cur := r.profile.rec
+	r.profileMu.RUnlock()
+	if c.Name != "" || c.Part != 0 || c.Deleted || (cur.Gen != 0 && !c.Newer(&cur)) {
+		r.m.malformedParts.Add(1)
+		r.log.Warn("lossless profile from a peer reflector ignored", "generation", c.Gen,
+			"writer", routerIDString(c.Writer), "name", c.Name, "part", c.Part, "deleted", c.Deleted)
+		return
+	}
+	p, err := lossless.Decode(c.Payload)
+	if err != nil {
+		r.m.malformedParts.Add(1)
+		r.log.Warn("lossless profile from a peer reflector refused", "err", err)
+		return
+	}
+	if err := r.clock.Observe(c.Gen); err != nil {
+		r.log.Warn("lossless profile from a peer reflector", "err", err)
+	}
+	if err := r.persistProfile(c, p); err != nil {
+		r.log.Error("persisting the lossless profile adopted from a peer reflector", "err", err)
+		return
+	}
+	r.m.recordsAdopted.Add(1)
+	r.log.Info("lossless profile adopted from a peer reflector", "name", p.Name, "generation", c.Gen,
+		"writer", routerIDString(c.Writer))
+	r.events.Publish(api.Event{Kind: "lossless", Subject: p.Name, Message: "lossless profile adopted from a peer reflector",
+		Attributes: map[string]string{"generation": fmt.Sprint(c.Gen), "writer": routerIDString(c.Writer)}})
+}
+
+// persistProfile writes the state file and makes rec the version in effect.
+func (r *Reflector) persistProfile(rec bgp.ConfigRecord, p lossless.Profile) error {
+	b := savedProfile{Gen: rec.Gen, Writer: rec.Writer, Payload: rec.Payload}
+	if err := daemon.SaveState(r.opts.ProfilePath(), profileFormat, b); err != nil {
+		return fmt.Errorf("reflector: lossless profile: %w", err)
+	}
+	rec.Reflector = 0
+	r.profileMu.Lock()
+	r.profile = profileState{rec: rec, profile: p}
+	r.profileMu.Unlock()
+	return nil
+}
+
+// LosslessProfile returns the fabric's lossless profile: the newest version
+// set on any reflector, or lossless.Default() if none was ever set.
+func (r *Reflector) LosslessProfile() (lossless.Profile, error) {
+	r.life.RLock()
+	defer r.life.RUnlock()
+	if r.state != stateStarted {
+		return lossless.Profile{}, ErrNotRunning
+	}
+	r.profileMu.RLock()
+	defer r.profileMu.RUnlock()
+	return r.profile.profile, nil
+}
+
+// SetLosslessProfile replaces the fabric's lossless profile (validate it
+// first): the new version is persisted in the state directory and
+// originated as a configuration record (kind KindLossless), which every
+// other reflector adopts. ctx bounds the wait for the sync loop.
+func (r *Reflector) SetLosslessProfile(ctx context.Context, p lossless.Profile) error {
+	r.life.RLock()
+	defer r.life.RUnlock()
+	if r.state != stateStarted {
+		return ErrNotRunning
+	}
+	req := profileRequest{profile: p, done: make(chan error, 1)}
+	select {
+	case r.profileReqs <- req:
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-r.loopDone:
+		return ErrNotRunning
+	}
+	select {
+	case err := <-req.done:
+		return err
+	case <-r.loopDone:
+		return ErrNotRunning
+	}
+}
