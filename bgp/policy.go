@@ -20,6 +20,11 @@ import (
 // import policy, so they are never reflected to clients; the configuration
 // replicator reads them from the Adj-RIB-In and re-originates what is newer.
 //
+// Configuration records come from reflectors only: the import policy keeps
+// any received record with the configuration route target out of the
+// Loc-RIB (a peer reflector's are out already), so a client cannot push
+// configuration to the other clients.
+//
 // Clients marked NoDefaultRT do not get the default route-target membership.
 //
 // GoBGP treats an empty neighbor set as "match every neighbor", so each set
@@ -65,6 +70,11 @@ func (g *GoBGP) definePolicies(ctx context.Context) error {
 	imp := &api.Policy{Name: policyImport, Statements: []*api.Statement{
 		stmt(policyImport+"-no-relay", &api.Conditions{NeighborSet: peers, AfiSafiIn: []*api.Family{familyOpaque}},
 			api.RouteAction_REJECT),
+		// Configuration comes from reflectors only: a client's record with
+		// the configuration route target is never reflected to the others.
+		stmt(policyImport+"-no-client-config", &api.Conditions{AfiSafiIn: []*api.Family{familyOpaque},
+			RouteType:       api.Conditions_ROUTE_TYPE_INTERNAL,
+			ExtCommunitySet: &api.MatchSet{Type: api.MatchSet_ANY, Name: setConfigRT}}, api.RouteAction_REJECT),
 	}}
 	for _, p := range []*api.Policy{export, imp} {
 		if err := g.srv.AddPolicy(ctx, &api.AddPolicyRequest{Policy: p}); err != nil {

@@ -69,3 +69,33 @@ func TestRTConstraint(t *testing.T) {
 		return true
 	})
 }
+
+// TestClientConfigNotReflected: configuration comes from reflectors only.
+// A client that publishes a record with the configuration route target
+// does not reach the other clients (the reflector's import policy keeps it
+// out), while the reflector's own configuration does.
+func TestClientConfigNotReflected(t *testing.T) {
+	ctx := context.Background()
+	cfgRT, red := ConfigRT(testASN), ZoneRT(testASN, "red")
+	r, a, b := star(t, cfgRT, red)
+	own := &ConfigRecord{Reflector: routerID(r), Kind: 2, Name: "good", Gen: 1, Writer: routerID(r), Payload: []byte{1}}
+	if err := r.Publish(ctx, own, cfgRT); err != nil {
+		t.Fatal(err)
+	}
+	b.view.waitFor(t, "the reflector's configuration", func(m map[string]RecordEvent) bool { _, ok := m[string(own.Key())]; return ok })
+	forged := &ConfigRecord{Reflector: routerID(r), Kind: 2, Name: "evil", Gen: 1, Writer: routerID(r), Payload: []byte{1}}
+	if err := a.Publish(ctx, forged, cfgRT); err != nil {
+		t.Fatal(err)
+	}
+	// A marker from a, sent after the forged record on the same session
+	// and reflected by the same reflector: once it is at b, the forged
+	// record would be too.
+	marker := device(routerID(a), 1)
+	if err := a.Publish(ctx, marker, red); err != nil {
+		t.Fatal(err)
+	}
+	b.view.waitFor(t, "a's marker", func(m map[string]RecordEvent) bool { _, ok := m[string(marker.Key())]; return ok })
+	if b.view.has(forged.Key()) {
+		t.Fatal("a client's configuration record was reflected")
+	}
+}
