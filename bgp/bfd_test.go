@@ -2,6 +2,7 @@ package bgp
 
 import (
 	"context"
+	"encoding/json"
 	"net/netip"
 	"testing"
 	"time"
@@ -124,4 +125,46 @@ func waitBFDDown(t *testing.T, m *bfd.Manager) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	t.Fatalf("BFD session never went down: %+v", m.Sessions())
+}
+
+// TestKilledClientWithdrawnWithinBFD: a client process is killed
+// (SIGKILL). Its TCP session ends first, so the reflector, in graceful
+// restart, keeps its records stale; BFD detects the loss a detection time
+// later, and the reflector must then withdraw the records at once, not at
+// the end of the restart time (60 s here). Before the fix, shutting the
+// already idle session left the stale records for the whole restart time.
+func TestKilledClientWithdrawnWithinBFD(t *testing.T) {
+	skipUnderRace(t)
+	ctx := context.Background()
+	rm, bm := bfd.NewManager(bfd.ManagerOptions{}), bfd.NewManager(bfd.ManagerOptions{})
+	defer bm.Close()
+	gr := GracefulRestart{Enabled: true, RestartTime: 60 * time.Second, Notification: true}
+	r := startReflector(t, addr("127.0.0.1"), Options{BFD: rm, GracefulRestart: gr})
+	defer rm.Close()
+	b := startClient(t, addr("127.0.0.3"), Options{GracefulRestart: gr})
+	connect(t, r, b, nil)
+	zone := ZoneRT(testASN, "prod")
+	if err := b.Subscribe(ctx, zone); err != nil {
+		t.Fatal(err)
+	}
+	a := addr("127.0.0.2")
+	fast := &NeighborBFD{DesiredMinTx: 50 * time.Millisecond, RequiredMinRx: 50 * time.Millisecond, DetectMult: 3}
+	if err := r.AddNeighbor(ctx, Neighbor{Address: a, Passive: true, RRClient: true, LocalAddress: r.addr, BFD: fast}); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := json.Marshal(clientChildConfig{RouterID: a.String(), Reflector: r.addr.String(), ReflectorPort: r.port,
+		RestartTime: 60 * time.Second, Zone: "prod", Records: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	child, line := selfexec.Start(t, clientChildEnv+"="+string(raw))
+	if line != "ready" {
+		t.Fatalf("child client printed %q", line)
+	}
+	b.view.waitFor(t, "the child's records", func(m map[string]RecordEvent) bool { return len(m) == 5 })
+	waitBFD(t, rm, 1)
+	killed := time.Now()
+	child.Kill()
+	b.view.waitFor(t, "the killed client's records withdrawn", func(m map[string]RecordEvent) bool { return len(m) == 0 })
+	t.Logf("records withdrawn %s after the kill (BFD 3 × 50 ms; restart time 60 s)", time.Since(killed).Round(time.Millisecond))
 }

@@ -379,8 +379,21 @@ func (g *GoBGP) onBFD(ch bfd.StateChange) {
 		return
 	}
 	g.log.Warn("BFD down: switch gone, shutting its session", "neighbor", ch.Key.Peer, "diag", ch.Diag.String())
-	err := g.srv.DisablePeer(ctx, &api.DisablePeerRequest{Address: ch.Key.Peer.String(), Communication: "BFD down"})
-	if err != nil {
+	// The switch's TCP session may have died first (a killed process): the
+	// session is then in graceful restart and GoBGP keeps its records stale
+	// for the restart time, which shutting the idle session does not end.
+	// Deleting the neighbor does: its records, stale or not, are withdrawn
+	// at once. It is added again, disabled until BFD is back.
+	addr := ch.Key.Peer.String()
+	if err := g.srv.DeletePeer(ctx, &api.DeletePeerRequest{Address: addr}); err != nil {
+		g.log.Error("removing neighbor after BFD down", "neighbor", ch.Key.Peer, "err", err)
+		return
+	}
+	if err := g.srv.AddPeer(ctx, &api.AddPeerRequest{Peer: g.apiPeer(n)}); err != nil {
+		g.log.Error("adding neighbor back after BFD down", "neighbor", ch.Key.Peer, "err", err)
+		return
+	}
+	if err := g.srv.DisablePeer(ctx, &api.DisablePeerRequest{Address: addr, Communication: "BFD down"}); err != nil {
 		g.log.Error("disabling neighbor after BFD down", "neighbor", ch.Key.Peer, "err", err)
 	}
 }

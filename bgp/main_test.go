@@ -24,6 +24,19 @@ const childEnv = "INOF_BGP_CHILD_REFLECTOR"
 // fall silent the way a crashed process does, without an AdminDown.
 const bfdChildEnv = "INOF_BGP_CHILD_BFD"
 
+// clientChildEnv carries a clientChildConfig: the test binary then runs one
+// client speaker with BFD, publishes records and waits to be killed.
+const clientChildEnv = "INOF_BGP_CHILD_CLIENT"
+
+type clientChildConfig struct {
+	RouterID      string
+	Reflector     string
+	ReflectorPort uint16
+	RestartTime   time.Duration
+	Zone          string
+	Records       int
+}
+
 type childConfig struct {
 	RouterID    string
 	Port        uint16
@@ -36,6 +49,13 @@ func TestMain(m *testing.M) {
 	if raw := os.Getenv(childEnv); raw != "" {
 		if err := runChildReflector(raw); err != nil {
 			fmt.Fprintln(os.Stderr, "child reflector:", err)
+			os.Exit(2)
+		}
+		return
+	}
+	if raw := os.Getenv(clientChildEnv); raw != "" {
+		if err := runChildClient(raw); err != nil {
+			fmt.Fprintln(os.Stderr, "child client:", err)
 			os.Exit(2)
 		}
 		return
@@ -73,6 +93,38 @@ func runChildReflector(raw string) error {
 		if err := g.AddNeighbor(ctx, Neighbor{Address: netip.MustParseAddr(cl), Passive: true, RRClient: true}); err != nil {
 			return err
 		}
+	}
+	fmt.Println("ready")
+	select {}
+}
+
+func runChildClient(raw string) error {
+	var c clientChildConfig
+	if err := json.Unmarshal([]byte(raw), &c); err != nil {
+		return err
+	}
+	id, refl := netip.MustParseAddr(c.RouterID), netip.MustParseAddr(c.Reflector)
+	m := bfd.NewManager(bfd.ManagerOptions{})
+	g, err := NewGoBGP(Options{Role: RoleClient, ASN: testASN, RouterID: id, ListenPort: -1, BFD: m,
+		GracefulRestart: GracefulRestart{Enabled: true, RestartTime: c.RestartTime, Notification: true},
+		Logger:          slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))})
+	if err != nil {
+		return err
+	}
+	ctx := context.Background()
+	if err := g.Start(ctx); err != nil {
+		return err
+	}
+	rid := id.As4()
+	for i := range c.Records {
+		if err := g.Publish(ctx, device(uint32(rid[0])<<24|uint32(rid[1])<<16|uint32(rid[2])<<8|uint32(rid[3]), i), ZoneRT(testASN, c.Zone)); err != nil {
+			return err
+		}
+	}
+	err = g.AddNeighbor(ctx, Neighbor{Address: refl, Port: c.ReflectorPort, LocalAddress: id,
+		BFD: &NeighborBFD{DesiredMinTx: 50 * time.Millisecond, RequiredMinRx: 50 * time.Millisecond, DetectMult: 3}})
+	if err != nil {
+		return err
 	}
 	fmt.Println("ready")
 	select {}

@@ -317,7 +317,7 @@ func (o *Options) speakerOptions(restarting bool) bgp.Options {
 		TTLSecurity: o.TTLSecurity,
 		GracefulRestart: bgp.GracefulRestart{Enabled: o.GracefulRestart.Enabled,
 			RestartTime: o.GracefulRestart.RestartTime, SettleTime: o.GracefulRestart.SettleTime,
-			Restarting: restarting && o.GracefulRestart.Enabled},
+			Restarting: restarting && o.GracefulRestart.Enabled, Notification: true},
 	}
 	if o.ClusterID != "" {
 		so.ClusterID = netip.MustParseAddr(o.ClusterID)
