@@ -1,0 +1,450 @@
+package topo
+
+import (
+	"bufio"
+	"fmt"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/vishvananda/netlink"
+	"gopkg.in/yaml.v3"
+
+	"github.com/openinof/inof/integration/netns"
+)
+
+// Kind is what a node runs.
+type Kind int
+
+// Node kinds.
+const (
+	KindReflector Kind = iota + 1 // inofd --role reflector
+	KindSwitch                    // inofd --role switch
+	KindHost                      // inof-host
+	KindProbe                     // nothing: the test drives its NICs
+)
+
+// Metrics addresses inside each node's namespace (the daemons' defaults).
+const (
+	inofdMetrics = "127.0.0.1:9465"
+	hostMetrics  = "127.0.0.1:9464"
+)
+
+// StartTimeout bounds how long a daemon may take to answer /healthz.
+const StartTimeout = 30 * time.Second
+
+// Fabric is a running topology.
+type Fabric struct {
+	tb testing.TB
+	// Dir holds every node's configuration, state and log (Dir/NODE/).
+	Dir   string
+	spec  Spec
+	fab   *netns.NS
+	nodes map[string]*Node
+	order []*Node
+}
+
+// Node is one namespace of the fabric and what runs in it.
+type Node struct {
+	Name string
+	Kind Kind
+	NS   *netns.NS
+	// Addr is a reflector's or switch's control address (10.0.0.0/24);
+	// invalid for devices.
+	Addr netip.Addr
+	// Links are a device's NICs, in Spec order; a switch's access ports.
+	Links []*Link
+
+	f       *Fabric
+	dir     string // configuration, state, fake nvme, log
+	cfgPath string
+	logPath string
+	argv    []string
+	env     []string
+	probes  []*Probe
+	http    *httpClient
+
+	mu   sync.Mutex
+	proc *proc
+}
+
+// Link is a device NIC cabled to a switch access port (one veth pair).
+type Link struct {
+	Device *Node
+	NIC    int    // index in the device's NICs
+	IfName string // in the device's namespace: eth0, eth1, …
+	Switch *Node
+	Port   string // in the switch's namespace: p1, p2, …
+	Prefix netip.Prefix
+	Spec   NIC
+}
+
+// Addr is the NIC's address.
+func (l *Link) Addr() netip.Addr { return l.Prefix.Addr() }
+
+// Start builds the namespaces and links of spec, writes every node's
+// configuration, starts the daemons (reflectors first, then switches, then
+// devices) and waits until each answers /healthz. Everything is torn down
+// when the test ends; the logs stay in a directory that is printed if the
+// test failed.
+func Start(tb testing.TB, spec Spec) *Fabric {
+	tb.Helper()
+	netns.RequireRoot(tb)
+	if err := spec.check(); err != nil {
+		tb.Fatal(err)
+	}
+	if spec.ASN == 0 {
+		spec.ASN = 65000
+	}
+	dir, err := os.MkdirTemp("", "inof-topo-")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	f := &Fabric{tb: tb, Dir: dir, spec: spec, nodes: map[string]*Node{}}
+	// Registered first, so it runs last: every process is gone by then.
+	tb.Cleanup(f.collect)
+
+	f.fab = netns.New(tb, "fab")
+	f.fab.MustIP("link", "add", "br0", "type", "bridge")
+	f.fab.MustIP("link", "set", "br0", "up")
+	for i, name := range spec.Reflectors {
+		f.control(name, KindReflector, reflectorAddr(i))
+	}
+	for j, name := range spec.Switches {
+		f.control(name, KindSwitch, switchAddr(j))
+	}
+	for i, d := range spec.Devices {
+		f.device(i, d)
+	}
+	for _, n := range f.order {
+		if err := n.writeConfig(); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	// Processes are stopped before the namespaces go (cleanups run last
+	// registered first).
+	tb.Cleanup(func() {
+		for _, n := range f.order {
+			n.kill()
+		}
+		for _, n := range f.order {
+			for _, p := range n.probes {
+				p.Close()
+			}
+		}
+	})
+	for _, n := range f.order {
+		if n.Kind == KindProbe {
+			n.openProbes()
+			continue
+		}
+		if slices.Contains(spec.Passive, n.Name) {
+			continue
+		}
+		if err := n.Start(); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	return f
+}
+
+// control creates a reflector or switch namespace joined to the fabric
+// bridge.
+func (f *Fabric) control(name string, kind Kind, addr netip.Addr) {
+	n := f.newNode(name, kind)
+	n.Addr = addr
+	netns.Veth(f.tb, f.fab, name, n.NS, "fab0")
+	f.fab.MustIP("link", "set", name, "master", "br0")
+	n.NS.Addr("fab0", addr.String()+"/24")
+}
+
+// device creates a device namespace and cables each NIC to its switch.
+func (f *Fabric) device(i int, d Device) {
+	kind := KindHost
+	if d.Probe {
+		kind = KindProbe
+	}
+	n := f.newNode(d.Name, kind)
+	for k, nic := range d.NICs {
+		sw := f.nodes[nic.Switch]
+		l := &Link{Device: n, NIC: k, IfName: fmt.Sprintf("eth%d", k), Switch: sw,
+			Port: fmt.Sprintf("p%d", len(sw.Links)+1), Spec: nic}
+		cidr := nic.Address
+		if cidr == "" {
+			cidr = fmt.Sprintf("10.%d.%d.2/24", 100+k, i+1)
+		}
+		l.Prefix = netip.MustParsePrefix(cidr)
+		netns.Veth(f.tb, sw.NS, l.Port, n.NS, l.IfName)
+		if nic.MAC != "" {
+			n.NS.MustIP("link", "set", l.IfName, "down")
+			n.NS.MustIP("link", "set", l.IfName, "address", nic.MAC)
+			n.NS.MustIP("link", "set", l.IfName, "up")
+		}
+		n.NS.Addr(l.IfName, cidr)
+		n.Links = append(n.Links, l)
+		sw.Links = append(sw.Links, l)
+	}
+}
+
+func (f *Fabric) newNode(name string, kind Kind) *Node {
+	n := &Node{Name: name, Kind: kind, NS: netns.New(f.tb, name), f: f, dir: filepath.Join(f.Dir, name)}
+	if err := os.MkdirAll(n.dir, 0o755); err != nil {
+		f.tb.Fatal(err)
+	}
+	n.logPath = filepath.Join(n.dir, name+".log")
+	n.cfgPath = filepath.Join(n.dir, name+".yaml")
+	addr := inofdMetrics
+	if kind == KindHost {
+		addr = hostMetrics
+	}
+	n.http = newHTTPClient(n.NS, addr)
+	f.nodes[name] = n
+	f.order = append(f.order, n)
+	return n
+}
+
+// Node returns the named node; it fails the test if there is none.
+func (f *Fabric) Node(name string) *Node {
+	n, ok := f.nodes[name]
+	if !ok {
+		f.tb.Fatalf("topo: no node %q", name)
+	}
+	return n
+}
+
+// Nodes returns every node of a kind, in Spec order.
+func (f *Fabric) Nodes(kind Kind) []*Node {
+	var out []*Node
+	for _, n := range f.order {
+		if n.Kind == kind {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// writeConfig generates the node's configuration file.
+func (n *Node) writeConfig() error {
+	var cfg map[string]any
+	switch n.Kind {
+	case KindReflector:
+		cfg = n.reflectorConfig()
+		if hook := n.f.spec.ReflectorConfig; hook != nil {
+			hook(n.Name, cfg)
+		}
+	case KindSwitch:
+		cfg = n.switchConfig()
+		if hook := n.f.spec.SwitchConfig; hook != nil {
+			hook(n.Name, cfg)
+		}
+	case KindHost:
+		var err error
+		if cfg, err = n.hostConfig(); err != nil {
+			return err
+		}
+		if hook := n.f.spec.HostConfig; hook != nil {
+			hook(n.Name, cfg)
+		}
+	default:
+		return nil
+	}
+	b, err := yaml.Marshal(cfg)
+	if err != nil {
+		return fmt.Errorf("topo: %s configuration: %w", n.Name, err)
+	}
+	return os.WriteFile(n.cfgPath, b, 0o600)
+}
+
+func (n *Node) reflectorConfig() map[string]any {
+	var clients, peers []any
+	for _, sw := range n.f.Nodes(KindSwitch) {
+		clients = append(clients, map[string]any{"address": sw.Addr.String()})
+	}
+	for _, r := range n.f.Nodes(KindReflector) {
+		if r != n {
+			peers = append(peers, map[string]any{"address": r.Addr.String()})
+		}
+	}
+	cfg := map[string]any{
+		"log":            map[string]any{"level": "debug"},
+		"metrics_listen": inofdMetrics,
+		"state_dir":      filepath.Join(n.dir, "state"),
+		"asn":            n.f.spec.ASN,
+		"router_id":      n.Addr.String(),
+		"local_address":  n.Addr.String(),
+		"clients":        clients,
+	}
+	if len(peers) > 0 {
+		cfg["cluster_id"] = "10.0.0.254"
+		cfg["reflectors"] = peers
+	}
+	if ok, err := HasReflectorAPI(); err == nil && ok {
+		cfg["api"] = map[string]any{"socket": n.APISocket()}
+	}
+	n.argv = []string{"inofd", "--role", "reflector", "--config", n.cfgPath}
+	return cfg
+}
+
+func (n *Node) switchConfig() map[string]any {
+	var refl []any
+	for _, r := range n.f.Nodes(KindReflector) {
+		refl = append(refl, map[string]any{"address": r.Addr.String()})
+	}
+	var ports []any
+	for _, l := range n.Links {
+		ports = append(ports, l.Port)
+	}
+	if len(ports) == 0 {
+		// The agent wants at least one access port.
+		n.NS.MustIP("link", "add", "p0", "type", "dummy")
+		n.NS.MustIP("link", "set", "p0", "up")
+		ports = append(ports, "p0")
+	}
+	n.argv = []string{"inofd", "--role", "switch", "--config", n.cfgPath}
+	return map[string]any{
+		"log":              map[string]any{"level": "debug"},
+		"metrics_listen":   inofdMetrics,
+		"state_dir":        filepath.Join(n.dir, "state"),
+		"router_id":        n.Addr.String(),
+		"asn":              n.f.spec.ASN,
+		"local_address":    n.Addr.String(),
+		"reflectors":       refl,
+		"bfd":              map[string]any{"enabled": true, "min_tx": "100ms", "min_rx": "100ms", "multiplier": 3},
+		"graceful_restart": map[string]any{"enabled": true, "restart_time": "120s"},
+		"access_ports":     ports,
+	}
+}
+
+func (n *Node) hostConfig() (map[string]any, error) {
+	nvme, err := writeFakeNVMe(n.dir)
+	if err != nil {
+		return nil, fmt.Errorf("topo: %s: %w", n.Name, err)
+	}
+	nvmeDir := filepath.Join(n.dir, "nvme")
+	if err := os.MkdirAll(nvmeDir, 0o755); err != nil {
+		return nil, err
+	}
+	n.env = []string{"FAKE_NVME_DIR=" + nvmeDir}
+	var ifs []any
+	for _, l := range n.Links {
+		i := map[string]any{"name": l.IfName, "role": l.Spec.Role, "protocol": l.Spec.Protocol,
+			"address": l.Addr().String()}
+		if l.Spec.Port != 0 {
+			i["port"] = l.Spec.Port
+		}
+		if l.Spec.NQN != "" {
+			i["nqn"] = l.Spec.NQN
+		}
+		ifs = append(ifs, i)
+	}
+	n.argv = []string{"inof-host", "--config", n.cfgPath}
+	return map[string]any{
+		"log":            map[string]any{"level": "debug"},
+		"metrics_listen": hostMetrics,
+		"state_file":     filepath.Join(n.dir, "state.json"),
+		"host_nqn":       n.HostNQN(),
+		"nvme":           map[string]any{"path": nvme},
+		"interfaces":     ifs,
+	}, nil
+}
+
+// HostNQN is the host NQN a device's inof-host uses.
+func (n *Node) HostNQN() string {
+	for _, d := range n.f.spec.Devices {
+		if d.Name == n.Name && d.HostNQN != "" {
+			return d.HostNQN
+		}
+	}
+	return "nqn.2014-08.org.example:host:" + n.Name
+}
+
+// APISocket is a reflector's gRPC API socket (inofctl --server unix://…).
+func (n *Node) APISocket() string { return filepath.Join(n.dir, "api.sock") }
+
+// ConfigPath is the node's generated configuration file.
+func (n *Node) ConfigPath() string { return n.cfgPath }
+
+// SetLink sets the switch end of a device NIC down or up (a cable cut at
+// the access port: the switch loses carrier at once, the device's end too).
+// It goes through netlink inside the switch's namespace and returns the
+// time just before the change was asked for, for latency measurements.
+func (l *Link) SetLink(up bool) (time.Time, error) {
+	var at time.Time
+	err := l.Switch.NS.Do(func() error {
+		link, err := netlink.LinkByName(l.Port)
+		if err != nil {
+			return err
+		}
+		at = time.Now()
+		if up {
+			return netlink.LinkSetUp(link)
+		}
+		return netlink.LinkSetDown(link)
+	})
+	if err != nil {
+		return at, fmt.Errorf("topo: set %s port %s up=%v: %w", l.Switch.Name, l.Port, up, err)
+	}
+	return at, nil
+}
+
+// Cut sets the link down at the switch's access port and fails the test on
+// error; it returns when the change was asked for.
+func (l *Link) Cut(tb testing.TB) time.Time {
+	tb.Helper()
+	at, err := l.SetLink(false)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return at
+}
+
+// Restore sets the link up again and fails the test on error.
+func (l *Link) Restore(tb testing.TB) time.Time {
+	tb.Helper()
+	at, err := l.SetLink(true)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return at
+}
+
+// collect runs last: on failure it keeps Dir and prints where it is and
+// the tail of every log; otherwise it removes Dir.
+func (f *Fabric) collect() {
+	if !f.tb.Failed() {
+		os.RemoveAll(f.Dir)
+		return
+	}
+	f.tb.Logf("topo: configurations, state and logs kept in %s", f.Dir)
+	for _, n := range f.order {
+		if _, err := os.Stat(n.logPath); err != nil {
+			continue // never started
+		}
+		f.tb.Logf("topo: last lines of %s:\n%s", n.logPath, tail(n.logPath, 60))
+	}
+}
+
+// tail returns the last lines of a file.
+func tail(path string, lines int) string {
+	file, err := os.Open(path)
+	if err != nil {
+		return err.Error()
+	}
+	defer file.Close()
+	var all []string
+	sc := bufio.NewScanner(file)
+	sc.Buffer(make([]byte, 64*1024), 1024*1024)
+	for sc.Scan() {
+		all = append(all, sc.Text())
+	}
+	if len(all) > lines {
+		all = append([]string{"… " + strconv.Itoa(len(all)-lines) + " lines before"}, all[len(all)-lines:]...)
+	}
+	return strings.Join(all, "\n")
+}

@@ -1,0 +1,70 @@
+package topo
+
+import (
+	"errors"
+	"fmt"
+	"os/exec"
+	"strings"
+	"time"
+)
+
+// WaitEstablished waits until every reflector reports every switch as an
+// established client (inof_reflector_sessions).
+func (f *Fabric) WaitEstablished(timeout time.Duration) error {
+	want := float64(len(f.Nodes(KindSwitch)))
+	for _, r := range f.Nodes(KindReflector) {
+		if _, err := r.WaitMetric(timeout, func(v float64) bool { return v == want },
+			"inof_reflector_sessions", "kind", "client", "state", "established"); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// WaitNVMe waits until the device's fake nvme was called with arguments
+// that start with prefix and returns that call.
+func (n *Node) WaitNVMe(timeout time.Duration, prefix string) (string, error) {
+	var call string
+	err := Poll(timeout, func() (bool, error) {
+		calls := n.NVMeCalls()
+		for _, c := range calls {
+			if strings.HasPrefix(c, prefix) {
+				call = c
+				return true, nil
+			}
+		}
+		return false, fmt.Errorf("calls so far: %q", calls)
+	})
+	if err != nil {
+		return "", fmt.Errorf("topo: %s: no nvme %q: %w", n.Name, prefix, err)
+	}
+	return call, nil
+}
+
+// Notifications is an inof-host's count of complete notifications
+// received for it (inof_host_notifications_received_total, every
+// interface), of one state ("active", "inactive") or of both ("").
+func (n *Node) Notifications(state string) (float64, error) {
+	if state == "" {
+		return n.Metric("inof_host_notifications_received_total")
+	}
+	return n.Metric("inof_host_notifications_received_total", "state", state)
+}
+
+// Inofctl runs inofctl against the reflector's API socket and returns its
+// combined output.
+func (n *Node) Inofctl(args ...string) (string, error) {
+	if n.Kind != KindReflector {
+		return "", errors.New("topo: inofctl talks to a reflector")
+	}
+	bin, err := Binary("inofctl")
+	if err != nil {
+		return "", err
+	}
+	argv := append([]string{"--server", "unix://" + n.APISocket(), "--staging-file", n.dir + "/inofctl-staged.json"}, args...)
+	out, err := exec.Command(bin, argv...).CombinedOutput()
+	if err != nil {
+		return string(out), fmt.Errorf("topo: inofctl %s: %w: %s", strings.Join(args, " "), err, out)
+	}
+	return string(out), nil
+}

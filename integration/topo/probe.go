@@ -1,0 +1,237 @@
+package topo
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/openinof/inof/inof"
+	"github.com/openinof/inof/l2proto"
+)
+
+// Probe is a NIC of a probe device, driven by the test through a raw
+// AF_PACKET link (l2proto.PacketLink) in the device's namespace: it sends
+// registrations and zone queries, receives every 0x88CC/0x88A7 frame with
+// the time it was read, and ACKs notifications as nvme-snsd does unless
+// told not to.
+type Probe struct {
+	Link *Link
+	pl   *l2proto.PacketLink
+	mac  net.HardwareAddr
+
+	frames  chan Received
+	lost    atomic.Int64
+	autoAck atomic.Bool
+
+	mu   sync.Mutex
+	reg  *l2proto.LLDPDU // resent every 30 s once set
+	stop chan struct{}
+	wg   sync.WaitGroup
+	once sync.Once
+}
+
+// Received is one frame a probe read.
+type Received struct {
+	At    time.Time // when the read returned
+	Raw   []byte
+	Frame l2proto.Frame
+	Err   error // decode error; Frame is empty then
+}
+
+// RefreshInterval is how often a probe resends its registration, as
+// nvme-snsd (about every 30 s, TTL 120 s).
+const RefreshInterval = 30 * time.Second
+
+// Probe returns the probe of a probe device's NIC k.
+func (n *Node) Probe(k int) *Probe {
+	if n.Kind != KindProbe || k >= len(n.probes) {
+		n.f.tb.Fatalf("topo: %s has no probe NIC %d", n.Name, k)
+	}
+	return n.probes[k]
+}
+
+// openProbes opens one probe per NIC.
+func (n *Node) openProbes() {
+	for _, l := range n.Links {
+		var pl *l2proto.PacketLink
+		err := n.NS.Do(func() (err error) {
+			pl, err = l2proto.ListenPacket(l.IfName)
+			return err
+		})
+		if err != nil {
+			n.f.tb.Fatalf("topo: probe %s %s: %v", n.Name, l.IfName, err)
+		}
+		p := &Probe{Link: l, pl: pl, mac: pl.HardwareAddr(), frames: make(chan Received, 16384), stop: make(chan struct{})}
+		p.autoAck.Store(true)
+		p.wg.Add(2)
+		go p.read()
+		go p.refresh()
+		n.probes = append(n.probes, p)
+	}
+}
+
+// Addr is the probe NIC's address.
+func (p *Probe) Addr() netip.Addr { return p.Link.Addr() }
+
+// MAC is the probe NIC's hardware address.
+func (p *Probe) MAC() net.HardwareAddr { return p.mac }
+
+// SetAutoAck turns the automatic ACKs of notifications on or off.
+func (p *Probe) SetAutoAck(on bool) { p.autoAck.Store(on) }
+
+// Lost counts frames read but dropped because nobody consumed them.
+func (p *Probe) Lost() int64 { return p.lost.Load() }
+
+// SendRaw sends a whole Ethernet frame on the NIC.
+func (p *Probe) SendRaw(frame []byte) error { return p.pl.WriteFrame(frame) }
+
+// Register sends a registration LLDPDU for the NIC's address with the given
+// role, protocol, port and NQN now and every RefreshInterval after.
+func (p *Probe) Register(role inof.Role, proto inof.Protocol, port uint16, nqn string) error {
+	l := &l2proto.LLDPDU{
+		ChassisSubtype: l2proto.ChassisIDMAC, ChassisID: p.mac,
+		PortSubtype: l2proto.PortIDIfaceName, PortID: []byte("probe_" + p.Link.IfName + "_01"),
+		TTL: l2proto.RegistrationTTL,
+		Registration: &l2proto.Registration{Version: l2proto.RegistrationVer, Flags: l2proto.FlagSubscribe,
+			Addr: p.Addr(), Role: role, Protocol: proto, ProtoVer: l2proto.ProtocolVersion1, Port: port, NQN: nqn},
+	}
+	p.mu.Lock()
+	p.reg = l
+	p.mu.Unlock()
+	return p.Reregister()
+}
+
+// Reregister sends the registration again now (after a link up, as a host
+// would at its next check).
+func (p *Probe) Reregister() error {
+	p.mu.Lock()
+	l := p.reg
+	p.mu.Unlock()
+	if l == nil {
+		return errors.New("topo: probe not registered")
+	}
+	fr, err := l2proto.LLDPFrame(p.mac, l)
+	if err != nil {
+		return err
+	}
+	return p.pl.WriteFrame(fr)
+}
+
+// Query sends a zone query for the NIC's address.
+func (p *Probe) Query() error {
+	fr, err := l2proto.MessageFrame(p.mac, &l2proto.Message{Version: l2proto.Version1,
+		Queries: []l2proto.ZoneQuery{{Host: p.Addr()}}})
+	if err != nil {
+		return err
+	}
+	return p.pl.WriteFrame(fr)
+}
+
+// Next returns the next frame read, or false after timeout.
+func (p *Probe) Next(timeout time.Duration) (Received, bool) {
+	select {
+	case r := <-p.frames:
+		return r, true
+	case <-time.After(timeout):
+		return Received{}, false
+	}
+}
+
+// Notice is one notification a probe received.
+type Notice struct {
+	At time.Time
+	N  l2proto.Notification
+}
+
+// WaitNotification reads frames until a notification for this NIC that
+// match accepts arrives (others are discarded) and returns it.
+func (p *Probe) WaitNotification(timeout time.Duration, match func(l2proto.Notification) bool) (Notice, error) {
+	deadline := time.Now().Add(timeout)
+	for {
+		left := time.Until(deadline)
+		if left <= 0 {
+			return Notice{}, fmt.Errorf("topo: probe %s %s: no matching notification within %s", p.Link.Device.Name, p.Link.IfName, timeout)
+		}
+		r, ok := p.Next(left)
+		if !ok || r.Frame.Message == nil {
+			continue
+		}
+		for _, n := range r.Frame.Message.Notifications {
+			if n.Host == p.Addr() && match(n) {
+				return Notice{At: r.At, N: n}, nil
+			}
+		}
+	}
+}
+
+// Close stops the probe's goroutines and closes its link.
+func (p *Probe) Close() {
+	p.once.Do(func() {
+		close(p.stop)
+		p.pl.Close()
+		p.wg.Wait()
+	})
+}
+
+// read receives frames until the link is closed.
+func (p *Probe) read() {
+	defer p.wg.Done()
+	buf := make([]byte, l2proto.MaxFrameLen+64)
+	for {
+		n, err := p.pl.ReadFrame(buf)
+		at := time.Now()
+		if errors.Is(err, syscall.ENETDOWN) {
+			continue // reported once after the port went down
+		}
+		if err != nil {
+			return
+		}
+		raw := append([]byte(nil), buf[:n]...)
+		f, derr := l2proto.DecodeFrame(raw)
+		if derr == nil && f.Message != nil && p.autoAck.Load() {
+			p.ack(f.Message.Notifications)
+		}
+		select {
+		case p.frames <- Received{At: at, Raw: raw, Frame: f, Err: derr}:
+		default:
+			p.lost.Add(1)
+		}
+	}
+}
+
+// ack sends one ACK frame for the notifications addressed to this NIC.
+func (p *Probe) ack(ns []l2proto.Notification) {
+	var acks []l2proto.Ack
+	for _, n := range ns {
+		if n.Host == p.Addr() {
+			acks = append(acks, l2proto.Ack{Target: n.Target, Host: n.Host, Seq: n.Seq})
+		}
+	}
+	if len(acks) == 0 {
+		return
+	}
+	fr, err := l2proto.MessageFrame(p.mac, &l2proto.Message{Version: l2proto.Version1, Acks: acks})
+	if err == nil {
+		p.pl.WriteFrame(fr)
+	}
+}
+
+// refresh resends the registration every RefreshInterval.
+func (p *Probe) refresh() {
+	defer p.wg.Done()
+	t := time.NewTicker(RefreshInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-p.stop:
+			return
+		case <-t.C:
+			p.Reregister()
+		}
+	}
+}

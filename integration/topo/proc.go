@@ -1,0 +1,181 @@
+package topo
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"regexp"
+	"syscall"
+	"time"
+)
+
+// proc is one run of a node's daemon.
+type proc struct {
+	cmd  *exec.Cmd
+	done chan struct{} // closed when the process was reaped
+	err  error         // its exit status, valid after done
+}
+
+// Start starts the node's daemon inside its namespace (`ip netns exec`,
+// which also gives it the namespace's /sys) with its output appended to the
+// node's log, and waits until it answers /healthz with 200. It fails if the
+// daemon is already running or exits before it is healthy.
+func (n *Node) Start() error {
+	if n.Kind == KindProbe {
+		return fmt.Errorf("topo: %s is a probe device, it runs nothing", n.Name)
+	}
+	n.mu.Lock()
+	if n.proc != nil && !n.proc.exited() {
+		n.mu.Unlock()
+		return fmt.Errorf("topo: %s already runs", n.Name)
+	}
+	bin, err := Binary(n.argv[0])
+	if err != nil {
+		n.mu.Unlock()
+		return fmt.Errorf("topo: start %s: %w", n.Name, err)
+	}
+	logf, err := os.OpenFile(n.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		n.mu.Unlock()
+		return err
+	}
+	fmt.Fprintf(logf, "=== topo: %s start %s %v\n", time.Now().Format(time.RFC3339Nano), bin, n.argv[1:])
+	cmd := n.NS.Command(append([]string{bin}, n.argv[1:]...)...)
+	cmd.Env = append(os.Environ(), n.env...)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	if err := cmd.Start(); err != nil {
+		logf.Close()
+		n.mu.Unlock()
+		return fmt.Errorf("topo: start %s: %w", n.Name, err)
+	}
+	p := &proc{cmd: cmd, done: make(chan struct{})}
+	go func() {
+		p.err = cmd.Wait()
+		fmt.Fprintf(logf, "=== topo: %s exit: %v\n", time.Now().Format(time.RFC3339Nano), p.err)
+		logf.Close()
+		close(p.done)
+	}()
+	n.proc = p
+	n.mu.Unlock()
+
+	deadline := time.Now().Add(StartTimeout)
+	for {
+		code, _, herr := n.HTTPGet("/healthz")
+		if herr == nil && code == 200 {
+			return nil
+		}
+		if p.exited() {
+			return fmt.Errorf("topo: %s exited before it was healthy (%v); log:\n%s", n.Name, p.err, tail(n.logPath, 30))
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("topo: %s not healthy after %s (status %d, %v)", n.Name, StartTimeout, code, herr)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func (p *proc) exited() bool {
+	select {
+	case <-p.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// Running reports whether the node's daemon runs.
+func (n *Node) Running() bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.proc != nil && !n.proc.exited()
+}
+
+// Kill sends SIGKILL (no shutdown of any kind) and waits until the daemon
+// is reaped; it returns when the signal was sent.
+func (n *Node) Kill() (time.Time, error) {
+	n.mu.Lock()
+	p := n.proc
+	n.mu.Unlock()
+	if p == nil || p.exited() {
+		return time.Time{}, fmt.Errorf("topo: kill %s: not running", n.Name)
+	}
+	at := time.Now()
+	if err := p.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		return at, fmt.Errorf("topo: kill %s: %w", n.Name, err)
+	}
+	<-p.done
+	return at, nil
+}
+
+// Stop sends SIGTERM and waits up to timeout for a clean exit. It returns
+// an error if the daemon exits with a non-zero status or has to be killed.
+func (n *Node) Stop(timeout time.Duration) error {
+	n.mu.Lock()
+	p := n.proc
+	n.mu.Unlock()
+	if p == nil || p.exited() {
+		return fmt.Errorf("topo: stop %s: not running", n.Name)
+	}
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		return fmt.Errorf("topo: stop %s: %w", n.Name, err)
+	}
+	select {
+	case <-p.done:
+		if p.err != nil {
+			return fmt.Errorf("topo: %s exited after SIGTERM: %w", n.Name, p.err)
+		}
+		return nil
+	case <-time.After(timeout):
+		p.cmd.Process.Kill()
+		<-p.done
+		return fmt.Errorf("topo: %s still ran %s after SIGTERM; killed", n.Name, timeout)
+	}
+}
+
+// kill ends the daemon, if any, at teardown.
+func (n *Node) kill() {
+	n.mu.Lock()
+	p := n.proc
+	n.mu.Unlock()
+	if p != nil && !p.exited() {
+		p.cmd.Process.Kill()
+		<-p.done
+	}
+}
+
+// Log returns the node's whole log so far (every run, each starting with a
+// "=== topo:" line).
+func (n *Node) Log() string {
+	b, _ := os.ReadFile(n.logPath)
+	return string(b)
+}
+
+// LogSize is the log's current length: pass it to WaitLog to look only at
+// what is logged from now on.
+func (n *Node) LogSize() int { return len(n.Log()) }
+
+// WaitLog waits until the log after byte offset since matches the regular
+// expression re and returns the first match.
+func (n *Node) WaitLog(since int, re string, timeout time.Duration) (string, error) {
+	rx, err := regexp.Compile(re)
+	if err != nil {
+		return "", err
+	}
+	var line string
+	err = Poll(timeout, func() (bool, error) {
+		l := n.Log()
+		if since > len(l) {
+			since = len(l)
+		}
+		line = rx.FindString(l[since:])
+		if line == "" {
+			return false, errors.New("not logged yet")
+		}
+		return true, nil
+	})
+	if err != nil {
+		return "", fmt.Errorf("topo: %s: no log line matching %q: %w", n.Name, re, err)
+	}
+	return line, nil
+}

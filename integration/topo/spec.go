@@ -1,0 +1,112 @@
+package topo
+
+import (
+	"fmt"
+	"net/netip"
+)
+
+// Spec describes a fabric once: its nodes, and which switch each device
+// NIC is cabled to. Names must be unique across the fabric.
+type Spec struct {
+	// Reflectors are the route reflectors (inofd --role reflector), all
+	// with one cluster-id; every switch peers with every reflector.
+	Reflectors []string
+	// Switches are the leaf switch agents (inofd --role switch).
+	Switches []string
+	// Devices are the hosts and storage targets.
+	Devices []Device
+	// ASN is the fabric's AS number; 0 means 65000.
+	ASN uint32
+	// Passive names nodes whose daemon Start leaves stopped: the test
+	// starts them later (Node.Start) or plays their part itself.
+	Passive []string
+
+	// ReflectorConfig, SwitchConfig and HostConfig, when set, may change a
+	// node's generated configuration (the YAML document as a map) before
+	// it is written, e.g. to shorten a timer.
+	ReflectorConfig func(name string, cfg map[string]any)
+	SwitchConfig    func(name string, cfg map[string]any)
+	HostConfig      func(name string, cfg map[string]any)
+}
+
+// Device is a host or target with one or more NICs.
+type Device struct {
+	Name string
+	// Probe devices run no agent: the test drives each NIC through a raw
+	// l2proto link (Node.Probe), for exact frames and timing.
+	Probe bool
+	// HostNQN is inof-host's host NQN; empty derives one from the name.
+	HostNQN string
+	NICs    []NIC
+}
+
+// NIC is one interface of a device, cabled to an access port of a switch.
+type NIC struct {
+	// Switch names the switch the NIC is cabled to.
+	Switch string
+	// Role is host, target or both; Protocol tcp or rdma (inof-host's
+	// configuration words). Port and NQN are announced (targets).
+	Role     string
+	Protocol string
+	Port     uint16
+	NQN      string
+	// Address is the NIC's address in CIDR form; empty means
+	// 10.(100+k).(i+1).2/24 for NIC k of device i.
+	Address string
+	// MAC, when set, replaces the NIC's random MAC address.
+	MAC string
+}
+
+// Fabric control addresses: reflector i is 10.0.0.(1+i), switch j is
+// 10.0.0.(11+j), all in 10.0.0.0/24 on the fabric namespace's bridge.
+func reflectorAddr(i int) netip.Addr { return netip.AddrFrom4([4]byte{10, 0, 0, byte(1 + i)}) }
+func switchAddr(j int) netip.Addr    { return netip.AddrFrom4([4]byte{10, 0, 0, byte(11 + j)}) }
+
+// check reports the first problem in s.
+func (s *Spec) check() error {
+	if len(s.Reflectors) == 0 && len(s.Switches) > 0 {
+		return fmt.Errorf("topo: switches need at least one reflector")
+	}
+	if len(s.Reflectors) > 9 || len(s.Switches) > 200 {
+		return fmt.Errorf("topo: at most 9 reflectors and 200 switches")
+	}
+	seen := map[string]bool{}
+	name := func(n string) error {
+		if n == "" || len(n) > 8 || seen[n] {
+			return fmt.Errorf("topo: node name %q: empty, longer than 8 bytes or used twice", n)
+		}
+		seen[n] = true
+		return nil
+	}
+	switches := map[string]bool{}
+	for _, n := range s.Reflectors {
+		if err := name(n); err != nil {
+			return err
+		}
+	}
+	for _, n := range s.Switches {
+		if err := name(n); err != nil {
+			return err
+		}
+		switches[n] = true
+	}
+	for _, d := range s.Devices {
+		if err := name(d.Name); err != nil {
+			return err
+		}
+		if len(d.NICs) == 0 || len(d.NICs) > 8 {
+			return fmt.Errorf("topo: device %s: 1..8 NICs", d.Name)
+		}
+		for k, nic := range d.NICs {
+			if !switches[nic.Switch] {
+				return fmt.Errorf("topo: device %s NIC %d: unknown switch %q", d.Name, k, nic.Switch)
+			}
+			if nic.Address != "" {
+				if _, err := netip.ParsePrefix(nic.Address); err != nil {
+					return fmt.Errorf("topo: device %s NIC %d: address: %w", d.Name, k, err)
+				}
+			}
+		}
+	}
+	return nil
+}
