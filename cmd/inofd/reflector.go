@@ -56,10 +56,9 @@ func runReflector(parent context.Context, load loadFunc, stderr io.Writer) error
 		return err
 	}
 	var apiSrv *api.Server
-	if a := opts.API; a.Socket != "" || a.Listen != "" {
+	if opts.API.Enabled() {
 		// Bound before BGP starts, like the metrics listener.
-		apiSrv, err = api.NewServer(api.ServeOptions{Socket: a.Socket, Listen: a.Listen, TLSCertFile: a.TLSCert,
-			TLSKeyFile: a.TLSKey, TokenFile: a.TokenFile, Events: events, Logger: log}, r.API())
+		apiSrv, err = api.NewServer(opts.API.ServeOptions(false, events, log), r.API())
 		if err != nil {
 			return err
 		}

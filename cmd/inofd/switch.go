@@ -2,10 +2,12 @@ package main
 
 import (
 	"context"
+	"errors"
 	"io"
 
 	"github.com/spf13/pflag"
 
+	"github.com/openinof/inof/inof/api"
 	"github.com/openinof/inof/inof/daemon"
 	"github.com/openinof/inof/inof/switchagent"
 )
@@ -22,6 +24,7 @@ func switchFlags(f *pflag.FlagSet) map[string]string {
 		"local-address": "local_address",
 		"access-ports":  "access_ports",
 		"hold-down":     "hold_down",
+		"api-socket":    "api.socket",
 	}
 }
 
@@ -42,5 +45,29 @@ func runSwitch(parent context.Context, load loadFunc, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	return daemon.RunWithHTTP(ctx, opts.MetricsListen, reg, agent.Healthy, log, agent.Run)
+	run := agent.Run
+	if opts.API.Enabled() {
+		// Read-only: zones and the lossless profile are edited on a
+		// reflector. Bound before the agent starts, like the metrics.
+		srv, err := api.NewServer(opts.API.ServeOptions(true, nil, log), agent.API())
+		if err != nil {
+			return err
+		}
+		run = func(ctx context.Context) error {
+			ctx, cancel := context.WithCancel(ctx)
+			defer cancel()
+			apiErr := make(chan error, 1)
+			go func() {
+				err := srv.Run(ctx)
+				if err != nil {
+					cancel()
+				}
+				apiErr <- err
+			}()
+			err := agent.Run(ctx)
+			cancel()
+			return errors.Join(err, <-apiErr)
+		}
+	}
+	return daemon.RunWithHTTP(ctx, opts.MetricsListen, reg, agent.Healthy, log, run)
 }

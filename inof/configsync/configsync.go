@@ -14,6 +14,11 @@ import (
 	"github.com/openinof/inof/zones"
 )
 
+// KindLossless is the configuration record kind of the fabric's lossless
+// profile (inof/lossless.Encode as payload, one object: empty name, part 0).
+// Kinds 1–3 are the zone store's (zones.Kind).
+const KindLossless uint8 = 16
+
 // PartPayload is the payload limit records are split with. With the
 // longest key (a 63-byte zone name), the config value header and one route
 // target, a part stays well inside bgp.MaxRecordSize.

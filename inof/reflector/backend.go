@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/netip"
-	"sort"
 	"sync"
 	"time"
 
@@ -61,7 +60,7 @@ func (r *Reflector) onRecord(ev bgp.RecordEvent) {
 	if !changed {
 		return
 	}
-	sw := routerIDString(id.Switch)
+	sw := api.RouterIDString(id.Switch)
 	e := api.Event{Kind: "record", Subject: id.Addr.String(), Attributes: map[string]string{"switch": sw}}
 	switch d := ch.Record; {
 	case d == nil && ch.Vanished:
@@ -138,22 +137,9 @@ func (r *Reflector) onBFD(ch bfd.StateChange) {
 	r.fabric.bfdSince[ch.Key] = at
 	r.fabric.mu.Unlock()
 	r.events.Publish(api.Event{Kind: "session", Subject: ch.Key.Peer.String(), Time: at,
-		Message: fmt.Sprintf("BFD session with %s: %s -> %s (%s)", ch.Key.Peer, bfdState(ch.Old), bfdState(ch.New), ch.Diag),
-		Attributes: map[string]string{"protocol": "bfd", "state": bfdState(ch.New), "diagnostic": ch.Diag.String(),
+		Message: fmt.Sprintf("BFD session with %s: %s -> %s (%s)", ch.Key.Peer, api.BFDStateName(ch.Old), api.BFDStateName(ch.New), ch.Diag),
+		Attributes: map[string]string{"protocol": "bfd", "state": api.BFDStateName(ch.New), "diagnostic": ch.Diag.String(),
 			"peer_admin_down": boolString(ch.PeerAdminDown)}})
-}
-
-func bfdState(s bfd.State) string {
-	switch s {
-	case bfd.AdminDown:
-		return "admin-down"
-	case bfd.Down:
-		return "down"
-	case bfd.Init:
-		return "init"
-	default:
-		return "up"
-	}
 }
 
 // EventPublisher receives the reflector's fabric events; an *api.Feed is
@@ -199,31 +185,7 @@ func (b backend) Devices(context.Context) ([]api.Device, error) {
 	if err := b.r.Healthy(); err != nil {
 		return nil, fmt.Errorf("reflector: %w", err)
 	}
-	best := map[netip.Addr]bgp.DeviceRecord{}
-	for _, d := range b.r.fabric.devices.Devices() {
-		if cur, ok := best[d.Device.Addr]; !ok || preferDevice(d, cur) {
-			best[d.Device.Addr] = d
-		}
-	}
-	out := make([]api.Device, 0, len(best))
-	for _, d := range best {
-		out = append(out, api.Device{Device: d.Device, Switch: routerIDString(d.Switch), State: d.State,
-			Reason: d.Reason, Since: d.Changed})
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Addr.Less(out[j].Addr) })
-	return out, nil
-}
-
-// preferDevice reports whether report a of one address is shown rather
-// than b.
-func preferDevice(a, b bgp.DeviceRecord) bool {
-	if (a.State == inof.StateActive) != (b.State == inof.StateActive) {
-		return a.State == inof.StateActive
-	}
-	if !a.Changed.Equal(b.Changed) {
-		return a.Changed.After(b.Changed)
-	}
-	return a.Switch < b.Switch
+	return api.DevicesFromRecords(b.r.fabric.devices.Devices()), nil
 }
 
 // Sessions implements api.Backend with the speaker's neighbors.
@@ -266,7 +228,7 @@ func (b backend) BFDSessions(context.Context) ([]api.BFDSession, error) {
 	defer b.r.fabric.mu.Unlock()
 	out := make([]api.BFDSession, len(ss))
 	for i, s := range ss {
-		out[i] = api.BFDSession{Peer: s.Key.Peer.String(), Local: s.Key.Local.String(), State: bfdState(s.State),
+		out[i] = api.BFDSession{Peer: s.Key.Peer.String(), Local: s.Key.Local.String(), State: api.BFDStateName(s.State),
 			Diagnostic: s.Diag.String(), Since: b.r.fabric.bfdSince[s.Key], TxInterval: s.TxInterval}
 		if t := timers[s.Key.Peer]; t != nil {
 			out[i].RxInterval, out[i].DetectMult = t.RequiredMinRx, t.DetectMult

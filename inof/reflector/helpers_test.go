@@ -3,6 +3,7 @@ package reflector
 import (
 	"context"
 	"fmt"
+	"github.com/openinof/inof/inof/api"
 	"io"
 	"log/slog"
 	"net/netip"
@@ -158,7 +159,7 @@ func (v *clientView) partsOf(kind zones.Kind, name string) []string {
 	var out []string
 	for _, c := range v.keys {
 		if zones.Kind(c.Kind) == kind && c.Name == name {
-			out = append(out, fmt.Sprintf("%s/%d", routerIDString(c.Reflector), c.Part))
+			out = append(out, fmt.Sprintf("%s/%d", api.RouterIDString(c.Reflector), c.Part))
 		}
 	}
 	return out

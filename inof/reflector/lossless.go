@@ -7,14 +7,10 @@ import (
 
 	"github.com/openinof/inof/bgp"
 	"github.com/openinof/inof/inof/api"
+	"github.com/openinof/inof/inof/configsync"
 	"github.com/openinof/inof/inof/daemon"
 	"github.com/openinof/inof/inof/lossless"
 )
-
-// KindLossless is the configuration record kind of the fabric's lossless
-// profile: a singleton (empty name, one part) whose payload is
-// lossless.Encode's YAML. It lies outside the zone store's kinds (1–3).
-const KindLossless uint8 = 16
 
 // profileFormat versions the profile state file.
 const profileFormat = 1
@@ -57,7 +53,7 @@ func (r *Reflector) loadProfile() error {
 	}
 	r.clock.Advance(s.Gen)
 	r.profile = profileState{profile: p,
-		rec: bgp.ConfigRecord{Kind: KindLossless, Gen: s.Gen, Writer: s.Writer, Payload: s.Payload}}
+		rec: bgp.ConfigRecord{Kind: configsync.KindLossless, Gen: s.Gen, Writer: s.Writer, Payload: s.Payload}}
 	return nil
 }
 
@@ -68,7 +64,7 @@ func (r *Reflector) setProfile(ctx context.Context, p lossless.Profile) error {
 	if err != nil {
 		return err
 	}
-	rec := bgp.ConfigRecord{Kind: KindLossless, Gen: r.clock.Next(), Writer: r.routerID, Payload: payload}
+	rec := bgp.ConfigRecord{Kind: configsync.KindLossless, Gen: r.clock.Next(), Writer: r.routerID, Payload: payload}
 	if err := r.persistProfile(rec, p); err != nil {
 		return err
 	}
@@ -88,7 +84,7 @@ func (r *Reflector) adoptProfile(c bgp.ConfigRecord) {
 	if c.Name != "" || c.Part != 0 || c.Deleted || (cur.Gen != 0 && !c.Newer(&cur)) {
 		r.m.malformedParts.Add(1)
 		r.log.Warn("lossless profile from a peer reflector ignored", "generation", c.Gen,
-			"writer", routerIDString(c.Writer), "name", c.Name, "part", c.Part, "deleted", c.Deleted)
+			"writer", api.RouterIDString(c.Writer), "name", c.Name, "part", c.Part, "deleted", c.Deleted)
 		return
 	}
 	p, err := lossless.Decode(c.Payload)
@@ -106,9 +102,9 @@ func (r *Reflector) adoptProfile(c bgp.ConfigRecord) {
 	}
 	r.m.recordsAdopted.Add(1)
 	r.log.Info("lossless profile adopted from a peer reflector", "name", p.Name, "generation", c.Gen,
-		"writer", routerIDString(c.Writer))
+		"writer", api.RouterIDString(c.Writer))
 	r.events.Publish(api.Event{Kind: "lossless", Subject: p.Name, Message: "lossless profile adopted from a peer reflector",
-		Attributes: map[string]string{"generation": fmt.Sprint(c.Gen), "writer": routerIDString(c.Writer)}})
+		Attributes: map[string]string{"generation": fmt.Sprint(c.Gen), "writer": api.RouterIDString(c.Writer)}})
 }
 
 // persistProfile writes the state file and makes rec the version in effect.
@@ -139,7 +135,7 @@ func (r *Reflector) LosslessProfile() (lossless.Profile, error) {
 
 // SetLosslessProfile replaces the fabric's lossless profile (validate it
 // first): the new version is persisted in the state directory and
-// originated as a configuration record (kind KindLossless), which every
+// originated as a configuration record (kind configsync.KindLossless), which every
 // other reflector adopts. ctx bounds the wait for the sync loop.
 func (r *Reflector) SetLosslessProfile(ctx context.Context, p lossless.Profile) error {
 	r.life.RLock()

@@ -53,19 +53,7 @@ type Options struct {
 	// Reflectors are the other reflectors of the fabric.
 	Reflectors []PeerOptions `yaml:"reflectors"`
 	// API is where the admin API (inofctl) is served.
-	API APIOptions `yaml:"api"`
-}
-
-// APIOptions say where the gRPC admin API is served (api.ServeOptions).
-type APIOptions struct {
-	// Socket is the unix socket (mode 0600); empty disables it.
-	Socket string `yaml:"socket"`
-	// Listen is a TCP address for remote clients; empty disables it. It
-	// needs TLSCert, TLSKey and TokenFile.
-	Listen    string `yaml:"listen"`
-	TLSCert   string `yaml:"tls_cert"`
-	TLSKey    string `yaml:"tls_key"`
-	TokenFile string `yaml:"token_file"`
+	API api.Options `yaml:"api"`
 }
 
 // ListenOptions say where BGP sessions are accepted.
@@ -138,7 +126,7 @@ func DefaultOptions() Options {
 		BFD: BFDOptions{Enabled: true, DesiredMinTx: 100 * time.Millisecond,
 			RequiredMinRx: 100 * time.Millisecond, DetectMult: 3},
 		PruneInterval: time.Hour,
-		API:           APIOptions{Socket: api.DefaultSocket},
+		API:           api.Options{Socket: api.DefaultSocket},
 	}
 }
 
@@ -160,13 +148,8 @@ func (o *Options) Validate() error {
 	if o.StateDir == "" {
 		add("state_dir: must be set")
 	}
-	if a := o.API; a.Listen != "" {
-		if _, _, err := net.SplitHostPort(a.Listen); err != nil {
-			add("api.listen %q: want host:port", a.Listen)
-		}
-		if a.TLSCert == "" || a.TLSKey == "" || a.TokenFile == "" {
-			add("api.listen: needs api.tls_cert, api.tls_key and api.token_file (no plaintext or unauthenticated remote access)")
-		}
+	if err := o.API.Validate(); err != nil {
+		errs = append(errs, err)
 	}
 	if o.ASN == 0 {
 		add("asn: must be set")

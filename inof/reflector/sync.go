@@ -77,7 +77,7 @@ func (r *Reflector) merge(ctx context.Context, batch []bgp.ConfigRecord) {
 	touched := map[zones.Key]bool{}
 	var complete []zones.Record
 	for _, c := range batch {
-		if c.Kind == KindLossless {
+		if c.Kind == configsync.KindLossless {
 			r.adoptProfile(c)
 			continue
 		}
@@ -107,13 +107,13 @@ func (r *Reflector) merge(ctx context.Context, batch []bgp.ConfigRecord) {
 		r.m.recordsAdopted.Add(uint64(len(won)))
 		for _, w := range won {
 			r.log.Info("configuration adopted from a peer reflector", "object", w.Key.String(), "generation", w.Gen,
-				"writer", routerIDString(w.RouterID), "deleted", w.Deleted)
+				"writer", api.RouterIDString(w.RouterID), "deleted", w.Deleted)
 			msg := "merged from a peer reflector"
 			if w.Deleted {
 				msg = "deletion merged from a peer reflector"
 			}
 			r.events.Publish(api.Event{Kind: "zoning", Subject: w.Key.String(), Message: msg,
-				Attributes: map[string]string{"generation": fmt.Sprint(w.Gen), "writer": routerIDString(w.RouterID),
+				Attributes: map[string]string{"generation": fmt.Sprint(w.Gen), "writer": api.RouterIDString(w.RouterID),
 					"deleted": boolString(w.Deleted)}})
 		}
 	}
@@ -203,8 +203,4 @@ func unjoin(err error) []error {
 		return j.Unwrap()
 	}
 	return []error{err}
-}
-
-func routerIDString(id uint32) string {
-	return fmt.Sprintf("%d.%d.%d.%d", byte(id>>24), byte(id>>16), byte(id>>8), byte(id))
 }

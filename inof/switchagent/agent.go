@@ -16,6 +16,7 @@ import (
 	"github.com/openinof/inof/bgp"
 	"github.com/openinof/inof/bgp/bfd"
 	"github.com/openinof/inof/inof/configsync"
+	"github.com/openinof/inof/inof/lossless"
 	"github.com/openinof/inof/l2proto"
 	"github.com/openinof/inof/zones"
 )
@@ -62,6 +63,10 @@ type Agent struct {
 	dirty   bool            // state to save
 	settled atomic.Bool     // the first Resync after start has run
 	running atomic.Bool     // the loop runs
+	// config and profile are what the API reads: the zone configuration
+	// in force and the lossless profile received (set by the loop).
+	config  atomic.Pointer[zones.Config]
+	profile atomic.Pointer[lossless.Profile]
 
 	records chan bgp.RecordEvent
 	queries chan portQuery
@@ -119,6 +124,7 @@ func (a *Agent) Run(ctx context.Context) error {
 		return fmt.Errorf("switchagent: %w", err)
 	}
 	a.zrecs = zrecs
+	a.config.Store(zrecs.Config())
 	if a.engine, err = NewEngine(a.self, a.opts.HoldDown, zrecs.Config()); err != nil {
 		return err
 	}
@@ -428,6 +434,17 @@ func (a *Agent) onRecord(ctx context.Context, ev bgp.RecordEvent) {
 	if !ok || !changed {
 		return
 	}
+	if newest.Kind == configsync.KindLossless {
+		p, err := lossless.Decode(newest.Payload)
+		if err != nil {
+			a.met.badConfig.Inc()
+			a.log.Warn("lossless profile refused", "err", err)
+			return
+		}
+		a.profile.Store(&p)
+		a.log.Info("lossless profile received", "generation", newest.Gen)
+		return
+	}
 	rec, complete, err := a.asm.Add(newest)
 	switch {
 	case err != nil:
@@ -435,7 +452,9 @@ func (a *Agent) onRecord(ctx context.Context, ev bgp.RecordEvent) {
 		a.log.Warn("configuration record refused", "err", err)
 	case complete && a.zrecs.Apply(rec):
 		a.log.Info("zone configuration changed", "object", rec.Key.String())
-		a.apply(ctx, a.engine.Config(a.zrecs.Config()))
+		cfg := a.zrecs.Config()
+		a.config.Store(cfg)
+		a.apply(ctx, a.engine.Config(cfg))
 	}
 }
 

@@ -4,12 +4,18 @@ import (
 	"context"
 	"net"
 	"net/netip"
+	"path/filepath"
 	"sync"
 	"testing"
 	"time"
 
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
 	"github.com/openinof/inof/bgp"
 	"github.com/openinof/inof/inof"
+	"github.com/openinof/inof/inof/api"
+	inofv1 "github.com/openinof/inof/inof/api/v1"
 	"github.com/openinof/inof/l2proto"
 )
 
@@ -286,4 +292,53 @@ func TestAgentsOnFakeFabric(t *testing.T) {
 	// switch 2 hears reason 7 for the target.
 	f.Cut(ra, netip.MustParseAddr("10.0.0.11"))
 	hostB2.waitFor("switch 1 gone", last(target.Addr, inof.StateInactive, inof.ReasonBFDDown))
+}
+
+// TestAgentReadOnlyAPI: a switch serves the admin API read-only: it lists
+// the devices it holds and the zones in force, and refuses edits.
+func TestAgentReadOnlyAPI(t *testing.T) {
+	f := bgp.NewFakeFabric()
+	ra := startReflector(t, f, "10.0.0.11")
+	s1 := startSwitch(t, f, ra, "10.0.0.11", t.TempDir(), "swp1")
+	target := inof.Device{Addr: netip.MustParseAddr("10.1.0.100"), Role: inof.RoleTarget, Protocol: inof.ProtocolTCP}
+	newSimHost(t, s1.far["swp1"], target).register(120)
+
+	sock := filepath.Join(t.TempDir(), "api.sock")
+	srv, err := api.NewServer(api.ServeOptions{Socket: sock, ReadOnly: true}, s1.agent.API())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- srv.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+	conn, err := api.Dial(api.DialOptions{Server: sock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	c := inofv1.NewFabricClient(conn)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		resp, err := c.ListDevices(ctx, &inofv1.ListDevicesRequest{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(resp.Devices) == 1 && resp.Devices[0].Address == target.Addr.String() && resp.Devices[0].Active &&
+			resp.Devices[0].Switch == "10.0.0.11" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("devices: %v", resp.Devices)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if z, err := c.GetZoning(ctx, &inofv1.GetZoningRequest{}); err != nil || !z.Settings.DefaultZoneEnabled {
+		t.Fatalf("zoning: %v %v", z, err)
+	}
+	edit := &inofv1.Edit{Edit: &inofv1.Edit_CreateZone{CreateZone: &inofv1.CreateZone{Name: "red"}}}
+	_, err = c.ApplyZoning(ctx, &inofv1.ApplyZoningRequest{Edits: []*inofv1.Edit{edit}})
+	if status.Code(err) != codes.PermissionDenied {
+		t.Fatalf("an edit on a switch: %v, want PermissionDenied", err)
+	}
 }

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/openinof/inof/inof/api"
 	"github.com/openinof/inof/inof/daemon"
 )
 
@@ -41,6 +42,9 @@ type Options struct {
 	// HoldDown is how long a leaving device's inactive record stays
 	// published before it is withdrawn.
 	HoldDown time.Duration `yaml:"hold_down"`
+	// API serves the read-only admin API (zones in force, devices,
+	// sessions, BFD, the lossless profile); the socket is off by default.
+	API api.Options `yaml:"api"`
 	// Settle is how long after the first reflector session comes up the
 	// agent waits before comparing what hosts were told with the fabric
 	// (after a restart, the fabric's records need that long to arrive).
@@ -146,6 +150,9 @@ func (o *Options) Validate() error {
 	}
 	if o.HoldDown < 0 {
 		add("hold_down %s: must not be negative", o.HoldDown)
+	}
+	if err := o.API.Validate(); err != nil {
+		errs = append(errs, err)
 	}
 	if o.Settle < 0 {
 		add("settle %s: must not be negative", o.Settle)

@@ -1,0 +1,92 @@
+package switchagent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/openinof/inof/inof/api"
+	"github.com/openinof/inof/inof/lossless"
+	"github.com/openinof/inof/zones"
+)
+
+// errReadOnly answers the API's write methods on a switch: zones and the
+// lossless profile are edited on a reflector.
+var errReadOnly = errors.New("switch agent: read-only; edit zones and the lossless profile on a reflector")
+
+// API returns the agent as the read-only backend of the admin API
+// (serve it with api.ServeOptions.ReadOnly): the zone configuration it
+// applies, the device records it holds, its BGP and BFD sessions and the
+// lossless profile it received. Safe for concurrent use.
+func (a *Agent) API() api.Backend { return switchBackend{a} }
+
+type switchBackend struct{ a *Agent }
+
+// Config implements api.Backend: a copy of the configuration in force.
+func (b switchBackend) Config() *zones.Config {
+	if c := b.a.config.Load(); c != nil {
+		return c.Clone()
+	}
+	return zones.NewConfig(zones.DefaultSettings())
+}
+
+// Commit implements api.Backend: refused.
+func (b switchBackend) Commit(context.Context, func(*zones.Tx) error) ([]zones.Record, error) {
+	return nil, errReadOnly
+}
+
+// Devices implements api.Backend from the device records the switch holds
+// (its subscriptions decide which zones those cover).
+func (b switchBackend) Devices(context.Context) ([]api.Device, error) {
+	return api.DevicesFromRecords(b.a.table.Devices()), nil
+}
+
+// Sessions implements api.Backend: the sessions to the reflectors.
+func (b switchBackend) Sessions(ctx context.Context) ([]api.Session, error) {
+	b.a.mu.Lock()
+	sp := b.a.speaker
+	b.a.mu.Unlock()
+	if sp == nil {
+		return nil, errors.New("switch agent not running")
+	}
+	ns, err := sp.Neighbors(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("switch agent: %w", err)
+	}
+	out := make([]api.Session, len(ns))
+	for i, n := range ns {
+		out[i] = api.Session{Peer: n.Address.String(), Kind: "reflector", State: n.State.String(), Received: n.Received}
+	}
+	return out, nil
+}
+
+// BFDSessions implements api.Backend.
+func (b switchBackend) BFDSessions(context.Context) ([]api.BFDSession, error) {
+	b.a.mu.Lock()
+	mgr := b.a.bfd
+	b.a.mu.Unlock()
+	if mgr == nil {
+		return nil, nil
+	}
+	o := b.a.opts.BFD
+	var out []api.BFDSession
+	for _, s := range mgr.Sessions() {
+		out = append(out, api.BFDSession{Peer: s.Key.Peer.String(), Local: s.Key.Local.String(), State: api.BFDStateName(s.State),
+			Diagnostic: s.Diag.String(), TxInterval: s.TxInterval, RxInterval: o.MinRx, DetectMult: o.Multiplier})
+	}
+	return out, nil
+}
+
+// LosslessProfile implements api.Backend: the profile the reflectors
+// published, or the default until one arrived.
+func (b switchBackend) LosslessProfile(context.Context) (lossless.Profile, error) {
+	if p := b.a.profile.Load(); p != nil {
+		return *p, nil
+	}
+	return lossless.Default(), nil
+}
+
+// SetLosslessProfile implements api.Backend: refused.
+func (b switchBackend) SetLosslessProfile(context.Context, lossless.Profile) error {
+	return errReadOnly
+}
