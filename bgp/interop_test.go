@@ -73,7 +73,7 @@ func gobgpdClient(t *testing.T, r *node, self string) api.GobgpApiClient {
 			t.Logf("gobgpd log:\n%s", b)
 		}
 	})
-	conn, err := grpc.Dial(fmt.Sprintf("127.0.0.1:%d", apiPort), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	conn, err := grpc.NewClient(fmt.Sprintf("127.0.0.1:%d", apiPort), grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		t.Fatal(err)
 	}
