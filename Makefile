@@ -10,7 +10,7 @@ ROOT    := $(shell id -u)
 .PHONY: help build test test-unit test-priv fuzz-smoke bench demo lint generate clean
 
 help:
-	@echo "make demo        run a whole fabric in namespaces (discovery and failover)"
+	@echo "make demo        as root: a whole fabric in namespaces, told step by step (discovery, zoning, link cut)"
 	@echo "make test        every unit test, then the privileged namespace tests when root"
 	@echo "make build       all binaries into $(BIN)/"
 	@echo "make fuzz-smoke  each fuzz target for a few seconds"
@@ -56,10 +56,13 @@ else
 endif
 
 demo:
-	@echo "make demo will start a whole fabric in network namespaces: two route reflectors,"
-	@echo "switch agents, hosts and storage targets, then show discovery, zoning and failover."
-	@echo "It needs the inofd, inofctl and inof-host daemons, which do not exist yet."
+ifneq ($(ROOT),0)
+	@echo "make demo needs root: it creates network namespaces and veth links and opens raw"
+	@echo "sockets. Run it as root: sudo make demo"
 	@exit 1
+else
+	INOF_DEMO=1 $(GO) test -tags $(PRIVTAG) -count=1 -timeout 5m -run '^TestDemo$$' -v ./integration/demo/
+endif
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
