@@ -55,7 +55,7 @@ func (a *app) losslessCommand() *cobra.Command {
 				fmt.Fprintf(a.io.Out, "lossless profile set from %s\n", args[0])
 				return nil
 			})},
-		validate, render,
+		validate, render, a.losslessSimulateCommand(),
 	)
 	return group(cmd)
 }
