@@ -2,8 +2,6 @@ package cli
 
 import (
 	"context"
-	"fmt"
-	"io"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -49,16 +47,7 @@ func (a *app) aliasList(ctx context.Context, c inofv1.FabricClient, _ []string) 
 	if err != nil {
 		return err
 	}
-	list, err := plainList(z.GetAliases())
-	if err != nil {
-		return err
-	}
-	return a.print(map[string]any{"revision": z.GetRevision(), "aliases": list}, func(w io.Writer) {
-		row(w, "ALIAS", "MEMBERS")
-		for _, x := range z.GetAliases() {
-			row(w, x.GetName(), strings.Join(x.GetMembers(), ", "))
-		}
-	})
+	return listNamed(a, z.GetRevision(), "aliases", "ALIAS", z.GetAliases())
 }
 
 func (a *app) aliasShow(ctx context.Context, c inofv1.FabricClient, args []string) error {
@@ -66,20 +55,5 @@ func (a *app) aliasShow(ctx context.Context, c inofv1.FabricClient, args []strin
 	if err != nil {
 		return err
 	}
-	for _, x := range z.GetAliases() {
-		if x.GetName() != args[0] {
-			continue
-		}
-		v, err := plain(x)
-		if err != nil {
-			return err
-		}
-		return a.print(v, func(w io.Writer) {
-			fmt.Fprintf(w, "alias %s (%d member(s))\n", x.GetName(), len(x.GetMembers()))
-			for _, m := range x.GetMembers() {
-				fmt.Fprintf(w, "  %s\n", m)
-			}
-		})
-	}
-	return fmt.Errorf("alias %q: not found", args[0])
+	return showNamed(a, "alias", z.GetAliases(), args[0])
 }

@@ -78,3 +78,45 @@ func row(w io.Writer, cells ...any) {
 	}
 	fmt.Fprintln(w, strings.Join(parts, "\t"))
 }
+
+// namedMembers is a zone or an alias as the API returns it.
+type namedMembers interface {
+	proto.Message
+	GetName() string
+	GetMembers() []string
+}
+
+// listNamed prints zones or aliases: key names the list in JSON/YAML,
+// heading the first column of the table.
+func listNamed[T namedMembers](a *app, revision, key, heading string, xs []T) error {
+	list, err := plainList(xs)
+	if err != nil {
+		return err
+	}
+	return a.print(map[string]any{"revision": revision, key: list}, func(w io.Writer) {
+		row(w, heading, "MEMBERS")
+		for _, x := range xs {
+			row(w, x.GetName(), strings.Join(x.GetMembers(), ", "))
+		}
+	})
+}
+
+// showNamed prints the zone or alias called name (what says which).
+func showNamed[T namedMembers](a *app, what string, xs []T, name string) error {
+	for _, x := range xs {
+		if x.GetName() != name {
+			continue
+		}
+		v, err := plain(x)
+		if err != nil {
+			return err
+		}
+		return a.print(v, func(w io.Writer) {
+			fmt.Fprintf(w, "%s %s (%d member(s))\n", what, x.GetName(), len(x.GetMembers()))
+			for _, m := range x.GetMembers() {
+				fmt.Fprintf(w, "  %s\n", m)
+			}
+		})
+	}
+	return fmt.Errorf("%s %q: not found", what, name)
+}

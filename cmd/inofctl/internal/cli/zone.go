@@ -2,9 +2,6 @@ package cli
 
 import (
 	"context"
-	"fmt"
-	"io"
-	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -58,16 +55,7 @@ func (a *app) zoneList(ctx context.Context, c inofv1.FabricClient, _ []string) e
 	if err != nil {
 		return err
 	}
-	list, err := plainList(z.GetZones())
-	if err != nil {
-		return err
-	}
-	return a.print(map[string]any{"revision": z.GetRevision(), "zones": list}, func(w io.Writer) {
-		row(w, "ZONE", "MEMBERS")
-		for _, x := range z.GetZones() {
-			row(w, x.GetName(), strings.Join(x.GetMembers(), ", "))
-		}
-	})
+	return listNamed(a, z.GetRevision(), "zones", "ZONE", z.GetZones())
 }
 
 func (a *app) zoneShow(ctx context.Context, c inofv1.FabricClient, args []string) error {
@@ -75,22 +63,7 @@ func (a *app) zoneShow(ctx context.Context, c inofv1.FabricClient, args []string
 	if err != nil {
 		return err
 	}
-	for _, x := range z.GetZones() {
-		if x.GetName() != args[0] {
-			continue
-		}
-		v, err := plain(x)
-		if err != nil {
-			return err
-		}
-		return a.print(v, func(w io.Writer) {
-			fmt.Fprintf(w, "zone %s (%d member(s))\n", x.GetName(), len(x.GetMembers()))
-			for _, m := range x.GetMembers() {
-				fmt.Fprintf(w, "  %s\n", m)
-			}
-		})
-	}
-	return fmt.Errorf("zone %q: not found", args[0])
+	return showNamed(a, "zone", z.GetZones(), args[0])
 }
 
 // completeZones completes the first argument with the zone names.
