@@ -480,3 +480,53 @@ func TestPrivPortAdminDownUp(t *testing.T) {
 		}
 	}
 }
+
+// TestPrivStrayFrames: a registration on an interface that is not an
+// access port is reported by the StrayWatcher (for counting); one on an
+// access port is not (its PacketLink reads it).
+func TestPrivStrayFrames(t *testing.T) {
+	swNS := netns.New(t, "sw")
+	hostNS := netns.New(t, "host")
+	netns.Veth(t, swNS, "sw1", hostNS, "eth0")
+	netns.Veth(t, swNS, "sw2", hostNS, "eth1")
+	var w *StrayWatcher
+	if err := swNS.Do(func() (err error) { w, err = ListenStray([]string{"sw1"}); return err }); err != nil {
+		t.Fatal(err)
+	}
+	open := func(ifname string) *PacketLink {
+		var l *PacketLink
+		if err := hostNS.Do(func() (err error) { l, err = ListenPacket(ifname); return err }); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { l.Close() })
+		return l
+	}
+	onAccess, onUplink := open("eth0"), open("eth1")
+	ctx, cancel := context.WithCancel(context.Background())
+	stray := make(chan string, 64)
+	done := make(chan error, 1)
+	go func() { done <- w.Run(ctx, func(ifname string, _ []byte) { stray <- ifname }) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	}()
+	// The access port first: if it were reported, it would come before the
+	// uplink's frame.
+	replayRegistration(t, onAccess)
+	deadline := time.After(20 * time.Second)
+	for {
+		replayRegistration(t, onUplink)
+		select {
+		case name := <-stray:
+			if name != "sw2" {
+				t.Fatalf("a frame on %s reported as stray; want only sw2", name)
+			}
+			return
+		case <-time.After(200 * time.Millisecond):
+		case <-deadline:
+			t.Fatal("the registration on the uplink was never reported")
+		}
+	}
+}

@@ -35,6 +35,9 @@ type Config struct {
 	// WatchLinks reports carrier changes until ctx ends (nil: a netlink
 	// LinkWatcher).
 	WatchLinks func(ctx context.Context, fn func(l2proto.LinkState)) error
+	// WatchStray reports protocol frames on interfaces that are not access
+	// ports until ctx ends (nil: an l2proto.StrayWatcher).
+	WatchStray func(ctx context.Context, fn func(ifname string, frame []byte)) error
 }
 
 // Agent is inofd --role switch: the access ports' registrations, the
@@ -207,6 +210,7 @@ func (a *Agent) Run(ctx context.Context) error {
 		spawn("port "+p.name, p.sp.Run)
 	}
 	spawn("link watcher", a.watchLinks)
+	spawn("stray frames", a.watchStray)
 	spawn("speaker", func(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
@@ -347,6 +351,24 @@ func (a *Agent) Healthy() error {
 	default:
 	}
 	return nil
+}
+
+// watchStray counts and drops the registration and notification frames
+// that arrive on interfaces that are not access ports (the access ports
+// are an allow-list).
+func (a *Agent) watchStray(ctx context.Context) error {
+	watch := a.cfg.WatchStray
+	if watch == nil {
+		w, err := l2proto.ListenStray(a.opts.AccessPorts)
+		if err != nil {
+			return err
+		}
+		watch = w.Run
+	}
+	return watch(ctx, func(ifname string, _ []byte) {
+		a.met.drops.DropReason(ifname, "not-access-port",
+			fmt.Errorf("registration or notification frame on %s, which is not an access port", ifname))
+	})
 }
 
 // loop owns the engine: every input goes through it, one at a time.

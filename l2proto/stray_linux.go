@@ -1,0 +1,107 @@
+package l2proto
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// StrayWatcher sees the registration and notification frames that arrive
+// on interfaces that are not access ports, so that a switch can count and
+// drop them (a host on an uplink, a spoofed registration): one AF_PACKET
+// socket bound to no interface, with PacketLink's filter. Frames on the
+// access ports are skipped here; their PacketLinks read them.
+type StrayWatcher struct {
+	fd     int
+	access map[int]bool   // ifindex of the access ports
+	names  map[int]string // ifindex → name, learned as frames arrive
+}
+
+// strayPoll bounds how long Run takes to notice that its ctx ended.
+const strayPoll = 500 * time.Millisecond
+
+// ListenStray opens the socket in the calling thread's network namespace
+// (CAP_NET_RAW). accessPorts must exist.
+func ListenStray(accessPorts []string) (*StrayWatcher, error) {
+	w := &StrayWatcher{access: map[int]bool{}, names: map[int]string{}}
+	// Names are taken now, in the namespace the socket is opened in (Run
+	// may run on a thread of another namespace); later interfaces are
+	// looked up as their frames arrive.
+	ifs, err := net.Interfaces()
+	if err != nil {
+		return nil, fmt.Errorf("l2proto: interfaces: %w", err)
+	}
+	for _, ifi := range ifs {
+		w.names[ifi.Index] = ifi.Name
+	}
+	for _, p := range accessPorts {
+		ifi, err := net.InterfaceByName(p)
+		if err != nil {
+			return nil, fmt.Errorf("l2proto: access port %q: %w", p, err)
+		}
+		w.access[ifi.Index] = true
+	}
+	fd, err := unix.Socket(unix.AF_PACKET, unix.SOCK_RAW|unix.SOCK_CLOEXEC, int(htons(unix.ETH_P_ALL)))
+	if err != nil {
+		return nil, fmt.Errorf("l2proto: packet socket on all interfaces: %w", err)
+	}
+	filter := make([]unix.SockFilter, len(packetFilter))
+	for i, ins := range packetFilter {
+		filter[i] = unix.SockFilter{Code: ins.Op, Jt: ins.Jt, Jf: ins.Jf, K: ins.K}
+	}
+	prog := unix.SockFprog{Len: uint16(len(filter)), Filter: &filter[0]}
+	tv := unix.NsecToTimeval(strayPoll.Nanoseconds())
+	if err := errors.Join(
+		unix.SetsockoptSockFprog(fd, unix.SOL_SOCKET, unix.SO_ATTACH_FILTER, &prog),
+		unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &tv),
+	); err != nil {
+		unix.Close(fd)
+		return nil, fmt.Errorf("l2proto: packet socket on all interfaces: %w", err)
+	}
+	w.fd = fd
+	return w, nil
+}
+
+func htons(v uint16) uint16 { return v<<8 | v>>8 }
+
+// Run reads until ctx ends and calls fn, from Run's goroutine, with the
+// interface name and the frame of every filtered frame received on an
+// interface that is not an access port. It closes the socket when it
+// returns.
+func (w *StrayWatcher) Run(ctx context.Context, fn func(ifname string, frame []byte)) error {
+	defer unix.Close(w.fd)
+	buf := make([]byte, MaxFrameLen+4)
+	for ctx.Err() == nil {
+		n, from, err := unix.Recvfrom(w.fd, buf, 0)
+		switch {
+		case errors.Is(err, unix.EAGAIN) || errors.Is(err, unix.EINTR):
+			continue
+		case errors.Is(err, unix.ENETDOWN):
+			continue
+		case err != nil:
+			return fmt.Errorf("l2proto: read on all interfaces: %w", err)
+		}
+		ll, ok := from.(*unix.SockaddrLinklayer)
+		if !ok || w.access[ll.Ifindex] {
+			continue
+		}
+		fn(w.name(ll.Ifindex), buf[:n])
+	}
+	return nil
+}
+
+func (w *StrayWatcher) name(index int) string {
+	if n, ok := w.names[index]; ok {
+		return n
+	}
+	n := fmt.Sprintf("ifindex %d", index)
+	if ifi, err := net.InterfaceByIndex(index); err == nil {
+		n = ifi.Name
+	}
+	w.names[index] = n
+	return n
+}
