@@ -167,7 +167,7 @@ func startSwitch(t *testing.T, f *bgp.FakeFabric, reflector netip.Addr, id, stat
 		near[p], s.far[p] = a, b
 	}
 	s.agent, err = New(Config{Options: o, Speaker: sp,
-		OpenLink: func(p string) (l2proto.Link, error) { return near[p], nil },
+		OpenLink:   func(p string) (l2proto.Link, error) { return near[p], nil },
 		WatchStray: func(ctx context.Context, _ func(string, []byte)) error { <-ctx.Done(); return nil },
 		WatchLinks: func(ctx context.Context, fn func(l2proto.LinkState)) error {
 			for {
