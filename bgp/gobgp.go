@@ -103,7 +103,8 @@ type GoBGP struct {
 	// reestablished is when each neighbor's session last came back up
 	// after having been established before (graceful-restart settling).
 	reestablished map[netip.Addr]time.Time
-	wasUp         map[netip.Addr]bool
+	firstUp       map[netip.Addr]time.Time // when each session was first established
+	uptime        map[netip.Addr]uptimeRead
 	neighbors     map[netip.Addr]Neighbor
 
 	published, withdrawn, malformed atomic.Uint64
@@ -141,7 +142,8 @@ func NewGoBGP(cfg Options) (*GoBGP, error) {
 	}
 	log := cfg.Logger.With("router_id", cfg.RouterID.String())
 	return &GoBGP{cfg: cfg, log: log, neighbors: map[netip.Addr]Neighbor{}, done: make(chan struct{}),
-		reestablished: map[netip.Addr]time.Time{}, wasUp: map[netip.Addr]bool{}, bfdDown: map[netip.Addr]bool{},
+		reestablished: map[netip.Addr]time.Time{}, firstUp: map[netip.Addr]time.Time{}, uptime: map[netip.Addr]uptimeRead{},
+		bfdDown: map[netip.Addr]bool{},
 		malformedLog: rateLimit{every: time.Second}, resyncLog: rateLimit{every: time.Second}}, nil
 }
 
@@ -527,20 +529,61 @@ func (g *GoBGP) WatchRecords(ctx context.Context, fn func(RecordEvent)) error {
 	return g.watchTable(ctx, api.WatchEventRequest_Table_Filter_BEST, newRecordWatch(g.cfg.WatchQueue, fn, snap, false, s, g.log))
 }
 
+// uptimeRead is a session's establishment time as GoBGP reported it, and
+// when it was read.
+type uptimeRead struct {
+	up, read time.Time
+}
+
+// uptimeCacheFor is how long a read of GoBGP's session uptime is reused:
+// withdraws come in bursts.
+const uptimeCacheFor = 50 * time.Millisecond
+
+// reestablishedAt is when the session to a last came back up after having
+// been established before (zero if never). Neighbor events reach us on
+// another GoBGP watcher than record events, so a withdraw can arrive
+// before the event of the re-establishment that caused it: when the
+// tracked time is not recent, GoBGP's own session uptime is asked (whole
+// seconds, so rounded up).
 func (g *GoBGP) reestablishedAt(a netip.Addr) time.Time {
+	now := time.Now()
 	g.mu.Lock()
-	defer g.mu.Unlock()
-	return g.reestablished[a]
+	at, first, seen := g.reestablished[a], g.firstUp[a], !g.firstUp[a].IsZero()
+	cached, fresh := g.uptime[a], now.Sub(g.uptime[a].read) < uptimeCacheFor
+	g.mu.Unlock()
+	if !seen || now.Sub(at) < g.cfg.GracefulRestart.SettleTime {
+		return at
+	}
+	up := cached.up
+	if !fresh {
+		up = time.Time{}
+		err := g.srv.ListPeer(context.Background(), &api.ListPeerRequest{Address: a.String()}, func(p *api.Peer) {
+			if p.GetState().GetSessionState() == api.PeerState_ESTABLISHED && p.GetTimers().GetState().GetUptime() != nil {
+				up = p.GetTimers().GetState().GetUptime().AsTime().Add(time.Second)
+			}
+		})
+		if err != nil {
+			return at
+		}
+		g.mu.Lock()
+		g.uptime[a] = uptimeRead{up: up, read: now}
+		g.mu.Unlock()
+	}
+	if up.After(first.Add(time.Second)) && up.After(at) {
+		return up
+	}
+	return at
 }
 
 func (g *GoBGP) trackRestarts(ev NeighborEvent) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if ev.State == StateEstablished {
-		if g.wasUp[ev.Address] {
+		if g.firstUp[ev.Address].IsZero() {
+			g.firstUp[ev.Address] = time.Now()
+		} else {
 			g.reestablished[ev.Address] = time.Now()
 		}
-		g.wasUp[ev.Address] = true
 	}
 }
 

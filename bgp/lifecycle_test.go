@@ -32,7 +32,7 @@ func TestStartContextBoundsStartOnly(t *testing.T) {
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		g.mu.Lock()
-		seen := g.wasUp[r.addr]
+		seen := !g.firstUp[r.addr].IsZero()
 		g.mu.Unlock()
 		if seen {
 			return
