@@ -143,7 +143,7 @@ func NewGoBGP(cfg Options) (*GoBGP, error) {
 	log := cfg.Logger.With("router_id", cfg.RouterID.String())
 	return &GoBGP{cfg: cfg, log: log, neighbors: map[netip.Addr]Neighbor{}, done: make(chan struct{}),
 		reestablished: map[netip.Addr]time.Time{}, firstUp: map[netip.Addr]time.Time{}, uptime: map[netip.Addr]uptimeRead{},
-		bfdDown: map[netip.Addr]bool{},
+		bfdDown:      map[netip.Addr]bool{},
 		malformedLog: rateLimit{every: time.Second}, resyncLog: rateLimit{every: time.Second}}, nil
 }
 
