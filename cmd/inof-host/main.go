@@ -33,6 +33,10 @@ var flagKeys = map[string]string{
 	"disconnect-on-exit": "disconnect_on_exit",
 	"restrain-time":      "restrain_time",
 	"nvme-path":          "nvme.path",
+	"apply-lossless":     "lossless.apply",
+	"lossless-server":    "lossless.server",
+	"lossless-file":      "lossless.file",
+	"lossless-class":     "lossless.port_class",
 }
 
 func newCommand(environ []string, stderr io.Writer) *cobra.Command {
@@ -59,12 +63,20 @@ func newCommand(environ []string, stderr io.Writer) *cobra.Command {
 	f.Bool("disconnect-on-exit", def.DisconnectOnExit, "disconnect this agent's controllers on SIGTERM")
 	f.Duration("restrain-time", def.RestrainTime, "delay of disconnects; an active within it cancels the disconnect")
 	f.String("nvme-path", def.NVMe.Path, "the nvme-cli binary")
+	f.Bool("apply-lossless", def.Lossless.Apply, "configure the NICs with the fabric's lossless profile (dcb and mlx5 ECN sysfs)")
+	f.String("lossless-server", "", "admin API serving the lossless profile (a switch agent or reflector)")
+	f.String("lossless-file", "", "read the lossless profile from this YAML file instead of a server")
+	f.String("lossless-class", def.Lossless.PortClass, "the profile's port class of this host's NICs")
+	dryRun := f.Bool("dry-run", false, "print the lossless commands this host would run, then exit")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		opts := hostagent.DefaultOptions()
 		err := daemon.Load(daemon.LoadOptions{File: file, Flags: cmd.Flags(), FlagKeys: flagKeys, Environ: environ}, &opts)
 		if err != nil {
 			fmt.Fprintf(stderr, "inof-host: invalid configuration:\n%v\n", err)
 			return err
+		}
+		if *dryRun {
+			return dryRunLossless(cmd.Context(), opts, cmd.OutOrStdout(), stderr)
 		}
 		if err := run(cmd.Context(), opts, stderr); err != nil {
 			fmt.Fprintf(stderr, "inof-host: %v\n", err)
@@ -73,6 +85,20 @@ func newCommand(environ []string, stderr io.Writer) *cobra.Command {
 		return nil
 	}
 	return cmd
+}
+
+// dryRunLossless prints the plan for this host's interfaces.
+func dryRunLossless(ctx context.Context, opts hostagent.Options, stdout, stderr io.Writer) error {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	pl, err := hostagent.LosslessPlan(ctx, opts)
+	if err != nil {
+		fmt.Fprintf(stderr, "inof-host: %v\n", err)
+		return err
+	}
+	_, err = io.WriteString(stdout, pl.Script())
+	return err
 }
 
 // run wires the agent, the HTTP server and the signals, and returns when a

@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/openinof/inof/inof"
+	"github.com/openinof/inof/inof/lossless/readback"
 	"github.com/openinof/inof/l2proto"
 )
 
@@ -32,6 +33,9 @@ type Config struct {
 	Carrier     func(string) (Carrier, error) // nil means SysfsCarrier
 	Registry    prometheus.Registerer         // nil means a private registry
 	Logger      *slog.Logger
+	// DCB reads the NICs' DCB state back after a lossless profile is
+	// applied; nil means rtnetlink (package dcbnl).
+	DCB readback.DCBReader
 }
 
 // Agent is one running inof-host.
@@ -46,6 +50,7 @@ type Agent struct {
 	m       *metrics
 	events  chan event
 	running atomic.Bool
+	dcb     readback.DCBReader
 }
 
 // eventQueue bounds the notifications waiting for the worker; beyond it
@@ -60,7 +65,7 @@ func New(cfg Config) (*Agent, error) {
 		return nil, err
 	}
 	a := &Agent{opt: o, clk: cfg.Clock, carrier: cfg.Carrier, log: cfg.Logger,
-		events: make(chan event, eventQueue)}
+		events: make(chan event, eventQueue), dcb: cfg.DCB}
 	if a.clk == nil {
 		a.clk = RealClock{}
 	}
@@ -178,6 +183,18 @@ func (a *Agent) Run(ctx context.Context) error {
 		go func() {
 			defer wg.Done()
 			p.announce(ctx, a.clk, a.opt.RegistrationInterval, a.opt.RegistrationTTL, a.opt.CarrierPoll, a.carrier)
+		}()
+	}
+	if a.opt.Lossless.enabled() {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			dcb, closeDCB := a.dcb, func() {}
+			if dcb == nil {
+				dcb, closeDCB = a.openDCB()
+			}
+			defer closeDCB()
+			a.runLossless(ctx, a.nvme.Exec, dcb)
 		}()
 	}
 	stopLinks := context.AfterFunc(ctx, func() {

@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/openinof/inof/inof"
+	"github.com/openinof/inof/inof/lossless/readback"
 	"github.com/openinof/inof/l2proto"
 )
 
@@ -65,13 +66,20 @@ func start(t *testing.T, o Options, clk *fakeClock, nv *fakeNVMe) *harness {
 // startCarrier starts with the interface's carrier up or down.
 func startCarrier(t *testing.T, o Options, clk *fakeClock, nv *fakeNVMe, up bool) *harness {
 	t.Helper()
+	return startFull(t, o, clk, nv, nv, nil, up)
+}
+
+// startFull starts with every fake given: ex runs the commands (nv or a
+// wrapper of it), dcb reads DCB state back (nil: rtnetlink).
+func startFull(t *testing.T, o Options, clk *fakeClock, nv *fakeNVMe, ex Executor, dcb readback.DCBReader, up bool) *harness {
+	t.Helper()
 	h := &harness{t: t, clk: clk, nv: nv, reg: prometheus.NewRegistry(), regs: make(chan l2proto.Frame, 256),
 		acks: make(chan []l2proto.Ack, 256), reads: make(chan bool, 100000), done: make(chan error, 1)}
 	h.carrier.Store(up)
 	hostEnd, swEnd := l2proto.NewMemPair("eth0", hostMAC, "sw1", swMAC)
 	h.sw = swEnd
 	empty := ""
-	a, err := New(Config{Options: o, Links: map[string]l2proto.Link{o.Interfaces[0].Name: hostEnd}, Exec: nv,
+	a, err := New(Config{Options: o, Links: map[string]l2proto.Link{o.Interfaces[0].Name: hostEnd}, Exec: ex, DCB: dcb,
 		SubsysClass: &empty, Clock: clk, Registry: h.reg,
 		Carrier: func(string) (Carrier, error) {
 			v := h.carrier.Load()

@@ -51,6 +51,8 @@ type Options struct {
 	CarrierPoll time.Duration      `yaml:"carrier_poll"`
 	NVMe        NVMeOptions        `yaml:"nvme"`
 	Interfaces  []InterfaceOptions `yaml:"interfaces"`
+	// Lossless follows the fabric's lossless profile (off by default).
+	Lossless LosslessOptions `yaml:"lossless"`
 }
 
 // NVMeOptions configures the nvme-cli calls.
@@ -94,6 +96,7 @@ func DefaultOptions() Options {
 		RegistrationTTL:      120 * time.Second,
 		CarrierPoll:          time.Second,
 		NVMe:                 NVMeOptions{Path: "nvme", CommandTimeout: 30 * time.Second, CtrlLossTmo: 1800},
+		Lossless:             LosslessOptions{PortClass: "server", Interval: time.Minute, DCBPath: "dcb"},
 	}
 }
 
@@ -149,6 +152,7 @@ func (o *Options) Validate() error {
 			add("nvme.%s %d: must not be negative", k, v)
 		}
 	}
+	o.Lossless.validate(add)
 	if len(o.Interfaces) == 0 {
 		add("interfaces: at least one is needed")
 	}

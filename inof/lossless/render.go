@@ -64,13 +64,14 @@ func (t *text) line(format string, args ...any) {
 
 func (t *text) bytes() []byte { return []byte(t.b.String()) }
 
-// joinMap renders "k:v" pairs for priorities 0–7 with f giving each value.
-func joinMap(f func(i uint8) string) string {
-	parts := make([]string, NumPriorities)
+// prioMap is "0:v0 1:v1 ... 7:v7" as separate arguments, for the eight
+// priorities or traffic classes, with f giving each value.
+func prioMap(f func(uint8) string) []string {
+	out := make([]string, NumPriorities)
 	for i := range uint8(NumPriorities) {
-		parts[i] = fmt.Sprintf("%d:%s", i, f(i))
+		out[i] = fmt.Sprintf("%d:%s", i, f(i))
 	}
-	return strings.Join(parts, " ")
+	return out
 }
 
 // scheduled returns the traffic class entries in TC order.

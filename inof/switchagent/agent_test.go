@@ -16,6 +16,7 @@ import (
 	"github.com/openinof/inof/inof"
 	"github.com/openinof/inof/inof/api"
 	inofv1 "github.com/openinof/inof/inof/api/v1"
+	"github.com/openinof/inof/inof/lossless"
 	"github.com/openinof/inof/l2proto"
 )
 
@@ -341,5 +342,24 @@ func TestAgentReadOnlyAPI(t *testing.T) {
 	_, err = c.ApplyZoning(ctx, &inofv1.ApplyZoningRequest{Edits: []*inofv1.Edit{edit}})
 	if status.Code(err) != codes.PermissionDenied {
 		t.Fatalf("an edit on a switch: %v, want PermissionDenied", err)
+	}
+}
+
+// TestLosslessProfileWaitsForSettle: before the fabric view settles the
+// switch cannot know whether a profile is on its way, so it answers
+// Unavailable instead of a default a host would apply and then replace;
+// once settled with none published it answers the default.
+func TestLosslessProfileWaitsForSettle(t *testing.T) {
+	f := bgp.NewFakeFabric()
+	ra := startReflector(t, f, "10.0.0.11") // 10.0.0.12 is not its client: never settles
+	lonely := startSwitch(t, f, ra, "10.0.0.12", t.TempDir(), "swp1")
+	if _, err := lonely.agent.API().LosslessProfile(context.Background()); status.Code(err) != codes.Unavailable {
+		t.Fatalf("unsettled switch: %v, want Unavailable", err)
+	}
+	s1 := startSwitch(t, f, ra, "10.0.0.11", t.TempDir(), "swp1")
+	s1.waitSettled(t)
+	p, err := s1.agent.API().LosslessProfile(context.Background())
+	if err != nil || p.Name != lossless.Default().Name {
+		t.Fatalf("settled switch, no profile published: %v %v", p.Name, err)
 	}
 }

@@ -5,6 +5,9 @@ import (
 	"errors"
 	"fmt"
 
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
 	"github.com/openinof/inof/inof/api"
 	"github.com/openinof/inof/inof/lossless"
 	"github.com/openinof/inof/zones"
@@ -78,10 +81,17 @@ func (b switchBackend) BFDSessions(context.Context) ([]api.BFDSession, error) {
 }
 
 // LosslessProfile implements api.Backend: the profile the reflectors
-// published, or the default until one arrived.
+// published. Until the fabric view has settled it may still be on its way,
+// so the call is refused as unavailable (hosts retry) rather than answered
+// with a default the host would apply and then replace; once settled with
+// none published, the fabric's profile is the default, as on a reflector.
 func (b switchBackend) LosslessProfile(context.Context) (lossless.Profile, error) {
 	if p := b.a.profile.Load(); p != nil {
 		return *p, nil
+	}
+	if !b.a.settled.Load() {
+		return lossless.Profile{}, status.Error(codes.Unavailable,
+			"switch agent: the fabric view has not settled yet; the lossless profile may still arrive, retry")
 	}
 	return lossless.Default(), nil
 }

@@ -1,0 +1,248 @@
+package hostapply
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/openinof/inof/inof/lossless"
+	"github.com/openinof/inof/inof/lossless/dcbnl"
+)
+
+// fakeHost plays a NIC with DCB ops: it interprets the dcb commands it is
+// given into a DCB state (as the kernel would store them) and returns that
+// state to the read back, so a test sees whether the commands the plan runs
+// produce what readback expects.
+type fakeHost struct {
+	mu    sync.Mutex
+	st    dcbnl.State
+	ran   []string
+	fail  string // a command starting with this fails
+	calls int
+}
+
+func (h *fakeHost) Get(ifname string) (dcbnl.State, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	st := h.st
+	st.Ifname = ifname
+	return st, nil
+}
+
+func (h *fakeHost) Run(_ context.Context, name string, args ...string) ([]byte, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.calls++
+	line := strings.Join(append([]string{name}, args...), " ")
+	h.ran = append(h.ran, line)
+	if h.fail != "" && strings.HasPrefix(line, h.fail) {
+		return []byte("Error: Operation not supported"), errors.New("exit status 1")
+	}
+	if name != "dcb" || len(args) < 4 || args[2] != "dev" {
+		return nil, fmt.Errorf("fake host: cannot run %q", line)
+	}
+	return nil, h.dcb(args[0], args[4:])
+}
+
+// pairs reads "k:v" arguments until the next keyword.
+func pairs(args []string) (map[int]string, []string) {
+	out := map[int]string{}
+	for len(args) > 0 {
+		k, v, ok := strings.Cut(args[0], ":")
+		n, err := strconv.Atoi(k)
+		if !ok || err != nil {
+			break
+		}
+		out[n] = v
+		args = args[1:]
+	}
+	return out, args
+}
+
+func atou8(s string) uint8 { n, _ := strconv.Atoi(s); return uint8(n) }
+
+func (h *fakeHost) dcb(object string, args []string) error {
+	switch object {
+	case "apptrust": // order dscp
+		if len(args) != 2 || args[1] != "dscp" {
+			return fmt.Errorf("apptrust %v", args)
+		}
+		h.st.Trust = []uint8{dcbnl.SelDSCP}
+	case "app": // dscp-prio d:p ...
+		m, _ := pairs(args[1:])
+		h.st.Apps = nil
+		for d := range 64 {
+			if p, ok := m[d]; ok {
+				h.st.Apps = append(h.st.Apps, dcbnl.App{Selector: dcbnl.SelDSCP, Priority: atou8(p), Protocol: uint16(d)})
+			}
+		}
+	case "ets": // tc-tsa ... tc-bw ... prio-tc ...
+		ets := &dcbnl.ETS{}
+		for len(args) > 0 {
+			kw := args[0]
+			var m map[int]string
+			m, args = pairs(args[1:])
+			for i, v := range m {
+				switch kw {
+				case "tc-tsa":
+					ets.TSA[i] = map[string]uint8{"ets": dcbnl.TSAETS, "strict": dcbnl.TSAStrict}[v]
+				case "tc-bw":
+					ets.TCTxBW[i] = atou8(v)
+				case "prio-tc":
+					ets.PrioTC[i] = atou8(v)
+				}
+			}
+		}
+		h.st.ETS = ets
+	case "pfc": // prio-pfc ... delay N
+		pfc := &dcbnl.PFC{}
+		m, rest := pairs(args[1:])
+		for i, v := range m {
+			if v == "on" {
+				pfc.Enabled |= 1 << i
+			}
+		}
+		if len(rest) == 2 && rest[0] == "delay" {
+			n, _ := strconv.Atoi(rest[1])
+			pfc.Delay = uint16(n)
+		}
+		h.st.PFC = pfc
+	case "buffer": // prio-buffer ...
+		b := &dcbnl.Buffer{}
+		m, _ := pairs(args[1:])
+		for i, v := range m {
+			b.PrioBuffer[i] = atou8(v)
+		}
+		h.st.Buffer = b
+	default:
+		return fmt.Errorf("dcb %s: unknown object", object)
+	}
+	return nil
+}
+
+// ecnTree makes /sys/class/net/DEV/ecn with every file the profile writes,
+// holding 0.
+func ecnTree(t *testing.T, p lossless.Profile, dev string) string {
+	t.Helper()
+	root := t.TempDir()
+	for _, s := range p.ECNSysfs() {
+		f := filepath.Join(root, dev, "ecn", s.Path)
+		if err := os.MkdirAll(filepath.Dir(f), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(f, []byte("0\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return root
+}
+
+func TestApplyBringsHostToProfile(t *testing.T) {
+	p := lossless.Default()
+	pl, err := NewPlan(p, "server", []string{"ens1f0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := &fakeHost{}
+	root := ecnTree(t, p, "ens1f0")
+	res, err := Apply(context.Background(), Options{Exec: h, SysfsNet: root, DCB: h}, pl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res) != 1 {
+		t.Fatalf("%d results, want 1", len(res))
+	}
+	r := res[0]
+	t.Log(r)
+	if r.ReadErr != nil || len(r.Before) == 0 {
+		t.Fatalf("a blank host read back with no differences (err %v)", r.ReadErr)
+	}
+	if len(r.After) != 0 {
+		t.Fatalf("after applying, the host still differs: %v", r.After)
+	}
+	if r.Ran != len(pl.Interfaces[0].Steps) || len(r.Failed) != 0 || r.NoECN {
+		t.Fatalf("ran %d of %d, failed %v, noECN %v", r.Ran, len(pl.Interfaces[0].Steps), r.Failed, r.NoECN)
+	}
+	got, err := os.ReadFile(filepath.Join(root, "ens1f0", "ecn", "roce_np", "cnp_dscp"))
+	if err != nil || strings.TrimSpace(string(got)) != strconv.Itoa(int(p.CNP.DSCP)) {
+		t.Fatalf("cnp_dscp holds %q (%v), want %d", got, err, p.CNP.DSCP)
+	}
+	// Applying again changes nothing and finds nothing to change.
+	res, err = Apply(context.Background(), Options{Exec: h, SysfsNet: root, DCB: h}, pl)
+	if err != nil || len(res[0].Before) != 0 || len(res[0].After) != 0 {
+		t.Fatalf("second apply: before %v after %v err %v", res[0].Before, res[0].After, err)
+	}
+}
+
+func TestApplyReportsFailuresAndGoesOn(t *testing.T) {
+	p := lossless.Default()
+	pl, err := NewPlan(p, "server", []string{"eth0", "eth1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := &fakeHost{fail: "dcb buffer"}
+	root := ecnTree(t, p, "eth0") // eth1 has no ecn/: not an mlx5 NIC
+	res, err := Apply(context.Background(), Options{Exec: h, SysfsNet: root}, pl)
+	if err == nil || !strings.Contains(err.Error(), "Operation not supported") {
+		t.Fatalf("error %v does not carry the command's output", err)
+	}
+	dcbSteps := 0
+	for _, s := range pl.Interfaces[0].Steps {
+		if s.SysfsPath == "" {
+			dcbSteps++
+		}
+	}
+	ecn := len(pl.Interfaces[0].Steps) - dcbSteps
+	if r := res[0]; r.Ran != dcbSteps-1+ecn || len(r.Failed) != 1 || r.NoECN {
+		t.Fatalf("eth0: %v", r)
+	}
+	if r := res[1]; r.Ran != dcbSteps-1 || len(r.Failed) != 1 || !r.NoECN || r.Skipped != ecn {
+		t.Fatalf("eth1: %v", r)
+	}
+	if h.calls != 2*dcbSteps {
+		t.Fatalf("%d commands ran, want %d (the steps after a failure must still run)", h.calls, 2*dcbSteps)
+	}
+	if s := res[1].String(); !strings.Contains(s, "not an mlx5 NIC") || !strings.Contains(s, "read back unavailable") {
+		t.Fatalf("summary %q", s)
+	}
+}
+
+func TestNewPlanErrors(t *testing.T) {
+	p := lossless.Default()
+	if _, err := NewPlan(p, "nosuch", []string{"eth0"}); err == nil || !strings.Contains(err.Error(), "server, leaf, spine") {
+		t.Fatalf("unknown class: %v", err)
+	}
+	if _, err := NewPlan(p, "server", nil); err == nil {
+		t.Fatal("no interfaces accepted")
+	}
+	bad := lossless.Default()
+	bad.LosslessPriorities = nil
+	if _, err := NewPlan(bad, "server", []string{"eth0"}); err == nil {
+		t.Fatal("an invalid profile was planned")
+	}
+}
+
+func TestScriptMatchesRenderer(t *testing.T) {
+	p := lossless.Default()
+	pl, err := NewPlan(p, "server", []string{"ens1f0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Ports = []lossless.Port{p.Ports[0]}
+	p.Ports[0].Interfaces = []string{"ens1f0"}
+	rendered, err := lossless.Render(p, lossless.TargetLinux)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(pl.Script(), "\n") {
+		if line != "" && !strings.HasPrefix(line, "#") && !strings.Contains(string(rendered), line+"\n") {
+			t.Errorf("dry-run line %q is not in the Linux rendering", line)
+		}
+	}
+}
