@@ -227,3 +227,24 @@ func TestCLIDocUpToDate(t *testing.T) {
 	}
 	compareFile(t, filepath.Join("..", "..", "..", "..", "docs", "cli.md"), doc.Bytes())
 }
+
+// TestLosslessTable: `lossless table` is `lossless render table` for the
+// fabric's profile: every speed from 10 to 400G, every cable from 1 to 300 m.
+func TestLosslessTable(t *testing.T) {
+	e := newEnv(t)
+	if code := e.run("", "lossless", "table"); code != 0 {
+		t.Fatalf("exit %d:\n%s", code, e.out.String())
+	}
+	out := e.out.String()
+	for _, want := range []string{"10G", "400G", "300"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("table lacks %q:\n%s", want, out)
+		}
+	}
+	e.out.Reset()
+	e.run("", "lossless", "render", "table")
+	table := strings.SplitN(out, "\n", 2)[1]
+	if render := strings.SplitN(e.out.String(), "\n", 2)[1]; render != table {
+		t.Errorf("lossless table differs from lossless render table")
+	}
+}

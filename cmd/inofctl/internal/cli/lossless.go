@@ -18,21 +18,31 @@ func (a *app) losslessCommand() *cobra.Command {
 	var file string
 	validate := &cobra.Command{Use: "validate [FILE]", Short: "Validate a profile file (the fabric's without FILE)", Args: cobra.MaximumNArgs(1),
 		RunE: a.run(a.losslessValidate)}
+	renderTo := func(ctx context.Context, c inofv1.FabricClient, target string) error {
+		y, err := readFile(file)
+		if err != nil {
+			return err
+		}
+		resp, err := c.RenderLosslessProfile(ctx, &inofv1.RenderLosslessProfileRequest{Yaml: y, Target: target})
+		if err != nil {
+			return err
+		}
+		_, err = io.WriteString(a.io.Out, resp.GetText())
+		return err
+	}
 	render := &cobra.Command{Use: "render TARGET", Short: "Render the profile for a platform: " + strings.Join(lossless.Targets(), ", "),
 		Args: cobra.ExactArgs(1), ValidArgs: lossless.Targets(),
 		RunE: a.run(func(ctx context.Context, c inofv1.FabricClient, args []string) error {
-			y, err := readFile(file)
-			if err != nil {
-				return err
-			}
-			resp, err := c.RenderLosslessProfile(ctx, &inofv1.RenderLosslessProfileRequest{Yaml: y, Target: args[0]})
-			if err != nil {
-				return err
-			}
-			_, err = io.WriteString(a.io.Out, resp.GetText())
-			return err
+			return renderTo(ctx, c, args[0])
 		})}
-	render.Flags().StringVarP(&file, "file", "f", "", "render this profile file instead of the fabric's")
+	table := &cobra.Command{Use: "table", Short: "Print headroom and ECN thresholds per port speed (10–400G) × cable length (1–300 m)",
+		Args: cobra.NoArgs,
+		RunE: a.run(func(ctx context.Context, c inofv1.FabricClient, _ []string) error {
+			return renderTo(ctx, c, lossless.TargetTable)
+		})}
+	for _, c := range []*cobra.Command{render, table} {
+		c.Flags().StringVarP(&file, "file", "f", "", "use this profile file instead of the fabric's")
+	}
 	cmd.AddCommand(
 		&cobra.Command{Use: "show", Short: "Print the fabric's profile (YAML)", Args: cobra.NoArgs,
 			RunE: a.run(func(ctx context.Context, c inofv1.FabricClient, _ []string) error {
@@ -55,7 +65,7 @@ func (a *app) losslessCommand() *cobra.Command {
 				fmt.Fprintf(a.io.Out, "lossless profile set from %s\n", args[0])
 				return nil
 			})},
-		validate, render, a.losslessSimulateCommand(),
+		validate, render, table, a.losslessSimulateCommand(),
 	)
 	return group(cmd)
 }
