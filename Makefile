@@ -31,10 +31,11 @@ test: test-unit test-priv
 # skip themselves under -race (GoBGP v3.37's WatchEvent reads paths while its
 # server loop marks them stale, a race inside GoBGP, not in our code) and run
 # in the second, race-free pass over bgp and the reflector; code above GoBGP is race-checked
-# against the fake Speaker (bgp.NewFakeFabric).
+# against the fake Speaker (bgp.NewFakeFabric). The incast simulator's long
+# fairness validation (600 ms simulated) also runs only in the race-free pass.
 test-unit:
 	$(GO) test -race -count=1 $(PKGS)
-	$(GO) test -count=1 ./bgp ./inof/reflector
+	$(GO) test -count=1 ./bgp ./inof/reflector ./inof/lossless/sim
 
 test-priv:
 ifeq ($(ROOT),0)

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"testing"
 	"time"
@@ -83,13 +84,34 @@ func TestDESFixedPoint(t *testing.T) {
 	}
 }
 
-// TestDESFairShareLargeN is the per-flow 5 % bound at N = 8 and 10, which
-// the DES does not meet within a test-sized run.
+// TestDESFairShareLargeN is the per-flow 5 % bound at N = 8 and 10. DCQCN
+// with the 40G defaults (g = 1/256, one CNP per 50 µs reaching every flow)
+// converges to fair shares slowly: over 60 ms after 40 ms the flows spread
+// -12 %..+16 % of C/N (N = 8); the bound needs a 600 ms average after 100 ms
+// of warm-up (seeds 1–3 measured: N = 8 within -4.0 %..+2.9 %, N = 10
+// within -3.6 %..+4.4 %). The run is deterministic for its seed, so it is
+// checked in full, but only without the race detector (10× slower); make
+// test runs this package race-free as well.
 func TestDESFairShareLargeN(t *testing.T) {
-	t.Skip("OPEN: DCQCN converges to fair shares slowly with the 40G defaults (g = 1/256, one CNP per 50 µs " +
-		"reaches every flow). Over 60 ms after 40 ms (TestDESFixedPoint): N=8 -12.2 %..+16.3 %, N=10 -9.3 %..+10.5 % of C/N; " +
-		"over 300 ms after 100 ms (seeds 1, 2; 6.4 M events, too long for the test suite): N=8 -4.0 %..+3.7 % (passes), " +
-		"N=10 -4.5 %..+5.6 % (fails by 0.6 points). Jain >= 0.994 in every run")
+	if raceEnabled {
+		t.Skip("600 ms of simulated incast under -race takes minutes; make test runs this in its race-free pass")
+	}
+	for _, n := range []int{8, 10} {
+		t.Run(fmt.Sprintf("N=%d", n), func(t *testing.T) {
+			t.Parallel()
+			s := Paper40G(n)
+			s.Seed = 1
+			s.Duration, s.Warmup = 700*time.Millisecond, 100*time.Millisecond
+			res := mustRun(t, s)
+			fair := res.LinkGbps / float64(n)
+			for i, fl := range res.Flows {
+				t.Logf("flow %d: %.3f Gb/s (%+.1f %% of C/N)", i, fl.Gbps, 100*(fl.Gbps/fair-1))
+				if math.Abs(fl.Gbps/fair-1) > 0.05 {
+					t.Errorf("flow %d: %.2f Gb/s, not within 5 %% of C/N = %.2f", i, fl.Gbps, fair)
+				}
+			}
+		})
+	}
 }
 
 // Fluid model stability at 85 µs feedback delay (CoNEXT'16 §stability):
