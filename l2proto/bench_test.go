@@ -1,23 +1,51 @@
 package l2proto
 
 import (
+	"io"
+	"log/slog"
 	"testing"
+	"time"
 
 	"github.com/openinof/inof/inof"
 )
 
-func benchFrames(b *testing.B) (lldp, notify, ack, query []byte) {
-	regs := readPcap(b, "host-register.pcap")
-	act := readPcap(b, "notify-active.pcap")
-	return regs[0].data, act[0].data, act[1].data, regs[1].data
+// benchFrame is one captured frame of each kind nvme-snsd exchanges.
+type benchFrame struct {
+	name  string
+	frame []byte
 }
 
+func benchFrames(tb testing.TB) []benchFrame {
+	regs := readPcap(tb, "host-register.pcap")
+	act := readPcap(tb, "notify-active.pcap")
+	return []benchFrame{{"lldp", regs[0].data}, {"notify", act[0].data}, {"ack", act[1].data}, {"query", regs[1].data}}
+}
+
+// reportPerFrame adds ns/frame (one frame per iteration) next to ns/op.
+func reportPerFrame(b *testing.B) {
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N), "ns/frame")
+}
+
+// BenchmarkDecode is the receive-path decode: a reused Decoder.
 func BenchmarkDecode(b *testing.B) {
-	lldp, notify, ack, query := benchFrames(b)
-	for _, c := range []struct {
-		name  string
-		frame []byte
-	}{{"lldp", lldp}, {"notify", notify}, {"ack", ack}, {"query", query}} {
+	for _, c := range benchFrames(b) {
+		b.Run(c.name, func(b *testing.B) {
+			b.ReportAllocs()
+			b.SetBytes(int64(len(c.frame)))
+			var dec Decoder
+			for b.Loop() {
+				if _, err := dec.Decode(c.frame); err != nil {
+					b.Fatal(err)
+				}
+			}
+			reportPerFrame(b)
+		})
+	}
+}
+
+// BenchmarkDecodeFrame is the owning decode (every result a fresh copy).
+func BenchmarkDecodeFrame(b *testing.B) {
+	for _, c := range benchFrames(b) {
 		b.Run(c.name, func(b *testing.B) {
 			b.ReportAllocs()
 			b.SetBytes(int64(len(c.frame)))
@@ -26,7 +54,54 @@ func BenchmarkDecode(b *testing.B) {
 					b.Fatal(err)
 				}
 			}
+			reportPerFrame(b)
 		})
+	}
+}
+
+// newBenchPort is a switch port whose registry already holds the captured
+// host (so an LLDPDU is the periodic refresh) and whose notifier has nothing
+// in flight (so an ACK is counted stale).
+func newBenchPort(tb testing.TB) *SwitchPort {
+	reg, err := NewRegistry(RegistryConfig{})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	sw, _ := NewMemPair("sw1", switchMAC, "host", hostMAC)
+	nt, err := NewNotifier(NotifierConfig{Link: sw})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	p, err := NewSwitchPort(SwitchPortConfig{Link: sw, Registry: reg, Notifier: nt, Logger: log,
+		OnQuery: func(string, ZoneQuery) {}})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return p
+}
+
+// BenchmarkReceive is a switch port's whole receive path after the socket
+// read: decode, then registry refresh (LLDP), notifier (ACK) or the query
+// callback.
+func BenchmarkReceive(b *testing.B) {
+	p := newBenchPort(b)
+	now := time.Now()
+	for _, c := range benchFrames(b) {
+		if c.name == "notify" {
+			continue // hosts send no notifications; see BenchmarkDecode
+		}
+		b.Run(c.name, func(b *testing.B) {
+			b.ReportAllocs()
+			dec := new(Decoder)
+			for b.Loop() {
+				p.handle(dec, "sw1", c.frame, now)
+			}
+			reportPerFrame(b)
+		})
+	}
+	if st := p.cfg.Registry.Stats(); st.Entries != 1 {
+		b.Fatalf("registry has %d entries, want the captured host", st.Entries)
 	}
 }
 

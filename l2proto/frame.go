@@ -82,7 +82,8 @@ var dropReasons = []struct {
 }
 
 // Frame is one decoded frame of the protocol: exactly one of LLDP and
-// Message is set.
+// Message is set. A Frame from DecodeFrame owns its memory; one from a
+// Decoder borrows it (see Decoder).
 type Frame struct {
 	Source  net.HardwareAddr
 	LLDP    *LLDPDU
@@ -93,45 +94,57 @@ type Frame struct {
 // must go to GroupLLDP and carry the registration TLV; 0x88A7 frames must go
 // to GroupNotify, as nvme-snsd requires. A 0x88A7 message with some valid and
 // some invalid root TLVs returns both the frame (valid TLVs only) and an error.
-func DecodeFrame(b []byte) (Frame, error) {
+//
+// The frame it returns owns all its memory (nothing aliases b). A receive
+// loop should use a Decoder instead, which allocates nothing per frame.
+func DecodeFrame(b []byte) (Frame, error) { return decodeFrame(b, nil) }
+
+// decodeFrame decodes b into storage d owns, with views over b, or (d nil)
+// into fresh copies.
+func decodeFrame(b []byte, d *Decoder) (Frame, error) {
 	if len(b) < ethHeaderLen {
 		return Frame{}, fmt.Errorf("%w: %d bytes", ErrShort, len(b))
 	}
 	if len(b) > MaxFrameLen {
 		return Frame{}, fmt.Errorf("%w: %d bytes", ErrTooLong, len(b))
 	}
-	dst, src := net.HardwareAddr(b[0:6]), net.HardwareAddr(b[6:12])
+	dst, src := net.HardwareAddr(b[0:6]), net.HardwareAddr(b[6:12:12])
 	et := ethernet.EtherType(binary.BigEndian.Uint16(b[12:14]))
 	if et == ethernet.EtherTypeVLAN || et == ethernet.EtherTypeServiceVLAN {
 		return Frame{}, ErrVLANTagged
 	}
 	payload := b[ethHeaderLen:]
-	f := Frame{Source: bytes.Clone(src)}
+	var f Frame
+	if d == nil {
+		f.Source = bytes.Clone(src)
+	} else {
+		f.Source = src
+	}
 	switch et {
 	case EtherTypeLLDP:
 		if !bytes.Equal(dst, GroupLLDP) {
 			return Frame{}, fmt.Errorf("%w: LLDP to %s", ErrDestination, dst)
 		}
-		var l LLDPDU
-		if err := l.UnmarshalBinary(payload); err != nil {
+		l := d.lldpDU()
+		if err := l.decode(payload, d); err != nil {
 			return Frame{}, err
 		}
 		if l.Registration == nil {
 			return Frame{}, ErrNoRegistered
 		}
-		f.LLDP = &l
+		f.LLDP = l
 	case EtherTypeNotify:
 		if !bytes.Equal(dst, GroupNotify) {
 			return Frame{}, fmt.Errorf("%w: 0x88A7 to %s", ErrDestination, dst)
 		}
-		var m Message
-		err := m.UnmarshalBinary(payload)
+		m := d.message()
+		err := m.decode(payload, d.nameCache())
 		if len(m.Notifications)+len(m.Acks)+len(m.Queries) == 0 {
 			return Frame{}, err
 		}
 		// Partly valid: the valid root TLVs count (as in snsd), and the
 		// error reports the first invalid one.
-		f.Message = &m
+		f.Message = m
 		return f, err
 	default:
 		return Frame{}, fmt.Errorf("%w: %#04x", ErrEtherType, uint16(et))

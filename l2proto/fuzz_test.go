@@ -1,6 +1,7 @@
 package l2proto
 
 import (
+	"fmt"
 	"reflect"
 	"testing"
 )
@@ -22,8 +23,16 @@ func seedCaptures(f *testing.F, payloadOnly bool) {
 // decodes re-encodes to something that decodes to the same values.
 func FuzzDecodeFrame(f *testing.F) {
 	seedCaptures(f, false)
+	dirty := readPcap(f, "notify-active.pcap")[0].data
 	f.Fuzz(func(t *testing.T, b []byte) {
 		fr, err := DecodeFrame(b)
+		// A reused Decoder (here: after a notification) agrees with
+		// DecodeFrame on every input.
+		var dec Decoder
+		dec.Decode(dirty)
+		if got, gerr := dec.Decode(b); fmt.Sprint(gerr) != fmt.Sprint(err) || !sameFrame(got, fr) {
+			t.Fatalf("Decoder %+v, %v; DecodeFrame %+v, %v", got, gerr, fr, err)
+		}
 		if err != nil {
 			if DropReason(err) == "other" {
 				t.Fatalf("error without drop reason: %v", err)

@@ -22,6 +22,7 @@ type PacketLink struct {
 	conn   *packet.Conn
 	ifi    *net.Interface
 	closed atomic.Bool
+	rd     *packetReader // made by the first ReadFrame (reads are one at a time)
 }
 
 // packetFilter accepts received frames of the two protocol EtherTypes.
@@ -89,9 +90,16 @@ func setRecvBuffer(conn *packet.Conn, n int) error {
 	return serr
 }
 
-// ReadFrame implements Link.
+// ReadFrame implements Link. It allocates nothing per frame.
 func (l *PacketLink) ReadFrame(buf []byte) (int, error) {
-	n, _, err := l.conn.ReadFrom(buf)
+	var n int
+	var err error
+	if l.rd == nil {
+		l.rd, err = newPacketReader(l.conn)
+	}
+	if err == nil {
+		n, err = l.rd.readFrame(buf)
+	}
 	if err != nil && l.closed.Load() {
 		err = &net.OpError{Op: "read", Net: "packet", Err: net.ErrClosed}
 	}

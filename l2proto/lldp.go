@@ -112,6 +112,13 @@ func appendLLDPTLV(b []byte, typ uint8, v []byte) ([]byte, error) {
 // an error, not a skip.
 func (l *LLDPDU) UnmarshalBinary(b []byte) error {
 	*l = LLDPDU{}
+	return l.decode(b, nil)
+}
+
+// decode reads an LLDPDU into l, which the caller has reset. With a Decoder,
+// the IDs alias b and the registration is the Decoder's (see Decoder);
+// without one (nil), l owns copies.
+func (l *LLDPDU) decode(b []byte, d *Decoder) error {
 	i := 0
 	for ; len(b) > 0; i++ {
 		if len(b) < 2 {
@@ -135,10 +142,14 @@ func (l *LLDPDU) UnmarshalBinary(b []byte) error {
 			if n < 2 || n > 256 {
 				return fmt.Errorf("%w: ID TLV %d of length %d", ErrLLDP, typ, n)
 			}
+			id := v[1:n:n]
+			if d == nil {
+				id = bytes.Clone(id)
+			}
 			if typ == lldpChassisID {
-				l.ChassisSubtype, l.ChassisID = v[0], bytes.Clone(v[1:])
+				l.ChassisSubtype, l.ChassisID = v[0], id
 			} else {
-				l.PortSubtype, l.PortID = v[0], bytes.Clone(v[1:])
+				l.PortSubtype, l.PortID = v[0], id
 			}
 		case lldpTTL:
 			if n < 2 {
@@ -149,11 +160,11 @@ func (l *LLDPDU) UnmarshalBinary(b []byte) error {
 			if n < 4 || [3]byte(v[0:3]) != regOUI || v[3] != regSubtype {
 				continue
 			}
-			var r Registration
-			if err := r.UnmarshalBinary(v); err != nil {
+			r := d.registration()
+			if err := r.decode(v, d.nameCache()); err != nil {
 				return err
 			}
-			l.Registration = &r
+			l.Registration = r
 		}
 	}
 	if i < 3 {
@@ -197,7 +208,10 @@ func (r *Registration) MarshalBinary() ([]byte, error) {
 }
 
 // UnmarshalBinary decodes the org TLV value (starting at the OUI).
-func (r *Registration) UnmarshalBinary(v []byte) error {
+func (r *Registration) UnmarshalBinary(v []byte) error { return r.decode(v, nil) }
+
+// decode is UnmarshalBinary taking the NQN from names (nil: a new string).
+func (r *Registration) decode(v []byte, names *nameCache) error {
 	if len(v) < regFixedLen {
 		return fmt.Errorf("%w: registration TLV of %d bytes, need %d", ErrLength, len(v), regFixedLen)
 	}
@@ -227,6 +241,6 @@ func (r *Registration) UnmarshalBinary(v []byte) error {
 	if len(v) < regFixedLen+n {
 		return fmt.Errorf("%w: NQN length %d beyond TLV", ErrLength, n)
 	}
-	r.NQN = string(v[regFixedLen : regFixedLen+n])
+	r.NQN = names.str(v[regFixedLen : regFixedLen+n])
 	return nil
 }

@@ -265,6 +265,12 @@ func (q *ZoneQuery) append(b []byte) ([]byte, error) {
 // and the error reports the first invalid one.
 func (m *Message) UnmarshalBinary(b []byte) error {
 	*m = Message{}
+	return m.decode(b, nil)
+}
+
+// decode is UnmarshalBinary appending to m's slices, which the caller has
+// emptied, and taking NQNs from names (nil: new strings).
+func (m *Message) decode(b []byte, names *nameCache) error {
 	if len(b) < msgHeaderLen {
 		return fmt.Errorf("%w: 0x88A7 payload of %d bytes", ErrShort, len(b))
 	}
@@ -294,7 +300,7 @@ func (m *Message) UnmarshalBinary(b []byte) error {
 		switch typ {
 		case RootNotify:
 			var x Notification
-			if err = x.decode(v, m.Version); err == nil {
+			if err = x.decode(v, m.Version, names); err == nil {
 				m.Notifications = append(m.Notifications, x)
 			}
 		case RootAck:
@@ -370,7 +376,7 @@ func addrSub(typ uint8, val []byte, target, host *netip.Addr) uint32 {
 	return 1 << (typ - 1)
 }
 
-func (n *Notification) decode(v []byte, version uint8) error {
+func (n *Notification) decode(v []byte, version uint8, names *nameCache) error {
 	*n = Notification{}
 	smallLen := 4
 	if version == Version0 {
@@ -393,7 +399,7 @@ func (n *Notification) decode(v []byte, version uint8) error {
 				n.Reason = inof.Reason(val[smallLen-1])
 			}
 		case typ == subInfo && len(val) <= maxInfoLen:
-			n.decodeInfo(val)
+			n.decodeInfo(val, names)
 		default:
 			return // unknown type or wrong length: skipped, earns no bit
 		}
@@ -411,7 +417,7 @@ func (n *Notification) decode(v []byte, version uint8) error {
 // decodeInfo reads sub-TLV 8; missing trailing fields read as zero, and the
 // NQN ends at the first NUL or the end of the value (its length byte is not
 // used, as in snsd).
-func (n *Notification) decodeInfo(v []byte) {
+func (n *Notification) decodeInfo(v []byte, names *nameCache) {
 	var fixed [infoFixedLen]byte
 	copy(fixed[:], v)
 	n.Role, n.Protocol = inof.Role(fixed[0]), inof.Protocol(fixed[1])
@@ -424,7 +430,7 @@ func (n *Notification) decodeInfo(v []byte) {
 				break
 			}
 		}
-		n.NQN = string(nqn)
+		n.NQN = names.str(nqn)
 	}
 }
 

@@ -63,7 +63,10 @@ func (p *SwitchPort) Run(ctx context.Context) error {
 		p.cfg.Link.Close()
 	}()
 	name := p.cfg.Link.Name()
+	// One buffer and one Decoder serve every frame: handle keeps nothing
+	// of either past its return (the registry copies what it stores).
 	buf := make([]byte, MaxFrameLen+4)
+	dec := new(Decoder)
 	for {
 		n, err := p.cfg.Link.ReadFrame(buf)
 		if err != nil {
@@ -83,12 +86,17 @@ func (p *SwitchPort) Run(ctx context.Context) error {
 			}
 			return fmt.Errorf("l2proto: read %s: %w", name, err)
 		}
-		p.handle(name, buf[:n], time.Now())
+		p.handle(dec, name, buf[:n], time.Now())
 	}
 }
 
-func (p *SwitchPort) handle(port string, b []byte, now time.Time) {
-	f, err := DecodeFrame(b)
+// errNotifyOnSwitchPort is logged for notifications a host sent.
+var errNotifyOnSwitchPort = errors.New("notification received on a switch port")
+
+// handle dispatches one frame, decoded with dec into borrowed storage that
+// none of the receivers keeps.
+func (p *SwitchPort) handle(dec *Decoder, port string, b []byte, now time.Time) {
+	f, err := dec.Decode(b)
 	if err != nil {
 		p.cfg.Drops.Drop(port, err)
 		if f.Message == nil {
@@ -102,7 +110,7 @@ func (p *SwitchPort) handle(port string, b []byte, now time.Time) {
 		}
 	case f.Message != nil:
 		if len(f.Message.Notifications) > 0 {
-			p.cfg.Drops.DropReason(port, "unexpected", errors.New("notification received on a switch port"))
+			p.cfg.Drops.DropReason(port, "unexpected", errNotifyOnSwitchPort)
 		}
 		if len(f.Message.Acks) > 0 {
 			p.cfg.Notifier.Ack(f.Message.Acks...)

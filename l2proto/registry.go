@@ -166,17 +166,27 @@ func (r *Registry) Events() <-chan Event { return r.events }
 // A TTL of 0 removes the sender's entry (reason age-out: the device asked to
 // be forgotten). A new address beyond a bound is refused with an error
 // wrapping ErrPortFull or ErrTableFull, and counted.
+//
+// Observe keeps neither src nor l (they may be a Decoder's views over a
+// frame buffer): it copies what it stores. A refresh that changes nothing
+// allocates nothing.
 func (r *Registry) Observe(port string, src net.HardwareAddr, l *LLDPDU, now time.Time) error {
 	if l == nil || l.Registration == nil {
 		return nil
 	}
 	reg := l.Registration
-	slot := slotKey{port, string(l.ChassisID), string(l.PortID)}
 	key := regKey{port, reg.Addr}
 	dev := reg.Device()
 
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	e := r.entries[key]
+	var slot slotKey
+	if e != nil && e.ChassisID == string(l.ChassisID) && e.PortID == string(l.PortID) {
+		slot = slotOf(e) // the usual refresh: reuse the stored strings
+	} else {
+		slot = slotKey{port, string(l.ChassisID), string(l.PortID)}
+	}
 	// The same sender with another address: the old one is gone (IP change).
 	if oldKey, ok := r.slots[slot]; ok && oldKey != key {
 		if old := r.entries[oldKey]; old != nil {
@@ -184,7 +194,6 @@ func (r *Registry) Observe(port string, src net.HardwareAddr, l *LLDPDU, now tim
 		}
 		delete(r.slots, slot)
 	}
-	e := r.entries[key]
 	switch {
 	case l.TTL == 0:
 		if e != nil {

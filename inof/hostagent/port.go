@@ -72,6 +72,7 @@ type event struct {
 // notification is neither queued nor ACKed, so the switch sends it again.
 func (p *port) read(ctx context.Context, out chan<- event) error {
 	buf := make([]byte, l2proto.MaxFrameLen+4)
+	dec := new(l2proto.Decoder) // borrowed results: handle copies what it keeps
 	seen := newRecent(dedupeSize)
 	for {
 		n, err := p.link.ReadFrame(buf)
@@ -87,7 +88,7 @@ func (p *port) read(ctx context.Context, out chan<- event) error {
 			}
 			return fmt.Errorf("read %s: %w", p.name, err)
 		}
-		p.handle(buf[:n], seen, out)
+		p.handle(dec, buf[:n], seen, out)
 	}
 }
 
@@ -96,8 +97,8 @@ func (p *port) drop(reason string, err error) {
 	p.drops.DropReason(p.name, reason, err)
 }
 
-func (p *port) handle(b []byte, seen *recent, out chan<- event) {
-	f, err := l2proto.DecodeFrame(b)
+func (p *port) handle(dec *l2proto.Decoder, b []byte, seen *recent, out chan<- event) {
+	f, err := dec.Decode(b)
 	if err != nil {
 		p.drop(l2proto.DropReason(err), err)
 		if f.Message == nil {
