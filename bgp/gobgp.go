@@ -100,6 +100,7 @@ type GoBGP struct {
 	mu      sync.Mutex
 	stopBFD func()
 	bfdDown map[netip.Addr]bool // neighbors disabled because BFD went down
+	loss    reflectorLoss       // a client's lost reflectors (reflectorloss.go)
 	// reestablished is when each neighbor's session last came back up
 	// after having been established before (graceful-restart settling).
 	reestablished map[netip.Addr]time.Time
@@ -177,6 +178,12 @@ func (g *GoBGP) Start(ctx context.Context) error {
 	}
 	if g.cfg.GracefulRestart.Enabled {
 		if err := g.watchPeers(g.watches.lifetime(), g.trackRestarts); err != nil {
+			g.Stop()
+			return err
+		}
+	}
+	if g.cfg.Role == RoleClient {
+		if err := g.watchReflectorLoss(); err != nil {
 			g.Stop()
 			return err
 		}
@@ -343,9 +350,9 @@ func bfdKey(n Neighbor) bfd.SessionKey { return bfd.SessionKey{Local: n.LocalAdd
 // onBFD applies the asymmetry of DESIGN §3. On a reflector, a client whose
 // BFD session goes from Up to Down is gone: its BGP session is shut down at
 // once (its records are withdrawn everywhere) and kept down until BFD is Up
-// again. On a client, BFD Down towards a reflector changes nothing: the
-// routes stay (graceful restart keeps them stale if the TCP session dies)
-// because the other reflector still serves.
+// again. On a client, BFD Down towards a reflector drops that reflector's
+// routes when another reflector serves (reflectorloss.go); otherwise they
+// stay, as graceful restart keeps them if the TCP session dies.
 func (g *GoBGP) onBFD(ch bfd.StateChange) {
 	g.mu.Lock()
 	n, ok := g.neighbors[ch.Key.Peer]
@@ -366,8 +373,11 @@ func (g *GoBGP) onBFD(ch bfd.StateChange) {
 		delete(g.bfdDown, ch.Key.Peer)
 	default:
 		g.mu.Unlock()
-		if ok && ch.Old == bfd.Up {
-			g.log.Warn("BFD down towards neighbor; keeping its routes", "neighbor", ch.Key.Peer, "diag", ch.Diag.String())
+		if ok && ch.Old == bfd.Up && ch.New != bfd.Up {
+			g.log.Warn("BFD down towards neighbor", "neighbor", ch.Key.Peer, "diag", ch.Diag.String())
+			if g.cfg.Role == RoleClient && !ch.PeerAdminDown && g.loss.bfdDown(ch.Key.Peer) {
+				g.goDropLost(ch.Key.Peer, "BFD down")
+			}
 		}
 		return
 	}

@@ -15,7 +15,17 @@ import (
 	"github.com/openinof/inof/l2proto"
 )
 
-func TestMain(m *testing.M) { os.Exit(topo.Main(m)) }
+// report collects every scenario's notify latencies; TestMain prints the
+// summary after the last test (a package variable: it outlives the tests).
+var report topo.LatencyReport
+
+func TestMain(m *testing.M) {
+	code := topo.Main(m)
+	if s := report.Summary(); s != "" {
+		fmt.Print(s)
+	}
+	os.Exit(code)
+}
 
 const (
 	// subNQN is the target's subsystem NQN.
@@ -156,13 +166,16 @@ func TestPrivTargetUpHostsConnect(t *testing.T) {
 func TestPrivTargetLinkDownReason1(t *testing.T) {
 	f := upWithTarget(t, fabricSpec(false), "h1", "h2")
 	tl := f.Node("tgt").Links[0]
-	marks := map[string]int{"h1": f.Node("h1").LogSize(), "h2": f.Node("h2").LogSize()}
-	tl.Cut(t)
-	for h, mark := range marks {
+	m := marks(f.Node("h1"), f.Node("h2"), f.Node("leaf1"), f.Node("leaf2"))
+	at := tl.Cut(t)
+	var lat []time.Duration
+	for _, h := range []string{"h1", "h2"} {
 		hn := f.Node(h)
-		if _, err := hn.WaitLog(mark, keptLine(tl.Addr().String(), "link-down"), wait); err != nil {
+		if _, err := hn.WaitLog(m[h], keptLine(tl.Addr().String(), "link-down"), wait); err != nil {
 			t.Fatal(err)
 		}
+		sw := hn.Links[0].Switch
+		lat = append(lat, sent(t, sw, m[sw.Name], hn.Links[0].Addr(), tl.Addr(), inof.StateInactive, inof.ReasonLinkDown, at))
 		if n := count(hn.NVMeCalls(), "disconnect"); n != 0 {
 			t.Errorf("%s ran nvme disconnect after reason 1: %q", h, hn.NVMeCalls())
 		}
@@ -170,6 +183,7 @@ func TestPrivTargetLinkDownReason1(t *testing.T) {
 			t.Errorf("%s: %v inactive notifications (%v), want 1", h, n, err)
 		}
 	}
+	report.Record(t, "target-link-down (cut → switch sends, reason 1)", lat)
 }
 
 // TestPrivZoneIsolation: a zone holds the target and h1, h2 (defined with
@@ -187,12 +201,12 @@ func TestPrivZoneIsolation(t *testing.T) {
 	}
 	waitRegistered(t, f)
 	tgt, h1, h2, h3 := f.Node("tgt"), f.Node("h1"), f.Node("h2"), f.Node("h3")
-	marks := map[string]int{"leaf1": f.Node("leaf1").LogSize(), "leaf2": f.Node("leaf2").LogSize()}
+	zoneMarks := marks(f.Node("leaf1"), f.Node("leaf2"))
 	if _, err := f.Node("rr1").Inofctl("zone", "create", "z1", tgt.Links[0].Addr().String(),
 		h1.Links[0].Addr().String(), h2.Links[0].Addr().String(), "--yes"); err != nil {
 		t.Fatal(err)
 	}
-	for sw, mark := range marks {
+	for sw, mark := range zoneMarks {
 		if _, err := f.Node(sw).WaitLog(mark, `msg="zone configuration changed"[^\n]*z1`, wait); err != nil {
 			t.Fatal(err)
 		}
@@ -206,13 +220,19 @@ func TestPrivZoneIsolation(t *testing.T) {
 		}
 	}
 	tl := tgt.Links[0]
-	mark := h2.LogSize()
-	tl.Cut(t)
+	mark, swMarks := h2.LogSize(), marks(f.Node("leaf1"), f.Node("leaf2"))
+	at := tl.Cut(t)
 	// h3 shares leaf2 with h2: once h2 heard of the cut, leaf2 has
 	// decided for h3 too.
 	if _, err := h2.WaitLog(mark, keptLine(tl.Addr().String(), "link-down"), wait); err != nil {
 		t.Fatal(err)
 	}
+	var lat []time.Duration
+	for _, h := range []*topo.Node{h1, h2} {
+		sw := h.Links[0].Switch
+		lat = append(lat, sent(t, sw, swMarks[sw.Name], h.Links[0].Addr(), tl.Addr(), inof.StateInactive, inof.ReasonLinkDown, at))
+	}
+	report.Record(t, "zone-isolation (cut → switch sends to the zone's hosts, reason 1)", lat)
 	if n, err := h3.Notifications(""); err != nil || n != 0 {
 		t.Errorf("h3, outside the zone, received %v notifications (%v), want 0", n, err)
 	}
@@ -238,20 +258,25 @@ func TestPrivDualHomedTargetPathLoss(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	marks := map[string]int{"h1": f.Node("h1").LogSize(), "h2": f.Node("h2").LogSize()}
-	lost.Cut(t)
-	for h, mark := range marks {
-		if _, err := f.Node(h).WaitLog(mark, keptLine(lost.Addr().String(), "link-down"), wait); err != nil {
+	m := marks(f.Node("h1"), f.Node("h2"), f.Node("leaf1"), leaf2)
+	at := lost.Cut(t)
+	var lat []time.Duration
+	for _, h := range []string{"h1", "h2"} {
+		hn := f.Node(h)
+		if _, err := hn.WaitLog(m[h], keptLine(lost.Addr().String(), "link-down"), wait); err != nil {
 			t.Fatal(err)
 		}
+		sw := hn.Links[0].Switch
+		lat = append(lat, sent(t, sw, m[sw.Name], hn.Links[0].Addr(), lost.Addr(), inof.StateInactive, inof.ReasonLinkDown, at))
 	}
+	report.Record(t, "dual-homed-path-loss (cut → switch sends, reason 1)", lat)
 	// The end of the hold-down: leaf2 no longer holds the dead path's
 	// record.
 	if _, err := leaf2.WaitMetric(wait, func(v float64) bool { return v < records }, "inof_switch_device_records"); err != nil {
 		t.Fatal(err)
 	}
-	for h, mark := range marks {
-		hn := f.Node(h)
+	for _, h := range []string{"h1", "h2"} {
+		hn, mark := f.Node(h), m[h]
 		if n, err := hn.Notifications("inactive"); err != nil || n != 1 {
 			t.Errorf("%s: %v inactive notifications (%v), want 1 (the leaf1 path)", h, n, err)
 		}
@@ -286,7 +311,7 @@ func TestPrivSwitchKilledReason7(t *testing.T) {
 		t.Fatal(err)
 	}
 	h2 := f.Node("h2")
-	mark := h2.LogSize()
+	mark, leaf2Mark := h2.LogSize(), f.Node("leaf2").LogSize()
 	killed, err := f.Node("leaf1").Kill()
 	if err != nil {
 		t.Fatal(err)
@@ -308,6 +333,8 @@ func TestPrivSwitchKilledReason7(t *testing.T) {
 	if _, err := h2.WaitLog(mark, keptLine(tl.Addr().String(), "bfd-down"), wait); err != nil {
 		t.Fatal(err)
 	}
+	report.Record(t, "switch-killed (SIGKILL → remote hosts, reason 7)", []time.Duration{lat,
+		sent(t, f.Node("leaf2"), leaf2Mark, h2.Links[0].Addr(), tl.Addr(), inof.StateInactive, inof.ReasonBFDDown, killed)})
 	if calls := h2.NVMeCalls(); count(calls, "disconnect") != 0 {
 		t.Errorf("h2 ran nvme disconnect after reason 7: %q", calls)
 	}

@@ -28,11 +28,14 @@ type Probe struct {
 	lost    atomic.Int64
 	autoAck atomic.Bool
 
-	mu   sync.Mutex
-	reg  *l2proto.LLDPDU // resent every 30 s once set
-	stop chan struct{}
-	wg   sync.WaitGroup
-	once sync.Once
+	mu    sync.Mutex
+	reg   *l2proto.LLDPDU // resent every `every` once set
+	ttl   uint16          // seconds, carried by the registration
+	every time.Duration   // 0: never resent (the device fell silent)
+	sent  time.Time       // when the last registration went out
+	stop  chan struct{}
+	wg    sync.WaitGroup
+	once  sync.Once
 }
 
 // Received is one frame a probe read.
@@ -66,7 +69,8 @@ func (n *Node) openProbes() {
 		if err != nil {
 			n.f.tb.Fatalf("topo: probe %s %s: %v", n.Name, l.IfName, err)
 		}
-		p := &Probe{Link: l, pl: pl, mac: pl.HardwareAddr(), frames: make(chan Received, 16384), stop: make(chan struct{})}
+		p := &Probe{Link: l, pl: pl, mac: pl.HardwareAddr(), frames: make(chan Received, 16384), stop: make(chan struct{}),
+			ttl: l2proto.RegistrationTTL, every: RefreshInterval}
 		p.autoAck.Store(true)
 		p.wg.Add(2)
 		go p.read()
@@ -91,12 +95,12 @@ func (p *Probe) Lost() int64 { return p.lost.Load() }
 func (p *Probe) SendRaw(frame []byte) error { return p.pl.WriteFrame(frame) }
 
 // Register sends a registration LLDPDU for the NIC's address with the given
-// role, protocol, port and NQN now and every RefreshInterval after.
+// role, protocol, port and NQN now and every RefreshInterval after (or as
+// SetLLDP says).
 func (p *Probe) Register(role inof.Role, proto inof.Protocol, port uint16, nqn string) error {
 	l := &l2proto.LLDPDU{
 		ChassisSubtype: l2proto.ChassisIDMAC, ChassisID: p.mac,
 		PortSubtype: l2proto.PortIDIfaceName, PortID: []byte("probe_" + p.Link.IfName + "_01"),
-		TTL: l2proto.RegistrationTTL,
 		Registration: &l2proto.Registration{Version: l2proto.RegistrationVer, Flags: l2proto.FlagSubscribe,
 			Addr: p.Addr(), Role: role, Protocol: proto, ProtoVer: l2proto.ProtocolVersion1, Port: port, NQN: nqn},
 	}
@@ -110,16 +114,50 @@ func (p *Probe) Register(role inof.Role, proto inof.Protocol, port uint16, nqn s
 // would at its next check).
 func (p *Probe) Reregister() error {
 	p.mu.Lock()
-	l := p.reg
-	p.mu.Unlock()
-	if l == nil {
+	defer p.mu.Unlock()
+	return p.sendRegistration()
+}
+
+// sendRegistration sends the registration with the current TTL; p.mu is
+// held, so StopLLDP knows the last one sent.
+func (p *Probe) sendRegistration() error {
+	if p.reg == nil {
 		return errors.New("topo: probe not registered")
 	}
-	fr, err := l2proto.LLDPFrame(p.mac, l)
+	l := *p.reg
+	l.TTL = p.ttl
+	fr, err := l2proto.LLDPFrame(p.mac, &l)
 	if err != nil {
 		return err
 	}
-	return p.pl.WriteFrame(fr)
+	if err := p.pl.WriteFrame(fr); err != nil {
+		return err
+	}
+	p.sent = time.Now()
+	return nil
+}
+
+// SetLLDP sets the TTL the registration carries (1 s … 65535 s; nvme-snsd
+// sends 120 s) and how often it is resent (every 0: never again, as a
+// device whose agent hung while its link stays up). It applies from the
+// next registration sent.
+func (p *Probe) SetLLDP(ttl, every time.Duration) error {
+	if ttl < time.Second || ttl > 65535*time.Second || every < 0 {
+		return fmt.Errorf("topo: probe LLDP ttl %s every %s: ttl must be 1s..65535s, every not negative", ttl, every)
+	}
+	p.mu.Lock()
+	p.ttl, p.every = uint16(ttl/time.Second), every
+	p.mu.Unlock()
+	return nil
+}
+
+// StopLLDP stops resending the registration, the link staying up, and
+// returns when the last one was sent (zero if none was).
+func (p *Probe) StopLLDP() time.Time {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.every = 0
+	return p.sent
 }
 
 // Query sends a zone query for the NIC's address.
@@ -140,6 +178,34 @@ func (p *Probe) Next(timeout time.Duration) (Received, bool) {
 	case <-time.After(timeout):
 		return Received{}, false
 	}
+}
+
+// Drain returns every frame read and not consumed yet, without waiting.
+func (p *Probe) Drain() []Received {
+	var out []Received
+	for {
+		select {
+		case r := <-p.frames:
+			out = append(out, r)
+		default:
+			return out
+		}
+	}
+}
+
+// Notices returns the notifications the frames carry, every host's (a
+// frame to another address on the port counts too), with their read time.
+func Notices(frames []Received) []Notice {
+	var out []Notice
+	for _, r := range frames {
+		if r.Frame.Message == nil {
+			continue
+		}
+		for _, n := range r.Frame.Message.Notifications {
+			out = append(out, Notice{At: r.At, N: n})
+		}
+	}
+	return out
 }
 
 // Notice is one notification a probe received.
@@ -221,17 +287,25 @@ func (p *Probe) ack(ns []l2proto.Notification) {
 	}
 }
 
-// refresh resends the registration every RefreshInterval.
+// refreshTick is how often refresh looks whether a registration is due.
+const refreshTick = 50 * time.Millisecond
+
+// refresh resends the registration whenever the refresh interval passed
+// since the last one went out.
 func (p *Probe) refresh() {
 	defer p.wg.Done()
-	t := time.NewTicker(RefreshInterval)
+	t := time.NewTicker(refreshTick)
 	defer t.Stop()
 	for {
 		select {
 		case <-p.stop:
 			return
 		case <-t.C:
-			p.Reregister()
+			p.mu.Lock()
+			if p.reg != nil && p.every > 0 && time.Since(p.sent) >= p.every {
+				p.sendRegistration()
+			}
+			p.mu.Unlock()
 		}
 	}
 }

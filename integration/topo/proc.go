@@ -179,3 +179,20 @@ func (n *Node) WaitLog(since int, re string, timeout time.Duration) (string, err
 	}
 	return line, nil
 }
+
+// logTime finds the time= field of a slog text line.
+var logTime = regexp.MustCompile(`(?:^|\s)time=(\S+)`)
+
+// LogTime returns when a daemon logged a line (its time= field, slog's
+// text format, millisecond precision), for sending-side latencies.
+func LogTime(line string) (time.Time, error) {
+	m := logTime.FindStringSubmatch(line)
+	if m == nil {
+		return time.Time{}, fmt.Errorf("topo: no time= in log line %q", line)
+	}
+	at, err := time.Parse(time.RFC3339Nano, m[1])
+	if err != nil {
+		return time.Time{}, fmt.Errorf("topo: log line %q: %w", line, err)
+	}
+	return at, nil
+}
