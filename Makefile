@@ -7,7 +7,7 @@ BIN     := bin
 PRIVTAG := privileged
 ROOT    := $(shell id -u)
 
-.PHONY: help build test test-unit test-priv fuzz-smoke bench demo lint generate clean
+.PHONY: help build test test-unit test-priv fuzz-smoke bench demo lab-image lint generate clean
 
 help:
 	@echo "make demo        as root: a whole fabric in namespaces, told step by step (discovery, zoning, link cut)"
@@ -15,6 +15,7 @@ help:
 	@echo "make build       all binaries into $(BIN)/"
 	@echo "make fuzz-smoke  each fuzz target for a few seconds"
 	@echo "make bench       benchmarks (percentiles, throughput, memory)"
+	@echo "make lab-image   build the containerlab lab's image (docs/containerlab.md)"
 	@echo "make lint        gofmt check, go vet, staticcheck"
 	@echo "make generate    regenerate generated code (go tool dependencies only)"
 
@@ -55,6 +56,9 @@ ifeq ($(ROOT),0)
 else
 	@echo "NOT RUN: privileged benchmarks need root"
 endif
+
+lab-image:
+	$(GO) run ./integration/clab/mkimage
 
 demo:
 ifneq ($(ROOT),0)

@@ -28,36 +28,19 @@ func TestMain(m *testing.M) {
 
 const (
 	// redNQN and blueNQN are the two targets' subsystem NQNs.
-	redNQN  = "nqn.2014-08.org.example:nvme:red-array"
-	blueNQN = "nqn.2014-08.org.example:nvme:blue-array"
+	redNQN  = topo.DemoRedNQN
+	blueNQN = topo.DemoBlueNQN
 	// wait bounds every wait for something the fabric should do at once;
 	// generous, because two shared cores may be busy.
 	wait = 30 * time.Second
 )
 
-// demoSpec is issue #12's demo fabric: two reflectors (one cluster-id),
-// three leaves, the dual-homed target tgtA (leaf1 and leaf2) for zone red,
-// tgtB (leaf3) for zone blue, and four hosts spread over the leaves so
-// that every zone spans switches. The targets start later, after zoning.
+// demoSpec is the demo fabric (topo.DemoSpec, which integration/clab also
+// renders as a containerlab lab) with the fake nvme-cli's calls timed.
 func demoSpec(t *testing.T) topo.Spec {
-	host := func(name, sw string) topo.Device {
-		return topo.Device{Name: name, NICs: []topo.NIC{{Switch: sw, Role: "host", Protocol: "tcp"}}}
-	}
-	tgt := func(sw, nqn string) topo.NIC {
-		return topo.NIC{Switch: sw, Role: "target", Protocol: "tcp", Port: 4420, NQN: nqn}
-	}
-	return topo.Spec{
-		Reflectors: []string{"rr1", "rr2"},
-		Switches:   []string{"leaf1", "leaf2", "leaf3"},
-		Devices: []topo.Device{
-			{Name: "tgtA", NICs: []topo.NIC{tgt("leaf1", redNQN), tgt("leaf2", redNQN)}},
-			{Name: "tgtB", NICs: []topo.NIC{tgt("leaf3", blueNQN)}},
-			host("h1", "leaf1"), host("h2", "leaf3"),
-			host("h3", "leaf2"), host("h4", "leaf1"),
-		},
-		Passive:    []string{"tgtA", "tgtB"},
-		HostConfig: func(_ string, cfg map[string]any) { timeNVMe(t, cfg) },
-	}
+	s := topo.DemoSpec()
+	s.HostConfig = func(_ string, cfg map[string]any) { timeNVMe(t, cfg) }
+	return s
 }
 
 // timeNVMe puts a wrapper in front of the harness's fake nvme-cli that
