@@ -122,11 +122,17 @@ func (c *CLI) Connect(ctx context.Context, p Path, cp ConnectParams) (string, er
 		}
 	}
 	out, err := c.Exec.Run(ctx, c.Bin, append(args, "-o", "json")...)
-	if err != nil {
-		return "", err
-	}
 	var r struct {
 		Device string `json:"device"`
+	}
+	if err != nil {
+		// nvme-cli 2.3 (Debian 12) exits 1 after a successful connect
+		// with -o json, having printed the new controller: it exists, so
+		// that is a success (found by integration/vm's real guests).
+		if jerr := json.Unmarshal(bytes.TrimSpace(out), &r); jerr == nil && validDevice(r.Device) {
+			return r.Device, nil
+		}
+		return "", err
 	}
 	if err := json.Unmarshal(bytes.TrimSpace(out), &r); err != nil {
 		return "", fmt.Errorf("nvme connect: output %q: %w", truncate(out), err)

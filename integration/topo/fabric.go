@@ -28,6 +28,7 @@ const (
 	KindSwitch                    // inofd --role switch
 	KindHost                      // inof-host
 	KindProbe                     // nothing: the test drives its NICs
+	KindVM                        // a qemu guest running inof-host (see VM)
 )
 
 // Metrics addresses inside each node's namespace (the daemons' defaults).
@@ -48,6 +49,7 @@ type Fabric struct {
 	fab   *netns.NS
 	nodes map[string]*Node
 	order []*Node
+	vm    *vmFabric // VM devices' data segments (vm.go); nil without VMs
 }
 
 // Node is one namespace of the fabric and what runs in it.
@@ -72,6 +74,7 @@ type Node struct {
 
 	mu   sync.Mutex
 	proc *proc
+	vm   *vmNode // a VM device's guest (vm.go)
 }
 
 // Link is a device NIC cabled to a switch access port (one veth pair).
@@ -139,9 +142,13 @@ func Start(tb testing.TB, spec Spec) *Fabric {
 			}
 		}
 	})
+	waitVMs := f.bootVMs()
 	for _, n := range f.order {
 		if n.Kind == KindProbe {
 			n.openProbes()
+			continue
+		}
+		if n.Kind == KindVM {
 			continue
 		}
 		if slices.Contains(spec.Passive, n.Name) {
@@ -151,6 +158,7 @@ func Start(tb testing.TB, spec Spec) *Fabric {
 			tb.Fatal(err)
 		}
 	}
+	waitVMs()
 	return f
 }
 
@@ -166,6 +174,10 @@ func (f *Fabric) control(name string, kind Kind, addr netip.Addr) {
 
 // device creates a device namespace and cables each NIC to its switch.
 func (f *Fabric) device(i int, d Device) {
+	if d.VM != nil {
+		f.vmDevice(i, d)
+		return
+	}
 	kind := KindHost
 	if d.Probe {
 		kind = KindProbe
@@ -374,7 +386,11 @@ func (n *Node) ConfigPath() string { return n.cfgPath }
 // the access port: the switch loses carrier at once, the device's end too).
 // It goes through netlink inside the switch's namespace and returns the
 // time just before the change was asked for, for latency measurements.
+// For a VM device it also takes the guest's carrier away or back (QMP).
 func (l *Link) SetLink(up bool) (time.Time, error) {
+	if l.Device.vm != nil {
+		return l.setVMLink(up)
+	}
 	var at time.Time
 	err := l.Switch.NS.Do(func() error {
 		link, err := netlink.LinkByName(l.Port)

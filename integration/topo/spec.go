@@ -38,6 +38,8 @@ type Device struct {
 	// HostNQN is inof-host's host NQN; empty derives one from the name.
 	HostNQN string
 	NICs    []NIC
+	// VM, when set, makes the device a qemu guest (see VM).
+	VM *VM
 }
 
 // NIC is one interface of a device, cabled to an access port of a switch.
@@ -92,6 +94,9 @@ func (s *Spec) check() error {
 	}
 	for _, d := range s.Devices {
 		if err := name(d.Name); err != nil {
+			return err
+		}
+		if err := d.checkVM(); err != nil {
 			return err
 		}
 		if len(d.NICs) == 0 || len(d.NICs) > 8 {

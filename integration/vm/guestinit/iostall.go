@@ -1,0 +1,126 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"os/signal"
+	"sync"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/openinof/inof/integration/vm/internal/ctlproto"
+)
+
+// meter is the read loop's shared state.
+type meter struct {
+	mu     sync.Mutex
+	start  time.Time
+	last   time.Time
+	rep    ctlproto.StallReport
+	report time.Duration // gaps at least this long are printed as they end
+}
+
+func (m *meter) done(err error) {
+	now := time.Now()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if err != nil {
+		m.rep.Errors++
+		if m.rep.Errors <= 5 {
+			fmt.Printf("iostall: read error: %v\n", err)
+		}
+		return
+	}
+	m.rep.Reads++
+	if gap := now.Sub(m.last); gap > time.Duration(m.rep.MaxGapMS*float64(time.Millisecond)) {
+		m.rep.MaxGapMS = float64(gap) / float64(time.Millisecond)
+		m.rep.MaxGapEnd = uptime()
+	}
+	if gap := now.Sub(m.last); gap >= m.report {
+		fmt.Printf("iostall: gap %.0f ms ended at uptime %.2f\n", float64(gap)/float64(time.Millisecond), uptime())
+	}
+	m.last = now
+}
+
+func (m *meter) final() ctlproto.StallReport {
+	now := time.Now()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	r := m.rep
+	if gap := float64(now.Sub(m.last)) / float64(time.Millisecond); gap > r.MaxGapMS {
+		r.MaxGapMS, r.MaxGapEnd = gap, uptime()
+	}
+	r.Seconds = now.Sub(m.start).Seconds()
+	return r
+}
+
+// iostall reads random blocks of a block device with O_DIRECT, one at a
+// time, until SIGTERM or SIGINT, and then prints a ctlproto.StallReport;
+// SIGUSR1 prints one and goes on.
+func iostall(args []string) int {
+	fs := flag.NewFlagSet("iostall", flag.ContinueOnError)
+	dev := fs.String("dev", "", "block device to read")
+	bs := fs.Int("bs", 4096, "read size in bytes (a multiple of 4096)")
+	span := fs.Int64("span", 64<<20, "read offsets below this many bytes (capped at the device size)")
+	report := fs.Duration("report", 200*time.Millisecond, "print every gap at least this long")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if *dev == "" || *bs <= 0 || *bs%4096 != 0 || *span < int64(*bs) {
+		fmt.Fprintln(os.Stderr, "iostall: need -dev, -bs a positive multiple of 4096, -span >= bs")
+		return 2
+	}
+	f, err := os.OpenFile(*dev, os.O_RDONLY|unix.O_DIRECT, 0)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "iostall: %v\n", err)
+		return 1
+	}
+	defer f.Close()
+	if size, err := f.Seek(0, io.SeekEnd); err == nil && size < *span {
+		*span = size
+	}
+	if *span < int64(*bs) {
+		fmt.Fprintf(os.Stderr, "iostall: %s is smaller than one read\n", *dev)
+		return 1
+	}
+	// O_DIRECT wants an aligned buffer: an anonymous mapping is page aligned.
+	buf, err := unix.Mmap(-1, 0, *bs, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_ANON|unix.MAP_PRIVATE)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "iostall: buffer: %v\n", err)
+		return 1
+	}
+	now := time.Now()
+	m := &meter{start: now, last: now, report: *report}
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT, syscall.SIGUSR1)
+	go func() {
+		blocks := *span / int64(*bs)
+		for {
+			off := rand.Int64N(blocks) * int64(*bs)
+			n, err := unix.Pread(int(f.Fd()), buf, off)
+			if err == nil && n != *bs {
+				err = errors.New("short read")
+			}
+			m.done(err)
+			if err != nil {
+				time.Sleep(10 * time.Millisecond)
+			}
+		}
+	}()
+	fmt.Printf("iostall: reading %s, %d bytes at a time below %d\n", *dev, *bs, *span)
+	for {
+		s := <-sig
+		b, _ := json.Marshal(m.final())
+		fmt.Printf("%s\n", b)
+		if s != syscall.SIGUSR1 {
+			return 0
+		}
+	}
+}

@@ -1,0 +1,71 @@
+// Package ctlproto is the control protocol between the test process and a
+// guest's init (integration/vm/guestinit) over the guest's virtio-serial
+// port "ctl": one JSON object per line in each direction.
+//
+// The host sends Requests, each with a fresh ID; the guest answers each with
+// Replies carrying the same ID. A request is finished by its one reply with
+// Done set; a started process (OpStart) first gets a reply with Started set,
+// then replies with Output chunks, then the Done reply with its exit code.
+package ctlproto
+
+// PortName is the virtio-serial port name of the control channel.
+const PortName = "ctl"
+
+// Operations.
+const (
+	OpPing   = "ping"   // answered at once: the guest's init serves
+	OpRun    = "run"    // run Argv to completion; Stdout, Stderr and Code
+	OpStart  = "start"  // start Argv in the background; its output streams back
+	OpSignal = "signal" // send Signal to the process started by request Target
+	OpWrite  = "write"  // write Data to Path (mode Mode), creating parent dirs
+	OpHTTP   = "http"   // GET URL inside the guest; Status and Stdout (body)
+)
+
+// Request is one command for the guest.
+type Request struct {
+	ID   uint64   `json:"id"`
+	Op   string   `json:"op"`
+	Argv []string `json:"argv,omitempty"`
+	// Stdin is the standard input of OpRun (empty: /dev/null).
+	Stdin []byte `json:"stdin,omitempty"`
+	// TimeoutMS bounds OpRun and OpHTTP inside the guest (0: 60 s).
+	TimeoutMS int64  `json:"timeout_ms,omitempty"`
+	Path      string `json:"path,omitempty"`
+	Data      []byte `json:"data,omitempty"`
+	Mode      uint32 `json:"mode,omitempty"`
+	Target    uint64 `json:"target,omitempty"`
+	Signal    int    `json:"signal,omitempty"`
+	URL       string `json:"url,omitempty"`
+}
+
+// Reply is the guest's answer (or part of it) to the request with ID.
+type Reply struct {
+	ID      uint64 `json:"id"`
+	Done    bool   `json:"done,omitempty"`
+	Started bool   `json:"started,omitempty"`
+	// Code is the exit code; -1 when the process was killed by a signal.
+	Code   int    `json:"code"`
+	Stdout []byte `json:"stdout,omitempty"`
+	Stderr []byte `json:"stderr,omitempty"`
+	// Output is a chunk of a started process's combined output.
+	Output []byte `json:"output,omitempty"`
+	Status int    `json:"status,omitempty"`
+	// Error says why the request could not be carried out at all.
+	Error string `json:"error,omitempty"`
+	// Uptime is the guest's /proc/uptime in seconds when the reply was sent.
+	Uptime float64 `json:"uptime,omitempty"`
+}
+
+// StallReport is what iostall (the guest's I/O stall meter) prints, as one
+// line of JSON, on SIGUSR1 and as its last line on SIGTERM or SIGINT.
+type StallReport struct {
+	Reads  uint64 `json:"reads"`
+	Errors uint64 `json:"errors"`
+	// MaxGapMS is the longest time between two completed reads (or from
+	// the last completed read to the report, if that is longer).
+	MaxGapMS float64 `json:"max_gap_ms"`
+	// MaxGapEnd is the guest uptime (s) when the longest gap ended.
+	MaxGapEnd float64 `json:"max_gap_end"`
+	// Seconds is how long the loop ran.
+	Seconds float64 `json:"seconds"`
+}

@@ -1,0 +1,205 @@
+package vm
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/netip"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/openinof/inof/integration/vm/internal/ctlproto"
+)
+
+// Target is a kernel NVMe/TCP target (nvmet) in a guest: one subsystem
+// with one namespace, served on a TCP port of each address.
+type Target struct {
+	NQN string
+	// Port is the TCP service port; 0 means 4420.
+	Port uint16
+	// Addrs are the guest addresses to listen on, one nvmet port each.
+	Addrs []netip.Addr
+	// Device backs namespace 1; empty means /dev/nullb0 (null_blk, 1 GB,
+	// loaded by the image).
+	Device string
+}
+
+// SetupTarget configures nvmet through configfs: the subsystem (any host
+// allowed), namespace 1 on Device, and a TCP port per address, each with
+// the subsystem linked in.
+func (g *Guest) SetupTarget(ctx context.Context, t Target) error {
+	if t.NQN == "" || len(t.Addrs) == 0 || strings.ContainsAny(t.NQN, " '\"\\$`\n") {
+		return fmt.Errorf("vm: target: need a plain NQN and at least one address")
+	}
+	if t.Port == 0 {
+		t.Port = 4420
+	}
+	if t.Device == "" {
+		t.Device = "/dev/nullb0"
+	}
+	var s strings.Builder
+	fmt.Fprintf(&s, "set -e\nN=/sys/kernel/config/nvmet\nS=$N/subsystems/%s\nmkdir $S\n", t.NQN)
+	fmt.Fprintf(&s, "echo 1 > $S/attr_allow_any_host\nmkdir $S/namespaces/1\n")
+	fmt.Fprintf(&s, "echo -n %s > $S/namespaces/1/device_path\necho 1 > $S/namespaces/1/enable\n", t.Device)
+	for i, a := range t.Addrs {
+		fam := "ipv4"
+		if a.Is6() {
+			fam = "ipv6"
+		}
+		fmt.Fprintf(&s, "P=$N/ports/%d\nmkdir $P\necho tcp > $P/addr_trtype\necho %s > $P/addr_adrfam\n", i+1, fam)
+		fmt.Fprintf(&s, "echo %s > $P/addr_traddr\necho %d > $P/addr_trsvcid\nln -s $S $P/subsystems/%s\n", a, t.Port, t.NQN)
+	}
+	_, err := g.Sh(ctx, s.String())
+	return err
+}
+
+// Controller is an NVMe controller of a guest, as sysfs shows it.
+type Controller struct {
+	Name       string // nvme0
+	State      string // live, connecting, resetting, deleting, …
+	Transport  string // tcp
+	TrAddr     string // the target's address
+	TrSvcID    string
+	HostTrAddr string // the local address (-w)
+	SubNQN     string
+}
+
+// Controllers lists the guest's NVMe controllers.
+func (g *Guest) Controllers(ctx context.Context) ([]Controller, error) {
+	out, err := g.Sh(ctx, `for c in /sys/class/nvme/nvme*; do [ -e "$c/state" ] || continue
+echo "${c##*/}|$(cat $c/state)|$(cat $c/transport)|$(cat $c/address)|$(cat $c/subsysnqn)"; done 2>/dev/null; true`)
+	if err != nil {
+		return nil, err
+	}
+	return parseControllers(out), nil
+}
+
+func parseControllers(out string) []Controller {
+	var cs []Controller
+	for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
+		f := strings.Split(l, "|")
+		if len(f) != 5 {
+			continue
+		}
+		c := Controller{Name: f[0], State: f[1], Transport: f[2], SubNQN: f[4]}
+		for _, kv := range strings.FieldsFunc(f[3], func(r rune) bool { return r == ',' || r == ' ' }) {
+			k, v, _ := strings.Cut(kv, "=")
+			switch k {
+			case "traddr":
+				c.TrAddr = v
+			case "trsvcid":
+				c.TrSvcID = v
+			case "host_traddr":
+				c.HostTrAddr = v
+			}
+		}
+		cs = append(cs, c)
+	}
+	return cs
+}
+
+// namespaceName matches block devices of NVMe namespaces (with native
+// multipath, the shared head; not the hidden per-path nvmeXcYnZ).
+var namespaceName = regexp.MustCompile(`^nvme[0-9]+n[0-9]+$`)
+
+// Namespaces lists the guest's NVMe namespace block devices (/dev/NAME).
+func (g *Guest) Namespaces(ctx context.Context) ([]string, error) {
+	out, err := g.Sh(ctx, `ls /sys/block`)
+	if err != nil {
+		return nil, err
+	}
+	var ns []string
+	for _, n := range strings.Fields(out) {
+		if namespaceName.MatchString(n) {
+			ns = append(ns, n)
+		}
+	}
+	return ns, nil
+}
+
+// Connect runs nvme connect -t tcp in the guest (the kernel initiator,
+// without inof-host), with keep-alive, reconnect-delay and ctrl-loss
+// timeouts in seconds (0 leaves one out).
+func (g *Guest) Connect(ctx context.Context, traddr, hostTraddr netip.Addr, port uint16, nqn string, kato, reconnect, ctrlLoss int) error {
+	argv := []string{GuestNVMe, "connect", "-t", "tcp", "-a", traddr.String(), "-s", strconv.Itoa(int(port)),
+		"-w", hostTraddr.String(), "-n", nqn}
+	for _, o := range []struct {
+		flag string
+		v    int
+	}{{"-k", kato}, {"-c", reconnect}, {"-l", ctrlLoss}} {
+		if o.v > 0 {
+			argv = append(argv, o.flag, strconv.Itoa(o.v))
+		}
+	}
+	r, err := g.Run(ctx, argv...)
+	if err == nil && r.Code != 0 {
+		err = fmt.Errorf("vm: %s: nvme connect: exit %d: %s", g.Name, r.Code, bytes.TrimSpace(r.Stderr))
+	}
+	return err
+}
+
+// IOStall is the guest's I/O stall meter running on a block device: one
+// O_DIRECT read at a time, recording the longest gap between completions.
+type IOStall struct {
+	p   *Process
+	out *lineWriter
+}
+
+// StallReport is the meter's result (see ctlproto.StallReport).
+type StallReport = ctlproto.StallReport
+
+// StartIOStall starts the meter on dev (e.g. /dev/nvme0n1).
+func (g *Guest) StartIOStall(ctx context.Context, dev string) (*IOStall, error) {
+	w := &lineWriter{}
+	p, err := g.Start(ctx, []string{GuestIOStall, "-dev", dev}, w)
+	if err != nil {
+		return nil, err
+	}
+	return &IOStall{p: p, out: w}, nil
+}
+
+// Output is what the meter printed so far (its start line, read errors
+// and every gap of 200 ms or more as it ended).
+func (s *IOStall) Output() string { return s.out.String() }
+
+// Snapshot returns the meter's report so far; the meter goes on.
+func (s *IOStall) Snapshot(ctx context.Context) (StallReport, error) {
+	before := strings.Count(s.out.String(), "\n{")
+	if err := s.p.Signal(ctx, syscall.SIGUSR1); err != nil {
+		return StallReport{}, err
+	}
+	for strings.Count(s.out.String(), "\n{") == before {
+		select {
+		case <-ctx.Done():
+			return StallReport{}, fmt.Errorf("vm: iostall snapshot: %w", ctx.Err())
+		case <-s.p.Done():
+			return StallReport{}, fmt.Errorf("vm: iostall exited: %q", truncate(s.out.String(), 400))
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	return s.last()
+}
+
+// Stop stops the meter and returns its report.
+func (s *IOStall) Stop(ctx context.Context) (StallReport, error) {
+	if _, err := s.p.Stop(ctx, 5*time.Second); err != nil {
+		return StallReport{}, err
+	}
+	return s.last()
+}
+
+// last parses the last JSON report line of the output.
+func (s *IOStall) last() (StallReport, error) {
+	var r StallReport
+	out := strings.TrimSpace(s.out.String())
+	i := strings.LastIndex(out, "\n{")
+	line := out[i+1:]
+	if err := json.Unmarshal([]byte(line), &r); err != nil {
+		return r, fmt.Errorf("vm: iostall report %q: %w (output %q)", truncate(line, 200), err, truncate(out, 400))
+	}
+	return r, nil
+}
