@@ -40,7 +40,7 @@ test-unit:
 
 test-priv:
 ifeq ($(ROOT),0)
-	$(GO) test -tags $(PRIVTAG) -count=1 -p 1 -run '^TestPriv' $(PKGS)
+	$(GO) test -tags $(PRIVTAG) -count=1 -p 1 -timeout 30m -run '^TestPriv' $(PKGS)
 else
 	@echo "NOT RUN: privileged namespace tests need root (sudo make test); CI runs them as root"
 endif
