@@ -1,11 +1,11 @@
 package bgp
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
-	"maps"
 	"slices"
 	"sync"
 	"time"
@@ -200,8 +200,10 @@ type DeviceTable struct {
 	max int
 	log *slog.Logger
 
-	mu      sync.Mutex
-	devices map[DeviceID]map[uint64]DeviceRecord
+	mu sync.Mutex
+	// devices holds per device its records, one per epoch present, in no
+	// order (at most maxEpochs; a slice costs far less than a map here).
+	devices map[DeviceID][]DeviceRecord
 	stats   DeviceTableStats
 	refuse  rateLimit
 }
@@ -230,7 +232,7 @@ func NewDeviceTable(opts DeviceTableOptions) *DeviceTable {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	return &DeviceTable{max: opts.MaxDevices, log: opts.Logger, devices: map[DeviceID]map[uint64]DeviceRecord{},
+	return &DeviceTable{max: opts.MaxDevices, log: opts.Logger, devices: map[DeviceID][]DeviceRecord{},
 		refuse: rateLimit{every: time.Second}}
 }
 
@@ -253,32 +255,37 @@ func (t *DeviceTable) Apply(ev RecordEvent) (DeviceChange, bool) {
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	epochs := t.devices[key.DeviceID]
+	epochs, known := t.devices[key.DeviceID]
 	before, had := current(epochs)
+	sameEpoch := func(r DeviceRecord) bool { return r.Epoch == key.Epoch }
 	if rec == nil {
-		delete(epochs, key.Epoch)
+		epochs = slices.DeleteFunc(epochs, sameEpoch)
 	} else {
-		if epochs == nil {
-			if len(t.devices) >= t.max {
-				t.stats.Refused++
-				if t.refuse.allow() {
-					t.log.Warn("device table full; record refused", "device", key.Addr, "switch", key.Switch,
-						"limit", t.max, "refused_total", t.stats.Refused)
-				}
-				return DeviceChange{}, false
+		if !known && len(t.devices) >= t.max {
+			t.stats.Refused++
+			if t.refuse.allow() {
+				t.log.Warn("device table full; record refused", "device", key.Addr, "switch", key.Switch,
+					"limit", t.max, "refused_total", t.stats.Refused)
 			}
-			epochs = map[uint64]DeviceRecord{}
-			t.devices[key.DeviceID] = epochs
+			return DeviceChange{}, false
 		}
-		epochs[key.Epoch] = *rec
+		if i := slices.IndexFunc(epochs, sameEpoch); i >= 0 {
+			epochs[i] = *rec
+		} else {
+			epochs = append(epochs, *rec)
+		}
 		if len(epochs) > maxEpochs {
-			delete(epochs, slices.Min(slices.Collect(maps.Keys(epochs))))
+			low := slices.MinFunc(epochs, func(a, b DeviceRecord) int { return cmp.Compare(a.Epoch, b.Epoch) })
+			epochs = slices.DeleteFunc(epochs, func(r DeviceRecord) bool { return r.Epoch == low.Epoch })
 			t.stats.Evicted++
 		}
 	}
 	after, has := current(epochs)
-	if !has {
+	switch {
+	case !has && known:
 		delete(t.devices, key.DeviceID)
+	case has:
+		t.devices[key.DeviceID] = epochs
 	}
 	switch {
 	case !had && !has:
@@ -292,11 +299,11 @@ func (t *DeviceTable) Apply(ev RecordEvent) (DeviceChange, bool) {
 }
 
 // current returns the record with the highest epoch.
-func current(epochs map[uint64]DeviceRecord) (DeviceRecord, bool) {
+func current(epochs []DeviceRecord) (DeviceRecord, bool) {
 	var best DeviceRecord
 	found := false
-	for e, r := range epochs {
-		if !found || e > best.Epoch {
+	for _, r := range epochs {
+		if !found || r.Epoch > best.Epoch {
 			best, found = r, true
 		}
 	}

@@ -301,7 +301,7 @@ func (s *FakeSpeaker) WatchRecords(ctx context.Context, fn func(RecordEvent)) er
 // WatchReceived implements ConfigSpeaker: every record received from a
 // neighbor, before import policy; explicit withdraws are reported, session
 // loss is not.
-func (s *FakeSpeaker) WatchReceived(ctx context.Context, fn func(RecordEvent)) error {
+func (s *FakeSpeaker) WatchReceived(ctx context.Context, fn func(RecordEvent), types ...RecordType) error {
 	w := newRecordWatch(s.opts.WatchQueue, fn, func(context.Context) ([]RecordEvent, error) {
 		s.f.mu.Lock()
 		defer s.f.mu.Unlock()
@@ -313,6 +313,7 @@ func (s *FakeSpeaker) WatchReceived(ctx context.Context, fn func(RecordEvent)) e
 		}
 		return out, nil
 	}, true, nil, s.log)
+	w.keep = typeFilter(types)
 	return s.watch(ctx, w, &s.rxWatches)
 }
 
@@ -397,7 +398,7 @@ func (s *FakeSpeaker) event(p fakePath, withdrawn bool) RecordEvent {
 
 func (s *FakeSpeaker) pushRecord(list []*recordWatch, ev RecordEvent) {
 	for _, w := range list {
-		if w.q.push(ev) {
+		if w.wants(ev.Key) && w.q.push(ev) {
 			s.watches.resyncs.Add(1)
 		}
 	}
@@ -483,6 +484,10 @@ func (f *FakeFabric) down(a, b *FakeSpeaker) {
 func (f *FakeFabric) advertised(n, x *FakeSpeaker) fakeInterest {
 	in := fakeInterest{rts: map[RouteTarget]bool{}}
 	for rt := range n.subs {
+		if rt == AnyRT {
+			in.def = true
+			continue
+		}
 		in.rts[rt] = true
 	}
 	if n.opts.Role != RoleReflector {
@@ -494,13 +499,17 @@ func (f *FakeFabric) advertised(n, x *FakeSpeaker) fakeInterest {
 		return in
 	}
 	in.def = !nx.NoDefaultRT
-	// Memberships of other clients are reflected.
+	// Memberships of other clients are reflected; a client's AnyRT is
+	// not: the reflector's own default membership (same NLRI, local,
+	// hence best) is what it advertises, or withholds (NoDefaultRT).
 	for c, cn := range n.neighbors {
 		if c == x.id || !cn.RRClient || !f.sessions[pair(n.id, c)] {
 			continue
 		}
 		for rt := range f.speakers[c].subs {
-			in.rts[rt] = true
+			if rt != AnyRT {
+				in.rts[rt] = true
+			}
 		}
 	}
 	return in

@@ -346,3 +346,49 @@ func goroutinesIn(frames []string) int {
 	}
 	return n
 }
+
+// TestFakeRTCAny: AnyRT subscribes to every record, as GoBGP's default
+// membership does (TestRTConstraintAny); a client's AnyRT is not
+// reflected to the other clients.
+func TestFakeRTCAny(t *testing.T) {
+	ctx := context.Background()
+	red, blue := ZoneRT(testASN, "red"), ZoneRT(testASN, "blue")
+	f, r, cs := fakeStar(t, map[string][]RouteTarget{"127.0.0.2": nil, "127.0.0.3": {red}})
+	a, b := cs["127.0.0.2"], cs["127.0.0.3"]
+	nd := newFakeNode(t, f, "127.0.0.9", Options{})
+	fakeConnect(t, r, nd, func(n *Neighbor) { n.NoDefaultRT = true })
+	redRec, blueRec := device(ridOf(a.addr), 1), device(ridOf(a.addr), 2)
+	if err := a.Publish(ctx, blueRec, blue); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Publish(ctx, redRec, red); err != nil {
+		t.Fatal(err)
+	}
+	b.view.waitFor(t, "red record at b", hasKey(redRec.Key()))
+	if b.view.has(blueRec.Key()) {
+		t.Fatal("blue record at b before AnyRT")
+	}
+	if err := b.Subscribe(ctx, AnyRT); err != nil {
+		t.Fatal(err)
+	}
+	b.view.waitFor(t, "blue record with AnyRT", hasKey(blueRec.Key()))
+	ndBlue := device(ridOf(nd.addr), 1)
+	if err := nd.Publish(ctx, ndBlue, blue); err != nil {
+		t.Fatal(err)
+	}
+	marker := device(ridOf(a.addr), 3)
+	if err := a.Publish(ctx, marker, red); err != nil {
+		t.Fatal(err)
+	}
+	b.view.waitFor(t, "marker", hasKey(marker.Key()))
+	if r.view.has(ndBlue.Key()) {
+		t.Fatal("b's AnyRT was reflected to the NoDefaultRT client")
+	}
+	if err := b.Unsubscribe(ctx, AnyRT); err != nil {
+		t.Fatal(err)
+	}
+	b.view.waitFor(t, "blue record gone", func(m map[string]RecordEvent) bool { return !hasKey(blueRec.Key())(m) })
+	if !b.view.has(redRec.Key()) {
+		t.Fatal("unsubscribing AnyRT took red away")
+	}
+}

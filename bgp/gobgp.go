@@ -502,17 +502,25 @@ func (g *GoBGP) Withdraw(ctx context.Context, key []byte) error {
 	return nil
 }
 
-// Subscribe implements Speaker.
+// Subscribe implements Speaker; AnyRT subscribes to every record.
 func (g *GoBGP) Subscribe(ctx context.Context, rt RouteTarget) error {
-	if err := g.addPath(ctx, rtcPath(g.cfg.ASN, &rt)); err != nil {
+	if err := g.addPath(ctx, g.membership(rt)); err != nil {
 		return fmt.Errorf("bgp: subscribe %s: %w", rt, err)
 	}
 	return nil
 }
 
+// membership is the RT-constraint path of a subscription.
+func (g *GoBGP) membership(rt RouteTarget) *api.Path {
+	if rt == AnyRT {
+		return rtcPath(0, nil)
+	}
+	return rtcPath(g.cfg.ASN, &rt)
+}
+
 // Unsubscribe implements Speaker.
 func (g *GoBGP) Unsubscribe(ctx context.Context, rt RouteTarget) error {
-	p := rtcPath(g.cfg.ASN, &rt)
+	p := g.membership(rt)
 	if err := g.srv.DeletePath(ctx, &api.DeletePathRequest{Family: familyRTC, Path: p}); err != nil {
 		return fmt.Errorf("bgp: unsubscribe %s: %w", rt, err)
 	}
@@ -534,7 +542,7 @@ func (g *GoBGP) WatchRecords(ctx context.Context, fn func(RecordEvent)) error {
 		s = newSettler(g.cfg.GracefulRestart.SettleTime, g.reestablishedAt)
 	}
 	snap := func(ctx context.Context) ([]RecordEvent, error) {
-		return g.listPaths(ctx, api.TableType_GLOBAL, "")
+		return g.listPaths(ctx, api.TableType_GLOBAL, "", nil)
 	}
 	return g.watchTable(ctx, api.WatchEventRequest_Table_Filter_BEST, newRecordWatch(g.cfg.WatchQueue, fn, snap, false, s, g.log))
 }
@@ -600,9 +608,11 @@ func (g *GoBGP) trackRestarts(ev NeighborEvent) {
 // WatchReceived calls fn for every opaque record received from any neighbor
 // as it arrives, before import policy (Adj-RIB-In) and whether or not it
 // becomes best: explicit withdraws are reported, session loss is not.
-// Reflectors use it to learn their peers' configuration. The watch ends
+// Reflectors use it to learn their peers' configuration. Given types, it
+// reports only records of those types and decodes no other. The watch ends
 // with ctx or Stop.
-func (g *GoBGP) WatchReceived(ctx context.Context, fn func(RecordEvent)) error {
+func (g *GoBGP) WatchReceived(ctx context.Context, fn func(RecordEvent), types ...RecordType) error {
+	keep := typeFilter(types)
 	snap := func(ctx context.Context) ([]RecordEvent, error) {
 		g.mu.Lock()
 		peers := make([]netip.Addr, 0, len(g.neighbors))
@@ -612,7 +622,7 @@ func (g *GoBGP) WatchReceived(ctx context.Context, fn func(RecordEvent)) error {
 		g.mu.Unlock()
 		var out []RecordEvent
 		for _, a := range peers {
-			evs, err := g.listPaths(ctx, api.TableType_ADJ_IN, a.String())
+			evs, err := g.listPaths(ctx, api.TableType_ADJ_IN, a.String(), keep)
 			if err != nil {
 				return nil, err
 			}
@@ -620,19 +630,21 @@ func (g *GoBGP) WatchReceived(ctx context.Context, fn func(RecordEvent)) error {
 		}
 		return out, nil
 	}
-	return g.watchTable(ctx, api.WatchEventRequest_Table_Filter_ADJIN, newRecordWatch(g.cfg.WatchQueue, fn, snap, true, nil, g.log))
+	w := newRecordWatch(g.cfg.WatchQueue, fn, snap, true, nil, g.log)
+	w.keep = keep
+	return g.watchTable(ctx, api.WatchEventRequest_Table_Filter_ADJIN, w)
 }
 
 // listPaths reads a table: the best path per key (GLOBAL) or every path a
 // neighbor sent (ADJ_IN).
-func (g *GoBGP) listPaths(ctx context.Context, typ api.TableType, name string) ([]RecordEvent, error) {
+func (g *GoBGP) listPaths(ctx context.Context, typ api.TableType, name string, keep func([]byte) bool) ([]RecordEvent, error) {
 	var out []RecordEvent
 	err := g.srv.ListPath(ctx, &api.ListPathRequest{TableType: typ, Name: name, Family: familyOpaque}, func(d *api.Destination) {
 		for _, p := range d.Paths {
 			if typ == api.TableType_GLOBAL && !p.Best {
 				continue
 			}
-			if ev, ok := g.recordEvent(p); ok {
+			if ev, ok := g.recordEvent(p, keep); ok {
 				out = append(out, ev)
 			}
 		}
@@ -650,7 +662,7 @@ func (g *GoBGP) watchTable(ctx context.Context, typ api.WatchEventRequest_Table_
 	err := g.srv.WatchEvent(wctx, req, func(r *api.WatchEventResponse) {
 		for _, p := range r.GetTable().GetPaths() {
 			if isOpaque(p.Family) {
-				if ev, ok := g.recordEvent(p); ok && w.q.push(ev) {
+				if ev, ok := g.recordEvent(p, w.keep); ok && w.q.push(ev) {
 					n := g.watches.resyncs.Add(1)
 					if g.resyncLog.allow() {
 						g.log.Warn("watch consumer too slow; resynchronising from the table",
@@ -669,10 +681,14 @@ func (g *GoBGP) watchTable(ctx context.Context, typ api.WatchEventRequest_Table_
 }
 
 // recordEvent converts a GoBGP path; a malformed record becomes a withdraw
-// carrying the error, and is counted and logged at a rate limit.
-func (g *GoBGP) recordEvent(p *api.Path) (RecordEvent, bool) {
+// carrying the error, and is counted and logged at a rate limit. A record
+// whose key keep (if set) refuses is skipped before it is decoded.
+func (g *GoBGP) recordEvent(p *api.Path, keep func([]byte) bool) (RecordEvent, bool) {
 	var nlri api.OpaqueNLRI
 	if p.Nlri == nil || p.Nlri.UnmarshalTo(&nlri) != nil {
+		return RecordEvent{}, false
+	}
+	if keep != nil && !keep(nlri.Key) {
 		return RecordEvent{}, false
 	}
 	ev := RecordEvent{Key: nlri.Key, Withdrawn: p.IsWithdraw, Stale: p.Stale}

@@ -19,7 +19,7 @@ import (
 // it.
 type ConfigSpeaker interface {
 	RecordPublisher
-	WatchReceived(ctx context.Context, fn func(RecordEvent)) error
+	WatchReceived(ctx context.Context, fn func(RecordEvent), types ...RecordType) error
 	Neighbors(ctx context.Context) ([]NeighborStatus, error)
 }
 
@@ -204,7 +204,7 @@ func (r *ConfigReplicator) Run(ctx context.Context) error {
 			adopted.Reflector = r.cfg.RouterID
 			r.cfg.OnAdopt(adopted)
 		}
-	})
+	}, TypeConfig) // a reflector receives every client's device records too: skip them
 }
 
 // peerSet tells peer reflectors from other neighbors by the speaker's

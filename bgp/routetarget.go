@@ -20,6 +20,17 @@ func (rt RouteTarget) String() string { return fmt.Sprintf("%d:%d", rt.Global, r
 // subscribes to; zone route targets never use it.
 const configRTLocal = 0
 
+// AnyRT, given to Subscribe, is the default route-target membership of
+// RFC 4684 (the wildcard): the speaker receives every record, whatever its
+// route targets. A switch that needs every zone subscribes to it instead of
+// one membership per zone: GoBGP matches each record against each
+// membership of a peer (by formatting both as text), so a thousand
+// memberships cost a thousand comparisons per record, and each new one a
+// scan of the whole table; the wildcard costs one. It is the zero
+// RouteTarget, which no zone or configuration route target can be (their
+// AS is never 0).
+var AnyRT = RouteTarget{}
+
 // ConfigRT is the fabric-wide route target of configuration records.
 func ConfigRT(asn uint32) RouteTarget { return RouteTarget{Global: asn, Local: configRTLocal} }
 

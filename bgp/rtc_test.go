@@ -99,3 +99,35 @@ func TestClientConfigNotReflected(t *testing.T) {
 		t.Fatal("a client's configuration record was reflected")
 	}
 }
+
+// TestRTConstraintAny: subscribing to AnyRT brings every record, whatever
+// its route target; unsubscribing takes back those no other membership
+// asks for.
+func TestRTConstraintAny(t *testing.T) {
+	ctx := context.Background()
+	red, blue := ZoneRT(testASN, "red"), ZoneRT(testASN, "blue")
+	r, a, b := star(t, red)
+	redRec, blueRec := device(routerID(a), 1), device(routerID(a), 2)
+	if err := a.Publish(ctx, blueRec, blue); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Publish(ctx, redRec, red); err != nil {
+		t.Fatal(err)
+	}
+	b.view.waitFor(t, "red record", func(m map[string]RecordEvent) bool { _, ok := m[string(redRec.Key())]; return ok })
+	r.view.waitFor(t, "blue record at the reflector", func(m map[string]RecordEvent) bool { _, ok := m[string(blueRec.Key())]; return ok })
+	if b.view.has(blueRec.Key()) {
+		t.Fatal("b received a blue record without subscribing")
+	}
+	if err := b.Subscribe(ctx, AnyRT); err != nil {
+		t.Fatal(err)
+	}
+	b.view.waitFor(t, "blue record with AnyRT", func(m map[string]RecordEvent) bool { _, ok := m[string(blueRec.Key())]; return ok })
+	if err := b.Unsubscribe(ctx, AnyRT); err != nil {
+		t.Fatal(err)
+	}
+	b.view.waitFor(t, "blue record gone", func(m map[string]RecordEvent) bool { _, ok := m[string(blueRec.Key())]; return !ok })
+	if !b.view.has(redRec.Key()) {
+		t.Fatal("unsubscribing AnyRT took red away")
+	}
+}

@@ -29,7 +29,8 @@ type Speaker interface {
 	Publish(ctx context.Context, r Record, rts ...RouteTarget) error
 	// Withdraw removes the record with that key.
 	Withdraw(ctx context.Context, key []byte) error
-	// Subscribe asks peers (RT-constraint) for records carrying rt.
+	// Subscribe asks peers (RT-constraint) for records carrying rt; AnyRT
+	// asks for every record.
 	Subscribe(ctx context.Context, rt RouteTarget) error
 	Unsubscribe(ctx context.Context, rt RouteTarget) error
 	// WatchRecords calls fn for the current best record of every key (the
@@ -39,8 +40,10 @@ type Speaker interface {
 	// resynchronised from the table (Stats.Resyncs).
 	WatchRecords(ctx context.Context, fn func(RecordEvent)) error
 	// WatchReceived calls fn for every record received from a neighbor
-	// (Adj-RIB-In, before import policy), under the same rules.
-	WatchReceived(ctx context.Context, fn func(RecordEvent)) error
+	// (Adj-RIB-In, before import policy), under the same rules; given
+	// types, only for records of those types (the others are not even
+	// decoded).
+	WatchReceived(ctx context.Context, fn func(RecordEvent), types ...RecordType) error
 	// WatchNeighbors calls fn on every session state change until ctx ends
 	// or the speaker stops.
 	WatchNeighbors(ctx context.Context, fn func(NeighborEvent)) error

@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"net/netip"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -74,15 +75,20 @@ type recordWatch struct {
 	snapshot func(context.Context) ([]RecordEvent, error)
 	byPeer   bool     // identify records by source and key (Adj-RIB-In)
 	settle   *settler // graceful-restart withdraw hold; nil without
-	log      *slog.Logger
-	// delivered are the records the consumer holds, for resyncs.
-	delivered map[string]struct{}
+	// keep, if set, selects by key the records the watch reports; the
+	// speaker applies it before decoding the rest.
+	keep func(key []byte) bool
+	log  *slog.Logger
+	// delivered are the records the consumer holds, for resyncs, with the
+	// neighbor each came from (for the settler; invalid once its withdraw
+	// is held).
+	delivered map[string]netip.Addr
 }
 
 func newRecordWatch(limit int, fn func(RecordEvent), snapshot func(context.Context) ([]RecordEvent, error),
 	byPeer bool, settle *settler, log *slog.Logger) *recordWatch {
 	return &recordWatch{q: newWatchQueue[RecordEvent](limit, true), fn: fn, snapshot: snapshot, byPeer: byPeer,
-		settle: settle, log: log, delivered: map[string]struct{}{}}
+		settle: settle, log: log, delivered: map[string]netip.Addr{}}
 }
 
 // ident is the key, after the 16-byte source address for an Adj-RIB-In
@@ -120,7 +126,7 @@ func (w *recordWatch) run(ctx context.Context) {
 				}
 				return
 			}
-			w.resync(ctx, snap)
+			w.resync(ctx, w.kept(snap))
 		}
 		for _, ev := range items {
 			if ctx.Err() != nil {
@@ -142,6 +148,32 @@ func (w *recordWatch) run(ctx context.Context) {
 			}
 		}
 	}
+}
+
+// wants reports whether the watch reports the record with this key.
+func (w *recordWatch) wants(key []byte) bool { return w.keep == nil || w.keep(key) }
+
+// kept filters a snapshot by keep.
+func (w *recordWatch) kept(snap []RecordEvent) []RecordEvent {
+	if w.keep == nil {
+		return snap
+	}
+	out := snap[:0]
+	for _, ev := range snap {
+		if w.keep(ev.Key) {
+			out = append(out, ev)
+		}
+	}
+	return out
+}
+
+// typeFilter selects records by type, the first byte of their key; no
+// types means every record.
+func typeFilter(types []RecordType) func([]byte) bool {
+	if len(types) == 0 {
+		return nil
+	}
+	return func(key []byte) bool { return len(key) > 0 && slices.Contains(types, RecordType(key[0])) }
 }
 
 // resync brings the consumer from what it was told to the snapshot.
@@ -174,13 +206,15 @@ func (w *recordWatch) withdrawOf(id string) RecordEvent {
 }
 
 func (w *recordWatch) deliver(ev RecordEvent) {
-	if w.settle != nil && !w.settle.pass(ev, time.Now()) {
+	id := w.ident(&ev)
+	if w.settle != nil && !w.settle.pass(ev, w.delivered[id], time.Now()) {
+		w.delivered[id] = netip.Addr{} // held: delivered as is when due
 		return
 	}
 	if ev.Withdrawn {
-		delete(w.delivered, w.ident(&ev))
+		delete(w.delivered, id)
 	} else {
-		w.delivered[w.ident(&ev)] = struct{}{}
+		w.delivered[id] = ev.Source
 	}
 	w.fn(ev)
 }
@@ -193,7 +227,6 @@ type settler struct {
 	settle        time.Duration
 	reestablished func(netip.Addr) time.Time
 	held          map[string]heldWithdraw
-	source        map[string]netip.Addr
 }
 
 type heldWithdraw struct {
@@ -202,24 +235,22 @@ type heldWithdraw struct {
 }
 
 func newSettler(settle time.Duration, reestablished func(netip.Addr) time.Time) *settler {
-	return &settler{settle: settle, reestablished: reestablished, held: map[string]heldWithdraw{}, source: map[string]netip.Addr{}}
+	return &settler{settle: settle, reestablished: reestablished, held: map[string]heldWithdraw{}}
 }
 
-// pass reports whether ev is to be delivered now.
-func (s *settler) pass(ev RecordEvent, now time.Time) bool {
-	k := string(ev.Key)
-	delete(s.held, k)
-	if !ev.Withdrawn || ev.Err != nil {
-		s.source[k] = ev.Source
+// pass reports whether ev is to be delivered now; src is the neighbor the
+// record was last delivered from (invalid if none, or if its withdraw was
+// held before).
+func (s *settler) pass(ev RecordEvent, src netip.Addr, now time.Time) bool {
+	delete(s.held, string(ev.Key))
+	if !ev.Withdrawn || ev.Err != nil || !src.IsValid() {
 		return true
 	}
-	src := s.source[k]
-	delete(s.source, k)
 	since := now.Sub(s.reestablished(src))
-	if !src.IsValid() || since >= s.settle {
+	if since >= s.settle {
 		return true
 	}
-	s.held[k] = heldWithdraw{ev: ev, at: now.Add(s.settle - since)}
+	s.held[string(ev.Key)] = heldWithdraw{ev: ev, at: now.Add(s.settle - since)}
 	return false
 }
 

@@ -70,6 +70,7 @@ type Agent struct {
 	// in force and the lossless profile received (set by the loop).
 	config  atomic.Pointer[zones.Config]
 	profile atomic.Pointer[lossless.Profile]
+	disc    *discoveryPart // the NVMe/TCP discovery controller; nil when off
 
 	records chan bgp.RecordEvent
 	queries chan portQuery
@@ -111,6 +112,9 @@ func New(cfg Config) (*Agent, error) {
 			return nil, fmt.Errorf("switchagent: metrics: %w", err)
 		}
 	}
+	if err := a.newDiscovery(); err != nil {
+		return nil, fmt.Errorf("switchagent: %w", err)
+	}
 	return a, nil
 }
 
@@ -131,6 +135,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	if a.engine, err = NewEngine(a.self, a.opts.HoldDown, zrecs.Config()); err != nil {
 		return err
 	}
+	a.discoveryInit(zrecs.Config())
 	now := time.Now()
 	restarting := loaded && a.opts.GracefulRestart.Enabled && now.Sub(saved.Saved) < a.opts.GracefulRestart.RestartTime
 	a.log.Info("switch agent starting", "router_id", a.opts.RouterID, "restarting", restarting,
@@ -210,6 +215,7 @@ func (a *Agent) Run(ctx context.Context) error {
 		spawn("port "+p.name, p.sp.Run)
 	}
 	spawn("link watcher", a.watchLinks)
+	a.runDiscovery(spawn)
 	spawn("stray frames", a.watchStray)
 	spawn("speaker", func(ctx context.Context) error {
 		select {
@@ -450,6 +456,7 @@ func (a *Agent) onRecord(ctx context.Context, ev bgp.RecordEvent) {
 		} else {
 			a.apply(ctx, a.engine.Gone(ch.ID.Switch, ch.ID.Addr))
 		}
+		a.discoveryTouch(ch.ID.Addr)
 		return
 	}
 	newest, ok, changed := a.view.Apply(ev)
@@ -477,6 +484,7 @@ func (a *Agent) onRecord(ctx context.Context, ev bgp.RecordEvent) {
 		cfg := a.zrecs.Config()
 		a.config.Store(cfg)
 		a.apply(ctx, a.engine.Config(cfg))
+		a.discoveryConfig(ctx, cfg)
 	}
 }
 
@@ -502,18 +510,36 @@ func (a *Agent) apply(ctx context.Context, out Output) {
 			a.log.Error("withdrawing device record", "device", r.Device.String(), "err", err)
 		}
 	}
+	a.discoveryApply(out)
 	if out.Subscriptions != nil {
-		a.subscribe(ctx, out.Subscriptions)
+		a.subscribe(ctx, a.discoveryZones(out.Subscriptions))
 	}
 	for _, n := range out.Notices {
 		a.notify(n)
 	}
 }
 
+// everyZone stands in a.subs for the one AnyRT membership that replaces
+// the zones' own when the switch wants every zone; no zone has this name.
+const everyZone = ""
+
+// subscribe brings the memberships to want: one per zone, or, when want
+// holds every zone of the configuration in force and the default zone, the
+// single AnyRT membership (it delivers the same records, at a fraction of
+// GoBGP's cost; the zoning rules still decide who sees what).
 func (a *Agent) subscribe(ctx context.Context, want []string) {
+	if coversEveryZone(a.config.Load(), want) {
+		want = []string{everyZone}
+	}
+	rt := func(z string) bgp.RouteTarget {
+		if z == everyZone {
+			return bgp.AnyRT
+		}
+		return bgp.ZoneRT(a.opts.ASN, z)
+	}
 	for _, z := range want {
 		if !a.subs[z] {
-			if err := a.speaker.Subscribe(ctx, bgp.ZoneRT(a.opts.ASN, z)); err != nil {
+			if err := a.speaker.Subscribe(ctx, rt(z)); err != nil {
 				a.log.Error("subscribing to zone", "zone", z, "err", err)
 				continue
 			}
@@ -522,13 +548,38 @@ func (a *Agent) subscribe(ctx context.Context, want []string) {
 	}
 	for z := range a.subs {
 		if !slices.Contains(want, z) {
-			if err := a.speaker.Unsubscribe(ctx, bgp.ZoneRT(a.opts.ASN, z)); err != nil {
+			if err := a.speaker.Unsubscribe(ctx, rt(z)); err != nil {
 				a.log.Error("unsubscribing from zone", "zone", z, "err", err)
 				continue
 			}
 			delete(a.subs, z)
 		}
 	}
+}
+
+// coversEveryZone reports whether want holds the default zone and every
+// custom zone of cfg (at least one).
+func coversEveryZone(cfg *zones.Config, want []string) bool {
+	if cfg == nil {
+		return false
+	}
+	all := cfg.ZoneNames()
+	if len(all) == 0 || len(want) < len(all)+1 {
+		return false
+	}
+	set := make(map[string]bool, len(want))
+	for _, z := range want {
+		set[z] = true
+	}
+	if !set[zones.DefaultZone] {
+		return false
+	}
+	for _, z := range all {
+		if !set[z] {
+			return false
+		}
+	}
+	return true
 }
 
 func (a *Agent) notify(n PortNotice) {

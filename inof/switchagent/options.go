@@ -10,6 +10,7 @@ import (
 
 	"github.com/openinof/inof/inof/api"
 	"github.com/openinof/inof/inof/daemon"
+	"github.com/openinof/inof/inof/discovery"
 )
 
 // Options is the whole configuration of inofd --role switch.
@@ -49,6 +50,9 @@ type Options struct {
 	// agent waits before comparing what hosts were told with the fabric
 	// (after a restart, the fabric's records need that long to arrive).
 	Settle time.Duration `yaml:"settle"`
+	// Discovery is the NVMe/TCP discovery controller hosts reach with
+	// `nvme discover` (docs/discovery.md); off by default.
+	Discovery discovery.Options `yaml:"discovery"`
 }
 
 // ReflectorOptions is one route reflector.
@@ -81,6 +85,7 @@ func DefaultOptions() Options {
 		GracefulRestart: GracefulRestartOptions{Enabled: true, RestartTime: 120 * time.Second},
 		HoldDown:        DefaultHoldDown,
 		Settle:          10 * time.Second,
+		Discovery:       discovery.DefaultOptions(),
 	}
 }
 
@@ -156,6 +161,9 @@ func (o *Options) Validate() error {
 	}
 	if o.Settle < 0 {
 		add("settle %s: must not be negative", o.Settle)
+	}
+	if err := o.Discovery.Validate(); err != nil {
+		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
 }

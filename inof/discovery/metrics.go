@@ -1,0 +1,51 @@
+package discovery
+
+import "github.com/prometheus/client_golang/prometheus"
+
+// metrics are the server's counters, one Collector.
+type metrics struct {
+	accepted prometheus.Counter
+	refused  *prometheus.CounterVec // reason: host, total
+	active   prometheus.Gauge
+	errors   *prometheus.CounterVec // kind: malformed, digest, timeout, sequence
+	connects *prometheus.CounterVec // result: ok, wrong-nqn, invalid
+	commands *prometheus.CounterVec // status: success, error
+	aens     prometheus.Counter
+}
+
+func newMetrics() *metrics {
+	return &metrics{
+		accepted: prometheus.NewCounter(prometheus.CounterOpts{Name: "inof_discovery_connections_accepted_total",
+			Help: "Host connections the discovery controller accepted."}),
+		refused: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "inof_discovery_connections_refused_total",
+			Help: "Host connections closed at once because a limit was reached, by limit (host, total)."}, []string{"reason"}),
+		active: prometheus.NewGauge(prometheus.GaugeOpts{Name: "inof_discovery_connections",
+			Help: "Host connections being served."}),
+		errors: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "inof_discovery_errors_total",
+			Help: "Connections ended or commands failed by transport errors, by kind."}, []string{"kind"}),
+		connects: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "inof_discovery_connects_total",
+			Help: "Fabrics Connect commands by result (ok, wrong-nqn, invalid)."}, []string{"result"}),
+		commands: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "inof_discovery_commands_total",
+			Help: "Admin and fabrics commands completed, by outcome (success, error)."}, []string{"outcome"}),
+		aens: prometheus.NewCounter(prometheus.CounterOpts{Name: "inof_discovery_aens_total",
+			Help: "Asynchronous event requests completed with the discovery log change notice."}),
+	}
+}
+
+func (m *metrics) all() []prometheus.Collector {
+	return []prometheus.Collector{m.accepted, m.refused, m.active, m.errors, m.connects, m.commands, m.aens}
+}
+
+// Describe implements prometheus.Collector.
+func (m *metrics) Describe(ch chan<- *prometheus.Desc) {
+	for _, c := range m.all() {
+		c.Describe(ch)
+	}
+}
+
+// Collect implements prometheus.Collector.
+func (m *metrics) Collect(ch chan<- prometheus.Metric) {
+	for _, c := range m.all() {
+		c.Collect(ch)
+	}
+}

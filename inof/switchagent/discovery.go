@@ -1,0 +1,212 @@
+package switchagent
+
+import (
+	"context"
+	"net/netip"
+	"slices"
+	"sync"
+
+	"github.com/openinof/inof/inof"
+	"github.com/openinof/inof/inof/discovery"
+	"github.com/openinof/inof/zones"
+)
+
+// discoverySource is what the NVMe/TCP discovery controller (package
+// discovery) serves from this switch: the active NVMe-oF targets of the
+// fabric under the zone configuration in force. The agent's loop keeps it
+// current (discoveryTouch, discoveryConfig); connection goroutines read
+// it. Its index is separate from the engine's, which only the loop may
+// use: a discovery host need not be registered anywhere, so it is put in
+// for the time of one query.
+type discoverySource struct {
+	mu      sync.Mutex
+	ix      *zones.Index // the usable targets, by the configuration in force
+	changes chan struct{}
+}
+
+func newDiscoverySource(cfg *zones.Config) *discoverySource {
+	if cfg == nil {
+		cfg = zones.NewConfig(zones.DefaultSettings())
+	}
+	ix, _ := zones.NewIndex(cfg, nil) // no devices: cannot fail
+	return &discoverySource{ix: ix, changes: make(chan struct{}, 1)}
+}
+
+// Visible implements discovery.Source: the targets a host with this NQN at
+// this address may see by the zone rules, as a device registered with that
+// address and NQN would.
+func (s *discoverySource) Visible(hostNQN string, addr netip.Addr) []discovery.Entry {
+	addr = addr.Unmap()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	prior, had := s.ix.Device(addr)
+	host := inof.Device{Addr: addr, Role: inof.RoleHost, Protocol: inof.ProtocolTCP, NQN: hostNQN}
+	if had {
+		host.Role = inof.RoleBoth // a target asking for its peers
+	}
+	if err := s.ix.Put(host); err != nil {
+		return nil // an address no device can have (loopback is fine)
+	}
+	var out []discovery.Entry
+	for t := range s.ix.Targets(addr) {
+		if e, ok := discoveryEntry(t); ok {
+			out = append(out, e)
+		}
+	}
+	if had {
+		_ = s.ix.Put(prior) // it was in the index: valid
+	} else {
+		s.ix.Remove(addr)
+	}
+	return out
+}
+
+// Changes implements discovery.Source.
+func (s *discoverySource) Changes() <-chan struct{} { return s.changes }
+
+func (s *discoverySource) signal() {
+	select {
+	case s.changes <- struct{}{}:
+	default: // one pending signal covers every change since
+	}
+}
+
+// discoveryEntry maps a target to its discovery log entry; false for
+// protocols a discovery log cannot name (iSCSI, unknown).
+func discoveryEntry(d inof.Device) (discovery.Entry, bool) {
+	e := discovery.Entry{Addr: d.Addr, Port: d.Port, NQN: d.NQN}
+	switch d.Protocol {
+	case inof.ProtocolTCP:
+		e.Transport = discovery.TransportTCP
+	case inof.ProtocolRoCE:
+		e.Transport = discovery.TransportRDMA
+	default:
+		return e, false
+	}
+	return e, true
+}
+
+// put records the merged state of one address: a usable target is indexed,
+// anything else removed. It signals when that changed anything.
+func (s *discoverySource) put(addr netip.Addr, cur Target, present bool) {
+	usable := present && cur.State == inof.StateActive && cur.Device.Role.IsTarget()
+	if usable {
+		if _, ok := discoveryEntry(cur.Device); !ok {
+			usable = false
+		}
+	}
+	s.mu.Lock()
+	old, had := s.ix.Device(addr)
+	changed := false
+	switch {
+	case usable && (!had || old != cur.Device):
+		changed = s.ix.Put(cur.Device) == nil
+	case !usable && had:
+		s.ix.Remove(addr)
+		changed = true
+	}
+	s.mu.Unlock()
+	if changed {
+		s.signal()
+	}
+}
+
+func (s *discoverySource) setConfig(cfg *zones.Config) {
+	s.mu.Lock()
+	s.ix = s.ix.WithConfig(cfg)
+	s.mu.Unlock()
+	s.signal()
+}
+
+// discoveryPart is the discovery controller of an agent whose options
+// enable it.
+type discoveryPart struct {
+	src *discoverySource
+	srv *discovery.Server
+}
+
+// newDiscovery builds the discovery controller when the options enable it
+// (called by New).
+func (a *Agent) newDiscovery() error {
+	o := a.opts.Discovery
+	if !o.Enabled {
+		return nil
+	}
+	src := newDiscoverySource(nil)
+	cfg := discovery.Config{Options: o, Source: src, Logger: a.log}
+	if a.cfg.Registry != nil {
+		cfg.Registry = a.cfg.Registry
+	}
+	srv, err := discovery.New(cfg)
+	if err != nil {
+		return err
+	}
+	a.disc = &discoveryPart{src: src, srv: srv}
+	return nil
+}
+
+// runDiscovery starts the discovery controller's listener (called by Run).
+func (a *Agent) runDiscovery(spawn func(string, func(context.Context) error)) {
+	if a.disc != nil {
+		spawn("discovery controller", a.disc.srv.Run)
+	}
+}
+
+// discoveryTouch brings the discovery view of addr up to the engine's
+// merged state (called by the loop after the engine handled a record).
+func (a *Agent) discoveryTouch(addr netip.Addr) {
+	if a.disc == nil {
+		return
+	}
+	cur, ok := a.engine.targets.Get(addr)
+	a.disc.src.put(addr, cur, ok)
+}
+
+// discoveryApply touches the local records an engine output publishes or
+// withdraws (registrations, link downs, hold-down expiries).
+func (a *Agent) discoveryApply(out Output) {
+	if a.disc == nil {
+		return
+	}
+	for _, p := range out.Publish {
+		a.discoveryTouch(p.Record.Device.Addr)
+	}
+	for _, r := range out.Withdraw {
+		a.discoveryTouch(r.Device.Addr)
+	}
+}
+
+// discoveryInit hands the zone configuration restored at start to the
+// discovery view (called by Run before the speaker starts).
+func (a *Agent) discoveryInit(cfg *zones.Config) {
+	if a.disc != nil {
+		a.disc.src.setConfig(cfg)
+	}
+}
+
+// discoveryConfig hands a new zone configuration to the discovery view and
+// subscribes to every zone (called by the loop).
+func (a *Agent) discoveryConfig(ctx context.Context, cfg *zones.Config) {
+	if a.disc == nil {
+		return
+	}
+	a.disc.src.setConfig(cfg)
+	a.subscribe(ctx, a.discoveryZones(a.engine.subs))
+}
+
+// discoveryZones extends the zones the local devices need with every zone
+// of the configuration in force and the default zone when the discovery
+// controller runs: a discovery host need not be registered, so it may be
+// in any zone, and the switch must hold the records of them all.
+func (a *Agent) discoveryZones(want []string) []string {
+	if a.disc == nil {
+		return want
+	}
+	out := slices.Clone(want)
+	out = append(out, zones.DefaultZone)
+	if cfg := a.config.Load(); cfg != nil {
+		out = append(out, cfg.ZoneNames()...)
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
