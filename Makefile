@@ -48,14 +48,24 @@ endif
 fuzz-smoke:
 	FUZZTIME=$${FUZZTIME:-5s} ./scripts/fuzz-smoke.sh
 
+# The end-to-end and scale benchmarks write their rows (integration/bench/result)
+# to BENCH_OUT; benchreport merges them into one table and BENCH_OUT/bench.json.
+# BENCHFLAGS=-short is their quick smoke run.
+BENCH_OUT  ?= $(CURDIR)/bench-out
+BENCHFLAGS ?=
+
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime 1x -timeout 60m ./bgp/...
-	$(GO) test -run '^$$' -bench . -benchmem $(shell $(GO) list $(PKGS) | grep -v '/bgp')
+	$(GO) test -run '^$$' -bench . -benchmem $(shell $(GO) list $(PKGS) | grep -v '/bgp' | grep -v '/integration/bench/')
+	rm -rf $(BENCH_OUT) && mkdir -p $(BENCH_OUT)
+	BENCH_OUT=$(BENCH_OUT) $(GO) test -count=1 -run '^$$' -bench BenchmarkScale -benchtime 1x -timeout 60m $(BENCHFLAGS) ./integration/bench/scale/
 ifeq ($(ROOT),0)
-	$(GO) test -tags $(PRIVTAG) -p 1 -run '^$$' -bench '^BenchmarkPriv' -benchmem $(PKGS)
+	$(GO) test -tags $(PRIVTAG) -p 1 -run '^$$' -bench '^BenchmarkPriv' -benchmem $(shell $(GO) list $(PKGS) | grep -v '/integration/bench/')
+	BENCH_OUT=$(BENCH_OUT) $(GO) test -tags $(PRIVTAG) -count=1 -p 1 -run '^$$' -bench '^BenchmarkPriv' -benchtime 1x -timeout 60m $(BENCHFLAGS) ./integration/bench/e2e/
 else
-	@echo "NOT RUN: privileged benchmarks need root"
+	@echo "NOT RUN: privileged benchmarks (end to end, switch loss, churn) need root"
 endif
+	BENCH_OUT=$(BENCH_OUT) $(GO) run ./integration/bench/cmd/benchreport
 
 lab-image:
 	$(GO) run ./integration/clab/mkimage

@@ -196,8 +196,10 @@ func (s *IOStall) Stop(ctx context.Context) (StallReport, error) {
 func (s *IOStall) last() (StallReport, error) {
 	var r StallReport
 	out := strings.TrimSpace(s.out.String())
+	// Lines that are not reports (a read cut short by Stop, a gap notice)
+	// may follow the last report.
 	i := strings.LastIndex(out, "\n{")
-	line := out[i+1:]
+	line, _, _ := strings.Cut(out[i+1:], "\n")
 	if err := json.Unmarshal([]byte(line), &r); err != nil {
 		return r, fmt.Errorf("vm: iostall report %q: %w (output %q)", truncate(line, 200), err, truncate(out, 400))
 	}
