@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/openinof/inof/inof/lossless"
+	"github.com/openinof/inof/integration/netns"
 	"github.com/openinof/inof/integration/topo"
 )
 
@@ -27,9 +28,7 @@ printf '%%s\n' "$*" >>%s
 // switch's API, apply on) runs the dcb commands for the new profile; a
 // second change is applied again, an unchanged profile is not.
 func TestPrivLosslessProfileReachesHosts(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root: network namespaces, veth and AF_PACKET")
-	}
+	netns.RequireRoot(t)
 	dir := t.TempDir()
 	swSock := filepath.Join(dir, "sw1.sock")
 	dcbLog := filepath.Join(dir, "dcb.log")

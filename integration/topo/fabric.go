@@ -343,18 +343,7 @@ func (n *Node) hostConfig() (map[string]any, error) {
 		return nil, err
 	}
 	n.env = []string{"FAKE_NVME_DIR=" + nvmeDir}
-	var ifs []any
-	for _, l := range n.Links {
-		i := map[string]any{"name": l.IfName, "role": l.Spec.Role, "protocol": l.Spec.Protocol,
-			"address": l.Addr().String()}
-		if l.Spec.Port != 0 {
-			i["port"] = l.Spec.Port
-		}
-		if l.Spec.NQN != "" {
-			i["nqn"] = l.Spec.NQN
-		}
-		ifs = append(ifs, i)
-	}
+	ifs := n.hostInterfaces()
 	n.argv = []string{"inof-host", "--config", n.cfgPath}
 	return map[string]any{
 		"log":            map[string]any{"level": "debug"},
@@ -463,4 +452,21 @@ func tail(path string, lines int) string {
 		all = append([]string{"… " + strconv.Itoa(len(all)-lines) + " lines before"}, all[len(all)-lines:]...)
 	}
 	return strings.Join(all, "\n")
+}
+
+// hostInterfaces is inof-host's interfaces list for a device's NICs.
+func (n *Node) hostInterfaces() []any {
+	var ifs []any
+	for _, l := range n.Links {
+		i := map[string]any{"name": l.IfName, "role": l.Spec.Role, "protocol": l.Spec.Protocol,
+			"address": l.Addr().String()}
+		if l.Spec.Port != 0 {
+			i["port"] = l.Spec.Port
+		}
+		if l.Spec.NQN != "" {
+			i["nqn"] = l.Spec.NQN
+		}
+		ifs = append(ifs, i)
+	}
+	return ifs
 }

@@ -316,18 +316,7 @@ func (n *Node) guestAgentConfig() map[string]any {
 		}
 		return v
 	}
-	var ifs []any
-	for _, l := range n.Links {
-		i := map[string]any{"name": l.IfName, "role": l.Spec.Role, "protocol": l.Spec.Protocol,
-			"address": l.Addr().String()}
-		if l.Spec.Port != 0 {
-			i["port"] = l.Spec.Port
-		}
-		if l.Spec.NQN != "" {
-			i["nqn"] = l.Spec.NQN
-		}
-		ifs = append(ifs, i)
-	}
+	ifs := n.hostInterfaces()
 	return map[string]any{
 		"log":            map[string]any{"level": "debug"},
 		"metrics_listen": hostMetrics,
