@@ -168,3 +168,30 @@ func TestKilledClientWithdrawnWithinBFD(t *testing.T) {
 	b.view.waitFor(t, "the killed client's records withdrawn", func(m map[string]RecordEvent) bool { return len(m) == 0 })
 	t.Logf("records withdrawn %s after the kill (BFD 3 × 50 ms; restart time 60 s)", time.Since(killed).Round(time.Millisecond))
 }
+
+// TestQuickBFDFlapReenables: a reflector starved of CPU sees a client's
+// BFD go down and come back within milliseconds. GoBGP drops an enable
+// request while the disable before it is still queued; the session must
+// come back all the same, every time.
+func TestQuickBFDFlapReenables(t *testing.T) {
+	skipUnderRace(t)
+	rm := bfd.NewManager(bfd.ManagerOptions{})
+	defer rm.Close()
+	r := startReflector(t, addr("127.0.0.1"), Options{BFD: rm})
+	a := startClient(t, addr("127.0.0.2"), Options{})
+	fast := &NeighborBFD{DesiredMinTx: 50 * time.Millisecond, RequiredMinRx: 50 * time.Millisecond, DetectMult: 3}
+	connect(t, r, a, func(n *Neighbor) {
+		if n.Address == a.addr { // the reflector's side; a runs no BFD, so the session stays Down
+			n.BFD, n.LocalAddress = fast, r.addr
+		}
+	})
+	waitEstablished(t, a, 1)
+	key := bfd.SessionKey{Local: r.addr, Peer: a.addr}
+	for i := range 3 {
+		// As the BFD manager delivers them: down, then up at once.
+		r.onBFD(bfd.StateChange{Key: key, Old: bfd.Up, New: bfd.Down, Diag: bfd.DiagControlExpired})
+		r.onBFD(bfd.StateChange{Key: key, Old: bfd.Down, New: bfd.Up})
+		waitState(t, r, a.addr, func(s SessionState) bool { return s == StateEstablished })
+		t.Logf("flap %d: session back", i+1)
+	}
+}

@@ -294,8 +294,14 @@ func (t *DeviceTable) Apply(ev RecordEvent) (DeviceChange, bool) {
 		return DeviceChange{ID: key.DeviceID, Vanished: before.State == inof.StateActive}, true
 	case had && before == after:
 		return DeviceChange{}, false
+	case rec != nil && after.Epoch == rec.Epoch:
+		// The event's own record is current: hand it on rather than a
+		// copy (the table keeps a copy of its own), one allocation less
+		// per record received.
+		return DeviceChange{ID: key.DeviceID, Record: rec}, true
 	}
-	return DeviceChange{ID: key.DeviceID, Record: &after}, true
+	cur := after // only this copy escapes
+	return DeviceChange{ID: key.DeviceID, Record: &cur}, true
 }
 
 // current returns the record with the highest epoch.
@@ -328,6 +334,13 @@ func (t *DeviceTable) Devices() []DeviceRecord {
 		}
 	}
 	return out
+}
+
+// Len is the number of devices held (a count, no copy: cheap to poll).
+func (t *DeviceTable) Len() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return len(t.devices)
 }
 
 // Stats returns the table's counters.

@@ -154,6 +154,9 @@ func TestDeviceTable(t *testing.T) {
 	step(devEvent(d, 3, inof.StateActive), true, epoch(3))
 	step(devEvent(d, 3, inof.StateInactive), true, func(ch DeviceChange) bool { return ch.Record.State == inof.StateInactive })
 	step(devWithdraw(d, 3), true, func(ch DeviceChange) bool { return ch.Record == nil && !ch.Vanished })
+	if n := tb.Len(); n != 0 {
+		t.Fatalf("%d devices held after the last withdraw", n)
+	}
 	step(RecordEvent{Key: []byte{9}, Withdrawn: true}, false, nil)
 	step(RecordEvent{Key: (&ConfigRecord{Reflector: 1}).Key(), Record: &ConfigRecord{Reflector: 1}}, false, nil)
 
@@ -164,7 +167,7 @@ func TestDeviceTable(t *testing.T) {
 		t.Fatalf("epoch bound: current %d, stats %+v", got.Epoch, tb.Stats())
 	}
 	tb.Apply(devEvent(*device(1, 2), 1, inof.StateActive))
-	if _, ok := tb.Apply(devEvent(*device(1, 3), 1, inof.StateActive)); ok || tb.Stats().Refused != 1 || len(tb.Devices()) != 2 {
+	if _, ok := tb.Apply(devEvent(*device(1, 3), 1, inof.StateActive)); ok || tb.Stats().Refused != 1 || len(tb.Devices()) != 2 || tb.Len() != 2 {
 		t.Fatalf("device bound: stats %+v, %d devices", tb.Stats(), len(tb.Devices()))
 	}
 }

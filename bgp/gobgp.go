@@ -100,6 +100,7 @@ type GoBGP struct {
 	mu      sync.Mutex
 	stopBFD func()
 	bfdDown map[netip.Addr]bool // neighbors disabled because BFD went down
+	admin   adminKeeper         // re-applies lost enable/disable requests (adminstate.go)
 	loss    reflectorLoss       // a client's lost reflectors (reflectorloss.go)
 	// reestablished is when each neighbor's session last came back up
 	// after having been established before (graceful-restart settling).
@@ -144,7 +145,7 @@ func NewGoBGP(cfg Options) (*GoBGP, error) {
 	log := cfg.Logger.With("router_id", cfg.RouterID.String())
 	return &GoBGP{cfg: cfg, log: log, neighbors: map[netip.Addr]Neighbor{}, done: make(chan struct{}),
 		reestablished: map[netip.Addr]time.Time{}, firstUp: map[netip.Addr]time.Time{}, uptime: map[netip.Addr]uptimeRead{},
-		bfdDown:      map[netip.Addr]bool{},
+		bfdDown: map[netip.Addr]bool{}, admin: newAdminKeeper(),
 		malformedLog: rateLimit{every: time.Second}, resyncLog: rateLimit{every: time.Second}}, nil
 }
 
@@ -189,6 +190,8 @@ func (g *GoBGP) Start(ctx context.Context) error {
 		}
 	}
 	if g.cfg.BFD != nil {
+		ctx, cancel := g.watches.context(context.Background())
+		g.watches.goWatch(ctx, cancel, g.keepAdmin)
 		g.stopBFD = g.cfg.BFD.Subscribe(g.onBFD)
 	}
 	if g.cfg.Role == RoleReflector {
@@ -388,6 +391,7 @@ func (g *GoBGP) onBFD(ch bfd.StateChange) {
 		if err := g.srv.EnablePeer(ctx, &api.EnablePeerRequest{Address: ch.Key.Peer.String()}); err != nil {
 			g.log.Error("enabling neighbor after BFD up", "neighbor", ch.Key.Peer, "err", err)
 		}
+		g.recheckAdmin(ch.Key.Peer)
 		return
 	}
 	g.log.Warn("BFD down: switch gone, shutting its session", "neighbor", ch.Key.Peer, "diag", ch.Diag.String())
@@ -408,6 +412,7 @@ func (g *GoBGP) onBFD(ch bfd.StateChange) {
 	if err := g.srv.DisablePeer(ctx, &api.DisablePeerRequest{Address: addr, Communication: "BFD down"}); err != nil {
 		g.log.Error("disabling neighbor after BFD down", "neighbor", ch.Key.Peer, "err", err)
 	}
+	g.recheckAdmin(ch.Key.Peer)
 }
 
 func (g *GoBGP) apiPeer(n Neighbor) *api.Peer {
@@ -684,14 +689,11 @@ func (g *GoBGP) watchTable(ctx context.Context, typ api.WatchEventRequest_Table_
 // carrying the error, and is counted and logged at a rate limit. A record
 // whose key keep (if set) refuses is skipped before it is decoded.
 func (g *GoBGP) recordEvent(p *api.Path, keep func([]byte) bool) (RecordEvent, bool) {
-	var nlri api.OpaqueNLRI
-	if p.Nlri == nil || p.Nlri.UnmarshalTo(&nlri) != nil {
+	key, value, ok := opaqueNLRI(p.Nlri)
+	if !ok || keep != nil && !keep(key) {
 		return RecordEvent{}, false
 	}
-	if keep != nil && !keep(nlri.Key) {
-		return RecordEvent{}, false
-	}
-	ev := RecordEvent{Key: nlri.Key, Withdrawn: p.IsWithdraw, Stale: p.Stale}
+	ev := RecordEvent{Key: key, Withdrawn: p.IsWithdraw, Stale: p.Stale}
 	if a, err := netip.ParseAddr(p.NeighborIp); err == nil && !a.IsUnspecified() {
 		ev.Source = a
 	}
@@ -699,7 +701,7 @@ func (g *GoBGP) recordEvent(p *api.Path, keep func([]byte) bool) (RecordEvent, b
 		return ev, true
 	}
 	ev.RouteTargets = pathRouteTargets(p)
-	rec, err := DecodeRecord(nlri.Key, nlri.Value)
+	rec, err := DecodeRecord(key, value)
 	if err != nil {
 		g.malformed.Add(1)
 		if g.malformedLog.allow() {
@@ -885,29 +887,6 @@ func rtAny(rt RouteTarget) (*anypb.Any, error) {
 		return anypb.New(&api.TwoOctetAsSpecificExtended{IsTransitive: true, SubType: 0x02, Asn: rt.Global, LocalAdmin: rt.Local})
 	}
 	return anypb.New(&api.FourOctetAsSpecificExtended{IsTransitive: true, SubType: 0x02, Asn: rt.Global, LocalAdmin: rt.Local & 0xFFFF})
-}
-
-func pathRouteTargets(p *api.Path) []RouteTarget {
-	var out []RouteTarget
-	var ec api.ExtendedCommunitiesAttribute
-	var two api.TwoOctetAsSpecificExtended
-	var four api.FourOctetAsSpecificExtended
-	for _, a := range p.Pattrs {
-		// MessageIs first: UnmarshalTo of another type builds an error
-		// string, which was most of the cost of receiving a record.
-		if !a.MessageIs(&ec) || a.UnmarshalTo(&ec) != nil {
-			continue
-		}
-		for _, c := range ec.Communities {
-			switch {
-			case c.MessageIs(&two) && c.UnmarshalTo(&two) == nil && two.SubType == 0x02:
-				out = append(out, RouteTarget{Global: two.Asn, Local: two.LocalAdmin})
-			case c.MessageIs(&four) && c.UnmarshalTo(&four) == nil && four.SubType == 0x02:
-				out = append(out, RouteTarget{Global: four.Asn, Local: four.LocalAdmin})
-			}
-		}
-	}
-	return out
 }
 
 // rateLimit allows one event per interval.

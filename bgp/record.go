@@ -117,8 +117,10 @@ func (c *ConfigRecord) Newer(o *ConfigRecord) bool {
 
 // Key implements Record: type(1) switch(4) family(1: 4|6) address(4|16)
 // epoch(8).
-func (d *DeviceRecord) Key() []byte {
-	k := binary.BigEndian.AppendUint32([]byte{byte(TypeDevice)}, d.Switch)
+func (d *DeviceRecord) Key() []byte { return d.appendKey(nil) }
+
+func (d *DeviceRecord) appendKey(k []byte) []byte {
+	k = binary.BigEndian.AppendUint32(append(k, byte(TypeDevice)), d.Switch)
 	return binary.BigEndian.AppendUint64(wire.AppendAddr(k, d.Device.Addr), d.Epoch)
 }
 
@@ -187,8 +189,10 @@ func (d *DeviceRecord) MarshalValue() ([]byte, error) {
 
 // Key implements Record: type(1) reflector(4) kind(1) name_len(1) name
 // part(2).
-func (c *ConfigRecord) Key() []byte {
-	k := binary.BigEndian.AppendUint32([]byte{byte(TypeConfig)}, c.Reflector)
+func (c *ConfigRecord) Key() []byte { return c.appendKey(nil) }
+
+func (c *ConfigRecord) appendKey(k []byte) []byte {
+	k = binary.BigEndian.AppendUint32(append(k, byte(TypeConfig)), c.Reflector)
 	k = append(append(append(k, c.Kind), byte(len(c.Name))), c.Name...)
 	return binary.BigEndian.AppendUint16(k, c.Part)
 }
@@ -247,24 +251,36 @@ func DecodeRecord(key, value []byte) (Record, error) {
 	if RecordType(key[0]) != RecordType(value[1]) {
 		return nil, fmt.Errorf("%w: key type %d, value type %d", ErrMalformed, key[0], value[1])
 	}
+	// The canonical key is rebuilt on the stack: this runs for every
+	// record received.
+	var buf [maxKeySize]byte
 	var r Record
-	var err error
+	var canon []byte
 	switch RecordType(key[0]) {
 	case TypeDevice:
-		r, err = decodeDevice(key, value)
+		d, err := decodeDevice(key, value)
+		if err != nil {
+			return nil, err
+		}
+		r, canon = d, d.appendKey(buf[:0])
 	case TypeConfig:
-		r, err = decodeConfig(key, value)
+		c, err := decodeConfig(key, value)
+		if err != nil {
+			return nil, err
+		}
+		r, canon = c, c.appendKey(buf[:0])
 	default:
 		return nil, fmt.Errorf("%w: type %d", ErrMalformed, key[0])
 	}
-	if err != nil {
-		return nil, err
-	}
-	if !bytes.Equal(r.Key(), key) {
+	if !bytes.Equal(canon, key) {
 		return nil, fmt.Errorf("%w: key not canonical", ErrMalformed)
 	}
 	return r, nil
 }
+
+// maxKeySize is the longest key: a configuration record's with a name of
+// 255 bytes (a device key is at most 30).
+const maxKeySize = 1 + 4 + 1 + 1 + 255 + 2
 
 func decodeDevice(key, value []byte) (*DeviceRecord, error) {
 	k, err := ParseDeviceKey(key)

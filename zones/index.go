@@ -206,6 +206,18 @@ func (ix *Index) Zones(addr netip.Addr) []string {
 	return out
 }
 
+// ZonesOf returns the custom zones d is in under the index's
+// configuration, sorted (empty: default zone), whether or not d is indexed.
+func (ix *Index) ZonesOf(d inof.Device) []string {
+	ids := ix.matcher().zonesOf(d)
+	out := make([]string, len(ids))
+	for i, z := range ids {
+		out[i] = ix.names[z]
+	}
+	slices.Sort(out)
+	return out
+}
+
 // CanSee reports whether the devices at a and b may see each other.
 func (ix *Index) CanSee(a, b netip.Addr) bool {
 	ea, eb := ix.devices.m[a], ix.devices.m[b]

@@ -78,12 +78,17 @@ type span struct {
 
 // matcher finds the zones a device belongs to with lookups instead of
 // scanning every member: exact addresses and NQNs by map, prefixes by one
-// map lookup per prefix length, ranges by a short list.
+// map lookup per prefix length, ranges by binary search.
 type matcher struct {
 	exact    map[netip.Addr][]zoneID
 	nqn      map[string][]zoneID
 	prefixes map[int]map[netip.Prefix][]zoneID // by bits; IPv4 and IPv6 keys differ
-	ranges   []span
+	// ranges are sorted by lo (IPv4 before IPv6); reach[i] is the highest
+	// hi among ranges[:i+1] of ranges[i]'s family, so a lookup walks back
+	// from the last range starting at or below the address only while an
+	// earlier range can still reach it.
+	ranges []span
+	reach  []netip.Addr
 }
 
 // newMatcher indexes the members of the zones in ids (names of zones of c,
@@ -121,7 +126,31 @@ func newMatcher(c *Config, ids map[string]zoneID) *matcher {
 			}
 		}
 	}
+	slices.SortFunc(mt.ranges, func(a, b span) int { return a.lo.Compare(b.lo) })
+	mt.reach = make([]netip.Addr, len(mt.ranges))
+	for i, r := range mt.ranges {
+		mt.reach[i] = r.hi
+		if i > 0 && mt.ranges[i-1].lo.Is4() == r.lo.Is4() && r.hi.Less(mt.reach[i-1]) {
+			mt.reach[i] = mt.reach[i-1]
+		}
+	}
 	return mt
+}
+
+// rangeZones appends the zones of the ranges holding a.
+func (mt *matcher) rangeZones(out []zoneID, a netip.Addr) []zoneID {
+	i, _ := slices.BinarySearchFunc(mt.ranges, a, func(r span, a netip.Addr) int {
+		if a.Less(r.lo) {
+			return 1
+		}
+		return -1 // lo ≤ a: the search lands after every such range
+	})
+	for i--; i >= 0 && mt.ranges[i].lo.Is4() == a.Is4() && !mt.reach[i].Less(a); i-- {
+		if !mt.ranges[i].hi.Less(a) {
+			out = append(out, mt.ranges[i].zone)
+		}
+	}
+	return out
 }
 
 func appendZone(ids []zoneID, id zoneID) []zoneID {
@@ -143,11 +172,7 @@ func (mt *matcher) zonesOf(d inof.Device) []zoneID {
 			out = append(out, set[p]...)
 		}
 	}
-	for _, r := range mt.ranges {
-		if d.Addr.Is4() == r.lo.Is4() && !d.Addr.Less(r.lo) && !r.hi.Less(d.Addr) {
-			out = append(out, r.zone)
-		}
-	}
+	out = mt.rangeZones(out, d.Addr)
 	slices.Sort(out)
 	return slices.Compact(out)
 }

@@ -1,12 +1,9 @@
 package api
 
 import (
-	"bytes"
 	"context"
 	"crypto/subtle"
-	"fmt"
 	"log/slog"
-	"os"
 	"strings"
 
 	"google.golang.org/grpc"
@@ -14,29 +11,14 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/peer"
 	"google.golang.org/grpc/status"
+
+	"github.com/openinof/inof/inof/api/apiclient"
 )
 
 // ReadToken reads a bearer token from a file: its content without
 // surrounding blanks. The file must not be readable by group or others, and
 // the token must not be empty.
-func ReadToken(path string) ([]byte, error) {
-	st, err := os.Stat(path)
-	if err != nil {
-		return nil, fmt.Errorf("token file: %w", err)
-	}
-	if m := st.Mode().Perm(); m&0o077 != 0 {
-		return nil, fmt.Errorf("token file %s: mode %04o lets others read it; chmod 600 it", path, m)
-	}
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("token file: %w", err)
-	}
-	tok := bytes.TrimSpace(b)
-	if len(tok) == 0 {
-		return nil, fmt.Errorf("token file %s: empty", path)
-	}
-	return tok, nil
-}
+func ReadToken(path string) ([]byte, error) { return apiclient.ReadToken(path) }
 
 // tokenAuth checks the "authorization: Bearer TOKEN" metadata of every call
 // and logs refusals.
@@ -77,13 +59,3 @@ func (a tokenAuth) stream(srv any, ss grpc.ServerStream, info *grpc.StreamServer
 	}
 	return next(srv, ss)
 }
-
-// bearer sends a token with every call; it refuses connections without
-// transport security.
-type bearer struct{ token string }
-
-func (b bearer) GetRequestMetadata(context.Context, ...string) (map[string]string, error) {
-	return map[string]string{"authorization": "Bearer " + b.token}, nil
-}
-
-func (bearer) RequireTransportSecurity() bool { return true }

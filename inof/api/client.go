@@ -1,67 +1,17 @@
 package api
 
 import (
-	"crypto/tls"
-	"crypto/x509"
-	"fmt"
-	"os"
-	"strings"
-
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials"
-	"google.golang.org/grpc/credentials/insecure"
+
+	"github.com/openinof/inof/inof/api/apiclient"
 )
 
 // DialOptions say how a client reaches the API.
-type DialOptions struct {
-	// Server is "unix:///path/to.sock" (or a plain path) for the local
-	// socket, or "host:port" for TLS with a bearer token.
-	Server string
-	// TokenFile holds the bearer token (TCP only).
-	TokenFile string
-	// CAFile holds the PEM certificates that verify the server (TCP only;
-	// the system's roots if empty).
-	CAFile string
-	// ServerName overrides the name checked in the server's certificate.
-	ServerName string
-}
+type DialOptions = apiclient.DialOptions
 
 // IsUnix reports whether server names a unix socket.
-func IsUnix(server string) bool {
-	return strings.HasPrefix(server, "unix:") || strings.HasPrefix(server, "/") || strings.HasPrefix(server, ".")
-}
+func IsUnix(server string) bool { return apiclient.IsUnix(server) }
 
-// Dial returns a client connection (connecting lazily, on the first call).
-func Dial(o DialOptions) (*grpc.ClientConn, error) {
-	if o.Server == "" {
-		return nil, fmt.Errorf("api: no server address")
-	}
-	if IsUnix(o.Server) {
-		target := o.Server
-		if !strings.HasPrefix(target, "unix:") {
-			target = "unix:" + target
-		}
-		return grpc.NewClient(target, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	}
-	if o.TokenFile == "" {
-		return nil, fmt.Errorf("api: %s is a TCP address: a token file is required", o.Server)
-	}
-	tok, err := ReadToken(o.TokenFile)
-	if err != nil {
-		return nil, fmt.Errorf("api: %w", err)
-	}
-	cfg := &tls.Config{ServerName: o.ServerName, MinVersion: tls.VersionTLS12}
-	if o.CAFile != "" {
-		pem, err := os.ReadFile(o.CAFile)
-		if err != nil {
-			return nil, fmt.Errorf("api: CA file: %w", err)
-		}
-		cfg.RootCAs = x509.NewCertPool()
-		if !cfg.RootCAs.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("api: CA file %s: no PEM certificate", o.CAFile)
-		}
-	}
-	return grpc.NewClient(o.Server,
-		grpc.WithTransportCredentials(credentials.NewTLS(cfg)),
-		grpc.WithPerRPCCredentials(bearer{token: string(tok)}))
-}
+// Dial returns a client connection (connecting lazily, on the first call);
+// see apiclient.Dial, which it calls.
+func Dial(o DialOptions) (*grpc.ClientConn, error) { return apiclient.Dial(o) }

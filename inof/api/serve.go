@@ -18,11 +18,12 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/reflection"
 
+	"github.com/openinof/inof/inof/api/apiclient"
 	inofv1 "github.com/openinof/inof/inof/api/v1"
 )
 
 // DefaultSocket is where inofd serves the API and inofctl looks for it.
-const DefaultSocket = "/run/inofd/api.sock"
+const DefaultSocket = apiclient.DefaultSocket
 
 // ServeOptions say where and how the API is served.
 type ServeOptions struct {

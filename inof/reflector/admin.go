@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/openinof/inof/bgp"
 	"github.com/openinof/inof/zones"
@@ -23,7 +24,9 @@ var ErrNotReplicated = errors.New("reflector: committed but not yet replicated")
 // transaction; zones.ErrConflict means another change landed meanwhile
 // (a commit here or a newer version from another reflector): begin again.
 // If ctx ends after the commit, the records are committed and are still
-// replicated; the error then wraps ctx.Err().
+// replicated; the error then wraps ctx.Err(). Each commit is logged with
+// the moment it was durable in the store (durable_at, to the nanosecond),
+// how long validating and writing it took and how long originating it.
 func (r *Reflector) Commit(ctx context.Context, edit func(*zones.Tx) error) ([]zones.Record, error) {
 	r.life.RLock()
 	defer r.life.RUnlock()
@@ -35,32 +38,48 @@ func (r *Reflector) Commit(ctx context.Context, edit func(*zones.Tx) error) ([]z
 		tx.Abort()
 		return nil, err
 	}
+	start := time.Now()
 	changed, err := tx.Commit()
 	if err != nil || len(changed) == 0 {
 		return nil, err
 	}
+	durable := time.Now()
 	keys := make([]zones.Key, len(changed))
 	for i, c := range changed {
 		keys[i] = c.Key
 	}
 	r.m.commits.Add(1)
+	err = r.originate(ctx, keys)
+	attrs := []any{"records", len(changed), "write", durable.Sub(start),
+		"durable_at", durable.UTC().Format(time.RFC3339Nano), "originate", time.Since(durable)}
+	if err != nil {
+		r.log.Warn("configuration committed", append(attrs, "err", err)...)
+	} else {
+		r.log.Info("configuration committed", attrs...)
+	}
+	return changed, err
+}
+
+// originate has the sync loop originate the committed keys and waits for
+// it (bounded by ctx).
+func (r *Reflector) originate(ctx context.Context, keys []zones.Key) error {
 	req := reconcileRequest{keys: keys, done: make(chan error, 1)}
 	// The hand-off ignores ctx: a committed change must reach the loop.
 	select {
 	case r.requests <- req:
 	case <-r.loopDone:
-		return changed, ErrNotReplicated
+		return ErrNotReplicated
 	}
 	select {
 	case err := <-req.done:
 		if err != nil {
-			return changed, fmt.Errorf("reflector: committed; originating failed: %w", err)
+			return fmt.Errorf("reflector: committed; originating failed: %w", err)
 		}
-		return changed, nil
+		return nil
 	case <-ctx.Done():
-		return changed, fmt.Errorf("reflector: committed; replication still running: %w", ctx.Err())
+		return fmt.Errorf("reflector: committed; replication still running: %w", ctx.Err())
 	case <-r.loopDone:
-		return changed, ErrNotReplicated
+		return ErrNotReplicated
 	}
 }
 

@@ -64,8 +64,17 @@ type Agent struct {
 	ports   map[string]*accessPort
 	subs    map[string]bool // zones subscribed to
 	dirty   bool            // state to save
-	settled atomic.Bool     // the first Resync after start has run
-	running atomic.Bool     // the loop runs
+	// configDue says zone records changed and the configuration they make
+	// is not yet in force: it is rebuilt once the records already queued
+	// are in, or before the next device record, so a burst of zone records
+	// (1,000 when a switch joins a fabric of 1,000 zones) costs one
+	// rebuild instead of one per record, and every device record is still
+	// judged under every zone record received before it.
+	configDue bool
+	// nextSave is the earliest time the loop saves again (saveSpacing).
+	nextSave time.Time
+	settled  atomic.Bool // the first Resync after start has run
+	running  atomic.Bool // the loop runs
 	// config and profile are what the API reads: the zone configuration
 	// in force and the lossless profile received (set by the loop).
 	config  atomic.Pointer[zones.Config]
@@ -385,7 +394,7 @@ func (a *Agent) loop(ctx context.Context, errs <-chan error) error {
 	defer tick.Stop()
 	var settle <-chan time.Time
 	settled := false
-	save := time.NewTicker(200 * time.Millisecond)
+	save := time.NewTicker(minSaveSpacing)
 	defer save.Stop()
 	for {
 		if next, ok := a.engine.NextTick(); ok {
@@ -398,6 +407,12 @@ func (a *Agent) loop(ctx context.Context, errs <-chan error) error {
 			return err
 		case ev := <-a.records:
 			a.onRecord(ctx, ev)
+			for n := len(a.records); a.configDue && n > 0; n-- {
+				a.onRecord(ctx, <-a.records)
+			}
+			if a.configDue {
+				a.applyConfig(ctx)
+			}
 		case ev, ok := <-a.reg.Events():
 			if ok {
 				a.onRegistration(ctx, ev)
@@ -415,11 +430,12 @@ func (a *Agent) loop(ctx context.Context, errs <-chan error) error {
 			a.log.Info("fabric view settled; comparing what hosts were told")
 			a.apply(ctx, a.engine.Resync())
 			a.settled.Store(true)
-		case <-save.C:
-			if a.dirty {
+		case now := <-save.C:
+			if a.dirty && !now.Before(a.nextSave) {
 				if err := a.save(false); err != nil {
 					a.log.Error("saving state", "err", err)
 				}
+				a.nextSave = now.Add(saveSpacing(time.Since(now)))
 			}
 		}
 	}
@@ -450,6 +466,9 @@ func (a *Agent) onQuery(ctx context.Context, q portQuery) {
 
 func (a *Agent) onRecord(ctx context.Context, ev bgp.RecordEvent) {
 	if ch, ok := a.table.Apply(ev); ok {
+		if a.configDue {
+			a.applyConfig(ctx)
+		}
 		if ch.Record != nil {
 			r := ch.Record
 			a.apply(ctx, a.engine.Record(Record{Switch: r.Switch, Device: r.Device, State: r.State, Reason: r.Reason, Changed: r.Changed}))
@@ -481,11 +500,17 @@ func (a *Agent) onRecord(ctx context.Context, ev bgp.RecordEvent) {
 		a.log.Warn("configuration record refused", "err", err)
 	case complete && a.zrecs.Apply(rec):
 		a.log.Info("zone configuration changed", "object", rec.Key.String())
-		cfg := a.zrecs.Config()
-		a.config.Store(cfg)
-		a.apply(ctx, a.engine.Config(cfg))
-		a.discoveryConfig(ctx, cfg)
+		a.configDue = true
 	}
+}
+
+// applyConfig puts the zone configuration the records make in force.
+func (a *Agent) applyConfig(ctx context.Context) {
+	a.configDue = false
+	cfg := a.zrecs.Config()
+	a.config.Store(cfg)
+	a.apply(ctx, a.engine.Config(cfg))
+	a.discoveryConfig(ctx, cfg)
 }
 
 // apply carries out what the engine decided.
@@ -597,6 +622,23 @@ func (a *Agent) notify(n PortNotice) {
 		return
 	}
 	a.log.Info("notify", "port", n.Port, "host", n.Host, "target", t.Addr, "state", n.State.String(), "reason", n.Reason.String())
+}
+
+// Saving the state file while the agent runs: at most every
+// minSaveSpacing, and never more than 1/saveShare of the loop's time (a
+// save of n records costs O(n), ~9 ms for 2,048), but at least every
+// maxSaveSpacing while something changed. A crash loses at most that much:
+// after a restart the registrations come back over LLDP and Resync
+// corrects what hosts were told.
+const (
+	minSaveSpacing = 200 * time.Millisecond
+	maxSaveSpacing = 2 * time.Second
+	saveShare      = 20
+)
+
+// saveSpacing is the wait before the next save after one that took took.
+func saveSpacing(took time.Duration) time.Duration {
+	return min(max(saveShare*took, minSaveSpacing), maxSaveSpacing)
 }
 
 // save writes the state file; clean marks a stop.

@@ -59,6 +59,7 @@ type Engine struct {
 	plan    *Planner
 	ix      *zones.Index
 	hosts   map[netip.Addr]string // local hosts → access port
+	tally   *tally                // zones of the active local devices
 	subs    []string
 }
 
@@ -73,7 +74,7 @@ func NewEngine(self uint32, holdDown time.Duration, cfg *zones.Config) (*Engine,
 		return nil, fmt.Errorf("switchagent: %w", err)
 	}
 	return &Engine{self: self, local: NewLocal(holdDown), targets: NewTargets(), plan: NewPlanner(),
-		ix: ix, hosts: map[netip.Addr]string{}, subs: []string{}}, nil
+		ix: ix, hosts: map[netip.Addr]string{}, tally: newTally(), subs: []string{}}, nil
 }
 
 // Register handles a registration (new, or changed content) of dev on port.
@@ -103,6 +104,7 @@ func (e *Engine) applyLocal(as []Action) Output {
 		if a.Withdraw {
 			out.Withdraw = append(out.Withdraw, r)
 			out.merge(e.Gone(e.self, r.Device.Addr))
+			e.tally.set(r.Device.Addr, nil, false)
 			continue
 		}
 		if r.State == inof.StateActive && r.Device.Role.IsHost() {
@@ -112,12 +114,11 @@ func (e *Engine) applyLocal(as []Action) Output {
 		if r.State != inof.StateActive {
 			e.forgetHost(r.Device.Addr)
 		}
-		out.Publish = append(out.Publish, Publish{Record: r, Zones: Tags(e.zonesOf(r.Device))})
+		zs := e.zonesOf(r.Device)
+		e.tally.set(r.Device.Addr, zs, r.State == inof.StateActive)
+		out.Publish = append(out.Publish, Publish{Record: r, Zones: Tags(zs)})
 	}
-	if subs := e.subscriptions(); !slices.Equal(subs, e.subs) {
-		e.subs = subs
-		out.Subscriptions = subs
-	}
+	out.Subscriptions = e.resubscribe()
 	return out
 }
 
@@ -128,27 +129,27 @@ func (e *Engine) forgetHost(addr netip.Addr) {
 
 // zonesOf returns the custom zones of a device under the current
 // configuration, whether or not it is in the index.
-func (e *Engine) zonesOf(d inof.Device) []string {
-	if cur, ok := e.ix.Device(d.Addr); ok && cur == d {
-		return e.ix.Zones(d.Addr)
+func (e *Engine) zonesOf(d inof.Device) []string { return e.ix.ZonesOf(d) }
+
+// retally counts the zones of the active local devices afresh (after the
+// configuration changed).
+func (e *Engine) retally() {
+	e.tally = newTally()
+	for _, r := range e.local.Published() {
+		e.tally.set(r.Device.Addr, e.zonesOf(r.Device), r.State == inof.StateActive)
 	}
-	one, err := zones.NewIndex(e.ix.Config(), []inof.Device{d})
-	if err != nil {
-		return nil
-	}
-	return one.Zones(d.Addr)
 }
 
-// subscriptions computes the zones to subscribe to from the local devices.
-func (e *Engine) subscriptions() []string {
-	var local [][]string
-	for _, r := range e.local.Published() {
-		if r.State == inof.StateActive {
-			local = append(local, e.zonesOf(r.Device))
-		}
-	}
+// resubscribe returns the zones to subscribe to (Subscriptions' rules) if
+// they changed, nil otherwise.
+func (e *Engine) resubscribe() []string {
 	cfg := e.ix.Config()
-	return Subscriptions(local, cfg.Settings, cfg.ZoneNames())
+	subs, maybe := e.tally.subscriptions(cfg.Settings, cfg.ZoneNames)
+	if !maybe || slices.Equal(subs, e.subs) {
+		return nil
+	}
+	e.subs = subs
+	return subs
 }
 
 // Record handles a device record that was published or changed anywhere in
@@ -249,10 +250,8 @@ func (e *Engine) Config(cfg *zones.Config) Output {
 			out.Publish = append(out.Publish, Publish{Record: r, Zones: Tags(e.zonesOf(r.Device))})
 		}
 	}
-	if subs := e.subscriptions(); !slices.Equal(subs, e.subs) {
-		e.subs = subs
-		out.Subscriptions = subs
-	}
+	e.retally()
+	out.Subscriptions = e.resubscribe()
 	return out
 }
 
@@ -323,8 +322,9 @@ func (e *Engine) Restore(published []LocalRecord, told map[netip.Addr][]inof.Dev
 			e.plan.Restore(h, ds)
 		}
 	}
-	e.subs = e.subscriptions()
-	out.Subscriptions = e.subs
+	e.retally()
+	e.resubscribe()
+	out.Subscriptions = e.subs // always: the speaker starts with none
 	return out
 }
 

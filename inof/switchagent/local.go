@@ -1,6 +1,7 @@
 package switchagent
 
 import (
+	"container/heap"
 	"net/netip"
 	"slices"
 	"time"
@@ -40,6 +41,30 @@ type Action struct {
 type Local struct {
 	holdDown time.Duration
 	devs     map[netip.Addr]*localDev
+	// leaving holds a deadline for every device whose hold-down runs,
+	// earliest first; an entry whose device came back or left again
+	// since is stale and skipped (localDev.withdraw no longer matches).
+	leaving deadlines
+}
+
+// deadline is one hold-down end in Local.leaving.
+type deadline struct {
+	at   time.Time
+	addr netip.Addr
+}
+
+// deadlines is a min-heap of deadlines by time.
+type deadlines []deadline
+
+func (h deadlines) Len() int           { return len(h) }
+func (h deadlines) Less(i, j int) bool { return h[i].at.Before(h[j].at) }
+func (h deadlines) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *deadlines) Push(x any)        { *h = append(*h, x.(deadline)) }
+func (h *deadlines) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return x
 }
 
 type localDev struct {
@@ -101,7 +126,7 @@ func (l *Local) republish(d *localDev, reason inof.Reason, now time.Time) []Acti
 		}
 		want = d.published
 		want.State, want.Reason, want.Changed = inof.StateInactive, reason, now
-		d.withdraw = now.Add(l.holdDown)
+		l.leave(d, now)
 	}
 	if want == d.published {
 		return nil
@@ -123,13 +148,26 @@ func (d *localDev) current() LocalRecord {
 	return best
 }
 
+// leave starts d's hold-down at now.
+func (l *Local) leave(d *localDev, now time.Time) {
+	d.withdraw = now.Add(l.holdDown)
+	heap.Push(&l.leaving, deadline{at: d.withdraw, addr: d.published.Device.Addr})
+}
+
+// live reports whether a deadline is still the hold-down of its device.
+func (l *Local) live(x deadline) (*localDev, bool) {
+	d := l.devs[x.addr]
+	return d, d != nil && !d.withdraw.IsZero() && d.withdraw.Equal(x.at)
+}
+
 // Expire withdraws the records whose hold-down ended by now.
 func (l *Local) Expire(now time.Time) []Action {
 	var out []Action
-	for addr, d := range l.devs {
-		if !d.withdraw.IsZero() && !d.withdraw.After(now) {
+	for len(l.leaving) > 0 && !l.leaving[0].at.After(now) {
+		x := heap.Pop(&l.leaving).(deadline)
+		if d, ok := l.live(x); ok {
 			out = append(out, Action{Record: d.published, Withdraw: true})
-			delete(l.devs, addr)
+			delete(l.devs, x.addr)
 		}
 	}
 	sortActions(out)
@@ -138,13 +176,13 @@ func (l *Local) Expire(now time.Time) []Action {
 
 // NextExpiry returns when Expire next has work, or false if never.
 func (l *Local) NextExpiry() (time.Time, bool) {
-	var next time.Time
-	for _, d := range l.devs {
-		if !d.withdraw.IsZero() && (next.IsZero() || d.withdraw.Before(next)) {
-			next = d.withdraw
+	for len(l.leaving) > 0 {
+		if _, ok := l.live(l.leaving[0]); ok {
+			return l.leaving[0].at, true
 		}
+		heap.Pop(&l.leaving) // stale
 	}
-	return next, !next.IsZero()
+	return time.Time{}, false
 }
 
 // Published returns every record currently published, sorted by address:
@@ -167,10 +205,11 @@ func (l *Local) Restore(rs []LocalRecord, now time.Time) {
 		d := &localDev{ports: map[string]LocalRecord{}, published: r}
 		if r.State == inof.StateActive {
 			d.ports[r.Port] = LocalRecord{Device: r.Device, Port: r.Port, State: inof.StateActive, Since: r.Since}
-		} else {
-			d.withdraw = now.Add(l.holdDown)
+			l.devs[r.Device.Addr] = d
+			continue
 		}
 		l.devs[r.Device.Addr] = d
+		l.leave(d, now)
 	}
 }
 

@@ -64,6 +64,38 @@ func TestLocalComesBackDuringHoldDown(t *testing.T) {
 	}
 }
 
+// TestLocalLeavesAgain checks that a device that left, came back and left
+// again is withdrawn a hold-down after its last departure, not its first,
+// among other devices leaving in between.
+func TestLocalLeavesAgain(t *testing.T) {
+	l := NewLocal(30 * time.Second)
+	other := inof.Device{Addr: netip.MustParseAddr("10.0.0.8"), Role: inof.RoleTarget, Protocol: inof.ProtocolTCP}
+	l.Register("swp1", hostDev, at(0), at(0))
+	l.Register("swp2", other, at(0), at(0))
+	l.Unregister("swp1", hostDev.Addr, inof.ReasonLinkDown, at(10))
+	l.Register("swp1", hostDev, at(12), at(12))
+	l.Unregister("swp2", other.Addr, inof.ReasonAgeOut, at(15))
+	l.Unregister("swp1", hostDev.Addr, inof.ReasonLinkDown, at(20))
+	if next, ok := l.NextExpiry(); !ok || !next.Equal(at(45)) {
+		t.Fatalf("NextExpiry = %v %v, want %v (the other device's)", next, ok, at(45))
+	}
+	if as := l.Expire(at(44)); len(as) != 0 {
+		t.Fatalf("withdrawn at the first departure's deadline: %+v", as)
+	}
+	if a := one(t, "other expires", l.Expire(at(45))); a.Record.Device.Addr != other.Addr {
+		t.Fatalf("expired %+v", a)
+	}
+	if next, ok := l.NextExpiry(); !ok || !next.Equal(at(50)) {
+		t.Fatalf("NextExpiry = %v %v, want %v", next, ok, at(50))
+	}
+	if a := one(t, "host expires", l.Expire(at(50))); !a.Withdraw || a.Record.Device.Addr != hostDev.Addr {
+		t.Fatalf("expired %+v", a)
+	}
+	if _, ok := l.NextExpiry(); ok {
+		t.Fatal("nothing is leaving, yet NextExpiry has a deadline")
+	}
+}
+
 func TestLocalTwoPorts(t *testing.T) {
 	l := NewLocal(0)
 	l.Register("swp1", hostDev, at(0), at(0))

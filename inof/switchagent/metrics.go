@@ -83,7 +83,7 @@ func (m *metrics) Collect(ch chan<- prometheus.Metric) {
 		gauge(m.registrations, float64(st.Entries))
 		counter(m.refused, float64(st.Refused))
 	}
-	gauge(m.records, float64(len(a.table.Devices())))
+	gauge(m.records, float64(a.table.Len()))
 	var sum l2proto.NotifierStats
 	for _, p := range ports {
 		st := p.nt.Stats()

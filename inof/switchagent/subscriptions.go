@@ -1,6 +1,7 @@
 package switchagent
 
 import (
+	"net/netip"
 	"slices"
 
 	"github.com/openinof/inof/zones"
@@ -34,21 +35,93 @@ func Tags(deviceZones []string) []string {
 // With the default zone disabled, unzoned devices see nobody, so nothing is
 // added for them.
 func Subscriptions(local [][]string, s zones.Settings, allZones []string) []string {
+	t := newTally()
+	for i, zs := range local {
+		// Distinct keys: only the counts matter.
+		t.set(netip.AddrFrom4([4]byte{byte(i >> 24), byte(i >> 16), byte(i >> 8), byte(i)}), zs, true)
+	}
+	out, _ := t.subscriptions(s, func() []string { return allZones })
+	return out
+}
+
+// tally keeps what Subscriptions needs incrementally: the custom zones of
+// each active local device and, per zone, how many of them are in it. An
+// event then costs O(the device's zones), and the subscription set is
+// computed again only when a count crosses zero.
+type tally struct {
+	zonesOf map[netip.Addr][]string // active local devices → their custom zones
+	count   map[string]int          // custom zone → active local devices in it
+	unzoned int                     // active local devices in no custom zone
+	zoned   int                     // active local devices in some custom zone
+	stale   bool                    // the set may have changed since Subscriptions
+}
+
+func newTally() *tally {
+	return &tally{zonesOf: map[netip.Addr][]string{}, count: map[string]int{}, stale: true}
+}
+
+// set records that the local device at addr is active in the custom zones
+// zs (active false: it is not active, or gone).
+func (t *tally) set(addr netip.Addr, zs []string, active bool) {
+	if old, ok := t.zonesOf[addr]; ok {
+		if active && slices.Equal(old, zs) {
+			return
+		}
+		t.remove(addr, old)
+	}
+	if !active {
+		return
+	}
+	t.zonesOf[addr] = zs
+	if len(zs) == 0 {
+		t.unzoned++
+		t.stale = t.stale || t.unzoned == 1
+		return
+	}
+	t.zoned++
+	t.stale = t.stale || t.zoned == 1
+	for _, z := range zs {
+		t.count[z]++
+		t.stale = t.stale || t.count[z] == 1
+	}
+}
+
+func (t *tally) remove(addr netip.Addr, zs []string) {
+	delete(t.zonesOf, addr)
+	if len(zs) == 0 {
+		t.unzoned--
+		t.stale = t.stale || t.unzoned == 0
+		return
+	}
+	t.zoned--
+	t.stale = t.stale || t.zoned == 0
+	for _, z := range zs {
+		if t.count[z]--; t.count[z] == 0 {
+			delete(t.count, z)
+			t.stale = true
+		}
+	}
+}
+
+// subscriptions returns the set Subscriptions gives for the tallied
+// devices, and false when it cannot have changed since the last call.
+// allZones is consulted only when needed.
+func (t *tally) subscriptions(s zones.Settings, allZones func() []string) ([]string, bool) {
+	if !t.stale {
+		return nil, false
+	}
+	t.stale = false
 	set := map[string]bool{}
-	for _, zs := range local {
-		unzoned := len(zs) == 0
-		if unzoned && !s.DefaultZoneEnabled {
-			continue
-		}
-		for _, z := range Tags(zs) {
-			set[z] = true
-		}
-		if s.DefaultZoneEnabled && !s.HardZoning {
+	for z := range t.count {
+		set[z] = true
+	}
+	if s.DefaultZoneEnabled {
+		if t.unzoned > 0 || (t.zoned > 0 && !s.HardZoning) {
 			set[zones.DefaultZone] = true
-			if unzoned {
-				for _, z := range allZones {
-					set[z] = true
-				}
+		}
+		if t.unzoned > 0 && !s.HardZoning {
+			for _, z := range allZones() {
+				set[z] = true
 			}
 		}
 	}
@@ -57,5 +130,5 @@ func Subscriptions(local [][]string, s zones.Settings, allZones []string) []stri
 		out = append(out, z)
 	}
 	slices.Sort(out)
-	return out
+	return out, true
 }

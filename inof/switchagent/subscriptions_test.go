@@ -88,3 +88,47 @@ func TestSubscriptionsCoverVisibility(t *testing.T) {
 		}
 	}
 }
+
+// TestTallyIncremental drives one tally through random registrations,
+// zone moves and departures and checks after each that its set is the one
+// computed afresh from the active devices, and that it reports "unchanged"
+// only when the set did not change.
+func TestTallyIncremental(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	all := []string{"a", "b", "c", "d"}
+	for seed := 0; seed < 200; seed++ {
+		s := zones.Settings{DefaultZoneEnabled: rng.IntN(2) == 0, HardZoning: rng.IntN(2) == 0}
+		tl := newTally()
+		active := map[netip.Addr][]string{}
+		var last []string
+		for step := 0; step < 60; step++ {
+			addr := netip.AddrFrom4([4]byte{10, 0, 0, byte(1 + rng.IntN(6))})
+			var zs []string
+			for _, z := range all {
+				if rng.IntN(3) == 0 {
+					zs = append(zs, z)
+				}
+			}
+			on := rng.IntN(3) != 0
+			tl.set(addr, zs, on)
+			if on {
+				active[addr] = zs
+			} else {
+				delete(active, addr)
+			}
+			var local [][]string
+			for _, zs := range active {
+				local = append(local, zs)
+			}
+			want := Subscriptions(local, s, all)
+			got, changed := tl.subscriptions(s, func() []string { return all })
+			if !changed {
+				got = last
+			}
+			if !slices.Equal(got, want) {
+				t.Fatalf("seed %d step %d (%+v): tally gives %v (changed %v), afresh %v", seed, step, s, got, changed, want)
+			}
+			last = got
+		}
+	}
+}

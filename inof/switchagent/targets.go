@@ -2,6 +2,7 @@ package switchagent
 
 import (
 	"net/netip"
+	"slices"
 	"time"
 
 	"github.com/openinof/inof/inof"
@@ -28,20 +29,22 @@ type Target struct {
 // Targets holds the device records this switch knows, merged per address.
 // It is owned by one goroutine; it is not safe for concurrent use.
 type Targets struct {
-	byAddr map[netip.Addr]map[uint32]Record
+	// byAddr holds per address one record per switch, in no order: nearly
+	// always one, so a slice (one small allocation) rather than a map.
+	byAddr map[netip.Addr][]Record
 }
 
 // NewTargets returns an empty table.
-func NewTargets() *Targets { return &Targets{byAddr: map[netip.Addr]map[uint32]Record{}} }
+func NewTargets() *Targets { return &Targets{byAddr: map[netip.Addr][]Record{}} }
 
 // Put stores r, replacing the record of the same switch and address.
 func (t *Targets) Put(r Record) {
-	m := t.byAddr[r.Device.Addr]
-	if m == nil {
-		m = map[uint32]Record{}
-		t.byAddr[r.Device.Addr] = m
+	rs := t.byAddr[r.Device.Addr]
+	if i := slices.IndexFunc(rs, func(o Record) bool { return o.Switch == r.Switch }); i >= 0 {
+		rs[i] = r
+		return
 	}
-	m[r.Switch] = r
+	t.byAddr[r.Device.Addr] = append(rs, r)
 }
 
 // Remove drops the record of sw for addr. It returns the reason to give the
@@ -52,14 +55,16 @@ func (t *Targets) Put(r Record) {
 // "leaving is a status"). ok is false when another active record keeps the
 // address active, or nothing was stored.
 func (t *Targets) Remove(sw uint32, addr netip.Addr) (reason inof.Reason, ok bool) {
-	m := t.byAddr[addr]
-	r, found := m[sw]
-	if !found {
+	rs := t.byAddr[addr]
+	i := slices.IndexFunc(rs, func(o Record) bool { return o.Switch == sw })
+	if i < 0 {
 		return 0, false
 	}
-	delete(m, sw)
-	if len(m) == 0 {
+	r := rs[i]
+	if rs = slices.Delete(rs, i, i+1); len(rs) == 0 {
 		delete(t.byAddr, addr)
+	} else {
+		t.byAddr[addr] = rs
 	}
 	if cur, present := t.Get(addr); present && cur.State == inof.StateActive {
 		return 0, false
@@ -72,17 +77,17 @@ func (t *Targets) Remove(sw uint32, addr netip.Addr) (reason inof.Reason, ok boo
 
 // Get returns the merged state of addr. Among active records the newest
 // change wins (then the lower switch router-id), so the choice does not
-// depend on map order; an inactive record never hides an active one.
+// depend on the order records came in; an inactive record never hides an
+// active one.
 func (t *Targets) Get(addr netip.Addr) (Target, bool) {
-	m := t.byAddr[addr]
-	if len(m) == 0 {
+	rs := t.byAddr[addr]
+	if len(rs) == 0 {
 		return Target{}, false
 	}
-	var best Record
-	found := false
-	for _, r := range m {
-		if !found || better(r, best) {
-			best, found = r, true
+	best := rs[0]
+	for _, r := range rs[1:] {
+		if better(r, best) {
+			best = r
 		}
 	}
 	out := Target{Device: best.Device, State: best.State}

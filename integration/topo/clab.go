@@ -30,11 +30,7 @@ func (s *Spec) NICPrefix(i, k int) (netip.Prefix, error) {
 	if i < 0 || i >= len(s.Devices) || k < 0 || k >= len(s.Devices[i].NICs) {
 		return netip.Prefix{}, fmt.Errorf("topo: no NIC %d of device %d", k, i)
 	}
-	cidr := s.Devices[i].NICs[k].Address
-	if cidr == "" {
-		cidr = fmt.Sprintf("10.%d.%d.2/24", 100+k, i+1)
-	}
-	p, err := netip.ParsePrefix(cidr)
+	p, err := netip.ParsePrefix(nicCIDR(s.Devices[i].NICs[k], i, k, 24))
 	if err != nil {
 		return netip.Prefix{}, fmt.Errorf("topo: device %s NIC %d: address: %w", s.Devices[i].Name, k, err)
 	}

@@ -172,6 +172,26 @@ func (f *Fabric) control(name string, kind Kind, addr netip.Addr) {
 	n.NS.Addr("fab0", addr.String()+"/24")
 }
 
+// newLink describes NIC k of device n (the i-th device) on the next port
+// of its switch; without an address in the spec, the NIC gets
+// 10.(100+k).(i+1).2/bits.
+func (f *Fabric) newLink(n *Node, i, k int, nic NIC, bits int) *Link {
+	sw := f.nodes[nic.Switch]
+	l := &Link{Device: n, NIC: k, IfName: fmt.Sprintf("eth%d", k), Switch: sw,
+		Port: fmt.Sprintf("p%d", len(sw.Links)+1), Spec: nic}
+	l.Prefix = netip.MustParsePrefix(nicCIDR(nic, i, k, bits))
+	return l
+}
+
+// nicCIDR is the address of NIC k of device i: the NIC's Address, or
+// 10.(100+k).(i+1).2/bits when that is empty.
+func nicCIDR(nic NIC, i, k, bits int) string {
+	if nic.Address != "" {
+		return nic.Address
+	}
+	return fmt.Sprintf("10.%d.%d.2/%d", 100+k, i+1, bits)
+}
+
 // device creates a device namespace and cables each NIC to its switch.
 func (f *Fabric) device(i int, d Device) {
 	if d.VM != nil {
@@ -184,21 +204,15 @@ func (f *Fabric) device(i int, d Device) {
 	}
 	n := f.newNode(d.Name, kind)
 	for k, nic := range d.NICs {
-		sw := f.nodes[nic.Switch]
-		l := &Link{Device: n, NIC: k, IfName: fmt.Sprintf("eth%d", k), Switch: sw,
-			Port: fmt.Sprintf("p%d", len(sw.Links)+1), Spec: nic}
-		cidr := nic.Address
-		if cidr == "" {
-			cidr = fmt.Sprintf("10.%d.%d.2/24", 100+k, i+1)
-		}
-		l.Prefix = netip.MustParsePrefix(cidr)
+		l := f.newLink(n, i, k, nic, 24)
+		sw := l.Switch
 		netns.Veth(f.tb, sw.NS, l.Port, n.NS, l.IfName)
 		if nic.MAC != "" {
 			n.NS.MustIP("link", "set", l.IfName, "down")
 			n.NS.MustIP("link", "set", l.IfName, "address", nic.MAC)
 			n.NS.MustIP("link", "set", l.IfName, "up")
 		}
-		n.NS.Addr(l.IfName, cidr)
+		n.NS.Addr(l.IfName, l.Prefix.String())
 		n.Links = append(n.Links, l)
 		sw.Links = append(sw.Links, l)
 	}
@@ -293,7 +307,7 @@ func (n *Node) reflectorConfig() map[string]any {
 		"clients":        clients,
 	}
 	if len(peers) > 0 {
-		cfg["cluster_id"] = "10.0.0.254"
+		cfg["cluster_id"] = ClusterID
 		cfg["reflectors"] = peers
 	}
 	if ok, err := HasReflectorAPI(); err == nil && ok {
@@ -358,11 +372,11 @@ func (n *Node) hostConfig() (map[string]any, error) {
 // HostNQN is the host NQN a device's inof-host uses.
 func (n *Node) HostNQN() string {
 	for _, d := range n.f.spec.Devices {
-		if d.Name == n.Name && d.HostNQN != "" {
-			return d.HostNQN
+		if d.Name == n.Name {
+			return DeviceHostNQN(d)
 		}
 	}
-	return "nqn.2014-08.org.example:host:" + n.Name
+	return DeviceHostNQN(Device{Name: n.Name})
 }
 
 // APISocket is a reflector's gRPC API socket (inofctl --server unix://…).

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/netip"
 	"os"
 	"os/exec"
 	"slices"
@@ -122,14 +121,8 @@ func (f *Fabric) vmDevice(i int, d Device) {
 	n.http = &httpClient{addr: hostMetrics, c: &http.Client{Transport: guestHTTP{n}, Timeout: 15 * time.Second}}
 	f.tb.Cleanup(n.stopVM)
 	for k, nic := range d.NICs {
-		sw := f.nodes[nic.Switch]
-		l := &Link{Device: n, NIC: k, IfName: fmt.Sprintf("eth%d", k), Switch: sw,
-			Port: fmt.Sprintf("p%d", len(sw.Links)+1), Spec: nic}
-		cidr := nic.Address
-		if cidr == "" {
-			cidr = fmt.Sprintf("10.%d.%d.2/16", 100+k, i+1)
-		}
-		l.Prefix = netip.MustParsePrefix(cidr)
+		l := f.newLink(n, i, k, nic, 16)
+		sw := l.Switch
 		tap, err := vm.CreateTap(sw.NS, l.Port)
 		if err != nil {
 			f.tb.Fatal(err)

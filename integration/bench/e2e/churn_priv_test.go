@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -382,6 +383,7 @@ func BenchmarkPrivChurn(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	self0, events0 := selfCPU(b), cb.c.sent
 	t0 := time.Now()
 
 	var best churnStep
@@ -440,12 +442,23 @@ func BenchmarkPrivChurn(b *testing.B) {
 		b.Fatal(err)
 	}
 	wall := time.Since(t0)
-	var cpu string
+	events := float64(cb.c.sent - events0)
+	var cpu, per string
+	var total time.Duration
 	for _, n := range []string{"leaf1", "rr1", "leaf2", "leaf3"} {
-		cpu += fmt.Sprintf("%s %.0f%%, ", n, 100*(cpu1[n]-cpu0[n]).Seconds()/wall.Seconds())
+		used := cpu1[n] - cpu0[n]
+		total += used
+		cpu += fmt.Sprintf("%s %.0f%%, ", n, 100*used.Seconds()/wall.Seconds())
+		per += fmt.Sprintf("%s %.0f, ", n, float64(used.Microseconds())/events)
 	}
 	cpu = "daemons' CPU over the search (% of one core): " + strings.TrimSuffix(cpu, ", ")
 	b.Log(cpu)
+	perEvent := float64(total.Microseconds()) / events
+	bench := float64((selfCPU(b) - self0).Microseconds()) / events
+	cost := result.Row{Group: "churn", Name: "CPU per event, the four daemons together", Unit: "µs", Value: perEvent,
+		Note: fmt.Sprintf("over %.0f events: %s; the benchmark's own probes %.0f µs; so two cores held by the daemons alone would carry at most %.0f events/s",
+			events, strings.TrimSuffix(per, ", "), bench, 2e6/perEvent)}
+	b.Log(cost.Note)
 	burst := pacedBurst(b, rr, hall, c)
 	b.StopTimer()
 
@@ -487,8 +500,18 @@ func BenchmarkPrivChurn(b *testing.B) {
 	lat := durations(b, result.Row{Group: "churn", Name: "event → notification at the host, at that rate", Unit: "ms",
 		Note: fmt.Sprintf("whole run: %d notifications of events and %d extra in %d frames, at most %d per frame; %d retransmitted copies", notes, extra, frames, perMax, dups)}, best.lat)
 	b.ReportMetric(held.Value, "events/s")
-	rows = append(rows, held, lat, burst, machineRow(b, "churn, end"))
+	rows = append(rows, held, lat, cost, burst, machineRow(b, "churn, end"))
 	writeRows(b, "churn", rows)
+}
+
+// selfCPU is the CPU time the benchmark process has used (its probes'
+// senders and readers).
+func selfCPU(b *testing.B) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // active counts the churning addresses whose last event registered them.

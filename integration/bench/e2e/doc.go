@@ -6,8 +6,10 @@
 // agent killed) to the time a notification frame is read at a host.
 //
 //   - BenchmarkPrivEndToEnd: target link down → inactive at a host on
-//     another leaf; target join → active at 10 hosts on 3 leaves; zone
-//     change committed with inofctl → reason-4 frame at the host.
+//     another leaf; target join → active at 10 hosts on 3 leaves.
+//   - BenchmarkPrivZoneChange: zone change committed with inofctl →
+//     reason-4 frame at the host, also split at the moment the reflector
+//     has the commit durable (inofctl's part, the fabric's part).
 //   - BenchmarkPrivSwitchLoss: a leaf agent SIGKILLed with BFD 3 × 50 ms →
 //     reason 7 at a host on another leaf.
 //   - BenchmarkPrivChurn: sustained registration changes per second

@@ -197,5 +197,8 @@ func ratio(v float64) string {
 	if v == 0 {
 		return "-"
 	}
+	if math.Abs(v) < 0.1 {
+		return fmt.Sprintf("%.2g×", v) // 0.00053×, not 0.00×
+	}
 	return fmt.Sprintf("%.2f×", v)
 }

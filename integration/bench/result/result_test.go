@@ -53,3 +53,11 @@ func TestWriteMergeTable(t *testing.T) {
 		}
 	}
 }
+
+func TestRatioKeepsSmallValues(t *testing.T) {
+	for v, want := range map[float64]string{0: "-", 0.00053: "0.00053×", 0.05: "0.05×", 0.96: "0.96×", 1.67: "1.67×"} {
+		if got := ratio(v); got != want {
+			t.Errorf("ratio(%v) = %q, want %q", v, got, want)
+		}
+	}
+}

@@ -32,7 +32,7 @@ func gobgpdSetup(rtc bool) setup {
 	if !rtc {
 		name = "gobgpd 3.10 no RTC"
 	}
-	s := setup{name: name, optIn: rtc, sessions: rtc, converge: func(ctx context.Context, tb testing.TB, r refl, p Plan) time.Duration {
+	s := setup{name: name, optIn: rtc, sessions: rtc, converge: func(ctx context.Context, tb testing.TB, r refl, p Plan) synced {
 		return convergeStock(ctx, tb, r, p, rtc, false)
 	}}
 	if _, err := exec.LookPath("gobgpd"); err != nil {

@@ -40,14 +40,17 @@ func (a *app) change(f *changeFlags, edits func(args []string) ([]*inofv1.Edit, 
 }
 
 // commit dry-runs the edits against rev ("" for the current
-// configuration), shows the visibility changes, asks (unless yes), and
-// commits them if the configuration is still the one shown.
+// configuration), shows the visibility changes, asks, and commits them if
+// the configuration is still the one shown. With yes nothing is shown, so
+// there is no dry run: the edits are committed at once against rev (or,
+// if "", the configuration in effect then; the server runs them in one
+// transaction, so nothing can slip in between).
 func (a *app) commit(ctx context.Context, c inofv1.FabricClient, es []*inofv1.Edit, rev string, yes bool) error {
-	dry, err := c.ApplyZoning(ctx, &inofv1.ApplyZoningRequest{Edits: es, ExpectedRevision: rev, DryRun: true})
-	if err != nil {
-		return err
-	}
 	if !yes {
+		dry, err := c.ApplyZoning(ctx, &inofv1.ApplyZoningRequest{Edits: es, ExpectedRevision: rev, DryRun: true})
+		if err != nil {
+			return err
+		}
 		printChanges(a.io.Err, dry.GetChanges())
 		ok, err := confirm(a.io.In, a.io.Err, "Commit these changes?")
 		if err != nil {
@@ -56,8 +59,9 @@ func (a *app) commit(ctx context.Context, c inofv1.FabricClient, es []*inofv1.Ed
 		if !ok {
 			return errors.New("not committed")
 		}
+		rev = dry.GetRevision()
 	}
-	resp, err := c.ApplyZoning(ctx, &inofv1.ApplyZoningRequest{Edits: es, ExpectedRevision: dry.GetRevision()})
+	resp, err := c.ApplyZoning(ctx, &inofv1.ApplyZoningRequest{Edits: es, ExpectedRevision: rev})
 	if err != nil {
 		return err
 	}

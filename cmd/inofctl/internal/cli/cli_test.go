@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/openinof/inof/cmd/inofctl/internal/cli"
+	"github.com/openinof/inof/cmd/inofctl/internal/clidoc"
 	"github.com/openinof/inof/inof"
 	"github.com/openinof/inof/inof/api"
 	"github.com/openinof/inof/inof/api/apitest"
@@ -220,9 +221,9 @@ func TestConfigPrecedence(t *testing.T) {
 // docs/cli.md is generated from the command tree.
 func TestCLIDocUpToDate(t *testing.T) {
 	var buf bytes.Buffer
-	root := cli.NewCommand(cli.IO{In: strings.NewReader(""), Out: &buf, Err: &buf, Environ: cli.DocEnviron()})
+	root := cli.NewCommand(cli.IO{In: strings.NewReader(""), Out: &buf, Err: &buf, Environ: clidoc.DocEnviron()})
 	var doc bytes.Buffer
-	if err := cli.Markdown(root, &doc); err != nil {
+	if err := clidoc.Markdown(root, &doc); err != nil {
 		t.Fatal(err)
 	}
 	compareFile(t, filepath.Join("..", "..", "..", "..", "docs", "cli.md"), doc.Bytes())

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/openinof/inof/inof/api"
+	"github.com/openinof/inof/inof/api/apiclient"
 )
 
 // Options is the whole configuration of inofctl: defaults, then the YAML
@@ -35,14 +35,14 @@ type Options struct {
 // user's state directory taken from environ.
 func defaultOptions(environ []string) Options {
 	return Options{
-		Server:      "unix://" + api.DefaultSocket,
+		Server:      "unix://" + apiclient.DefaultSocket,
 		Output:      "table",
 		Timeout:     10 * time.Second,
 		StagingFile: filepath.Join(stateDir(environ), "inofctl", "staged.json"),
 	}
 }
 
-// Validate implements daemon.Validator.
+// Validate implements config.Validator.
 func (o *Options) Validate() error {
 	var errs []string
 	switch o.Output {

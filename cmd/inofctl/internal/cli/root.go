@@ -13,9 +13,9 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
-	"github.com/openinof/inof/inof/api"
+	"github.com/openinof/inof/inof/api/apiclient"
 	inofv1 "github.com/openinof/inof/inof/api/v1"
-	"github.com/openinof/inof/inof/daemon"
+	"github.com/openinof/inof/inof/daemon/config"
 )
 
 // Exit codes.
@@ -134,7 +134,7 @@ func (a *app) load(cmd *cobra.Command) error {
 			}
 		}
 	}
-	err := daemon.Load(daemon.LoadOptions{File: file, Flags: cmd.Flags(), FlagKeys: flagKeys, Environ: a.io.Environ}, &a.opts)
+	err := config.Load(config.LoadOptions{File: file, Flags: cmd.Flags(), FlagKeys: flagKeys, Environ: a.io.Environ}, &a.opts)
 	if err != nil {
 		return fmt.Errorf("invalid configuration:\n%w", err)
 	}
@@ -144,7 +144,7 @@ func (a *app) load(cmd *cobra.Command) error {
 // client connects (lazily) to the API.
 func (a *app) client() (inofv1.FabricClient, error) {
 	if a.conn == nil {
-		conn, err := api.Dial(api.DialOptions{Server: a.opts.Server, TokenFile: a.opts.TokenFile,
+		conn, err := apiclient.Dial(apiclient.DialOptions{Server: a.opts.Server, TokenFile: a.opts.TokenFile,
 			CAFile: a.opts.CAFile, ServerName: a.opts.ServerName})
 		if err != nil {
 			return nil, err

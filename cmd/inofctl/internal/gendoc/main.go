@@ -9,6 +9,7 @@ import (
 	"os"
 
 	"github.com/openinof/inof/cmd/inofctl/internal/cli"
+	"github.com/openinof/inof/cmd/inofctl/internal/clidoc"
 )
 
 func main() {
@@ -17,8 +18,8 @@ func main() {
 		os.Exit(2)
 	}
 	var buf bytes.Buffer
-	root := cli.NewCommand(cli.IO{In: bytes.NewReader(nil), Out: io.Discard, Err: io.Discard, Environ: cli.DocEnviron()})
-	if err := cli.Markdown(root, &buf); err != nil {
+	root := cli.NewCommand(cli.IO{In: bytes.NewReader(nil), Out: io.Discard, Err: io.Discard, Environ: clidoc.DocEnviron()})
+	if err := clidoc.Markdown(root, &buf); err != nil {
 		fmt.Fprintln(os.Stderr, "gendoc:", err)
 		os.Exit(1)
 	}

@@ -1,4 +1,7 @@
-package cli
+// Package clidoc writes inofctl's command reference (docs/cli.md) from its
+// command tree. It is apart from package cli so that inofctl itself does not
+// link the Markdown generator.
+package clidoc
 
 import (
 	"bytes"
@@ -28,9 +31,11 @@ Every zoning change (` + "`zone`, `alias`, `fabric set`" + `) is sent as one ` +
 edits and the revision of the configuration they were made against; the reflector applies all of them
 in one store transaction, or none, and only if the configuration still has that revision. Before
 committing, inofctl sends the same edits as a dry run and prints the visibility changes they would
-cause (which host gains or loses which target), then asks; ` + "`--yes`" + ` skips the question. The commit
-carries the revision the dry run saw, so what you confirmed is what is applied: if anyone committed in
-between, the commit fails with *Aborted* and nothing changes — run the command again.
+cause (which host gains or loses which target), then asks. The commit carries the revision the dry run
+saw, so what you confirmed is what is applied: if anyone committed in between, the commit fails with
+*Aborted* and nothing changes — run the command again. ` + "`--yes`" + ` skips the question and so the dry
+run too: the edits are committed at once, in one transaction on the configuration in effect (or on the
+staged revision, for ` + "`zoning commit --yes`" + `).
 
 Why not server-side transactions (begin, stage, commit over several calls)? The zone store's
 transactions are not safe for concurrent use and the store has no change feed: a server-side session

@@ -1,0 +1,107 @@
+// Package apiclient dials the gRPC API of inofd. It holds only the client
+// side (address forms, TLS, the bearer token), so that a short-lived
+// command such as inofctl does not link, and initialize at every start,
+// the server side of package api and everything that pulls in.
+package apiclient
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"fmt"
+	"os"
+	"strings"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/credentials/insecure"
+)
+
+// DefaultSocket is where inofd serves the API and inofctl looks for it.
+const DefaultSocket = "/run/inofd/api.sock"
+
+// DialOptions say how a client reaches the API.
+type DialOptions struct {
+	// Server is "unix:///path/to.sock" (or a plain path) for the local
+	// socket, or "host:port" for TLS with a bearer token.
+	Server string
+	// TokenFile holds the bearer token (TCP only).
+	TokenFile string
+	// CAFile holds the PEM certificates that verify the server (TCP only;
+	// the system's roots if empty).
+	CAFile string
+	// ServerName overrides the name checked in the server's certificate.
+	ServerName string
+}
+
+// IsUnix reports whether server names a unix socket.
+func IsUnix(server string) bool {
+	return strings.HasPrefix(server, "unix:") || strings.HasPrefix(server, "/") || strings.HasPrefix(server, ".")
+}
+
+// Dial returns a client connection (connecting lazily, on the first call).
+func Dial(o DialOptions) (*grpc.ClientConn, error) {
+	if o.Server == "" {
+		return nil, fmt.Errorf("api: no server address")
+	}
+	if IsUnix(o.Server) {
+		target := o.Server
+		if !strings.HasPrefix(target, "unix:") {
+			target = "unix:" + target
+		}
+		return grpc.NewClient(target, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	}
+	if o.TokenFile == "" {
+		return nil, fmt.Errorf("api: %s is a TCP address: a token file is required", o.Server)
+	}
+	tok, err := ReadToken(o.TokenFile)
+	if err != nil {
+		return nil, fmt.Errorf("api: %w", err)
+	}
+	cfg := &tls.Config{ServerName: o.ServerName, MinVersion: tls.VersionTLS12}
+	if o.CAFile != "" {
+		pem, err := os.ReadFile(o.CAFile)
+		if err != nil {
+			return nil, fmt.Errorf("api: CA file: %w", err)
+		}
+		cfg.RootCAs = x509.NewCertPool()
+		if !cfg.RootCAs.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("api: CA file %s: no PEM certificate", o.CAFile)
+		}
+	}
+	return grpc.NewClient(o.Server,
+		grpc.WithTransportCredentials(credentials.NewTLS(cfg)),
+		grpc.WithPerRPCCredentials(bearer{token: string(tok)}))
+}
+
+// ReadToken reads a bearer token from a file: its content without
+// surrounding blanks. The file must not be readable by group or others, and
+// the token must not be empty.
+func ReadToken(path string) ([]byte, error) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return nil, fmt.Errorf("token file: %w", err)
+	}
+	if m := st.Mode().Perm(); m&0o077 != 0 {
+		return nil, fmt.Errorf("token file %s: mode %04o lets others read it; chmod 600 it", path, m)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("token file: %w", err)
+	}
+	tok := bytes.TrimSpace(b)
+	if len(tok) == 0 {
+		return nil, fmt.Errorf("token file %s: empty", path)
+	}
+	return tok, nil
+}
+
+// bearer sends the token with every call (over TLS only).
+type bearer struct{ token string }
+
+func (b bearer) GetRequestMetadata(context.Context, ...string) (map[string]string, error) {
+	return map[string]string{"authorization": "Bearer " + b.token}, nil
+}
+
+func (bearer) RequireTransportSecurity() bool { return true }

@@ -1,0 +1,47 @@
+package switchagent
+
+import (
+	"fmt"
+	"net/netip"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/openinof/inof/bgp"
+	"github.com/openinof/inof/inof"
+)
+
+// BenchmarkSaveState measures one state file save of a switch carrying
+// 2,048 devices (the churn benchmark's leaf).
+func BenchmarkSaveState(b *testing.B) {
+	now := time.Now()
+	s := savedState{Saved: now, Told: map[netip.Addr][]inof.Device{}}
+	for i := range 2048 {
+		d := inof.Device{Addr: netip.AddrFrom4([4]byte{10, 200, byte(i / 128), byte(i%128 + 1)}), Role: inof.RoleTarget,
+			Protocol: inof.ProtocolTCP, Port: 4420, NQN: fmt.Sprintf("nqn.2014-08.org.example:churn:%d", i)}
+		lr := LocalRecord{Device: d, Port: fmt.Sprintf("eth%d", i/128), State: inof.StateActive, Since: now, Changed: now}
+		s.Local = append(s.Local, lr)
+		s.Published = append(s.Published, bgp.PublishedDevice{Record: bgp.DeviceRecord{Switch: 1, Epoch: uint64(i), Device: d,
+			State: inof.StateActive, AccessPort: lr.Port, Since: now, Changed: now}, RouteTargets: []bgp.RouteTarget{{}}})
+	}
+	path := filepath.Join(b.TempDir(), "state.json")
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := saveState(path, s); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func TestSaveSpacing(t *testing.T) {
+	for _, tc := range []struct{ took, want time.Duration }{
+		{0, minSaveSpacing},
+		{5 * time.Millisecond, minSaveSpacing},
+		{20 * time.Millisecond, 400 * time.Millisecond},
+		{time.Second, maxSaveSpacing},
+	} {
+		if got := saveSpacing(tc.took); got != tc.want {
+			t.Errorf("saveSpacing(%v) = %v, want %v", tc.took, got, tc.want)
+		}
+	}
+}
