@@ -180,10 +180,17 @@ func dropsAny(old, cur []RouteTarget) bool {
 	return false
 }
 
+// DefaultMaxDevices is the device table's default bound: 4 Mi (switch,
+// address) pairs, twice issue #16's largest fabric (256 switches × 8k
+// devices = 2.1 M records at one reflector), a few hundred bytes each;
+// GoBGP's own tables hold about 1 KB per record beside it.
+const DefaultMaxDevices = 1 << 22
+
 // DeviceTableOptions configure a DeviceTable.
 type DeviceTableOptions struct {
-	// MaxDevices bounds the (switch, address) pairs held (default 1<<20);
-	// records of further devices are refused and counted.
+	// MaxDevices bounds the (switch, address) pairs held (default
+	// DefaultMaxDevices); records of further devices are refused, counted
+	// and logged at a rate limit.
 	MaxDevices int
 	Logger     *slog.Logger
 }
@@ -227,7 +234,7 @@ type DeviceChange struct {
 // NewDeviceTable returns an empty table.
 func NewDeviceTable(opts DeviceTableOptions) *DeviceTable {
 	if opts.MaxDevices <= 0 {
-		opts.MaxDevices = 1 << 20
+		opts.MaxDevices = DefaultMaxDevices
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"fmt"
 	"io"
 	"net"
@@ -11,13 +10,13 @@ import (
 	"path/filepath"
 	"reflect"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/openinof/inof/inof/daemon"
 	"github.com/openinof/inof/inof/reflector"
+	"github.com/openinof/inof/internal/syncbuf"
 )
 
 // waitTimeout bounds every wait; only a broken daemon reaches it.
@@ -48,35 +47,17 @@ func freePort(t *testing.T) int {
 	return l.Addr().(*net.TCPAddr).Port
 }
 
-// syncBuffer collects a child's output.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // child is one running inofd.
 type child struct {
 	cmd    *exec.Cmd
-	out    *syncBuffer
+	out    *syncbuf.Buffer
 	exited chan struct{}
 	err    error
 }
 
 func startDaemon(t *testing.T, bin string, env []string, args ...string) *child {
 	t.Helper()
-	d := &child{cmd: exec.Command(bin, args...), out: &syncBuffer{}, exited: make(chan struct{})}
+	d := &child{cmd: exec.Command(bin, args...), out: &syncbuf.Buffer{}, exited: make(chan struct{})}
 	d.cmd.Env = env
 	d.cmd.Stdout, d.cmd.Stderr = d.out, d.out
 	if err := d.cmd.Start(); err != nil {

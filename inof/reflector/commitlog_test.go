@@ -1,43 +1,24 @@
 package reflector
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"log/slog"
 	"regexp"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/openinof/inof/bgp"
+	"github.com/openinof/inof/internal/syncbuf"
 	"github.com/openinof/inof/zones"
 )
-
-// lockedBuffer is a log sink safe for the reflector's goroutines.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // TestCommitLogsDurable: a commit is logged once with the moment it was
 // durable (what the zone-change benchmark splits its figure at), within
 // the call; an aborted transaction (an API dry run) logs nothing.
 func TestCommitLogsDurable(t *testing.T) {
 	f := bgp.NewFakeFabric()
-	var logs lockedBuffer
+	var logs syncbuf.Buffer
 	r := startReflector(t, Config{Options: testOptions(t, r1ID, nil, nil), NewSpeaker: fakeSpeakers(f, nil),
 		Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	ctx := context.Background()

@@ -2,7 +2,6 @@ package cli_test
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -11,31 +10,13 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/openinof/inof/cmd/inofctl/internal/cli"
 	"github.com/openinof/inof/inof/api"
 	"github.com/openinof/inof/inof/api/apitest"
+	"github.com/openinof/inof/internal/syncbuf"
 )
-
-// lockedBuffer is a bytes.Buffer safe for a writer and a reader goroutine.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // `events --follow` survives a server restart on the same socket (the feed
 // kept, as when only the connection broke): it reconnects, resumes after
@@ -73,7 +54,7 @@ func TestEventsFollowReconnects(t *testing.T) {
 	stop := start()
 	publish("e1", "e2")
 	pr, pw := io.Pipe()
-	var stderr lockedBuffer
+	var stderr syncbuf.Buffer
 	ctx, cancel := context.WithCancel(context.Background())
 	exit := make(chan int, 1)
 	go func() {
