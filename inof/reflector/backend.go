@@ -34,8 +34,8 @@ type sessionState struct {
 	since time.Time
 }
 
-func newFabricView(log *slog.Logger) *fabricView {
-	return &fabricView{devices: bgp.NewDeviceTable(bgp.DeviceTableOptions{Logger: log}),
+func newFabricView(maxDevices int, log *slog.Logger) *fabricView {
+	return &fabricView{devices: bgp.NewDeviceTable(bgp.DeviceTableOptions{MaxDevices: maxDevices, Logger: log}),
 		bgp: map[netip.Addr]sessionState{}, bfdSince: map[bfd.SessionKey]time.Time{}}
 }
 

@@ -291,3 +291,28 @@ func TestLosslessProfileReplicates(t *testing.T) {
 		t.Fatalf("after a restart r1 has %q", got.Name)
 	}
 }
+
+// TestMaxDevicesBoundsTheView: with max_devices 2, the third device's
+// record is refused by the fabric view and counted (once per event that
+// carried it), and the view keeps the first two.
+func TestMaxDevicesBoundsTheView(t *testing.T) {
+	f := bgp.NewFakeFabric()
+	const sw1 = "10.0.1.1"
+	o := testOptions(t, r1ID, nil, []string{sw1})
+	o.MaxDevices = 2
+	r := startReflector(t, Config{Options: o, NewSpeaker: fakeSpeakers(f, nil)})
+	_, p1 := startSwitch(t, f, sw1, r1ID)
+	ctx := context.Background()
+	a := netip.MustParseAddr(sw1).As4()
+	for i := range 3 {
+		d := bgp.DeviceRecord{Switch: uint32(a[0])<<24 | uint32(a[1])<<16 | uint32(a[2])<<8 | uint32(a[3]),
+			Device: inof.Device{Addr: netip.AddrFrom4([4]byte{192, 0, 2, byte(10 + i)}), Role: inof.RoleTarget, Protocol: inof.ProtocolTCP},
+			State:  inof.StateActive, AccessPort: "eth1", Since: time.UnixMilli(1000), Changed: time.UnixMilli(1000)}
+		if err := p1.Publish(ctx, d, bgp.ZoneRT(testASN, "red")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitCond(t, "third device refused", func() bool {
+		return r.fabric.devices.Stats().Refused >= 1 && r.fabric.devices.Len() == 2
+	})
+}

@@ -48,6 +48,7 @@ var (
 	descEvicted        = desc("config_assembler_evicted_total", "Incomplete versions dropped by the assembler's memory bound.")
 	descStale          = desc("config_stale_parts_withdrawn_total", "Parts withdrawn because their record shrank or lost to a newer version.")
 	descPruned         = desc("config_tombstones_pruned_total", "Expired tombstones forgotten, by where (store, bgp).", "where")
+	descDevRefused     = desc("device_records_refused_total", "Device records the fabric view refused at its bound (max_devices).")
 	descBFD            = desc("bfd_sessions", "BFD sessions by state.", "state")
 	descBFDDrops       = desc("bfd_packets_dropped_total", "BFD packets dropped, by reason.", "reason")
 )
@@ -61,7 +62,7 @@ func (collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descUp, descRestarting, descSessions, descReceived, descPublished,
 		descWithdrawn, descMalformed, descResyncs, descConfigRecords, descCommits, descAdoptedParts, descAdopted,
 		descRefused, descStoreRefused, descApplyErrors, descMalformedParts, descEvicted, descStale, descPruned,
-		descBFD, descBFDDrops} {
+		descDevRefused, descBFD, descBFDDrops} {
 		ch <- d
 	}
 }
@@ -102,6 +103,7 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 	counter(descStale, rs.Withdrawn)
 	counter(descPruned, rs.Pruned, "bgp")
 	counter(descPruned, r.m.storePruned.Load(), "store")
+	counter(descDevRefused, r.fabric.devices.Stats().Refused)
 	sr := r.store.RefusedCounts()
 	counter(descStoreRefused, sr.Future, "future")
 	counter(descStoreRefused, sr.Expired, "expired")

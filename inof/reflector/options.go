@@ -54,6 +54,10 @@ type Options struct {
 	Reflectors []PeerOptions `yaml:"reflectors"`
 	// API is where the admin API (inofctl) is served.
 	API api.Options `yaml:"api"`
+	// MaxDevices bounds the device records the reflector's fabric view
+	// holds (one per switch and address); further records are refused,
+	// counted and logged at a rate limit. GoBGP keeps them all the same.
+	MaxDevices int `yaml:"max_devices"`
 }
 
 // ListenOptions say where BGP sessions are accepted.
@@ -127,6 +131,7 @@ func DefaultOptions() Options {
 			RequiredMinRx: 100 * time.Millisecond, DetectMult: 3},
 		PruneInterval: time.Hour,
 		API:           api.Options{Socket: api.DefaultSocket},
+		MaxDevices:    bgp.DefaultMaxDevices,
 	}
 }
 
@@ -186,6 +191,9 @@ func (o *Options) Validate() error {
 	}
 	if o.PruneInterval <= 0 {
 		add("prune_interval %s: must be positive", o.PruneInterval)
+	}
+	if o.MaxDevices <= 0 {
+		add("max_devices %d: must be positive", o.MaxDevices)
 	}
 	seen := map[netip.Addr]string{}
 	dup := func(a netip.Addr, p string) {

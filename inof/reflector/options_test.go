@@ -22,6 +22,7 @@ func TestOptionsValidateListsEveryError(t *testing.T) {
 	o.GracefulRestart.RestartTime = 5000 * time.Second
 	o.BFD.DetectMult = 0
 	o.PruneInterval = 0
+	o.MaxDevices = 0
 	o.MetricsListen = "nohostport"
 	o.Clients = []ClientOptions{{Address: "10.0.1.1"}, {Address: "10.0.1.1", LocalAddress: "10.0.0.1"}, {}}
 	o.Reflectors = []PeerOptions{{Address: "10.0.1.1", Port: 70000}}
@@ -43,6 +44,7 @@ func TestOptionsValidateListsEveryError(t *testing.T) {
 		"password: 81 bytes",
 		"graceful_restart.restart_time 1h23m20s",
 		"bfd.detect_mult: must be at least 1",
+		"max_devices 0: must be positive",
 		"prune_interval 0s: must be positive",
 		`metrics_listen "nohostport"`,
 		"clients[0]: BFD needs local_address",

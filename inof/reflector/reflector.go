@@ -127,7 +127,7 @@ func New(cfg Config) (*Reflector, error) {
 		cfg.Events = discardEvents{}
 	}
 	r := &Reflector{opts: cfg.Options, cfg: cfg, log: cfg.Logger, now: cfg.Now, asm: configsync.NewAssembler(0),
-		events: cfg.Events, fabric: newFabricView(cfg.Logger), clock: inof.NewClock(cfg.Now),
+		events: cfg.Events, fabric: newFabricView(cfg.Options.MaxDevices, cfg.Logger), clock: inof.NewClock(cfg.Now),
 		peerReflectors: map[netip.Addr]bool{}}
 	for _, n := range cfg.Options.neighbors() {
 		if n.PeerReflector {

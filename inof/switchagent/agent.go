@@ -111,7 +111,7 @@ func New(cfg Config) (*Agent, error) {
 		cfg.OpenLink = func(port string) (l2proto.Link, error) { return l2proto.ListenPacket(port) }
 	}
 	a := &Agent{cfg: cfg, opts: cfg.Options, log: cfg.Logger, self: cfg.Options.routerID(),
-		table: bgp.NewDeviceTable(bgp.DeviceTableOptions{Logger: cfg.Logger}), view: bgp.NewConfigView(),
+		table: bgp.NewDeviceTable(bgp.DeviceTableOptions{MaxDevices: cfg.Options.MaxDevices, Logger: cfg.Logger}), view: bgp.NewConfigView(),
 		asm: configsync.NewAssembler(0), subs: map[string]bool{},
 		records: make(chan bgp.RecordEvent, 1024), queries: make(chan portQuery, 256),
 		links: make(chan l2proto.LinkState, 256), up: make(chan struct{}, 1)}

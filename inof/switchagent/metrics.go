@@ -19,7 +19,7 @@ type metrics struct {
 	notifyRefused  prometheus.Counter
 	badConfig      prometheus.Counter
 
-	registrations, refused, records, notifications, sessions, bfdSessions, dropped *prometheus.Desc
+	registrations, refused, records, recordsRefused, notifications, sessions, bfdSessions, dropped *prometheus.Desc
 }
 
 func newMetrics(a *Agent) *metrics {
@@ -36,13 +36,14 @@ func newMetrics(a *Agent) *metrics {
 			Help: "Notifications the notifier refused (queue full or stopped)."}),
 		badConfig: prometheus.NewCounter(prometheus.CounterOpts{Name: "inof_switch_config_records_refused_total",
 			Help: "Configuration records that could not be assembled."}),
-		registrations: d("registrations", "Devices registered on the access ports."),
-		refused:       d("registrations_refused_total", "Registrations refused by the table bounds."),
-		records:       d("device_records", "Device records known (all switches, this one included)."),
-		notifications: d("notifications_total", "Notifications by outcome, summed over the access ports.", "outcome"),
-		sessions:      d("bgp_sessions", "BGP sessions to the reflectors by state.", "state"),
-		bfdSessions:   d("bfd_sessions", "BFD sessions by state.", "state"),
-		dropped:       d("frames_dropped_total", "Frames dropped on the access ports by reason.", "reason"),
+		registrations:  d("registrations", "Devices registered on the access ports."),
+		refused:        d("registrations_refused_total", "Registrations refused by the table bounds."),
+		records:        d("device_records", "Device records known (all switches, this one included)."),
+		recordsRefused: d("device_records_refused_total", "Device records refused at the device table's bound (max_devices)."),
+		notifications:  d("notifications_total", "Notifications by outcome, summed over the access ports.", "outcome"),
+		sessions:       d("bgp_sessions", "BGP sessions to the reflectors by state.", "state"),
+		bfdSessions:    d("bfd_sessions", "BFD sessions by state.", "state"),
+		dropped:        d("frames_dropped_total", "Frames dropped on the access ports by reason.", "reason"),
 	}
 }
 
@@ -55,7 +56,7 @@ func (m *metrics) notified(r l2proto.Result) {
 
 // Describe implements prometheus.Collector.
 func (m *metrics) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{m.registrations, m.refused, m.records, m.notifications, m.sessions, m.bfdSessions, m.dropped} {
+	for _, d := range []*prometheus.Desc{m.registrations, m.refused, m.records, m.recordsRefused, m.notifications, m.sessions, m.bfdSessions, m.dropped} {
 		ch <- d
 	}
 	for _, c := range []prometheus.Collector{m.delivered, m.queriesDropped, m.notifyRefused, m.badConfig} {
@@ -84,6 +85,7 @@ func (m *metrics) Collect(ch chan<- prometheus.Metric) {
 		counter(m.refused, float64(st.Refused))
 	}
 	gauge(m.records, float64(a.table.Len()))
+	counter(m.recordsRefused, float64(a.table.Stats().Refused))
 	var sum l2proto.NotifierStats
 	for _, p := range ports {
 		st := p.nt.Stats()

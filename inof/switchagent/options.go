@@ -8,6 +8,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/openinof/inof/bgp"
 	"github.com/openinof/inof/inof/api"
 	"github.com/openinof/inof/inof/daemon"
 	"github.com/openinof/inof/inof/discovery"
@@ -53,6 +54,10 @@ type Options struct {
 	// Discovery is the NVMe/TCP discovery controller hosts reach with
 	// `nvme discover` (docs/discovery.md); off by default.
 	Discovery discovery.Options `yaml:"discovery"`
+	// MaxDevices bounds the device records the agent holds (one per
+	// switch and address); further records are refused, counted and
+	// logged at a rate limit.
+	MaxDevices int `yaml:"max_devices"`
 }
 
 // ReflectorOptions is one route reflector.
@@ -86,6 +91,7 @@ func DefaultOptions() Options {
 		HoldDown:        DefaultHoldDown,
 		Settle:          10 * time.Second,
 		Discovery:       discovery.DefaultOptions(),
+		MaxDevices:      bgp.DefaultMaxDevices,
 	}
 }
 
@@ -161,6 +167,9 @@ func (o *Options) Validate() error {
 	}
 	if o.Settle < 0 {
 		add("settle %s: must not be negative", o.Settle)
+	}
+	if o.MaxDevices <= 0 {
+		add("max_devices %d: must be positive", o.MaxDevices)
 	}
 	if err := o.Discovery.Validate(); err != nil {
 		errs = append(errs, err)

@@ -20,7 +20,7 @@ func TestExampleConfig(t *testing.T) {
 	}
 	def := DefaultOptions()
 	if o.HoldDown != def.HoldDown || o.Settle != def.Settle || o.BFD != def.BFD || o.GracefulRestart != def.GracefulRestart ||
-		o.StateDir != def.StateDir || o.MetricsListen != def.MetricsListen || o.Log != def.Log {
+		o.StateDir != def.StateDir || o.MetricsListen != def.MetricsListen || o.Log != def.Log || o.MaxDevices != def.MaxDevices {
 		t.Fatalf("example shows other defaults:\n%+v\n%+v", o, def)
 	}
 	if o.ASN != 65000 || len(o.Reflectors) != 2 || len(o.AccessPorts) != 3 || o.routerID() != 0x0a00000b {
