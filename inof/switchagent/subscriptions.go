@@ -36,9 +36,8 @@ func Tags(deviceZones []string) []string {
 // added for them.
 func Subscriptions(local [][]string, s zones.Settings, allZones []string) []string {
 	t := newTally()
-	for i, zs := range local {
-		// Distinct keys: only the counts matter.
-		t.set(netip.AddrFrom4([4]byte{byte(i >> 24), byte(i >> 16), byte(i >> 8), byte(i)}), zs, true)
+	for _, zs := range local {
+		t.add(zs, 1)
 	}
 	out, _ := t.subscriptions(s, func() []string { return allZones })
 	return out
@@ -67,38 +66,31 @@ func (t *tally) set(addr netip.Addr, zs []string, active bool) {
 		if active && slices.Equal(old, zs) {
 			return
 		}
-		t.remove(addr, old)
+		delete(t.zonesOf, addr)
+		t.add(old, -1)
 	}
-	if !active {
-		return
-	}
-	t.zonesOf[addr] = zs
-	if len(zs) == 0 {
-		t.unzoned++
-		t.stale = t.stale || t.unzoned == 1
-		return
-	}
-	t.zoned++
-	t.stale = t.stale || t.zoned == 1
-	for _, z := range zs {
-		t.count[z]++
-		t.stale = t.stale || t.count[z] == 1
+	if active {
+		t.zonesOf[addr] = zs
+		t.add(zs, 1)
 	}
 }
 
-func (t *tally) remove(addr netip.Addr, zs []string) {
-	delete(t.zonesOf, addr)
+// add counts one more (d 1) or one fewer (d -1) active device in the
+// custom zones zs; a count that leaves or reaches zero marks the set stale.
+func (t *tally) add(zs []string, d int) {
+	edge := func(n int) bool { return (d > 0 && n == 1) || (d < 0 && n == 0) }
 	if len(zs) == 0 {
-		t.unzoned--
-		t.stale = t.stale || t.unzoned == 0
+		t.unzoned += d
+		t.stale = t.stale || edge(t.unzoned)
 		return
 	}
-	t.zoned--
-	t.stale = t.stale || t.zoned == 0
+	t.zoned += d
+	t.stale = t.stale || edge(t.zoned)
 	for _, z := range zs {
-		if t.count[z]--; t.count[z] == 0 {
+		t.count[z] += d
+		t.stale = t.stale || edge(t.count[z])
+		if t.count[z] == 0 {
 			delete(t.count, z)
-			t.stale = true
 		}
 	}
 }

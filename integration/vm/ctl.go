@@ -1,7 +1,6 @@
 package vm
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -305,25 +304,6 @@ func (p *Process) Stop(ctx context.Context, timeout time.Duration) (int, error) 
 	}
 	p.Signal(ctx, syscall.SIGKILL)
 	return p.Wait(ctx)
-}
-
-// lineWriter collects a started process's output in memory, safe to read
-// while the process's copy goroutine writes it.
-type lineWriter struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (w *lineWriter) Write(b []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.buf.Write(b)
-}
-
-func (w *lineWriter) String() string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.buf.String()
 }
 
 func truncate(s string, n int) string {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/openinof/inof/integration/vm/internal/ctlproto"
+	"github.com/openinof/inof/internal/syncbuf"
 )
 
 // Target is a kernel NVMe/TCP target (nvmet) in a guest: one subsystem
@@ -146,7 +147,7 @@ func (g *Guest) Connect(ctx context.Context, traddr, hostTraddr netip.Addr, port
 // O_DIRECT read at a time, recording the longest gap between completions.
 type IOStall struct {
 	p   *Process
-	out *lineWriter
+	out *syncbuf.Buffer
 }
 
 // StallReport is the meter's result (see ctlproto.StallReport).
@@ -154,7 +155,7 @@ type StallReport = ctlproto.StallReport
 
 // StartIOStall starts the meter on dev (e.g. /dev/nvme0n1).
 func (g *Guest) StartIOStall(ctx context.Context, dev string) (*IOStall, error) {
-	w := &lineWriter{}
+	w := &syncbuf.Buffer{}
 	p, err := g.Start(ctx, []string{GuestIOStall, "-dev", dev}, w)
 	if err != nil {
 		return nil, err
