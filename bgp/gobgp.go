@@ -100,7 +100,6 @@ type GoBGP struct {
 	mu      sync.Mutex
 	stopBFD func()
 	bfdDown map[netip.Addr]bool // neighbors disabled because BFD went down
-	admin   adminKeeper         // re-applies lost enable/disable requests (adminstate.go)
 	loss    reflectorLoss       // a client's lost reflectors (reflectorloss.go)
 	// reestablished is when each neighbor's session last came back up
 	// after having been established before (graceful-restart settling).
@@ -145,7 +144,7 @@ func NewGoBGP(cfg Options) (*GoBGP, error) {
 	log := cfg.Logger.With("router_id", cfg.RouterID.String())
 	return &GoBGP{cfg: cfg, log: log, neighbors: map[netip.Addr]Neighbor{}, done: make(chan struct{}),
 		reestablished: map[netip.Addr]time.Time{}, firstUp: map[netip.Addr]time.Time{}, uptime: map[netip.Addr]uptimeRead{},
-		bfdDown: map[netip.Addr]bool{}, admin: newAdminKeeper(),
+		bfdDown:      map[netip.Addr]bool{},
 		malformedLog: rateLimit{every: time.Second}, resyncLog: rateLimit{every: time.Second}}, nil
 }
 
@@ -190,8 +189,6 @@ func (g *GoBGP) Start(ctx context.Context) error {
 		}
 	}
 	if g.cfg.BFD != nil {
-		ctx, cancel := g.watches.context(context.Background())
-		g.watches.goWatch(ctx, cancel, g.keepAdmin)
 		g.stopBFD = g.cfg.BFD.Subscribe(g.onBFD)
 	}
 	if g.cfg.Role == RoleReflector {
@@ -391,7 +388,6 @@ func (g *GoBGP) onBFD(ch bfd.StateChange) {
 		if err := g.srv.EnablePeer(ctx, &api.EnablePeerRequest{Address: ch.Key.Peer.String()}); err != nil {
 			g.log.Error("enabling neighbor after BFD up", "neighbor", ch.Key.Peer, "err", err)
 		}
-		g.recheckAdmin(ch.Key.Peer)
 		return
 	}
 	g.log.Warn("BFD down: switch gone, shutting its session", "neighbor", ch.Key.Peer, "diag", ch.Diag.String())
@@ -399,20 +395,20 @@ func (g *GoBGP) onBFD(ch bfd.StateChange) {
 	// session is then in graceful restart and GoBGP keeps its records stale
 	// for the restart time, which shutting the idle session does not end.
 	// Deleting the neighbor does: its records, stale or not, are withdrawn
-	// at once. It is added again, disabled until BFD is back.
-	addr := ch.Key.Peer.String()
-	if err := g.srv.DeletePeer(ctx, &api.DeletePeerRequest{Address: addr}); err != nil {
+	// at once. It is added again born disabled (AdminDown in its
+	// configuration, not a DisablePeer request: GoBGP would still show it
+	// enabled until the queued request lands, and drop an enable sent
+	// meanwhile) until BFD is back.
+	if err := g.srv.DeletePeer(ctx, &api.DeletePeerRequest{Address: ch.Key.Peer.String()}); err != nil {
 		g.log.Error("removing neighbor after BFD down", "neighbor", ch.Key.Peer, "err", err)
 		return
 	}
-	if err := g.srv.AddPeer(ctx, &api.AddPeerRequest{Peer: g.apiPeer(n)}); err != nil {
+	p := g.apiPeer(n)
+	p.Conf.AdminDown = true
+	if err := g.srv.AddPeer(ctx, &api.AddPeerRequest{Peer: p}); err != nil {
 		g.log.Error("adding neighbor back after BFD down", "neighbor", ch.Key.Peer, "err", err)
 		return
 	}
-	if err := g.srv.DisablePeer(ctx, &api.DisablePeerRequest{Address: addr, Communication: "BFD down"}); err != nil {
-		g.log.Error("disabling neighbor after BFD down", "neighbor", ch.Key.Peer, "err", err)
-	}
-	g.recheckAdmin(ch.Key.Peer)
 }
 
 func (g *GoBGP) apiPeer(n Neighbor) *api.Peer {
