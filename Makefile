@@ -36,7 +36,7 @@ test: test-unit test-priv
 # fairness validation (600 ms simulated) also runs only in the race-free pass.
 test-unit:
 	$(GO) test -race -count=1 $(PKGS)
-	$(GO) test -count=1 ./bgp ./inof/reflector ./inof/lossless/sim
+	$(GO) test -count=1 ./bgp ./inof/reflector ./lossless/sim
 
 test-priv:
 ifeq ($(ROOT),0)

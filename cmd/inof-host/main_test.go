@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/openinof/inof/inof/lossless"
+	"github.com/openinof/inof/lossless"
 )
 
 // TestInvalidConfigListsEveryError: the command refuses a bad

@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/openinof/inof/inof"
-	"github.com/openinof/inof/inof/lossless"
+	"github.com/openinof/inof/lossless"
 	"github.com/openinof/inof/zones"
 )
 

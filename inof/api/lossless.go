@@ -11,7 +11,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	inofv1 "github.com/openinof/inof/inof/api/v1"
-	"github.com/openinof/inof/inof/lossless"
+	"github.com/openinof/inof/lossless"
 )
 
 // GetLosslessProfile returns the fabric's profile as YAML.

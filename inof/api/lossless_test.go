@@ -10,7 +10,7 @@ import (
 
 	"github.com/openinof/inof/inof/api"
 	inofv1 "github.com/openinof/inof/inof/api/v1"
-	"github.com/openinof/inof/inof/lossless"
+	"github.com/openinof/inof/lossless"
 )
 
 func TestLosslessProfile(t *testing.T) {

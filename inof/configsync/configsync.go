@@ -15,7 +15,7 @@ import (
 )
 
 // KindLossless is the configuration record kind of the fabric's lossless
-// profile (inof/lossless.Encode as payload, one object: empty name, part 0).
+// profile (lossless.Encode as payload, one object: empty name, part 0).
 // Kinds 1–3 are the zone store's (zones.Kind).
 const KindLossless uint8 = 16
 

@@ -13,8 +13,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/openinof/inof/inof"
-	"github.com/openinof/inof/inof/lossless/readback"
 	"github.com/openinof/inof/l2proto"
+	"github.com/openinof/inof/lossless/readback"
 )
 
 var (

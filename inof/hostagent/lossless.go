@@ -12,10 +12,10 @@ import (
 
 	"github.com/openinof/inof/inof/api"
 	inofv1 "github.com/openinof/inof/inof/api/v1"
-	"github.com/openinof/inof/inof/lossless"
-	"github.com/openinof/inof/inof/lossless/dcbnl"
-	"github.com/openinof/inof/inof/lossless/hostapply"
-	"github.com/openinof/inof/inof/lossless/readback"
+	"github.com/openinof/inof/lossless"
+	"github.com/openinof/inof/lossless/dcbnl"
+	"github.com/openinof/inof/lossless/hostapply"
+	"github.com/openinof/inof/lossless/readback"
 )
 
 // LosslessOptions say where the host finds the fabric's lossless profile and

@@ -13,8 +13,8 @@ import (
 
 	"github.com/openinof/inof/inof/api"
 	"github.com/openinof/inof/inof/api/apitest"
-	"github.com/openinof/inof/inof/lossless"
-	"github.com/openinof/inof/inof/lossless/dcbnl"
+	"github.com/openinof/inof/lossless"
+	"github.com/openinof/inof/lossless/dcbnl"
 )
 
 // dcbHost wraps the fake nvme: it records the dcb commands it receives

@@ -14,7 +14,7 @@ import (
 	"github.com/openinof/inof/bgp"
 	"github.com/openinof/inof/inof"
 	"github.com/openinof/inof/inof/api"
-	"github.com/openinof/inof/inof/lossless"
+	"github.com/openinof/inof/lossless"
 	"github.com/openinof/inof/zones"
 )
 

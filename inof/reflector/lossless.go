@@ -9,7 +9,7 @@ import (
 	"github.com/openinof/inof/inof/api"
 	"github.com/openinof/inof/inof/configsync"
 	"github.com/openinof/inof/inof/daemon"
-	"github.com/openinof/inof/inof/lossless"
+	"github.com/openinof/inof/lossless"
 )
 
 // profileFormat versions the profile state file.

@@ -16,8 +16,8 @@ import (
 	"github.com/openinof/inof/bgp"
 	"github.com/openinof/inof/bgp/bfd"
 	"github.com/openinof/inof/inof/configsync"
-	"github.com/openinof/inof/inof/lossless"
 	"github.com/openinof/inof/l2proto"
+	"github.com/openinof/inof/lossless"
 	"github.com/openinof/inof/zones"
 )
 

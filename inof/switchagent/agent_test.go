@@ -16,8 +16,8 @@ import (
 	"github.com/openinof/inof/inof"
 	"github.com/openinof/inof/inof/api"
 	inofv1 "github.com/openinof/inof/inof/api/v1"
-	"github.com/openinof/inof/inof/lossless"
 	"github.com/openinof/inof/l2proto"
+	"github.com/openinof/inof/lossless"
 )
 
 const testASN = 65000

@@ -9,7 +9,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/openinof/inof/inof/api"
-	"github.com/openinof/inof/inof/lossless"
+	"github.com/openinof/inof/lossless"
 	"github.com/openinof/inof/zones"
 )
 

@@ -6,8 +6,8 @@ import (
 	"slices"
 	"sync"
 
+	"github.com/openinof/inof/discovery"
 	"github.com/openinof/inof/inof"
-	"github.com/openinof/inof/inof/discovery"
 	"github.com/openinof/inof/zones"
 )
 

@@ -11,9 +11,9 @@ import (
 	"time"
 
 	"github.com/openinof/inof/bgp"
+	"github.com/openinof/inof/discovery"
 	"github.com/openinof/inof/inof"
 	"github.com/openinof/inof/inof/daemon"
-	"github.com/openinof/inof/inof/discovery"
 	"github.com/openinof/inof/l2proto"
 	"github.com/openinof/inof/zones"
 )

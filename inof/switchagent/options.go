@@ -9,9 +9,9 @@ import (
 	"time"
 
 	"github.com/openinof/inof/bgp"
+	"github.com/openinof/inof/discovery"
 	"github.com/openinof/inof/inof/api"
 	"github.com/openinof/inof/inof/daemon"
-	"github.com/openinof/inof/inof/discovery"
 )
 
 // Options is the whole configuration of inofd --role switch.

@@ -1,5 +1,5 @@
 // Package cdc holds the privileged tests of the NVMe/TCP discovery
-// controller served by inofd --role switch (package inof/discovery): in an
+// controller served by inofd --role switch (package discovery): in an
 // integration/topo fabric, a scripted discovery host in a host namespace
 // that never registers with the fabric sees exactly its zone's targets,
 // and its persistent connection gets the discovery log change notice when

@@ -14,8 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/openinof/inof/discovery"
 	"github.com/openinof/inof/inof"
-	"github.com/openinof/inof/inof/discovery"
 	"github.com/openinof/inof/integration/topo"
 	"github.com/openinof/inof/integration/vm"
 )

@@ -10,9 +10,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/openinof/inof/inof/lossless"
 	"github.com/openinof/inof/integration/netns"
 	"github.com/openinof/inof/integration/topo"
+	"github.com/openinof/inof/lossless"
 )
 
 func TestMain(m *testing.M) { os.Exit(topo.Main(m)) }

@@ -11,7 +11,7 @@ import (
 	"testing"
 
 	"github.com/openinof/inof/inof/api"
-	"github.com/openinof/inof/inof/lossless"
+	"github.com/openinof/inof/lossless"
 	"github.com/openinof/inof/zones"
 )
 

@@ -14,8 +14,8 @@ import (
 	"github.com/spf13/cobra"
 
 	inofv1 "github.com/openinof/inof/inof/api/v1"
-	"github.com/openinof/inof/inof/lossless"
-	"github.com/openinof/inof/inof/lossless/sim"
+	"github.com/openinof/inof/lossless"
+	"github.com/openinof/inof/lossless/sim"
 )
 
 // maxSimFlows bounds --senders plus --tcp-senders: every flow keeps its own
@@ -47,7 +47,7 @@ func (a *app) losslessSimulateCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "simulate",
 		Short: "Simulate an N-to-1 incast under the profile, on this machine (PFC, ECN, DCQCN)",
-		Long: "Runs the incast simulator (inof/lossless/sim) locally; no server is needed unless\n" +
+		Long: "Runs the incast simulator (lossless/sim) locally; no server is needed unless\n" +
 			"--from-server. --senders RoCE senders (storage class: PFC, ECN, DCQCN) and --tcp-senders\n" +
 			"TCP senders (the other class) send at once into one egress port of a port class of the\n" +
 			"profile (--port, default its first), with the headroom, ECN thresholds, DCQCN parameters\n" +

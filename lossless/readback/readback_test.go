@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/openinof/inof/inof/lossless"
-	"github.com/openinof/inof/inof/lossless/dcbnl"
+	"github.com/openinof/inof/lossless"
+	"github.com/openinof/inof/lossless/dcbnl"
 )
 
 // fakeDCB returns a fixed state, as a device with DCB ops would.

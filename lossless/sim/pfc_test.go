@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/openinof/inof/inof/lossless"
+	"github.com/openinof/inof/lossless"
 )
 
 // port returns the default profile's port class of a name.
@@ -39,7 +39,7 @@ func pfcIncast(t *testing.T, cable string, headroomScale float64) (Result, int) 
 }
 
 // The calculator and the simulator check each other: with the headroom
-// inof/lossless computes for the cable, PFC holds an 8-to-1 incast at 100G
+// lossless computes for the cable, PFC holds an 8-to-1 incast at 100G
 // without a drop; with 60 % of it, frames are dropped.
 func TestPFCHeadroom(t *testing.T) {
 	for _, c := range []struct {

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/openinof/inof/inof/lossless"
+	"github.com/openinof/inof/lossless"
 )
 
 func smallScenario(t *testing.T) Scenario {

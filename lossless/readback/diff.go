@@ -6,8 +6,8 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/openinof/inof/inof/lossless"
-	"github.com/openinof/inof/inof/lossless/dcbnl"
+	"github.com/openinof/inof/lossless"
+	"github.com/openinof/inof/lossless/dcbnl"
 )
 
 // Difference is one setting whose host value is not the profile's.

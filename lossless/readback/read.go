@@ -3,8 +3,8 @@ package readback
 import (
 	"fmt"
 
-	"github.com/openinof/inof/inof/lossless"
-	"github.com/openinof/inof/inof/lossless/dcbnl"
+	"github.com/openinof/inof/lossless"
+	"github.com/openinof/inof/lossless/dcbnl"
 )
 
 // DCBReader reads a device's DCB state; *dcbnl.Conn is one.

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/openinof/inof/inof/lossless"
+	"github.com/openinof/inof/lossless"
 )
 
 // Buffer model constants of the HPCC simulator's switch MMU

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/openinof/inof/inof/lossless"
+	"github.com/openinof/inof/lossless"
 )
 
 // BenchmarkIncast8to1 is 10 ms of an 8-to-1 RoCE incast at 100G with

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/openinof/inof/inof/lossless"
+	"github.com/openinof/inof/lossless"
 )
 
 func seedIncast(t *testing.T, storage, other int) Result {

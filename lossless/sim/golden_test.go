@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/openinof/inof/inof/lossless"
+	"github.com/openinof/inof/lossless"
 )
 
 // TestGoldenSVG keeps testdata/incast8to1.svg, the example picture

@@ -48,7 +48,7 @@ func TestRenderGolden(t *testing.T) {
 				t.Fatalf("%v (run with -update to create)", err)
 			}
 			if !bytes.Equal(got, want) {
-				t.Errorf("%s differs from the rendering; run `go test ./inof/lossless -update` after checking the change", path)
+				t.Errorf("%s differs from the rendering; run `go test ./lossless -update` after checking the change", path)
 			}
 		})
 	}

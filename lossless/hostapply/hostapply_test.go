@@ -11,8 +11,8 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/openinof/inof/inof/lossless"
-	"github.com/openinof/inof/inof/lossless/dcbnl"
+	"github.com/openinof/inof/lossless"
+	"github.com/openinof/inof/lossless/dcbnl"
 )
 
 // fakeHost plays a NIC with DCB ops: it interprets the dcb commands it is

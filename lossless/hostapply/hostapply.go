@@ -18,8 +18,8 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/openinof/inof/inof/lossless"
-	"github.com/openinof/inof/inof/lossless/readback"
+	"github.com/openinof/inof/lossless"
+	"github.com/openinof/inof/lossless/readback"
 )
 
 // Executor runs one command and returns its combined output.
