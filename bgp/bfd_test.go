@@ -7,12 +7,13 @@ import (
 	"testing"
 	"time"
 
+	api "github.com/osrg/gobgp/v3/api"
+
 	"github.com/openinof/inof/bgp/bfd"
 	"github.com/openinof/inof/integration/selfexec"
-	api "github.com/osrg/gobgp/v3/api"
 )
 
-// TestBFDAsymmetry (DESIGN §3): when a client's BFD session dies, the
+// TestBFDAsymmetry (docs/design.md §3): when a client's BFD session dies, the
 // reflector shuts that client's BGP session at once, its records are
 // withdrawn from the other clients, and it comes back with BFD; when the
 // reflector's BFD dies, a client keeps its session and its records.

@@ -330,14 +330,14 @@ func (t *DeviceTable) Get(id DeviceID) (DeviceRecord, bool) {
 	return current(t.devices[id])
 }
 
-// Devices returns the current record of every device.
-func (t *DeviceTable) Devices() []DeviceRecord {
+// Reports returns what the current record of every device says.
+func (t *DeviceTable) Reports() []inof.Report {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	out := make([]DeviceRecord, 0, len(t.devices))
+	out := make([]inof.Report, 0, len(t.devices))
 	for _, epochs := range t.devices {
 		if r, ok := current(epochs); ok {
-			out = append(out, r)
+			out = append(out, r.Report)
 		}
 	}
 	return out

@@ -167,8 +167,8 @@ func TestDeviceTable(t *testing.T) {
 		t.Fatalf("epoch bound: current %d, stats %+v", got.Epoch, tb.Stats())
 	}
 	tb.Apply(devEvent(*device(1, 2), 1, inof.StateActive))
-	if _, ok := tb.Apply(devEvent(*device(1, 3), 1, inof.StateActive)); ok || tb.Stats().Refused != 1 || len(tb.Devices()) != 2 || tb.Len() != 2 {
-		t.Fatalf("device bound: stats %+v, %d devices", tb.Stats(), len(tb.Devices()))
+	if _, ok := tb.Apply(devEvent(*device(1, 3), 1, inof.StateActive)); ok || tb.Stats().Refused != 1 || len(tb.Reports()) != 2 || tb.Len() != 2 {
+		t.Fatalf("device bound: stats %+v, %d devices", tb.Stats(), len(tb.Reports()))
 	}
 }
 
@@ -183,7 +183,7 @@ type retagViews struct {
 // in both zones must never lose it; those in blue only must get it. A
 // marker record in both zones, published after each step, tells when
 // every receiver has seen the step.
-func testRetag(t *testing.T, a RecordPublisher, sw uint32, v retagViews) {
+func testRetag(t *testing.T, a RecordPublisher, sw inof.RouterID, v retagViews) {
 	t.Helper()
 	ctx := context.Background()
 	red, blue := ZoneRT(testASN, "red"), ZoneRT(testASN, "blue")
@@ -272,7 +272,7 @@ func TestFakeRetag(t *testing.T) {
 // testRetagGap shows the speaker-level behaviour that DevicePublisher works
 // around: the same key published again with a route target the receiver
 // does not want leaves the receiver with the old value.
-func testRetagGap(t *testing.T, a RecordPublisher, sw uint32, redOnly *recordView) {
+func testRetagGap(t *testing.T, a RecordPublisher, sw inof.RouterID, redOnly *recordView) {
 	t.Helper()
 	ctx := context.Background()
 	red, blue := ZoneRT(testASN, "red"), ZoneRT(testASN, "blue")

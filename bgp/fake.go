@@ -30,7 +30,7 @@ import (
 // record's new route targets no longer interest a neighbor that holds it,
 // nothing is sent: the neighbor keeps the old value); an unsubscribe
 // withdraws the records that carried the route target; the reflector
-// policies of DESIGN §3 towards peer reflectors; a session that goes down
+// policies of docs/design.md §3 towards peer reflectors; a session that goes down
 // withdraws what it brought, at once (no graceful restart, no BFD). Watches
 // follow the real speaker's rules (one goroutine each, bounded queue,
 // resync). Everything is synchronous: when Publish returns, every watch

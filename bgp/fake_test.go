@@ -2,13 +2,14 @@ package bgp
 
 import (
 	"context"
-	"encoding/binary"
 	"net/netip"
 	"runtime"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/openinof/inof/inof"
 )
 
 // These tests never start GoBGP: they run under -race.
@@ -150,7 +151,7 @@ func TestFakeRTC(t *testing.T) {
 	}
 }
 
-func ridOf(a netip.Addr) uint32 { return binary.BigEndian.Uint32(a.AsSlice()) }
+func ridOf(a netip.Addr) inof.RouterID { id, _ := inof.RouterIDFrom(a); return id }
 
 // TestFakeSessionLoss: when a client stops or its link is cut, its records
 // are withdrawn everywhere and its neighbors see the session go; mending

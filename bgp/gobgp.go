@@ -14,8 +14,9 @@ import (
 	gobgplog "github.com/osrg/gobgp/v3/pkg/log"
 	"github.com/osrg/gobgp/v3/pkg/server"
 
-	"github.com/openinof/inof/bgp/bfd"
 	"google.golang.org/protobuf/types/known/anypb"
+
+	"github.com/openinof/inof/bgp/bfd"
 )
 
 // SpeakerRole is what a speaker is in the fabric (not a device's
@@ -347,7 +348,7 @@ func (g *GoBGP) AddNeighbor(ctx context.Context, n Neighbor) error {
 
 func bfdKey(n Neighbor) bfd.SessionKey { return bfd.SessionKey{Local: n.LocalAddress, Peer: n.Address} }
 
-// onBFD applies the asymmetry of DESIGN §3. On a reflector, a client whose
+// onBFD applies the asymmetry of docs/design.md §3. On a reflector, a client whose
 // BFD session goes from Up to Down is gone: its BGP session is shut down at
 // once (its records are withdrawn everywhere) and kept down until BFD is Up
 // again. On a client, BFD Down towards a reflector drops that reflector's

@@ -178,10 +178,10 @@ func (v *recordView) withdrawCount() int {
 	return v.withdraws
 }
 
-func device(sw uint32, i int) *DeviceRecord {
-	return &DeviceRecord{Switch: sw, Device: inof.Device{Addr: netip.AddrFrom4([4]byte{10, byte(i >> 16), byte(i >> 8), byte(i)}).Next(),
+func device(sw inof.RouterID, i int) *DeviceRecord {
+	return &DeviceRecord{Report: inof.Report{Switch: sw, Device: inof.Device{Addr: netip.AddrFrom4([4]byte{10, byte(i >> 16), byte(i >> 8), byte(i)}).Next(),
 		Role: inof.RoleTarget, Protocol: inof.ProtocolTCP, Port: 4420, NQN: fmt.Sprintf("nqn.2014-08.org.example:t%d", i)},
-		State: inof.StateActive, AccessPort: "swp1", Since: time.UnixMilli(1000), Changed: time.UnixMilli(2000)}
+		Status: inof.Status{State: inof.StateActive, Changed: time.UnixMilli(2000)}}, AccessPort: "swp1", Since: time.UnixMilli(1000)}
 }
 
 // waitEstablished waits until every neighbor of n is established.

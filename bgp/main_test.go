@@ -115,9 +115,8 @@ func runChildClient(raw string) error {
 	if err := g.Start(ctx); err != nil {
 		return err
 	}
-	rid := id.As4()
 	for i := range c.Records {
-		if err := g.Publish(ctx, device(uint32(rid[0])<<24|uint32(rid[1])<<16|uint32(rid[2])<<8|uint32(rid[3]), i), ZoneRT(testASN, c.Zone)); err != nil {
+		if err := g.Publish(ctx, device(ridOf(id), i), ZoneRT(testASN, c.Zone)); err != nil {
 			return err
 		}
 	}

@@ -8,7 +8,7 @@ import (
 	api "github.com/osrg/gobgp/v3/api"
 )
 
-// Reflector policies (DESIGN §3), installed once at start.
+// Reflector policies (docs/design.md §3), installed once at start.
 //
 // Client records must never cross between reflectors (GoBGP leaves ghost
 // routes when a best path moves to a copy learned from another reflector),

@@ -51,21 +51,19 @@ type Record interface {
 // records, and a switch moves a device to other zones (route targets) under
 // a new epoch (see DevicePublisher and DeviceTable).
 type DeviceRecord struct {
-	Switch uint32 // router-id of the originating switch
+	// Report is what the record says: the originating switch, the device
+	// and its status (Changed has millisecond precision on the wire).
+	inof.Report
 	// Epoch orders the keys one switch used for one address; receivers
 	// use the highest epoch present. DevicePublisher assigns it.
 	Epoch      uint64
-	Device     inof.Device
-	State      inof.State
-	Reason     inof.Reason // why the state last changed
-	AccessPort string      // switch interface the device is on
-	Since      time.Time   // first registration (millisecond precision)
-	Changed    time.Time   // last state change (millisecond precision)
+	AccessPort string    // switch interface the device is on
+	Since      time.Time // first registration (millisecond precision)
 }
 
 // DeviceID identifies a device as one switch publishes it, across epochs.
 type DeviceID struct {
-	Switch uint32
+	Switch inof.RouterID
 	Addr   netip.Addr
 }
 
@@ -85,12 +83,12 @@ func (d *DeviceRecord) ID() DeviceID { return DeviceID{Switch: d.Switch, Addr: d
 // both): readers pick the newest copy per object across reflectors and keep
 // deletions as tombstones.
 type ConfigRecord struct {
-	Reflector uint32 // router-id of the reflector originating this copy
-	Kind      uint8  // object kind, owned by the payload's package
-	Name      string // object name (empty for singletons), at most 255 bytes
-	Part      uint16 // part index of an object split over several records
-	Gen       uint64 // object generation (hybrid logical clock)
-	Writer    uint32 // router-id of the reflector that wrote this version
+	Reflector inof.RouterID // the reflector originating this copy
+	Kind      uint8         // object kind, owned by the payload's package
+	Name      string        // object name (empty for singletons), at most 255 bytes
+	Part      uint16        // part index of an object split over several records
+	Gen       uint64        // object generation (hybrid logical clock)
+	Writer    inof.RouterID // the reflector that wrote this version
 	Deleted   bool
 	Payload   []byte
 }
@@ -120,7 +118,7 @@ func (c *ConfigRecord) Newer(o *ConfigRecord) bool {
 func (d *DeviceRecord) Key() []byte { return d.appendKey(nil) }
 
 func (d *DeviceRecord) appendKey(k []byte) []byte {
-	k = binary.BigEndian.AppendUint32(append(k, byte(TypeDevice)), d.Switch)
+	k = binary.BigEndian.AppendUint32(append(k, byte(TypeDevice)), uint32(d.Switch))
 	return binary.BigEndian.AppendUint64(wire.AppendAddr(k, d.Device.Addr), d.Epoch)
 }
 
@@ -131,7 +129,7 @@ func ParseDeviceKey(key []byte) (DeviceKey, error) {
 		return DeviceKey{}, fmt.Errorf("%w: not a device key", ErrMalformed)
 	}
 	r := wire.NewReader(key[1:])
-	k := DeviceKey{DeviceID: DeviceID{Switch: r.U32(), Addr: r.Addr()}, Epoch: r.U64()}
+	k := DeviceKey{DeviceID: DeviceID{Switch: inof.RouterID(r.U32()), Addr: r.Addr()}, Epoch: r.U64()}
 	if err := r.Done(); err != nil {
 		return DeviceKey{}, fmt.Errorf("%w: device key: %w", ErrMalformed, err)
 	}
@@ -160,9 +158,9 @@ func (d *DeviceRecord) Validate() error {
 		return fmt.Errorf("%w: role %d", ErrMalformed, d.Device.Role)
 	case !d.Device.Protocol.Valid():
 		return fmt.Errorf("%w: protocol %d", ErrMalformed, d.Device.Protocol)
-	case d.State > inof.StateActive:
+	case !d.State.Valid():
 		return fmt.Errorf("%w: state %d", ErrMalformed, d.State)
-	case d.Reason > inof.ReasonBFDDown:
+	case !d.Reason.Valid():
 		return fmt.Errorf("%w: reason %d", ErrMalformed, d.Reason)
 	case len(d.AccessPort) > 255 || len(d.Device.NQN) > 255:
 		return fmt.Errorf("%w: access port or NQN over 255 bytes", ErrTooLarge)
@@ -192,7 +190,7 @@ func (d *DeviceRecord) MarshalValue() ([]byte, error) {
 func (c *ConfigRecord) Key() []byte { return c.appendKey(nil) }
 
 func (c *ConfigRecord) appendKey(k []byte) []byte {
-	k = binary.BigEndian.AppendUint32(append(k, byte(TypeConfig)), c.Reflector)
+	k = binary.BigEndian.AppendUint32(append(k, byte(TypeConfig)), uint32(c.Reflector))
 	k = append(append(append(k, c.Kind), byte(len(c.Name))), c.Name...)
 	return binary.BigEndian.AppendUint16(k, c.Part)
 }
@@ -221,7 +219,7 @@ func (c *ConfigRecord) MarshalValue() ([]byte, error) {
 	}
 	v := []byte{valueVersion, byte(TypeConfig), flags}
 	v = binary.BigEndian.AppendUint64(v, c.Gen)
-	v = binary.BigEndian.AppendUint32(v, c.Writer)
+	v = binary.BigEndian.AppendUint32(v, uint32(c.Writer))
 	v = binary.BigEndian.AppendUint16(v, uint16(len(c.Payload)))
 	return append(v, c.Payload...), nil
 }
@@ -287,8 +285,7 @@ func decodeDevice(key, value []byte) (*DeviceRecord, error) {
 	if err != nil {
 		return nil, err
 	}
-	d := &DeviceRecord{Switch: k.Switch, Epoch: k.Epoch}
-	d.Device.Addr = k.Addr
+	d := &DeviceRecord{Report: inof.Report{Switch: k.Switch, Device: inof.Device{Addr: k.Addr}}, Epoch: k.Epoch}
 	v := wire.NewReader(value[2:])
 	d.Device.Role, d.Device.Protocol = inof.Role(v.U8()), inof.Protocol(v.U8())
 	d.Device.Port = v.U16()
@@ -313,7 +310,7 @@ func ParseConfigKey(key []byte) (ConfigRecord, error) {
 		return ConfigRecord{}, fmt.Errorf("%w: not a configuration key", ErrMalformed)
 	}
 	r := wire.NewReader(key[1:])
-	c := ConfigRecord{Reflector: r.U32(), Kind: r.U8()}
+	c := ConfigRecord{Reflector: inof.RouterID(r.U32()), Kind: r.U8()}
 	c.Name = r.Str()
 	c.Part = r.U16()
 	if err := r.Done(); err != nil {
@@ -329,7 +326,7 @@ func decodeConfig(key, value []byte) (*ConfigRecord, error) {
 	}
 	v := wire.NewReader(value[2:])
 	flags := v.U8()
-	c.Gen, c.Writer = v.U64(), v.U32()
+	c.Gen, c.Writer = v.U64(), inof.RouterID(v.U32())
 	c.Payload = bytes.Clone(v.Bytes(int(v.U16())))
 	if err := v.Done(); err != nil {
 		return nil, fmt.Errorf("%w: configuration value: %w", ErrMalformed, err)

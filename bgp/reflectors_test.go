@@ -2,7 +2,6 @@ package bgp
 
 import (
 	"context"
-	"encoding/binary"
 	"net/netip"
 
 	"testing"
@@ -11,7 +10,7 @@ import (
 	"github.com/openinof/inof/inof"
 )
 
-func routerID(n *node) uint32 { return binary.BigEndian.Uint32(n.addr.AsSlice()) }
+func routerID(n *node) inof.RouterID { return ridOf(n.addr) }
 
 // fabric2 is two reflectors (one cluster) and two clients peering with both.
 type fabric2 struct {
@@ -90,7 +89,7 @@ func hasVersion(v *recordView, obj ConfigObject, gen uint64) func(map[string]Rec
 	}
 }
 
-// TestTwoReflectors covers DESIGN §3's reflector redundancy: configuration
+// TestTwoReflectors covers docs/design.md §3's reflector redundancy: configuration
 // edits on either reflector reach the other and every client; device
 // records never cross between reflectors; stopping a reflector loses no
 // record and makes no client see a withdraw; 200 add/withdraw cycles leave

@@ -26,8 +26,8 @@ type ConfigSpeaker interface {
 // ReplicatorOptions configure a ConfigReplicator.
 type ReplicatorOptions struct {
 	Speaker  ConfigSpeaker
-	RouterID uint32      // this reflector; the Reflector field of its copies
-	RT       RouteTarget // the fabric-wide configuration route target
+	RouterID inof.RouterID // this reflector; the Reflector field of its copies
+	RT       RouteTarget   // the fabric-wide configuration route target
 	// OnAdopt is called (outside locks) with each object version learned
 	// from another reflector that is newer than ours, after we re-originate
 	// it; the daemon persists it there.
@@ -55,7 +55,7 @@ type ReplicatorStats struct {
 }
 
 // ConfigReplicator keeps a reflector's configuration in step with its peer
-// reflectors (DESIGN §3): every reflector originates its own copy of every
+// reflectors (docs/design.md §3): every reflector originates its own copy of every
 // object under its own key, so a copy never dies with the reflector that
 // wrote it; a newer version seen from a peer (by generation, then writer) is
 // adopted and re-originated; deletions travel as tombstones (Deleted), so a
@@ -241,12 +241,8 @@ func (r *ConfigReplicator) refuseNotPeer(c ConfigRecord, from netip.Addr) {
 	r.stats.NotPeer++
 	if r.notPeerLog.allow() {
 		r.log.Warn("configuration record from a neighbor that is not a peer reflector refused", "object", c.Object(),
-			"from", from, "claimed_reflector", routerIDAddr(c.Reflector), "not_peer_total", r.stats.NotPeer)
+			"from", from, "claimed_reflector", c.Reflector, "not_peer_total", r.stats.NotPeer)
 	}
-}
-
-func routerIDAddr(id uint32) netip.Addr {
-	return netip.AddrFrom4([4]byte{byte(id >> 24), byte(id >> 16), byte(id >> 8), byte(id)})
 }
 
 func (r *ConfigReplicator) adopt(ctx context.Context, c ConfigRecord, from netip.Addr) (bool, error) {
@@ -312,19 +308,19 @@ func sortConfig(cs []ConfigRecord) {
 // another reflector still carries the same version.
 type ConfigView struct {
 	mu     sync.Mutex
-	copies map[ConfigObject]map[uint32]ConfigRecord
+	copies map[ConfigObject]map[inof.RouterID]ConfigRecord
 }
 
 // NewConfigView returns an empty view.
 func NewConfigView() *ConfigView {
-	return &ConfigView{copies: map[ConfigObject]map[uint32]ConfigRecord{}}
+	return &ConfigView{copies: map[ConfigObject]map[inof.RouterID]ConfigRecord{}}
 }
 
 // Apply feeds a record event; it returns the object's newest version after
 // the event and whether that changed (ok is false when no copy is left).
 func (v *ConfigView) Apply(ev RecordEvent) (newest ConfigRecord, ok, changed bool) {
 	var obj ConfigObject
-	var refl uint32
+	var refl inof.RouterID
 	if c, isCfg := ev.Record.(*ConfigRecord); isCfg {
 		obj, refl = c.Object(), c.Reflector
 	} else if ev.Withdrawn && len(ev.Key) > 0 && RecordType(ev.Key[0]) == TypeConfig {
@@ -340,7 +336,7 @@ func (v *ConfigView) Apply(ev RecordEvent) (newest ConfigRecord, ok, changed boo
 	defer v.mu.Unlock()
 	before, hadBefore := v.newestLocked(obj)
 	if v.copies[obj] == nil {
-		v.copies[obj] = map[uint32]ConfigRecord{}
+		v.copies[obj] = map[inof.RouterID]ConfigRecord{}
 	}
 	if ev.Withdrawn {
 		delete(v.copies[obj], refl)

@@ -63,7 +63,7 @@ type Neighbor struct {
 	// reflector, every switch).
 	RRClient bool
 	// PeerReflector marks another reflector of the fabric: only our own
-	// configuration records go to it, never client records (DESIGN §3).
+	// configuration records go to it, never client records (docs/design.md §3).
 	PeerReflector bool
 	// NoDefaultRT keeps a reflector from sending the default route-target
 	// membership to this client: gobgpd 3.10 (Debian 12) crashes on it.

@@ -83,6 +83,9 @@ const (
 	StateActive   State = 1
 )
 
+// Valid reports whether s is one of the defined states.
+func (s State) Valid() bool { return s <= StateActive }
+
 func (s State) String() string {
 	switch s {
 	case StateInactive:
@@ -108,6 +111,11 @@ const (
 	ReasonAgeOut     Reason = 6 // LLDP registration aged out
 	ReasonBFDDown    Reason = 7 // the switch that served the device is gone
 )
+
+// Valid reports whether r is one of the defined reasons (ReasonNone
+// included). The record codecs refuse any other value, so a new reason
+// needs only its constant, its name here and this bound.
+func (r Reason) Valid() bool { return r <= ReasonBFDDown }
 
 func (r Reason) String() string {
 	switch r {

@@ -8,44 +8,110 @@ import (
 
 const module = "github.com/openinof/inof"
 
-// TestDependencyDirection guards DESIGN §2: cmd → inof/<daemons> →
-// {bgp, zones, l2proto} → inof. The three building blocks never import each
-// other (bgp/bfd counts as bgp) or any inof sub-package, and inof imports
-// nothing of this module.
-func TestDependencyDirection(t *testing.T) {
+// rel is a package's path inside the module ("" for the module itself).
+func rel(pkg string) string { return strings.TrimPrefix(strings.TrimPrefix(pkg, module), "/") }
+
+// under reports whether the module-relative path p is dir or below it.
+func under(p, dir string) bool { return p == dir || strings.HasPrefix(p, dir+"/") }
+
+// imports lists every package of the module with the module's packages it
+// imports (module-relative paths).
+func imports(t *testing.T) map[string][]string {
+	t.Helper()
 	out, err := exec.Command("go", "list", "-f", `{{.ImportPath}} {{join .Imports " "}}`, module+"/...").CombinedOutput()
 	if err != nil {
 		t.Fatalf("go list: %v\n%s", err, out)
 	}
-	block := func(pkg string) string {
-		rel := strings.TrimPrefix(pkg, module+"/")
-		for _, b := range []string{"bgp", "zones", "l2proto"} {
-			if rel == b || strings.HasPrefix(rel, b+"/") {
+	m := map[string][]string{}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		fields := strings.Fields(line)
+		var ours []string
+		for _, imp := range fields[1:] {
+			if imp == module || strings.HasPrefix(imp, module+"/") {
+				ours = append(ours, rel(imp))
+			}
+		}
+		m[rel(fields[0])] = ours
+	}
+	return m
+}
+
+// TestDependencyDirection guards the import rules of docs/design.md §2:
+// cmd → inof/<daemons> → {bgp, zones, l2proto, lossless, discovery} →
+// inof (the vocabulary).
+func TestDependencyDirection(t *testing.T) {
+	blocks := []string{"bgp", "zones", "l2proto"} // bgp/bfd counts as bgp
+	libraries := []string{"lossless", "discovery"}
+	blockOf := func(p string) string {
+		for _, b := range blocks {
+			if under(p, b) {
 				return b
 			}
 		}
 		return ""
 	}
-	checked := 0
-	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
-		fields := strings.Fields(line)
-		pkg, imports := fields[0], fields[1:]
-		for _, imp := range imports {
-			if !strings.HasPrefix(imp, module+"/") && imp != module {
-				continue
+	libraryOf := func(p string) string {
+		for _, l := range libraries {
+			if under(p, l) {
+				return l
 			}
+		}
+		return ""
+	}
+	checked := 0
+	for pkg, imps := range imports(t) {
+		for _, imp := range imps {
 			checked++
 			switch {
-			case pkg == module+"/inof":
+			case pkg == "inof":
 				t.Errorf("inof imports %s: the vocabulary imports nothing of ours", imp)
-			case block(pkg) != "" && block(imp) != "" && block(imp) != block(pkg):
+			case libraryOf(pkg) != "" && libraryOf(imp) != libraryOf(pkg):
+				t.Errorf("%s imports %s: the domain libraries import nothing of ours", pkg, imp)
+			case blockOf(pkg) != "" && blockOf(imp) != "" && blockOf(imp) != blockOf(pkg):
 				t.Errorf("%s imports %s: building blocks never import each other", pkg, imp)
-			case block(pkg) != "" && strings.HasPrefix(imp, module+"/inof/"):
+			case blockOf(pkg) != "" && strings.HasPrefix(imp, "inof/"):
 				t.Errorf("%s imports %s: building blocks import only the vocabulary", pkg, imp)
+			case under(pkg, "inof/api") && blockOf(imp) == "bgp":
+				t.Errorf("%s imports %s: the API serves what the daemons hand it, not BGP records", pkg, imp)
+			case under(pkg, "inof/hostagent") && (blockOf(imp) == "bgp" || blockOf(imp) == "zones" || imp == "inof/api"):
+				t.Errorf("%s imports %s: the host agent talks to the fabric through inof/api/apiclient only", pkg, imp)
 			}
 		}
 	}
 	if checked == 0 {
 		t.Fatal("no imports of this module seen: go list output not understood")
+	}
+}
+
+// TestLeanImports: the commands that run on hosts and at an admin's prompt
+// do not link the daemon side. inofctl initialized GoBGP, bbolt, netlink and
+// Prometheus at every start, which made each zone change a few
+// milliseconds slower (issue #16, BenchmarkPrivZoneChange); a host binary
+// has no business carrying a BGP stack or the zone store.
+func TestLeanImports(t *testing.T) {
+	for cmd, heavy := range map[string][]string{
+		"cmd/inofctl": {"github.com/osrg/gobgp/", "go.etcd.io/bbolt", "github.com/vishvananda/netlink",
+			"github.com/prometheus/", "github.com/russross/blackfriday", module + "/bgp"},
+		"cmd/inof-host": {"github.com/osrg/gobgp/", "go.etcd.io/bbolt", module + "/bgp", module + "/zones",
+			module + "/inof/api", module + "/inof/reflector", module + "/inof/switchagent"},
+	} {
+		out, err := exec.Command("go", "list", "-deps", module+"/"+cmd).Output()
+		if err != nil {
+			t.Fatalf("go list -deps %s: %v", cmd, err)
+		}
+		deps := strings.Fields(string(out))
+		if len(deps) == 0 {
+			t.Fatalf("go list -deps %s: no packages", cmd)
+		}
+		for _, h := range heavy {
+			for _, dep := range deps {
+				// inof/api/apiclient and inof/api/v1 are the client side.
+				if (dep == h || strings.HasPrefix(dep, h+"/") || (strings.HasSuffix(h, "/") && strings.HasPrefix(dep, h))) &&
+					!strings.HasPrefix(dep, module+"/inof/api/") {
+					t.Errorf("%s links %s", cmd, dep)
+					break
+				}
+			}
+		}
 	}
 }

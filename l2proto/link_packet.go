@@ -17,7 +17,7 @@ import (
 // It binds with ETH_P_ALL and a BPF filter that keeps only 0x88CC and 0x88A7
 // frames the interface received (not those it sent). Binding to one
 // EtherType instead would miss unicast frames on a bridge port, which the
-// bridge consumes first (DESIGN §4). It joins both protocol group addresses.
+// bridge consumes first (docs/design.md §4). It joins both protocol group addresses.
 type PacketLink struct {
 	conn   *packet.Conn
 	ifi    *net.Interface

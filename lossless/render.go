@@ -2,6 +2,8 @@ package lossless
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 )
 
@@ -15,18 +17,40 @@ const (
 	TargetTable   = "table"
 )
 
-// Targets returns every target Render accepts.
-func Targets() []string {
-	return []string{TargetLinux, TargetSONiC, TargetNVUE, TargetComware, TargetHuawei, TargetTable}
+// renderer renders a valid profile for one device target from the plans of
+// its port classes (each lists its interfaces).
+type renderer func(p Profile, plans []PortPlan) ([]byte, error)
+
+// renderers are the device targets, by name: adding a target is one entry
+// here and its file.
+var renderers = map[string]renderer{
+	TargetLinux:   infallible(renderLinux),
+	TargetSONiC:   renderSONiC,
+	TargetNVUE:    infallible(renderNVUE),
+	TargetComware: infallible(renderComware),
+	TargetHuawei:  infallible(renderHuawei),
 }
+
+// infallible adapts a renderer that cannot fail.
+func infallible(f func(Profile, []PortPlan) []byte) renderer {
+	return func(p Profile, plans []PortPlan) ([]byte, error) { return f(p, plans), nil }
+}
+
+// Targets returns every target Render accepts: the device targets sorted,
+// then "table".
+func Targets() []string { return append(slices.Sorted(maps.Keys(renderers)), TargetTable) }
 
 // Render validates the profile and renders it for a target platform. Device
 // targets need every port class to list its interfaces; "table" does not.
 func Render(p Profile, target string) ([]byte, error) {
+	render, device := renderers[target]
+	if !device && target != TargetTable {
+		return nil, fmt.Errorf("lossless: unknown render target %q (one of %s)", target, strings.Join(Targets(), ", "))
+	}
 	if err := p.Validate(); err != nil {
 		return nil, fmt.Errorf("lossless: render %s: %w", target, err)
 	}
-	if target == TargetTable {
+	if !device {
 		return RenderTable(p, p.Ports[0].MTU, TableSpeedsMbps(), TableCablesM())
 	}
 	plans, err := Compute(p)
@@ -39,19 +63,7 @@ func Render(p Profile, target string) ([]byte, error) {
 				target, plan.Port.Name, i)
 		}
 	}
-	switch target {
-	case TargetLinux:
-		return renderLinux(p, plans), nil
-	case TargetSONiC:
-		return renderSONiC(p, plans)
-	case TargetNVUE:
-		return renderNVUE(p, plans), nil
-	case TargetComware:
-		return renderComware(p, plans), nil
-	case TargetHuawei:
-		return renderHuawei(p, plans), nil
-	}
-	return nil, fmt.Errorf("lossless: unknown render target %q (one of %s)", target, strings.Join(Targets(), ", "))
+	return render(p, plans)
 }
 
 // text accumulates rendered lines.

@@ -40,7 +40,7 @@ func (k Kind) String() string {
 // (bgp.ConfigRecord Gen and Writer), never in the payload.
 type Version struct {
 	Gen      uint64
-	RouterID uint32
+	RouterID inof.RouterID
 }
 
 // Less orders versions by generation, then router-id.
@@ -203,7 +203,7 @@ func (r Record) MarshalBinary() ([]byte, error) {
 		b[2] = 1
 	}
 	b = binary.BigEndian.AppendUint64(b, r.Gen)
-	b = binary.BigEndian.AppendUint32(b, r.RouterID)
+	b = binary.BigEndian.AppendUint32(b, uint32(r.RouterID))
 	b = append(append(b, byte(len(r.Name))), r.Name...)
 	if r.Kind == KindZone || r.Kind == KindAlias {
 		b = binary.BigEndian.AppendUint16(b, uint16(len(r.Members)))
@@ -265,7 +265,7 @@ func (r *Record) UnmarshalBinary(b []byte) error {
 	r.Kind = Kind(d.U8())
 	r.Deleted = d.U8()&1 != 0
 	r.Gen = d.U64()
-	r.RouterID = d.U32()
+	r.RouterID = inof.RouterID(d.U32())
 	r.Name = d.Str()
 	n := -1 // members to read; -1: until the end
 	if r.Kind == KindZone || r.Kind == KindAlias {

@@ -16,7 +16,7 @@ func (g gen) record() Record {
 	if k.Kind != KindSettings {
 		k.Name = fmt.Sprintf("o%d", g.r.IntN(4))
 	}
-	r := Record{Key: k, Version: Version{Gen: uint64(g.r.IntN(5)), RouterID: uint32(1 + g.r.IntN(2))}}
+	r := Record{Key: k, Version: Version{Gen: uint64(g.r.IntN(5)), RouterID: inof.RouterID(1 + g.r.IntN(2))}}
 	switch {
 	case g.r.IntN(4) == 0:
 		r.Deleted = true

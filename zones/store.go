@@ -29,7 +29,7 @@ var (
 // StoreOptions configure Open.
 type StoreOptions struct {
 	// RouterID identifies this reflector in the versions it writes.
-	RouterID uint32
+	RouterID inof.RouterID
 	// LockTimeout bounds the wait for another process holding the file
 	// (default 1 s).
 	LockTimeout time.Duration

@@ -18,7 +18,7 @@ import (
 	"github.com/openinof/inof/integration/selfexec"
 )
 
-func openStore(t *testing.T, path string, id uint32) *Store {
+func openStore(t *testing.T, path string, id inof.RouterID) *Store {
 	t.Helper()
 	s, err := Open(path, StoreOptions{RouterID: id})
 	if err != nil {
@@ -154,7 +154,7 @@ func (c *manualClock) add(d time.Duration) {
 	c.t = c.t.Add(d)
 }
 
-func openStoreAt(t *testing.T, path string, id uint32, clock *manualClock) *Store {
+func openStoreAt(t *testing.T, path string, id inof.RouterID, clock *manualClock) *Store {
 	t.Helper()
 	s, err := Open(path, StoreOptions{RouterID: id, Now: clock.now})
 	if err != nil {

@@ -34,7 +34,7 @@ type ManagerOptions struct {
 // interface) on port 3784, one send socket per session, packets
 // demultiplexed by discriminator (or by addresses while the peer does not
 // know ours yet). Subscribers hear every state change, each from a
-// goroutine of its own (DESIGN §8): never from a session's goroutine nor
+// goroutine of its own (docs/design.md §8): never from a session's goroutine nor
 // under the manager's lock.
 type Manager struct {
 	log *slog.Logger

@@ -18,8 +18,9 @@ const (
 	Up        State = 3
 )
 
+// String names the state as the API, the logs and the metrics show it.
 func (s State) String() string {
-	return [...]string{"AdminDown", "Down", "Init", "Up"}[s&3]
+	return [...]string{"admin-down", "down", "init", "up"}[s&3]
 }
 
 // Diag is a diagnostic code (RFC 5880 §4.1).

@@ -117,7 +117,8 @@ func run(parent context.Context, opts hostagent.Options, stderr io.Writer) error
 	if err != nil {
 		return err
 	}
-	if err = daemon.RunWithHTTP(ctx, opts.MetricsListen, reg, agent.Healthy, log, agent.Run); err == nil {
+	ro := daemon.RunOptions{MetricsListen: opts.MetricsListen, Registry: reg, Health: agent.Healthy, Logger: log}
+	if err = daemon.Run(ctx, ro, agent.Run); err == nil {
 		log.Info("inof-host stopped")
 	}
 	return err

@@ -181,8 +181,8 @@ clients: %[7]s
 		{Addr: netip.MustParseAddr("10.0.0.1"), Role: inof.RoleHost, Protocol: inof.ProtocolTCP},
 		{Addr: netip.MustParseAddr("10.0.1.1"), Role: inof.RoleTarget, Protocol: inof.ProtocolTCP, Port: 4420},
 	} {
-		rec := bgp.DeviceRecord{Switch: 0x7f000002, Device: d, State: inof.StateActive, AccessPort: "swp1",
-			Since: now, Changed: now}
+		rec := bgp.DeviceRecord{Report: inof.Report{Switch: 0x7f000002, Device: d, Status: inof.Status{State: inof.StateActive, Changed: now}},
+			AccessPort: "swp1", Since: now}
 		if err := pub.Publish(ctx, rec, bgp.ZoneRT(65000, "red")); err != nil {
 			t.Fatal(err)
 		}

@@ -36,8 +36,9 @@ type role struct {
 }
 
 // loadFunc fills a role's options (holding its defaults) from the file,
-// the environment and the set flags, and validates them.
-type loadFunc func(opts daemon.Validator) error
+// the environment and the set flags, and validates them. The warnings
+// (deprecated keys) are for the role's log once it has one.
+type loadFunc func(opts daemon.Validator) (daemon.Warnings, error)
 
 // roles are the roles inofd knows, by --role value.
 var roles = map[string]role{
@@ -105,13 +106,15 @@ func newCommand(environ []string, stderr io.Writer) *cobra.Command {
 				foreign = append(foreign, fmt.Errorf("--%s does not apply to role %s", fl.Name, roleName))
 			}
 		})
-		load := func(opts daemon.Validator) error {
-			lerr := daemon.Load(daemon.LoadOptions{File: file, Flags: cmd.Flags(), FlagKeys: keys, Environ: environ}, opts)
+		load := func(opts daemon.Validator) (daemon.Warnings, error) {
+			var warnings daemon.Warnings
+			lerr := daemon.Load(daemon.LoadOptions{File: file, Flags: cmd.Flags(), FlagKeys: keys, Environ: environ,
+				Warn: warnings.Add}, opts)
 			if err := errors.Join(append(foreign, lerr)...); err != nil {
 				fmt.Fprintf(stderr, "inofd: invalid configuration:\n%v\n", err)
-				return configError{err}
+				return nil, configError{err}
 			}
-			return nil
+			return warnings, nil
 		}
 		ctx := cmd.Context()
 		if ctx == nil {

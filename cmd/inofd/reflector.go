@@ -2,12 +2,8 @@ package main
 
 import (
 	"context"
-	"errors"
 	"io"
-	"sync"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/spf13/pflag"
 
 	"github.com/openinof/inof/inof/api"
@@ -35,84 +31,35 @@ func reflectorFlags(f *pflag.FlagSet) map[string]string {
 	}
 }
 
-// runReflector wires the reflector, the HTTP server and the signals, and
-// returns when a signal or the speaker's failure ends the reflector.
+// runReflector wires the reflector, its admin API and the HTTP server, and
+// returns when a signal or a failure ends the reflector.
 func runReflector(parent context.Context, load loadFunc, stderr io.Writer) error {
 	opts := reflector.DefaultOptions()
-	if err := load(&opts); err != nil {
-		return err
-	}
-	log, err := daemon.NewLogger(stderr, opts.Log)
+	warnings, err := load(&opts)
 	if err != nil {
 		return err
 	}
+	log, reg, err := daemon.Setup(stderr, opts.Log)
+	if err != nil {
+		return err
+	}
+	warnings.Log(log)
 	ctx, stop := daemon.SignalContext(parent)
 	defer stop()
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	events := api.NewFeed(api.FeedOptions{})
 	r, err := reflector.New(reflector.Config{Options: opts, Registry: reg, Events: events, Logger: log})
 	if err != nil {
 		return err
 	}
-	var apiSrv *api.Server
+	ro := daemon.RunOptions{MetricsListen: opts.MetricsListen, Registry: reg, Health: r.Healthy, Logger: log}
 	if opts.API.Enabled() {
-		// Bound before BGP starts, like the metrics listener.
-		apiSrv, err = api.NewServer(opts.API.ServeOptions(false, events, log), r.API())
+		// Bound before BGP starts, like the metrics listener; it answers
+		// "not running" until the reflector is ready.
+		srv, err := api.NewServer(opts.API.ServeOptions(false, events, log), r.API())
 		if err != nil {
 			return err
 		}
+		ro.Beside = append(ro.Beside, srv.Run)
 	}
-	var srv *daemon.HTTPServer
-	if opts.MetricsListen != "" {
-		// Bound before BGP starts: a busy address fails the start.
-		if srv, err = daemon.ListenHTTP(opts.MetricsListen, reg, r.Healthy, log); err != nil {
-			closeAPI(apiSrv)
-			return err
-		}
-	}
-	if err := r.Start(ctx); err != nil {
-		closeAPI(apiSrv)
-		return err
-	}
-	hctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	var wg sync.WaitGroup
-	var httpErr error
-	if srv != nil {
-		log.Info("metrics", "listen", srv.Addr().String())
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if httpErr = srv.Run(hctx); httpErr != nil {
-				cancel()
-			}
-		}()
-	}
-	var apiErr error
-	if apiSrv != nil {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if apiErr = apiSrv.Run(hctx); apiErr != nil {
-				cancel()
-			}
-		}()
-	}
-	select {
-	case <-hctx.Done():
-	case <-r.Done():
-	}
-	// The API stops first: calls in flight end before the store closes.
-	cancel()
-	wg.Wait()
-	err = r.Stop()
-	return errors.Join(err, httpErr, apiErr)
-}
-
-// closeAPI releases the listeners of an API server that never ran.
-func closeAPI(s *api.Server) {
-	if s != nil {
-		s.Close()
-	}
+	return daemon.Run(ctx, ro, r.Run)
 }

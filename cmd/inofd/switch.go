@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"io"
 
 	"github.com/spf13/pflag"
@@ -28,24 +27,26 @@ func switchFlags(f *pflag.FlagSet) map[string]string {
 	}
 }
 
-// runSwitch wires the switch agent, the HTTP server and the signals, and
-// returns when a signal or a failure ends the agent.
+// runSwitch wires the switch agent, its read-only admin API and the HTTP
+// server, and returns when a signal or a failure ends the agent.
 func runSwitch(parent context.Context, load loadFunc, stderr io.Writer) error {
 	opts := switchagent.DefaultOptions()
-	if err := load(&opts); err != nil {
+	warnings, err := load(&opts)
+	if err != nil {
 		return err
 	}
 	log, reg, err := daemon.Setup(stderr, opts.Log)
 	if err != nil {
 		return err
 	}
+	warnings.Log(log)
 	ctx, stop := daemon.SignalContext(parent)
 	defer stop()
 	agent, err := switchagent.New(switchagent.Config{Options: opts, Registry: reg, Logger: log})
 	if err != nil {
 		return err
 	}
-	run := agent.Run
+	ro := daemon.RunOptions{MetricsListen: opts.MetricsListen, Registry: reg, Health: agent.Healthy, Logger: log}
 	if opts.API.Enabled() {
 		// Read-only: zones and the lossless profile are edited on a
 		// reflector. Bound before the agent starts, like the metrics.
@@ -53,21 +54,7 @@ func runSwitch(parent context.Context, load loadFunc, stderr io.Writer) error {
 		if err != nil {
 			return err
 		}
-		run = func(ctx context.Context) error {
-			ctx, cancel := context.WithCancel(ctx)
-			defer cancel()
-			apiErr := make(chan error, 1)
-			go func() {
-				err := srv.Run(ctx)
-				if err != nil {
-					cancel()
-				}
-				apiErr <- err
-			}()
-			err := agent.Run(ctx)
-			cancel()
-			return errors.Join(err, <-apiErr)
-		}
+		ro.Beside = append(ro.Beside, srv.Run)
 	}
-	return daemon.RunWithHTTP(ctx, opts.MetricsListen, reg, agent.Healthy, log, run)
+	return daemon.Run(ctx, ro, agent.Run)
 }

@@ -25,6 +25,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/openinof/inof/inof/api"
+	"github.com/openinof/inof/inof/api/apiclient"
 	"github.com/openinof/inof/inof/api/apitest"
 	inofv1 "github.com/openinof/inof/inof/api/v1"
 )
@@ -123,13 +124,13 @@ func TestTCPNeedsTLSAndToken(t *testing.T) {
 		t.Errorf("health without a token: %v", err)
 	}
 	// The client side of the package: Dial with the CA and the token file.
-	c, err := api.Dial(api.DialOptions{Server: addr, TokenFile: token, CAFile: cert})
+	c, err := apiclient.Dial(apiclient.DialOptions{Server: addr, TokenFile: token, CAFile: cert})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close()
 	if _, err := healthpb.NewHealthClient(c).Check(context.Background(), &healthpb.HealthCheckRequest{}); err != nil {
-		t.Errorf("health with api.Dial: %v", err)
+		t.Errorf("health with apiclient.Dial: %v", err)
 	}
 }
 

@@ -35,17 +35,10 @@ type Backend interface {
 	SetLosslessProfile(ctx context.Context, p lossless.Profile) error
 }
 
-// Device is a registered device as the fabric sees it.
-type Device struct {
-	inof.Device
-	// Switch is the router-id of the switch that reports it.
-	Switch string
-	State  inof.State
-	// Reason is why the device is inactive.
-	Reason inof.Reason
-	// Since is when the device last changed state.
-	Since time.Time
-}
+// Device is a registered device as the fabric sees it: the report of the
+// switch that shows it (Shown picks one per address). Its Reason says why
+// an inactive device left; Changed is when it last changed state.
+type Device = inof.Report
 
 // Session is one BGP session.
 type Session struct {

@@ -38,15 +38,15 @@ func deviceProto(d Device, zs []string) *inofv1.Device {
 		Protocol: d.Protocol.String(),
 		Port:     uint32(d.Port),
 		Nqn:      d.NQN,
-		Switch:   d.Switch,
+		Switch:   d.Switch.String(),
 		Active:   d.State == inof.StateActive,
 		Zones:    zs,
 	}
 	if d.State != inof.StateActive {
 		out.Reason = d.Reason.String()
 	}
-	if !d.Since.IsZero() {
-		out.Since = timestamppb.New(d.Since)
+	if !d.Changed.IsZero() {
+		out.Since = timestamppb.New(d.Changed)
 	}
 	return out
 }

@@ -75,7 +75,7 @@ func deviceFilter(req *inofv1.ListDevicesRequest) (func(Device, []string) bool, 
 	return func(d Device, zs []string) bool {
 		switch {
 		case prefix.IsValid() && !prefix.Contains(d.Addr),
-			req.GetSwitch() != "" && d.Switch != req.GetSwitch(),
+			req.GetSwitch() != "" && d.Switch.String() != req.GetSwitch(),
 			active != nil && (d.State == inof.StateActive) != *active,
 			role == inof.RoleHost && !d.Role.IsHost(),
 			role == inof.RoleTarget && !d.Role.IsTarget(),

@@ -7,6 +7,7 @@ import (
 
 	"github.com/openinof/inof/inof"
 	"github.com/openinof/inof/inof/api"
+	"github.com/openinof/inof/inof/api/apiclient"
 	"github.com/openinof/inof/inof/api/apitest"
 	inofv1 "github.com/openinof/inof/inof/api/v1"
 )
@@ -24,7 +25,7 @@ func fabric(t *testing.T, opts api.ServeOptions) (*apitest.Backend, inofv1.Fabri
 func testDevices() []api.Device {
 	dev := func(addr string, role inof.Role, sw string, st inof.State) api.Device {
 		return api.Device{Device: inof.Device{Addr: netip.MustParseAddr(addr), Role: role, Protocol: inof.ProtocolTCP},
-			Switch: sw, State: st}
+			Switch: inof.MustParseRouterID(sw), Status: inof.Status{State: st}}
 	}
 	return []api.Device{
 		dev("10.0.0.1", inof.RoleHost, "192.0.2.1", inof.StateActive),
@@ -37,7 +38,7 @@ func testDevices() []api.Device {
 
 func dialUnix(t *testing.T, sock string) inofv1.FabricClient {
 	t.Helper()
-	conn, err := api.Dial(api.DialOptions{Server: "unix://" + sock})
+	conn, err := apiclient.Dial(apiclient.DialOptions{Server: "unix://" + sock})
 	if err != nil {
 		t.Fatal(err)
 	}

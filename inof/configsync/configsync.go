@@ -7,35 +7,64 @@ package configsync
 
 import (
 	"fmt"
-	"net/netip"
 	"slices"
 
 	"github.com/openinof/inof/bgp"
 	"github.com/openinof/inof/zones"
 )
 
-// KindLossless is the configuration record kind of the fabric's lossless
-// profile (lossless.Encode as payload, one object: empty name, part 0).
-// Kinds 1–3 are the zone store's (zones.Kind).
-const KindLossless uint8 = 16
+// Kind is a configuration record's kind (bgp.ConfigRecord.Kind): what its
+// payload is and who keeps the object. kinds is the one table of them
+// (docs/records.md lists the numbers).
+type Kind uint8
+
+// Configuration kinds. The zone store's keep their zones.Kind numbers.
+const (
+	KindSettings = Kind(zones.KindSettings) // fabric settings (zone store)
+	KindZone     = Kind(zones.KindZone)     // a zone (zone store)
+	KindAlias    = Kind(zones.KindAlias)    // an alias (zone store)
+	// KindLossless is the fabric's lossless profile: lossless.Encode as
+	// payload, one object (empty name, part 0).
+	KindLossless Kind = 16
+)
+
+// Owner is who keeps the objects of a kind.
+type Owner uint8
+
+// Owners.
+const (
+	OwnerNone      Owner = iota // not a kind this version knows: ignored
+	OwnerZoneStore              // zones.Store (reflector) / zones.Records (switch)
+	OwnerLossless               // the lossless profile in effect
+)
+
+var kinds = map[Kind]struct {
+	name  string
+	owner Owner
+}{
+	KindSettings: {"settings", OwnerZoneStore},
+	KindZone:     {"zone", OwnerZoneStore},
+	KindAlias:    {"alias", OwnerZoneStore},
+	KindLossless: {"lossless", OwnerLossless},
+}
+
+// KindOf returns the kind of a configuration record.
+func KindOf(c bgp.ConfigRecord) Kind { return Kind(c.Kind) }
+
+// Owner returns who keeps the kind's objects.
+func (k Kind) Owner() Owner { return kinds[k].owner }
+
+func (k Kind) String() string {
+	if i, ok := kinds[k]; ok {
+		return i.name
+	}
+	return fmt.Sprintf("kind(%d)", uint8(k))
+}
 
 // PartPayload is the payload limit records are split with. With the
 // longest key (a 63-byte zone name), the config value header and one route
 // target, a part stays well inside bgp.MaxRecordSize.
 const PartPayload = 3700
-
-// kind maps a zone record kind to the config record kind: the same numbers
-// (docs/records.md lists them).
-func kind(k zones.Kind) uint8 { return uint8(k) }
-
-// isZoneKind reports whether a config record kind belongs to the zone store.
-func isZoneKind(k uint8) bool {
-	switch zones.Kind(k) {
-	case zones.KindSettings, zones.KindZone, zones.KindAlias:
-		return true
-	}
-	return false
-}
 
 // Records returns the config records that carry r, one per part. Their
 // Reflector is left zero: the replicator stamps its own router-id.
@@ -47,7 +76,7 @@ func Records(r zones.Record) ([]bgp.ConfigRecord, error) {
 	out := make([]bgp.ConfigRecord, len(parts))
 	for i, p := range parts {
 		out[i] = bgp.ConfigRecord{
-			Kind: kind(r.Kind), Name: r.Name, Part: p.Index,
+			Kind: uint8(r.Kind), Name: r.Name, Part: p.Index,
 			Gen: r.Gen, Writer: r.RouterID, Deleted: r.Deleted, Payload: p.Payload,
 		}
 	}
@@ -98,20 +127,16 @@ func NewAssembler(limit int) *Assembler { return &Assembler{asm: zones.NewAssemb
 // false for parts of other kinds, duplicates, older versions and versions
 // still missing parts. A malformed part is an error and changes nothing.
 func (a *Assembler) Add(c bgp.ConfigRecord) (zones.Record, bool, error) {
-	if !isZoneKind(c.Kind) {
+	if KindOf(c).Owner() != OwnerZoneStore {
 		return zones.Record{}, false, nil
 	}
 	k := zones.Key{Kind: zones.Kind(c.Kind), Name: c.Name}
 	r, ok, err := a.asm.Add(k, c.Part, zones.Version{Gen: c.Gen, RouterID: c.Writer}, c.Deleted, c.Payload)
 	if err != nil {
-		return zones.Record{}, false, fmt.Errorf("configsync: from reflector %s: %w", routerID(c.Reflector), err)
+		return zones.Record{}, false, fmt.Errorf("configsync: from reflector %s: %w", c.Reflector, err)
 	}
 	return r, ok, nil
 }
 
 // Evicted counts incomplete versions dropped to stay within the limit.
 func (a *Assembler) Evicted() uint64 { return a.asm.Evicted() }
-
-func routerID(id uint32) netip.Addr {
-	return netip.AddrFrom4([4]byte{byte(id >> 24), byte(id >> 16), byte(id >> 8), byte(id)})
-}

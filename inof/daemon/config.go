@@ -1,6 +1,10 @@
 package daemon
 
-import "github.com/openinof/inof/inof/daemon/config"
+import (
+	"log/slog"
+
+	"github.com/openinof/inof/inof/daemon/config"
+)
 
 // EnvPrefix is the prefix of every environment variable a daemon reads:
 // the key log.level is INOF_LOG_LEVEL.
@@ -18,3 +22,17 @@ type LoadOptions = config.LoadOptions
 // INOF_* environment variables, set flags (see config.Load, which it
 // calls).
 func Load(opts LoadOptions, out Validator) error { return config.Load(opts, out) }
+
+// Warnings collects what Load warns about (LoadOptions.Warn) until the
+// daemon's logger exists.
+type Warnings []string
+
+// Add appends one warning; pass it as LoadOptions.Warn.
+func (w *Warnings) Add(msg string) { *w = append(*w, msg) }
+
+// Log writes the warnings to log.
+func (w Warnings) Log(log *slog.Logger) {
+	for _, m := range w {
+		log.Warn("configuration: " + m)
+	}
+}

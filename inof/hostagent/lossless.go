@@ -10,7 +10,7 @@ import (
 
 	"google.golang.org/grpc"
 
-	"github.com/openinof/inof/inof/api"
+	"github.com/openinof/inof/inof/api/apiclient"
 	inofv1 "github.com/openinof/inof/inof/api/v1"
 	"github.com/openinof/inof/lossless"
 	"github.com/openinof/inof/lossless/dcbnl"
@@ -77,7 +77,7 @@ type losslessSource struct {
 func newLosslessSource(o LosslessOptions) (*losslessSource, error) {
 	s := &losslessSource{o: o}
 	if o.Server != "" {
-		conn, err := api.Dial(api.DialOptions{Server: o.Server, TokenFile: o.TokenFile, CAFile: o.CAFile, ServerName: o.ServerName})
+		conn, err := apiclient.Dial(apiclient.DialOptions{Server: o.Server, TokenFile: o.TokenFile, CAFile: o.CAFile, ServerName: o.ServerName})
 		if err != nil {
 			return nil, fmt.Errorf("lossless: %w", err)
 		}

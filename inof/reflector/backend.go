@@ -60,7 +60,7 @@ func (r *Reflector) onRecord(ev bgp.RecordEvent) {
 	if !changed {
 		return
 	}
-	sw := api.RouterIDString(id.Switch)
+	sw := id.Switch.String()
 	e := api.Event{Kind: "record", Subject: id.Addr.String(), Attributes: map[string]string{"switch": sw}}
 	switch d := ch.Record; {
 	case d == nil && ch.Vanished:
@@ -137,8 +137,8 @@ func (r *Reflector) onBFD(ch bfd.StateChange) {
 	r.fabric.bfdSince[ch.Key] = at
 	r.fabric.mu.Unlock()
 	r.events.Publish(api.Event{Kind: "session", Subject: ch.Key.Peer.String(), Time: at,
-		Message: fmt.Sprintf("BFD session with %s: %s -> %s (%s)", ch.Key.Peer, api.BFDStateName(ch.Old), api.BFDStateName(ch.New), ch.Diag),
-		Attributes: map[string]string{"protocol": "bfd", "state": api.BFDStateName(ch.New), "diagnostic": ch.Diag.String(),
+		Message: fmt.Sprintf("BFD session with %s: %s -> %s (%s)", ch.Key.Peer, ch.Old.String(), ch.New.String(), ch.Diag),
+		Attributes: map[string]string{"protocol": "bfd", "state": ch.New.String(), "diagnostic": ch.Diag.String(),
 			"peer_admin_down": boolString(ch.PeerAdminDown)}})
 }
 
@@ -178,14 +178,12 @@ func (b backend) Commit(ctx context.Context, edit func(*zones.Tx) error) ([]zone
 	return recs, nil
 }
 
-// Devices implements api.Backend: one entry per address. A device two
-// switches report (dual-homed) is shown as the active report, then the most
-// recent change, then the lowest switch router-id.
+// Devices implements api.Backend: one entry per address (api.Shown).
 func (b backend) Devices(context.Context) ([]api.Device, error) {
 	if err := b.r.Healthy(); err != nil {
 		return nil, fmt.Errorf("reflector: %w", err)
 	}
-	return api.DevicesFromRecords(b.r.fabric.devices.Devices()), nil
+	return api.Shown(b.r.fabric.devices.Reports()), nil
 }
 
 // Sessions implements api.Backend with the speaker's neighbors.
@@ -228,7 +226,7 @@ func (b backend) BFDSessions(context.Context) ([]api.BFDSession, error) {
 	defer b.r.fabric.mu.Unlock()
 	out := make([]api.BFDSession, len(ss))
 	for i, s := range ss {
-		out[i] = api.BFDSession{Peer: s.Key.Peer.String(), Local: s.Key.Local.String(), State: api.BFDStateName(s.State),
+		out[i] = api.BFDSession{Peer: s.Key.Peer.String(), Local: s.Key.Local.String(), State: s.State.String(),
 			Diagnostic: s.Diag.String(), Since: b.r.fabric.bfdSince[s.Key], TxInterval: s.TxInterval}
 		if t := timers[s.Key.Peer]; t != nil {
 			out[i].RxInterval, out[i].DetectMult = t.RequiredMinRx, t.DetectMult

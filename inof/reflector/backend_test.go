@@ -96,10 +96,9 @@ func TestBackendDevices(t *testing.T) {
 	red := bgp.ZoneRT(testASN, "red")
 	t0 := time.UnixMilli(time.Now().UnixMilli())
 	dev := func(sw string, addr string, role inof.Role, st inof.State, reason inof.Reason, at time.Time) bgp.DeviceRecord {
-		a := netip.MustParseAddr(sw).As4()
-		return bgp.DeviceRecord{Switch: uint32(a[0])<<24 | uint32(a[1])<<16 | uint32(a[2])<<8 | uint32(a[3]),
+		return bgp.DeviceRecord{Report: inof.Report{Switch: inof.MustParseRouterID(sw),
 			Device: inof.Device{Addr: netip.MustParseAddr(addr), Role: role, Protocol: inof.ProtocolTCP},
-			State:  st, Reason: reason, AccessPort: "eth1", Since: t0, Changed: at}
+			Status: inof.Status{State: st, Reason: reason, Changed: at}}, AccessPort: "eth1", Since: t0}
 	}
 	host := dev(sw1, "192.0.2.10", inof.RoleHost, inof.StateActive, 0, t0)
 	tgtA := dev(sw1, "192.0.2.20", inof.RoleTarget, inof.StateActive, 0, t0)
@@ -121,11 +120,11 @@ func TestBackendDevices(t *testing.T) {
 	}
 	waitCond(t, "both devices listed", func() bool {
 		ds := list()
-		return len(ds) == 2 && r.fabric.devices.Stats() == (bgp.DeviceTableStats{}) && len(r.fabric.devices.Devices()) == 3
+		return len(ds) == 2 && r.fabric.devices.Stats() == (bgp.DeviceTableStats{}) && len(r.fabric.devices.Reports()) == 3
 	})
 	want := []api.Device{
-		{Device: host.Device, Switch: sw1, State: inof.StateActive, Since: t0},
-		{Device: tgtA.Device, Switch: sw1, State: inof.StateActive, Since: t0},
+		{Device: host.Device, Switch: inof.MustParseRouterID(sw1), Status: inof.Status{State: inof.StateActive, Changed: t0}},
+		{Device: tgtA.Device, Switch: inof.MustParseRouterID(sw1), Status: inof.Status{State: inof.StateActive, Changed: t0}},
 	}
 	if got := list(); !reflect.DeepEqual(got, want) {
 		t.Fatalf("devices:\n got %+v\nwant %+v", got, want)
@@ -149,7 +148,7 @@ func TestBackendDevices(t *testing.T) {
 		e.Attributes["reason"] != inof.ReasonLinkDown.String() || e.Attributes["switch"] != sw1 {
 		t.Fatalf("status event %+v", e)
 	}
-	if got := list()[1]; got.Switch != sw1 || got.State != inof.StateInactive || !got.Since.Equal(down.Changed) {
+	if got := list()[1]; got.Switch.String() != sw1 || got.State != inof.StateInactive || !got.Changed.Equal(down.Changed) {
 		t.Fatalf("target after its link went down: %+v", got)
 	}
 
@@ -270,7 +269,7 @@ func TestLosslessProfileReplicates(t *testing.T) {
 
 	// r2 is stopped; r1 sets a newer profile; r2 comes back with gold on
 	// disk: it adopts the newer one, and r1 keeps it.
-	if err := r2.Stop(); err != nil {
+	if err := r2.testStop(); err != nil {
 		t.Fatal(err)
 	}
 	p.Name = "platinum"
@@ -283,7 +282,7 @@ func TestLosslessProfileReplicates(t *testing.T) {
 		t.Fatalf("r1 fell back to %q", got.Name)
 	}
 	// Restarted alone, r1 still has it.
-	if err := r1.Stop(); err != nil {
+	if err := r1.testStop(); err != nil {
 		t.Fatal(err)
 	}
 	r1b := startReflector(t, Config{Options: o1, NewSpeaker: fakeSpeakers(bgp.NewFakeFabric(), nil)})
@@ -303,11 +302,10 @@ func TestMaxDevicesBoundsTheView(t *testing.T) {
 	r := startReflector(t, Config{Options: o, NewSpeaker: fakeSpeakers(f, nil)})
 	_, p1 := startSwitch(t, f, sw1, r1ID)
 	ctx := context.Background()
-	a := netip.MustParseAddr(sw1).As4()
 	for i := range 3 {
-		d := bgp.DeviceRecord{Switch: uint32(a[0])<<24 | uint32(a[1])<<16 | uint32(a[2])<<8 | uint32(a[3]),
+		d := bgp.DeviceRecord{Report: inof.Report{Switch: inof.MustParseRouterID(sw1),
 			Device: inof.Device{Addr: netip.AddrFrom4([4]byte{192, 0, 2, byte(10 + i)}), Role: inof.RoleTarget, Protocol: inof.ProtocolTCP},
-			State:  inof.StateActive, AccessPort: "eth1", Since: time.UnixMilli(1000), Changed: time.UnixMilli(1000)}
+			Status: inof.Status{State: inof.StateActive, Changed: time.UnixMilli(1000)}}, AccessPort: "eth1", Since: time.UnixMilli(1000)}
 		if err := p1.Publish(ctx, d, bgp.ZoneRT(testASN, "red")); err != nil {
 			t.Fatal(err)
 		}

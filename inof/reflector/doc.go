@@ -1,6 +1,6 @@
 // Package reflector is the logic of inofd --role reflector: a BGP route
 // reflector for the switch agents (cluster-id, graceful restart, BFD,
-// TCP-MD5 and GTSM as in DESIGN §3) and the fabric's zone authority. It
+// TCP-MD5 and GTSM as in docs/design.md §3) and the fabric's zone authority. It
 // keeps the zone configuration in a bbolt store (zones.Store), originates
 // every record as configuration parts under its own router-id
 // (configsync, bgp.ConfigReplicator), adopts newer versions that other

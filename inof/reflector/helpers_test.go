@@ -3,7 +3,6 @@ package reflector
 import (
 	"context"
 	"fmt"
-	"github.com/openinof/inof/inof/api"
 	"io"
 	"log/slog"
 	"net/netip"
@@ -83,15 +82,54 @@ func startReflector(t testing.TB, cfg Config) *Reflector {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := r.Start(context.Background()); err != nil {
+	if err := r.testStart(); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		if err := r.Stop(); err != nil {
+		if err := r.testStop(); err != nil {
 			t.Error(err)
 		}
 	})
 	return r
+}
+
+// testRun is a Run in the background, as a daemon runs it.
+type testRun struct {
+	cancel context.CancelFunc
+	done   chan struct{}
+	err    error
+}
+
+// testRuns holds each started reflector's run.
+var testRuns sync.Map // *Reflector → *testRun
+
+// testStart runs r in the background and returns once it is ready, or
+// Run's error when it fails to start.
+func (r *Reflector) testStart() error {
+	ctx, cancel := context.WithCancel(context.Background())
+	x := &testRun{cancel: cancel, done: make(chan struct{})}
+	go func() { x.err = r.Run(ctx); close(x.done) }()
+	select {
+	case <-r.Ready():
+		testRuns.Store(r, x)
+		return nil
+	case <-x.done:
+		cancel()
+		return x.err
+	}
+}
+
+// testStop ends the run testStart began and returns Run's error; later
+// calls return the same.
+func (r *Reflector) testStop() error {
+	v, ok := testRuns.Load(r)
+	if !ok {
+		return nil
+	}
+	x := v.(*testRun)
+	x.cancel()
+	<-x.done
+	return x.err
 }
 
 // clientView is a switch agent's view of the configuration records: every
@@ -159,7 +197,7 @@ func (v *clientView) partsOf(kind zones.Kind, name string) []string {
 	var out []string
 	for _, c := range v.keys {
 		if zones.Kind(c.Kind) == kind && c.Name == name {
-			out = append(out, fmt.Sprintf("%s/%d", api.RouterIDString(c.Reflector), c.Part))
+			out = append(out, fmt.Sprintf("%s/%d", c.Reflector.String(), c.Part))
 		}
 	}
 	return out

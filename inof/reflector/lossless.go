@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 
 	"github.com/openinof/inof/bgp"
+	"github.com/openinof/inof/inof"
 	"github.com/openinof/inof/inof/api"
 	"github.com/openinof/inof/inof/configsync"
 	"github.com/openinof/inof/inof/daemon"
@@ -21,9 +22,9 @@ func (o *Options) ProfilePath() string { return filepath.Join(o.StateDir, "lossl
 // savedProfile is the profile state file: the version in effect and its
 // encoding, exactly as replicated.
 type savedProfile struct {
-	Gen     uint64 `json:"generation"`
-	Writer  uint32 `json:"writer"`
-	Payload []byte `json:"payload"`
+	Gen     uint64        `json:"generation"`
+	Writer  inof.RouterID `json:"writer"`
+	Payload []byte        `json:"payload"`
 }
 
 // profileState is the profile in effect. Only the sync loop writes it
@@ -53,7 +54,7 @@ func (r *Reflector) loadProfile() error {
 	}
 	r.clock.Advance(s.Gen)
 	r.profile = profileState{profile: p,
-		rec: bgp.ConfigRecord{Kind: configsync.KindLossless, Gen: s.Gen, Writer: s.Writer, Payload: s.Payload}}
+		rec: bgp.ConfigRecord{Kind: uint8(configsync.KindLossless), Gen: s.Gen, Writer: s.Writer, Payload: s.Payload}}
 	return nil
 }
 
@@ -64,7 +65,7 @@ func (r *Reflector) setProfile(ctx context.Context, p lossless.Profile) error {
 	if err != nil {
 		return err
 	}
-	rec := bgp.ConfigRecord{Kind: configsync.KindLossless, Gen: r.clock.Next(), Writer: r.routerID, Payload: payload}
+	rec := bgp.ConfigRecord{Kind: uint8(configsync.KindLossless), Gen: r.clock.Next(), Writer: r.routerID, Payload: payload}
 	if err := r.persistProfile(rec, p); err != nil {
 		return err
 	}
@@ -84,7 +85,7 @@ func (r *Reflector) adoptProfile(c bgp.ConfigRecord) {
 	if c.Name != "" || c.Part != 0 || c.Deleted || (cur.Gen != 0 && !c.Newer(&cur)) {
 		r.m.malformedParts.Add(1)
 		r.log.Warn("lossless profile from a peer reflector ignored", "generation", c.Gen,
-			"writer", api.RouterIDString(c.Writer), "name", c.Name, "part", c.Part, "deleted", c.Deleted)
+			"writer", c.Writer.String(), "name", c.Name, "part", c.Part, "deleted", c.Deleted)
 		return
 	}
 	p, err := lossless.Decode(c.Payload)
@@ -102,9 +103,9 @@ func (r *Reflector) adoptProfile(c bgp.ConfigRecord) {
 	}
 	r.m.recordsAdopted.Add(1)
 	r.log.Info("lossless profile adopted from a peer reflector", "name", p.Name, "generation", c.Gen,
-		"writer", api.RouterIDString(c.Writer))
+		"writer", c.Writer.String())
 	r.events.Publish(api.Event{Kind: "lossless", Subject: p.Name, Message: "lossless profile adopted from a peer reflector",
-		Attributes: map[string]string{"generation": fmt.Sprint(c.Gen), "writer": api.RouterIDString(c.Writer)}})
+		Attributes: map[string]string{"generation": fmt.Sprint(c.Gen), "writer": c.Writer.String()}})
 }
 
 // persistProfile writes the state file and makes rec the version in effect.

@@ -11,6 +11,7 @@ import (
 	"github.com/openinof/inof/bgp"
 	"github.com/openinof/inof/inof/api"
 	"github.com/openinof/inof/inof/daemon"
+	"github.com/openinof/inof/inof/peering"
 )
 
 // Options is the whole configuration of inofd --role reflector
@@ -37,14 +38,13 @@ type Options struct {
 	// HoldTime and Keepalive of every session (whole seconds).
 	HoldTime  time.Duration `yaml:"hold_time"`
 	Keepalive time.Duration `yaml:"keepalive"`
-	// Password is the TCP-MD5 key of every session; a neighbor's own
-	// password overrides it. Empty disables MD5.
-	Password string `yaml:"password"`
-	// TTLSecurity turns GTSM on for the listener and every session; every
-	// neighbor must then send TTL 255.
-	TTLSecurity     bool                   `yaml:"ttl_security"`
-	GracefulRestart GracefulRestartOptions `yaml:"graceful_restart"`
-	BFD             BFDOptions             `yaml:"bfd"`
+	// Security is the TCP-MD5 key of every session (a neighbor's own
+	// password overrides it) and GTSM on the listener and every session
+	// (every neighbor must then send TTL 255).
+	peering.Security `yaml:",inline"`
+	GracefulRestart  peering.GracefulRestart `yaml:"graceful_restart"`
+	// BFD is the BFD default for clients.
+	BFD peering.BFD `yaml:"bfd"`
 	// PruneInterval is how often tombstones past their lifetime (7 days)
 	// are forgotten and withdrawn.
 	PruneInterval time.Duration `yaml:"prune_interval"`
@@ -65,25 +65,6 @@ type ListenOptions struct {
 	// Addresses to listen on; empty means every address.
 	Addresses []string `yaml:"addresses"`
 	Port      int      `yaml:"port"`
-}
-
-// GracefulRestartOptions configure RFC 4724 on every session.
-type GracefulRestartOptions struct {
-	Enabled bool `yaml:"enabled"`
-	// RestartTime is how long peers keep this reflector's routes after it
-	// vanished (1 s … 4095 s).
-	RestartTime time.Duration `yaml:"restart_time"`
-	// SettleTime holds back withdraws of a neighbor that just came back
-	// (bgp.GracefulRestart.SettleTime).
-	SettleTime time.Duration `yaml:"settle_time"`
-}
-
-// BFDOptions are the BFD defaults for clients (single-hop, RFC 5881).
-type BFDOptions struct {
-	Enabled       bool          `yaml:"enabled"`
-	DesiredMinTx  time.Duration `yaml:"desired_min_tx"`
-	RequiredMinRx time.Duration `yaml:"required_min_rx"`
-	DetectMult    uint8         `yaml:"detect_mult"`
 }
 
 // ClientOptions is one switch agent.
@@ -119,24 +100,19 @@ type PeerOptions struct {
 // RouterID have none.
 func DefaultOptions() Options {
 	return Options{
-		Log:           daemon.DefaultLogOptions(),
-		MetricsListen: "127.0.0.1:9465",
-		StateDir:      "/var/lib/inofd",
-		Listen:        ListenOptions{Port: 179},
-		HoldTime:      9 * time.Second,
-		Keepalive:     3 * time.Second,
-		GracefulRestart: GracefulRestartOptions{Enabled: true, RestartTime: 120 * time.Second,
-			SettleTime: 10 * time.Second},
-		BFD: BFDOptions{Enabled: true, DesiredMinTx: 100 * time.Millisecond,
-			RequiredMinRx: 100 * time.Millisecond, DetectMult: 3},
-		PruneInterval: time.Hour,
-		API:           api.Options{Socket: api.DefaultSocket},
-		MaxDevices:    bgp.DefaultMaxDevices,
+		Log:             daemon.DefaultLogOptions(),
+		MetricsListen:   "127.0.0.1:9465",
+		StateDir:        "/var/lib/inofd",
+		Listen:          ListenOptions{Port: 179},
+		HoldTime:        9 * time.Second,
+		Keepalive:       3 * time.Second,
+		GracefulRestart: peering.DefaultGracefulRestart(),
+		BFD:             peering.DefaultBFD(),
+		PruneInterval:   time.Hour,
+		API:             api.Options{Socket: api.DefaultSocket},
+		MaxDevices:      bgp.DefaultMaxDevices,
 	}
 }
-
-// maxMD5Key is the kernel's TCP-MD5 key limit (TCP_MD5SIG_MAXKEYLEN).
-const maxMD5Key = 80
 
 // Validate reports every problem in o, joined.
 func (o *Options) Validate() error {
@@ -177,18 +153,7 @@ func (o *Options) Validate() error {
 	if o.Keepalive < time.Second || o.Keepalive%time.Second != 0 || o.Keepalive >= o.HoldTime {
 		add("keepalive %s: want whole seconds, at least 1s and below hold_time", o.Keepalive)
 	}
-	password(o.Password, "password", add)
-	if gr := o.GracefulRestart; gr.Enabled {
-		if gr.RestartTime < time.Second || gr.RestartTime > 4095*time.Second || gr.RestartTime%time.Second != 0 {
-			add("graceful_restart.restart_time %s: want whole seconds, 1s..4095s", gr.RestartTime)
-		}
-		if gr.SettleTime <= 0 {
-			add("graceful_restart.settle_time %s: must be positive", gr.SettleTime)
-		}
-	}
-	if o.BFD.Enabled {
-		bfdTimers("bfd", o.BFD.DesiredMinTx, o.BFD.RequiredMinRx, o.BFD.DetectMult, false, add)
-	}
+	errs = append(errs, o.Security.Validate(), o.GracefulRestart.Validate(), o.BFD.Validate("bfd"))
 	if o.PruneInterval <= 0 {
 		add("prune_interval %s: must be positive", o.PruneInterval)
 	}
@@ -213,10 +178,10 @@ func (o *Options) Validate() error {
 		if c.Address == "" {
 			add("%s.address: must be set", p)
 		}
-		password(c.Password, p+".password", add)
+		errs = append(errs, peering.Password(p+".password", c.Password))
 		addr(c.LocalAddress, p+".local_address", add)
 		if o.BFD.Enabled && !c.BFD.Disabled {
-			bfdTimers(p+".bfd", c.BFD.DesiredMinTx, c.BFD.RequiredMinRx, c.BFD.DetectMult, true, add)
+			errs = append(errs, peering.Timers(p+".bfd", c.BFD.DesiredMinTx, c.BFD.RequiredMinRx, c.BFD.DetectMult, true))
 			if c.LocalAddress == "" && o.LocalAddress == "" {
 				add("%s: BFD needs local_address (global or the client's), or set bfd.disabled", p)
 			}
@@ -231,7 +196,7 @@ func (o *Options) Validate() error {
 		if r.Port < 0 || r.Port > 65535 {
 			add("%s.port %d: want 1..65535 (0: 179)", p, r.Port)
 		}
-		password(r.Password, p+".password", add)
+		errs = append(errs, peering.Password(p+".password", r.Password))
 	}
 	return errors.Join(errs...)
 }
@@ -269,29 +234,6 @@ func addr(s, key string, add func(string, ...any)) netip.Addr {
 	return a.Unmap()
 }
 
-func password(s, key string, add func(string, ...any)) {
-	if len(s) > maxMD5Key {
-		add("%s: %d bytes, TCP-MD5 keys have at most %d", key, len(s), maxMD5Key)
-	}
-}
-
-// bfdTimers checks BFD timers; zero values are allowed when they fall back
-// to the global ones.
-func bfdTimers(p string, tx, rx time.Duration, mult uint8, zeroOK bool, add func(string, ...any)) {
-	for _, t := range []struct {
-		name string
-		d    time.Duration
-	}{{"desired_min_tx", tx}, {"required_min_rx", rx}} {
-		if (t.d == 0 && zeroOK) || (t.d >= 10*time.Millisecond && t.d <= time.Minute) {
-			continue
-		}
-		add("%s.%s %s: want 10ms..1m", p, t.name, t.d)
-	}
-	if mult == 0 && !zeroOK {
-		add("%s.detect_mult: must be at least 1", p)
-	}
-}
-
 // StorePath is the zone store file in the state directory.
 func (o *Options) StorePath() string { return filepath.Join(o.StateDir, "zones.db") }
 
@@ -301,14 +243,12 @@ func (o *Options) StatePath() string { return filepath.Join(o.StateDir, "reflect
 // speakerOptions maps the options to the speaker's; o must be valid.
 func (o *Options) speakerOptions(restarting bool) bgp.Options {
 	so := bgp.Options{
-		Role:        bgp.RoleReflector,
-		ASN:         o.ASN,
-		RouterID:    netip.MustParseAddr(o.RouterID),
-		ListenPort:  int32(o.Listen.Port),
-		TTLSecurity: o.TTLSecurity,
-		GracefulRestart: bgp.GracefulRestart{Enabled: o.GracefulRestart.Enabled,
-			RestartTime: o.GracefulRestart.RestartTime, SettleTime: o.GracefulRestart.SettleTime,
-			Restarting: restarting && o.GracefulRestart.Enabled, Notification: true},
+		Role:            bgp.RoleReflector,
+		ASN:             o.ASN,
+		RouterID:        netip.MustParseAddr(o.RouterID),
+		ListenPort:      int32(o.Listen.Port),
+		TTLSecurity:     o.TTLSecurity,
+		GracefulRestart: o.GracefulRestart.Speaker(restarting),
 	}
 	if o.ClusterID != "" {
 		so.ClusterID = netip.MustParseAddr(o.ClusterID)
@@ -375,3 +315,7 @@ func (o *Options) usesBFD() bool {
 	}
 	return false
 }
+
+// RenamedKeys implements config.Renamer: the switch agent's old spelling
+// of the BFD timers is accepted here too, with a warning.
+func (o *Options) RenamedKeys() map[string]string { return peering.RenamedKeys() }

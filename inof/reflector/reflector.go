@@ -19,7 +19,8 @@ import (
 	"github.com/openinof/inof/zones"
 )
 
-// ErrNotRunning is returned by the admin API before Start and after Stop.
+// ErrNotRunning is returned by the admin API before Run has started the
+// reflector and after it stopped.
 var ErrNotRunning = errors.New("reflector: not running")
 
 // Config wires a Reflector. Only Options is required.
@@ -45,7 +46,7 @@ type Config struct {
 // newer versions from the other reflectors, and detects its own restarts
 // for graceful restart.
 //
-// Goroutines (DESIGN §8): one sync loop owns the replication decisions
+// Goroutines (docs/design.md §8): one sync loop owns the replication decisions
 // (the part assembler, what this reflector originates and withdraws); the
 // replicator's watch hands it adopted parts over a bounded channel, and
 // Commit hands it the keys a transaction changed, SetLosslessProfile the
@@ -63,14 +64,15 @@ type Reflector struct {
 
 	// life guards the state and the store's lifetime against the admin
 	// API: readers hold it shared while they use the store.
-	life    sync.RWMutex
-	state   lifeState
-	stopErr error
+	life  sync.RWMutex
+	state lifeState
+	ready chan struct{} // closed once started
 
-	// Set by Start, read-only afterwards.
+	// Set by the start steps, read-only afterwards.
 	restarting  bool
 	prevState   string
-	routerID    uint32
+	seeded      int // configuration parts originated at start
+	routerID    inof.RouterID
 	store       *zones.Store
 	speaker     bgp.Speaker
 	bfd         *bfd.Manager
@@ -91,7 +93,8 @@ type Reflector struct {
 	// Owned by the sync loop.
 	asm *configsync.Assembler
 
-	// The lossless profile in effect: written by the sync loop (and Start).
+	// The lossless profile in effect: written by the sync loop (and the
+	// start steps).
 	profileMu sync.RWMutex
 	profile   profileState
 }
@@ -109,7 +112,7 @@ const (
 // losing nothing: each adopted part is handed over exactly once).
 const adoptQueue = 1024
 
-// New validates the options; call Start.
+// New validates the options; call Run.
 func New(cfg Config) (*Reflector, error) {
 	if err := cfg.Options.Validate(); err != nil {
 		return nil, fmt.Errorf("reflector: invalid options: %w", err)
@@ -128,7 +131,7 @@ func New(cfg Config) (*Reflector, error) {
 	}
 	r := &Reflector{opts: cfg.Options, cfg: cfg, log: cfg.Logger, now: cfg.Now, asm: configsync.NewAssembler(0),
 		events: cfg.Events, fabric: newFabricView(cfg.Options.MaxDevices, cfg.Logger), clock: inof.NewClock(cfg.Now),
-		peerReflectors: map[netip.Addr]bool{}}
+		peerReflectors: map[netip.Addr]bool{}, ready: make(chan struct{})}
 	for _, n := range cfg.Options.neighbors() {
 		if n.PeerReflector {
 			r.peerReflectors[n.Address] = true
@@ -142,42 +145,96 @@ func New(cfg Config) (*Reflector, error) {
 	return r, nil
 }
 
-// Start opens the store, reads and sets the restart marker, starts the
-// speaker (Restarting if the previous run did not stop cleanly), originates
-// every stored record, adds the neighbors and starts replication. ctx bounds
-// the start only. On error nothing is left running and the Reflector
-// cannot be started again.
-func (r *Reflector) Start(ctx context.Context) (err error) {
+// Run runs the reflector until ctx ends or its speaker fails. It starts in
+// steps (openStore, markRunning, startSpeaker, originateStored,
+// addNeighbors, startSync) and, when it ends, stops in the reverse order:
+// the sync loop, the speaker (peers see a Cease), BFD, the store; then the
+// marker says "clean". If the speaker failed on its own, the marker stays
+// "running" (the next start restarts gracefully) and Run returns the
+// speaker's error. A step that fails undoes the ones before it. A
+// Reflector runs once.
+func (r *Reflector) Run(ctx context.Context) error {
+	if err := r.start(ctx); err != nil {
+		return err
+	}
+	select {
+	case <-ctx.Done():
+	case <-r.loopDone: // the speaker failed
+	}
+	return r.stop()
+}
+
+// Ready is closed once Run has started the reflector: the store is open,
+// the stored configuration originated, the neighbors added. The admin API
+// answers ErrNotRunning before.
+func (r *Reflector) Ready() <-chan struct{} { return r.ready }
+
+// undoStack holds what the start steps done so far must undo on failure.
+type undoStack []func()
+
+func (u *undoStack) push(f func()) { *u = append(*u, f) }
+
+func (u undoStack) run() {
+	for i := len(u) - 1; i >= 0; i-- {
+		u[i]()
+	}
+}
+
+// start runs the start steps under the life lock; ctx bounds them.
+func (r *Reflector) start(ctx context.Context) (err error) {
 	r.life.Lock()
 	defer r.life.Unlock()
 	if r.state != stateNew {
-		return errors.New("reflector: already started")
+		return errors.New("reflector: already run (a Reflector runs once)")
 	}
+	r.state = stateStopped // unless every step succeeds
+	var undo undoStack
+	defer func() {
+		if err != nil {
+			undo.run()
+		}
+	}()
+	for _, step := range []func(context.Context, *undoStack) error{
+		r.openStore, r.markRunning, r.startSpeaker, r.originateStored, r.addNeighbors, r.startSync,
+	} {
+		if err := step(ctx, &undo); err != nil {
+			return err
+		}
+	}
+	r.state = stateStarted
+	close(r.ready)
 	o := &r.opts
-	rid := netip.MustParseAddr(o.RouterID).As4()
-	r.routerID = uint32(rid[0])<<24 | uint32(rid[1])<<16 | uint32(rid[2])<<8 | uint32(rid[3])
+	r.log.Info("reflector started", "router_id", o.RouterID, "asn", o.ASN, "restarting", r.restarting,
+		"previous_run", r.prevState, "records", len(r.store.Records()), "parts_originated", r.seeded,
+		"clients", len(o.Clients), "reflectors", len(o.Reflectors))
+	return nil
+}
+
+// openStore opens the zone store. Its file lock keeps a second reflector
+// off this state directory before it can touch the marker.
+func (r *Reflector) openStore(_ context.Context, undo *undoStack) error {
+	o := &r.opts
+	r.routerID = inof.MustParseRouterID(o.RouterID)
 	if err := os.MkdirAll(o.StateDir, 0o700); err != nil {
 		return fmt.Errorf("reflector: state directory: %w", err)
 	}
-	// The store's file lock keeps a second reflector off this directory
-	// before it can touch the marker.
-	r.store, err = zones.Open(o.StorePath(), zones.StoreOptions{RouterID: r.routerID, Now: r.now, Logger: r.log})
+	store, err := zones.Open(o.StorePath(), zones.StoreOptions{RouterID: r.routerID, Now: r.now, Logger: r.log})
 	if err != nil {
 		return fmt.Errorf("reflector: %w", err)
 	}
-	var undo []func()
-	defer func() {
-		if err != nil {
-			for i := len(undo) - 1; i >= 0; i-- {
-				undo[i]()
-			}
-			r.store.Close()
-			r.state = stateStopped // a Reflector starts once
-		}
-	}()
-	prev, merr := readMarker(o.StatePath())
-	if merr != nil {
-		r.log.Warn("unreadable restart marker; assuming a crash", "err", merr)
+	r.store = store
+	undo.push(func() { r.store.Close() })
+	return r.loadProfile()
+}
+
+// markRunning reads the restart marker (a "running" marker, or one that
+// cannot be read, means the previous run did not stop cleanly: this run
+// is a graceful restart) and sets it to "running".
+func (r *Reflector) markRunning(_ context.Context, undo *undoStack) error {
+	o := &r.opts
+	prev, err := readMarker(o.StatePath())
+	if err != nil {
+		r.log.Warn("unreadable restart marker; assuming a crash", "err", err)
 		prev = stateRunning
 	}
 	r.prevState = prev
@@ -185,7 +242,7 @@ func (r *Reflector) Start(ctx context.Context) (err error) {
 	if err := writeMarker(o.StatePath(), stateRunning, r.now()); err != nil {
 		return fmt.Errorf("reflector: %w", err)
 	}
-	undo = append(undo, func() {
+	undo.push(func() {
 		back := stateClean
 		if r.restarting {
 			back = stateRunning // still owed a graceful restart
@@ -194,32 +251,41 @@ func (r *Reflector) Start(ctx context.Context) (err error) {
 			r.log.Error("restoring the restart marker", "err", err)
 		}
 	})
-	if err := r.loadProfile(); err != nil {
-		return fmt.Errorf("reflector: %w", err)
-	}
+	return nil
+}
+
+// startSpeaker starts BFD (when a neighbor uses it), the speaker and the
+// configuration replicator on it.
+func (r *Reflector) startSpeaker(ctx context.Context, undo *undoStack) error {
+	o := &r.opts
 	so := o.speakerOptions(r.restarting)
 	so.Logger = r.log
 	if o.usesBFD() {
 		r.bfd = bfd.NewManager(bfd.ManagerOptions{Logger: r.log})
 		so.BFD = r.bfd
-		undo = append(undo, r.bfd.Close)
+		undo.push(r.bfd.Close)
 	}
-	r.speaker, err = r.cfg.NewSpeaker(so)
+	sp, err := r.cfg.NewSpeaker(so)
 	if err != nil {
 		return fmt.Errorf("reflector: speaker: %w", err)
 	}
+	r.speaker = sp
 	if err := r.speaker.Start(ctx); err != nil {
 		return fmt.Errorf("reflector: speaker: %w", err)
 	}
-	undo = append(undo, r.speaker.Stop)
+	undo.push(r.speaker.Stop)
 	r.repl, err = bgp.NewConfigReplicator(bgp.ReplicatorOptions{Speaker: r.speaker, RouterID: r.routerID,
 		RT: bgp.ConfigRT(o.ASN), OnAdopt: r.onAdopt, Now: r.now, Logger: r.log})
 	if err != nil {
 		return fmt.Errorf("reflector: %w", err)
 	}
-	// Originate the stored configuration before any neighbor connects, so
-	// that every session starts with all of it.
-	seeded := 0
+	return nil
+}
+
+// originateStored originates the stored configuration and the lossless
+// profile before any neighbor connects, so that every session starts with
+// all of it.
+func (r *Reflector) originateStored(ctx context.Context, _ *undoStack) error {
 	for _, rec := range r.store.Records() {
 		parts, err := configsync.Records(rec)
 		if err != nil {
@@ -229,20 +295,31 @@ func (r *Reflector) Start(ctx context.Context) (err error) {
 			if _, err := r.repl.Put(ctx, p); err != nil {
 				return fmt.Errorf("reflector: originating stored %s: %w", rec.Key, err)
 			}
-			seeded++
+			r.seeded++
 		}
 	}
 	if r.profile.rec.Gen != 0 {
 		if _, err := r.repl.Put(ctx, r.profile.rec); err != nil {
 			return fmt.Errorf("reflector: originating the lossless profile: %w", err)
 		}
-		seeded++
+		r.seeded++
 	}
-	for _, n := range o.neighbors() {
+	return nil
+}
+
+// addNeighbors adds the peer reflectors and the clients.
+func (r *Reflector) addNeighbors(ctx context.Context, _ *undoStack) error {
+	for _, n := range r.opts.neighbors() {
 		if err := r.speaker.AddNeighbor(ctx, n); err != nil {
 			return fmt.Errorf("reflector: %w", err)
 		}
 	}
+	return nil
+}
+
+// startSync starts the sync loop, the replication and the watches that
+// feed the fabric view.
+func (r *Reflector) startSync(_ context.Context, undo *undoStack) error {
 	lctx, cancel := context.WithCancel(context.Background())
 	r.cancel = cancel
 	r.adopted = make(chan bgp.ConfigRecord, adoptQueue)
@@ -250,7 +327,7 @@ func (r *Reflector) Start(ctx context.Context) (err error) {
 	r.profileReqs = make(chan profileRequest)
 	r.loopDone = make(chan struct{})
 	go r.loop(lctx)
-	undo = append(undo, func() { cancel(); <-r.loopDone })
+	undo.push(func() { cancel(); <-r.loopDone })
 	if err := r.repl.Run(lctx); err != nil {
 		return fmt.Errorf("reflector: replication: %w", err)
 	}
@@ -263,27 +340,11 @@ func (r *Reflector) Start(ctx context.Context) (err error) {
 	if r.bfd != nil {
 		r.bfdCancel = r.bfd.Subscribe(r.onBFD)
 	}
-	r.state = stateStarted
-	r.log.Info("reflector started", "router_id", o.RouterID, "asn", o.ASN, "restarting", r.restarting,
-		"previous_run", r.prevState, "records", len(r.store.Records()), "parts_originated", seeded,
-		"clients", len(o.Clients), "reflectors", len(o.Reflectors))
 	return nil
 }
 
-// Stop shuts down in order: the sync loop, the speaker (peers see a
-// Cease), BFD, the store; then the marker says "clean". If the speaker had
-// failed on its own, the marker stays "running" (the next start restarts
-// gracefully) and Stop returns the speaker's error. Stop is idempotent.
-func (r *Reflector) Stop() error {
-	r.life.Lock()
-	if r.state != stateStarted {
-		defer r.life.Unlock()
-		if r.state == stateNew {
-			r.state = stateStopped
-		}
-		return r.stopErr
-	}
-	r.life.Unlock()
+// stop shuts a started reflector down (see Run).
+func (r *Reflector) stop() error {
 	// The loop ends first, so that Commit calls waiting for it return and
 	// release their shared lock.
 	r.cancel()
@@ -308,28 +369,9 @@ func (r *Reflector) Stop() error {
 		}
 	}
 	r.state = stateStopped
-	r.stopErr = errors.Join(errs...)
+	err := errors.Join(errs...)
 	r.log.Info("reflector stopped", "clean", len(errs) == 0)
-	return r.stopErr
-}
-
-// Done is closed when the reflector stops running: after Stop, or when its
-// speaker failed (then Err says why and the daemon should Stop and exit).
-// Before Start it returns nil.
-func (r *Reflector) Done() <-chan struct{} {
-	r.life.RLock()
-	defer r.life.RUnlock()
-	return r.loopDone
-}
-
-// Err returns the speaker's fatal error, if it failed.
-func (r *Reflector) Err() error {
-	r.life.RLock()
-	defer r.life.RUnlock()
-	if r.speaker == nil {
-		return nil
-	}
-	return r.speaker.Err()
+	return err
 }
 
 // Healthy returns nil while the reflector runs and its speaker is alive

@@ -179,7 +179,8 @@ func TestConcurrentWritesConverge(t *testing.T) {
 }
 
 // TestCommitErrors: an edit error aborts, an invalid configuration is
-// refused, and the admin API refuses calls before Start and after Stop.
+// refused, the admin API refuses calls before Run started the reflector and
+// after it ended, and a reflector runs once.
 func TestCommitErrors(t *testing.T) {
 	f := bgp.NewFakeFabric()
 	r, err := New(Config{Options: testOptions(t, r1ID, nil, nil), NewSpeaker: fakeSpeakers(f, nil)})
@@ -189,7 +190,7 @@ func TestCommitErrors(t *testing.T) {
 	if _, err := r.Commit(context.Background(), func(*zones.Tx) error { return nil }); !errors.Is(err, ErrNotRunning) {
 		t.Fatalf("commit before start: %v", err)
 	}
-	if err := r.Start(context.Background()); err != nil {
+	if err := r.testStart(); err != nil {
 		t.Fatal(err)
 	}
 	boom := errors.New("boom")
@@ -209,14 +210,14 @@ func TestCommitErrors(t *testing.T) {
 	if cfg, err := r.Config(); err != nil || len(cfg.Zones) != 0 {
 		t.Fatalf("zones after refused commits: %v %v", cfg, err)
 	}
-	if err := r.Stop(); err != nil {
+	if err := r.testStop(); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := r.Records(); !errors.Is(err, ErrNotRunning) {
 		t.Fatalf("records after stop: %v", err)
 	}
-	if err := r.Stop(); err != nil {
-		t.Fatalf("second stop: %v", err)
+	if err := r.Run(context.Background()); err == nil {
+		t.Fatal("a reflector ran a second time")
 	}
 }
 

@@ -27,7 +27,7 @@ func TestRestartDetection(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := r.Start(context.Background()); err != nil {
+		if err := r.testStart(); err != nil {
 			t.Fatal(err)
 		}
 		return r, startClient(t, f, clientID, r1ID)
@@ -40,7 +40,7 @@ func TestRestartDetection(t *testing.T) {
 		return string(b)
 	}
 	stop := func(r *Reflector) {
-		if err := r.Stop(); err != nil {
+		if err := r.testStop(); err != nil {
 			t.Fatal(err)
 		}
 		if m := marker(); !strings.Contains(m, `"state":"clean"`) {
@@ -93,9 +93,8 @@ func TestSecondInstanceRefused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := second.Start(context.Background()); err == nil {
-		second.Stop()
-		t.Fatal("second instance started")
+	if err := second.Run(context.Background()); err == nil {
+		t.Fatal("second instance ran")
 	}
 	after, err := os.ReadFile(opts.StatePath())
 	if err != nil || string(after) != string(before) {
@@ -131,7 +130,7 @@ func TestMetrics(t *testing.T) {
 			t.Errorf("%s%v = %v (found %v), want %v", c.name, c.labels, got, ok, c.want)
 		}
 	}
-	if err := r.Stop(); err != nil {
+	if err := r.testStop(); err != nil {
 		t.Fatal(err)
 	}
 	if got, ok := gathered(t, reg, "inof_reflector_up", nil); !ok || got != 0 {
@@ -181,11 +180,11 @@ func TestFailedStartLeavesNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := r.Start(context.Background()); !errors.Is(err, boom) {
-		t.Fatalf("start: %v", err)
+	if err := r.Run(context.Background()); !errors.Is(err, boom) {
+		t.Fatalf("run: %v", err)
 	}
-	if err := r.Start(context.Background()); err == nil {
-		t.Fatal("a failed reflector started again")
+	if err := r.Run(context.Background()); err == nil {
+		t.Fatal("a failed reflector ran again")
 	}
 	if b, err := os.ReadFile(opts.StatePath()); err != nil || !strings.Contains(string(b), `"state":"clean"`) {
 		t.Fatalf("marker after a failed first start: %s %v", b, err)

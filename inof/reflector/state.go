@@ -11,7 +11,7 @@ import (
 )
 
 // The restart marker says whether the previous run ended cleanly. It is
-// "running" while a reflector runs and "clean" after an orderly Stop, so a
+// "running" while a reflector runs and "clean" after an orderly stop, so a
 // start that finds "running" follows a crash (or a kill) and must start the
 // speaker with graceful restart's Restarting flag: peers then keep its
 // routes as stale until its End-of-RIB instead of flushing them.

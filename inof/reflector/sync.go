@@ -24,7 +24,7 @@ const maxBatch = 1024
 
 // onAdopt is the replicator's OnAdopt: it hands the part to the sync loop,
 // waiting while the loop is busy (the replicator's watch queue absorbs the
-// wait) but never past Stop.
+// wait) but never past the stop.
 func (r *Reflector) onAdopt(c bgp.ConfigRecord) {
 	select {
 	case r.adopted <- c:
@@ -77,9 +77,12 @@ func (r *Reflector) merge(ctx context.Context, batch []bgp.ConfigRecord) {
 	touched := map[zones.Key]bool{}
 	var complete []zones.Record
 	for _, c := range batch {
-		if c.Kind == configsync.KindLossless {
+		switch configsync.KindOf(c).Owner() {
+		case configsync.OwnerLossless:
 			r.adoptProfile(c)
 			continue
+		case configsync.OwnerNone:
+			continue // a kind of a newer release
 		}
 		k := zones.Key{Kind: zones.Kind(c.Kind), Name: c.Name}
 		if cur, ok := stored[k]; ok && !cur.Version.Less(zones.Version{Gen: c.Gen, RouterID: c.Writer}) {
@@ -107,13 +110,13 @@ func (r *Reflector) merge(ctx context.Context, batch []bgp.ConfigRecord) {
 		r.m.recordsAdopted.Add(uint64(len(won)))
 		for _, w := range won {
 			r.log.Info("configuration adopted from a peer reflector", "object", w.Key.String(), "generation", w.Gen,
-				"writer", api.RouterIDString(w.RouterID), "deleted", w.Deleted)
+				"writer", w.RouterID.String(), "deleted", w.Deleted)
 			msg := "merged from a peer reflector"
 			if w.Deleted {
 				msg = "deletion merged from a peer reflector"
 			}
 			r.events.Publish(api.Event{Kind: "zoning", Subject: w.Key.String(), Message: msg,
-				Attributes: map[string]string{"generation": fmt.Sprint(w.Gen), "writer": api.RouterIDString(w.RouterID),
+				Attributes: map[string]string{"generation": fmt.Sprint(w.Gen), "writer": w.RouterID.String(),
 					"deleted": boolString(w.Deleted)}})
 		}
 	}

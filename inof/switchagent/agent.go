@@ -15,6 +15,7 @@ import (
 
 	"github.com/openinof/inof/bgp"
 	"github.com/openinof/inof/bgp/bfd"
+	"github.com/openinof/inof/inof"
 	"github.com/openinof/inof/inof/configsync"
 	"github.com/openinof/inof/l2proto"
 	"github.com/openinof/inof/lossless"
@@ -50,7 +51,7 @@ type Agent struct {
 	// the metrics collector; after setup they do not change.
 	mu      sync.Mutex
 	log     *slog.Logger
-	self    uint32
+	self    inof.RouterID
 	met     *metrics
 	speaker bgp.Speaker
 	bfd     *bfd.Manager
@@ -83,7 +84,6 @@ type Agent struct {
 
 	records chan bgp.RecordEvent
 	queries chan portQuery
-	links   chan l2proto.LinkState
 	up      chan struct{} // a reflector session came up
 }
 
@@ -114,7 +114,7 @@ func New(cfg Config) (*Agent, error) {
 		table: bgp.NewDeviceTable(bgp.DeviceTableOptions{MaxDevices: cfg.Options.MaxDevices, Logger: cfg.Logger}), view: bgp.NewConfigView(),
 		asm: configsync.NewAssembler(0), subs: map[string]bool{},
 		records: make(chan bgp.RecordEvent, 1024), queries: make(chan portQuery, 256),
-		links: make(chan l2proto.LinkState, 256), up: make(chan struct{}, 1)}
+		up: make(chan struct{}, 1)}
 	a.met = newMetrics(a)
 	if cfg.Registry != nil {
 		if err := cfg.Registry.Register(a.met); err != nil {
@@ -254,8 +254,7 @@ func (a *Agent) startSpeaker(ctx context.Context, restarting bool) error {
 		}
 		g, err := bgp.NewGoBGP(bgp.Options{Role: bgp.RoleClient, ASN: o.ASN, RouterID: netip.MustParseAddr(o.RouterID),
 			ListenPort: -1, TTLSecurity: o.TTLSecurity, BFD: mgr, Logger: a.log,
-			GracefulRestart: bgp.GracefulRestart{Enabled: o.GracefulRestart.Enabled, RestartTime: o.GracefulRestart.RestartTime,
-				Restarting: restarting, Notification: true}})
+			GracefulRestart: o.GracefulRestart.Speaker(restarting)})
 		if err != nil {
 			if mgr != nil {
 				mgr.Close()
@@ -294,9 +293,7 @@ func (a *Agent) addReflectors(ctx context.Context) error {
 	for _, r := range o.Reflectors {
 		n := bgp.Neighbor{Address: netip.MustParseAddr(r.Address), Port: r.Port, LocalAddress: local,
 			Password: o.Password, TTLSecurity: o.TTLSecurity}
-		if o.BFD.Enabled {
-			n.BFD = &bgp.NeighborBFD{DesiredMinTx: o.BFD.MinTx, RequiredMinRx: o.BFD.MinRx, DetectMult: o.BFD.Multiplier}
-		}
+		n.BFD = o.BFD.Neighbor()
 		if err := a.speaker.AddNeighbor(ctx, n); err != nil {
 			return fmt.Errorf("switchagent: reflector %s: %w", r.Address, err)
 		}
@@ -471,7 +468,7 @@ func (a *Agent) onRecord(ctx context.Context, ev bgp.RecordEvent) {
 		}
 		if ch.Record != nil {
 			r := ch.Record
-			a.apply(ctx, a.engine.Record(Record{Switch: r.Switch, Device: r.Device, State: r.State, Reason: r.Reason, Changed: r.Changed}))
+			a.apply(ctx, a.engine.Record(r.Report))
 		} else {
 			a.apply(ctx, a.engine.Gone(ch.ID.Switch, ch.ID.Addr))
 		}
@@ -482,18 +479,18 @@ func (a *Agent) onRecord(ctx context.Context, ev bgp.RecordEvent) {
 	if !ok || !changed {
 		return
 	}
-	if newest.Kind == configsync.KindLossless {
-		p, err := lossless.Decode(newest.Payload)
-		if err != nil {
-			a.met.badConfig.Inc()
-			a.log.Warn("lossless profile refused", "err", err)
-			return
-		}
-		a.profile.Store(&p)
-		a.log.Info("lossless profile received", "generation", newest.Gen)
-		return
+	switch configsync.KindOf(newest).Owner() {
+	case configsync.OwnerZoneStore:
+		a.onZoneRecord(newest)
+	case configsync.OwnerLossless:
+		a.onProfile(newest)
 	}
-	rec, complete, err := a.asm.Add(newest)
+	// Any other kind is of a newer release: ignored.
+}
+
+// onZoneRecord takes the newest version of one zone store object's part.
+func (a *Agent) onZoneRecord(c bgp.ConfigRecord) {
+	rec, complete, err := a.asm.Add(c)
 	switch {
 	case err != nil:
 		a.met.badConfig.Inc()
@@ -502,6 +499,18 @@ func (a *Agent) onRecord(ctx context.Context, ev bgp.RecordEvent) {
 		a.log.Info("zone configuration changed", "object", rec.Key.String())
 		a.configDue = true
 	}
+}
+
+// onProfile takes the newest version of the fabric's lossless profile.
+func (a *Agent) onProfile(c bgp.ConfigRecord) {
+	p, err := lossless.Decode(c.Payload)
+	if err != nil {
+		a.met.badConfig.Inc()
+		a.log.Warn("lossless profile refused", "err", err)
+		return
+	}
+	a.profile.Store(&p)
+	a.log.Info("lossless profile received", "generation", c.Gen)
 }
 
 // applyConfig puts the zone configuration the records make in force.
@@ -520,8 +529,7 @@ func (a *Agent) apply(ctx context.Context, out Output) {
 	}
 	for _, p := range out.Publish {
 		r := p.Record
-		rec := bgp.DeviceRecord{Switch: a.self, Device: r.Device, State: r.State, Reason: r.Reason, AccessPort: r.Port,
-			Since: r.Since, Changed: r.Changed}
+		rec := bgp.DeviceRecord{Report: r.Report(a.self), AccessPort: r.Port, Since: r.Since}
 		rts := make([]bgp.RouteTarget, 0, len(p.Zones))
 		for _, z := range p.Zones {
 			rts = append(rts, bgp.ZoneRT(a.opts.ASN, z))

@@ -15,6 +15,7 @@ import (
 	"github.com/openinof/inof/bgp"
 	"github.com/openinof/inof/inof"
 	"github.com/openinof/inof/inof/api"
+	"github.com/openinof/inof/inof/api/apiclient"
 	inofv1 "github.com/openinof/inof/inof/api/v1"
 	"github.com/openinof/inof/l2proto"
 	"github.com/openinof/inof/lossless"
@@ -314,7 +315,7 @@ func TestAgentReadOnlyAPI(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- srv.Run(ctx) }()
 	defer func() { cancel(); <-done }()
-	conn, err := api.Dial(api.DialOptions{Server: sock})
+	conn, err := apiclient.Dial(apiclient.DialOptions{Server: sock})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -41,7 +41,7 @@ func (b switchBackend) Commit(context.Context, func(*zones.Tx) error) ([]zones.R
 // Devices implements api.Backend from the device records the switch holds
 // (its subscriptions decide which zones those cover).
 func (b switchBackend) Devices(context.Context) ([]api.Device, error) {
-	return api.DevicesFromRecords(b.a.table.Devices()), nil
+	return api.Shown(b.a.table.Reports()), nil
 }
 
 // Sessions implements api.Backend: the sessions to the reflectors.
@@ -74,8 +74,8 @@ func (b switchBackend) BFDSessions(context.Context) ([]api.BFDSession, error) {
 	o := b.a.opts.BFD
 	var out []api.BFDSession
 	for _, s := range mgr.Sessions() {
-		out = append(out, api.BFDSession{Peer: s.Key.Peer.String(), Local: s.Key.Local.String(), State: api.BFDStateName(s.State),
-			Diagnostic: s.Diag.String(), TxInterval: s.TxInterval, RxInterval: o.MinRx, DetectMult: o.Multiplier})
+		out = append(out, api.BFDSession{Peer: s.Key.Peer.String(), Local: s.Key.Local.String(), State: s.State.String(),
+			Diagnostic: s.Diag.String(), TxInterval: s.TxInterval, RxInterval: o.RequiredMinRx, DetectMult: o.DetectMult})
 	}
 	return out, nil
 }

@@ -53,7 +53,7 @@ func (o *Output) merge(x Output) {
 // index holding the addresses that are active. A local host may use the
 // targets the index shows it.
 type Engine struct {
-	self    uint32 // this switch's router-id
+	self    inof.RouterID
 	local   *Local
 	targets *Targets
 	plan    *Planner
@@ -65,7 +65,7 @@ type Engine struct {
 
 // NewEngine returns an engine for the switch with router-id self, starting
 // with configuration cfg (nil: no zones, default settings).
-func NewEngine(self uint32, holdDown time.Duration, cfg *zones.Config) (*Engine, error) {
+func NewEngine(self inof.RouterID, holdDown time.Duration, cfg *zones.Config) (*Engine, error) {
 	if cfg == nil {
 		cfg = zones.NewConfig(zones.DefaultSettings())
 	}
@@ -110,7 +110,7 @@ func (e *Engine) applyLocal(as []Action) Output {
 		if r.State == inof.StateActive && r.Device.Role.IsHost() {
 			e.hosts[r.Device.Addr] = r.Port
 		}
-		out.merge(e.Record(Record{Switch: e.self, Device: r.Device, State: r.State, Reason: r.Reason, Changed: r.Changed}))
+		out.merge(e.Record(r.Report(e.self)))
 		if r.State != inof.StateActive {
 			e.forgetHost(r.Device.Addr)
 		}
@@ -154,7 +154,7 @@ func (e *Engine) resubscribe() []string {
 
 // Record handles a device record that was published or changed anywhere in
 // the fabric (this switch's own included).
-func (e *Engine) Record(r Record) Output {
+func (e *Engine) Record(r inof.Report) Output {
 	before, _ := e.targets.Get(r.Device.Addr)
 	e.targets.Put(r)
 	after, _ := e.targets.Get(r.Device.Addr)
@@ -165,7 +165,7 @@ func (e *Engine) Record(r Record) Output {
 }
 
 // Gone handles the withdrawal of switch sw's record of addr.
-func (e *Engine) Gone(sw uint32, addr netip.Addr) Output {
+func (e *Engine) Gone(sw inof.RouterID, addr netip.Addr) Output {
 	reason, ok := e.targets.Remove(sw, addr)
 	if !ok {
 		reason = inof.ReasonNone
@@ -311,7 +311,7 @@ func (e *Engine) Restore(published []LocalRecord, told map[netip.Addr][]inof.Dev
 		if r.State == inof.StateActive && r.Device.Role.IsHost() {
 			e.hosts[r.Device.Addr] = r.Port
 		}
-		e.targets.Put(Record{Switch: e.self, Device: r.Device, State: r.State, Reason: r.Reason, Changed: r.Changed})
+		e.targets.Put(r.Report(e.self))
 		if r.State == inof.StateActive {
 			_ = e.ix.Put(r.Device)
 		}

@@ -84,16 +84,16 @@ func TestEngineDiscoveryAndFailover(t *testing.T) {
 	notices(t, "registration alone notifies nobody", out)
 	notices(t, "zone query with nothing", e.ZoneQuery(hostA.Addr))
 
-	notices(t, "target joins", e.Record(Record{Switch: remote, Device: tgt1, State: inof.StateActive, Changed: at(1)}),
+	notices(t, "target joins", e.Record(inof.Report{Switch: remote, Device: tgt1, Status: inof.Status{State: inof.StateActive, Changed: at(1)}}),
 		active("swp1", hostA, tgt1))
-	notices(t, "same record again (reflector copy)", e.Record(Record{Switch: remote, Device: tgt1, State: inof.StateActive, Changed: at(1)}))
+	notices(t, "same record again (reflector copy)", e.Record(inof.Report{Switch: remote, Device: tgt1, Status: inof.Status{State: inof.StateActive, Changed: at(1)}}))
 	notices(t, "zone query answers everything", e.ZoneQuery(hostA.Addr), active("swp1", hostA, tgt1))
 
-	notices(t, "target link down", e.Record(Record{Switch: remote, Device: tgt1, State: inof.StateInactive, Reason: inof.ReasonLinkDown, Changed: at(2)}),
+	notices(t, "target link down", e.Record(inof.Report{Switch: remote, Device: tgt1, Status: inof.Status{State: inof.StateInactive, Reason: inof.ReasonLinkDown, Changed: at(2)}}),
 		inactive("swp1", hostA, tgt1, inof.ReasonLinkDown))
 	notices(t, "withdraw after hold-down", e.Gone(remote, tgt1.Addr))
 
-	e.Record(Record{Switch: remote, Device: tgt1, State: inof.StateActive, Changed: at(3)})
+	e.Record(inof.Report{Switch: remote, Device: tgt1, Status: inof.Status{State: inof.StateActive, Changed: at(3)}})
 	notices(t, "remote switch vanishes", e.Gone(remote, tgt1.Addr), inactive("swp1", hostA, tgt1, inof.ReasonBFDDown))
 }
 
@@ -119,7 +119,7 @@ func TestEngineLocalTargetAndHost(t *testing.T) {
 
 	// The host leaves: nothing is sent to it any more.
 	e.Unregister("swp1", hostA.Addr, inof.ReasonAgeOut, at(40))
-	notices(t, "target joins after the host left", e.Record(Record{Switch: remote, Device: tgt2, State: inof.StateActive, Changed: at(41)}))
+	notices(t, "target joins after the host left", e.Record(inof.Report{Switch: remote, Device: tgt2, Status: inof.Status{State: inof.StateActive, Changed: at(41)}}))
 }
 
 func TestEngineZoneChange(t *testing.T) {
@@ -133,9 +133,9 @@ func TestEngineZoneChange(t *testing.T) {
 	e.Register("swp2", hostB, at(0), at(0))
 	e.ZoneQuery(hostA.Addr)
 	e.ZoneQuery(hostB.Addr)
-	out = e.Record(Record{Switch: remote, Device: tgt1, State: inof.StateActive, Changed: at(1)})
+	out = e.Record(inof.Report{Switch: remote, Device: tgt1, Status: inof.Status{State: inof.StateActive, Changed: at(1)}})
 	notices(t, "red target", out, active("swp1", hostA, tgt1))
-	out = e.Record(Record{Switch: remote, Device: tgt2, State: inof.StateActive, Changed: at(1)})
+	out = e.Record(inof.Report{Switch: remote, Device: tgt2, Status: inof.Status{State: inof.StateActive, Changed: at(1)}})
 	notices(t, "blue target", out, active("swp2", hostB, tgt2))
 
 	// Move tgt1 from red to blue: hostA loses it (reason 4), hostB gains it.
@@ -162,9 +162,9 @@ func TestEngineDualHomedTarget(t *testing.T) {
 	e.ZoneQuery(hostA.Addr)
 	pathA, pathB := tgt1, tgt2
 	pathB.NQN, pathA.NQN = "nqn.x:array", "nqn.x:array"
-	e.Record(Record{Switch: remote, Device: pathA, State: inof.StateActive, Changed: at(1)})
-	e.Record(Record{Switch: other, Device: pathB, State: inof.StateActive, Changed: at(1)})
-	out := e.Record(Record{Switch: other, Device: pathB, State: inof.StateInactive, Reason: inof.ReasonLinkDown, Changed: at(2)})
+	e.Record(inof.Report{Switch: remote, Device: pathA, Status: inof.Status{State: inof.StateActive, Changed: at(1)}})
+	e.Record(inof.Report{Switch: other, Device: pathB, Status: inof.Status{State: inof.StateActive, Changed: at(1)}})
+	out := e.Record(inof.Report{Switch: other, Device: pathB, Status: inof.Status{State: inof.StateInactive, Reason: inof.ReasonLinkDown, Changed: at(2)}})
 	notices(t, "one path down", out, inactive("swp1", hostA, pathB, inof.ReasonLinkDown))
 	if got := e.Told()[hostA.Addr]; !reflect.DeepEqual(got, []inof.Device{pathA}) {
 		t.Fatalf("told %v", got)
@@ -175,8 +175,8 @@ func TestEngineRestartIsSilent(t *testing.T) {
 	e := newEngine(t, nil)
 	e.Register("swp1", hostA, at(0), at(0))
 	e.ZoneQuery(hostA.Addr)
-	e.Record(Record{Switch: remote, Device: tgt1, State: inof.StateActive, Changed: at(1)})
-	e.Record(Record{Switch: remote, Device: tgt2, State: inof.StateActive, Changed: at(1)})
+	e.Record(inof.Report{Switch: remote, Device: tgt1, Status: inof.Status{State: inof.StateActive, Changed: at(1)}})
+	e.Record(inof.Report{Switch: remote, Device: tgt2, Status: inof.Status{State: inof.StateActive, Changed: at(1)}})
 	published, told := e.Published(), e.Told()
 
 	// The agent restarts; tgt2 went away while it was down.
@@ -186,7 +186,7 @@ func TestEngineRestartIsSilent(t *testing.T) {
 		t.Fatalf("restore: %+v", out)
 	}
 	notices(t, "restore", out)
-	notices(t, "tgt1 comes back from BGP", r.Record(Record{Switch: remote, Device: tgt1, State: inof.StateActive, Changed: at(1)}))
+	notices(t, "tgt1 comes back from BGP", r.Record(inof.Report{Switch: remote, Device: tgt1, Status: inof.Status{State: inof.StateActive, Changed: at(1)}}))
 	notices(t, "the host's LLDPDU", r.Register("swp1", hostA, at(0), at(11)))
 	notices(t, "resync after End-of-RIB", r.Resync(), inactive("swp1", hostA, tgt2, inof.ReasonBFDDown))
 	notices(t, "second resync", r.Resync())
@@ -200,6 +200,6 @@ func TestEngineSoftZoningSubscribesEverything(t *testing.T) {
 		t.Fatalf("subscriptions %v, want %v", out.Subscriptions, want)
 	}
 	e.ZoneQuery(hostA.Addr)
-	notices(t, "zoned target seen by an unzoned host", e.Record(Record{Switch: remote, Device: tgt1, State: inof.StateActive, Changed: at(1)}),
+	notices(t, "zoned target seen by an unzoned host", e.Record(inof.Report{Switch: remote, Device: tgt1, Status: inof.Status{State: inof.StateActive, Changed: at(1)}}),
 		active("swp1", hostA, tgt1))
 }

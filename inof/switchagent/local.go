@@ -11,18 +11,21 @@ import (
 
 // DefaultHoldDown is how long an inactive record of a device that left
 // stays published before it is withdrawn, so remote switches can tell their
-// hosts why the device went (DESIGN §3, "leaving is a status").
+// hosts why the device went (docs/design.md §3, "leaving is a status").
 const DefaultHoldDown = 30 * time.Second
 
 // LocalRecord is the record this switch publishes for one device on one of
 // its access ports.
 type LocalRecord struct {
-	Device  inof.Device
-	Port    string // access port
-	State   inof.State
-	Reason  inof.Reason
-	Since   time.Time // first registration
-	Changed time.Time // last state change
+	Device inof.Device
+	Port   string // access port
+	inof.Status
+	Since time.Time // first registration
+}
+
+// Report is the record as this switch (router-id self) reports it.
+func (r LocalRecord) Report(self inof.RouterID) inof.Report {
+	return inof.Report{Switch: self, Device: r.Device, Status: r.Status}
 }
 
 // Action is what Local asks the daemon to do with one record: publish it
@@ -90,7 +93,7 @@ func (l *Local) Register(port string, dev inof.Device, since, now time.Time) []A
 		d = &localDev{ports: map[string]LocalRecord{}}
 		l.devs[dev.Addr] = d
 	}
-	d.ports[port] = LocalRecord{Device: dev, Port: port, State: inof.StateActive, Since: since}
+	d.ports[port] = LocalRecord{Device: dev, Port: port, Status: inof.Status{State: inof.StateActive}, Since: since}
 	return l.republish(d, inof.ReasonNone, now)
 }
 
@@ -204,7 +207,7 @@ func (l *Local) Restore(rs []LocalRecord, now time.Time) {
 	for _, r := range rs {
 		d := &localDev{ports: map[string]LocalRecord{}, published: r}
 		if r.State == inof.StateActive {
-			d.ports[r.Port] = LocalRecord{Device: r.Device, Port: r.Port, State: inof.StateActive, Since: r.Since}
+			d.ports[r.Port] = LocalRecord{Device: r.Device, Port: r.Port, Status: inof.Status{State: inof.StateActive}, Since: r.Since}
 			l.devs[r.Device.Addr] = d
 			continue
 		}

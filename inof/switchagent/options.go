@@ -10,8 +10,10 @@ import (
 
 	"github.com/openinof/inof/bgp"
 	"github.com/openinof/inof/discovery"
+	"github.com/openinof/inof/inof"
 	"github.com/openinof/inof/inof/api"
 	"github.com/openinof/inof/inof/daemon"
+	"github.com/openinof/inof/inof/peering"
 )
 
 // Options is the whole configuration of inofd --role switch.
@@ -29,12 +31,12 @@ type Options struct {
 	// the kernel choose (BFD then needs it set).
 	LocalAddress string             `yaml:"local_address"`
 	Reflectors   []ReflectorOptions `yaml:"reflectors"`
-	// Password is the TCP-MD5 key of every reflector session (empty: none).
-	Password string `yaml:"password"`
-	// TTLSecurity turns GTSM on for the reflector sessions.
-	TTLSecurity     bool                   `yaml:"ttl_security"`
-	BFD             BFDOptions             `yaml:"bfd"`
-	GracefulRestart GracefulRestartOptions `yaml:"graceful_restart"`
+	// Security is the TCP-MD5 key of every reflector session (empty:
+	// none) and GTSM on them.
+	peering.Security `yaml:",inline"`
+	// BFD runs toward every reflector.
+	BFD             peering.BFD             `yaml:"bfd"`
+	GracefulRestart peering.GracefulRestart `yaml:"graceful_restart"`
 	// AccessPorts are the interfaces hosts and targets register on; frames
 	// from any other port are ignored.
 	AccessPorts []string `yaml:"access_ports"`
@@ -66,28 +68,14 @@ type ReflectorOptions struct {
 	Port    uint16 `yaml:"port"` // 0 means 179
 }
 
-// BFDOptions are the BFD timers toward the reflectors.
-type BFDOptions struct {
-	Enabled    bool          `yaml:"enabled"`
-	MinTx      time.Duration `yaml:"min_tx"`
-	MinRx      time.Duration `yaml:"min_rx"`
-	Multiplier uint8         `yaml:"multiplier"`
-}
-
-// GracefulRestartOptions configure graceful restart (RFC 4724).
-type GracefulRestartOptions struct {
-	Enabled     bool          `yaml:"enabled"`
-	RestartTime time.Duration `yaml:"restart_time"`
-}
-
 // DefaultOptions returns the defaults every key starts from.
 func DefaultOptions() Options {
 	return Options{
 		Log:             daemon.DefaultLogOptions(),
 		MetricsListen:   "127.0.0.1:9465",
 		StateDir:        "/var/lib/inofd",
-		BFD:             BFDOptions{Enabled: true, MinTx: 100 * time.Millisecond, MinRx: 100 * time.Millisecond, Multiplier: 3},
-		GracefulRestart: GracefulRestartOptions{Enabled: true, RestartTime: 120 * time.Second},
+		BFD:             peering.DefaultBFD(),
+		GracefulRestart: peering.DefaultGracefulRestart(),
 		HoldDown:        DefaultHoldDown,
 		Settle:          10 * time.Second,
 		Discovery:       discovery.DefaultOptions(),
@@ -132,17 +120,7 @@ func (o *Options) Validate() error {
 		}
 		seen[a] = true
 	}
-	if o.BFD.Enabled {
-		if o.BFD.MinTx < 10*time.Millisecond || o.BFD.MinRx < 10*time.Millisecond {
-			add("bfd.min_tx %s, bfd.min_rx %s: at least 10ms", o.BFD.MinTx, o.BFD.MinRx)
-		}
-		if o.BFD.Multiplier < 1 {
-			add("bfd.multiplier: at least 1")
-		}
-	}
-	if o.GracefulRestart.Enabled && (o.GracefulRestart.RestartTime < time.Second || o.GracefulRestart.RestartTime > 4095*time.Second) {
-		add("graceful_restart.restart_time %s: must be 1s..4095s", o.GracefulRestart.RestartTime)
-	}
+	errs = append(errs, o.Security.Validate(), o.BFD.Validate("bfd"), o.GracefulRestart.Validate())
 	if len(o.AccessPorts) == 0 {
 		add("access_ports: at least one")
 	}
@@ -181,7 +159,11 @@ func (o *Options) Validate() error {
 func (o *Options) stateFile() string { return filepath.Join(o.StateDir, "switch.state") }
 
 // routerID returns the router-id as a number (valid after Validate).
-func (o *Options) routerID() uint32 {
-	a := netip.MustParseAddr(o.RouterID).As4()
-	return uint32(a[0])<<24 | uint32(a[1])<<16 | uint32(a[2])<<8 | uint32(a[3])
+func (o *Options) routerID() inof.RouterID {
+	return inof.MustParseRouterID(o.RouterID)
 }
+
+// RenamedKeys implements config.Renamer: bfd.min_tx, bfd.min_rx and
+// bfd.multiplier are the old names of bfd.desired_min_tx,
+// bfd.required_min_rx and bfd.detect_mult.
+func (o *Options) RenamedKeys() map[string]string { return peering.RenamedKeys() }

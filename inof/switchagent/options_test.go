@@ -1,8 +1,10 @@
 package switchagent
 
 import (
+	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"testing"
 	"time"
 
@@ -19,7 +21,7 @@ func TestExampleConfig(t *testing.T) {
 		t.Fatal(err)
 	}
 	def := DefaultOptions()
-	if o.HoldDown != def.HoldDown || o.Settle != def.Settle || o.BFD != def.BFD || o.GracefulRestart != def.GracefulRestart ||
+	if o.HoldDown != def.HoldDown || o.Settle != def.Settle || o.BFD != def.BFD || o.GracefulRestart != def.GracefulRestart || o.Security != def.Security ||
 		o.StateDir != def.StateDir || o.MetricsListen != def.MetricsListen || o.Log != def.Log || o.MaxDevices != def.MaxDevices {
 		t.Fatalf("example shows other defaults:\n%+v\n%+v", o, def)
 	}
@@ -28,5 +30,43 @@ func TestExampleConfig(t *testing.T) {
 	}
 	if o.HoldDown != 30*time.Second {
 		t.Fatalf("hold_down %s", o.HoldDown)
+	}
+}
+
+// TestRenamedBFDKeys: the switch's old spelling of the BFD timers (file and
+// environment) still configures them, with one warning per key; the old and
+// the new name together are refused. The session security keys sit at the
+// top level, as before they were a shared type.
+func TestRenamedBFDKeys(t *testing.T) {
+	dir := t.TempDir()
+	write := func(body string) string {
+		p := filepath.Join(dir, "s.yaml")
+		if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	base := "router_id: 10.0.0.11\nasn: 65000\nlocal_address: 10.0.0.11\nreflectors: [{address: 10.0.0.1}]\naccess_ports: [swp1]\n" +
+		"password: secret\nttl_security: true\n"
+	o := DefaultOptions()
+	var warned []string
+	err := daemon.Load(daemon.LoadOptions{File: write(base + "bfd:\n  min_tx: 300ms\n  min_rx: 200ms\n"),
+		Environ: []string{"INOF_BFD_MULTIPLIER=7"}, Warn: func(m string) { warned = append(warned, m) }}, &o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.BFD.DesiredMinTx != 300*time.Millisecond || o.BFD.RequiredMinRx != 200*time.Millisecond || o.BFD.DetectMult != 7 {
+		t.Fatalf("BFD from the old keys: %+v", o.BFD)
+	}
+	if o.Password != "secret" || !o.TTLSecurity {
+		t.Fatalf("security keys: %+v", o.Security)
+	}
+	if len(warned) != 3 || !strings.Contains(strings.Join(warned, "\n"), "bfd.min_tx is deprecated: use bfd.desired_min_tx") {
+		t.Fatalf("warnings: %q", warned)
+	}
+	o = DefaultOptions()
+	err = daemon.Load(daemon.LoadOptions{File: write(base + "bfd:\n  min_tx: 300ms\n  desired_min_tx: 200ms\n")}, &o)
+	if err == nil || !strings.Contains(err.Error(), "bfd.min_tx and bfd.desired_min_tx: both set") {
+		t.Fatalf("old and new name together: %v", err)
 	}
 }

@@ -49,8 +49,8 @@ func (f *fabric) step(gone netip.Addr, goneWhy inof.Reason) []Notice {
 	})
 }
 
-func rec(sw uint32, d inof.Device, st inof.State, r inof.Reason, at int64) Record {
-	return Record{Switch: sw, Device: d, State: st, Reason: r, Changed: time.UnixMilli(at)}
+func rec(sw inof.RouterID, d inof.Device, st inof.State, r inof.Reason, at int64) inof.Report {
+	return inof.Report{Switch: sw, Device: d, Status: inof.Status{State: st, Reason: r, Changed: time.UnixMilli(at)}}
 }
 
 func notice(d inof.Device, st inof.State, r inof.Reason) Notice {

@@ -19,10 +19,11 @@ func BenchmarkSaveState(b *testing.B) {
 	for i := range 2048 {
 		d := inof.Device{Addr: netip.AddrFrom4([4]byte{10, 200, byte(i / 128), byte(i%128 + 1)}), Role: inof.RoleTarget,
 			Protocol: inof.ProtocolTCP, Port: 4420, NQN: fmt.Sprintf("nqn.2014-08.org.example:churn:%d", i)}
-		lr := LocalRecord{Device: d, Port: fmt.Sprintf("eth%d", i/128), State: inof.StateActive, Since: now, Changed: now}
+		st := inof.Status{State: inof.StateActive, Changed: now}
+		lr := LocalRecord{Device: d, Port: fmt.Sprintf("eth%d", i/128), Status: st, Since: now}
 		s.Local = append(s.Local, lr)
-		s.Published = append(s.Published, bgp.PublishedDevice{Record: bgp.DeviceRecord{Switch: 1, Epoch: uint64(i), Device: d,
-			State: inof.StateActive, AccessPort: lr.Port, Since: now, Changed: now}, RouteTargets: []bgp.RouteTarget{{}}})
+		s.Published = append(s.Published, bgp.PublishedDevice{Record: bgp.DeviceRecord{Report: inof.Report{Switch: 1, Device: d, Status: st},
+			Epoch: uint64(i), AccessPort: lr.Port, Since: now}, RouteTargets: []bgp.RouteTarget{{}}})
 	}
 	path := filepath.Join(b.TempDir(), "state.json")
 	b.ReportAllocs()

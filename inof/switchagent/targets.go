@@ -3,19 +3,9 @@ package switchagent
 import (
 	"net/netip"
 	"slices"
-	"time"
 
 	"github.com/openinof/inof/inof"
 )
-
-// Record is one switch's view of one device: what a device record says.
-type Record struct {
-	Switch  uint32 // router-id of the switch that published it
-	Device  inof.Device
-	State   inof.State
-	Reason  inof.Reason
-	Changed time.Time // last state change, as published
-}
 
 // Target is the merged state of every record that carries one address. An
 // address seen by two switches (a device moved, or a NIC on a shared
@@ -31,16 +21,16 @@ type Target struct {
 type Targets struct {
 	// byAddr holds per address one record per switch, in no order: nearly
 	// always one, so a slice (one small allocation) rather than a map.
-	byAddr map[netip.Addr][]Record
+	byAddr map[netip.Addr][]inof.Report
 }
 
 // NewTargets returns an empty table.
-func NewTargets() *Targets { return &Targets{byAddr: map[netip.Addr][]Record{}} }
+func NewTargets() *Targets { return &Targets{byAddr: map[netip.Addr][]inof.Report{}} }
 
 // Put stores r, replacing the record of the same switch and address.
-func (t *Targets) Put(r Record) {
+func (t *Targets) Put(r inof.Report) {
 	rs := t.byAddr[r.Device.Addr]
-	if i := slices.IndexFunc(rs, func(o Record) bool { return o.Switch == r.Switch }); i >= 0 {
+	if i := slices.IndexFunc(rs, func(o inof.Report) bool { return o.Switch == r.Switch }); i >= 0 {
 		rs[i] = r
 		return
 	}
@@ -51,12 +41,12 @@ func (t *Targets) Put(r Record) {
 // hosts that were told the address is active, if the address is no longer
 // active: the record's own reason when it had already gone inactive (its
 // switch saw the device leave), or ReasonBFDDown when it vanished while
-// still active, which in this fabric means its switch vanished (DESIGN §3,
+// still active, which in this fabric means its switch vanished (docs/design.md §3,
 // "leaving is a status"). ok is false when another active record keeps the
 // address active, or nothing was stored.
-func (t *Targets) Remove(sw uint32, addr netip.Addr) (reason inof.Reason, ok bool) {
+func (t *Targets) Remove(sw inof.RouterID, addr netip.Addr) (reason inof.Reason, ok bool) {
 	rs := t.byAddr[addr]
-	i := slices.IndexFunc(rs, func(o Record) bool { return o.Switch == sw })
+	i := slices.IndexFunc(rs, func(o inof.Report) bool { return o.Switch == sw })
 	if i < 0 {
 		return 0, false
 	}
@@ -75,10 +65,9 @@ func (t *Targets) Remove(sw uint32, addr netip.Addr) (reason inof.Reason, ok boo
 	return r.Reason, true
 }
 
-// Get returns the merged state of addr. Among active records the newest
-// change wins (then the lower switch router-id), so the choice does not
-// depend on the order records came in; an inactive record never hides an
-// active one.
+// Get returns the merged state of addr: the preferred record
+// (inof.Report.Preferred), so an inactive record never hides an active one
+// and the choice does not depend on the order records came in.
 func (t *Targets) Get(addr netip.Addr) (Target, bool) {
 	rs := t.byAddr[addr]
 	if len(rs) == 0 {
@@ -86,7 +75,7 @@ func (t *Targets) Get(addr netip.Addr) (Target, bool) {
 	}
 	best := rs[0]
 	for _, r := range rs[1:] {
-		if better(r, best) {
+		if r.Preferred(best) {
 			best = r
 		}
 	}
@@ -95,18 +84,6 @@ func (t *Targets) Get(addr netip.Addr) (Target, bool) {
 		out.Reason = best.Reason
 	}
 	return out, true
-}
-
-// better orders the records of one address: active first, then the newest
-// change, then the lower switch router-id.
-func better(a, b Record) bool {
-	if (a.State == inof.StateActive) != (b.State == inof.StateActive) {
-		return a.State == inof.StateActive
-	}
-	if !a.Changed.Equal(b.Changed) {
-		return a.Changed.After(b.Changed)
-	}
-	return a.Switch < b.Switch
 }
 
 // Len is the number of addresses held.

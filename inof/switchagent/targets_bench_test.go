@@ -11,11 +11,11 @@ import (
 // BenchmarkTargetsRecord is the merged table's work per new record, as
 // Engine.Record does it: read, store, read again.
 func BenchmarkTargetsRecord(b *testing.B) {
-	recs := make([]Record, 1<<16)
+	recs := make([]inof.Report, 1<<16)
 	for i := range recs {
 		a := netip.AddrFrom4([4]byte{10, byte(i >> 16), byte(i >> 8), byte(i)})
-		recs[i] = Record{Switch: uint32(i % 100), Device: inof.Device{Addr: a, Role: inof.RoleHost, Protocol: inof.ProtocolTCP},
-			State: inof.StateActive, Changed: time.UnixMilli(1000)}
+		recs[i] = inof.Report{Switch: inof.RouterID(i % 100), Device: inof.Device{Addr: a, Role: inof.RoleHost, Protocol: inof.ProtocolTCP},
+			Status: inof.Status{State: inof.StateActive, Changed: time.UnixMilli(1000)}}
 	}
 	b.ReportAllocs()
 	t := NewTargets()

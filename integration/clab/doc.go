@@ -1,7 +1,8 @@
-// Package clab renders an iNOF fabric as a containerlab lab (issue #12):
-// the same topo.Spec that integration/topo brings up in network namespaces
-// becomes a topology file of `kind: linux` nodes running our static
-// binaries in a locally built image (BuildImage), so the two never drift.
+// Package clab is a harness library: it renders an iNOF fabric as a
+// containerlab lab (issue #12): the same topo.Spec that integration/topo
+// brings up in network namespaces becomes a topology file of `kind: linux`
+// nodes running our static binaries in a locally built image (BuildImage),
+// so the two never drift.
 //
 // Layout, as in the namespace harness: a "fabric" node holds a bridge that
 // every reflector's and switch's fab0 joins (control addresses

@@ -327,7 +327,7 @@ func (r *renderer) switchConfig(n Node) map[string]any {
 		"asn":              r.spec.ASN,
 		"local_address":    n.Addr.Addr().String(),
 		"reflectors":       refl,
-		"bfd":              map[string]any{"enabled": true, "min_tx": "100ms", "min_rx": "100ms", "multiplier": 3},
+		"bfd":              map[string]any{"enabled": true, "desired_min_tx": "100ms", "required_min_rx": "100ms", "detect_mult": 3},
 		"graceful_restart": map[string]any{"enabled": true, "restart_time": "120s"},
 		"access_ports":     ports,
 	}

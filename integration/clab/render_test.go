@@ -436,14 +436,14 @@ func TestConfigsLoad(t *testing.T) {
 	var sw struct {
 		HoldDown string `yaml:"hold_down"`
 		BFD      struct {
-			MinTx      string `yaml:"min_tx"`
-			Multiplier int
+			DesiredMinTx string `yaml:"desired_min_tx"`
+			DetectMult   int    `yaml:"detect_mult"`
 		}
 	}
 	if err := yaml.Unmarshal(relaxed.Files["other/leaf1/inofd.yaml"], &sw); err != nil {
 		t.Fatal(err)
 	}
-	if sw.HoldDown != "3s" || sw.BFD.MinTx != labBFDInterval || sw.BFD.Multiplier != labBFDMult {
+	if sw.HoldDown != "3s" || sw.BFD.DesiredMinTx != labBFDInterval || sw.BFD.DetectMult != labBFDMult {
 		t.Errorf("leaf1 after RelaxBFD: %+v, want the Spec's hold_down 3s and BFD %s × %d", sw, labBFDInterval, labBFDMult)
 	}
 }

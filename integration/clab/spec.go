@@ -32,8 +32,8 @@ func RelaxBFD(spec topo.Spec) topo.Spec {
 		if sw != nil {
 			sw(name, cfg)
 		}
-		cfg["bfd"] = map[string]any{"enabled": true, "min_tx": labBFDInterval,
-			"min_rx": labBFDInterval, "multiplier": labBFDMult}
+		cfg["bfd"] = map[string]any{"enabled": true, "desired_min_tx": labBFDInterval,
+			"required_min_rx": labBFDInterval, "detect_mult": labBFDMult}
 	}
 	return spec
 }

@@ -35,7 +35,7 @@ func calmBFD(spec *topo.Spec) {
 		if sw != nil {
 			sw(name, cfg)
 		}
-		cfg["bfd"] = map[string]any{"enabled": true, "min_tx": "300ms", "min_rx": "300ms", "multiplier": 10}
+		cfg["bfd"] = map[string]any{"enabled": true, "desired_min_tx": "300ms", "required_min_rx": "300ms", "detect_mult": 10}
 	}
 	spec.ReflectorConfig = func(name string, cfg map[string]any) {
 		if rr != nil {

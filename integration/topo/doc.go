@@ -1,9 +1,10 @@
-// Package topo brings up whole iNOF fabrics in Linux network namespaces for
-// privileged tests, in the style of FRR's topotests: a topology is described
-// once as a Spec (route reflectors, switch agents, hosts and targets, and
-// which switch each device NIC is cabled to), and Start turns it into one
-// namespace per node, veth links, generated configuration files and the real
-// binaries (inofd --role reflector|switch, inof-host) running inside.
+// Package topo is a harness library: it brings up whole iNOF fabrics in
+// Linux network namespaces for privileged tests, in the style of FRR's
+// topotests: a topology is described once as a Spec (route reflectors,
+// switch agents, hosts and targets, and which switch each device NIC is
+// cabled to), and Start turns it into one namespace per node, veth links,
+// generated configuration files and the real binaries (inofd --role
+// reflector|switch, inof-host) running inside.
 //
 // Layout. A "fabric" namespace holds a bridge that every reflector and switch
 // namespace joins with a veth; their control addresses are 10.0.0.0/24
@@ -11,7 +12,7 @@
 // namespaces. Each device NIC is a veth pair straight from the device's
 // namespace to an access port of its switch, so no bridge sits on the host
 // path and the 01:80:C2:00:00:0D/0E groups need no group_fwd_mask
-// (DESIGN §4). A device either runs inof-host, whose nvme-cli is a fake that
+// (docs/design.md §4). A device either runs inof-host, whose nvme-cli is a fake that
 // logs its arguments, or is a probe: the test drives its NICs through raw
 // l2proto links (exact frames, timestamps).
 //

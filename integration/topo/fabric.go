@@ -341,7 +341,7 @@ func (n *Node) switchConfig() map[string]any {
 		"asn":              n.f.spec.ASN,
 		"local_address":    n.Addr.String(),
 		"reflectors":       refl,
-		"bfd":              map[string]any{"enabled": true, "min_tx": "100ms", "min_rx": "100ms", "multiplier": 3},
+		"bfd":              map[string]any{"enabled": true, "desired_min_tx": "100ms", "required_min_rx": "100ms", "detect_mult": 3},
 		"graceful_restart": map[string]any{"enabled": true, "restart_time": "120s"},
 		"access_ports":     ports,
 	}

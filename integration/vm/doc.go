@@ -1,7 +1,8 @@
-// Package vm boots real Linux guests under qemu for privileged tests: a
-// Debian cloud kernel with NVMe/TCP (initiator and nvmet target), busybox,
-// nvme-cli and a static inof-host, each guest's NICs backed by taps that
-// live in our test namespaces (typically a switch agent's access ports).
+// Package vm is a harness library: it boots real Linux guests under qemu for
+// privileged tests. A guest runs a Debian cloud kernel with NVMe/TCP
+// (initiator and nvmet target), busybox, nvme-cli and a static inof-host,
+// each guest's NICs backed by taps that live in our test namespaces
+// (typically a switch agent's access ports).
 //
 // The image (BuildImage) is made only from Debian packages and this
 // module: the kernel package is fetched with apt-get download and unpacked,
@@ -28,4 +29,7 @@
 // belong to and handed to qemu as file descriptors, so one guest can have
 // NICs in several namespaces. integration/topo uses this package for
 // devices of kind vm; see docs/realhost.md.
+//
+// Its own privileged tests (TestPrivGuestNVMeTCP, and the scenarios
+// TestPrivVMZoneLinkKill and TestPrivVMDualPath) are the VM suite.
 package vm

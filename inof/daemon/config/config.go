@@ -9,6 +9,8 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"os"
+	"slices"
 	"strings"
 
 	"github.com/mitchellh/mapstructure"
@@ -40,6 +42,18 @@ type LoadOptions struct {
 	// Environ is the environment as "KEY=value" entries (os.Environ()).
 	// Only scalar keys can be set this way, not lists.
 	Environ []string
+	// Warn receives one message per deprecated key used (see Renamer);
+	// nil drops them.
+	Warn func(msg string)
+}
+
+// Renamer is an options struct some of whose keys were renamed: a value
+// given under an old name (in the file or the environment) is taken for
+// the new one, and Load warns about it. Giving both is an error.
+type Renamer interface {
+	// RenamedKeys maps old dotted keys to new ones ("bfd.min_tx" →
+	// "bfd.desired_min_tx").
+	RenamedKeys() map[string]string
 }
 
 // Load fills out (a pointer to the options struct, already holding the
@@ -59,9 +73,22 @@ func Load(opts LoadOptions, out Validator) error {
 	if err := v.ReadConfig(bytes.NewReader(def)); err != nil {
 		return fmt.Errorf("config: defaults: %w", err)
 	}
+	var renamed map[string]string
+	if r, ok := out.(Renamer); ok {
+		renamed = r.RenamedKeys()
+	}
+	warn := func(format string, a ...any) {
+		if opts.Warn != nil {
+			opts.Warn(fmt.Sprintf(format, a...))
+		}
+	}
+	var errs []error
 	if opts.File != "" {
-		v.SetConfigFile(opts.File)
-		if err := v.MergeInConfig(); err != nil {
+		file, err := readFile(opts.File, renamed, warn)
+		if err != nil {
+			return err
+		}
+		if err := v.MergeConfig(bytes.NewReader(file)); err != nil {
 			return fmt.Errorf("config: read %s: %w", opts.File, err)
 		}
 	}
@@ -71,9 +98,21 @@ func Load(opts LoadOptions, out Validator) error {
 			env[k] = val
 		}
 	}
+	for _, old := range sortedKeys(renamed) {
+		val, ok := env[envName(old)]
+		if !ok {
+			continue
+		}
+		if _, both := env[envName(renamed[old])]; both {
+			errs = append(errs, fmt.Errorf("%s and %s: both set; %s is the old name of %s", envName(old),
+				envName(renamed[old]), envName(old), envName(renamed[old])))
+			continue
+		}
+		warn("%s is deprecated: use %s", envName(old), envName(renamed[old]))
+		env[envName(renamed[old])] = val
+	}
 	for _, key := range v.AllKeys() {
-		name := EnvPrefix + "_" + strings.ToUpper(strings.NewReplacer(".", "_", "-", "_").Replace(key))
-		if val, ok := env[name]; ok {
+		if val, ok := env[envName(key)]; ok {
 			v.Set(key, val)
 		}
 	}
@@ -86,11 +125,101 @@ func Load(opts LoadOptions, out Validator) error {
 			}
 		})
 	}
-	tag := func(c *mapstructure.DecoderConfig) { c.TagName = "yaml" }
+	// Squash: embedded structs (`yaml:",inline"`) hold top-level keys.
+	tag := func(c *mapstructure.DecoderConfig) { c.TagName, c.Squash = "yaml", true }
 	// Fields that failed to decode keep their defaults, so validating
 	// anyway lists the remaining problems too.
 	derr := v.UnmarshalExact(out, tag)
-	return errors.Join(flattenDecodeErrors(derr), out.Validate())
+	return errors.Join(append(errs, flattenDecodeErrors(derr), out.Validate())...)
+}
+
+// envName is the environment variable of a dotted key.
+func envName(key string) string {
+	return EnvPrefix + "_" + strings.ToUpper(strings.NewReplacer(".", "_", "-", "_").Replace(key))
+}
+
+// readFile reads a YAML configuration file and moves the values under
+// renamed keys to their new names.
+func readFile(path string, renamed map[string]string, warn func(string, ...any)) ([]byte, error) {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("config: read %s: %w", path, err)
+	}
+	if len(renamed) == 0 {
+		return raw, nil
+	}
+	var doc map[string]any
+	if err := yaml.Unmarshal(raw, &doc); err != nil {
+		return nil, fmt.Errorf("config: read %s: %w", path, err)
+	}
+	var errs []error
+	moved := false
+	for _, old := range sortedKeys(renamed) {
+		val, ok := take(doc, strings.Split(old, "."))
+		if !ok {
+			continue
+		}
+		nw := renamed[old]
+		if !put(doc, strings.Split(nw, "."), val) {
+			errs = append(errs, fmt.Errorf("%s and %s: both set; %s is the old name of %s", old, nw, old, nw))
+			continue
+		}
+		warn("%s: key %s is deprecated: use %s", path, old, nw)
+		moved = true
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	if !moved {
+		return raw, nil
+	}
+	out, err := yaml.Marshal(doc)
+	if err != nil {
+		return nil, fmt.Errorf("config: %s: %w", path, err)
+	}
+	return out, nil
+}
+
+// take removes and returns the value at path in a decoded YAML mapping.
+func take(m map[string]any, path []string) (any, bool) {
+	for _, k := range path[:len(path)-1] {
+		next, ok := m[k].(map[string]any)
+		if !ok {
+			return nil, false
+		}
+		m = next
+	}
+	v, ok := m[path[len(path)-1]]
+	if ok {
+		delete(m, path[len(path)-1])
+	}
+	return v, ok
+}
+
+// put sets the value at path unless one is there already (false).
+func put(m map[string]any, path []string, v any) bool {
+	for _, k := range path[:len(path)-1] {
+		next, ok := m[k].(map[string]any)
+		if !ok {
+			next = map[string]any{}
+			m[k] = next
+		}
+		m = next
+	}
+	if _, ok := m[path[len(path)-1]]; ok {
+		return false
+	}
+	m[path[len(path)-1]] = v
+	return true
+}
+
+func sortedKeys(m map[string]string) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
 }
 
 // flattenDecodeErrors turns mapstructure's multi-error into a joined error,

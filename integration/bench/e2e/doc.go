@@ -1,9 +1,10 @@
-// Package e2e holds the end-to-end benchmarks of `make bench` (issue #16):
-// real inofd reflectors and switch agents in network namespaces
-// (integration/topo), with probe hosts and targets driven through raw
-// sockets so every figure is measured from the exact moment something
-// happens (a port set down, a registration sent, inofctl started, a switch
-// agent killed) to the time a notification frame is read at a host.
+// Package e2e is a test suite: it holds the end-to-end benchmarks of
+// `make bench` (issue #16): real inofd reflectors and switch agents in
+// network namespaces (integration/topo), with probe hosts and targets
+// driven through raw sockets so every figure is measured from the exact
+// moment something happens (a port set down, a registration sent, inofctl
+// started, a switch agent killed) to the time a notification frame is read
+// at a host.
 //
 //   - BenchmarkPrivEndToEnd: target link down → inactive at a host on
 //     another leaf; target join → active at 10 hosts on 3 leaves.

@@ -145,7 +145,11 @@ func startOurs(a childArgs, log *slog.Logger) (func(context.Context) (int, error
 		return nil, err
 	}
 	ctx := context.Background()
-	if err := r.Start(ctx); err != nil {
+	failed := make(chan error, 1)
+	go func() { failed <- r.Run(ctx) }() // the child process ends the run
+	select {
+	case <-r.Ready():
+	case err := <-failed:
 		return nil, err
 	}
 	_, err = r.Commit(ctx, func(tx *zones.Tx) error {

@@ -1,8 +1,8 @@
-// Package scale measures the fabric at size, side by side with stock GoBGP:
-// how long a newly started switch agent takes to hold every device record
-// of a large fabric (100k records in 1k zones), what the reflector costs per
-// record, and what one reflector costs holding 256 client sessions of 8k
-// devices each.
+// Package scale is a test suite: its benchmark measures the fabric at size,
+// side by side with stock GoBGP: how long a newly started switch agent takes
+// to hold every device record of a large fabric (100k records in 1k zones),
+// what the reflector costs per record, and what one reflector costs holding
+// 256 client sessions of 8k devices each.
 //
 // The reflector runs in its own process (the test binary re-executed, or
 // Debian's gobgpd) so that its RSS and CPU are its own. The client sessions

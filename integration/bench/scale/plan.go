@@ -93,10 +93,9 @@ func (p Plan) zoneBits() int {
 
 // addr is device i's address.
 func (p Plan) addr(i int) netip.Addr {
-	a := base.As4()
-	v := uint32(a[0])<<24 | uint32(a[1])<<16 | uint32(a[2])<<8 | uint32(a[3])
-	v += uint32(i/p.perZone())<<p.zoneBits() + uint32(i%p.perZone()) + 1
-	return netip.AddrFrom4([4]byte{byte(v >> 24), byte(v >> 16), byte(v >> 8), byte(v)})
+	v, _ := inof.RouterIDFrom(base) // an IPv4 address as a number
+	v += inof.RouterID(i/p.perZone())<<p.zoneBits() + inof.RouterID(i%p.perZone()) + 1
+	return v.Addr()
 }
 
 // ZoneMembers returns zone z's one member: its subnet. (Zones by address
@@ -123,8 +122,7 @@ type Record struct {
 // s+Switches, s+2·Switches…, so that every switch has devices in every
 // zone. One device in ten is a target, the rest hosts.
 func (p Plan) SwitchRecords(s int) ([]Record, error) {
-	id := SwitchID(s).As4()
-	sw := uint32(id[0])<<24 | uint32(id[1])<<16 | uint32(id[2])<<8 | uint32(id[3])
+	sw, _ := inof.RouterIDFrom(SwitchID(s))
 	now := time.Now().Truncate(time.Millisecond)
 	var out []Record
 	for i := s; i < p.Devices; i += p.Switches {
@@ -132,8 +130,8 @@ func (p Plan) SwitchRecords(s int) ([]Record, error) {
 		if i%10 == 0 {
 			d.Role, d.Port, d.NQN = inof.RoleTarget, 4420, fmt.Sprintf("nqn.2014-08.org.example:t%d", i)
 		}
-		r := &bgp.DeviceRecord{Switch: sw, Epoch: 1, Device: d, State: inof.StateActive,
-			AccessPort: fmt.Sprintf("swp%d", i%48+1), Since: now, Changed: now}
+		r := &bgp.DeviceRecord{Report: inof.Report{Switch: sw, Device: d, Status: inof.Status{State: inof.StateActive, Changed: now}},
+			Epoch: 1, AccessPort: fmt.Sprintf("swp%d", i%48+1), Since: now}
 		k, v, err := bgp.EncodeRecord(r, 1)
 		if err != nil {
 			return nil, fmt.Errorf("scale: device %d: %w", i, err)

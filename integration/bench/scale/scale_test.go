@@ -384,7 +384,7 @@ func convergeOurs(ctx context.Context, tb testing.TB, r refl, p Plan) synced {
 		devs, _ := agent.API().Devices(ctx)
 		n := 0
 		for _, d := range devs {
-			if d.Switch != newClient.String() {
+			if d.Switch.Addr() != newClient {
 				n++
 			}
 		}

@@ -37,7 +37,7 @@ func newEnv(t *testing.T) *env {
 	b := apitest.NewBackend(t)
 	dev := func(addr string, role inof.Role, sw string, st inof.State, r inof.Reason) api.Device {
 		return api.Device{Device: inof.Device{Addr: netip.MustParseAddr(addr), Role: role, Protocol: inof.ProtocolRoCE, Port: 4420},
-			Switch: sw, State: st, Reason: r, Since: testTime}
+			Switch: inof.MustParseRouterID(sw), Status: inof.Status{State: st, Reason: r, Changed: testTime}}
 	}
 	b.SetDevices(
 		dev("10.0.0.1", inof.RoleHost, "192.0.2.1", inof.StateActive, 0),
