@@ -10,6 +10,8 @@ import (
 	"slices"
 	"sort"
 	"sync"
+
+	"github.com/openinof/inof/inof"
 )
 
 // FakeFabric is an in-memory BGP fabric for tests of code above the
@@ -30,7 +32,11 @@ import (
 // record's new route targets no longer interest a neighbor that holds it,
 // nothing is sent: the neighbor keeps the old value); an unsubscribe
 // withdraws the records that carried the route target; the reflector
-// policies of docs/design.md §3 towards peer reflectors; a session that goes down
+// policies of docs/design.md §3 towards peer reflectors and the import
+// policy of docs/security.md (a client's records with the configuration
+// route target are refused, every other record of a client takes its
+// address as next hop, a quarantined client's records are refused); a
+// session that goes down
 // withdraws what it brought, at once (no graceful restart, no BFD). Watches
 // follow the real speaker's rules (one goroutine each, bounded queue,
 // resync). Everything is synchronous: when Publish returns, every watch
@@ -67,6 +73,7 @@ type FakeSpeaker struct {
 	adjOut           map[netip.Addr]map[string]fakePath
 	interest         map[netip.Addr]fakeInterest // what each neighbor advertised (RTC)
 	best             map[string]fakePath
+	quarantined      map[netip.Addr]bool
 	recWatches       []*recordWatch
 	rxWatches        []*recordWatch
 	nbWatches        []*neighborWatch
@@ -77,10 +84,11 @@ type fakePath struct {
 	key, value []byte
 	rts        []RouteTarget
 	source     netip.Addr // invalid when local
+	nextHop    netip.Addr // invalid on a local path: the session address is used
 }
 
 func (p fakePath) same(o fakePath) bool {
-	return bytes.Equal(p.value, o.value) && slices.Equal(p.rts, o.rts) && p.source == o.source
+	return bytes.Equal(p.value, o.value) && slices.Equal(p.rts, o.rts) && p.source == o.source && p.nextHop == o.nextHop
 }
 
 type fakeInterest struct {
@@ -139,7 +147,7 @@ func (f *FakeFabric) NewSpeaker(opts Options) (*FakeSpeaker, error) {
 	s := &FakeSpeaker{f: f, opts: opts, id: opts.RouterID, log: opts.Logger.With("router_id", opts.RouterID.String()),
 		done: make(chan struct{}), neighbors: map[netip.Addr]Neighbor{}, subs: map[RouteTarget]bool{},
 		local: map[string]fakePath{}, adjIn: map[netip.Addr]map[string]fakePath{}, adjOut: map[netip.Addr]map[string]fakePath{},
-		interest: map[netip.Addr]fakeInterest{}, best: map[string]fakePath{}}
+		interest: map[netip.Addr]fakeInterest{}, best: map[string]fakePath{}, quarantined: map[netip.Addr]bool{}}
 	f.speakers[opts.RouterID] = s
 	return s, nil
 }
@@ -370,6 +378,24 @@ func (s *FakeSpeaker) Neighbors(context.Context) ([]NeighborStatus, error) {
 	return out, nil
 }
 
+// Quarantine implements Speaker.
+func (s *FakeSpeaker) Quarantine(_ context.Context, addr netip.Addr, on bool) error {
+	if s.opts.Role != RoleReflector {
+		return errors.New("bgp: quarantine is a reflector's")
+	}
+	s.f.mu.Lock()
+	defer s.f.mu.Unlock()
+	if on {
+		s.quarantined[addr] = true
+	} else {
+		delete(s.quarantined, addr)
+	}
+	for _, k := range sortedKeys(s.adjIn[addr]) {
+		s.f.update(s, k)
+	}
+	return nil
+}
+
 // Stats implements Speaker.
 func (s *FakeSpeaker) Stats() Stats {
 	s.f.mu.Lock()
@@ -382,10 +408,14 @@ func (s *FakeSpeaker) Stats() Stats {
 // event converts a path (under f.mu; it counts malformed values).
 func (s *FakeSpeaker) event(p fakePath, withdrawn bool) RecordEvent {
 	ev := RecordEvent{Key: p.key, Source: p.source, Withdrawn: withdrawn}
+	if p.source.IsValid() {
+		ev.SourceID, _ = inof.RouterIDFrom(p.source) // a fake speaker's address is its router-id
+	}
 	if withdrawn {
 		return ev
 	}
 	ev.RouteTargets = slices.Clone(p.rts)
+	ev.NextHop = p.nextHop
 	rec, err := DecodeRecord(p.key, p.value)
 	if err != nil {
 		s.stats.Malformed++
@@ -572,12 +602,20 @@ func (x *FakeSpeaker) selectBest(k string) (fakePath, bool) {
 		return p, true
 	}
 	for _, na := range sortedAddrs(x.adjIn) {
-		if x.opts.Role == RoleReflector && x.neighbors[na].PeerReflector {
-			continue // import policy: records of peer reflectors stay out
+		p, ok := x.adjIn[na][k]
+		if !ok {
+			continue
 		}
-		if p, ok := x.adjIn[na][k]; ok {
-			return p, true
+		if x.opts.Role == RoleReflector {
+			switch {
+			case x.quarantined[na], x.neighbors[na].PeerReflector:
+				continue // import policy: refused
+			case slices.Contains(p.rts, ConfigRT(x.opts.ASN)):
+				continue // import policy: configuration comes from reflectors only
+			}
+			p.nextHop = na // import policy: a client's address is its records' next hop
 		}
+		return p, true
 	}
 	return fakePath{}, false
 }
@@ -629,7 +667,11 @@ func (f *FakeFabric) send(x, n *FakeSpeaker, k string, p *fakePath) {
 		}
 	} else {
 		x.adjOut[n.id][k] = *p
-		rx := fakePath{key: p.key, value: p.value, rts: p.rts, source: x.id}
+		nh := p.nextHop
+		if !p.source.IsValid() {
+			nh = x.id // a local path leaves with the session address
+		}
+		rx := fakePath{key: p.key, value: p.value, rts: p.rts, source: x.id, nextHop: nh}
 		n.adjIn[x.id][k] = rx
 		n.pushRecord(n.rxWatches, n.event(rx, false))
 	}

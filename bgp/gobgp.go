@@ -17,6 +17,7 @@ import (
 	"google.golang.org/protobuf/types/known/anypb"
 
 	"github.com/openinof/inof/bgp/bfd"
+	"github.com/openinof/inof/inof"
 )
 
 // SpeakerRole is what a speaker is in the fabric (not a device's
@@ -692,12 +693,16 @@ func (g *GoBGP) recordEvent(p *api.Path, keep func([]byte) bool) (RecordEvent, b
 	}
 	ev := RecordEvent{Key: key, Withdrawn: p.IsWithdraw, Stale: p.Stale}
 	if a, err := netip.ParseAddr(p.NeighborIp); err == nil && !a.IsUnspecified() {
-		ev.Source = a
+		ev.Source = a.Unmap()
+		if id, err := netip.ParseAddr(p.SourceId); err == nil {
+			ev.SourceID, _ = inof.RouterIDFrom(id)
+		}
 	}
 	if ev.Withdrawn {
 		return ev, true
 	}
 	ev.RouteTargets = pathRouteTargets(p)
+	ev.NextHop = pathNextHop(p)
 	rec, err := DecodeRecord(key, value)
 	if err != nil {
 		g.malformed.Add(1)

@@ -2,6 +2,7 @@ package bgp
 
 import (
 	"bytes"
+	"net/netip"
 	"strings"
 
 	api "github.com/osrg/gobgp/v3/api"
@@ -22,6 +23,7 @@ import (
 var (
 	nameOpaqueNLRI = messageName(&api.OpaqueNLRI{})
 	nameExtComms   = messageName(&api.ExtendedCommunitiesAttribute{})
+	nameMpReach    = messageName(&api.MpReachNLRIAttribute{})
 	nameTwoOctetAS = messageName(&api.TwoOctetAsSpecificExtended{})
 	nameFourOctAS  = messageName(&api.FourOctetAsSpecificExtended{})
 )
@@ -50,6 +52,7 @@ const (
 	fieldRTSubType   = 2 // {Two,Four}Octet…Extended.sub_type
 	fieldRTASN       = 3 // ….asn
 	fieldRTLocal     = 4 // ….local_admin
+	fieldNextHops    = 2 // MpReachNLRIAttribute.next_hops (repeated string)
 )
 
 // rtSubType is the route-target sub-type of an extended community.
@@ -161,4 +164,27 @@ func communityRT(b []byte) (RouteTarget, bool) {
 	}
 	// uint32 fields: protobuf keeps the low 32 bits of a wider varint.
 	return RouteTarget{Global: uint32(asn), Local: uint32(local)}, true
+}
+
+// pathNextHop returns the first next hop of a path's MP_REACH_NLRI
+// attribute (the opaque family carries its next hop there); invalid when
+// it has none or it is not an address.
+func pathNextHop(p *api.Path) netip.Addr {
+	var nh netip.Addr
+	for _, a := range p.GetPattrs() {
+		if !anyIs(a.GetTypeUrl(), nameMpReach) {
+			continue
+		}
+		eachField(a.GetValue(), func(num protowire.Number, v []byte, _ uint64) bool {
+			if num != fieldNextHops {
+				return true
+			}
+			if addr, err := netip.ParseAddr(string(v)); err == nil {
+				nh = addr.Unmap()
+			}
+			return false // the first one
+		})
+		break
+	}
+	return nh
 }

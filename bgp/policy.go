@@ -2,6 +2,7 @@ package bgp
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/netip"
 
@@ -23,7 +24,18 @@ import (
 // Configuration records come from reflectors only: the import policy keeps
 // any received record with the configuration route target out of the
 // Loc-RIB (a peer reflector's are out already), so a client cannot push
-// configuration to the other clients.
+// configuration to the other clients. (GoBGP's policies cannot look into
+// an opaque key, so a client's configuration-typed record under another
+// route target is reflected; every switch refuses it for lacking the
+// configuration route target, and the reflector quarantines its sender.)
+//
+// Every record a client sends gets the client's session address as its
+// next hop (import action "peer-address"): a client cannot forge it, and a
+// switch peers from its router-id, so a receiver checks that the switch a
+// device record's key names is the one that sent it (docs/security.md).
+//
+// A quarantined client (Quarantine) has every record refused by the first
+// import statement; its session stays up.
 //
 // Clients marked NoDefaultRT do not get the default route-target membership.
 //
@@ -34,6 +46,7 @@ const (
 	setPeerReflectors = "inof-peer-reflectors"
 	setNoDefaultRT    = "inof-no-default-rt"
 	setConfigRT       = "inof-config-rt"
+	setQuarantine     = "inof-quarantine"
 	policyExport      = "inof-reflector-export"
 	policyImport      = "inof-reflector-import"
 	sentinelNeighbor  = "0.0.0.0/32"
@@ -44,6 +57,7 @@ func (g *GoBGP) definePolicies(ctx context.Context) error {
 	sets := []*api.DefinedSet{
 		{DefinedType: api.DefinedType_NEIGHBOR, Name: setPeerReflectors, List: []string{sentinelNeighbor}},
 		{DefinedType: api.DefinedType_NEIGHBOR, Name: setNoDefaultRT, List: []string{sentinelNeighbor}},
+		{DefinedType: api.DefinedType_NEIGHBOR, Name: setQuarantine, List: []string{sentinelNeighbor}},
 		{DefinedType: api.DefinedType_EXT_COMMUNITY, Name: setConfigRT, List: []string{fmt.Sprintf("rt:^%d:%d$", rt.Global, rt.Local)}},
 	}
 	for _, s := range sets {
@@ -68,6 +82,8 @@ func (g *GoBGP) definePolicies(ctx context.Context) error {
 			RouteType: api.Conditions_ROUTE_TYPE_INTERNAL}, api.RouteAction_REJECT),
 	}}
 	imp := &api.Policy{Name: policyImport, Statements: []*api.Statement{
+		stmt(policyImport+"-quarantine", &api.Conditions{AfiSafiIn: []*api.Family{familyOpaque},
+			NeighborSet: &api.MatchSet{Type: api.MatchSet_ANY, Name: setQuarantine}}, api.RouteAction_REJECT),
 		stmt(policyImport+"-no-relay", &api.Conditions{NeighborSet: peers, AfiSafiIn: []*api.Family{familyOpaque}},
 			api.RouteAction_REJECT),
 		// Configuration comes from reflectors only: a client's record with
@@ -75,6 +91,11 @@ func (g *GoBGP) definePolicies(ctx context.Context) error {
 		stmt(policyImport+"-no-client-config", &api.Conditions{AfiSafiIn: []*api.Family{familyOpaque},
 			RouteType:       api.Conditions_ROUTE_TYPE_INTERNAL,
 			ExtCommunitySet: &api.MatchSet{Type: api.MatchSet_ANY, Name: setConfigRT}}, api.RouteAction_REJECT),
+		// What is left is a client's record: its next hop becomes the
+		// client's session address, and the policy goes on (accept).
+		{Name: policyImport + "-origin", Conditions: &api.Conditions{AfiSafiIn: []*api.Family{familyOpaque},
+			RouteType: api.Conditions_ROUTE_TYPE_INTERNAL},
+			Actions: &api.Actions{Nexthop: &api.NexthopAction{PeerAddress: true}}},
 	}}
 	for _, p := range []*api.Policy{export, imp} {
 		if err := g.srv.AddPolicy(ctx, &api.AddPolicyRequest{Policy: p}); err != nil {
@@ -116,3 +137,27 @@ func (g *GoBGP) setNeighborSets(ctx context.Context, n Neighbor, add bool) error
 }
 
 func hostPrefix(a netip.Addr) string { return netip.PrefixFrom(a, a.BitLen()).String() }
+
+// Quarantine implements Speaker: the neighbor enters (or leaves) the
+// quarantine set, and its received records go through the import policy
+// again, so what it sent is withdrawn (or accepted again) at once.
+func (g *GoBGP) Quarantine(ctx context.Context, addr netip.Addr, on bool) error {
+	if g.cfg.Role != RoleReflector {
+		return errors.New("bgp: quarantine is a reflector's")
+	}
+	set := &api.DefinedSet{DefinedType: api.DefinedType_NEIGHBOR, Name: setQuarantine, List: []string{hostPrefix(addr)}}
+	var err error
+	if on {
+		err = g.srv.AddDefinedSet(ctx, &api.AddDefinedSetRequest{DefinedSet: set})
+	} else {
+		err = g.srv.DeleteDefinedSet(ctx, &api.DeleteDefinedSetRequest{DefinedSet: set})
+	}
+	if err != nil {
+		return fmt.Errorf("bgp: quarantine %s: %w", addr, err)
+	}
+	if err := g.srv.ResetPeer(ctx, &api.ResetPeerRequest{Address: addr.String(), Soft: true,
+		Direction: api.ResetPeerRequest_IN}); err != nil {
+		return fmt.Errorf("bgp: quarantine %s: re-applying the import policy: %w", addr, err)
+	}
+	return nil
+}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"net/netip"
 	"time"
+
+	"github.com/openinof/inof/inof"
 )
 
 // Speaker is the BGP side of a daemon, whatever implements it: sessions to
@@ -49,6 +51,11 @@ type Speaker interface {
 	WatchNeighbors(ctx context.Context, fn func(NeighborEvent)) error
 	// Neighbors lists the configured neighbors and their session states.
 	Neighbors(ctx context.Context) ([]NeighborStatus, error)
+	// Quarantine (on a reflector) refuses every record the neighbor sent
+	// and sends, or takes them back in (on false); the session stays up.
+	// The records it had sent are withdrawn from every other neighbor at
+	// once.
+	Quarantine(ctx context.Context, addr netip.Addr, on bool) error
 	Stats() Stats
 }
 
@@ -95,7 +102,16 @@ type RecordEvent struct {
 	Err       error  // set when the received value was malformed
 	// Source is the neighbor the record came from; invalid for records this
 	// speaker originated.
-	Source       netip.Addr
+	Source netip.Addr
+	// SourceID is that neighbor's BGP identifier (from its OPEN); 0 for
+	// records this speaker originated.
+	SourceID inof.RouterID
+	// NextHop is the record's next hop. A reflector sets it, for every
+	// record a client sends, to the address of the client's session
+	// (docs/security.md), so a receiver can tell which switch a reflected
+	// record came from; a reflector's own records carry its session
+	// address. Invalid when the path has none.
+	NextHop      netip.Addr
 	RouteTargets []RouteTarget
 	Stale        bool // kept by graceful restart while its neighbor is away
 }

@@ -73,8 +73,11 @@ func newBenchPort(tb testing.TB) *SwitchPort {
 		tb.Fatal(err)
 	}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	// Limits out of reach: the benchmarks measure the receive path, not
+	// the drops a flood costs (TestPortRateLimits covers those).
+	unlimited := Rate{PerSecond: 1 << 30, Burst: 1 << 30}
 	p, err := NewSwitchPort(SwitchPortConfig{Link: sw, Registry: reg, Notifier: nt, Logger: log,
-		OnQuery: func(string, ZoneQuery) {}})
+		OnQuery: func(string, ZoneQuery) {}, Limits: PortLimits{Registrations: unlimited, Queries: unlimited}})
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -79,6 +79,9 @@ var dropReasons = []struct {
 	{ErrNoRegistered, "not-registration"},
 	{ErrPortFull, "port-full"},
 	{ErrTableFull, "table-full"},
+	{ErrMACBound, "mac-bound"},
+	{ErrRateRegistrations, "rate-registrations"},
+	{ErrRateQueries, "rate-queries"},
 }
 
 // Frame is one decoded frame of the protocol: exactly one of LLDP and

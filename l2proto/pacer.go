@@ -39,3 +39,12 @@ func (p *pacer) refill(now time.Time) {
 		p.last = now
 	}
 }
+
+// allow spends a token if one is available at now.
+func (p *pacer) allow(now time.Time) bool {
+	if p.delay(now) > 0 {
+		return false
+	}
+	p.take(now)
+	return true
+}

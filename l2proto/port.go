@@ -19,8 +19,39 @@ type SwitchPortConfig struct {
 	// every target the host may see). Optional.
 	OnQuery func(port string, q ZoneQuery)
 	Drops   *DropCounter // optional; one is made if nil
-	Logger  *slog.Logger
+	// Limits bound how fast the port's hosts may register and query;
+	// zero fields take DefaultLimits'.
+	Limits PortLimits
+	Logger *slog.Logger
 }
+
+// Rate is a token bucket: PerSecond on average, Burst at once.
+type Rate struct {
+	PerSecond, Burst int
+}
+
+// PortLimits bound what the hosts on one access port may send. Beyond
+// them LLDPDUs and zone queries are dropped and counted
+// ("rate-registrations", "rate-queries"): a host registers every ~30 s and
+// queries once per registration, so the defaults leave room for a port
+// facing DefaultMaxEntriesPerPort addresses that all come up at once, and
+// none for a flood.
+type PortLimits struct {
+	Registrations Rate
+	Queries       Rate
+}
+
+// DefaultLimits are the limits of a port whose SwitchPortConfig sets none.
+var DefaultLimits = PortLimits{
+	Registrations: Rate{PerSecond: 20, Burst: DefaultMaxEntriesPerPort},
+	Queries:       Rate{PerSecond: 20, Burst: DefaultMaxEntriesPerPort},
+}
+
+// Errors for frames over a port's limits.
+var (
+	ErrRateRegistrations = errors.New("registration rate of the port exceeded")
+	ErrRateQueries       = errors.New("zone query rate of the port exceeded")
+)
 
 // SwitchPort reads one access port and dispatches what arrives: LLDP
 // registrations to the registry, ACKs to the notifier, zone queries to
@@ -29,7 +60,8 @@ type SwitchPortConfig struct {
 // and logged at most once a second per reason; nothing a host sends can stop
 // the loop.
 type SwitchPort struct {
-	cfg SwitchPortConfig
+	cfg             SwitchPortConfig
+	lldpRate, qRate *pacer // owned by the reading goroutine
 }
 
 // NewSwitchPort checks cfg.
@@ -43,7 +75,21 @@ func NewSwitchPort(cfg SwitchPortConfig) (*SwitchPort, error) {
 	if cfg.Drops == nil {
 		cfg.Drops = NewDropCounter(cfg.Logger, 0)
 	}
-	return &SwitchPort{cfg: cfg}, nil
+	rate := func(r, def Rate) Rate {
+		if r.PerSecond <= 0 {
+			r.PerSecond = def.PerSecond
+		}
+		if r.Burst <= 0 {
+			r.Burst = def.Burst
+		}
+		return r
+	}
+	cfg.Limits.Registrations = rate(cfg.Limits.Registrations, DefaultLimits.Registrations)
+	cfg.Limits.Queries = rate(cfg.Limits.Queries, DefaultLimits.Queries)
+	now := time.Now()
+	return &SwitchPort{cfg: cfg,
+		lldpRate: newPacer(cfg.Limits.Registrations.PerSecond, cfg.Limits.Registrations.Burst, now),
+		qRate:    newPacer(cfg.Limits.Queries.PerSecond, cfg.Limits.Queries.Burst, now)}, nil
 }
 
 // Drops returns the port's drop counters.
@@ -105,8 +151,12 @@ func (p *SwitchPort) handle(dec *Decoder, port string, b []byte, now time.Time) 
 	}
 	switch {
 	case f.LLDP != nil:
+		if !p.lldpRate.allow(now) {
+			p.cfg.Drops.Drop(port, ErrRateRegistrations)
+			return
+		}
 		if err := p.cfg.Registry.Observe(port, f.Source, f.LLDP, now); err != nil {
-			p.cfg.Drops.Drop(port, err) // refused: a table bound was reached
+			p.cfg.Drops.Drop(port, err) // refused: a table bound was reached, or the MAC is bound elsewhere
 		}
 	case f.Message != nil:
 		if len(f.Message.Notifications) > 0 {
@@ -117,6 +167,10 @@ func (p *SwitchPort) handle(dec *Decoder, port string, b []byte, now time.Time) 
 		}
 		if p.cfg.OnQuery != nil {
 			for _, q := range f.Message.Queries {
+				if !p.qRate.allow(now) {
+					p.cfg.Drops.Drop(port, ErrRateQueries)
+					continue
+				}
 				p.cfg.OnQuery(port, q)
 			}
 		}

@@ -50,6 +50,10 @@ const (
 var (
 	ErrPortFull  = errors.New("registration table full for the port")
 	ErrTableFull = errors.New("registration table full")
+	// ErrMACBound refuses a registration from a source MAC that holds a
+	// registration on another port: a MAC is bound to its port until its
+	// entries there age out or the port goes down ("mac-bound").
+	ErrMACBound = errors.New("source MAC registered on another port")
 )
 
 // Entry is one registered device on one switch port.
@@ -93,6 +97,25 @@ type regKey struct {
 	addr netip.Addr
 }
 
+// macKey is a source MAC address as a map key.
+type macKey [6]byte
+
+func macOf(a net.HardwareAddr) (macKey, bool) {
+	var k macKey
+	if len(a) != len(k) {
+		return k, false
+	}
+	copy(k[:], a)
+	return k, true
+}
+
+// macBinding is the port a source MAC registers on and how many entries
+// it holds there.
+type macBinding struct {
+	port    string
+	entries int
+}
+
 // slotKey identifies the sender of an LLDPDU on a port: one host interface
 // slot, which keeps its chassis and port ID when its address changes.
 type slotKey struct {
@@ -129,6 +152,7 @@ type Registry struct {
 	entries map[regKey]*Entry
 	slots   map[slotKey]regKey
 	perPort map[string]int
+	macs    map[macKey]macBinding // source MAC → the port its entries are on
 	refused uint64
 	known   map[regKey]Entry // what the consumer was last told
 	dirty   map[regKey]*change
@@ -154,7 +178,8 @@ func NewRegistry(cfg RegistryConfig) (*Registry, error) {
 		cfg.ExpireEvery = DefaultExpireEvery
 	}
 	return &Registry{cfg: cfg, entries: make(map[regKey]*Entry), slots: make(map[slotKey]regKey),
-		perPort: make(map[string]int), known: make(map[regKey]Entry), dirty: make(map[regKey]*change),
+		perPort: make(map[string]int), macs: make(map[macKey]macBinding), known: make(map[regKey]Entry),
+		dirty: make(map[regKey]*change),
 		notify: make(chan struct{}, 1), events: make(chan Event)}, nil
 }
 
@@ -165,7 +190,10 @@ func (r *Registry) Events() <-chan Event { return r.events }
 // Observe applies an LLDPDU carrying a registration received on port at now.
 // A TTL of 0 removes the sender's entry (reason age-out: the device asked to
 // be forgotten). A new address beyond a bound is refused with an error
-// wrapping ErrPortFull or ErrTableFull, and counted.
+// wrapping ErrPortFull or ErrTableFull, and counted; so is any
+// registration from a source MAC whose entries are on another port
+// (ErrMACBound), which keeps a host on one port from taking over the
+// addresses of a host on another.
 //
 // Observe keeps neither src nor l (they may be a Decoder's views over a
 // frame buffer): it copies what it stores. A refresh that changes nothing
@@ -180,6 +208,13 @@ func (r *Registry) Observe(port string, src net.HardwareAddr, l *LLDPDU, now tim
 
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if mk, ok := macOf(src); ok {
+		if b, bound := r.macs[mk]; bound && b.port != port {
+			r.refused++
+			return fmt.Errorf("%w: %s registers %s on %s but holds %d registration(s) on %s", ErrMACBound,
+				src, reg.Addr, port, b.entries, b.port)
+		}
+	}
 	e := r.entries[key]
 	var slot slotKey
 	if e != nil && e.ChassisID == string(l.ChassisID) && e.PortID == string(l.PortID) {
@@ -212,6 +247,7 @@ func (r *Registry) Observe(port string, src net.HardwareAddr, l *LLDPDU, now tim
 			Device: dev, Since: now, TTL: ttl(l), Expires: now.Add(ttl(l))}
 		r.entries[key] = e
 		r.perPort[port]++
+		r.bindLocked(e.MAC, port, 1)
 		r.slots[slot] = key
 		r.markLocked(key, nil, 0)
 	default:
@@ -227,6 +263,10 @@ func (r *Registry) Observe(port string, src net.HardwareAddr, l *LLDPDU, now tim
 			r.slots[slot] = key
 		}
 		if e.Device != dev || !bytes.Equal(e.MAC, src) {
+			if !bytes.Equal(e.MAC, src) {
+				r.bindLocked(e.MAC, port, -1)
+				r.bindLocked(src, port, 1)
+			}
 			e.Device, e.MAC = dev, bytes.Clone(src)
 			r.markLocked(key, nil, 0)
 		}
@@ -364,6 +404,7 @@ func (r *Registry) deleteLocked(k regKey, e *Entry, reason inof.Reason) {
 	if r.perPort[k.port]--; r.perPort[k.port] <= 0 {
 		delete(r.perPort, k.port)
 	}
+	r.bindLocked(e.MAC, k.port, -1)
 	if slot := slotOf(e); r.slots[slot] == k {
 		delete(r.slots, slot)
 	}
@@ -393,6 +434,22 @@ func (r *Registry) markLocked(k regKey, gone *Entry, reason inof.Reason) {
 	case r.notify <- struct{}{}:
 	default:
 	}
+}
+
+// bindLocked counts n more (or fewer) entries of a source MAC on port; the
+// binding goes with the MAC's last entry.
+func (r *Registry) bindLocked(mac net.HardwareAddr, port string, n int) {
+	mk, ok := macOf(mac)
+	if !ok {
+		return
+	}
+	b := r.macs[mk]
+	b.port, b.entries = port, b.entries+n
+	if b.entries <= 0 {
+		delete(r.macs, mk)
+		return
+	}
+	r.macs[mk] = b
 }
 
 func sameDevice(a, b *Entry) bool { return a.Device == b.Device && bytes.Equal(a.MAC, b.MAC) }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"net"
 	"net/netip"
 	"sync"
@@ -93,8 +94,48 @@ func addr(i int) netip.Addr {
 
 func mustObserve(t testing.TB, r *Registry, port string, l *LLDPDU, now time.Time) {
 	t.Helper()
-	if err := r.Observe(port, hostMAC, l, now); err != nil {
+	if err := r.Observe(port, portMAC(port), l, now); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// portMAC is the MAC of the host the tests put on a port: one host per
+// port, so each port's registrations come from a MAC of their own.
+func portMAC(port string) net.HardwareAddr {
+	h := fnv.New32a()
+	h.Write([]byte(port))
+	s := h.Sum32()
+	return net.HardwareAddr{0x02, 0x00, byte(s >> 24), byte(s >> 16), byte(s >> 8), byte(s)}
+}
+
+// TestMACBoundToPort: a source MAC that holds a registration on one port
+// cannot register on another (counted, "mac-bound") until its entries
+// there go: by link down or by age-out.
+func TestMACBoundToPort(t *testing.T) {
+	r := newTestRegistry(t, RegistryConfig{})
+	t0 := time.Unix(1000, 0)
+	mac := portMAC("p1")
+	if err := r.Observe("p1", mac, lldpFor(hostIP, "a", 10, inof.RoleHost), t0); err != nil {
+		t.Fatal(err)
+	}
+	err := r.Observe("p2", mac, lldpFor(netip.MustParseAddr("10.77.0.99"), "b", 120, inof.RoleHost), t0)
+	if !errors.Is(err, ErrMACBound) || DropReason(err) != "mac-bound" || r.Stats().Refused != 1 {
+		t.Fatalf("same MAC on another port: %v (refused %d)", err, r.Stats().Refused)
+	}
+	if _, ok := r.Lookup("p2", netip.MustParseAddr("10.77.0.99")); ok {
+		t.Fatal("the moved MAC's registration was taken")
+	}
+	// A second address from the same MAC on its own port is fine.
+	if err := r.Observe("p1", mac, lldpFor(netip.MustParseAddr("10.77.0.98"), "c", 10, inof.RoleHost), t0); err != nil {
+		t.Fatal(err)
+	}
+	r.Expire(t0.Add(10 * time.Second)) // both entries on p1 age out
+	if err := r.Observe("p2", mac, lldpFor(netip.MustParseAddr("10.77.0.99"), "b", 120, inof.RoleHost), t0.Add(11*time.Second)); err != nil {
+		t.Fatalf("after age-out: %v", err)
+	}
+	r.LinkDown("p2")
+	if err := r.Observe("p1", mac, lldpFor(hostIP, "a", 120, inof.RoleHost), t0.Add(12*time.Second)); err != nil {
+		t.Fatalf("after link down: %v", err)
 	}
 }
 
@@ -183,7 +224,7 @@ func TestRegistryBounds(t *testing.T) {
 	t0 := time.Unix(1000, 0)
 	refused := 0
 	for i := range 100_000 {
-		err := r.Observe("p1", hostMAC, lldpFor(addr(i), fmt.Sprintf("slot%d", i), 120, inof.RoleHost), t0)
+		err := r.Observe("p1", portMAC("p1"), lldpFor(addr(i), fmt.Sprintf("slot%d", i), 120, inof.RoleHost), t0)
 		switch {
 		case err == nil:
 		case errors.Is(err, ErrPortFull) && DropReason(err) == "port-full":
@@ -203,7 +244,7 @@ func TestRegistryBounds(t *testing.T) {
 	}
 	// Other ports fill until the table is full.
 	for p := 2; ; p++ {
-		err := r.Observe(fmt.Sprintf("p%d", p), hostMAC, lldpFor(addr(p), "x", 120, inof.RoleHost), t0)
+		err := r.Observe(fmt.Sprintf("p%d", p), portMAC(fmt.Sprintf("p%d", p)), lldpFor(addr(p), "x", 120, inof.RoleHost), t0)
 		if err != nil {
 			if !errors.Is(err, ErrTableFull) || DropReason(err) != "table-full" || r.Stats().Entries != 300 {
 				t.Fatalf("port %d: %v with %d entries", p, err, r.Stats().Entries)

@@ -42,6 +42,9 @@ func newFabricView(maxDevices int, log *slog.Logger) *fabricView {
 // onRecord feeds the device table from the best table and puts each
 // change of a device on the event feed (join, status change, leave).
 func (r *Reflector) onRecord(ev bgp.RecordEvent) {
+	if r.origins.Check(ev) != "" {
+		return // counted by onReceived; withdrawn once its sender is quarantined
+	}
 	var id bgp.DeviceID
 	switch d, ok := ev.Record.(*bgp.DeviceRecord); {
 	case ok && !ev.Withdrawn:

@@ -49,6 +49,8 @@ var (
 	descStale          = desc("config_stale_parts_withdrawn_total", "Parts withdrawn because their record shrank or lost to a newer version.")
 	descPruned         = desc("config_tombstones_pruned_total", "Expired tombstones forgotten, by where (store, bgp).", "where")
 	descDevRefused     = desc("device_records_refused_total", "Device records the fabric view refused at its bound (max_devices).")
+	descUntrusted      = desc("records_refused_total", "Records refused because their sender does not own them (docs/security.md), by reason.", "reason")
+	descQuarantined    = desc("quarantined_clients", "Clients in quarantine: all their records refused.")
 	descBFD            = desc("bfd_sessions", "BFD sessions by state.", "state")
 	descBFDDrops       = desc("bfd_packets_dropped_total", "BFD packets dropped, by reason.", "reason")
 )
@@ -62,7 +64,7 @@ func (collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descUp, descRestarting, descSessions, descReceived, descPublished,
 		descWithdrawn, descMalformed, descResyncs, descConfigRecords, descCommits, descAdoptedParts, descAdopted,
 		descRefused, descStoreRefused, descApplyErrors, descMalformedParts, descEvicted, descStale, descPruned,
-		descDevRefused, descBFD, descBFDDrops} {
+		descDevRefused, descUntrusted, descQuarantined, descBFD, descBFDDrops} {
 		ch <- d
 	}
 }
@@ -104,6 +106,10 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 	counter(descPruned, rs.Pruned, "bgp")
 	counter(descPruned, r.m.storePruned.Load(), "store")
 	counter(descDevRefused, r.fabric.devices.Stats().Refused)
+	for reason, v := range r.refusals.Counts() {
+		counter(descUntrusted, v, reason)
+	}
+	gauge(descQuarantined, float64(r.quarantined.Load()))
 	sr := r.store.RefusedCounts()
 	counter(descStoreRefused, sr.Future, "future")
 	counter(descStoreRefused, sr.Expired, "expired")

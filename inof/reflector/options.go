@@ -54,6 +54,9 @@ type Options struct {
 	Reflectors []PeerOptions `yaml:"reflectors"`
 	// API is where the admin API (inofctl) is served.
 	API api.Options `yaml:"api"`
+	// Trust says what happens to a client that publishes what it does
+	// not own (docs/security.md).
+	Trust TrustOptions `yaml:"trust"`
 	// MaxDevices bounds the device records the reflector's fabric view
 	// holds (one per switch and address); further records are refused,
 	// counted and logged at a rate limit. GoBGP keeps them all the same.
@@ -111,6 +114,7 @@ func DefaultOptions() Options {
 		PruneInterval:   time.Hour,
 		API:             api.Options{Socket: api.DefaultSocket},
 		MaxDevices:      bgp.DefaultMaxDevices,
+		Trust:           TrustOptions{Quarantine: DefaultQuarantine},
 	}
 }
 
@@ -159,6 +163,9 @@ func (o *Options) Validate() error {
 	}
 	if o.MaxDevices <= 0 {
 		add("max_devices %d: must be positive", o.MaxDevices)
+	}
+	if o.Trust.Quarantine < 0 {
+		add("trust.quarantine %s: must not be negative (0 disables quarantine)", o.Trust.Quarantine)
 	}
 	seen := map[netip.Addr]string{}
 	dup := func(a netip.Addr, p string) {

@@ -8,6 +8,7 @@ import (
 	"net/netip"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -93,6 +94,14 @@ type Reflector struct {
 	// Owned by the sync loop.
 	asm *configsync.Assembler
 
+	// Who sent what (trust.go): the checks, the refusal counters, and the
+	// quarantine loop fed by the Adj-RIB-In watch.
+	origins        bgp.Origins
+	refusals       *bgp.Refusals
+	offences       chan offence
+	quarantineDone chan struct{}
+	quarantined    atomic.Int64 // clients in quarantine (metrics)
+
 	// The lossless profile in effect: written by the sync loop (and the
 	// start steps).
 	profileMu sync.RWMutex
@@ -131,12 +140,15 @@ func New(cfg Config) (*Reflector, error) {
 	}
 	r := &Reflector{opts: cfg.Options, cfg: cfg, log: cfg.Logger, now: cfg.Now, asm: configsync.NewAssembler(0),
 		events: cfg.Events, fabric: newFabricView(cfg.Options.MaxDevices, cfg.Logger), clock: inof.NewClock(cfg.Now),
-		peerReflectors: map[netip.Addr]bool{}, ready: make(chan struct{})}
+		peerReflectors: map[netip.Addr]bool{}, ready: make(chan struct{}),
+		refusals: bgp.NewRefusals(cfg.Logger), offences: make(chan offence, offenceQueue)}
 	for _, n := range cfg.Options.neighbors() {
 		if n.PeerReflector {
 			r.peerReflectors[n.Address] = true
 		}
 	}
+	r.origins = bgp.Origins{Role: bgp.RoleReflector, ASN: cfg.Options.ASN,
+		PeerReflector: func(a netip.Addr) bool { return r.peerReflectors[a] }}
 	if cfg.Registry != nil {
 		if err := cfg.Registry.Register(newCollector(r)); err != nil {
 			return nil, fmt.Errorf("reflector: metrics: %w", err)
@@ -326,13 +338,18 @@ func (r *Reflector) startSync(_ context.Context, undo *undoStack) error {
 	r.requests = make(chan reconcileRequest)
 	r.profileReqs = make(chan profileRequest)
 	r.loopDone = make(chan struct{})
+	r.quarantineDone = make(chan struct{})
 	go r.loop(lctx)
-	undo.push(func() { cancel(); <-r.loopDone })
+	go r.quarantineLoop(lctx)
+	undo.push(func() { cancel(); <-r.loopDone; <-r.quarantineDone })
 	if err := r.repl.Run(lctx); err != nil {
 		return fmt.Errorf("reflector: replication: %w", err)
 	}
 	if err := r.speaker.WatchRecords(lctx, r.onRecord); err != nil {
 		return fmt.Errorf("reflector: watching records: %w", err)
+	}
+	if err := r.speaker.WatchReceived(lctx, r.onReceived, bgp.TypeDevice, bgp.TypeConfig); err != nil {
+		return fmt.Errorf("reflector: watching what neighbors send: %w", err)
 	}
 	if err := r.speaker.WatchNeighbors(lctx, r.onNeighbor); err != nil {
 		return fmt.Errorf("reflector: watching sessions: %w", err)
@@ -349,6 +366,7 @@ func (r *Reflector) stop() error {
 	// release their shared lock.
 	r.cancel()
 	<-r.loopDone
+	<-r.quarantineDone
 	r.speaker.Stop()
 	if r.bfd != nil {
 		r.bfdCancel()

@@ -59,6 +59,9 @@ type Agent struct {
 	table   *bgp.DeviceTable
 	view    *bgp.ConfigView
 	asm     *configsync.Assembler
+	// origins and refusals check who sent each record (docs/security.md).
+	origins  bgp.Origins
+	refusals *bgp.Refusals
 	zrecs   zones.Records
 	engine  *Engine
 	reg     *l2proto.Registry
@@ -113,6 +116,8 @@ func New(cfg Config) (*Agent, error) {
 	a := &Agent{cfg: cfg, opts: cfg.Options, log: cfg.Logger, self: cfg.Options.routerID(),
 		table: bgp.NewDeviceTable(bgp.DeviceTableOptions{MaxDevices: cfg.Options.MaxDevices, Logger: cfg.Logger}), view: bgp.NewConfigView(),
 		asm: configsync.NewAssembler(0), subs: map[string]bool{},
+		origins:  bgp.Origins{Role: bgp.RoleClient, ASN: cfg.Options.ASN},
+		refusals: bgp.NewRefusals(cfg.Logger),
 		records: make(chan bgp.RecordEvent, 1024), queries: make(chan portQuery, 256),
 		up: make(chan struct{}, 1)}
 	a.met = newMetrics(a)
@@ -171,7 +176,7 @@ func (a *Agent) Run(ctx context.Context) error {
 		}()
 	}
 
-	if err := a.pub.Republish(ctx, saved.Published); err != nil {
+	if err := a.pub.Republish(ctx, saved.ownRecords(a.self, a.log)); err != nil {
 		a.log.Warn("republishing saved records", "err", err)
 	}
 	if err := a.speaker.Subscribe(ctx, bgp.ConfigRT(a.opts.ASN)); err != nil {
@@ -450,18 +455,29 @@ func (a *Agent) onRegistration(ctx context.Context, ev l2proto.Event) {
 	}
 }
 
-// onQuery answers a zone query. A host sends its LLDPDU and then its query
-// at once; the query may overtake the registration event, so the
-// registration table (which took the LLDPDU before the query was read) is
-// asked first.
+// onQuery answers a zone query, only for a host registered on the port the
+// query came in on (a host cannot make the switch resend another host's
+// notifications). A host sends its LLDPDU and then its query at once; the
+// query may overtake the registration event, so the registration table
+// (which took the LLDPDU before the query was read) is asked.
 func (a *Agent) onQuery(ctx context.Context, q portQuery) {
-	if e, ok := a.reg.Lookup(q.port, q.q.Host); ok {
-		a.apply(ctx, a.engine.Register(e.Port, e.Device, e.Since, time.Now()))
+	e, ok := a.reg.Lookup(q.port, q.q.Host)
+	if !ok {
+		a.met.drops.DropReason(q.port, "query-unregistered-host",
+			fmt.Errorf("zone query for %s, which is not registered on %s", q.q.Host, q.port))
+		return
 	}
+	a.apply(ctx, a.engine.Register(e.Port, e.Device, e.Since, time.Now()))
 	a.apply(ctx, a.engine.ZoneQuery(q.q.Host))
 }
 
 func (a *Agent) onRecord(ctx context.Context, ev bgp.RecordEvent) {
+	if reason := a.origins.Check(ev); reason != "" {
+		// What the tables hold for the key stays: the reflector withdraws
+		// the refused record when it quarantines its sender.
+		a.refusals.Refuse(reason, ev)
+		return
+	}
 	if ch, ok := a.table.Apply(ev); ok {
 		if a.configDue {
 			a.applyConfig(ctx)

@@ -19,7 +19,7 @@ type metrics struct {
 	notifyRefused  prometheus.Counter
 	badConfig      prometheus.Counter
 
-	registrations, refused, records, recordsRefused, notifications, sessions, bfdSessions, dropped *prometheus.Desc
+	registrations, refused, records, recordsRefused, untrusted, notifications, sessions, bfdSessions, dropped *prometheus.Desc
 }
 
 func newMetrics(a *Agent) *metrics {
@@ -40,10 +40,12 @@ func newMetrics(a *Agent) *metrics {
 		refused:        d("registrations_refused_total", "Registrations refused by the table bounds."),
 		records:        d("device_records", "Device records known (all switches, this one included)."),
 		recordsRefused: d("device_records_refused_total", "Device records refused at the device table's bound (max_devices)."),
-		notifications:  d("notifications_total", "Notifications by outcome, summed over the access ports.", "outcome"),
-		sessions:       d("bgp_sessions", "BGP sessions to the reflectors by state.", "state"),
-		bfdSessions:    d("bfd_sessions", "BFD sessions by state.", "state"),
-		dropped:        d("frames_dropped_total", "Frames dropped on the access ports by reason.", "reason"),
+		untrusted: d("records_refused_total", "Records refused because their sender does not own them (docs/security.md), by reason.",
+			"reason"),
+		notifications: d("notifications_total", "Notifications by outcome, summed over the access ports.", "outcome"),
+		sessions:      d("bgp_sessions", "BGP sessions to the reflectors by state.", "state"),
+		bfdSessions:   d("bfd_sessions", "BFD sessions by state.", "state"),
+		dropped:       d("frames_dropped_total", "Frames dropped on the access ports by reason.", "reason"),
 	}
 }
 
@@ -56,7 +58,7 @@ func (m *metrics) notified(r l2proto.Result) {
 
 // Describe implements prometheus.Collector.
 func (m *metrics) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{m.registrations, m.refused, m.records, m.recordsRefused, m.notifications, m.sessions, m.bfdSessions, m.dropped} {
+	for _, d := range []*prometheus.Desc{m.registrations, m.refused, m.records, m.recordsRefused, m.untrusted, m.notifications, m.sessions, m.bfdSessions, m.dropped} {
 		ch <- d
 	}
 	for _, c := range []prometheus.Collector{m.delivered, m.queriesDropped, m.notifyRefused, m.badConfig} {
@@ -86,6 +88,9 @@ func (m *metrics) Collect(ch chan<- prometheus.Metric) {
 	}
 	gauge(m.records, float64(a.table.Len()))
 	counter(m.recordsRefused, float64(a.table.Stats().Refused))
+	for reason, v := range a.refusals.Counts() {
+		counter(m.untrusted, float64(v), reason)
+	}
 	var sum l2proto.NotifierStats
 	for _, p := range ports {
 		st := p.nt.Stats()

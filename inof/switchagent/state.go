@@ -2,6 +2,7 @@ package switchagent
 
 import (
 	"fmt"
+	"log/slog"
 	"net/netip"
 	"time"
 
@@ -61,4 +62,21 @@ func encodeZones(rs zones.Records) ([][]byte, error) {
 		out = append(out, b)
 	}
 	return out, nil
+}
+
+// ownRecords returns the saved published records of switch self. Records
+// saved under another router-id (the switch's router_id changed) are
+// dropped: reflectors refuse a record whose key names another switch than
+// its sender, and quarantine the sender.
+func (s *savedState) ownRecords(self inof.RouterID, log *slog.Logger) []bgp.PublishedDevice {
+	out := make([]bgp.PublishedDevice, 0, len(s.Published))
+	for _, d := range s.Published {
+		if d.Record.Switch == self {
+			out = append(out, d)
+		}
+	}
+	if n := len(s.Published) - len(out); n > 0 {
+		log.Warn("saved records of another router-id not republished (router_id changed?)", "records", n, "router_id", self)
+	}
+	return out
 }
