@@ -93,7 +93,7 @@ func (r *Reflector) quarantineLoop(ctx context.Context) {
 			r.log.Error("client quarantined: it published what it does not own; all its records are refused",
 				"client", o.client, "reason", o.reason, "record", o.what, "for", r.opts.Trust.Quarantine)
 			r.events.Publish(api.Event{Kind: "trust", Subject: o.client.String(),
-				Message: fmt.Sprintf("switch %s quarantined for %s: it sent %s (%s)", o.client, r.opts.Trust.Quarantine, o.what, o.reason),
+				Message:    fmt.Sprintf("switch %s quarantined for %s: it sent %s (%s)", o.client, r.opts.Trust.Quarantine, o.what, o.reason),
 				Attributes: map[string]string{"reason": o.reason, "state": "quarantined"}})
 		case <-timer.C:
 			now := r.now()

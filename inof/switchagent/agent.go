@@ -62,12 +62,12 @@ type Agent struct {
 	// origins and refusals check who sent each record (docs/security.md).
 	origins  bgp.Origins
 	refusals *bgp.Refusals
-	zrecs   zones.Records
-	engine  *Engine
-	reg     *l2proto.Registry
-	ports   map[string]*accessPort
-	subs    map[string]bool // zones subscribed to
-	dirty   bool            // state to save
+	zrecs    zones.Records
+	engine   *Engine
+	reg      *l2proto.Registry
+	ports    map[string]*accessPort
+	subs     map[string]bool // zones subscribed to
+	dirty    bool            // state to save
 	// configDue says zone records changed and the configuration they make
 	// is not yet in force: it is rebuilt once the records already queued
 	// are in, or before the next device record, so a burst of zone records
@@ -118,7 +118,7 @@ func New(cfg Config) (*Agent, error) {
 		asm: configsync.NewAssembler(0), subs: map[string]bool{},
 		origins:  bgp.Origins{Role: bgp.RoleClient, ASN: cfg.Options.ASN},
 		refusals: bgp.NewRefusals(cfg.Logger),
-		records: make(chan bgp.RecordEvent, 1024), queries: make(chan portQuery, 256),
+		records:  make(chan bgp.RecordEvent, 1024), queries: make(chan portQuery, 256),
 		up: make(chan struct{}, 1)}
 	a.met = newMetrics(a)
 	if cfg.Registry != nil {
