@@ -249,7 +249,7 @@ func TestAPIRefusesInsecureTCP(t *testing.T) {
 		t.Fatal(err)
 	}
 	d := startDaemon(t, bin, nil, "--role", "reflector", "--config", cfg, "--api-socket", filepath.Join(shortDir(t), "a.sock"))
-	if code := d.wait(t); code != 1 || !strings.Contains(d.out.String(), "api.listen: needs api.tls_cert, api.tls_key and api.token_file") {
+	if code := d.wait(t); code != 1 || !strings.Contains(d.out.String(), "api.listen: needs api.tls_cert, api.tls_key and a way to tell callers apart") {
 		t.Fatalf("exit %d, output:\n%s", code, d.out.String())
 	}
 }

@@ -222,8 +222,15 @@ func TestExampleConfig(t *testing.T) {
 	// The keys marked "example" or "required" in the file.
 	def.ASN, def.RouterID, def.ClusterID, def.LocalAddress = opts.ASN, opts.RouterID, opts.ClusterID, opts.LocalAddress
 	def.Clients, def.Reflectors = opts.Clients, opts.Reflectors
+	// YAML's [] and the default nil are one.
 	if len(opts.Listen.Addresses) == 0 {
-		opts.Listen.Addresses = nil // YAML's [] and the default nil are one
+		opts.Listen.Addresses = nil
+	}
+	if len(opts.API.UnixIdentities) == 0 {
+		opts.API.UnixIdentities = nil
+	}
+	if len(opts.API.Clients) == 0 {
+		opts.API.Clients = nil
 	}
 	if !reflect.DeepEqual(opts, def) {
 		t.Fatalf("example differs from the defaults:\n%+v\n%+v", opts, def)

@@ -102,10 +102,10 @@ func TestTCPNeedsTLSAndToken(t *testing.T) {
 	pool.AppendCertsFromPEM(pemData)
 	tlsCreds := grpc.WithTransportCredentials(credentials.NewTLS(&tls.Config{RootCAs: pool}))
 
-	if err := callWith(t, addr, tlsCreds); status.Code(err) != codes.Unauthenticated || !strings.Contains(err.Error(), "missing bearer token") {
+	if err := callWith(t, addr, tlsCreds); status.Code(err) != codes.Unauthenticated || !strings.Contains(err.Error(), "no client certificate and no bearer token") {
 		t.Errorf("TLS without a token: %v, want Unauthenticated", err)
 	}
-	if err := callWith(t, addr, tlsCreds, grpc.WithPerRPCCredentials(tokenCreds("wrong"))); status.Code(err) != codes.Unauthenticated || !strings.Contains(err.Error(), "invalid bearer token") {
+	if err := callWith(t, addr, tlsCreds, grpc.WithPerRPCCredentials(tokenCreds("wrong"))); status.Code(err) != codes.Unauthenticated || !strings.Contains(err.Error(), "unknown or revoked bearer token") {
 		t.Errorf("TLS with a wrong token: %v, want Unauthenticated", err)
 	}
 	if err := callWith(t, addr, grpc.WithTransportCredentials(insecure.NewCredentials())); status.Code(err) != codes.Unavailable {

@@ -33,6 +33,9 @@ func (s *server) SetLosslessProfile(ctx context.Context, req *inofv1.SetLossless
 	if s.readOnly {
 		return nil, status.Error(codes.PermissionDenied, "this API is read-only (inofd --role switch); set the profile on a reflector")
 	}
+	if err := s.requireAdmin(ctx, "lossless profile change"); err != nil {
+		return nil, err
+	}
 	p, err := parseProfile(req.GetYaml())
 	if err != nil {
 		return nil, err
@@ -43,7 +46,10 @@ func (s *server) SetLosslessProfile(ctx context.Context, req *inofv1.SetLossless
 	if err := s.b.SetLosslessProfile(ctx, p); err != nil {
 		return nil, statusOf(fmt.Errorf("set lossless profile: %w", err))
 	}
-	s.events.Publish(Event{Kind: "lossless", Subject: p.Name, Message: "lossless profile replaced"})
+	id := IdentityFrom(ctx)
+	s.events.Publish(Event{Kind: "lossless", Subject: p.Name, Message: fmt.Sprintf("%s replaced the lossless profile", id),
+		Attributes: map[string]string{"identity": id.String()}})
+	s.log.Info("api: lossless profile replaced", "identity", id.String(), "via", id.Via, "profile", p.Name)
 	return s.GetLosslessProfile(ctx, nil)
 }
 

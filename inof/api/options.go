@@ -10,13 +10,26 @@ import (
 // Options say, in a daemon's configuration (key "api"), where the gRPC
 // admin API is served.
 type Options struct {
-	// Socket is the unix socket (mode 0600); empty disables it.
+	// Socket is the unix socket (mode 0600, 0660 with SocketGroup); empty
+	// disables it.
 	Socket string `yaml:"socket"`
+	// SocketGroup may connect to the socket too (docs/security.md).
+	SocketGroup string `yaml:"socket_group"`
+	// UnixIdentities map local users and groups to identities and roles
+	// (root is always an admin).
+	UnixIdentities []UnixIdentity `yaml:"unix_identities"`
 	// Listen is a TCP address for remote clients; empty disables it. It
-	// needs TLSCert, TLSKey and TokenFile.
-	Listen    string `yaml:"listen"`
-	TLSCert   string `yaml:"tls_cert"`
-	TLSKey    string `yaml:"tls_key"`
+	// needs TLSCert, TLSKey, and client certificates (ClientCA with
+	// Clients), a tokens file or the shared token file.
+	Listen  string `yaml:"listen"`
+	TLSCert string `yaml:"tls_cert"`
+	TLSKey  string `yaml:"tls_key"`
+	// ClientCA verifies client certificates; Clients allows subjects.
+	ClientCA string         `yaml:"client_ca"`
+	Clients  []CertIdentity `yaml:"clients"`
+	// TokensFile holds named tokens (their SHA-256) with roles.
+	TokensFile string `yaml:"tokens_file"`
+	// TokenFile holds one token shared by every remote admin.
 	TokenFile string `yaml:"token_file"`
 }
 
@@ -30,8 +43,25 @@ func (o Options) Validate() error {
 		if _, _, err := net.SplitHostPort(o.Listen); err != nil {
 			errs = append(errs, fmt.Errorf("api.listen %q: want host:port", o.Listen))
 		}
-		if o.TLSCert == "" || o.TLSKey == "" || o.TokenFile == "" {
-			errs = append(errs, errors.New("api.listen: needs api.tls_cert, api.tls_key and api.token_file (no plaintext or unauthenticated remote access)"))
+		if o.TLSCert == "" || o.TLSKey == "" || (o.TokenFile == "" && o.TokensFile == "" && o.ClientCA == "") {
+			errs = append(errs, errors.New("api.listen: needs api.tls_cert, api.tls_key and a way to tell callers apart: "+
+				"api.client_ca with api.clients, api.tokens_file or api.token_file (no plaintext or unauthenticated remote access)"))
+		}
+	}
+	if (o.ClientCA == "") != (len(o.Clients) == 0) {
+		errs = append(errs, errors.New("api.client_ca and api.clients go together"))
+	}
+	for i, u := range o.UnixIdentities {
+		if (u.User == "") == (u.Group == "") {
+			errs = append(errs, fmt.Errorf("api.unix_identities[%d]: set exactly one of user and group", i))
+		}
+		if !u.Role.valid() {
+			errs = append(errs, fmt.Errorf("api.unix_identities[%d].role %q: want admin or viewer", i, u.Role))
+		}
+	}
+	for i, c := range o.Clients {
+		if c.Subject == "" || !c.Role.valid() {
+			errs = append(errs, fmt.Errorf("api.clients[%d]: want a subject and a role (admin or viewer)", i))
 		}
 	}
 	return errors.Join(errs...)
@@ -39,6 +69,7 @@ func (o Options) Validate() error {
 
 // ServeOptions returns the server options for these settings.
 func (o Options) ServeOptions(readOnly bool, events *Feed, log *slog.Logger) ServeOptions {
-	return ServeOptions{Socket: o.Socket, Listen: o.Listen, TLSCertFile: o.TLSCert, TLSKeyFile: o.TLSKey,
-		TokenFile: o.TokenFile, ReadOnly: readOnly, Events: events, Logger: log}
+	return ServeOptions{Socket: o.Socket, SocketGroup: o.SocketGroup, UnixIdentities: o.UnixIdentities,
+		Listen: o.Listen, TLSCertFile: o.TLSCert, TLSKeyFile: o.TLSKey, ClientCA: o.ClientCA, Clients: o.Clients,
+		TokensFile: o.TokensFile, TokenFile: o.TokenFile, ReadOnly: readOnly, Events: events, Logger: log}
 }

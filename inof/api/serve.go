@@ -2,13 +2,15 @@ package api
 
 import (
 	"context"
-	"crypto/tls"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"net"
 	"os"
+	"os/user"
 	"path/filepath"
+	"strconv"
 	"sync"
 	"time"
 
@@ -27,16 +29,28 @@ const DefaultSocket = apiclient.DefaultSocket
 
 // ServeOptions say where and how the API is served.
 type ServeOptions struct {
-	// Socket is the unix socket path (mode 0600: only the daemon's user may
-	// connect, and no token is asked); empty disables it.
+	// Socket is the unix socket path (mode 0600, or 0660 with
+	// SocketGroup); empty disables it. A caller is its process's user
+	// (UnixIdentities; root is always an admin).
 	Socket string
+	// SocketGroup, if set, owns the socket and may connect (mode 0660).
+	SocketGroup    string
+	UnixIdentities []UnixIdentity
 	// Listen is a TCP address (host:port) for remote clients; empty
-	// disables it. It needs TLSCertFile, TLSKeyFile and TokenFile: remote
-	// calls are always encrypted and need the bearer token.
+	// disables it. It needs TLSCertFile and TLSKeyFile, and a way to tell
+	// who calls: client certificates (ClientCA and Clients), tokens
+	// (TokensFile) or the one shared token (TokenFile).
 	Listen      string
 	TLSCertFile string
 	TLSKeyFile  string
-	// TokenFile holds the bearer token remote clients must send (mode 0600).
+	// ClientCA verifies client certificates; Clients allows their subjects.
+	ClientCA string
+	Clients  []CertIdentity
+	// TokensFile holds named, hashed tokens with their roles (TokensFile);
+	// it is read again when it changes.
+	TokensFile string
+	// TokenFile holds one bearer token shared by every remote admin (mode
+	// 0600): identity "shared-token", role admin.
 	TokenFile string
 	// ReadOnly refuses zoning edits (dry runs too: they need the store's
 	// transactions) and profile changes (inofd --role switch).
@@ -84,15 +98,23 @@ func NewServer(opts ServeOptions, b Backend) (*Server, error) {
 	}
 	s := &Server{opts: opts, closing: make(chan struct{})}
 	impl := &server{b: b, events: opts.Events, readOnly: opts.ReadOnly, log: opts.Logger, closing: s.closing}
+	auth, err := newAuthenticator(opts)
+	if err != nil {
+		return nil, err
+	}
 	if opts.Socket != "" {
-		l, err := listenUnix(opts.Socket)
+		l, err := listenUnix(opts.Socket, opts.SocketGroup)
 		if err != nil {
 			return nil, err
 		}
-		s.add(l, impl)
+		s.add(l, impl, append(auth.interceptors(), grpc.Creds(peerCreds{}))...)
 	}
 	if opts.Listen != "" {
-		srvOpts, err := tcpOptions(opts)
+		if opts.TLSCertFile == "" || opts.TLSKeyFile == "" || (opts.TokenFile == "" && opts.TokensFile == "" && opts.ClientCA == "") {
+			s.Close()
+			return nil, errors.New("api: a TCP listener needs a TLS certificate, its key and client certificates or tokens (plaintext or unauthenticated remote access is not offered)")
+		}
+		cfg, err := tlsConfig(opts)
 		if err != nil {
 			s.Close()
 			return nil, err
@@ -102,28 +124,9 @@ func NewServer(opts ServeOptions, b Backend) (*Server, error) {
 			s.Close()
 			return nil, fmt.Errorf("api: %w", err)
 		}
-		s.add(l, impl, srvOpts...)
+		s.add(l, impl, append(auth.interceptors(), grpc.Creds(credentials.NewTLS(cfg)))...)
 	}
 	return s, nil
-}
-
-// tcpOptions are the TLS credentials and the token check of the TCP
-// listener.
-func tcpOptions(opts ServeOptions) ([]grpc.ServerOption, error) {
-	if opts.TLSCertFile == "" || opts.TLSKeyFile == "" || opts.TokenFile == "" {
-		return nil, errors.New("api: a TCP listener needs a TLS certificate, its key and a token file (plaintext or unauthenticated remote access is not offered)")
-	}
-	cert, err := tls.LoadX509KeyPair(opts.TLSCertFile, opts.TLSKeyFile)
-	if err != nil {
-		return nil, fmt.Errorf("api: TLS: %w", err)
-	}
-	tok, err := ReadToken(opts.TokenFile)
-	if err != nil {
-		return nil, fmt.Errorf("api: %w", err)
-	}
-	auth := tokenAuth{want: tok, log: opts.Logger}
-	creds := credentials.NewTLS(&tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12})
-	return []grpc.ServerOption{grpc.Creds(creds), grpc.ChainUnaryInterceptor(auth.unary), grpc.ChainStreamInterceptor(auth.stream)}, nil
 }
 
 // add registers the service, health and reflection on a new grpc.Server
@@ -140,11 +143,34 @@ func (s *Server) add(l net.Listener, impl *server, opts ...grpc.ServerOption) {
 	s.health = append(s.health, h)
 }
 
-// listenUnix listens on a unix socket of mode 0600, replacing a stale
-// socket file that nobody answers on; its directory is created with mode
-// 0700 if missing.
-func listenUnix(path string) (net.Listener, error) {
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+// listenUnix listens on a unix socket of mode 0600 (0660 owned by group,
+// if set), replacing a stale socket file that nobody answers on. The
+// socket is made in a private directory (mode 0700) beside it, given its
+// mode and group there and only then renamed into place, so it is never
+// reachable with wider permissions, whatever the umask. The socket's
+// directory must exist, or its parent (it is then made, mode 0755: the
+// socket's own mode protects it), so a mistyped path is an error rather
+// than a tree of new directories.
+func listenUnix(path, group string) (net.Listener, error) {
+	gid := -1
+	if group != "" {
+		g, err := user.LookupGroup(group)
+		if err != nil {
+			return nil, fmt.Errorf("api: socket group: %w", err)
+		}
+		if gid, err = strconv.Atoi(g.Gid); err != nil {
+			return nil, fmt.Errorf("api: socket group %s: gid %q", group, g.Gid)
+		}
+	}
+	dir := filepath.Dir(path)
+	if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
+		if _, perr := os.Stat(filepath.Dir(dir)); perr != nil {
+			return nil, fmt.Errorf("api: socket directory %s does not exist, nor its parent: %w", dir, err)
+		}
+		if err := os.Mkdir(dir, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
+			return nil, fmt.Errorf("api: socket directory: %w", err)
+		}
+	} else if err != nil {
 		return nil, fmt.Errorf("api: socket directory: %w", err)
 	}
 	if st, err := os.Lstat(path); err == nil {
@@ -159,15 +185,49 @@ func listenUnix(path string) (net.Listener, error) {
 			return nil, fmt.Errorf("api: remove stale socket: %w", err)
 		}
 	}
-	l, err := net.Listen("unix", path)
+	private, err := os.MkdirTemp(dir, ".api-sock-")
 	if err != nil {
 		return nil, fmt.Errorf("api: %w", err)
 	}
-	if err := os.Chmod(path, 0o600); err != nil {
-		l.Close()
+	defer os.RemoveAll(private)
+	tmp := filepath.Join(private, "sock")
+	ul, err := net.ListenUnix("unix", &net.UnixAddr{Name: tmp, Net: "unix"})
+	if err != nil {
+		return nil, fmt.Errorf("api: %w", err)
+	}
+	// The socket file is renamed away from where it was made: the
+	// listener must not try to remove it there when it closes.
+	ul.SetUnlinkOnClose(false)
+	mode := os.FileMode(0o600)
+	if gid >= 0 {
+		mode = 0o660
+		if err := os.Chown(tmp, -1, gid); err != nil {
+			ul.Close()
+			return nil, fmt.Errorf("api: socket group: %w", err)
+		}
+	}
+	if err := os.Chmod(tmp, mode); err != nil {
+		ul.Close()
 		return nil, fmt.Errorf("api: socket mode: %w", err)
 	}
-	return l, nil
+	if err := os.Rename(tmp, path); err != nil {
+		ul.Close()
+		return nil, fmt.Errorf("api: socket: %w", err)
+	}
+	return &unixListener{UnixListener: ul, path: path}, nil
+}
+
+// unixListener removes its socket file when it closes.
+type unixListener struct {
+	*net.UnixListener
+	path string
+	once sync.Once
+}
+
+func (l *unixListener) Close() error {
+	err := l.UnixListener.Close()
+	l.once.Do(func() { os.Remove(l.path) })
+	return err
 }
 
 // TCPAddr returns the TCP listener's address (nil without one).

@@ -34,6 +34,11 @@ func (s *server) ApplyZoning(ctx context.Context, req *inofv1.ApplyZoningRequest
 	if s.readOnly {
 		return nil, status.Error(codes.PermissionDenied, "this API is read-only (inofd --role switch); send zoning edits to a reflector")
 	}
+	if !req.GetDryRun() {
+		if err := s.requireAdmin(ctx, "zoning change"); err != nil {
+			return nil, err
+		}
+	}
 	var before, after *zones.Config
 	var editErr error // reported as is, without the backend's wrapping
 	records, err := s.b.Commit(ctx, func(tx *zones.Tx) error {
@@ -59,7 +64,7 @@ func (s *server) ApplyZoning(ctx context.Context, req *inofv1.ApplyZoningRequest
 		return resp, nil
 	}
 	resp.Revision = Revision(after)
-	s.publishCommit(resp.Revision, records, len(changes))
+	s.publishCommit(IdentityFrom(ctx), resp.Revision, records, len(changes))
 	return resp, nil
 }
 
@@ -85,7 +90,7 @@ func (s *server) stage(tx *zones.Tx, req *inofv1.ApplyZoningRequest, before, aft
 }
 
 // publishCommit puts a zoning event on the feed.
-func (s *server) publishCommit(rev string, records []zones.Record, changes int) {
+func (s *server) publishCommit(id Identity, rev string, records []zones.Record, changes int) {
 	keys := make([]string, len(records))
 	for i, r := range records {
 		keys[i] = r.Key.String()
@@ -94,9 +99,10 @@ func (s *server) publishCommit(rev string, records []zones.Record, changes int) 
 		}
 	}
 	s.events.Publish(Event{Kind: "zoning", Subject: rev,
-		Message:    fmt.Sprintf("committed %d record(s), %d visibility change(s)", len(records), changes),
-		Attributes: map[string]string{"records": strings.Join(keys, ", ")}})
-	s.log.Info("api: zoning committed", "revision", rev, "records", len(records), "changes", changes)
+		Message:    fmt.Sprintf("%s committed %d record(s), %d visibility change(s)", id, len(records), changes),
+		Attributes: map[string]string{"records": strings.Join(keys, ", "), "identity": id.String()}})
+	s.log.Info("api: zoning committed", "identity", id.String(), "via", id.Via, "revision", rev,
+		"records", len(records), "changes", changes)
 }
 
 // changes lists the (host, target) pairs whose visibility differs between

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/openinof/inof/bgp"
+	"github.com/openinof/inof/inof/api"
 	"github.com/openinof/inof/zones"
 )
 
@@ -50,8 +51,10 @@ func (r *Reflector) Commit(ctx context.Context, edit func(*zones.Tx) error) ([]z
 	}
 	r.m.commits.Add(1)
 	err = r.originate(ctx, keys)
+	id := api.IdentityFrom(ctx)
 	attrs := []any{"records", len(changed), "write", durable.Sub(start),
-		"durable_at", durable.UTC().Format(time.RFC3339Nano), "originate", time.Since(durable)}
+		"durable_at", durable.UTC().Format(time.RFC3339Nano), "originate", time.Since(durable),
+		"identity", id.String(), "via", id.Via}
 	if err != nil {
 		r.log.Warn("configuration committed", append(attrs, "err", err)...)
 	} else {

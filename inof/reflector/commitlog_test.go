@@ -37,7 +37,7 @@ func TestCommitLogsDurable(t *testing.T) {
 	}
 	after := time.Now()
 	// Anchored at the end of the line: a good commit logs no error.
-	re := regexp.MustCompile(`(?m)level=INFO msg="configuration committed" records=1 write=\S+ durable_at=(\S+) originate=\S+$`)
+	re := regexp.MustCompile(`(?m)level=INFO msg="configuration committed" records=1 write=\S+ durable_at=(\S+) originate=\S+ identity=\S+ via=\S*$`)
 	ms := re.FindAllStringSubmatch(logs.String(), -1)
 	if len(ms) != 1 {
 		t.Fatalf("%d commit lines, want 1:\n%s", len(ms), logs.String())

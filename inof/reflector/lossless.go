@@ -36,8 +36,9 @@ type profileState struct {
 
 // profileRequest asks the sync loop to replace the profile.
 type profileRequest struct {
-	profile lossless.Profile
-	done    chan error
+	profile  lossless.Profile
+	identity api.Identity // who asked, for the log
+	done     chan error
 }
 
 // loadProfile reads the persisted profile, if any, into the state.
@@ -60,7 +61,7 @@ func (r *Reflector) loadProfile() error {
 
 // setProfile (sync loop) writes a new version of the profile: persisted
 // first, then originated.
-func (r *Reflector) setProfile(ctx context.Context, p lossless.Profile) error {
+func (r *Reflector) setProfile(ctx context.Context, p lossless.Profile, by api.Identity) error {
 	payload, err := lossless.Encode(p)
 	if err != nil {
 		return err
@@ -72,7 +73,7 @@ func (r *Reflector) setProfile(ctx context.Context, p lossless.Profile) error {
 	if _, err := r.repl.Put(ctx, rec); err != nil {
 		return fmt.Errorf("reflector: lossless profile saved; originating failed: %w", err)
 	}
-	r.log.Info("lossless profile replaced", "name", p.Name, "generation", rec.Gen)
+	r.log.Info("lossless profile replaced", "identity", by.String(), "via", by.Via, "name", p.Name, "generation", rec.Gen)
 	return nil
 }
 
@@ -144,7 +145,7 @@ func (r *Reflector) SetLosslessProfile(ctx context.Context, p lossless.Profile) 
 	if r.state != stateStarted {
 		return ErrNotRunning
 	}
-	req := profileRequest{profile: p, done: make(chan error, 1)}
+	req := profileRequest{profile: p, identity: api.IdentityFrom(ctx), done: make(chan error, 1)}
 	select {
 	case r.profileReqs <- req:
 	case <-ctx.Done():

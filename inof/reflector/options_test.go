@@ -53,7 +53,7 @@ func TestOptionsValidateListsEveryError(t *testing.T) {
 		"clients[2]: BFD needs local_address",
 		"reflectors[0].address 10.0.1.1: already listed as clients[1].address",
 		"reflectors[0].port 70000",
-		"api.listen: needs api.tls_cert, api.tls_key and api.token_file",
+		"api.listen: needs api.tls_cert, api.tls_key and a way to tell callers apart",
 	}
 	for _, w := range wants {
 		if !strings.Contains(msg, w) {

@@ -59,7 +59,7 @@ func (r *Reflector) loop(ctx context.Context) {
 		case req := <-r.requests:
 			req.done <- r.reconcile(ctx, req.keys)
 		case req := <-r.profileReqs:
-			req.done <- r.setProfile(ctx, req.profile)
+			req.done <- r.setProfile(ctx, req.profile, req.identity)
 		case <-prune.C:
 			r.prune(ctx)
 		}

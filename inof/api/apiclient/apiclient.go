@@ -33,6 +33,9 @@ type DialOptions struct {
 	CAFile string
 	// ServerName overrides the name checked in the server's certificate.
 	ServerName string
+	// CertFile and KeyFile are a TLS client certificate and its key: the
+	// caller's identity when the server allows its subject (TCP only).
+	CertFile, KeyFile string
 }
 
 // IsUnix reports whether server names a unix socket.
@@ -52,14 +55,20 @@ func Dial(o DialOptions) (*grpc.ClientConn, error) {
 		}
 		return grpc.NewClient(target, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	}
-	if o.TokenFile == "" {
-		return nil, fmt.Errorf("api: %s is a TCP address: a token file is required", o.Server)
+	if o.TokenFile == "" && o.CertFile == "" {
+		return nil, fmt.Errorf("api: %s is a TCP address: a client certificate or a token file is required", o.Server)
 	}
-	tok, err := ReadToken(o.TokenFile)
-	if err != nil {
-		return nil, fmt.Errorf("api: %w", err)
+	if (o.CertFile == "") != (o.KeyFile == "") {
+		return nil, fmt.Errorf("api: a client certificate needs its key, and the key its certificate")
 	}
 	cfg := &tls.Config{ServerName: o.ServerName, MinVersion: tls.VersionTLS12}
+	if o.CertFile != "" {
+		cert, err := tls.LoadX509KeyPair(o.CertFile, o.KeyFile)
+		if err != nil {
+			return nil, fmt.Errorf("api: client certificate: %w", err)
+		}
+		cfg.Certificates = []tls.Certificate{cert}
+	}
 	if o.CAFile != "" {
 		pem, err := os.ReadFile(o.CAFile)
 		if err != nil {
@@ -70,9 +79,15 @@ func Dial(o DialOptions) (*grpc.ClientConn, error) {
 			return nil, fmt.Errorf("api: CA file %s: no PEM certificate", o.CAFile)
 		}
 	}
-	return grpc.NewClient(o.Server,
-		grpc.WithTransportCredentials(credentials.NewTLS(cfg)),
-		grpc.WithPerRPCCredentials(bearer{token: string(tok)}))
+	opts := []grpc.DialOption{grpc.WithTransportCredentials(credentials.NewTLS(cfg))}
+	if o.TokenFile != "" {
+		tok, err := ReadToken(o.TokenFile)
+		if err != nil {
+			return nil, fmt.Errorf("api: %w", err)
+		}
+		opts = append(opts, grpc.WithPerRPCCredentials(bearer{token: string(tok)}))
+	}
+	return grpc.NewClient(o.Server, opts...)
 }
 
 // ReadToken reads a bearer token from a file: its content without

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strconv"
 	"testing"
 
 	"github.com/openinof/inof/inof/api"
@@ -25,6 +26,11 @@ func Serve(t testing.TB, b api.Backend, opts api.ServeOptions) (*api.Server, str
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.UnixIdentities == nil {
+		// Whoever runs the test is the admin "tester", root or not, so
+		// that what the tests see does not depend on who runs them.
+		opts.UnixIdentities = []api.UnixIdentity{{User: strconv.Itoa(os.Getuid()), Name: "tester", Role: api.RoleAdmin}}
 	}
 	s, err := api.NewServer(opts, b)
 	if err != nil {

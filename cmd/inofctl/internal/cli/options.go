@@ -22,6 +22,10 @@ type Options struct {
 	CAFile string `yaml:"ca_file"`
 	// ServerName overrides the name checked in the server's certificate.
 	ServerName string `yaml:"server_name"`
+	// CertFile and KeyFile are a TLS client certificate and its key (TCP
+	// only): the identity the reflector knows this admin by.
+	CertFile string `yaml:"cert_file"`
+	KeyFile  string `yaml:"key_file"`
 	// Output is the format: table, json or yaml.
 	Output string `yaml:"output"`
 	// Timeout bounds each call (not events --follow).
@@ -71,6 +75,8 @@ var flagKeys = map[string]string{
 	"token-file":   "token_file",
 	"ca-file":      "ca_file",
 	"server-name":  "server_name",
+	"cert-file":    "cert_file",
+	"key-file":     "key_file",
 	"output":       "output",
 	"timeout":      "timeout",
 	"staging-file": "staging_file",

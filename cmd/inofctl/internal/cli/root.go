@@ -115,12 +115,14 @@ func (a *app) command() *cobra.Command {
 	f.String("token-file", "", "file holding the bearer token (TCP only)")
 	f.String("ca-file", "", "PEM file verifying the server certificate (TCP only)")
 	f.String("server-name", "", "name expected in the server certificate")
+	f.String("cert-file", "", "TLS client certificate: who you are to the server (TCP only)")
+	f.String("key-file", "", "the client certificate's key")
 	f.StringP("output", "o", def.Output, "output format: table, json or yaml")
 	f.Duration("timeout", def.Timeout, "timeout of each call")
 	f.String("staging-file", def.StagingFile, "where --stage keeps zoning edits")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return err })
 	root.AddCommand(a.zoneCommand(), a.aliasCommand(), a.zoningCommand(), a.fabricCommand(),
-		a.deviceCommand(), a.sessionCommand(), a.bfdCommand(), a.eventsCommand(), a.losslessCommand())
+		a.deviceCommand(), a.sessionCommand(), a.bfdCommand(), a.eventsCommand(), a.losslessCommand(), a.tokenCommand())
 	return root
 }
 
@@ -145,7 +147,7 @@ func (a *app) load(cmd *cobra.Command) error {
 func (a *app) client() (inofv1.FabricClient, error) {
 	if a.conn == nil {
 		conn, err := apiclient.Dial(apiclient.DialOptions{Server: a.opts.Server, TokenFile: a.opts.TokenFile,
-			CAFile: a.opts.CAFile, ServerName: a.opts.ServerName})
+			CAFile: a.opts.CAFile, ServerName: a.opts.ServerName, CertFile: a.opts.CertFile, KeyFile: a.opts.KeyFile})
 		if err != nil {
 			return nil, err
 		}
