@@ -63,6 +63,17 @@ func BenchmarkDecodeFrame(b *testing.B) {
 // host (so an LLDPDU is the periodic refresh) and whose notifier has nothing
 // in flight (so an ACK is counted stale).
 func newBenchPort(tb testing.TB) *SwitchPort {
+	// Limits out of reach: the benchmarks measure the receive path, not
+	// the drops a flood costs (TestPortRateLimits covers those).
+	unlimited := Rate{PerSecond: 1 << 30, Burst: 1 << 30}
+	return newTestPort(tb, SwitchPortConfig{OnQuery: func(string, ZoneQuery) {},
+		Limits: PortLimits{Registrations: unlimited, Queries: unlimited}})
+}
+
+// newTestPort is a switch port "sw1" on an in-memory link, with a fresh
+// registry and notifier, and cfg's other fields (a discarding logger if
+// none).
+func newTestPort(tb testing.TB, cfg SwitchPortConfig) *SwitchPort {
 	reg, err := NewRegistry(RegistryConfig{})
 	if err != nil {
 		tb.Fatal(err)
@@ -72,12 +83,11 @@ func newBenchPort(tb testing.TB) *SwitchPort {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	// Limits out of reach: the benchmarks measure the receive path, not
-	// the drops a flood costs (TestPortRateLimits covers those).
-	unlimited := Rate{PerSecond: 1 << 30, Burst: 1 << 30}
-	p, err := NewSwitchPort(SwitchPortConfig{Link: sw, Registry: reg, Notifier: nt, Logger: log,
-		OnQuery: func(string, ZoneQuery) {}, Limits: PortLimits{Registrations: unlimited, Queries: unlimited}})
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	cfg.Link, cfg.Registry, cfg.Notifier = sw, reg, nt
+	p, err := NewSwitchPort(cfg)
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -13,23 +13,11 @@ import (
 // at the port's burst and rate, counted by reason, and what is dropped never
 // reaches the registry or OnQuery; the bucket refills with time.
 func TestPortRateLimits(t *testing.T) {
-	reg, err := NewRegistry(RegistryConfig{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	sw, _ := NewMemPair("sw1", switchMAC, "host", hostMAC)
-	nt, err := NewNotifier(NotifierConfig{Link: sw})
-	if err != nil {
-		t.Fatal(err)
-	}
 	queries := 0
 	drops := NewDropCounter(slog.New(slog.NewTextHandler(io.Discard, nil)), 0)
-	p, err := NewSwitchPort(SwitchPortConfig{Link: sw, Registry: reg, Notifier: nt, Drops: drops,
-		OnQuery: func(string, ZoneQuery) { queries++ },
-		Limits:  PortLimits{Registrations: Rate{PerSecond: 2, Burst: 5}, Queries: Rate{PerSecond: 1, Burst: 3}}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := newTestPort(t, SwitchPortConfig{Drops: drops, OnQuery: func(string, ZoneQuery) { queries++ },
+		Limits: PortLimits{Registrations: Rate{PerSecond: 2, Burst: 5}, Queries: Rate{PerSecond: 1, Burst: 3}}})
+	reg := p.cfg.Registry
 	lldp, err := LLDPFrame(hostMAC, lldpFor(hostIP, "snsd_eth0_01", 120, inof.RoleHost))
 	if err != nil {
 		t.Fatal(err)

@@ -2,14 +2,8 @@ package api_test
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
-	"math/big"
 	"net"
 	"os"
 	"path/filepath"
@@ -28,48 +22,31 @@ import (
 	"github.com/openinof/inof/inof/api/apiclient"
 	"github.com/openinof/inof/inof/api/apitest"
 	inofv1 "github.com/openinof/inof/inof/api/v1"
+	"github.com/openinof/inof/internal/testpki"
 )
 
-// tlsFiles writes a self-signed certificate for 127.0.0.1, its key and a
+// tlsFiles writes a CA (its certificate is what clients verify the server
+// with), a server certificate for 127.0.0.1 signed by it, its key and a
 // token file (mode 0600) into dir.
-func tlsFiles(t *testing.T, dir string) (cert, key, token string) {
+func tlsFiles(t *testing.T, dir string) (ca, cert, key, token string) {
 	t.Helper()
-	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
+	pki := testpki.NewCA(t, dir, "server-ca")
+	cert, key = pki.Server("inofd", net.IPv4(127, 0, 0, 1))
+	token = filepath.Join(dir, "token")
+	if err := os.WriteFile(token, []byte("s3cret-token\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "inofd test"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)}, KeyUsage: x509.KeyUsageDigitalSignature,
-		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &k.PublicKey, k)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kder, err := x509.MarshalECPrivateKey(k)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cert, key, token = filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem"), filepath.Join(dir, "token")
-	write := func(path string, data []byte) {
-		if err := os.WriteFile(path, data, 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
-	write(cert, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}))
-	write(key, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kder}))
-	write(token, []byte("s3cret-token\n"))
-	return cert, key, token
+	return pki.File, cert, key, token
 }
 
 // tcpFabric serves on a unix socket and on TLS TCP with a token.
-func tcpFabric(t *testing.T) (addr, sock, cert, token string) {
+func tcpFabric(t *testing.T) (addr, sock, ca, token string) {
 	t.Helper()
 	dir := t.TempDir()
-	cert, key, token := tlsFiles(t, dir)
+	ca, cert, key, token := tlsFiles(t, dir)
 	s, sock := apitest.Serve(t, apitest.NewBackend(t), api.ServeOptions{
 		Socket: filepath.Join(dir, "api.sock"), Listen: "127.0.0.1:0", TLSCertFile: cert, TLSKeyFile: key, TokenFile: token})
-	return s.TCPAddr().String(), sock, cert, token
+	return s.TCPAddr().String(), sock, ca, token
 }
 
 func callWith(t *testing.T, addr string, opts ...grpc.DialOption) error {
@@ -155,7 +132,7 @@ func TestUnixSocketMode(t *testing.T) {
 
 func TestServeRefusesInsecureTCP(t *testing.T) {
 	dir := t.TempDir()
-	cert, key, token := tlsFiles(t, dir)
+	_, cert, key, token := tlsFiles(t, dir)
 	b := apitest.NewBackend(t)
 	if err := os.Chmod(token, 0o644); err != nil {
 		t.Fatal(err)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/subtle"
 	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -375,13 +374,8 @@ func tlsConfig(o ServeOptions) (*tls.Config, error) {
 	}
 	cfg := &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
 	if o.ClientCA != "" {
-		pem, err := os.ReadFile(o.ClientCA)
-		if err != nil {
+		if cfg.ClientCAs, err = apiclient.CertPool(o.ClientCA); err != nil {
 			return nil, fmt.Errorf("api: client CA: %w", err)
-		}
-		cfg.ClientCAs = x509.NewCertPool()
-		if !cfg.ClientCAs.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("api: client CA %s: no PEM certificate", o.ClientCA)
 		}
 		cfg.ClientAuth = tls.VerifyClientCertIfGiven
 	}

@@ -2,16 +2,9 @@ package api_test
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"fmt"
 	"io"
 	"log/slog"
-	"math/big"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -29,62 +22,8 @@ import (
 	inofv1 "github.com/openinof/inof/inof/api/v1"
 	"github.com/openinof/inof/integration/netns"
 	"github.com/openinof/inof/internal/syncbuf"
+	"github.com/openinof/inof/internal/testpki"
 )
-
-// pki is a test CA that signs client certificates.
-type pki struct {
-	t    *testing.T
-	dir  string
-	key  *ecdsa.PrivateKey
-	cert *x509.Certificate
-	file string // the CA's PEM
-}
-
-func newPKI(t *testing.T, dir, name string) *pki {
-	t.Helper()
-	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: name},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour), IsCA: true,
-		BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &k.PublicKey, k)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := x509.ParseCertificate(der)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &pki{t: t, dir: dir, key: k, cert: c, file: filepath.Join(dir, name+".pem")}
-	writeFile(t, p.file, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}))
-	return p
-}
-
-// client issues a client certificate for cn and returns its files.
-func (p *pki) client(cn string) (cert, key string) {
-	p.t.Helper()
-	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		p.t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(time.Now().UnixNano()), Subject: pkix.Name{CommonName: cn},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, p.cert, &k.PublicKey, p.key)
-	if err != nil {
-		p.t.Fatal(err)
-	}
-	kder, err := x509.MarshalECPrivateKey(k)
-	if err != nil {
-		p.t.Fatal(err)
-	}
-	cert, key = filepath.Join(p.dir, cn+".crt"), filepath.Join(p.dir, cn+".key")
-	writeFile(p.t, cert, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}))
-	writeFile(p.t, key, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kder}))
-	return cert, key
-}
 
 func writeFile(t *testing.T, path string, b []byte) {
 	t.Helper()
@@ -128,17 +67,16 @@ func write(c inofv1.FabricClient, zone string) error {
 // carries it).
 func TestCertificateIdentities(t *testing.T) {
 	dir := t.TempDir()
-	server, key, _ := tlsFiles(t, dir)
-	ca := newPKI(t, dir, "clients-ca")
-	other := newPKI(t, dir, "other-ca")
+	serverCA, server, key, _ := tlsFiles(t, dir)
+	ca := testpki.NewCA(t, dir, "clients-ca")
+	other := testpki.NewCA(t, dir, "other-ca")
 	var logs syncbuf.Buffer
 	s, _ := apitest.Serve(t, apitest.NewBackend(t), api.ServeOptions{Listen: "127.0.0.1:0", TLSCertFile: server,
-		TLSKeyFile: key, ClientCA: ca.file, Logger: slog.New(slog.NewTextHandler(&logs, nil)),
+		TLSKeyFile: key, ClientCA: ca.File, Logger: slog.New(slog.NewTextHandler(&logs, nil)),
 		Clients: []api.CertIdentity{{Subject: "alice", Role: api.RoleAdmin}, {Subject: "bob", Role: api.RoleViewer}}})
-	as := func(p *pki, cn string) inofv1.FabricClient {
-		cert, key := p.client(cn)
-		return dial(t, apiclient.DialOptions{Server: s.TCPAddr().String(), CAFile: filepath.Join(dir, "cert.pem"),
-			CertFile: cert, KeyFile: key})
+	as := func(p *testpki.CA, cn string) inofv1.FabricClient {
+		cert, key := p.Client(cn)
+		return dial(t, apiclient.DialOptions{Server: s.TCPAddr().String(), CAFile: serverCA, CertFile: cert, KeyFile: key})
 	}
 	alice, bob, mallory, eve := as(ca, "alice"), as(ca, "bob"), as(ca, "mallory"), as(other, "alice")
 	if err := write(alice, "a"); err != nil {
@@ -183,7 +121,7 @@ func TestCertificateIdentities(t *testing.T) {
 // restart; a call without any credential is refused.
 func TestNamedTokens(t *testing.T) {
 	dir := t.TempDir()
-	server, key, _ := tlsFiles(t, dir)
+	serverCA, server, key, _ := tlsFiles(t, dir)
 	tokens := filepath.Join(dir, "tokens.yaml")
 	carol, dave := "carol-0123456789abcdef", "dave-0123456789abcdef"
 	writeTokens := func(entries ...apiclient.TokenEntry) {
@@ -203,7 +141,7 @@ func TestNamedTokens(t *testing.T) {
 	as := func(tok string) inofv1.FabricClient {
 		f := filepath.Join(t.TempDir(), "token")
 		writeFile(t, f, []byte(tok))
-		return dial(t, apiclient.DialOptions{Server: s.TCPAddr().String(), CAFile: filepath.Join(dir, "cert.pem"), TokenFile: f})
+		return dial(t, apiclient.DialOptions{Server: s.TCPAddr().String(), CAFile: serverCA, TokenFile: f})
 	}
 	c, d := as(carol), as(dave)
 	if err := write(c, "a"); err != nil {
@@ -224,7 +162,7 @@ func TestNamedTokens(t *testing.T) {
 	if err := read(d); err != nil {
 		t.Fatalf("the other token after the revocation: %v", err)
 	}
-	none := dial(t, apiclient.DialOptions{Server: s.TCPAddr().String(), CAFile: filepath.Join(dir, "cert.pem"),
+	none := dial(t, apiclient.DialOptions{Server: s.TCPAddr().String(), CAFile: serverCA,
 		TokenFile: writeEmptyish(t)})
 	if err := read(none); status.Code(err) != codes.Unauthenticated {
 		t.Fatalf("a token nobody issued: %v", err)

@@ -235,6 +235,10 @@ func (f *Fabric) newNode(name string, kind Kind) *Node {
 	return n
 }
 
+// Bridge is the namespace of the fabric's bridge (br0), to which every
+// reflector and switch is cabled: a test may cable more to it.
+func (f *Fabric) Bridge() *netns.NS { return f.fab }
+
 // Node returns the named node; it fails the test if there is none.
 func (f *Fabric) Node(name string) *Node {
 	n, ok := f.nodes[name]

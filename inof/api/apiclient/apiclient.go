@@ -70,14 +70,11 @@ func Dial(o DialOptions) (*grpc.ClientConn, error) {
 		cfg.Certificates = []tls.Certificate{cert}
 	}
 	if o.CAFile != "" {
-		pem, err := os.ReadFile(o.CAFile)
+		pool, err := CertPool(o.CAFile)
 		if err != nil {
 			return nil, fmt.Errorf("api: CA file: %w", err)
 		}
-		cfg.RootCAs = x509.NewCertPool()
-		if !cfg.RootCAs.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("api: CA file %s: no PEM certificate", o.CAFile)
-		}
+		cfg.RootCAs = pool
 	}
 	opts := []grpc.DialOption{grpc.WithTransportCredentials(credentials.NewTLS(cfg))}
 	if o.TokenFile != "" {
@@ -120,3 +117,16 @@ func (b bearer) GetRequestMetadata(context.Context, ...string) (map[string]strin
 }
 
 func (bearer) RequireTransportSecurity() bool { return true }
+
+// CertPool reads the PEM certificates of a file into a pool.
+func CertPool(path string) (*x509.CertPool, error) {
+	pem, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(pem) {
+		return nil, fmt.Errorf("%s: no PEM certificate", path)
+	}
+	return pool, nil
+}
