@@ -361,6 +361,8 @@ func (s *server) requireAdmin(ctx context.Context, what string) error {
 	}
 	s.log.Warn("api: change refused: the identity may only read", "identity", id.String(), "role", string(id.Role),
 		"via", id.Via, "change", what)
+	s.events.Publish(Event{Kind: "access", Subject: id.String(), Message: fmt.Sprintf("%s refused to %s (%s)", what, id, id.Role),
+		Attributes: map[string]string{"identity": id.String(), "role": string(id.Role), "via": id.Via}})
 	return status.Errorf(codes.PermissionDenied, "%s: identity %s is a %s; only an admin may change the fabric", what, id, id.Role)
 }
 

@@ -114,6 +114,9 @@ func TestCertificateIdentities(t *testing.T) {
 	if err != nil || ev.GetAttributes()["identity"] != "alice" || !strings.HasPrefix(ev.GetMessage(), "alice committed") {
 		t.Fatalf("event %+v, %v", ev, err)
 	}
+	if ev, err = st.Recv(); err != nil || ev.GetKind() != "access" || ev.GetAttributes()["identity"] != "bob" {
+		t.Fatalf("refusal event %+v, %v", ev, err)
+	}
 }
 
 // TestNamedTokens: each token is an identity with a role; a revoked token

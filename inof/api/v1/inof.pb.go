@@ -2054,7 +2054,8 @@ type Event struct {
 	Seq   uint64                 `protobuf:"varint,2,opt,name=seq,proto3" json:"seq,omitempty"`     // 1, 2, 3, … within an epoch
 	Time  *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=time,proto3" json:"time,omitempty"`
 	// kind: "registration", "record", "notification", "session", "zoning",
-	// "lossless", or "gap" (the events from gap_from to gap_to were dropped before the
+	// "lossless", "trust" (a client quarantined or released), "access" (a change an
+	// identity may not make), or "gap" (the events from gap_from to gap_to were dropped before the
 	// client read them, or lost with a restart).
 	Kind          string            `protobuf:"bytes,4,opt,name=kind,proto3" json:"kind,omitempty"`
 	Subject       string            `protobuf:"bytes,5,opt,name=subject,proto3" json:"subject,omitempty"`
