@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -13,7 +14,11 @@ import (
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
 
 // goldenProfile is the default profile with interface names for a target.
-func goldenProfile(target string) Profile {
+func goldenProfile(target string) Profile { return withInterfaces(Default(), target) }
+
+// withInterfaces gives the first three port classes of p interface names
+// of the target's kind.
+func withInterfaces(p Profile, target string) Profile {
 	names := map[string][][]string{
 		TargetLinux:   {{"ens1f0", "ens1f1"}, {"ens2f0"}, {"ens3f0"}},
 		TargetSONiC:   {{"Ethernet0", "Ethernet4"}, {"Ethernet48"}, {"Ethernet52"}},
@@ -21,7 +26,7 @@ func goldenProfile(target string) Profile {
 		TargetComware: {{"HundredGigE1/0/1", "HundredGigE1/0/2"}, {"HundredGigE1/0/25"}, {"HundredGigE1/0/27"}},
 		TargetHuawei:  {{"100GE1/0/1", "100GE1/0/2"}, {"100GE1/0/25"}, {"100GE1/0/27"}},
 	}[target]
-	p := Default()
+	p.Ports = slices.Clone(p.Ports)
 	for i := range p.Ports {
 		if i < len(names) {
 			p.Ports[i].Interfaces = names[i]
@@ -38,20 +43,36 @@ func TestRenderGolden(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			path := filepath.Join("testdata", "default."+target+"."+ext[target])
-			if *update {
-				if err := os.WriteFile(path, got, 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			want, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatalf("%v (run with -update to create)", err)
-			}
-			if !bytes.Equal(got, want) {
-				t.Errorf("%s differs from the rendering; run `go test ./lossless -update` after checking the change", path)
-			}
+			compareGolden(t, filepath.Join("testdata", "default."+target+"."+ext[target]), got)
 		})
+	}
+	// The other platforms of the targets whose output depends on the family.
+	for _, c := range []struct{ target, platform, file string }{
+		{TargetSONiC, "broadcom", "default.sonic-broadcom.json"},
+		{TargetHuawei, "ce6866", "default.huawei-ce6866.txt"},
+	} {
+		r, err := RenderDevice(goldenProfile(c.target), c.target, RenderOptions{Platform: c.platform})
+		if err != nil {
+			t.Fatal(err)
+		}
+		compareGolden(t, filepath.Join("testdata", c.file), r.Text)
+	}
+}
+
+// compareGolden compares got with a golden file (-update rewrites it).
+func compareGolden(t *testing.T, path string, got []byte) {
+	t.Helper()
+	if *update {
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run with -update to create)", err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("%s differs from the rendering; run `go test ./lossless -update` after checking the change", path)
 	}
 }
 
