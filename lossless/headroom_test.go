@@ -64,10 +64,10 @@ func TestSONiCHeadroomMatchesPR3235(t *testing.T) {
 		return SwitchBuffer{CellBytes: cell, PipelineLatencyKB: 19, MACPHYDelayKB: 0.8, LosslessMTU: 1024, SmallPacketPercent: 50, Generation: gen}
 	}
 	cases := []struct {
-		name                 string
-		port                 Port
-		buf                  SwitchBuffer
-		prXoff, xon, prSize  uint32
+		name                string
+		port                Port
+		buf                 SwitchBuffer
+		prXoff, xon, prSize uint32
 		wantSizeWithCompens uint32
 	}{
 		{"SPC3 400G 300m", Port{SpeedMbps: 400000, CableMeters: 300, MTU: 9100, Lanes: 8}, sp(3, 144), 272384, 38912, 320512, 322560},

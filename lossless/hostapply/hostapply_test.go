@@ -211,7 +211,7 @@ func TestApplyBringsHostToProfile(t *testing.T) {
 		t.Fatalf("ran %d of %d, failed %v, noECN %v, noRDMA %v", r.Ran, len(pl.Interfaces[0].Steps), r.Failed, r.NoECN, r.NoRDMA)
 	}
 	for file, want := range map[string]string{
-		filepath.Join(root, "ens1f0", "ecn", "roce_np", "cnp_dscp"): strconv.Itoa(int(p.CNP.DSCP)),
+		filepath.Join(root, "ens1f0", "ecn", "roce_np", "cnp_dscp"):    strconv.Itoa(int(p.CNP.DSCP)),
 		filepath.Join(cm, "mlx5_0", "ports", "1", "default_roce_mode"): "RoCE v2",
 		// ToS = DSCP 24 << 2: RDMA-CM connections without their own ToS go out lossless.
 		filepath.Join(cm, "mlx5_0", "ports", "1", "default_roce_tos"): "96",
