@@ -34,6 +34,20 @@ func seedProfiles(t *testing.T) map[string]Profile {
 	return out
 }
 
+// ruleProfiles are the profiles each renderer's rule test renders: the
+// default, the default with trust pcp, and the seed profiles, with
+// interface names of the target's kind.
+func ruleProfiles(t *testing.T, target string) map[string]Profile {
+	t.Helper()
+	pcp := goldenProfile(target)
+	pcp.RoCE.Trust = "pcp"
+	out := map[string]Profile{"default": goldenProfile(target), "pcp": pcp}
+	for name, p := range seedProfiles(t) {
+		out[name] = withInterfaces(p, target)
+	}
+	return out
+}
+
 // The cross-target check over the default and the seed profiles: no target
 // does something else than the profile in a way it could express, and the
 // values that must agree do, read from each rendering.

@@ -124,12 +124,7 @@ func comwareProblems(text string, c *ComwareCaps, lossless []uint8) []string {
 }
 
 func TestComwareMeetsCommandReference(t *testing.T) {
-	pcp := goldenProfile(TargetComware)
-	pcp.RoCE.Trust = "pcp"
-	profiles := map[string]Profile{"default": goldenProfile(TargetComware), "pcp": pcp}
-	for name, p := range seedProfiles(t) {
-		profiles[name] = withInterfaces(p, TargetComware)
-	}
+	profiles := ruleProfiles(t, TargetComware)
 	for name, p := range profiles {
 		r, err := RenderDevice(p, TargetComware, RenderOptions{})
 		if err != nil {

@@ -170,12 +170,7 @@ func huaweiProblems(text string, pl Platform, trust string) []string {
 }
 
 func TestHuaweiMeetsCommandReference(t *testing.T) {
-	pcp := goldenProfile(TargetHuawei)
-	pcp.RoCE.Trust = "pcp"
-	profiles := map[string]Profile{"default": goldenProfile(TargetHuawei), "pcp": pcp}
-	for name, p := range seedProfiles(t) {
-		profiles[name] = withInterfaces(p, TargetHuawei)
-	}
+	profiles := ruleProfiles(t, TargetHuawei)
 	for name, p := range profiles {
 		for _, pl := range Platforms(TargetHuawei) {
 			r, err := RenderDevice(p, TargetHuawei, RenderOptions{Platform: pl.Name})

@@ -223,12 +223,7 @@ func TestDCBGrammarRefuses(t *testing.T) {
 // optional, so a `set -e` script does not stop at it on ConnectX hosts
 // (mlx5 has no apptrust operation either).
 func TestLinuxCommandsParse(t *testing.T) {
-	pcp := goldenProfile(TargetLinux)
-	pcp.RoCE.Trust = "pcp"
-	profiles := map[string]Profile{"default": goldenProfile(TargetLinux), "pcp": pcp}
-	for name, p := range seedProfiles(t) {
-		profiles[name] = withInterfaces(p, TargetLinux)
-	}
+	profiles := ruleProfiles(t, TargetLinux)
 	for name, p := range profiles {
 		plan, err := PlanPort(p, p.Ports[0])
 		if err != nil {

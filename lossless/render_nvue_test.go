@@ -135,12 +135,8 @@ func nvueProblems(text string, lossless []uint8) []string {
 func TestNVUEMeetsReference(t *testing.T) {
 	odd := goldenProfile(TargetNVUE)
 	odd.Watchdog = Watchdog{DetectionMs: 5000, RestorationMs: 5000, PollMs: 1000, Action: ActionDrop}
-	pcp := goldenProfile(TargetNVUE)
-	pcp.RoCE.Trust = "pcp"
-	profiles := map[string]Profile{"default": goldenProfile(TargetNVUE), "long watchdog": odd, "pcp": pcp}
-	for name, p := range seedProfiles(t) {
-		profiles[name] = withInterfaces(p, TargetNVUE)
-	}
+	profiles := ruleProfiles(t, TargetNVUE)
+	profiles["long watchdog"] = odd
 	for name, p := range profiles {
 		for _, pl := range Platforms(TargetNVUE) {
 			r, err := RenderDevice(p, TargetNVUE, RenderOptions{Platform: pl.Name})

@@ -258,12 +258,7 @@ func sonicOf(t *testing.T, p Profile, o RenderOptions) (sonicDB, []string) {
 // Every rendering meets the YANG rules: the default on each SONiC platform,
 // the seed profiles, trust pcp.
 func TestSONiCMeetsYANG(t *testing.T) {
-	pcp := goldenProfile(TargetSONiC)
-	pcp.RoCE.Trust = "pcp"
-	profiles := map[string]Profile{"default": goldenProfile(TargetSONiC), "pcp": pcp}
-	for name, p := range seedProfiles(t) {
-		profiles[name] = withInterfaces(p, TargetSONiC)
-	}
+	profiles := ruleProfiles(t, TargetSONiC)
 	for name, p := range profiles {
 		for _, pl := range Platforms(TargetSONiC) {
 			db, ports := sonicOf(t, p, RenderOptions{Platform: pl.Name})

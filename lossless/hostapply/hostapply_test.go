@@ -168,6 +168,20 @@ func rdmaTree(t *testing.T, root, dev string, mtu int) string {
 	return cm
 }
 
+// serverPlan plans the default profile's server class on one mlx5-like
+// interface: its ECN tree, an RDMA device with the given MTU and a fake
+// RDMA-CM configfs.
+func serverPlan(t *testing.T, mtu int) (pl Plan, root, cm string) {
+	t.Helper()
+	p := lossless.Default()
+	pl, err := NewPlan(p, "server", []string{"ens1f0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	root = ecnTree(t, p, "ens1f0")
+	return pl, root, rdmaTree(t, root, "ens1f0", mtu)
+}
+
 // stepKinds counts a plan's dcb commands, ECN writes and RDMA-CM/MTU steps.
 func stepKinds(steps []lossless.LinuxStep) (dcb, ecn, rdma int) {
 	for _, s := range steps {
@@ -185,13 +199,8 @@ func stepKinds(steps []lossless.LinuxStep) (dcb, ecn, rdma int) {
 
 func TestApplyBringsHostToProfile(t *testing.T) {
 	p := lossless.Default()
-	pl, err := NewPlan(p, "server", []string{"ens1f0"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	pl, root, cm := serverPlan(t, 9000)
 	h := &fakeHost{}
-	root := ecnTree(t, p, "ens1f0")
-	cm := rdmaTree(t, root, "ens1f0", 9000)
 	res, err := Apply(context.Background(), Options{Exec: h, SysfsNet: root, RDMACM: cm, DCB: h}, pl)
 	if err != nil {
 		t.Fatal(err)
@@ -260,14 +269,8 @@ func TestApplyReportsFailuresAndGoesOn(t *testing.T) {
 // object): the step fails, is reported as unsupported, and the host still
 // counts as set up.
 func TestApplyOptionalAppTrust(t *testing.T) {
-	p := lossless.Default()
-	pl, err := NewPlan(p, "server", []string{"ens1f0"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	pl, root, cm := serverPlan(t, 9100)
 	h := &fakeHost{fail: "dcb apptrust"}
-	root := ecnTree(t, p, "ens1f0")
-	cm := rdmaTree(t, root, "ens1f0", 9100)
 	res, err := Apply(context.Background(), Options{Exec: h, SysfsNet: root, RDMACM: cm}, pl)
 	if err != nil {
 		t.Fatalf("a failing optional step failed the apply: %v", err)
@@ -284,15 +287,9 @@ func TestApplyOptionalAppTrust(t *testing.T) {
 // A 1500-byte MTU gives RDMA-CM a RoCE path MTU of 1024, not the profile's
 // 4096: the check fails and says both.
 func TestApplyRoCEMTUChecked(t *testing.T) {
-	p := lossless.Default()
-	pl, err := NewPlan(p, "server", []string{"ens1f0"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	pl, root, cm := serverPlan(t, 1500)
 	h := &fakeHost{}
-	root := ecnTree(t, p, "ens1f0")
-	cm := rdmaTree(t, root, "ens1f0", 1500)
-	_, err = Apply(context.Background(), Options{Exec: h, SysfsNet: root, RDMACM: cm}, pl)
+	_, err := Apply(context.Background(), Options{Exec: h, SysfsNet: root, RDMACM: cm}, pl)
 	if err == nil || !strings.Contains(err.Error(), "MTU 1500 gives RDMA-CM a RoCE path MTU of 1024, the profile says 4096") {
 		t.Fatalf("err = %v", err)
 	}
