@@ -33,7 +33,7 @@ type Rendering struct {
 // NotesInText reports whether Text carries the notes as comments.
 func (r Rendering) NotesInText() bool { return r.Target != TargetSONiC }
 
-// RenderOptions change how Render renders.
+// RenderOptions change how RenderDevice renders.
 type RenderOptions struct {
 	// Platform names the target's platform, over the profile's platforms.
 	Platform string
