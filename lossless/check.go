@@ -53,6 +53,11 @@ type CheckOptions struct {
 // thresholds in bytes, ETS shares, where CNPs go, watchdog times and
 // headroom.
 func Check(p Profile, o CheckOptions) (CheckReport, error) {
+	for target := range o.Platforms {
+		if _, ok := renderers[target]; !ok {
+			return CheckReport{}, fmt.Errorf("lossless: check: %q is not a device target (one of %s)", target, strings.Join(DeviceTargets(), ", "))
+		}
+	}
 	q := p
 	q.Ports = slices.Clone(p.Ports)
 	for i := range q.Ports {

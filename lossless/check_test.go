@@ -131,4 +131,7 @@ func TestCheckUnknownPlatform(t *testing.T) {
 	if _, err := Check(Default(), CheckOptions{Platforms: map[string]string{TargetSONiC: "tofino"}}); err == nil {
 		t.Error("an unknown platform was checked")
 	}
+	if _, err := Check(Default(), CheckOptions{Platforms: map[string]string{"junos": "mx"}}); err == nil {
+		t.Error("an unknown target was taken")
+	}
 }
