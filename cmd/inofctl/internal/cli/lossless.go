@@ -31,7 +31,9 @@ func (a *app) losslessCommand() *cobra.Command {
 	render.Flags().StringVar(&platform, "platform", "", "the target's platform, e.g. spectrum-2, ce6855 (default: the profile's, else the target's first)")
 	table := &cobra.Command{Use: "table", Short: "Print headroom and ECN thresholds per port speed (10–400G) × cable length (1–300 m)",
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return a.losslessRender(cmd, file, lossless.TargetTable, "") }}
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return a.losslessRender(cmd, file, lossless.TargetTable, "")
+		}}
 	check := &cobra.Command{Use: "check", Short: "Render every target and compare what each does with the profile",
 		Long: "Renders the profile for every device target (on this machine; -f needs no server) and\n" +
 			"compares, per target, the lossless priorities, the DSCP (or PCP) → TC map, ECN thresholds in\n" +
