@@ -31,13 +31,15 @@ func Compute(p Profile) ([]PortPlan, error) {
 
 // PlanPort computes headroom and ECN thresholds for one port class.
 func PlanPort(p Profile, port Port) (PortPlan, error) {
-	sw, err := SONiCHeadroom(port.SpeedMbps, port.CableMeters, port.MTU, p.SwitchBuffer)
+	sw, err := SONiCHeadroom(port, p.SwitchBuffer)
 	if err != nil {
 		return PortPlan{}, fmt.Errorf("lossless: port class %q: %w", port.Name, err)
 	}
 	nic := MLX5Headroom(port.SpeedMbps, port.CableMeters, port.MTU, p.NICBuffer.CellBytes)
 	xoff := max(sw.Xoff, nic.Xoff)
-	size := sw.Xon + xoff
+	// The switch size is xon + its xoff (+ the 8-lane MTU): swap in the
+	// larger xoff.
+	size := sw.Size - sw.Xoff + xoff
 	if p.SwitchBuffer.SharedHeadroomPool {
 		size = sw.Xon
 	}

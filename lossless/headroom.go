@@ -39,40 +39,73 @@ type SwitchHeadroom struct {
 	Size uint32 // reserved per priority group (xon alone with a shared headroom pool)
 }
 
-// speedOfLight is the signal speed in cable, m/s, as SONiC uses it.
-const speedOfLight = 198000000
+// Constants of sonic-swss cfgmgr/buffer_headroom_mellanox.lua.
+const (
+	// speedOfLight is the signal speed in cable, m/s.
+	speedOfLight = 198000000
+	// minimalPacket is the small packet the worst-case cell use assumes.
+	minimalPacket = 64
+	// smallPacketCompensation is what the script adds to xoff when a small
+	// packet share below 100 % leaves it more than this short of the worst
+	// case (sonic-swss PR 4757, shared headroom pool off).
+	smallPacketCompensation = 2 * 1024
+	// spectrum6Compensation is the extra xoff of Spectrum-6 (PR 4797).
+	spectrum6Compensation = 18 * 1024
+)
 
-// SONiCHeadroom computes headroom with the SONiC dynamic model, following the
-// arithmetic of sonic-swss cfgmgr/buffer_headroom_mellanox.lua (which divides
-// bits by 8×1024 where the design document divides by 8: the script's cable
-// and gearbox terms are 2.4 % smaller than the physical ones, and we match
-// the script so our numbers equal what a SONiC switch computes).
-func SONiCHeadroom(speedMbps, cableM, portMTU uint32, b SwitchBuffer) (SwitchHeadroom, error) {
-	quanta, ok := PauseQuanta(speedMbps)
+// SONiCHeadroom computes a port's headroom with the SONiC dynamic model,
+// following the current sonic-swss cfgmgr/buffer_headroom_mellanox.lua (PR
+// 3235, 2024: small packets counted by size, the worst-case factor rounded
+// up, the cable term divided by 8×1000; PR 4757: 2 KiB more xoff when a small
+// packet share below 100 % leaves xoff short of the worst case and no shared
+// headroom pool is used; PR 4797: 18 KiB more on Spectrum-6; bytes on tile on
+// Spectrum-4/5; doubled pipeline latency and one more port MTU on 8-lane
+// ports). The arithmetic is the script's, so the numbers are what a Mellanox
+// SONiC switch computes for itself with the same ASIC constants.
+func SONiCHeadroom(port Port, b SwitchBuffer) (SwitchHeadroom, error) {
+	quanta, ok := PauseQuanta(port.SpeedMbps)
 	if !ok {
-		return SwitchHeadroom{}, fmt.Errorf("lossless: no pause quanta for speed %d Mb/s", speedMbps)
+		return SwitchHeadroom{}, fmt.Errorf("lossless: no pause quanta for speed %d Mb/s", port.SpeedMbps)
 	}
 	cell := float64(b.CellBytes)
-	var worstCase float64
-	if cell > 2*64 {
-		worstCase = cell / 64
-	} else {
-		worstCase = 2 * cell / (1 + cell)
+	pipeline := b.PipelineLatencyKB * 1024
+	var speedOverhead float64
+	if port.Lanes == 8 {
+		pipeline *= 2
+		speedOverhead = float64(port.MTU)
 	}
-	spp := float64(b.SmallPacketPercent)
-	occupancy := (100 - spp + spp*worstCase) / 100
+	worstCase := 2 * cell / (1 + cell)
+	if cell > 2*minimalPacket {
+		worstCase = cell / minimalPacket
+	}
+	worstCase = math.Ceil(worstCase)
+	spp, losslessMTU := float64(b.SmallPacketPercent), float64(b.LosslessMTU)
+	sppByBytes := 100 * minimalPacket / ((spp*minimalPacket + (100-spp)*losslessMTU) / 100)
+	occupancy := (100 - sppByBytes + sppByBytes*worstCase) / 100
 
-	speed := float64(speedMbps)
+	speed := float64(port.SpeedMbps)
 	peerResponse := float64(quanta) * 512 / 8
-	onCable := 2 * float64(cableM) * speed * 1e9 / speedOfLight / (8 * 1024)
+	onCable := 2 * float64(port.CableMeters) * speed * 1e9 / speedOfLight / (8 * 1000)
 	onGearbox := speed * float64(b.GearboxDelayNs) / (8 * 1024)
-	propagation := float64(portMTU) + onCable + 2*onGearbox + b.MACPHYDelayKB*1024 + peerResponse
+	var onTile float64
+	if b.Generation == 4 || b.Generation == 5 {
+		onTile = speed / 1000 * 120 / 8
+	}
+	propagation := float64(port.MTU) + onCable + 2*onGearbox + b.MACPHYDelayKB*1024 + peerResponse + onTile
 
-	xoff := ceil1024(float64(b.LosslessMTU) + propagation*occupancy)
-	xon := ceil1024(b.PipelineLatencyKB * 1024)
-	size := xon + xoff
-	if b.SharedHeadroomPool {
-		size = xon
+	xoff := ceil1024(losslessMTU + propagation*occupancy)
+	if b.Generation == 6 {
+		xoff += spectrum6Compensation
+	}
+	if !b.SharedHeadroomPool && b.SmallPacketPercent != 100 {
+		if full := ceil1024(losslessMTU + propagation*worstCase); xoff+smallPacketCompensation < full {
+			xoff += smallPacketCompensation
+		}
+	}
+	xon := ceil1024(pipeline)
+	size := xon
+	if !b.SharedHeadroomPool {
+		size = ceil1024(float64(xoff) + float64(xon) + speedOverhead)
 	}
 	return SwitchHeadroom{Xoff: xoff, Xon: xon, Size: size}, nil
 }

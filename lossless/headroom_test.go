@@ -19,87 +19,144 @@ func TestPauseQuanta(t *testing.T) {
 	}
 }
 
-// Worked by hand from the SONiC formula with the spec's Spectrum constants
-// (cell 144 B SP2 / 96 B SP1, pipeline latency 18 KB, mac_phy_delay 0.8 KB,
-// small packets 50 %, lossless MTU 1024, port MTU 9100); the arithmetic is in
-// each case's comment and was checked independently of this code.
-func TestSONiCHeadroomWorked(t *testing.T) {
-	sp := func(cell uint32) SwitchBuffer {
-		return SwitchBuffer{CellBytes: cell, PipelineLatencyKB: 18, MACPHYDelayKB: 0.8, LosslessMTU: 1024, SmallPacketPercent: 50}
+// spectrum2 is SONiC's ASIC_TABLE for Spectrum-2 with the profile's small
+// packet share (50 %) and a lossless MTU.
+func spectrum2(losslessMTU uint32) SwitchBuffer {
+	return SwitchBuffer{CellBytes: 144, PipelineLatencyKB: 18, MACPHYDelayKB: 0.8, LosslessMTU: losslessMTU, SmallPacketPercent: 50}
+}
+
+// The current sonic-swss buffer_headroom_mellanox.lua, worked by hand for
+// Spectrum-2, lossless MTU 4096, port MTU 9100 at 100G (the numbers issue
+// 32 quotes: xoff 45,056 / 49,152 / 83,968 B at 5 / 40 / 300 m):
+//
+//	worst case ceil(144/64) = 3; small packets by size 100·64/((50·64 + 50·4096)/100) = 3.0769 %;
+//	occupancy (100 − 3.0769 + 3·3.0769)/100 = 1.061538; peer response 394·64 = 25216;
+//	cable 2·L·1e5·1e9/1.98e8/8000 = 631.31 / 5050.51 / 37878.79 B;
+//	propagation 9100 + cable + 819.2 + 25216 = 35766.51 / 40185.71 / 73013.99;
+//	xoff ceil1024(4096 + propagation·occupancy) = 43008 / 47104 / 81920, and 2048
+//	more each because that is still 2 KiB short of ceil1024(4096 + 3·propagation);
+//	xon ceil1024(18·1024) = 18432; size ceil1024(xoff + xon).
+func TestSONiCHeadroomCurrentModel(t *testing.T) {
+	for _, c := range []struct {
+		cable, xoff, size uint32
+	}{{5, 45056, 63488}, {40, 49152, 67584}, {300, 83968, 102400}} {
+		got, err := SONiCHeadroom(Port{SpeedMbps: 100000, CableMeters: c.cable, MTU: 9100}, spectrum2(4096))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got != (SwitchHeadroom{Xoff: c.xoff, Xon: 18432, Size: c.size}) {
+			t.Errorf("100G %d m: got %+v, want xoff %d xon 18432 size %d", c.cable, got, c.xoff, c.size)
+		}
+	}
+}
+
+// sonic-swss PR 3235 lists the script's output for SPC3 and SPC4 (port MTU
+// 9100, RDMA MTU 1024, small packets 50 %): 400G/300m xon 38912 xoff 272384
+// size 320512; 100G/40m xon 19456 xoff 51200 size 70656; SPC4 800G/300m xon
+// 38912 xoff 474112 size 522240; 200G/40m xon 19456 xoff 65536. Those
+// predate PR 4757, which adds 2 KiB to each xoff here (each is more than
+// 2 KiB short of its all-small-packet worst case), so xoff is the PR's value
+// + 2048 and size follows. 400G and 800G are 8-lane ports (doubled pipeline
+// latency, one more port MTU in size); Spectrum-4 adds speed/1000·120/8 bytes
+// on tile.
+func TestSONiCHeadroomMatchesPR3235(t *testing.T) {
+	sp := func(gen uint8, cell uint32) SwitchBuffer {
+		return SwitchBuffer{CellBytes: cell, PipelineLatencyKB: 19, MACPHYDelayKB: 0.8, LosslessMTU: 1024, SmallPacketPercent: 50, Generation: gen}
 	}
 	cases := []struct {
 		name                string
-		speed, cable, mtu   uint32
+		port                Port
 		buf                 SwitchBuffer
-		xoff, xon, wantSize uint32
+		prXoff, xon, prSize uint32
+		wantSizeWithCompens uint32
 	}{
-		// wcf 144/64 = 2.25, occupancy 1.625; peer 394·64 = 25216;
-		// cable 2·5·1e5·1e9/1.98e8/8192 = 616.52; propagation 9100+616.52+819.2+25216 = 35751.72;
-		// xoff = ceil1024(1024 + 35751.72·1.625 = 59120.5) = 59392; xon 18432.
-		{"SP2 100G 5m", 100000, 5, 9100, sp(144), 59392, 18432, 77824},
-		// wcf 2·96/97 = 1.9794, occupancy 1.4897; peer 80·64 = 5120; cable 1233.03;
-		// propagation 16272.23; xoff = ceil1024(1024 + 24240.6) = 25600.
-		{"SP1 25G 40m", 25000, 40, 9100, sp(96), 25600, 18432, 44032},
-		// peer 905·64 = 57920; cable 2·300·4e5·1e9/1.98e8/8192 = 147964.02;
-		// propagation 215803.2; xoff = ceil1024(1024 + 350680.2) = 352256.
-		{"SP2 400G 300m", 400000, 300, 9100, sp(144), 352256, 18432, 370688},
+		{"SPC3 400G 300m", Port{SpeedMbps: 400000, CableMeters: 300, MTU: 9100, Lanes: 8}, sp(3, 144), 272384, 38912, 320512, 322560},
+		{"SPC3 100G 40m", Port{SpeedMbps: 100000, CableMeters: 40, MTU: 9100}, sp(3, 144), 51200, 19456, 70656, 72704},
+		{"SPC4 800G 300m", Port{SpeedMbps: 800000, CableMeters: 300, MTU: 9100, Lanes: 8}, sp(4, 192), 474112, 38912, 522240, 524288},
+		{"SPC4 200G 40m", Port{SpeedMbps: 200000, CableMeters: 40, MTU: 9100}, sp(4, 192), 65536, 19456, 84992, 87040},
 	}
 	for _, c := range cases {
-		got, err := SONiCHeadroom(c.speed, c.cable, c.mtu, c.buf)
+		got, err := SONiCHeadroom(c.port, c.buf)
 		if err != nil {
-			t.Fatalf("%s: %v", c.name, err)
+			t.Fatal(err)
 		}
-		if got != (SwitchHeadroom{Xoff: c.xoff, Xon: c.xon, Size: c.wantSize}) {
-			t.Errorf("%s: got %+v, want xoff %d xon %d size %d", c.name, got, c.xoff, c.xon, c.wantSize)
+		if got.Xoff != c.prXoff+smallPacketCompensation || got.Xon != c.xon || got.Size != c.wantSizeWithCompens {
+			t.Errorf("%s: got %+v, want xoff %d+2048, xon %d, size %d (PR: %d)", c.name, got, c.prXoff, c.xon, c.wantSizeWithCompens, c.prSize)
 		}
 	}
 }
 
-// With a shared headroom pool SONiC reserves only xon per priority group.
+// With a shared headroom pool SONiC reserves only xon per priority group and
+// adds no small-packet compensation: 100G/5m xoff 43008 (above, before the
+// 2 KiB), size = xon.
 func TestSONiCHeadroomSharedPool(t *testing.T) {
-	b := SwitchBuffer{CellBytes: 144, PipelineLatencyKB: 18, MACPHYDelayKB: 0.8, LosslessMTU: 1024, SmallPacketPercent: 50, SharedHeadroomPool: true}
-	got, err := SONiCHeadroom(100000, 5, 9100, b)
+	b := spectrum2(4096)
+	b.SharedHeadroomPool = true
+	got, err := SONiCHeadroom(Port{SpeedMbps: 100000, CableMeters: 5, MTU: 9100}, b)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.Size != 18432 || got.Xoff != 59392 {
-		t.Errorf("shared pool: got %+v, want size 18432 (xon only), xoff 59392", got)
+	if got != (SwitchHeadroom{Xoff: 43008, Xon: 18432, Size: 18432}) {
+		t.Errorf("shared pool: got %+v, want xoff 43008, size 18432 (xon only)", got)
 	}
 }
 
-// Gearbox delay adds speed·delay/8192 bytes twice (lua: 2·bytes_on_gearbox).
-// 100G, 700 ns: 100000·700/8192 = 8544.9 B; ×2 ×1.625 = 27770.9 more before
-// rounding: ceil1024(59120.5 + 27770.9 = 86891.4) = 87040.
+// Gearbox delay adds speed·delay/8192 bytes twice (lua: 2·bytes_on_gearbox):
+// 100G, 700 ns: 100000·700/8192 = 8544.92 B; propagation 35766.51 + 17089.84 =
+// 52856.36; ceil1024(4096 + 52856.36·1.061538 = 60205.06) = 60416, + 2048.
 func TestSONiCHeadroomGearbox(t *testing.T) {
-	b := SwitchBuffer{CellBytes: 144, PipelineLatencyKB: 18, MACPHYDelayKB: 0.8, LosslessMTU: 1024, SmallPacketPercent: 50, GearboxDelayNs: 700}
-	got, err := SONiCHeadroom(100000, 5, 9100, b)
+	b := spectrum2(4096)
+	b.GearboxDelayNs = 700
+	got, err := SONiCHeadroom(Port{SpeedMbps: 100000, CableMeters: 5, MTU: 9100}, b)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.Xoff != 87040 {
-		t.Errorf("gearbox xoff = %d, want 87040", got.Xoff)
+	if got.Xoff != 62464 {
+		t.Errorf("gearbox xoff = %d, want 62464", got.Xoff)
+	}
+}
+
+// Spectrum-6 adds 18 KiB (PR 4797); with every packet small (100 %) the
+// occupancy is the worst case, 3, and there is no compensation:
+// ceil1024(4096 + 3·35766.51) = 111616.
+func TestSONiCHeadroomGenerationAndSmallPackets(t *testing.T) {
+	port := Port{SpeedMbps: 100000, CableMeters: 5, MTU: 9100}
+	b := spectrum2(4096)
+	b.Generation = 6
+	if got, _ := SONiCHeadroom(port, b); got.Xoff != 43008+spectrum6Compensation+smallPacketCompensation {
+		t.Errorf("Spectrum-6 xoff = %d, want 43008 + 18432 + 2048", got.Xoff)
+	}
+	b = spectrum2(4096)
+	b.SmallPacketPercent = 100
+	if got, _ := SONiCHeadroom(port, b); got.Xoff != 111616 {
+		t.Errorf("all small packets: xoff = %d, want 111616", got.Xoff)
 	}
 }
 
 func TestSONiCHeadroomUnknownSpeed(t *testing.T) {
-	if _, err := SONiCHeadroom(12345, 5, 9100, Default().SwitchBuffer); err == nil {
+	if _, err := SONiCHeadroom(Port{SpeedMbps: 12345, CableMeters: 5, MTU: 9100}, Default().SwitchBuffer); err == nil {
 		t.Error("no error for a speed without pause quanta")
 	}
 }
 
-// Sanity check against a vendor number: the mlxsw driver commit
-// edf777f55aee ("Update port headroom configuration") says Mellanox recommends
-// 101.6 KB of headroom for a 100G port with a 100 m cable. The SONiC model on
-// Spectrum-1 constants (port MTU 1500) must land within 25 % of it.
-func TestSONiCHeadroomNearMellanoxRecommendation(t *testing.T) {
-	b := SwitchBuffer{CellBytes: 96, PipelineLatencyKB: 18, MACPHYDelayKB: 0.8, LosslessMTU: 1500, SmallPacketPercent: 50}
-	got, err := SONiCHeadroom(100000, 100, 1500, b)
-	if err != nil {
-		t.Fatal(err)
-	}
-	const recommended = 101600.0
-	if r := float64(got.Size) / recommended; r < 0.75 || r > 1.25 {
-		t.Errorf("100G/100m headroom %d B is %.0f %% of the recommended 101.6 KB", got.Size, r*100)
+// Physics bounds the model from below: after XOFF the port must take the
+// frame the peer is sending (port MTU), a lossless packet, twice the cable
+// delay's bytes and the peer's response; cell overhead only adds. Checked on
+// the whole default table, so a wrong unit in any term shows.
+func TestSONiCHeadroomAbovePhysics(t *testing.T) {
+	for _, s := range TableSpeedsMbps() {
+		for _, l := range TableCablesM() {
+			port := Port{SpeedMbps: s, CableMeters: l, MTU: 9100}
+			got, err := SONiCHeadroom(port, spectrum2(4096))
+			if err != nil {
+				t.Fatal(err)
+			}
+			q, _ := PauseQuanta(s)
+			inflight := 9100 + 4096 + 2*float64(l)*float64(s)*1e6/speedOfLight/8 + float64(q)*64
+			if float64(got.Xoff) < inflight || float64(got.Xoff) > 3*inflight+8192 {
+				t.Errorf("%dG %dm: xoff %d outside [%.0f, 3×] bytes in flight", s/1000, l, got.Xoff, inflight)
+			}
+		}
 	}
 }
 
@@ -151,23 +208,34 @@ func TestScaleECNHPCC(t *testing.T) {
 }
 
 // Compute takes the larger model for xoff and the larger of switch and NIC
-// reservations: at 100G/5m/9100 the switch model wins (62464 vs NIC 55852:
-// (301+10)·100 + 24752); at 10G/300m the NIC model wins (floored to 40G:
-// (301+648)·40 + 24752 = 62712 against the switch's 33792).
+// reservations. With the default constants the NIC model wins at 100G/5m
+// (55852 = (301+10)·100 + 24752 against the switch's 45056: headroom 18432 +
+// 55852); with every packet small the switch model wins (111616, see
+// above); at 10G/300m the NIC floors the speed to 40G ((301+648)·40 + 24752 =
+// 62712 against the switch's 25600).
 func TestComputeUsesLarger(t *testing.T) {
 	p := Default()
 	plan, err := PlanPort(p, Port{Name: "a", SpeedMbps: 100000, CableMeters: 5, MTU: 9100})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if plan.NIC.Xoff != 55852 || plan.XoffBytes != plan.Switch.Xoff || plan.HeadroomBytes != plan.Switch.Xon+plan.Switch.Xoff {
+	if plan.NIC.Xoff != 55852 || plan.Switch.Xoff != 45056 || plan.XoffBytes != 55852 || plan.HeadroomBytes != 18432+55852 {
 		t.Errorf("100G/5m: %+v", plan)
+	}
+	small := Default()
+	small.SwitchBuffer.SmallPacketPercent = 100
+	plan, err = PlanPort(small, Port{Name: "a", SpeedMbps: 100000, CableMeters: 5, MTU: 9100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if plan.XoffBytes != 111616 || plan.HeadroomBytes != 18432+111616 {
+		t.Errorf("100G/5m, all small packets: %+v", plan)
 	}
 	plan, err = PlanPort(p, Port{Name: "b", SpeedMbps: 10000, CableMeters: 300, MTU: 9100})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if plan.NIC.Xoff != 62712 || plan.XoffBytes != 62712 || plan.HeadroomBytes != plan.Switch.Xon+62712 {
+	if plan.NIC.Xoff != 62712 || plan.Switch.Xoff != 25600 || plan.XoffBytes != 62712 || plan.HeadroomBytes != plan.Switch.Xon+62712 {
 		t.Errorf("10G/300m: %+v", plan)
 	}
 	plan, err = PlanPort(p, Port{Name: "c", SpeedMbps: 100000, CableMeters: 5, MTU: 9100, HeadroomBytes: 200000})

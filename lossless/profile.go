@@ -38,6 +38,10 @@ type Profile struct {
 	DCQCN DCQCN `yaml:"dcqcn"`
 	// Watchdog is the PFC storm watchdog.
 	Watchdog Watchdog `yaml:"watchdog"`
+	// Platforms names, per render target, the hardware family a device of
+	// that target is (e.g. sonic: spectrum-2, huawei: ce6855); a target left
+	// out uses its default platform. Platforms() lists them.
+	Platforms map[string]string `yaml:"platforms,omitempty"`
 }
 
 // CNP places congestion notification packets.
@@ -79,6 +83,10 @@ type Port struct {
 	// HeadroomBytes overrides the computed headroom size when non-zero; it
 	// must still cover the computed requirement.
 	HeadroomBytes uint32 `yaml:"headroom_bytes,omitempty"`
+	// Lanes is the number of SerDes lanes of a port in this class; SONiC
+	// doubles the pipeline latency and adds a port MTU to the headroom of
+	// 8-lane ports. 0 means not 8.
+	Lanes uint8 `yaml:"lanes,omitempty"`
 	// Interfaces are the device's interface names in this class; renderers
 	// need them, the fabric-wide profile may leave them empty.
 	Interfaces []string `yaml:"interfaces,omitempty,flow"`
@@ -102,6 +110,10 @@ type SwitchBuffer struct {
 	GearboxDelayNs     uint32  `yaml:"gearbox_delay_ns,omitempty"`
 	SharedHeadroomPool bool    `yaml:"shared_headroom_pool,omitempty"`
 	DynamicThreshold   int8    `yaml:"dynamic_th"`
+	// Generation is the NVIDIA Spectrum generation (1–6) when the model is
+	// for one: SONiC adds bytes on tile for Spectrum-4 and -5 and 18 KiB for
+	// Spectrum-6. 0 adds neither. A platform sets it.
+	Generation uint8 `yaml:"spectrum_generation,omitempty"`
 }
 
 // NICBuffer holds the constants of the mlx5 NIC headroom formula.

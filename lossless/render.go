@@ -17,53 +17,110 @@ const (
 	TargetTable   = "table"
 )
 
-// renderer renders a valid profile for one device target from the plans of
-// its port classes (each lists its interfaces).
-type renderer func(p Profile, plans []PortPlan) ([]byte, error)
-
-// renderers are the device targets, by name: adding a target is one entry
-// here and its file.
-var renderers = map[string]renderer{
-	TargetLinux:   infallible(renderLinux),
-	TargetSONiC:   renderSONiC,
-	TargetNVUE:    infallible(renderNVUE),
-	TargetComware: infallible(renderComware),
-	TargetHuawei:  infallible(renderHuawei),
+// Rendering is a device configuration and what it makes the device do.
+type Rendering struct {
+	Target   string
+	Platform Platform
+	// Text is the configuration in the target's own syntax.
+	Text []byte
+	// Notes are every way the configuration differs from the profile and
+	// why; text targets carry them as comments too, JSON (sonic) cannot.
+	Notes []string
+	// Effective is what the configuration makes the device do.
+	Effective Effective
 }
 
-// infallible adapts a renderer that cannot fail.
-func infallible(f func(Profile, []PortPlan) []byte) renderer {
-	return func(p Profile, plans []PortPlan) ([]byte, error) { return f(p, plans), nil }
+// NotesInText reports whether Text carries the notes as comments.
+func (r Rendering) NotesInText() bool { return r.Target != TargetSONiC }
+
+// RenderOptions change how RenderDevice renders.
+type RenderOptions struct {
+	// Platform names the target's platform, over the profile's platforms.
+	Platform string
+}
+
+// renderInput is a valid profile on one platform, planned.
+type renderInput struct {
+	p     Profile // on the platform (ForPlatform)
+	pl    Platform
+	plans []PortPlan
+}
+
+// renderer renders one device target; every port class lists interfaces.
+type renderer func(in renderInput) (Rendering, error)
+
+// renderers are the device targets, by name: adding a target is one entry
+// here, its platforms and its file.
+var renderers = map[string]renderer{
+	TargetLinux:   renderLinux,
+	TargetSONiC:   renderSONiC,
+	TargetNVUE:    renderNVUE,
+	TargetComware: renderComware,
+	TargetHuawei:  renderHuawei,
 }
 
 // Targets returns every target Render accepts: the device targets sorted,
 // then "table".
-func Targets() []string { return append(slices.Sorted(maps.Keys(renderers)), TargetTable) }
+func Targets() []string { return append(DeviceTargets(), TargetTable) }
 
-// Render validates the profile and renders it for a target platform. Device
-// targets need every port class to list its interfaces; "table" does not.
+// DeviceTargets returns the device targets, sorted.
+func DeviceTargets() []string { return slices.Sorted(maps.Keys(renderers)) }
+
+// Render validates the profile and renders it for a target platform with
+// the profile's platform for it (or the target's default). Device targets
+// need every port class to list its interfaces; "table" does not.
 func Render(p Profile, target string) ([]byte, error) {
-	render, device := renderers[target]
-	if !device && target != TargetTable {
-		return nil, fmt.Errorf("lossless: unknown render target %q (one of %s)", target, strings.Join(Targets(), ", "))
-	}
-	if err := p.Validate(); err != nil {
-		return nil, fmt.Errorf("lossless: render %s: %w", target, err)
-	}
-	if !device {
+	if target == TargetTable {
+		if err := p.Validate(); err != nil {
+			return nil, fmt.Errorf("lossless: render %s: %w", target, err)
+		}
 		return RenderTable(p, p.Ports[0].MTU, TableSpeedsMbps(), TableCablesM())
 	}
-	plans, err := Compute(p)
+	r, err := RenderDevice(p, target, RenderOptions{})
 	if err != nil {
-		return nil, fmt.Errorf("lossless: render %s: %w", target, err)
+		return nil, err
+	}
+	return r.Text, nil
+}
+
+// RenderDevice validates the profile, checks it fits the platform and
+// renders it for a device target.
+func RenderDevice(p Profile, target string, o RenderOptions) (Rendering, error) {
+	render, ok := renderers[target]
+	if !ok {
+		return Rendering{}, fmt.Errorf("lossless: unknown render target %q (one of %s)", target, strings.Join(Targets(), ", "))
+	}
+	if err := p.Validate(); err != nil {
+		return Rendering{}, fmt.Errorf("lossless: render %s: %w", target, err)
+	}
+	pl, err := p.platformFor(target, o.Platform)
+	if err != nil {
+		return Rendering{}, fmt.Errorf("lossless: render %s: %w", target, err)
+	}
+	var ps Problems
+	p.checkPlatform(pl, "platform", func(field string, value any, rule, detail, fix string) {
+		ps = append(ps, Problem{Field: field, Value: fmt.Sprint(value), Rule: rule, Detail: detail, Fix: fix})
+	})
+	if len(ps) > 0 {
+		return Rendering{}, fmt.Errorf("lossless: render %s on %s: %w", target, pl.Name, ps)
+	}
+	q := p.ForPlatform(pl)
+	plans, err := Compute(q)
+	if err != nil {
+		return Rendering{}, fmt.Errorf("lossless: render %s: %w", target, err)
 	}
 	for i, plan := range plans {
 		if len(plan.Port.Interfaces) == 0 {
-			return nil, fmt.Errorf("lossless: render %s: port class %q lists no interfaces; set ports[%d].interfaces for this device",
+			return Rendering{}, fmt.Errorf("lossless: render %s: port class %q lists no interfaces; set ports[%d].interfaces for this device",
 				target, plan.Port.Name, i)
 		}
 	}
-	return render(p, plans)
+	r, err := render(renderInput{p: q, pl: pl, plans: plans})
+	if err != nil {
+		return Rendering{}, fmt.Errorf("lossless: render %s on %s: %w", target, pl.Name, err)
+	}
+	r.Target, r.Platform = target, pl
+	return r, nil
 }
 
 // text accumulates rendered lines.
@@ -75,6 +132,18 @@ func (t *text) line(format string, args ...any) {
 }
 
 func (t *text) bytes() []byte { return []byte(t.b.String()) }
+
+// notes collects the ways a rendering differs from the profile.
+type notes []string
+
+func (n *notes) add(format string, args ...any) { *n = append(*n, fmt.Sprintf(format, args...)) }
+
+// comments writes the notes as comment lines with prefix (e.g. "# ").
+func (t *text) comments(prefix string, ns notes) {
+	for _, n := range ns {
+		t.line("%s%s", prefix, n)
+	}
+}
 
 // prioMap is "0:v0 1:v1 ... 7:v7" as separate arguments, for the eight
 // priorities or traffic classes, with f giving each value.
@@ -110,9 +179,6 @@ func (p Profile) losslessTCs() []uint8 {
 	}
 	return out
 }
-
-// dscpPriority returns the priority DSCP d maps to on switches.
-func (p Profile) dscpPriority(d uint8) uint8 { return p.DSCPToPriority[d] }
 
 // hostDSCPMap is the DSCP map hosts use.
 func (p Profile) hostDSCPMap() map[uint8]uint8 {

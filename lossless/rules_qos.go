@@ -65,7 +65,8 @@ func (p Profile) checkCNPStrict(add addFunc) {
 }
 
 // checkETS: the ETS/WRR shares of the ets classes sum to 100; strict classes
-// have no weight.
+// have no weight; every traffic class a priority uses is listed, so the
+// classes left out carry no traffic on any target.
 func (p Profile) checkETS(add addFunc) {
 	sum, n := 0, 0
 	for i, c := range p.TrafficClasses {
@@ -87,6 +88,13 @@ func (p Profile) checkETS(add addFunc) {
 	if n > 0 && sum != 100 {
 		add("traffic_classes[*].weight", sum, RuleETSSum, "ets shares must sum to 100",
 			"adjust the weights (default: other 50, storage 50)")
+	}
+	for prio, tc := range p.PriorityToTC {
+		if _, ok := p.trafficClass(tc); !ok && tc < NumPriorities {
+			add(fmt.Sprintf("priority_to_tc[%d]", prio), tc, RuleETSSum,
+				fmt.Sprintf("priority %d uses traffic class %d, which traffic_classes does not schedule (targets would keep their own default for it)", prio, tc),
+				fmt.Sprintf("add {tc: %d, scheduler: ets, weight: N} or map the priority to a listed class", tc))
+		}
 	}
 }
 

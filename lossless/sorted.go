@@ -6,6 +6,6 @@ import (
 )
 
 // sortedKeys returns the keys of m in ascending order.
-func sortedKeys(m map[uint8]uint8) []uint8 {
+func sortedKeys[V any](m map[uint8]V) []uint8 {
 	return slices.Sorted(maps.Keys(m))
 }

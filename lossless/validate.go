@@ -17,6 +17,7 @@ const (
 	RuleDSCPAgree       = "dscp-maps-agree"
 	RuleMTUFits         = "mtu-fits"
 	RuleWatchdog        = "watchdog-ranges"
+	RulePlatform        = "platform-fits"
 )
 
 // Problem is one broken rule: which field, its value, the rule, what is
@@ -75,6 +76,7 @@ func (p Profile) Validate() error {
 	p.checkHeadroom(add)
 	p.checkMTU(add)
 	p.checkWatchdog(add)
+	p.checkPlatforms(add)
 	if len(ps) == 0 {
 		return nil
 	}

@@ -2,6 +2,7 @@ package lossless
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -45,7 +46,7 @@ func TestValidateFailing(t *testing.T) {
 		{"unknown speed", func(p *Profile) { p.Ports[0].SpeedMbps = 30000 }, RuleHeadroom, "ports[0].speed_mbps"},
 		{"no cable", func(p *Profile) { p.Ports[1].CableMeters = 0 }, RuleHeadroom, "ports[1].cable_m"},
 		{"cable too long for mlx5", func(p *Profile) { p.Ports[1].CableMeters = 1000 }, RuleHeadroom, "ports[1].cable_m"},
-		// 100G/300m needs 140288 B (see the golden table).
+		// 100G/300m needs 138084 B: xon 18432 + NIC xoff 119652 (see the golden table).
 		{"override too small", func(p *Profile) { p.Ports[2].HeadroomBytes = 100000 }, RuleHeadroom, "ports[2].headroom_bytes"},
 		{"no cell size", func(p *Profile) { p.SwitchBuffer.CellBytes = 0 }, RuleHeadroom, "switch_buffer.cell_bytes"},
 
@@ -89,6 +90,39 @@ func TestValidateFailing(t *testing.T) {
 		{"restoration too long", func(p *Profile) { p.Watchdog.RestorationMs = 60001 }, RuleWatchdog, "watchdog.restoration_ms"},
 		{"restoration too short", func(p *Profile) { p.Watchdog.RestorationMs = 50 }, RuleWatchdog, "watchdog.restoration_ms"},
 		{"poll slower than detection", func(p *Profile) { p.Watchdog.PollMs = 300 }, RuleWatchdog, "watchdog.poll_ms"},
+		// sonic-pfcwd.yang: POLL_INTERVAL 100..1000 and restoration_time >= POLL_INTERVAL.
+		{"poll above SONiC's 1000", func(p *Profile) {
+			p.Watchdog = Watchdog{DetectionMs: 2000, RestorationMs: 2000, PollMs: 2000, Action: ActionDrop}
+		}, RuleWatchdog, "watchdog.poll_ms"},
+		{"poll below 100", func(p *Profile) { p.Watchdog.PollMs = 50 }, RuleWatchdog, "watchdog.poll_ms"},
+		{"restoration shorter than poll", func(p *Profile) {
+			p.Watchdog = Watchdog{DetectionMs: 400, RestorationMs: 200, PollMs: 400, Action: ActionDrop}
+		}, RuleWatchdog, "watchdog.restoration_ms"},
+
+		{"unscheduled traffic class", func(p *Profile) { p.PriorityToTC[1] = 1 }, RuleETSSum, "priority_to_tc[1]"},
+
+		{"unknown platform target", func(p *Profile) { p.Platforms = map[string]string{"junos": "mx"} }, RulePlatform, "platforms.junos"},
+		{"unknown platform", func(p *Profile) { p.Platforms = map[string]string{TargetSONiC: "spectrum-9"} }, RulePlatform, "platforms.sonic"},
+		// 400G over 999 m needs about 1.2 MB per queue; the CE6855 family's hdrm stops at 30720 KB, so that fits,
+		// but 32 such ports with two lossless queues exceed Spectrum-1's 16 MB.
+		{"headroom beyond the buffer", func(p *Profile) {
+			p.Platforms = map[string]string{TargetSONiC: "spectrum-1"}
+			p.Ports[2].SpeedMbps, p.Ports[2].CableMeters = 400000, 999
+			p.PFC.XoffThresholdBytes = 8000000
+			for i := range 32 {
+				p.Ports[2].Interfaces = append(p.Ports[2].Interfaces, fmt.Sprintf("Ethernet%d", 4*i))
+			}
+		}, RulePlatform, "platforms.sonic"},
+		{"too many PFC queues for CE6866", func(p *Profile) {
+			p.Platforms = map[string]string{TargetHuawei: "ce6866"}
+			p.LosslessPriorities = []uint8{2, 3, 4, 5}
+			p.PriorityToTC = []uint8{0, 0, 2, 3, 4, 5, 6, 0}
+			p.TrafficClasses = []TrafficClass{
+				{TC: 0, Scheduler: SchedulerETS, Weight: 20}, {TC: 2, Scheduler: SchedulerETS, Weight: 20},
+				{TC: 3, Scheduler: SchedulerETS, Weight: 20}, {TC: 4, Scheduler: SchedulerETS, Weight: 20},
+				{TC: 5, Scheduler: SchedulerETS, Weight: 20}, {TC: 6, Scheduler: SchedulerStrict},
+			}
+		}, RulePlatform, "platforms.huawei"},
 		{"unknown action", func(p *Profile) { p.Watchdog.Action = "shutdown" }, RuleWatchdog, "watchdog.action"},
 	}
 	for _, c := range cases {
@@ -146,7 +180,7 @@ func TestValidatePassing(t *testing.T) {
 		{"port MTU exactly RoCE + 96", func(p *Profile) { p.Ports[0].MTU = 4192 }},
 		{"port MTU 9216", func(p *Profile) { p.Ports[0].MTU = 9216 }},
 		{"watchdog at range edges", func(p *Profile) {
-			p.Watchdog = Watchdog{DetectionMs: 5000, RestorationMs: 60000, PollMs: 5000, Action: ActionForward}
+			p.Watchdog = Watchdog{DetectionMs: 5000, RestorationMs: 60000, PollMs: 1000, Action: ActionForward}
 		}},
 		{"watchdog minimums", func(p *Profile) {
 			p.Watchdog = Watchdog{DetectionMs: 100, RestorationMs: 100, PollMs: 100, Action: ActionAlert}

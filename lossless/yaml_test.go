@@ -1,9 +1,7 @@
 package lossless
 
 import (
-	"bytes"
 	"fmt"
-	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -88,19 +86,7 @@ func TestDefaultYAMLGolden(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	path := filepath.Join("testdata", "default.yaml")
-	if *update {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run with -update to create)", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("%s differs from Default(); run with -update after checking the change", path)
-	}
+	compareGolden(t, filepath.Join("testdata", "default.yaml"), got)
 }
 
 func FuzzDecode(f *testing.F) {

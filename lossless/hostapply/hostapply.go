@@ -70,21 +70,19 @@ func NewPlan(p lossless.Profile, class string, ifaces []string) (Plan, error) {
 	return pl, nil
 }
 
-// Script is the plan as the shell commands Apply would run, one interface
-// after the other (what --dry-run prints).
+// Script is the plan as the shell script Apply's steps amount to, one
+// interface after the other, in the Linux renderer's words (what --dry-run
+// prints).
 func (pl Plan) Script() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# lossless profile %q, port class %q (%d Mb/s, %d m, MTU %d)\n",
 		pl.Profile.Name, pl.Port.Port.Name, pl.Port.Port.SpeedMbps, pl.Port.Port.CableMeters, pl.Port.Port.MTU)
+	b.WriteString(lossless.LinuxScriptHead + "\n")
 	for _, it := range pl.Interfaces {
 		fmt.Fprintf(&b, "# %s\n", it.Name)
-		for _, s := range it.Steps {
-			for _, c := range s.Comment {
-				fmt.Fprintf(&b, "# %s\n", c)
-			}
-			fmt.Fprintln(&b, s)
-		}
+		b.WriteString(lossless.LinuxScriptBlock(it.Name, it.Steps))
 	}
+	b.WriteString("exit $inof_rc\n")
 	return b.String()
 }
 
@@ -95,6 +93,9 @@ type Options struct {
 	// SysfsNet is where network devices are; empty means
 	// readback.SysfsNet. Tests point it at a fake tree.
 	SysfsNet string
+	// RDMACM is RDMA-CM's configfs directory; empty means
+	// lossless.RDMACMRoot.
+	RDMACM string
 	// DCB reads the DCB state back; nil skips the DCB part of the read
 	// back (the ECN files are still read).
 	DCB readback.DCBReader
@@ -112,9 +113,15 @@ type Result struct {
 	// Ran counts the steps that succeeded; Failed lists the others.
 	Ran    int
 	Failed []StepError
+	// Unsupported lists the optional steps that failed (the host is still
+	// set up by the others, e.g. mlx5 without dcb apptrust).
+	Unsupported []StepError
 	// NoECN is set when the device has no mlx5 ecn/ directory: its sysfs
 	// steps were not run (and are not counted as failures).
-	NoECN   bool
+	NoECN bool
+	// NoRDMA is set when the device has no RDMA device: its RDMA-CM and
+	// RoCE MTU steps were not run.
+	NoRDMA  bool
 	Skipped int
 	// Before and After are the differences from the profile read back
 	// before and after the steps; ReadErr says why they are missing.
@@ -126,8 +133,17 @@ type Result struct {
 func (r Result) String() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s: %d steps ran, %d failed", r.Interface, r.Ran, len(r.Failed))
+	if r.NoECN || r.NoRDMA {
+		fmt.Fprintf(&b, ", %d skipped", r.Skipped)
+	}
 	if r.NoECN {
-		fmt.Fprintf(&b, ", %d ECN writes skipped (no %s/%s/ecn: not an mlx5 NIC)", r.Skipped, readback.SysfsNet, r.Interface)
+		fmt.Fprintf(&b, " (no %s/%s/ecn: not an mlx5 NIC)", readback.SysfsNet, r.Interface)
+	}
+	if r.NoRDMA {
+		fmt.Fprintf(&b, " (no RDMA device: RDMA-CM defaults and RoCE MTU not checked)")
+	}
+	for _, u := range r.Unsupported {
+		fmt.Fprintf(&b, "; unsupported %q: %v", strings.Join(u.Step.Argv, " "), u.Err)
 	}
 	if r.ReadErr != nil {
 		fmt.Fprintf(&b, "; read back unavailable: %v", r.ReadErr)
@@ -151,6 +167,10 @@ func Apply(ctx context.Context, o Options, pl Plan) ([]Result, error) {
 	if root == "" {
 		root = readback.SysfsNet
 	}
+	cm := o.RDMACM
+	if cm == "" {
+		cm = lossless.RDMACMRoot
+	}
 	var out []Result
 	var errs []error
 	for _, it := range pl.Interfaces {
@@ -158,17 +178,29 @@ func Apply(ctx context.Context, o Options, pl Plan) ([]Result, error) {
 		r.Before, r.ReadErr = diff(o.DCB, root, it.Name, pl)
 		_, err := os.Stat(filepath.Join(root, it.Name, "ecn"))
 		r.NoECN = errors.Is(err, os.ErrNotExist)
+		ibdev := rdmaDevice(root, it.Name)
+		r.NoRDMA = ibdev == ""
 		for _, s := range it.Steps {
-			if s.SysfsPath != "" && r.NoECN {
+			isRDMA := s.RDMAAttr != "" || s.RoCEMTU != 0
+			if s.SysfsPath != "" && r.NoECN || isRDMA && r.NoRDMA {
 				r.Skipped++
 				continue
 			}
-			if err := run(ctx, o.Exec, root, s); err != nil {
+			var err error
+			if isRDMA {
+				err = rdmaStep(root, cm, ibdev, s)
+			} else {
+				err = run(ctx, o.Exec, root, s)
+			}
+			switch {
+			case err != nil && s.Optional != "":
+				r.Unsupported = append(r.Unsupported, StepError{Step: s, Err: err})
+			case err != nil:
 				r.Failed = append(r.Failed, StepError{Step: s, Err: err})
 				errs = append(errs, fmt.Errorf("%s: %s: %w", it.Name, s, err))
-				continue
+			default:
+				r.Ran++
 			}
-			r.Ran++
 		}
 		if r.ReadErr == nil {
 			r.After, r.ReadErr = diff(o.DCB, root, it.Name, pl)
@@ -201,6 +233,57 @@ func run(ctx context.Context, ex Executor, root string, s lossless.LinuxStep) er
 		return err
 	}
 	_, werr := f.WriteString(strconv.FormatUint(uint64(s.Value), 10) + "\n")
+	if cerr := f.Close(); werr == nil {
+		werr = cerr
+	}
+	return werr
+}
+
+// rdmaDevice is the first RDMA device of a network device ("" for none).
+func rdmaDevice(root, dev string) string {
+	entries, err := os.ReadDir(filepath.Join(root, dev, "device", "infiniband"))
+	if err != nil || len(entries) == 0 {
+		return ""
+	}
+	return entries[0].Name()
+}
+
+// rdmaStep writes an RDMA-CM default of dev's RDMA port (creating the RDMA
+// device's configfs group, as mkdir does) or checks dev's RoCE path MTU.
+func rdmaStep(root, cm, ibdev string, s lossless.LinuxStep) error {
+	if s.RoCEMTU != 0 {
+		b, err := os.ReadFile(filepath.Join(root, s.Dev, "mtu"))
+		if err != nil {
+			return err
+		}
+		mtu, err := strconv.ParseUint(strings.TrimSpace(string(b)), 10, 32)
+		if err != nil {
+			return fmt.Errorf("%s mtu: %w", s.Dev, err)
+		}
+		if got := lossless.RoCEPathMTU(uint32(mtu)); got != s.RoCEMTU {
+			return fmt.Errorf("MTU %d gives RDMA-CM a RoCE path MTU of %d, the profile says %d", mtu, got, s.RoCEMTU)
+		}
+		return nil
+	}
+	if _, err := os.Stat(cm); err != nil {
+		return fmt.Errorf("RDMA-CM configfs: %w (modprobe rdma_cm; mount configfs)", err)
+	}
+	port := 1
+	if b, err := os.ReadFile(filepath.Join(root, s.Dev, "dev_port")); err == nil {
+		if n, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil {
+			port = n + 1
+		}
+	}
+	group := filepath.Join(cm, ibdev)
+	if err := os.Mkdir(group, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
+		return err
+	}
+	// configfs files are written in place, like sysfs.
+	f, err := os.OpenFile(filepath.Join(group, "ports", strconv.Itoa(port), s.RDMAAttr), os.O_WRONLY, 0)
+	if err != nil {
+		return err
+	}
+	_, werr := f.WriteString(s.RDMAValue + "\n")
 	if cerr := f.Close(); werr == nil {
 		werr = cerr
 	}

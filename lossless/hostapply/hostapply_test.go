@@ -143,15 +143,65 @@ func ecnTree(t *testing.T, p lossless.Profile, dev string) string {
 	return root
 }
 
-func TestApplyBringsHostToProfile(t *testing.T) {
+// rdmaTree gives DEV under root an RDMA device (device/infiniband/mlx5_0),
+// an MTU and dev_port 0, and returns a fake RDMA-CM configfs whose mlx5_0
+// group has port 1's attribute files (the kernel creates them on mkdir).
+func rdmaTree(t *testing.T, root, dev string, mtu int) string {
+	t.Helper()
+	files := map[string]string{
+		filepath.Join(root, dev, "device", "infiniband", "mlx5_0", "node_type"): "1: CA",
+		filepath.Join(root, dev, "mtu"):                                         strconv.Itoa(mtu),
+		filepath.Join(root, dev, "dev_port"):                                    "0",
+	}
+	cm := t.TempDir()
+	for _, attr := range []string{"default_roce_mode", "default_roce_tos"} {
+		files[filepath.Join(cm, "mlx5_0", "ports", "1", attr)] = "0"
+	}
+	for f, v := range files {
+		if err := os.MkdirAll(filepath.Dir(f), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(f, []byte(v+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return cm
+}
+
+// serverPlan plans the default profile's server class on one mlx5-like
+// interface: its ECN tree, an RDMA device with the given MTU and a fake
+// RDMA-CM configfs.
+func serverPlan(t *testing.T, mtu int) (pl Plan, root, cm string) {
+	t.Helper()
 	p := lossless.Default()
 	pl, err := NewPlan(p, "server", []string{"ens1f0"})
 	if err != nil {
 		t.Fatal(err)
 	}
+	root = ecnTree(t, p, "ens1f0")
+	return pl, root, rdmaTree(t, root, "ens1f0", mtu)
+}
+
+// stepKinds counts a plan's dcb commands, ECN writes and RDMA-CM/MTU steps.
+func stepKinds(steps []lossless.LinuxStep) (dcb, ecn, rdma int) {
+	for _, s := range steps {
+		switch {
+		case s.SysfsPath != "":
+			ecn++
+		case s.RDMAAttr != "" || s.RoCEMTU != 0:
+			rdma++
+		default:
+			dcb++
+		}
+	}
+	return dcb, ecn, rdma
+}
+
+func TestApplyBringsHostToProfile(t *testing.T) {
+	p := lossless.Default()
+	pl, root, cm := serverPlan(t, 9000)
 	h := &fakeHost{}
-	root := ecnTree(t, p, "ens1f0")
-	res, err := Apply(context.Background(), Options{Exec: h, SysfsNet: root, DCB: h}, pl)
+	res, err := Apply(context.Background(), Options{Exec: h, SysfsNet: root, RDMACM: cm, DCB: h}, pl)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -166,15 +216,22 @@ func TestApplyBringsHostToProfile(t *testing.T) {
 	if len(r.After) != 0 {
 		t.Fatalf("after applying, the host still differs: %v", r.After)
 	}
-	if r.Ran != len(pl.Interfaces[0].Steps) || len(r.Failed) != 0 || r.NoECN {
-		t.Fatalf("ran %d of %d, failed %v, noECN %v", r.Ran, len(pl.Interfaces[0].Steps), r.Failed, r.NoECN)
+	if r.Ran != len(pl.Interfaces[0].Steps) || len(r.Failed) != 0 || r.NoECN || r.NoRDMA {
+		t.Fatalf("ran %d of %d, failed %v, noECN %v, noRDMA %v", r.Ran, len(pl.Interfaces[0].Steps), r.Failed, r.NoECN, r.NoRDMA)
 	}
-	got, err := os.ReadFile(filepath.Join(root, "ens1f0", "ecn", "roce_np", "cnp_dscp"))
-	if err != nil || strings.TrimSpace(string(got)) != strconv.Itoa(int(p.CNP.DSCP)) {
-		t.Fatalf("cnp_dscp holds %q (%v), want %d", got, err, p.CNP.DSCP)
+	for file, want := range map[string]string{
+		filepath.Join(root, "ens1f0", "ecn", "roce_np", "cnp_dscp"):    strconv.Itoa(int(p.CNP.DSCP)),
+		filepath.Join(cm, "mlx5_0", "ports", "1", "default_roce_mode"): "RoCE v2",
+		// ToS = DSCP 24 << 2: RDMA-CM connections without their own ToS go out lossless.
+		filepath.Join(cm, "mlx5_0", "ports", "1", "default_roce_tos"): "96",
+	} {
+		got, err := os.ReadFile(file)
+		if err != nil || strings.TrimSpace(string(got)) != want {
+			t.Fatalf("%s holds %q (%v), want %q", file, got, err, want)
+		}
 	}
 	// Applying again changes nothing and finds nothing to change.
-	res, err = Apply(context.Background(), Options{Exec: h, SysfsNet: root, DCB: h}, pl)
+	res, err = Apply(context.Background(), Options{Exec: h, SysfsNet: root, RDMACM: cm, DCB: h}, pl)
 	if err != nil || len(res[0].Before) != 0 || len(res[0].After) != 0 {
 		t.Fatalf("second apply: before %v after %v err %v", res[0].Before, res[0].After, err)
 	}
@@ -192,17 +249,12 @@ func TestApplyReportsFailuresAndGoesOn(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "Operation not supported") {
 		t.Fatalf("error %v does not carry the command's output", err)
 	}
-	dcbSteps := 0
-	for _, s := range pl.Interfaces[0].Steps {
-		if s.SysfsPath == "" {
-			dcbSteps++
-		}
-	}
-	ecn := len(pl.Interfaces[0].Steps) - dcbSteps
-	if r := res[0]; r.Ran != dcbSteps-1+ecn || len(r.Failed) != 1 || r.NoECN {
+	dcbSteps, ecn, rdma := stepKinds(pl.Interfaces[0].Steps)
+	// Neither has an RDMA device: the RDMA-CM steps are skipped, not failed.
+	if r := res[0]; r.Ran != dcbSteps-1+ecn || len(r.Failed) != 1 || r.NoECN || !r.NoRDMA || r.Skipped != rdma {
 		t.Fatalf("eth0: %v", r)
 	}
-	if r := res[1]; r.Ran != dcbSteps-1 || len(r.Failed) != 1 || !r.NoECN || r.Skipped != ecn {
+	if r := res[1]; r.Ran != dcbSteps-1 || len(r.Failed) != 1 || !r.NoECN || r.Skipped != ecn+rdma {
 		t.Fatalf("eth1: %v", r)
 	}
 	if h.calls != 2*dcbSteps {
@@ -210,6 +262,36 @@ func TestApplyReportsFailuresAndGoesOn(t *testing.T) {
 	}
 	if s := res[1].String(); !strings.Contains(s, "not an mlx5 NIC") || !strings.Contains(s, "read back unavailable") {
 		t.Fatalf("summary %q", s)
+	}
+}
+
+// mlx5 has no apptrust operation (and iproute2 before 6.2 no apptrust
+// object): the step fails, is reported as unsupported, and the host still
+// counts as set up.
+func TestApplyOptionalAppTrust(t *testing.T) {
+	pl, root, cm := serverPlan(t, 9100)
+	h := &fakeHost{fail: "dcb apptrust"}
+	res, err := Apply(context.Background(), Options{Exec: h, SysfsNet: root, RDMACM: cm}, pl)
+	if err != nil {
+		t.Fatalf("a failing optional step failed the apply: %v", err)
+	}
+	r := res[0]
+	if len(r.Unsupported) != 1 || len(r.Failed) != 0 || r.Ran != len(pl.Interfaces[0].Steps)-1 {
+		t.Fatalf("%v", r)
+	}
+	if !strings.Contains(r.String(), `unsupported "dcb apptrust set dev ens1f0 order dscp"`) {
+		t.Errorf("summary %q", r.String())
+	}
+}
+
+// A 1500-byte MTU gives RDMA-CM a RoCE path MTU of 1024, not the profile's
+// 4096: the check fails and says both.
+func TestApplyRoCEMTUChecked(t *testing.T) {
+	pl, root, cm := serverPlan(t, 1500)
+	h := &fakeHost{}
+	_, err := Apply(context.Background(), Options{Exec: h, SysfsNet: root, RDMACM: cm}, pl)
+	if err == nil || !strings.Contains(err.Error(), "MTU 1500 gives RDMA-CM a RoCE path MTU of 1024, the profile says 4096") {
+		t.Fatalf("err = %v", err)
 	}
 }
 

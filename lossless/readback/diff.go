@@ -64,13 +64,22 @@ func Format(ifname string, d []Difference) string {
 
 type addFunc func(setting string, want, have any)
 
+// diffTrust compares what the device trusts first. A device that reports
+// no APP trust table (mlx5 has no apptrust operation) trusts DSCP exactly
+// when it has DSCP APP entries (mlx5e_dcbnl_ieee_setapp switches it).
 func diffTrust(p lossless.Profile, st dcbnl.State, add addFunc) {
 	want := map[string]uint8{"dscp": dcbnl.SelDSCP, "pcp": dcbnl.SelPCP}[p.RoCE.Trust]
-	have := notReported
 	if len(st.Trust) > 0 {
-		have = selectorName(st.Trust[0])
+		add("apptrust first selector", selectorName(want), selectorName(st.Trust[0]))
+		return
 	}
-	add("apptrust first selector", selectorName(want), have)
+	have := "pcp (no APP trust reported, no DSCP APP entries)"
+	if slices.ContainsFunc(st.Apps, func(a dcbnl.App) bool { return a.Selector == dcbnl.SelDSCP }) {
+		have = "dscp (no APP trust reported, DSCP APP entries)"
+	}
+	if !strings.HasPrefix(have, selectorName(want)+" ") {
+		add("trust", selectorName(want), have)
+	}
 }
 
 func selectorName(sel uint8) string {
@@ -83,11 +92,19 @@ func selectorName(sel uint8) string {
 	return fmt.Sprintf("selector %d", sel)
 }
 
-// diffApps compares the DSCP entries of the APP table with the host map.
+// diffApps compares the DSCP entries of the APP table with the host map:
+// all 64 DSCPs with trust dscp (unlisted ones at priority 0), none with
+// trust pcp.
 func diffApps(p lossless.Profile, st dcbnl.State, add addFunc) {
-	want := p.HostDSCPToPriority
-	if want == nil {
-		want = p.DSCPToPriority
+	m := p.HostDSCPToPriority
+	if m == nil {
+		m = p.DSCPToPriority
+	}
+	want := map[uint8]uint8{}
+	if p.RoCE.Trust == "dscp" {
+		for d := range uint8(64) {
+			want[d] = m[d]
+		}
 	}
 	have := map[uint16][]string{}
 	for _, a := range st.Apps {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -20,6 +21,17 @@ type fakeDCB struct {
 
 func (f fakeDCB) Get(string) (dcbnl.State, error) { return f.st, f.err }
 
+// fullApps is the APP table `dcb app replace … dscp-prio` leaves for the
+// default profile: all 64 DSCPs, 24 at 3, 48 at 6, the rest at 0.
+func fullApps() []dcbnl.App {
+	var apps []dcbnl.App
+	for d := range uint16(64) {
+		prio := map[uint16]uint8{24: 3, 48: 6}[d]
+		apps = append(apps, dcbnl.App{Selector: dcbnl.SelDSCP, Priority: prio, Protocol: d})
+	}
+	return apps
+}
+
 // configured is the DCB state the Linux renderer's commands produce for the
 // default profile on a 5 m server port.
 func configured() dcbnl.State {
@@ -33,7 +45,7 @@ func configured() dcbnl.State {
 		Ifname: "ens1f0",
 		ETS:    ets,
 		PFC:    &dcbnl.PFC{Enabled: 1 << 3, Delay: 5},
-		Apps:   []dcbnl.App{{Selector: dcbnl.SelDSCP, Priority: 3, Protocol: 24}, {Selector: dcbnl.SelDSCP, Priority: 6, Protocol: 48}},
+		Apps:   fullApps(),
 		Trust:  []uint8{dcbnl.SelDSCP},
 		Buffer: &dcbnl.Buffer{PrioBuffer: [8]uint8{0, 0, 0, 1}},
 	}
@@ -91,7 +103,8 @@ func TestDifferencesReported(t *testing.T) {
 	st.PFC.Delay = 7        // mlx5 default cable length, not the 5 m of the profile
 	st.ETS.TCTxBW[0], st.ETS.TCTxBW[3] = 60, 40
 	st.ETS.TSA[6] = dcbnl.TSAETS
-	st.Apps = append(st.Apps[:1], dcbnl.App{Selector: dcbnl.SelDSCP, Priority: 3, Protocol: 26})
+	st.Apps = slices.DeleteFunc(st.Apps, func(a dcbnl.App) bool { return a.Protocol == 48 })
+	st.Apps[26].Priority = 3
 	st.Trust = []uint8{dcbnl.SelPCP}
 	st.Buffer.PrioBuffer[3] = 0
 	root := fakeSysfs(t, p, "ens1f0", map[string]string{
@@ -107,7 +120,7 @@ func TestDifferencesReported(t *testing.T) {
 	for _, want := range []string{
 		"apptrust first selector: want dscp, have pcp",
 		"app dscp-prio 48: want 6, have (none)",
-		"app dscp-prio 26: want (none), have 3",
+		"app dscp-prio 26: want 0, have 3",
 		"ets tc-tsa 6: want strict, have ets",
 		"ets tc-bw 0: want 50, have 60",
 		"ets tc-bw 3: want 50, have 40",
@@ -126,6 +139,30 @@ func TestDifferencesReported(t *testing.T) {
 	}
 }
 
+// A device without DCB reporting still diffs: every DCB part is "(not
+// reported)", and the trust follows the (missing) DSCP APP entries as on
+// mlx5.
+func TestTrustInferredWithoutAppTrust(t *testing.T) {
+	p := profile()
+	root := fakeSysfs(t, p, "ens1f0", nil)
+	st := configured()
+	st.Trust = nil // mlx5: no dcbnl_getapptrust
+	h, err := Read(fakeDCB{st: st}, root, "ens1f0", p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := Diff(p, h); len(d) != 0 {
+		t.Errorf("mlx5 host with the full DSCP table differs: %v", d)
+	}
+	p.RoCE.Trust = "pcp"
+	d := Format("ens1f0", Diff(p, h))
+	for _, want := range []string{"trust: want pcp, have dscp (no APP trust reported, DSCP APP entries)", "app dscp-prio 24: want (none), have 3"} {
+		if !strings.Contains(d, want) {
+			t.Errorf("missing %q in:\n%s", want, d)
+		}
+	}
+}
+
 // A device without DCB reporting still diffs: every DCB part is "(not reported)".
 func TestUnreportedParts(t *testing.T) {
 	p := profile()
@@ -136,7 +173,7 @@ func TestUnreportedParts(t *testing.T) {
 	}
 	got := Format("ens1f0", Diff(p, h))
 	for _, want := range []string{"ets: want configured, have (not reported)", "pfc: want configured, have (not reported)",
-		"apptrust first selector: want dscp, have (not reported)"} {
+		"trust: want dscp, have pcp (no APP trust reported, no DSCP APP entries)"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("missing %q in:\n%s", want, got)
 		}
