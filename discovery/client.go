@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"slices"
 	"time"
 )
 
@@ -357,7 +358,9 @@ func (c *Client) Start(hostID [16]byte) ([]byte, error) {
 
 // ReadLog reads the discovery log as the Linux host does: the header (RAE
 // set), the whole page (RAE clear), then the header again, retrying while
-// the generation counter moved between the reads.
+// the generation counter moved between the reads. It returns the entries
+// of subsystems and referrals; the controller's entry of itself is left
+// out, as libnvme's connect-all leaves it.
 func (c *Client) ReadLog() (gen uint64, entries []Entry, err error) {
 	for range 10 {
 		hdr, err := c.GetLogPage(0, logHeaderLen, true)
@@ -381,7 +384,7 @@ func (c *Client) ReadLog() (gen uint64, entries []Entry, err error) {
 			return 0, nil, errors.New("discovery client: malformed discovery log")
 		}
 		if g == binary.LittleEndian.Uint64(again[0:8]) && g == binary.LittleEndian.Uint64(hdr[0:8]) {
-			return g, es, nil
+			return g, slices.DeleteFunc(es, func(e Entry) bool { return e.Current }), nil
 		}
 	}
 	return 0, nil, errors.New("discovery client: discovery log kept changing")
@@ -401,4 +404,15 @@ func (c *Client) Shutdown() error {
 		return fmt.Errorf("discovery client: CSTS %#x: shutdown not complete", csts)
 	}
 	return nil
+}
+
+// DIM sends a Discovery Information Management command (TP 8010) with the
+// host's registration, as libnvme's nvmf_dim does; task is TaskRegister,
+// TaskUpdate or TaskDeregister.
+func (c *Client) DIM(task uint32, r Registration, traddr string) error {
+	var q SQE
+	q.SetHeader(opDIM, 0)
+	q.SetDW(10, task)
+	_, _, err := c.Command(q, MarshalDIM(r, traddr))
+	return err
 }

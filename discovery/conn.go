@@ -56,6 +56,10 @@ type conn struct {
 	gen       uint64   // its generation counter
 	timer     *time.Timer
 	deadline  string // what the timer guards: "handshake" or "keep-alive"
+	// registration is the host's explicit registration (DIM), which ends
+	// with the connection; endWhy says how the connection ended.
+	registration *Registration
+	endWhy       string
 }
 
 func newConn(s *Server, nc net.Conn, host netip.Addr) *conn {
@@ -95,6 +99,14 @@ func (c *conn) run(ctx context.Context) {
 	done := make(chan struct{})
 	go c.read(in, stop, done)
 	graceful := c.loop(ctx, in)
+	if c.registration != nil {
+		why := c.endWhy
+		if why == "" {
+			why = "disconnected"
+		}
+		c.s.reg.Deregister(*c.registration, why)
+		c.log.Info("registered host gone", "host_nqn", c.hostNQN, "why", why)
+	}
 	close(stop)
 	if tc, ok := c.nc.(*net.TCPConn); ok && graceful {
 		// Let the host read what was sent: FIN first, then drain what it
@@ -174,6 +186,7 @@ func (c *conn) loop(ctx context.Context, in <-chan inbound) bool {
 		case <-c.timer.C:
 			c.s.met.errors.WithLabelValues("timeout").Inc()
 			c.log.Warn("discovery connection timed out", "waiting_for", c.deadline, "host_nqn", c.hostNQN)
+			c.endWhy = c.deadline + " lost"
 			return false
 		}
 	}
@@ -320,6 +333,8 @@ func (c *conn) command(p *CapsuleCmd) error {
 		return c.checkAEN()
 	case opKeepAlive:
 		return c.complete(cid, 0, StatusSuccess)
+	case opDIM:
+		return c.dim(p)
 	}
 	return c.complete(cid, 0, StatusInvalidOpcode|StatusDNR)
 }
@@ -448,7 +463,7 @@ func (c *conn) identify(q *SQE) error {
 	var data []byte
 	switch {
 	case cns == cnsController:
-		data = identifyController(c.s.id, c.cntlid)
+		data = identifyController(c.s.id, c.cntlid, c.s.reg != nil)
 	case cns == cnsCSCtrl && csi == 0:
 		// Hosts before Linux 6.1.x's fix ask every controller for the
 		// NVM command set limits: none here.
@@ -498,7 +513,7 @@ func (c *conn) getLogPage(q *SQE) error {
 		c.logSet = cur
 		c.gen++
 	}
-	page := discoveryLog(c.gen, c.logSet)
+	page := discoveryLog(c.gen, c.self(), c.logSet)
 	if off > uint64(len(page)) {
 		return c.complete(cid, 0, StatusInvalidField|StatusDNR)
 	}
@@ -581,4 +596,16 @@ func (c *conn) checkAEN() error {
 	c.s.met.aens.Inc()
 	c.log.Info("discovery log changed: notifying the host", "host_nqn", c.hostNQN)
 	return c.complete(cid, AENDiscoveryChange, StatusSuccess)
+}
+
+// self is the log entry that describes this controller as the host reached
+// it: the connection's local address and port. Nil when that is not a TCP
+// address (a pipe in tests).
+func (c *conn) self() *Entry {
+	ta, ok := c.nc.LocalAddr().(*net.TCPAddr)
+	if !ok {
+		return nil
+	}
+	ap := ta.AddrPort()
+	return &Entry{Transport: TransportTCP, Addr: ap.Addr().Unmap(), Port: ap.Port(), Current: true}
 }

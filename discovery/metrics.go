@@ -11,6 +11,7 @@ type metrics struct {
 	connects *prometheus.CounterVec // result: ok, wrong-nqn, invalid
 	commands *prometheus.CounterVec // status: success, error
 	aens     prometheus.Counter
+	dims     *prometheus.CounterVec // outcome: register, deregister, refused
 }
 
 func newMetrics() *metrics {
@@ -29,11 +30,13 @@ func newMetrics() *metrics {
 			Help: "Admin and fabrics commands completed, by outcome (success, error)."}, []string{"outcome"}),
 		aens: prometheus.NewCounter(prometheus.CounterOpts{Name: "inof_discovery_aens_total",
 			Help: "Asynchronous event requests completed with the discovery log change notice."}),
+		dims: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "inof_discovery_registrations_total",
+			Help: "Discovery Information Management commands (TP 8010) by outcome (register, deregister, refused)."}, []string{"outcome"}),
 	}
 }
 
 func (m *metrics) all() []prometheus.Collector {
-	return []prometheus.Collector{m.accepted, m.refused, m.active, m.errors, m.connects, m.commands, m.aens}
+	return []prometheus.Collector{m.accepted, m.refused, m.active, m.errors, m.connects, m.commands, m.aens, m.dims}
 }
 
 // Describe implements prometheus.Collector.

@@ -30,6 +30,10 @@ type Entry struct {
 	// targets never announce it) is a referral to the discovery controller
 	// at the same address and port: the host asks the target itself.
 	NQN string
+	// Current marks the entry that describes this discovery controller
+	// itself (SUBTYPE 3, TP 8010): where the host reached it, with explicit
+	// persistent connections supported.
+	Current bool
 }
 
 // Compare orders entries by address, port, NQN and transport.
@@ -48,7 +52,10 @@ func (e Entry) port() uint16 {
 // Subtype is the entry's SUBTYPE: 2 (NVMe subsystem) or 1 (referral to a
 // discovery subsystem) when it has no NQN.
 func (e Entry) Subtype() uint8 {
-	if e.NQN == "" {
+	switch {
+	case e.Current:
+		return 3
+	case e.NQN == "":
 		return 1
 	}
 	return 2
@@ -62,8 +69,12 @@ const (
 )
 
 // discoveryLog returns the discovery log page for entries (sorted, at most
-// one of each) with generation counter gen.
-func discoveryLog(gen uint64, entries []Entry) []byte {
+// one of each) with generation counter gen, after the entry that describes
+// the controller itself, if self is set.
+func discoveryLog(gen uint64, self *Entry, entries []Entry) []byte {
+	if self != nil {
+		entries = append([]Entry{*self}, entries...)
+	}
 	b := make([]byte, logHeaderLen+logEntryLen*len(entries))
 	binary.LittleEndian.PutUint64(b[0:8], gen)
 	binary.LittleEndian.PutUint64(b[8:16], uint64(len(entries)))
@@ -73,6 +84,10 @@ func discoveryLog(gen uint64, entries []Entry) []byte {
 	}
 	return b
 }
+
+// eflagsEPCSD is the entry flag "explicit persistent connection support
+// for discovery".
+const eflagsEPCSD = 1 << 1
 
 func putEntry(b []byte, e Entry) {
 	b[0] = byte(e.Transport)
@@ -85,10 +100,12 @@ func putEntry(b []byte, e Entry) {
 	binary.LittleEndian.PutUint16(b[4:6], 1) // portid
 	binary.LittleEndian.PutUint16(b[6:8], dynamicController)
 	binary.LittleEndian.PutUint16(b[8:10], discoveryAdminSize) // asqsz
-	// eflags (10:11) 0.
+	if e.Current {
+		binary.LittleEndian.PutUint16(b[10:12], eflagsEPCSD)
+	}
 	copy(b[32:64], strconv.Itoa(int(e.port())))
 	nqn := e.NQN
-	if nqn == "" {
+	if nqn == "" || e.Current {
 		nqn = DiscoveryNQN
 	}
 	copy(b[256:512], nqn)
@@ -103,6 +120,8 @@ func putEntry(b []byte, e Entry) {
 
 // ParseLog decodes a whole discovery log page (the header and every entry
 // it counts). Entries of unknown transport or address keep what they have.
+// The entry of the controller itself (SUBTYPE 3) is returned with Current
+// set.
 func ParseLog(b []byte) (gen uint64, entries []Entry, ok bool) {
 	if len(b) < logHeaderLen {
 		return 0, nil, false
@@ -117,7 +136,10 @@ func ParseLog(b []byte) (gen uint64, entries []Entry, ok bool) {
 		e.Addr, _ = netip.ParseAddr(cString(r[512:768]))
 		p, _ := strconv.ParseUint(cString(r[32:64]), 10, 16)
 		e.Port = uint16(p)
-		if r[2] != 1 {
+		switch r[2] {
+		case 3:
+			e.Current = true
+		case 2:
 			e.NQN = cString(r[256:512])
 		}
 		entries = append(entries, e)
@@ -156,6 +178,7 @@ type Identity struct {
 
 // Values this controller reports.
 const (
+	dctypeCDC  = 2          // Identify DCTYPE: centralized discovery controller
 	versionVS  = 0x00010300 // NVMe 1.3
 	maxCommand = 128        // MAXCMD
 	aerLimit   = 4          // outstanding Asynchronous Event Requests
@@ -167,7 +190,7 @@ const (
 
 // identifyController returns the Identify Controller data structure of a
 // discovery controller (CNS 1).
-func identifyController(id Identity, cntlid uint16) []byte {
+func identifyController(id Identity, cntlid uint16, cdc bool) []byte {
 	b := make([]byte, identifyLen)
 	ascii := func(off, n int, s string) {
 		for i := range n {
@@ -195,6 +218,11 @@ func identifyController(id Identity, cntlid uint16) []byte {
 	binary.LittleEndian.PutUint32(b[1796:], cqeLen/16) // IORCSZ
 	// ICDOFF (1800) 0; FCATT (1802) 0: dynamic controller model.
 	b[1803] = 1 // MSDBD
-	// DCTYPE (1806) 0: not reported (TP8010 optional).
+	if cdc {
+		// DCTYPE: a centralized discovery controller (TP 8010): hosts
+		// register with it (DIM); libnvme registers only with a DDC or
+		// a CDC.
+		b[1806] = dctypeCDC
+	}
 	return b
 }

@@ -41,12 +41,16 @@ type Options struct {
 	// Serial is the controller's serial number (Identify SN); empty
 	// means "inof".
 	Serial string `yaml:"serial"`
+	// MDNS advertises the controller over mDNS/DNS-SD on the switch's
+	// access ports (TP 8009: _nvme-disc._tcp, TXT p=tcp), never on other
+	// interfaces (package dnssd). The switch agent runs it.
+	MDNS bool `yaml:"mdns"`
 }
 
 // DefaultOptions returns the defaults: port 8009 (the NVMe-oF discovery
 // port), off.
 func DefaultOptions() Options {
-	return Options{Listen: ":8009", MaxConns: 1024, MaxConnsPerHost: 16, HandshakeTimeout: 10 * time.Second}
+	return Options{Listen: ":8009", MaxConns: 1024, MaxConnsPerHost: 16, HandshakeTimeout: 10 * time.Second, MDNS: true}
 }
 
 // Validate reports every problem in o, joined.
@@ -75,10 +79,14 @@ func (o *Options) Validate() error {
 
 // Config wires a Server.
 type Config struct {
-	Options  Options
-	Source   Source
-	Logger   *slog.Logger
-	Registry prometheus.Registerer // nil: no metrics
+	Options Options
+	Source  Source
+	// Registrar, if set, takes the hosts that register explicitly (DIM,
+	// TP 8010): the controller then reports itself a centralized
+	// discovery controller. Nil refuses DIM (Invalid Opcode).
+	Registrar Registrar
+	Logger    *slog.Logger
+	Registry  prometheus.Registerer // nil: no metrics
 }
 
 // Server is an NVMe/TCP discovery controller: it accepts host connections
@@ -88,6 +96,7 @@ type Config struct {
 type Server struct {
 	opts Options
 	src  Source
+	reg  Registrar
 	log  *slog.Logger
 	met  *metrics
 	id   Identity
@@ -133,7 +142,7 @@ func New(cfg Config) (*Server, error) {
 	if serial == "" {
 		serial = "inof"
 	}
-	s := &Server{opts: o, src: cfg.Source, log: cfg.Logger.With("component", "discovery"), met: newMetrics(),
+	s := &Server{opts: o, src: cfg.Source, reg: cfg.Registrar, log: cfg.Logger.With("component", "discovery"), met: newMetrics(),
 		id:      Identity{Serial: serial, Model: "iNOF fabric discovery controller", Firmware: "inof"},
 		changed: make(chan struct{}), perHost: map[netip.Addr]int{}, inUse: map[uint16]bool{}, conns: map[net.Conn]bool{}}
 	if cfg.Registry != nil {

@@ -87,7 +87,11 @@ type Agent struct {
 
 	records chan bgp.RecordEvent
 	queries chan portQuery
-	up      chan struct{} // a reflector session came up
+	dims    chan dimEvent // hosts registered with the discovery controller
+	// loopDone is closed when the loop returns: what still hands it work
+	// (a discovery connection ending) gives up then.
+	loopDone chan struct{}
+	up       chan struct{} // a reflector session came up
 }
 
 type accessPort struct {
@@ -119,6 +123,7 @@ func New(cfg Config) (*Agent, error) {
 		origins:  bgp.Origins{Role: bgp.RoleClient, ASN: cfg.Options.ASN},
 		refusals: bgp.NewRefusals(cfg.Logger),
 		records:  make(chan bgp.RecordEvent, 1024), queries: make(chan portQuery, 256),
+		dims: make(chan dimEvent, 256), loopDone: make(chan struct{}),
 		up: make(chan struct{}, 1)}
 	a.met = newMetrics(a)
 	if cfg.Registry != nil {
@@ -241,6 +246,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	})
 
 	err = a.loop(runCtx, errs)
+	close(a.loopDone)
 	cancel()
 	saveErr := a.save(true)
 	if err != nil {
@@ -419,6 +425,8 @@ func (a *Agent) loop(ctx context.Context, errs <-chan error) error {
 			if ok {
 				a.onRegistration(ctx, ev)
 			}
+		case ev := <-a.dims:
+			a.onDIM(ctx, ev)
 		case q := <-a.queries:
 			a.onQuery(ctx, q)
 		case now := <-tick.C:
@@ -632,6 +640,9 @@ func coversEveryZone(cfg *zones.Config, want []string) bool {
 }
 
 func (a *Agent) notify(n PortNotice) {
+	if n.Port == dimPort {
+		return // a registered discovery host hears through its AENs
+	}
 	p := a.ports[n.Port]
 	if p == nil {
 		a.log.Error("notice for a port that is not an access port", "port", n.Port, "host", n.Host)

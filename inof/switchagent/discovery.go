@@ -2,11 +2,17 @@ package switchagent
 
 import (
 	"context"
+	"fmt"
+	"net"
 	"net/netip"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
+	"time"
 
 	"github.com/openinof/inof/discovery"
+	"github.com/openinof/inof/discovery/dnssd"
 	"github.com/openinof/inof/inof"
 	"github.com/openinof/inof/zones"
 )
@@ -121,8 +127,9 @@ func (s *discoverySource) setConfig(cfg *zones.Config) {
 // discoveryPart is the discovery controller of an agent whose options
 // enable it.
 type discoveryPart struct {
-	src *discoverySource
-	srv *discovery.Server
+	src  *discoverySource
+	srv  *discovery.Server
+	mdns *dnssd.Responder // nil unless discovery.mdns
 }
 
 // newDiscovery builds the discovery controller when the options enable it
@@ -133,7 +140,7 @@ func (a *Agent) newDiscovery() error {
 		return nil
 	}
 	src := newDiscoverySource(nil)
-	cfg := discovery.Config{Options: o, Source: src, Logger: a.log}
+	cfg := discovery.Config{Options: o, Source: src, Registrar: dimRegistrar{a}, Logger: a.log}
 	if a.cfg.Registry != nil {
 		cfg.Registry = a.cfg.Registry
 	}
@@ -142,13 +149,47 @@ func (a *Agent) newDiscovery() error {
 		return err
 	}
 	a.disc = &discoveryPart{src: src, srv: srv}
+	if o.MDNS {
+		if a.disc.mdns, err = a.newMDNS(o); err != nil {
+			return err
+		}
+	}
 	return nil
+}
+
+// newMDNS builds the advertisement of the discovery controller on the
+// access ports (TP 8009): one instance per switch, named after its
+// router-id, answered with the address of the port the question came in
+// on.
+func (a *Agent) newMDNS(o discovery.Options) (*dnssd.Responder, error) {
+	_, p, err := net.SplitHostPort(o.Listen)
+	if err != nil {
+		return nil, err
+	}
+	port, err := strconv.ParseUint(p, 10, 16)
+	if err != nil {
+		return nil, fmt.Errorf("discovery.listen port %q: %w", p, err)
+	}
+	id := strings.ReplaceAll(a.opts.RouterID, ".", "-")
+	return dnssd.New(dnssd.Config{Host: "inof-" + id, Interfaces: a.opts.AccessPorts, Logger: a.log,
+		Services: []dnssd.Service{{Instance: "iNOF discovery " + id, Type: dnssd.TypeNVMeDiscTCP,
+			Port: uint16(port), TXT: []string{"p=tcp", "nqn=" + discovery.DiscoveryNQN}}}})
 }
 
 // runDiscovery starts the discovery controller's listener (called by Run).
 func (a *Agent) runDiscovery(spawn func(string, func(context.Context) error)) {
 	if a.disc != nil {
 		spawn("discovery controller", a.disc.srv.Run)
+		if a.disc.mdns != nil {
+			// An advertisement that cannot run leaves the controller
+			// serving: hosts may still be told its address.
+			spawn("mDNS advertisement", func(ctx context.Context) error {
+				if err := a.disc.mdns.Run(ctx); err != nil {
+					a.log.Error("mDNS advertisement of the discovery controller not running", "err", err)
+				}
+				return nil
+			})
+		}
 	}
 }
 
@@ -209,4 +250,51 @@ func (a *Agent) discoveryZones(want []string) []string {
 	}
 	slices.Sort(out)
 	return slices.Compact(out)
+}
+
+// dimPort is the access port of the hosts that registered with the
+// discovery controller (DIM, TP 8010) instead of over LLDP: their records
+// carry it, and they are told of changes by the controller's AENs, not by
+// notifications.
+const dimPort = "nvme-dim"
+
+// dimEvent is a registration or its end, from a discovery connection.
+type dimEvent struct {
+	reg  discovery.Registration
+	gone bool
+	why  string
+}
+
+// dimRegistrar hands the discovery controller's registrations to the loop.
+type dimRegistrar struct{ a *Agent }
+
+// Register implements discovery.Registrar.
+func (r dimRegistrar) Register(reg discovery.Registration) { r.a.handDIM(dimEvent{reg: reg}) }
+
+// Deregister implements discovery.Registrar.
+func (r dimRegistrar) Deregister(reg discovery.Registration, why string) {
+	r.a.handDIM(dimEvent{reg: reg, gone: true, why: why})
+}
+
+// handDIM waits for the loop to take the event, or for the loop's end.
+func (a *Agent) handDIM(ev dimEvent) {
+	select {
+	case a.dims <- ev:
+	case <-a.loopDone:
+	}
+}
+
+// onDIM (loop) turns a discovery registration into a local device, as an
+// LLDP registration would: a host on NVMe/TCP at its connection's address,
+// zoned by its NQN or address; its end is an age-out (reason 6).
+func (a *Agent) onDIM(ctx context.Context, ev dimEvent) {
+	dev := inof.Device{Addr: ev.reg.Addr.Unmap(), Role: inof.RoleHost, Protocol: inof.ProtocolTCP, NQN: ev.reg.HostNQN}
+	now := time.Now()
+	if ev.gone {
+		a.log.Info("device left", "port", dimPort, "device", dev.String(), "reason", inof.ReasonAgeOut.String(), "why", ev.why)
+		a.apply(ctx, a.engine.Unregister(dimPort, dev.Addr, inof.ReasonAgeOut, now))
+		return
+	}
+	a.log.Info("device registered", "port", dimPort, "device", dev.String(), "name", ev.reg.Name, "symbolic", ev.reg.Symbolic)
+	a.apply(ctx, a.engine.Register(dimPort, dev, now, now))
 }

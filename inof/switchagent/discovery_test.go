@@ -124,6 +124,7 @@ func startDiscoverySwitch(t *testing.T, f *bgp.FakeFabric, reflector netip.Addr,
 	o.AccessPorts = ports
 	o.Settle = 300 * time.Millisecond
 	o.Discovery.Enabled, o.Discovery.Listen = true, "127.0.0.1:0"
+	o.Discovery.MDNS = false // the ports are in memory: no interface to advertise on
 	s := &testSwitch{far: map[string]*l2proto.MemLink{}, links: make(chan l2proto.LinkState, 16), done: make(chan error, 1)}
 	near := map[string]*l2proto.MemLink{}
 	for i, p := range ports {
@@ -218,4 +219,49 @@ func TestExampleConfigDiscovery(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "discovery.listen") || !strings.Contains(err.Error(), "discovery.max_conns_per_host") {
 		t.Fatalf("invalid discovery options: %v", err)
 	}
+}
+
+// TestAgentDIMHost: a host that registers with the discovery controller
+// (DIM) becomes a device of the fabric as an LLDP host would: another
+// switch holds its record (a host on NVMe/TCP at its connection's address,
+// with its NQN, on the pseudo port nvme-dim), and when its connection ends
+// the record goes inactive with reason 6 (age-out), then after the
+// hold-down is withdrawn.
+func TestAgentDIMHost(t *testing.T) {
+	f := bgp.NewFakeFabric()
+	ra := startReflector(t, f, "10.0.0.11", "10.0.0.12")
+	s1 := startSwitch(t, f, ra, "10.0.0.11", t.TempDir(), "swp1")
+	s2 := startDiscoverySwitch(t, f, ra, "10.0.0.12", "swp1")
+	// s1 wants the host's zone: a target of its own in the default zone.
+	newSimHost(t, s1.far["swp1"], inof.Device{Addr: netip.MustParseAddr("10.1.0.100"), Role: inof.RoleTarget,
+		Protocol: inof.ProtocolTCP, Port: 4420, NQN: "nqn.2014-08.org.example:array"}).register(120)
+	var addr net.Addr
+	waitUntil(t, "the discovery controller listening", func() bool { addr = s2.agent.disc.srv.Addr(); return addr != nil })
+	const hostNQN = "nqn.2014-08.org.nvmexpress:uuid:dim-host"
+	c, err := discovery.Dial(context.Background(), addr.String(), discovery.ClientOptions{HostNQN: hostNQN, KATO: 30 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Start([16]byte{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.DIM(discovery.TaskRegister, discovery.Registration{HostNQN: hostNQN, Name: "h9"}, ""); err != nil {
+		t.Fatal(err)
+	}
+	host := netip.MustParseAddr("127.0.0.1")
+	id := bgp.DeviceID{Switch: inof.MustParseRouterID("10.0.0.12"), Addr: host}
+	var rec bgp.DeviceRecord
+	waitUntil(t, "the host's record at the other switch", func() bool {
+		r, ok := s1.agent.table.Get(id)
+		rec = r
+		return ok && r.State == inof.StateActive
+	})
+	if rec.Device.Role != inof.RoleHost || rec.Device.Protocol != inof.ProtocolTCP || rec.Device.NQN != hostNQN || rec.AccessPort != dimPort {
+		t.Fatalf("record %+v", rec)
+	}
+	c.Close()
+	waitUntil(t, "the host gone, reason 6", func() bool {
+		r, ok := s1.agent.table.Get(id)
+		return ok && r.State == inof.StateInactive && r.Reason == inof.ReasonAgeOut
+	})
 }

@@ -83,7 +83,7 @@ func spec() topo.Spec {
 // host's log — the fabric working as designed, but not what is measured
 // here.
 func calmBFD(cfg map[string]any) {
-	cfg["bfd"] = map[string]any{"enabled": true, "min_tx": "300ms", "min_rx": "300ms", "multiplier": 10}
+	cfg["bfd"] = map[string]any{"enabled": true, "desired_min_tx": "300ms", "required_min_rx": "300ms", "detect_mult": 10}
 }
 
 func entryOf(f *topo.Fabric, name string) discovery.Entry {

@@ -139,9 +139,17 @@ func RequireTool(tb testing.TB, name string) string {
 	if err == nil {
 		return path
 	}
-	if os.Getenv("CI") != "" {
-		tb.Fatalf("%s not installed; .ci/run should have installed it", name)
-	}
-	tb.Skipf("%s not installed (apt-get install it to run this interop test)", name)
+	Missing(tb, name)
 	return ""
+}
+
+// Missing stops the test for a tool or package that is not installed: it
+// fails under CI (.ci/run installs everything the tests use) and skips
+// elsewhere.
+func Missing(tb testing.TB, what string) {
+	tb.Helper()
+	if os.Getenv("CI") != "" {
+		tb.Fatalf("%s not installed; .ci/run should have installed it", what)
+	}
+	tb.Skipf("%s not installed (apt-get install it to run this test)", what)
 }
