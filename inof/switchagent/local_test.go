@@ -135,7 +135,7 @@ func TestLocalRestore(t *testing.T) {
 	saved := l.Published()
 
 	r := NewLocal(30 * time.Second)
-	r.Restore(saved, at(100))
+	r.Restore(saved, nil, at(100))
 	if got := r.Published(); len(got) != 2 || got[0] != saved[0] || got[1] != saved[1] {
 		t.Fatalf("restored %+v, want %+v", got, saved)
 	}
