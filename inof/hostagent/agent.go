@@ -29,10 +29,13 @@ type Config struct {
 	Exec Executor
 	// SubsysClass overrides DefaultSubsysClass (see CLI.SubsysClass).
 	SubsysClass *string
-	Clock       Clock                         // nil means RealClock
-	Carrier     func(string) (Carrier, error) // nil means SysfsCarrier
-	Registry    prometheus.Registerer         // nil means a private registry
-	Logger      *slog.Logger
+	// Kernel reads controllers from sysfs and fails paths over; nil means
+	// SysfsKernel on /sys.
+	Kernel   Kernel
+	Clock    Clock                         // nil means RealClock
+	Carrier  func(string) (Carrier, error) // nil means SysfsCarrier
+	Registry prometheus.Registerer         // nil means a private registry
+	Logger   *slog.Logger
 	// DCB reads the NICs' DCB state back after a lossless profile is
 	// applied; nil means rtnetlink (package dcbnl).
 	DCB readback.DCBReader
@@ -43,6 +46,7 @@ type Agent struct {
 	opt     Options
 	ports   []*port
 	nvme    *CLI
+	kern    Kernel
 	hostNQN string
 	clk     Clock
 	carrier func(string) (Carrier, error)
@@ -65,7 +69,10 @@ func New(cfg Config) (*Agent, error) {
 		return nil, err
 	}
 	a := &Agent{opt: o, clk: cfg.Clock, carrier: cfg.Carrier, log: cfg.Logger,
-		events: make(chan event, eventQueue), dcb: cfg.DCB}
+		events: make(chan event, eventQueue), dcb: cfg.DCB, kern: cfg.Kernel}
+	if a.kern == nil {
+		a.kern = SysfsKernel{}
+	}
 	if a.clk == nil {
 		a.clk = RealClock{}
 	}
@@ -204,14 +211,12 @@ func (a *Agent) Run(ctx context.Context) error {
 	})
 	defer stopLinks()
 	a.running.Store(true)
-	a.log.Info("inof-host running", "interfaces", len(a.ports), "owned_controllers", len(w.owned))
+	a.log.Info("inof-host running", "interfaces", len(a.ports), "owned_controllers", len(w.all()),
+		"failover", a.opt.Failover.Method, "last_path", a.opt.Failover.LastPath)
 	w.run(ctx)
 	a.running.Store(false)
 	wg.Wait()
-	w.stop()
-	if a.opt.DisconnectOnExit {
-		w.disconnectAll(context.WithoutCancel(ctx))
-	}
+	w.stop(a.opt.DisconnectOnExit)
 	select {
 	case err := <-errc:
 		return err

@@ -309,6 +309,39 @@ func (f *fakeNVMe) expect(t *testing.T, verbs ...string) [][]string {
 	return got
 }
 
+// expectUnordered takes len(verbs) calls whose verbs are verbs in any
+// order: the calls of notifications for different paths, whose lanes run
+// at the same time.
+func (f *fakeNVMe) expectUnordered(t *testing.T, verbs ...string) [][]string {
+	t.Helper()
+	var got [][]string
+	var gotVerbs []string
+	for range verbs {
+		c := f.next(t)
+		got = append(got, c)
+		gotVerbs = append(gotVerbs, c[1])
+	}
+	want := slices.Clone(verbs)
+	slices.Sort(want)
+	slices.Sort(gotVerbs)
+	if !slices.Equal(want, gotVerbs) {
+		t.Fatalf("nvme calls %q, want the verbs %q in any order", got, verbs)
+	}
+	return got
+}
+
+// deviceOf returns the device of the controller to traddr.
+func (f *fakeNVMe) deviceOf(traddr string) string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, c := range f.ctrls {
+		if c.traddr == traddr {
+			return c.dev
+		}
+	}
+	return ""
+}
+
 // none checks that no call is queued right now. Callers first make sure
 // (with a later, ordered event) that any call would have been made.
 func (f *fakeNVMe) none(t *testing.T) {
