@@ -29,6 +29,10 @@ type Kernel interface {
 	// AbortTCP aborts the TCP connections from host to target:port
 	// (inet_diag socket destroy) and returns how many.
 	AbortTCP(host, target netip.Addr, port uint16) (int, error)
+	// FailFast sets the controller's fast_io_fail_tmo to 0 (sysfs; nvme-cli
+	// 2.3 has no connect option for it): while it reconnects, I/O that no
+	// other path can take fails at once instead of queueing.
+	FailFast(device string) error
 }
 
 // KernelPath is one controller as sysfs shows it.
@@ -117,6 +121,17 @@ func (k SysfsKernel) Reset(device string) error {
 	defer f.Close()
 	if _, err := f.WriteString("1"); err != nil && !errors.Is(err, syscall.ENETRESET) {
 		return fmt.Errorf("reset %s: %w", device, err)
+	}
+	return nil
+}
+
+// FailFast implements Kernel.
+func (k SysfsKernel) FailFast(device string) error {
+	if !validDevice(device) {
+		return fmt.Errorf("fast_io_fail_tmo: invalid device %q", device)
+	}
+	if err := os.WriteFile(filepath.Join(k.class(), device, "fast_io_fail_tmo"), []byte("0"), 0); err != nil {
+		return fmt.Errorf("fast_io_fail_tmo %s: %w", device, err)
 	}
 	return nil
 }

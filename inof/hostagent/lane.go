@@ -221,8 +221,7 @@ func (l *lane) connect(ctx context.Context, nqn string) error {
 		}
 		cctx, cancel := l.cmd(ctx)
 		dev, err := a.nvme.Connect(cctx, p, ConnectParams{HostNQN: a.hostNQN, KeepAliveTmo: a.opt.NVMe.KeepAliveTmo,
-			ReconnectDelay: a.opt.NVMe.ReconnectDelay, CtrlLossTmo: a.opt.NVMe.CtrlLossTmo,
-			FailFast: a.opt.Failover.LastPath == LastPathFailFast})
+			ReconnectDelay: a.opt.NVMe.ReconnectDelay, CtrlLossTmo: a.opt.NVMe.CtrlLossTmo})
 		cancel()
 		a.m.op("connect", err)
 		if err != nil {
@@ -231,6 +230,11 @@ func (l *lane) connect(ctx context.Context, nqn string) error {
 		}
 		log.Info("connected", "device", dev)
 		l.owned = append(l.owned, ownedController{Path: p, Device: dev})
+		if a.opt.Failover.LastPath == LastPathFailFast {
+			if err := a.kern.FailFast(dev); err != nil {
+				log.Error("last_path fail-fast: setting fast_io_fail_tmo", "device", dev, "err", err)
+			}
+		}
 	}
 	return errors.Join(errs...)
 }

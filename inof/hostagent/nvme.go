@@ -79,9 +79,6 @@ type ConnectParams struct {
 	KeepAliveTmo   int
 	ReconnectDelay int
 	CtrlLossTmo    int
-	// FailFast connects with fast_io_fail_tmo 0: I/O fails at once while
-	// the controller reconnects and no other path is live.
-	FailFast bool
 }
 
 // CLI drives nvme-cli (2.x) through an Executor and parses its JSON.
@@ -123,9 +120,6 @@ func (c *CLI) Connect(ctx context.Context, p Path, cp ConnectParams) (string, er
 		if o.v > 0 {
 			args = append(args, o.flag, strconv.Itoa(o.v))
 		}
-	}
-	if cp.FailFast {
-		args = append(args, "--fast_io_fail_tmo=0")
 	}
 	out, err := c.Exec.Run(ctx, c.Bin, append(args, "-o", "json")...)
 	var r struct {

@@ -51,9 +51,9 @@ const (
 	// leaves live at once and I/O waits in the multipath head until a path
 	// is back (or ctrl_loss_tmo removes the controller).
 	LastPathWait LastPathPolicy = "wait"
-	// LastPathFailFast does the same and connects with fast_io_fail_tmo 0,
-	// so I/O fails at once while no path is live (for applications with
-	// their own redundancy).
+	// LastPathFailFast does the same and sets each new controller's
+	// fast_io_fail_tmo to 0, so I/O fails at once while no path is live
+	// (for applications with their own redundancy).
 	LastPathFailFast LastPathPolicy = "fail-fast"
 	// LastPathKeep leaves the last path to keep-alive.
 	LastPathKeep LastPathPolicy = "keep"

@@ -34,8 +34,9 @@ import (
 // mechanism is what is done to the host the moment the path is cut.
 type mechanism struct {
 	name string
-	// connect is extra nvme connect options for the paths.
-	connect string
+	// setup runs for each path's new controller C (nvme-cli 2.3 has no
+	// fast_io_fail_tmo option: sysfs sets it).
+	setup string
 	// act runs in the host guest right after the cut, for the cut path's
 	// controller C from SRC to DST:4420; it must not block (a blocking
 	// sysfs write or nvme-cli call goes to the background).
@@ -51,7 +52,7 @@ var mechanisms = []mechanism{
 	{name: "inet_diag SOCK_DESTROY", act: `sockkill $SRC $DST 4420 >/dev/null`},
 	{name: "SOCK_DESTROY + reset_controller", act: `sockkill $SRC $DST 4420 >/dev/null; (echo 1 > /sys/class/nvme/$C/reset_controller) >/dev/null 2>&1 &`},
 	{name: "nvme disconnect of the live path", act: `(nvme disconnect -d $C) >/dev/null 2>&1 &`, rejoin: true},
-	{name: "fast_io_fail_tmo 0, keep-alive only", connect: "--fast_io_fail_tmo=0"},
+	{name: "fast_io_fail_tmo 0, keep-alive only", setup: `echo 0 > /sys/class/nvme/$C/fast_io_fail_tmo`},
 }
 
 // labKernels are the guest kernels the lab runs on: INOF_VM_KERNELS
@@ -190,10 +191,22 @@ func startLab(b *testing.B, img vm.Image) *lab {
 	return l
 }
 
-// connect connects the host's path k with the mechanism's options.
-func (l *lab) connect(ctx context.Context, k int, extra string) error {
-	_, err := l.hst.Sh(ctx, fmt.Sprintf("nvme connect -t tcp -a %s -s 4420 -w %s -n %s -k 2 -c 1 -l 30 %s >/dev/null",
-		labAddr(k, 1), labAddr(k, 2), subNQN, extra))
+// connect connects the host's path k and runs the mechanism's setup on
+// the new controller.
+func (l *lab) connect(ctx context.Context, k int, setup string) error {
+	_, err := l.hst.Sh(ctx, fmt.Sprintf("nvme connect -t tcp -a %s -s 4420 -w %s -n %s -k 2 -c 1 -l 30 >/dev/null",
+		labAddr(k, 1), labAddr(k, 2), subNQN))
+	if err != nil || setup == "" {
+		return err
+	}
+	if _, err := l.waitLive(ctx, k); err != nil {
+		return err
+	}
+	p, err := l.path(ctx, k)
+	if err != nil {
+		return err
+	}
+	_, err = l.hst.Sh(ctx, fmt.Sprintf("C=%s; %s", p.Name, setup))
 	return err
 }
 
@@ -246,7 +259,7 @@ func runLab(b *testing.B, img vm.Image, m mechanism, cuts int) []result.Row {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(cuts)*3*time.Minute)
 	defer cancel()
 	for k := range 2 {
-		if err := l.connect(ctx, k, m.connect); err != nil {
+		if err := l.connect(ctx, k, m.setup); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -336,7 +349,7 @@ func runLab(b *testing.B, img vm.Image, m mechanism, cuts int) []result.Row {
 			if _, err := l.waitGone(ctx, 0); err != nil {
 				b.Fatal(err)
 			}
-			if err := l.connect(ctx, 0, m.connect); err != nil {
+			if err := l.connect(ctx, 0, m.setup); err != nil {
 				b.Fatalf("cut %d: reconnect: %v", i, err)
 			}
 		}
