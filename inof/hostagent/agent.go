@@ -31,11 +31,14 @@ type Config struct {
 	SubsysClass *string
 	// Kernel reads controllers from sysfs and fails paths over; nil means
 	// SysfsKernel on /sys.
-	Kernel   Kernel
-	Clock    Clock                         // nil means RealClock
-	Carrier  func(string) (Carrier, error) // nil means SysfsCarrier
-	Registry prometheus.Registerer         // nil means a private registry
-	Logger   *slog.Logger
+	Kernel Kernel
+	Clock  Clock // nil means RealClock
+	// WatchClock times the per-path deadline watch of NVMe work
+	// (nvme.command_timeout); nil means Clock.
+	WatchClock Clock
+	Carrier    func(string) (Carrier, error) // nil means SysfsCarrier
+	Registry   prometheus.Registerer         // nil means a private registry
+	Logger     *slog.Logger
 	// DCB reads the NICs' DCB state back after a lossless profile is
 	// applied; nil means rtnetlink (package dcbnl).
 	DCB readback.DCBReader
@@ -49,6 +52,7 @@ type Agent struct {
 	kern    Kernel
 	hostNQN string
 	clk     Clock
+	watch   Clock // deadline watch of the lanes
 	carrier func(string) (Carrier, error)
 	log     *slog.Logger
 	m       *metrics
@@ -75,6 +79,9 @@ func New(cfg Config) (*Agent, error) {
 	}
 	if a.clk == nil {
 		a.clk = RealClock{}
+	}
+	if a.watch = cfg.WatchClock; a.watch == nil {
+		a.watch = a.clk
 	}
 	if a.carrier == nil {
 		a.carrier = SysfsCarrier

@@ -134,7 +134,7 @@ func (l *lane) do(j job) error {
 	a := l.w.a
 	start := time.Now()
 	var fired atomic.Bool
-	watch := a.clk.AfterFunc(a.opt.NVMe.CommandTimeout, func() {
+	watch := a.watch.AfterFunc(a.opt.NVMe.CommandTimeout, func() {
 		fired.Store(true)
 		l.stuck.Store(true)
 		a.m.stuck.WithLabelValues(j.op.String()).Inc()
