@@ -66,6 +66,7 @@ func dualPath(t *testing.T, h *harness) (a, b string) {
 // disconnect_on all, the removal still waits the restrain time.
 func TestFailoverWithLiveSibling(t *testing.T) {
 	o := testOptions(t)
+	o.Failover.Method = FailoverReset
 	o.RestrainTime = 5 * time.Second
 	o.DisconnectOn = DisconnectAll
 	clk := newFakeClock()
@@ -101,6 +102,7 @@ func TestFailoverLastPath(t *testing.T) {
 	for _, lp := range []LastPathPolicy{LastPathWait, LastPathFailFast, LastPathKeep} {
 		t.Run(string(lp), func(t *testing.T) {
 			o := testOptions(t)
+			o.Failover.Method = FailoverReset
 			o.Failover.LastPath = lp
 			o.DisconnectOn = DisconnectNever
 			h := start(t, o, newFakeClock(), newFakeNVMe())
@@ -144,8 +146,11 @@ func TestFailoverLastPath(t *testing.T) {
 }
 
 // TestFailoverAbortMethod: method abort aborts the path's TCP connections
-// instead of resetting; both does both.
+// instead of resetting; both (the default) does both.
 func TestFailoverAbortMethod(t *testing.T) {
+	if m := DefaultOptions().Failover; m.Method != FailoverBoth || m.LastPath != LastPathWait {
+		t.Fatalf("default failover %+v, want both and wait", m)
+	}
 	for _, m := range []FailoverMethod{FailoverAbort, FailoverBoth} {
 		t.Run(string(m), func(t *testing.T) {
 			o := testOptions(t)
@@ -171,6 +176,7 @@ func TestFailoverAbortMethod(t *testing.T) {
 // when it returns the gauge goes back to 0.
 func TestStuckCommandBlocksOnlyItsPath(t *testing.T) {
 	o := testOptions(t)
+	o.Failover.Method = FailoverReset
 	o.NVMe.CommandTimeout = 10 * time.Second
 	h := start(t, o, newFakeClock(), newFakeNVMe())
 	a, _ := dualPath(t, h)

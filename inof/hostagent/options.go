@@ -139,7 +139,7 @@ func DefaultOptions() Options {
 		RegistrationTTL:      120 * time.Second,
 		CarrierPoll:          time.Second,
 		NVMe:                 NVMeOptions{Path: "nvme", CommandTimeout: 30 * time.Second, CtrlLossTmo: 1800},
-		Failover:             FailoverOptions{Method: FailoverReset, LastPath: LastPathWait},
+		Failover:             FailoverOptions{Method: FailoverBoth, LastPath: LastPathWait},
 		Lossless:             LosslessOptions{PortClass: "server", Interval: time.Minute, DCBPath: "dcb"},
 	}
 }

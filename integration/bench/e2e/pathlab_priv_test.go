@@ -52,7 +52,7 @@ var mechanisms = []mechanism{
 	{name: "inet_diag SOCK_DESTROY", act: `sockkill $SRC $DST 4420 >/dev/null`},
 	{name: "SOCK_DESTROY + reset_controller", act: `sockkill $SRC $DST 4420 >/dev/null; (echo 1 > /sys/class/nvme/$C/reset_controller) >/dev/null 2>&1 &`},
 	{name: "nvme disconnect of the live path", act: `(nvme disconnect -d $C) >/dev/null 2>&1 &`, rejoin: true},
-	{name: "fast_io_fail_tmo 0, keep-alive only", setup: `echo 0 > /sys/class/nvme/$C/fast_io_fail_tmo`},
+	{name: "fast_io_fail_tmo 0 (keep-alive only)", setup: `echo 0 > /sys/class/nvme/$C/fast_io_fail_tmo`},
 }
 
 // labKernels are the guest kernels the lab runs on: INOF_VM_KERNELS
