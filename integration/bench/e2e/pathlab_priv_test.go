@@ -210,37 +210,14 @@ func (l *lab) connect(ctx context.Context, k int, setup string) error {
 	return err
 }
 
-// path returns the host's controller on path k ("" when there is none) and
-// its state.
+// path returns the host's controller on path k (zero when none).
 func (l *lab) path(ctx context.Context, k int) (vm.Controller, error) {
-	cs, err := l.hst.Controllers(ctx)
-	if err != nil {
-		return vm.Controller{}, err
-	}
-	for _, c := range cs {
-		if c.TrAddr == labAddr(k, 1).String() {
-			return c, nil
-		}
-	}
-	return vm.Controller{}, nil
+	return controllerTo(ctx, l.hst, labAddr(k, 1).String())
 }
 
 // waitLive waits until path k is live and returns when it first was.
 func (l *lab) waitLive(ctx context.Context, k int) (time.Time, error) {
-	for {
-		c, err := l.path(ctx, k)
-		if err != nil {
-			return time.Time{}, err
-		}
-		if c.State == "live" {
-			return time.Now(), nil
-		}
-		select {
-		case <-ctx.Done():
-			return time.Time{}, fmt.Errorf("path %d not live (%+v): %w", k, c, ctx.Err())
-		case <-time.After(20 * time.Millisecond):
-		}
-	}
+	return waitController(ctx, l.hst, labAddr(k, 1).String(), isLive)
 }
 
 // setLink cuts or restores the target's NIC 0: tap and guest carrier.
@@ -353,9 +330,17 @@ func runLab(b *testing.B, img vm.Image, m mechanism, cuts int) []result.Row {
 				b.Fatalf("cut %d: reconnect: %v", i, err)
 			}
 		}
-		at, err := l.waitLive(ctx, 0)
+		// Live again; a slow return gets the blocked tasks in the log.
+		wctx, wcancel := context.WithTimeout(ctx, 15*time.Second)
+		at, err := l.waitLive(wctx, 0)
+		wcancel()
 		if err != nil {
-			b.Fatal(err)
+			l.hst.Sh(ctx, "echo w > /proc/sysrq-trigger")
+			if at, err = l.waitLive(ctx, 0); err != nil {
+				b.Fatal(err)
+			}
+			b.Logf("cut %d: live again only %s after the link came back; host kernel log:\n%s", i,
+				at.Sub(up).Round(time.Millisecond), dmesgSince(ctx, l.hst, dmesgMark, 120))
 		}
 		back = append(back, at.Sub(up))
 		b.Logf("cut %d: stall %s, errors %d, path not live after %s, live again %s after the link came back",
@@ -375,20 +360,7 @@ func runLab(b *testing.B, img vm.Image, m mechanism, cuts int) []result.Row {
 
 // waitGone waits until path k has no controller.
 func (l *lab) waitGone(ctx context.Context, k int) (time.Time, error) {
-	for {
-		c, err := l.path(ctx, k)
-		if err != nil {
-			return time.Time{}, err
-		}
-		if c.Name == "" {
-			return time.Now(), nil
-		}
-		select {
-		case <-ctx.Done():
-			return time.Time{}, fmt.Errorf("path %d still there (%+v): %w", k, c, ctx.Err())
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
+	return waitController(ctx, l.hst, labAddr(k, 1).String(), func(c vm.Controller) bool { return c.Name == "" })
 }
 
 // dmesgLines is how many lines the guest's kernel log has.
