@@ -349,35 +349,27 @@ func (b *builder) backports() ([]string, error) {
 // newestBackports is the newest 6.12 cloud kernel of bookworm-backports,
 // else the newest such package in the cache.
 func (b *builder) newestBackports(apt []string, debs string) (string, error) {
-	var names []string
-	if out, err := b.run("", nil, "apt-cache", append(apt, "search", "--names-only", backportsPattern.String())...); err == nil {
-		for _, l := range strings.Split(string(out), "\n") {
-			names = append(names, strings.Fields(l + " -")[0])
-		}
+	if best := b.newest(apt, backportsPattern, debs); best != "" {
+		return best, nil
 	}
-	m, _ := filepath.Glob(filepath.Join(debs, "linux-image-6.12.*.deb"))
-	for _, d := range m {
-		names = append(names, strings.SplitN(filepath.Base(d), "_", 2)[0])
-	}
-	best, bestN := "", -1
-	for _, n := range names {
-		if sm := backportsPattern.FindStringSubmatch(n); sm != nil {
-			if v, _ := strconv.Atoi(sm[1]); v > bestN {
-				best, bestN = n, v
-			}
-		}
-	}
-	if best == "" {
-		return "", fmt.Errorf("vm: no linux-image-6.12.N+deb12-cloud-amd64-unsigned in bookworm-backports nor in %s", debs)
-	}
-	return best, nil
+	return "", fmt.Errorf("vm: no linux-image-6.12.N+deb12-cloud-amd64-unsigned in bookworm-backports nor in %s", debs)
 }
 
 // newestKernel is the newest cloud kernel package apt knows, else the
 // newest in the cache.
 func (b *builder) newestKernel(debs string) (string, error) {
+	if best := b.newest(nil, kernelPattern, debs); best != "" {
+		return best, nil
+	}
+	return "", fmt.Errorf("vm: no linux-image-6.1.0-N-cloud-amd64-unsigned known to apt-cache nor in %s (apt-get update? or set INOF_VM_KERNEL)", debs)
+}
+
+// newest is the package matching pattern (its first group numbers the
+// release) with the highest number among those apt-cache (with the apt
+// options) and the cached .debs know; "" if none.
+func (b *builder) newest(apt []string, pattern *regexp.Regexp, debs string) string {
 	var names []string
-	if out, err := b.run("", nil, "apt-cache", "search", "--names-only", `^linux-image-6\.1\.0-[0-9]+-cloud-amd64-unsigned$`); err == nil {
+	if out, err := b.run("", nil, "apt-cache", append(apt, "search", "--names-only", pattern.String())...); err == nil {
 		for _, l := range strings.Split(string(out), "\n") {
 			names = append(names, strings.Fields(l + " -")[0])
 		}
@@ -388,16 +380,13 @@ func (b *builder) newestKernel(debs string) (string, error) {
 	}
 	best, bestN := "", -1
 	for _, n := range names {
-		if sm := kernelPattern.FindStringSubmatch(n); sm != nil {
+		if sm := pattern.FindStringSubmatch(n); sm != nil {
 			if v, _ := strconv.Atoi(sm[1]); v > bestN {
 				best, bestN = n, v
 			}
 		}
 	}
-	if best == "" {
-		return "", fmt.Errorf("vm: no linux-image-6.1.0-N-cloud-amd64-unsigned known to apt-cache nor in %s (apt-get update? or set INOF_VM_KERNEL)", debs)
-	}
-	return best, nil
+	return best
 }
 
 // unpack extracts the kernel and the guest's modules of deb into
