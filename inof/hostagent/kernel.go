@@ -24,7 +24,9 @@ type Kernel interface {
 	// reset_controller): its in-flight I/O is requeued on a sibling path at
 	// once, and the kernel reconnects it every reconnect_delay. It returns
 	// when the kernel's reset work ends; ENETRESET (the reconnect failed,
-	// the controller is reconnecting) is not an error.
+	// the controller is reconnecting) and EBUSY (a reset or error recovery
+	// is under way already, e.g. started by aborting the path's
+	// connections) are not errors.
 	Reset(device string) error
 	// AbortTCP aborts the TCP connections from host to target:port
 	// (inet_diag socket destroy) and returns how many.
@@ -119,7 +121,7 @@ func (k SysfsKernel) Reset(device string) error {
 		return fmt.Errorf("reset %s: %w", device, err)
 	}
 	defer f.Close()
-	if _, err := f.WriteString("1"); err != nil && !errors.Is(err, syscall.ENETRESET) {
+	if _, err := f.WriteString("1"); err != nil && !errors.Is(err, syscall.ENETRESET) && !errors.Is(err, syscall.EBUSY) {
 		return fmt.Errorf("reset %s: %w", device, err)
 	}
 	return nil
