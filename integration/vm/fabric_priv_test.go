@@ -391,6 +391,11 @@ func TestPrivVMDualPath(t *testing.T) {
 	requireFabric(t, false)
 	sws := []string{"leaf1", "leaf2"}
 	spec := vmSpec(sws, vmTarget(sws...), vmHost("hA", sws...), vmHost("hB", sws...), vmHost("hC", sws...))
+	for i := range spec.Devices[1:] {
+		// Keep a failed-over controller for its return (the VM default
+		// ctrl_loss_tmo of 5 s would have the kernel delete it).
+		spec.Devices[1+i].VM.CtrlLossTmo = 60
+	}
 	base := hostConfig(nil)
 	spec.HostConfig = func(name string, cfg map[string]any) {
 		base(name, cfg)

@@ -67,7 +67,10 @@ func runFailover(b *testing.B, kernel string, cuts int) []result.Row {
 	devs := []topo.Device{tgt}
 	pol := map[string]failoverHost{}
 	for _, h := range failoverHosts {
-		d := topo.Device{Name: h.name, VM: &topo.VM{Kernel: kernel}}
+		// ctrl_loss_tmo 60 s keeps a failed-over controller for its
+		// return (the VM default of 5 s would have the kernel delete it
+		// while the keep-alive host's cut lasts).
+		d := topo.Device{Name: h.name, VM: &topo.VM{Kernel: kernel, CtrlLossTmo: 60}}
 		for _, sw := range sws {
 			d.NICs = append(d.NICs, topo.NIC{Switch: sw, Role: "host", Protocol: "tcp"})
 		}
