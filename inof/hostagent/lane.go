@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/netip"
 	"slices"
 	"strconv"
@@ -215,21 +216,33 @@ func (l *lane) connect(ctx context.Context, nqn string) error {
 			return errors.Join(append(errs, err)...) // stopping: start nothing new
 		}
 		log := a.log.With("path", p.String())
-		if c, ok := findController(existing, p); ok {
+		c, exists := findController(existing, p)
+		rejoin := exists && c.State == "connecting" && l.owns(p, c.Device) && a.opt.Failover.Method != FailoverNone
+		if exists && !rejoin {
 			log.Info("controller exists; not connecting again", "device", c.Device, "state", c.State)
 			continue
 		}
 		cctx, cancel := l.cmd(ctx)
 		dev, err := a.nvme.Connect(cctx, p, ConnectParams{HostNQN: a.hostNQN, KeepAliveTmo: a.opt.NVMe.KeepAliveTmo,
-			ReconnectDelay: a.opt.NVMe.ReconnectDelay, CtrlLossTmo: a.opt.NVMe.CtrlLossTmo})
+			ReconnectDelay: a.opt.NVMe.ReconnectDelay, CtrlLossTmo: a.opt.NVMe.CtrlLossTmo, Duplicate: rejoin})
 		cancel()
 		a.m.op("connect", err)
 		if err != nil {
 			errs = append(errs, err)
 			continue
 		}
-		log.Info("connected", "device", dev)
-		l.owned = append(l.owned, ownedController{Path: p, Device: dev})
+		if rejoin {
+			// The path is back and our kept controller still waits for
+			// its next reconnect attempt (each one that began while the
+			// link was down takes nvme-tcp's 3 s connect timeout): the new
+			// controller carries I/O now, the old one goes.
+			log.Info("path back: rejoined with a new controller", "device", dev, "old", c.Device)
+			l.replace(p, dev)
+			l.drop(ctx, c.Device, log)
+		} else {
+			log.Info("connected", "device", dev)
+			l.owned = append(l.owned, ownedController{Path: p, Device: dev})
+		}
 		if a.opt.Failover.LastPath == LastPathFailFast {
 			if err := a.kern.FailFast(dev); err != nil {
 				log.Error("last_path fail-fast: setting fast_io_fail_tmo", "device", dev, "err", err)
@@ -237,6 +250,33 @@ func (l *lane) connect(ctx context.Context, nqn string) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// owns reports whether the lane created the controller dev on path p.
+func (l *lane) owns(p Path, dev string) bool {
+	return slices.ContainsFunc(l.owned, func(o ownedController) bool { return samePath(o.Path, p) && o.Device == dev })
+}
+
+// replace records dev as the lane's controller on path p.
+func (l *lane) replace(p Path, dev string) {
+	for i := range l.owned {
+		if samePath(l.owned[i].Path, p) {
+			l.owned[i].Device = dev
+		}
+	}
+}
+
+// drop removes a controller the lane no longer records (a replaced one).
+func (l *lane) drop(ctx context.Context, dev string, log *slog.Logger) {
+	cctx, cancel := l.cmd(ctx)
+	err := l.w.a.nvme.Disconnect(cctx, dev)
+	cancel()
+	l.w.a.m.op("disconnect", err)
+	if err != nil {
+		log.Error("removing the replaced controller", "device", dev, "err", err)
+		return
+	}
+	log.Info("replaced controller removed", "device", dev)
 }
 
 // discover asks the target's discovery controller for its subsystems on
@@ -285,7 +325,9 @@ func (l *lane) failover(r inof.Reason) {
 		a.log.Info("no controller of ours to fail over", "target", l.key.Target, "reason", r)
 		return
 	}
+	start := time.Now()
 	paths, err := a.kern.Paths()
+	read := time.Since(start)
 	if err != nil {
 		a.m.failovers.WithLabelValues("error").Inc()
 		a.log.Error("failover: read controllers from sysfs", "target", l.key.Target, "err", err)
@@ -311,7 +353,8 @@ func (l *lane) failover(r inof.Reason) {
 			a.m.failovers.WithLabelValues("not-live").Inc()
 			continue
 		}
-		if err := l.failPath(p); err != nil {
+		acted, err := l.failPath(p)
+		if err != nil {
 			log.Error("failover failed", "device", p.Device, "err", err)
 			a.m.failovers.WithLabelValues("error").Inc()
 			continue
@@ -321,13 +364,18 @@ func (l *lane) failover(r inof.Reason) {
 			kind = "sibling"
 		}
 		a.m.failovers.WithLabelValues(kind).Inc()
-		log.Info("path failed over", "device", p.Device, "live_sibling", sib, "method", a.opt.Failover.Method)
+		// The timings (sysfs read, first action done, all done) say where
+		// a failover's time goes; I/O moves at the first action.
+		log.Info("path failed over", "device", p.Device, "live_sibling", sib, "method", a.opt.Failover.Method,
+			"sysfs", read.Round(time.Microsecond), "acted", acted.Sub(start).Round(time.Microsecond),
+			"done", time.Since(start).Round(time.Microsecond))
 	}
 }
 
 // failPath pushes one live controller into error recovery with the
-// configured method (RDMA has no sockets to abort: it is reset).
-func (l *lane) failPath(p KernelPath) error {
+// configured method (RDMA has no sockets to abort: it is reset), and
+// returns when its first action was done.
+func (l *lane) failPath(p KernelPath) (time.Time, error) {
 	a := l.w.a
 	m := a.opt.Failover.Method
 	var errs []error
@@ -339,15 +387,22 @@ func (l *lane) failPath(p KernelPath) error {
 			errs = append(errs, fmt.Errorf("abort: path %s: unparsable address", p.Path))
 		} else if n, err := a.kern.AbortTCP(host, tgt, uint16(port)); err != nil {
 			errs = append(errs, fmt.Errorf("abort: %w", err))
-		} else if n > 0 && m == FailoverAbort {
-			return nil
+		} else if n > 0 {
+			acted := time.Now()
+			if m == FailoverAbort {
+				return acted, nil
+			}
+			// both: the reset finds recovery under way (EBUSY, no error)
+			// or covers what the abort missed.
+			return acted, a.kern.Reset(p.Device)
 		}
 		// Nothing aborted (or it failed): reset instead.
 	}
-	if err := a.kern.Reset(p.Device); err != nil {
-		return errors.Join(append(errs, err)...)
+	err := a.kern.Reset(p.Device)
+	if err != nil {
+		return time.Time{}, errors.Join(append(errs, err)...)
 	}
-	return nil
+	return time.Now(), nil
 }
 
 // remove removes the controllers this agent created on the path. A
@@ -379,7 +434,7 @@ func (l *lane) remove(ctx context.Context, reason inof.Reason, logArgs ...any) {
 		if c.State == "live" && pathDead(reason) && a.opt.Failover.Method != FailoverNone {
 			if paths, err := a.kern.Paths(); err == nil {
 				if p, ok := findKernelPath(paths, o.Path); ok && p.State == "live" {
-					if err := l.failPath(p); err != nil {
+					if _, err := l.failPath(p); err != nil {
 						log.Warn("reset before disconnect failed", "device", c.Device, "err", err)
 					}
 				}
