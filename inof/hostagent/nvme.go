@@ -79,10 +79,6 @@ type ConnectParams struct {
 	KeepAliveTmo   int
 	ReconnectDelay int
 	CtrlLossTmo    int
-	// Duplicate allows a second controller on a path that has one (-D):
-	// a path whose kept controller is still reconnecting is rejoined at
-	// once with a new one.
-	Duplicate bool
 }
 
 // CLI drives nvme-cli (2.x) through an Executor and parses its JSON.
@@ -124,9 +120,6 @@ func (c *CLI) Connect(ctx context.Context, p Path, cp ConnectParams) (string, er
 		if o.v > 0 {
 			args = append(args, o.flag, strconv.Itoa(o.v))
 		}
-	}
-	if cp.Duplicate {
-		args = append(args, "-D")
 	}
 	out, err := c.Exec.Run(ctx, c.Bin, append(args, "-o", "json")...)
 	var r struct {

@@ -5,6 +5,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -194,6 +195,9 @@ func runFailover(b *testing.B, kernel string, cuts int) []result.Row {
 			ms(stalls[0][c]), ms(stalls[1][c]), ms(stalls[2][c]), ms(notLive[0][c]), ms(notLive[1][c]), ms(notLive[2][c]),
 			ms(back[0][c]), ms(back[1][c]), ms(back[2][c]))
 	}
+	for _, h := range hosts {
+		b.Logf("%s: what its agent did:\n%s", h.Name, agentActions(h.Log()))
+	}
 	kern := "Linux " + trimNL(release)
 	var rows []result.Row
 	for i, fh := range failoverHosts {
@@ -240,6 +244,21 @@ func waitController(ctx context.Context, g *vm.Guest, traddr string, ok func(vm.
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
+}
+
+// agentActions keeps an agent log's lines about notifications and
+// failovers.
+func agentActions(log string) string {
+	var out []string
+	for _, l := range strings.Split(log, "\n") {
+		for _, m := range []string{"failed over", "target inactive", "rejoined", "replaced", "connect failed", "active within", "controller exists", "failover"} {
+			if strings.Contains(l, m) {
+				out = append(out, "  "+l)
+				break
+			}
+		}
+	}
+	return strings.Join(out, "\n")
 }
 
 func isLive(c vm.Controller) bool { return c.State == "live" }
