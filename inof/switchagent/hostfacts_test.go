@@ -75,11 +75,13 @@ func TestHostOwnLinkDownIsNoZoneChange(t *testing.T) {
 	told := host.count()
 
 	s.links <- l2proto.LinkState{Name: "swp1", Running: false}
+	waitRegistered(t, s, "swp1", host.dev.Addr, false)
 	// A marker: the target leaves and comes back; a host that left must
 	// hear none of it, and nothing else either.
 	s.links <- l2proto.LinkState{Name: "swp2", Running: false}
+	waitRegistered(t, s, "swp2", target.Addr, false)
 	tgt.register(120)
-	waitRegistered(t, s, "swp2", target.Addr)
+	waitRegistered(t, s, "swp2", target.Addr, true)
 	time.Sleep(200 * time.Millisecond) // notices go out at once; give a wrong one time to arrive
 	host.mu.Lock()
 	away := append([]l2proto.Notification(nil), host.got[told:]...)
@@ -101,19 +103,19 @@ func TestHostOwnLinkDownIsNoZoneChange(t *testing.T) {
 }
 
 // waitRegistered waits until the switch's registration table holds addr
-// on port.
-func waitRegistered(t *testing.T, s *testSwitch, port string, addr netip.Addr) {
+// on port (want), or no longer does.
+func waitRegistered(t *testing.T, s *testSwitch, port string, addr netip.Addr, want bool) {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		s.agent.mu.Lock()
 		reg := s.agent.reg
 		s.agent.mu.Unlock()
-		if _, ok := reg.Lookup(port, addr); ok {
+		if _, ok := reg.Lookup(port, addr); ok == want {
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("%s never registered on %s", addr, port)
+			t.Fatalf("%s registered on %s: never %v", addr, port, want)
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
