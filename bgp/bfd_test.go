@@ -178,18 +178,7 @@ func TestKilledClientWithdrawnWithinBFD(t *testing.T) {
 // back, every time.
 func TestQuickBFDFlapReenables(t *testing.T) {
 	skipUnderRace(t)
-	rm := bfd.NewManager(bfd.ManagerOptions{})
-	defer rm.Close()
-	r := startReflector(t, addr("127.0.0.1"), Options{BFD: rm})
-	a := startClient(t, addr("127.0.0.2"), Options{})
-	fast := &NeighborBFD{DesiredMinTx: 50 * time.Millisecond, RequiredMinRx: 50 * time.Millisecond, DetectMult: 3}
-	connect(t, r, a, func(n *Neighbor) {
-		if n.Address == a.addr { // the reflector's side; a runs no BFD, so the session stays Down
-			n.BFD, n.LocalAddress = fast, r.addr
-		}
-	})
-	waitEstablished(t, a, 1)
-	key := bfd.SessionKey{Local: r.addr, Peer: a.addr}
+	r, a, key := bfdReflectorAndClient(t)
 	for i := range 3 {
 		// As the BFD manager delivers them: down, then up at once.
 		r.onBFD(bfd.StateChange{Key: key, Old: bfd.Up, New: bfd.Down, Diag: bfd.DiagControlExpired})
@@ -224,4 +213,45 @@ func adminUp(t *testing.T, n *node, a netip.Addr) bool {
 		up = p.GetState().GetAdminState() == api.PeerState_UP
 	})
 	return err == nil && up
+}
+
+// TestFalseBFDDownCostsOneReconnect: the reflector's BFD towards a live
+// switch goes down and comes back a moment later (a false down on a busy
+// machine, realhost finding 4). The switch's session is torn down once and
+// must come back by itself: one reconnect, no loop of resets. The time
+// from BFD up to the session being established again is logged (the
+// measurement quoted in docs/bfd.md); the 2 min wait only bounds a hang.
+func TestFalseBFDDownCostsOneReconnect(t *testing.T) {
+	skipUnderRace(t)
+	r, a, key := bfdReflectorAndClient(t)
+	down := time.Now()
+	r.onBFD(bfd.StateChange{Key: key, Old: bfd.Up, New: bfd.Down, Diag: bfd.DiagControlExpired})
+	waitState(t, a, r.addr, func(s SessionState) bool { return s != StateEstablished })
+	time.Sleep(500 * time.Millisecond) // BFD is back half a second later
+	up := time.Now()
+	r.onBFD(bfd.StateChange{Key: key, Old: bfd.Down, New: bfd.Up})
+	if !sessionUp(t, a, r, 2*time.Minute) {
+		t.Fatal("the session never came back after a false BFD down")
+	}
+	t.Logf("MEASURE false BFD down: session down %s, re-established %s after BFD up",
+		up.Sub(down).Round(time.Millisecond), time.Since(up).Round(time.Millisecond))
+}
+
+// bfdReflectorAndClient starts a reflector with BFD towards client a
+// (which runs none, so the reflector's session stays Down until a test
+// drives it with onBFD) and waits for their BGP session.
+func bfdReflectorAndClient(t *testing.T) (r, a *node, key bfd.SessionKey) {
+	t.Helper()
+	rm := bfd.NewManager(bfd.ManagerOptions{})
+	t.Cleanup(func() { rm.Close() })
+	r = startReflector(t, addr("127.0.0.1"), Options{BFD: rm})
+	a = startClient(t, addr("127.0.0.2"), Options{})
+	fast := &NeighborBFD{DesiredMinTx: 50 * time.Millisecond, RequiredMinRx: 50 * time.Millisecond, DetectMult: 3}
+	connect(t, r, a, func(n *Neighbor) {
+		if n.Address == a.addr { // the reflector's side
+			n.BFD, n.LocalAddress = fast, r.addr
+		}
+	})
+	waitEstablished(t, a, 1)
+	return r, a, bfd.SessionKey{Local: r.addr, Peer: a.addr}
 }

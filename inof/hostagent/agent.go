@@ -29,10 +29,16 @@ type Config struct {
 	Exec Executor
 	// SubsysClass overrides DefaultSubsysClass (see CLI.SubsysClass).
 	SubsysClass *string
-	Clock       Clock                         // nil means RealClock
-	Carrier     func(string) (Carrier, error) // nil means SysfsCarrier
-	Registry    prometheus.Registerer         // nil means a private registry
-	Logger      *slog.Logger
+	// Kernel reads controllers from sysfs and fails paths over; nil means
+	// SysfsKernel on /sys.
+	Kernel Kernel
+	Clock  Clock // nil means RealClock
+	// WatchClock times the per-path deadline watch of NVMe work
+	// (nvme.command_timeout); nil means Clock.
+	WatchClock Clock
+	Carrier    func(string) (Carrier, error) // nil means SysfsCarrier
+	Registry   prometheus.Registerer         // nil means a private registry
+	Logger     *slog.Logger
 	// DCB reads the NICs' DCB state back after a lossless profile is
 	// applied; nil means rtnetlink (package dcbnl).
 	DCB readback.DCBReader
@@ -43,8 +49,10 @@ type Agent struct {
 	opt     Options
 	ports   []*port
 	nvme    *CLI
+	kern    Kernel
 	hostNQN string
 	clk     Clock
+	watch   Clock // deadline watch of the lanes
 	carrier func(string) (Carrier, error)
 	log     *slog.Logger
 	m       *metrics
@@ -65,9 +73,15 @@ func New(cfg Config) (*Agent, error) {
 		return nil, err
 	}
 	a := &Agent{opt: o, clk: cfg.Clock, carrier: cfg.Carrier, log: cfg.Logger,
-		events: make(chan event, eventQueue), dcb: cfg.DCB}
+		events: make(chan event, eventQueue), dcb: cfg.DCB, kern: cfg.Kernel}
+	if a.kern == nil {
+		a.kern = SysfsKernel{}
+	}
 	if a.clk == nil {
 		a.clk = RealClock{}
+	}
+	if a.watch = cfg.WatchClock; a.watch == nil {
+		a.watch = a.clk
 	}
 	if a.carrier == nil {
 		a.carrier = SysfsCarrier
@@ -204,14 +218,12 @@ func (a *Agent) Run(ctx context.Context) error {
 	})
 	defer stopLinks()
 	a.running.Store(true)
-	a.log.Info("inof-host running", "interfaces", len(a.ports), "owned_controllers", len(w.owned))
+	a.log.Info("inof-host running", "interfaces", len(a.ports), "owned_controllers", len(w.all()),
+		"failover", a.opt.Failover.Method, "last_path", a.opt.Failover.LastPath)
 	w.run(ctx)
 	a.running.Store(false)
 	wg.Wait()
-	w.stop()
-	if a.opt.DisconnectOnExit {
-		w.disconnectAll(context.WithoutCancel(ctx))
-	}
+	w.stop(a.opt.DisconnectOnExit)
 	select {
 	case err := <-errc:
 		return err

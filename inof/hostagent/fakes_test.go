@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/netip"
 	"slices"
 	"strings"
 	"sync"
@@ -309,6 +310,39 @@ func (f *fakeNVMe) expect(t *testing.T, verbs ...string) [][]string {
 	return got
 }
 
+// expectUnordered takes len(verbs) calls whose verbs are verbs in any
+// order: the calls of notifications for different paths, whose lanes run
+// at the same time.
+func (f *fakeNVMe) expectUnordered(t *testing.T, verbs ...string) [][]string {
+	t.Helper()
+	var got [][]string
+	var gotVerbs []string
+	for range verbs {
+		c := f.next(t)
+		got = append(got, c)
+		gotVerbs = append(gotVerbs, c[1])
+	}
+	want := slices.Clone(verbs)
+	slices.Sort(want)
+	slices.Sort(gotVerbs)
+	if !slices.Equal(want, gotVerbs) {
+		t.Fatalf("nvme calls %q, want the verbs %q in any order", got, verbs)
+	}
+	return got
+}
+
+// deviceOf returns the device of the controller to traddr.
+func (f *fakeNVMe) deviceOf(traddr string) string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, c := range f.ctrls {
+		if c.traddr == traddr {
+			return c.dev
+		}
+	}
+	return ""
+}
+
 // none checks that no call is queued right now. Callers first make sure
 // (with a later, ordered event) that any call would have been made.
 func (f *fakeNVMe) none(t *testing.T) {
@@ -317,5 +351,102 @@ func (f *fakeNVMe) none(t *testing.T) {
 	case c := <-f.calls:
 		t.Fatalf("unexpected nvme call %q", c)
 	default:
+	}
+}
+
+// fakeKernel is a recording Kernel over a fakeNVMe's controller table: a
+// controller's siblings are the others of its subsystem NQN; Reset takes
+// a controller out of live (as the kernel's reset of a dead path does)
+// and can be made to block; every call is recorded in order.
+type fakeKernel struct {
+	nv    *fakeNVMe
+	mu    sync.Mutex
+	block map[string]chan struct{} // Reset of this device waits for the channel to close
+	calls chan string              // "reset nvme0", "abort 10.0.0.2>10.0.0.100:4420", "failfast nvme0"
+	ana   map[string]string        // ANA state per device (default none)
+}
+
+func newFakeKernel(nv *fakeNVMe) *fakeKernel {
+	return &fakeKernel{nv: nv, block: map[string]chan struct{}{}, calls: make(chan string, 1000), ana: map[string]string{}}
+}
+
+func (k *fakeKernel) Paths() ([]KernelPath, error) {
+	k.nv.mu.Lock()
+	defer k.nv.mu.Unlock()
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	var out []KernelPath
+	for _, c := range k.nv.ctrls {
+		p := KernelPath{Controller: Controller{Device: c.dev, State: c.state,
+			Path: Path{Transport: c.transport, TrAddr: c.traddr, TrSvcID: c.trsvcid, HostTrAddr: c.hostTraddr, SubNQN: c.nqn}}}
+		if s, ok := k.ana[c.dev]; ok {
+			p.ANA = []string{s}
+		}
+		out = append(out, p)
+	}
+	return out, nil
+}
+
+func (k *fakeKernel) Reset(dev string) error {
+	k.mu.Lock()
+	b := k.block[dev]
+	k.mu.Unlock()
+	if b != nil {
+		<-b
+	}
+	k.nv.setState(dev, "connecting")
+	k.calls <- "reset " + dev
+	return nil
+}
+
+func (k *fakeKernel) AbortTCP(host, target netip.Addr, port uint16) (int, error) {
+	k.calls <- fmt.Sprintf("abort %s>%s:%d", host, target, port)
+	return 1, nil
+}
+
+func (k *fakeKernel) FailFast(dev string) error {
+	k.calls <- "failfast " + dev
+	return nil
+}
+
+// blockReset makes the next Resets of dev wait until the returned function
+// is called.
+func (k *fakeKernel) blockReset(dev string) func() {
+	ch := make(chan struct{})
+	k.mu.Lock()
+	k.block[dev] = ch
+	k.mu.Unlock()
+	return func() { close(ch) }
+}
+
+// next returns the next recorded kernel call.
+func (k *fakeKernel) next(t *testing.T) string {
+	t.Helper()
+	select {
+	case c := <-k.calls:
+		return c
+	case <-time.After(wait):
+		t.Fatal("no kernel call")
+		return ""
+	}
+}
+
+// none checks that no kernel call is queued right now.
+func (k *fakeKernel) none(t *testing.T) {
+	t.Helper()
+	select {
+	case c := <-k.calls:
+		t.Fatalf("unexpected kernel call %q", c)
+	default:
+	}
+}
+
+func (f *fakeNVMe) setState(dev, st string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for i := range f.ctrls {
+		if f.ctrls[i].dev == dev {
+			f.ctrls[i].state = st
+		}
 	}
 }

@@ -46,6 +46,8 @@ type harness struct {
 	t       *testing.T
 	clk     *fakeClock
 	nv      *fakeNVMe
+	kern    *fakeKernel
+	watch   *fakeClock // the lanes' deadline watch (advanced by the stuck test only)
 	sw      *l2proto.MemLink
 	reg     *prometheus.Registry
 	regs    chan l2proto.Frame // LLDPDUs and zone queries from the host
@@ -73,14 +75,14 @@ func startCarrier(t *testing.T, o Options, clk *fakeClock, nv *fakeNVMe, up bool
 // wrapper of it), dcb reads DCB state back (nil: rtnetlink).
 func startFull(t *testing.T, o Options, clk *fakeClock, nv *fakeNVMe, ex Executor, dcb readback.DCBReader, up bool) *harness {
 	t.Helper()
-	h := &harness{t: t, clk: clk, nv: nv, reg: prometheus.NewRegistry(), regs: make(chan l2proto.Frame, 256),
+	h := &harness{t: t, clk: clk, nv: nv, kern: newFakeKernel(nv), watch: newFakeClock(), reg: prometheus.NewRegistry(), regs: make(chan l2proto.Frame, 256),
 		acks: make(chan []l2proto.Ack, 256), reads: make(chan bool, 100000), done: make(chan error, 1)}
 	h.carrier.Store(up)
 	hostEnd, swEnd := l2proto.NewMemPair("eth0", hostMAC, "sw1", swMAC)
 	h.sw = swEnd
 	empty := ""
 	a, err := New(Config{Options: o, Links: map[string]l2proto.Link{o.Interfaces[0].Name: hostEnd}, Exec: ex, DCB: dcb,
-		SubsysClass: &empty, Clock: clk, Registry: h.reg,
+		SubsysClass: &empty, Clock: clk, Registry: h.reg, Kernel: h.kern, WatchClock: h.watch,
 		Carrier: func(string) (Carrier, error) {
 			v := h.carrier.Load()
 			select {

@@ -16,6 +16,9 @@ type metrics struct {
 	owned         prometheus.Gauge
 	carrier       *prometheus.GaugeVec   // interface
 	lossless      *prometheus.CounterVec // outcome
+	failovers     *prometheus.CounterVec // result
+	stuck         *prometheus.CounterVec // op
+	stuckNow      prometheus.Gauge
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -36,10 +39,14 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Help: "NVMe-oF controllers this agent created and still owns."}),
 		carrier: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Name: "carrier",
 			Help: "1 when the interface has carrier."}, []string{"interface"}),
-		lossless: cv("lossless_profiles_total", "Lossless profiles handled, by outcome: planned, applied, apply_failed, refused, fetch_failed.", "outcome"),
+		lossless:  cv("lossless_profiles_total", "Lossless profiles handled, by outcome: planned, applied, apply_failed, refused, fetch_failed.", "outcome"),
+		failovers: cv("failovers_total", "Paths failed over on an inactive notification (sibling, last-path) or not (kept, not-live, error).", "result"),
+		stuck:     cv("nvme_stuck_total", "NVMe jobs (nvme-cli or sysfs) still running after nvme.command_timeout, by operation.", "op"),
+		stuckNow: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "nvme_stuck",
+			Help: "NVMe jobs running now for longer than nvme.command_timeout."}),
 	}
 	for _, c := range []prometheus.Collector{m.registrations, m.queries, m.received, m.acked, m.duplicates,
-		m.ignored, m.drops, m.nvme, m.owned, m.carrier, m.lossless} {
+		m.ignored, m.drops, m.nvme, m.owned, m.carrier, m.lossless, m.failovers, m.stuck, m.stuckNow} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}

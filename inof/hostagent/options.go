@@ -24,6 +24,47 @@ const (
 	DisconnectNever  DisconnectPolicy = "never" // nothing removes it
 )
 
+// FailoverMethod is how a path is failed over when its link died.
+type FailoverMethod string
+
+// Failover methods (docs/host-agent.md, "Multipath failover").
+const (
+	// FailoverReset writes the controller's sysfs reset_controller: the
+	// kernel tears the path's queues down and requeues their in-flight
+	// I/O at once (on a live sibling, or in the multipath head).
+	FailoverReset FailoverMethod = "reset"
+	// FailoverAbort aborts the path's TCP connections (inet_diag socket
+	// destroy); nvme-tcp starts error recovery as the socket closes. TCP
+	// only; RDMA paths are reset instead.
+	FailoverAbort FailoverMethod = "abort"
+	FailoverBoth  FailoverMethod = "both" // abort, then reset
+	FailoverNone  FailoverMethod = "none" // leave it to keep-alive (nvme-snsd's behaviour)
+)
+
+// LastPathPolicy says what a link-down does to a path without a live
+// sibling.
+type LastPathPolicy string
+
+// Last-path policies.
+const (
+	// LastPathWait fails the path over like any other: the controller
+	// leaves live at once and I/O waits in the multipath head until a path
+	// is back (or ctrl_loss_tmo removes the controller).
+	LastPathWait LastPathPolicy = "wait"
+	// LastPathFailFast does the same and sets each new controller's
+	// fast_io_fail_tmo to 0, so I/O fails at once while no path is live
+	// (for applications with their own redundancy).
+	LastPathFailFast LastPathPolicy = "fail-fast"
+	// LastPathKeep leaves the last path to keep-alive.
+	LastPathKeep LastPathPolicy = "keep"
+)
+
+// FailoverOptions configure multipath failover on notifications.
+type FailoverOptions struct {
+	Method   FailoverMethod `yaml:"method"`
+	LastPath LastPathPolicy `yaml:"last_path"`
+}
+
 // Options is the whole configuration of inof-host.
 type Options struct {
 	Log daemon.LogOptions `yaml:"log"`
@@ -48,9 +89,11 @@ type Options struct {
 	RegistrationInterval time.Duration `yaml:"registration_interval"`
 	RegistrationTTL      time.Duration `yaml:"registration_ttl"`
 	// CarrierPoll is how often /sys/class/net/IF/carrier is read.
-	CarrierPoll time.Duration      `yaml:"carrier_poll"`
-	NVMe        NVMeOptions        `yaml:"nvme"`
-	Interfaces  []InterfaceOptions `yaml:"interfaces"`
+	CarrierPoll time.Duration `yaml:"carrier_poll"`
+	NVMe        NVMeOptions   `yaml:"nvme"`
+	// Failover fails a dead path over the moment the fabric says so.
+	Failover   FailoverOptions    `yaml:"failover"`
+	Interfaces []InterfaceOptions `yaml:"interfaces"`
 	// Lossless follows the fabric's lossless profile (off by default).
 	Lossless LosslessOptions `yaml:"lossless"`
 }
@@ -96,6 +139,7 @@ func DefaultOptions() Options {
 		RegistrationTTL:      120 * time.Second,
 		CarrierPoll:          time.Second,
 		NVMe:                 NVMeOptions{Path: "nvme", CommandTimeout: 30 * time.Second, CtrlLossTmo: 1800},
+		Failover:             FailoverOptions{Method: FailoverBoth, LastPath: LastPathWait},
 		Lossless:             LosslessOptions{PortClass: "server", Interval: time.Minute, DCBPath: "dcb"},
 	}
 }
@@ -151,6 +195,16 @@ func (o *Options) Validate() error {
 		if v < 0 {
 			add("nvme.%s %d: must not be negative", k, v)
 		}
+	}
+	switch o.Failover.Method {
+	case FailoverReset, FailoverAbort, FailoverBoth, FailoverNone:
+	default:
+		add("failover.method %q: want reset, abort, both or none", o.Failover.Method)
+	}
+	switch o.Failover.LastPath {
+	case LastPathWait, LastPathFailFast, LastPathKeep:
+	default:
+		add("failover.last_path %q: want wait, fail-fast or keep", o.Failover.LastPath)
 	}
 	o.Lossless.validate(add)
 	if len(o.Interfaces) == 0 {

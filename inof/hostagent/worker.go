@@ -2,27 +2,29 @@ package hostagent
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"net/netip"
 	"slices"
-	"strconv"
+	"strings"
 	"time"
 
 	"github.com/openinof/inof/inof"
 	"github.com/openinof/inof/l2proto"
 )
 
-// worker owns the NVMe side: the controllers this agent created, pending
-// disconnects (restrain time) and connect retries. Only its goroutine
-// touches them; it runs nvme-cli one command at a time.
+// worker owns the agent's NVMe decisions: it turns notifications into jobs
+// for the lane of their path (one goroutine per path, so a command that
+// hangs holds up that path only), keeps the timers (restrain time,
+// connect retries) and the state file. Only its goroutine touches its
+// fields; lanes report back on results.
 type worker struct {
 	a       *Agent
-	ctx     context.Context // ends with Run; bounds timer callbacks
-	owned   []ownedController
+	ctx     context.Context // ends with Run; bounds timer callbacks and lanes' starts
+	owned   map[targetKey][]ownedController
+	lanes   map[targetKey]*lane
 	pending map[targetKey]*pendingOp
 	gen     uint64
 	fired   chan timerEvent
+	results chan laneResult
 }
 
 // pendingOp is a notification waiting for a timer: an inactive inside its
@@ -38,31 +40,41 @@ type timerEvent struct {
 	gen uint64
 }
 
+// latest is the generation of the newest notification per path; a failed
+// connect is retried only if no newer notification arrived since.
+type latest = map[targetKey]uint64
+
 func (a *Agent) newWorker(ctx context.Context) (*worker, error) {
 	owned, err := loadState(a.opt.StateFile)
 	if err != nil {
 		return nil, err
 	}
-	w := &worker{a: a, ctx: ctx, owned: owned, pending: map[targetKey]*pendingOp{}, fired: make(chan timerEvent)}
-	w.reconcile(ctx)
+	w := &worker{a: a, ctx: ctx, owned: map[targetKey][]ownedController{}, lanes: map[targetKey]*lane{},
+		pending: map[targetKey]*pendingOp{}, fired: make(chan timerEvent), results: make(chan laneResult, 64)}
+	for _, o := range w.reconcile(ctx, owned) {
+		k := keyOfPath(o.Path)
+		w.owned[k] = append(w.owned[k], o)
+	}
+	w.save()
 	return w, nil
 }
 
 // reconcile forgets owned controllers that no longer exist (removed by
 // hand, or lost in a reboot) and learns their current device names.
-func (w *worker) reconcile(ctx context.Context) {
-	if len(w.owned) == 0 {
-		w.a.m.owned.Set(0)
-		return
+func (w *worker) reconcile(ctx context.Context, owned []ownedController) []ownedController {
+	if len(owned) == 0 {
+		return nil
 	}
-	cs, err := w.list(ctx)
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), w.a.opt.NVMe.CommandTimeout)
+	cs, err := w.a.nvme.ListControllers(cctx)
+	cancel()
+	w.a.m.op("list", err)
 	if err != nil {
 		w.a.log.Error("list controllers at start; keeping the state file as it is", "err", err)
-		w.a.m.owned.Set(float64(len(w.owned)))
-		return
+		return owned
 	}
-	kept := w.owned[:0]
-	for _, o := range w.owned {
+	kept := owned[:0]
+	for _, o := range owned {
 		if c, ok := findController(cs, o.Path); ok {
 			o.Device = c.Device
 			kept = append(kept, o)
@@ -70,11 +82,21 @@ func (w *worker) reconcile(ctx context.Context) {
 			w.a.log.Info("owned controller is gone; forgetting it", "path", o.Path.String())
 		}
 	}
-	w.owned = kept
-	w.save()
+	return kept
+}
+
+// lane returns the lane of k, starting it with the controllers owned there.
+func (w *worker) lane(k targetKey) *lane {
+	l := w.lanes[k]
+	if l == nil {
+		l = newLane(w, k, slices.Clone(w.owned[k]))
+		w.lanes[k] = l
+	}
+	return l
 }
 
 func (w *worker) run(ctx context.Context) {
+	gens := latest{}
 	for {
 		select {
 		case <-ctx.Done():
@@ -85,50 +107,117 @@ func (w *worker) run(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case ev := <-w.a.events:
-			w.handle(ctx, ev)
+			gens[keyOf(ev.n)] = w.handle(ev)
 		case t := <-w.fired:
 			p := w.pending[t.key]
 			if p == nil || p.gen != t.gen {
 				continue // cancelled or superseded after the timer fired
 			}
 			delete(w.pending, t.key)
-			w.act(ctx, p.n)
+			w.act(t.key, p.n, p.gen)
+		case r := <-w.results:
+			w.result(r, gens)
 		}
 	}
 }
 
-// stop cancels every pending timer.
-func (w *worker) stop() {
-	for k := range w.pending {
-		w.cancel(k)
+// result takes a lane's report: the controllers it owns now, and for a
+// failed connect of the newest notification, a retry later.
+func (w *worker) result(r laneResult, gens latest) {
+	if !slices.Equal(w.owned[r.key], r.owned) {
+		if len(r.owned) == 0 {
+			delete(w.owned, r.key)
+		} else {
+			w.owned[r.key] = r.owned
+		}
+		w.save()
+	}
+	if r.job.op == opConnect && r.err != nil {
+		n := r.job.n
+		if gens != nil && gens[r.key] != r.job.gen {
+			return // superseded meanwhile
+		}
+		w.a.log.Error("connect failed; retrying later", "target", n.Target, "host", n.Host, "port", r.key.Port,
+			"retry_in", w.a.opt.ConnectRetry, "err", r.err)
+		w.arm(r.key, w.a.opt.ConnectRetry, n, r.job.gen)
 	}
 }
 
-func (w *worker) handle(ctx context.Context, ev event) {
+// stop ends every lane and timer: with exit, each lane first removes the
+// controllers it owns. It waits for the lanes for at most twice the
+// command timeout (a lane stuck in the kernel is left behind, reported)
+// and saves what they report.
+func (w *worker) stop(exit bool) {
+	for k := range w.pending {
+		w.cancel(k)
+	}
+	if exit {
+		for k := range w.owned {
+			w.lane(k).push(job{op: opExit}, true)
+		}
+	}
+	for _, l := range w.lanes {
+		l.close(exit)
+	}
+	deadline := time.After(2 * w.a.opt.NVMe.CommandTimeout)
+	for k, l := range w.lanes {
+	wait:
+		for {
+			select {
+			case <-l.done:
+				break wait
+			case r := <-w.results:
+				w.result(r, nil)
+			case <-deadline:
+				w.a.log.Error("stopping: nvme work still running; leaving it", "target", k.Target, "host", k.Host)
+				break wait
+			}
+		}
+	}
+	for {
+		select {
+		case r := <-w.results:
+			w.result(r, nil)
+		default:
+			return
+		}
+	}
+}
+
+// handle decides what a notification does and returns its generation.
+func (w *worker) handle(ev event) uint64 {
 	n := ev.n
 	k := keyOf(n)
 	_, hadPending := w.pending[k]
 	w.cancel(k) // a newer notification supersedes whatever waits
+	w.gen++
+	gen := w.gen
 	log := w.a.log.With("interface", ev.port, "target", n.Target, "host", n.Host, "port", k.Port,
 		"protocol", n.Protocol, "seq", n.Seq)
 	if n.State == inof.StateActive {
 		if hadPending {
 			log.Info("active within the restrain time or before a retry: pending action dropped")
 		}
-		w.act(ctx, n)
-		return
+		w.act(k, n, gen)
+		return gen
+	}
+	if failsOver(w.a.opt.Failover, n.Reason) {
+		// At once, whatever the restrain time: failing a dead path over
+		// keeps its controller, so a flap costs one reconnect.
+		w.lane(k).push(job{op: opFailover, gen: gen, n: n}, true)
 	}
 	if !w.forces(n.Reason) {
 		log.Info("target inactive; controller kept for multipath and keep-alive", "reason", n.Reason,
 			"disconnect_on", w.a.opt.DisconnectOn)
-		return
+		return gen
 	}
 	if d := w.a.opt.RestrainTime; d > 0 {
 		log.Info("target inactive; disconnect after the restrain time", "reason", n.Reason, "restrain_time", d)
-		w.arm(k, d, n)
-		return
+		w.arm(k, d, n, gen)
+		return gen
 	}
-	w.act(ctx, n)
+	w.act(k, n, gen)
+	return gen
 }
 
 func (w *worker) forces(r inof.Reason) bool {
@@ -141,30 +230,26 @@ func (w *worker) forces(r inof.Reason) bool {
 	return r.Forced()
 }
 
-// act carries out n now: connect for active, disconnect for inactive.
-func (w *worker) act(ctx context.Context, n l2proto.Notification) {
-	k := keyOf(n)
+// act queues n's work on its lane now: connect for active, disconnect
+// for inactive. An active supersedes what the lane had queued; a
+// disconnect goes after a failover queued for the same notification.
+func (w *worker) act(k targetKey, n l2proto.Notification, gen uint64) {
 	if n.State == inof.StateActive {
-		if err := w.connect(ctx, k, n.NQN); err != nil {
-			w.a.log.Error("connect failed; retrying later", "target", n.Target, "host", n.Host, "port", k.Port,
-				"retry_in", w.a.opt.ConnectRetry, "err", err)
-			w.arm(k, w.a.opt.ConnectRetry, n)
-		}
+		w.lane(k).push(job{op: opConnect, gen: gen, n: n}, true)
 		return
 	}
-	w.disconnect(ctx, k, n.Reason)
+	w.lane(k).push(job{op: opDisconnect, gen: gen, n: n}, false)
 }
 
-func (w *worker) arm(k targetKey, d time.Duration, n l2proto.Notification) {
-	w.gen++
-	ev := timerEvent{key: k, gen: w.gen}
+func (w *worker) arm(k targetKey, d time.Duration, n l2proto.Notification, gen uint64) {
+	ev := timerEvent{key: k, gen: gen}
 	stop := w.a.clk.AfterFunc(d, func() {
 		select {
 		case w.fired <- ev:
 		case <-w.ctx.Done():
 		}
 	})
-	w.pending[k] = &pendingOp{stop: stop, gen: ev.gen, n: n}
+	w.pending[k] = &pendingOp{stop: stop, gen: gen, n: n}
 }
 
 func (w *worker) cancel(k targetKey) {
@@ -174,162 +259,20 @@ func (w *worker) cancel(k targetKey) {
 	}
 }
 
-// cmd bounds one nvme-cli run by the command timeout only: a command that
-// has started is not killed when the agent stops, because a connect killed
-// after the kernel made the controller would leave one nobody records.
-func (w *worker) cmd(ctx context.Context) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(context.WithoutCancel(ctx), w.a.opt.NVMe.CommandTimeout)
-}
-
-func (w *worker) list(ctx context.Context) ([]Controller, error) {
-	cctx, cancel := w.cmd(ctx)
-	defer cancel()
-	cs, err := w.a.nvme.ListControllers(cctx)
-	w.a.m.op("list", err)
-	return cs, err
-}
-
-// connect makes sure a controller exists for every subsystem of the
-// target: the notification's NQN, or else each one the target's discovery
-// log lists for that address and port. It never connects a path that
-// already has a controller.
-func (w *worker) connect(ctx context.Context, k targetKey, nqn string) error {
-	tr := transport(k.Protocol)
-	existing, err := w.list(ctx)
-	if err != nil {
-		return err
+// all returns every owned controller in a stable order.
+func (w *worker) all() []ownedController {
+	var out []ownedController
+	for _, os := range w.owned {
+		out = append(out, os...)
 	}
-	base := Path{Transport: tr, TrAddr: k.Target.String(), TrSvcID: k.svc(), HostTrAddr: k.Host.String()}
-	var paths []Path
-	if nqn != "" {
-		p := base
-		p.SubNQN = nqn
-		paths = append(paths, p)
-	} else if paths, err = w.discover(ctx, base); err != nil {
-		return err
-	}
-	var errs []error
-	for _, p := range paths {
-		if err := ctx.Err(); err != nil {
-			return errors.Join(append(errs, err)...) // stopping: start nothing new
-		}
-		log := w.a.log.With("path", p.String())
-		if c, ok := findController(existing, p); ok {
-			log.Info("controller exists; not connecting again", "device", c.Device, "state", c.State)
-			continue
-		}
-		cctx, cancel := w.cmd(ctx)
-		dev, err := w.a.nvme.Connect(cctx, p, ConnectParams{HostNQN: w.a.hostNQN, KeepAliveTmo: w.a.opt.NVMe.KeepAliveTmo,
-			ReconnectDelay: w.a.opt.NVMe.ReconnectDelay, CtrlLossTmo: w.a.opt.NVMe.CtrlLossTmo})
-		cancel()
-		w.a.m.op("connect", err)
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		log.Info("connected", "device", dev)
-		w.owned = append(w.owned, ownedController{Path: p, Device: dev})
-		w.save()
-	}
-	return errors.Join(errs...)
-}
-
-// discover asks the target's discovery controller for its subsystems on
-// base's address and port, as nvme-snsd does when it has no NQN.
-func (w *worker) discover(ctx context.Context, base Path) ([]Path, error) {
-	dport := base.TrSvcID // nvme-snsd's choice for RDMA
-	if d := w.a.opt.NVMe.DiscoveryPort; d != 0 {
-		dport = strconv.Itoa(int(d))
-	} else if base.Transport == "tcp" {
-		dport = "8009" // the IANA NVMe/TCP discovery port
-	}
-	cctx, cancel := w.cmd(ctx)
-	recs, err := w.a.nvme.Discover(cctx, base.Transport, base.TrAddr, dport, base.HostTrAddr, w.a.hostNQN)
-	cancel()
-	w.a.m.op("discover", err)
-	if err != nil {
-		return nil, err
-	}
-	var paths []Path
-	for _, r := range recs {
-		if r.Subtype != "nvme subsystem" || r.Transport != base.Transport || !sameAddr(r.TrAddr, base.TrAddr) ||
-			r.TrSvcID != base.TrSvcID || r.SubNQN == "" {
-			continue
-		}
-		p := base
-		p.SubNQN = r.SubNQN
-		if !slices.Contains(paths, p) {
-			paths = append(paths, p)
-		}
-	}
-	if len(paths) == 0 {
-		return nil, fmt.Errorf("discovery log of %s:%s lists no subsystem at %s:%s (%d records)",
-			base.TrAddr, dport, base.TrAddr, base.TrSvcID, len(recs))
-	}
-	return paths, nil
-}
-
-// disconnect removes the controllers this agent created for the target;
-// controllers it did not create are never touched.
-func (w *worker) disconnect(ctx context.Context, k targetKey, reason inof.Reason) {
-	base := Path{Transport: transport(k.Protocol), TrAddr: k.Target.String(), TrSvcID: k.svc(), HostTrAddr: k.Host.String()}
-	w.remove(ctx, func(o ownedController) bool {
-		p := o.Path
-		p.SubNQN = ""
-		return samePath(p, base)
-	}, "reason", reason)
-}
-
-// disconnectAll removes every controller this agent created (shutdown with
-// disconnect_on_exit).
-func (w *worker) disconnectAll(ctx context.Context) {
-	w.remove(ctx, func(ownedController) bool { return true }, "reason", "exit")
-}
-
-func (w *worker) remove(ctx context.Context, match func(ownedController) bool, logArgs ...any) {
-	var mine []ownedController
-	for _, o := range w.owned {
-		if match(o) {
-			mine = append(mine, o)
-		}
-	}
-	if len(mine) == 0 {
-		w.a.log.Info("no controller of ours to disconnect", logArgs...)
-		return
-	}
-	existing, err := w.list(ctx)
-	if err != nil {
-		w.a.m.op("disconnect", err)
-		w.a.log.Error("disconnect: list controllers", append(logArgs, "err", err)...)
-		return
-	}
-	gone := map[Path]bool{}
-	for _, o := range mine {
-		log := w.a.log.With(append(logArgs, "path", o.Path.String())...)
-		c, ok := findController(existing, o.Path)
-		if !ok {
-			log.Info("owned controller already gone")
-			gone[o.Path] = true
-			continue
-		}
-		cctx, cancel := w.cmd(ctx)
-		err := w.a.nvme.Disconnect(cctx, c.Device)
-		cancel()
-		w.a.m.op("disconnect", err)
-		if err != nil {
-			log.Error("disconnect failed", "device", c.Device, "err", err)
-			continue
-		}
-		log.Info("disconnected", "device", c.Device)
-		gone[o.Path] = true
-	}
-	w.owned = slices.DeleteFunc(w.owned, func(o ownedController) bool { return gone[o.Path] })
-	w.save()
+	slices.SortFunc(out, func(a, b ownedController) int { return strings.Compare(a.Path.String(), b.Path.String()) })
+	return out
 }
 
 func (w *worker) save() {
-	w.a.m.owned.Set(float64(len(w.owned)))
-	if err := saveState(w.a.opt.StateFile, w.owned); err != nil {
+	all := w.all()
+	w.a.m.owned.Set(float64(len(all)))
+	if err := saveState(w.a.opt.StateFile, all); err != nil {
 		w.a.log.Error("save state", "err", err)
 	}
 }

@@ -92,6 +92,9 @@ type Agent struct {
 	// (a discovery connection ending) gives up then.
 	loopDone chan struct{}
 	up       chan struct{} // a reflector session came up
+	// downs carries access ports without carrier to the loop, for the
+	// restored registrations the registration table does not hold.
+	downs chan string
 }
 
 type accessPort struct {
@@ -124,7 +127,7 @@ func New(cfg Config) (*Agent, error) {
 		refusals: bgp.NewRefusals(cfg.Logger),
 		records:  make(chan bgp.RecordEvent, 1024), queries: make(chan portQuery, 256),
 		dims: make(chan dimEvent, 256), loopDone: make(chan struct{}),
-		up: make(chan struct{}, 1)}
+		up: make(chan struct{}, 1), downs: make(chan string, 64)}
 	a.met = newMetrics(a)
 	if cfg.Registry != nil {
 		if err := cfg.Registry.Register(a.met); err != nil {
@@ -159,7 +162,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	restarting := loaded && a.opts.GracefulRestart.Enabled && now.Sub(saved.Saved) < a.opts.GracefulRestart.RestartTime
 	a.log.Info("switch agent starting", "router_id", a.opts.RouterID, "restarting", restarting,
 		"restored_records", len(saved.Local), "access_ports", a.opts.AccessPorts)
-	restored := a.engine.Restore(saved.Local, saved.Told, now)
+	restored := a.engine.Restore(saved.Local, saved.Told, saved.expiries(), now)
 
 	if err := a.startSpeaker(ctx, restarting); err != nil {
 		return err
@@ -351,6 +354,13 @@ func (a *Agent) watchLinks(ctx context.Context) error {
 	err := watch(ctx, func(s l2proto.LinkState) {
 		if _, ok := a.ports[s.Name]; ok && !s.Running {
 			a.reg.LinkDown(s.Name) // the registry's events carry it on
+			// Restored registrations are not in the registry. A full queue
+			// loses nothing for long: every re-subscription's dump reports
+			// the port down again.
+			select {
+			case a.downs <- s.Name:
+			default:
+			}
 		}
 	})
 	if ctx.Err() != nil {
@@ -429,6 +439,8 @@ func (a *Agent) loop(ctx context.Context, errs <-chan error) error {
 			a.onDIM(ctx, ev)
 		case q := <-a.queries:
 			a.onQuery(ctx, q)
+		case port := <-a.downs:
+			a.apply(ctx, a.engine.PortDown(port, time.Now()))
 		case now := <-tick.C:
 			a.apply(ctx, a.engine.Tick(now))
 		case <-a.up:
@@ -683,7 +695,7 @@ func (a *Agent) save(clean bool) error {
 		return err
 	}
 	s := savedState{Saved: time.Now(), Clean: clean, Published: a.pub.Published(), Local: a.engine.Published(),
-		Told: a.engine.Told(), Zones: z}
+		Told: a.engine.Told(), Zones: z, Registrations: registrations(a.reg.Entries(), a.engine.RestoredExpiries())}
 	if err := saveState(a.opts.stateFile(), s); err != nil {
 		return fmt.Errorf("switchagent: %w", err)
 	}

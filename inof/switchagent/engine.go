@@ -59,8 +59,13 @@ type Engine struct {
 	plan    *Planner
 	ix      *zones.Index
 	hosts   map[netip.Addr]string // local hosts → access port
-	tally   *tally                // zones of the active local devices
-	subs    []string
+	// away holds the local hosts that left (link down, age-out) after
+	// being told something: when one registers again it is told the
+	// current set at once, since nvme-snsd sends no zone query after a
+	// flap of its own link.
+	away  map[netip.Addr]bool
+	tally *tally // zones of the active local devices
+	subs  []string
 }
 
 // NewEngine returns an engine for the switch with router-id self, starting
@@ -74,7 +79,7 @@ func NewEngine(self inof.RouterID, holdDown time.Duration, cfg *zones.Config) (*
 		return nil, fmt.Errorf("switchagent: %w", err)
 	}
 	return &Engine{self: self, local: NewLocal(holdDown), targets: NewTargets(), plan: NewPlanner(),
-		ix: ix, hosts: map[netip.Addr]string{}, tally: newTally(), subs: []string{}}, nil
+		ix: ix, hosts: map[netip.Addr]string{}, away: map[netip.Addr]bool{}, tally: newTally(), subs: []string{}}, nil
 }
 
 // Register handles a registration (new, or changed content) of dev on port.
@@ -88,7 +93,15 @@ func (e *Engine) Unregister(port string, addr netip.Addr, reason inof.Reason, no
 	return e.applyLocal(e.local.Unregister(port, addr, reason, now))
 }
 
-// Tick withdraws the local records whose hold-down ended.
+// PortDown handles carrier loss on an access port for the registrations
+// the registration table does not hold: those restored from the state file
+// and not refreshed since (the table reports its own as Unregister).
+func (e *Engine) PortDown(port string, now time.Time) Output {
+	return e.applyLocal(e.local.PortDown(port, now))
+}
+
+// Tick ages out restored registrations whose deadline passed and withdraws
+// the local records whose hold-down ended.
 func (e *Engine) Tick(now time.Time) Output { return e.applyLocal(e.local.Expire(now)) }
 
 // NextTick says when Tick has work next.
@@ -107,12 +120,22 @@ func (e *Engine) applyLocal(as []Action) Output {
 			e.tally.set(r.Device.Addr, nil, false)
 			continue
 		}
+		returning := false
 		if r.State == inof.StateActive && r.Device.Role.IsHost() {
 			e.hosts[r.Device.Addr] = r.Port
+			returning = e.away[r.Device.Addr]
+			delete(e.away, r.Device.Addr)
+		}
+		if r.State != inof.StateActive {
+			// The device left: a host among them is told nothing from now
+			// on, above all not its own departure read as zone changes of
+			// every target it saw (it cannot hear them, and nvme-snsd
+			// would delete its controllers when its link comes back).
+			e.leave(r.Device.Addr)
 		}
 		out.merge(e.Record(r.Report(e.self)))
-		if r.State != inof.StateActive {
-			e.forgetHost(r.Device.Addr)
+		if returning {
+			out.Notices = append(out.Notices, e.portNotices(e.plan.Answer(r.Device.Addr, e.usable(r.Device.Addr), e.why(netip.Addr{}, 0)))...)
 		}
 		zs := e.zonesOf(r.Device)
 		e.tally.set(r.Device.Addr, zs, r.State == inof.StateActive)
@@ -125,6 +148,22 @@ func (e *Engine) applyLocal(as []Action) Output {
 func (e *Engine) forgetHost(addr netip.Addr) {
 	delete(e.hosts, addr)
 	e.plan.Forget(addr)
+}
+
+// maxAway bounds Engine.away; beyond it the oldest memories are not worth
+// keeping (the set is cleared, and those hosts learn at their next query).
+const maxAway = 4096
+
+// leave forgets a local host that left, remembering it was told
+// something so its return is answered.
+func (e *Engine) leave(addr netip.Addr) {
+	if _, ok := e.hosts[addr]; ok && e.plan.Known(addr) {
+		if len(e.away) >= maxAway {
+			clear(e.away)
+		}
+		e.away[addr] = true
+	}
+	e.forgetHost(addr)
 }
 
 // zonesOf returns the custom zones of a device under the current
@@ -288,6 +327,11 @@ func (e *Engine) usable(host netip.Addr) map[netip.Addr]inof.Device {
 	return out
 }
 
+// RestoredExpiries returns the deadlines of the restored registrations no
+// LLDPDU has refreshed yet (for the state file, beside the registration
+// table's own).
+func (e *Engine) RestoredExpiries() map[RegistrationKey]time.Time { return e.local.RestoredExpiries() }
+
 // Published returns the local records as published (for the state file).
 func (e *Engine) Published() []LocalRecord { return e.local.Published() }
 
@@ -302,10 +346,13 @@ func (e *Engine) Told() map[netip.Addr][]inof.Device {
 }
 
 // Restore loads the state saved before a restart: the local records (they
-// are republished as they were) and what each host was told, so that the
-// first events after the restart notify only real changes.
-func (e *Engine) Restore(published []LocalRecord, told map[netip.Addr][]inof.Device, now time.Time) Output {
-	e.local.Restore(published, now)
+// are republished as they were; active ones age out at their
+// registration's deadline in expires, or go with carrier loss, unless an
+// LLDPDU refreshes them) and what each host was told, so that the first
+// events after the restart notify only real changes.
+func (e *Engine) Restore(published []LocalRecord, told map[netip.Addr][]inof.Device,
+	expires map[RegistrationKey]time.Time, now time.Time) Output {
+	e.local.Restore(published, expires, now)
 	var out Output
 	for _, r := range published {
 		if r.State == inof.StateActive && r.Device.Role.IsHost() {

@@ -181,7 +181,7 @@ func TestEngineRestartIsSilent(t *testing.T) {
 
 	// The agent restarts; tgt2 went away while it was down.
 	r := newEngine(t, nil)
-	out := r.Restore(published, told, at(10))
+	out := r.Restore(published, told, nil, at(10))
 	if len(out.Publish) != 1 || !reflect.DeepEqual(out.Subscriptions, []string{zones.DefaultZone}) {
 		t.Fatalf("restore: %+v", out)
 	}

@@ -48,12 +48,24 @@ type Local struct {
 	// earliest first; an entry whose device came back or left again
 	// since is stale and skipped (localDev.withdraw no longer matches).
 	leaving deadlines
+	// restoredDue holds the age-out deadline of every registration
+	// restored from the state file that the registration table has not
+	// taken over yet (no LLDPDU since the restart); stale entries are
+	// skipped (localDev.restored no longer matches).
+	restoredDue deadlines
 }
 
-// deadline is one hold-down end in Local.leaving.
+// RestoredTTL is how long a registration restored from the state file
+// lasts without a new LLDPDU when the file does not say when it expires
+// (nvme-snsd's and inof-host's TTL).
+const RestoredTTL = 120 * time.Second
+
+// deadline is one hold-down end in Local.leaving, or (with port) one
+// restored registration's age-out in Local.restoredDue.
 type deadline struct {
 	at   time.Time
 	addr netip.Addr
+	port string
 }
 
 // deadlines is a min-heap of deadlines by time.
@@ -74,6 +86,11 @@ type localDev struct {
 	ports     map[string]LocalRecord // registrations per access port
 	published LocalRecord
 	withdraw  time.Time // zero unless leaving
+	// restored are the ports whose registration came from the state file
+	// and has not been refreshed by an LLDPDU since, with its age-out
+	// deadline: the registration table does not know them, so Local ages
+	// them out and drops them on carrier loss itself.
+	restored map[string]time.Time
 }
 
 // NewLocal returns an empty table; holdDown ≤ 0 takes DefaultHoldDown.
@@ -94,6 +111,7 @@ func (l *Local) Register(port string, dev inof.Device, since, now time.Time) []A
 		l.devs[dev.Addr] = d
 	}
 	d.ports[port] = LocalRecord{Device: dev, Port: port, Status: inof.Status{State: inof.StateActive}, Since: since}
+	delete(d.restored, port) // the registration table has it now
 	return l.republish(d, inof.ReasonNone, now)
 }
 
@@ -108,7 +126,22 @@ func (l *Local) Unregister(port string, addr netip.Addr, reason inof.Reason, now
 		return nil
 	}
 	delete(d.ports, port)
+	delete(d.restored, port)
 	return l.republish(d, reason, now)
+}
+
+// PortDown ends, with reason link down, every registration on port that
+// was restored from the state file and not refreshed since (the
+// registration table ends its own entries on the port).
+func (l *Local) PortDown(port string, now time.Time) []Action {
+	var out []Action
+	for addr, d := range l.devs {
+		if _, ok := d.restored[port]; ok {
+			out = append(out, l.Unregister(port, addr, inof.ReasonLinkDown, now)...)
+		}
+	}
+	sortActions(out)
+	return out
 }
 
 // republish computes the record d should have now and returns an action if
@@ -163,29 +196,51 @@ func (l *Local) live(x deadline) (*localDev, bool) {
 	return d, d != nil && !d.withdraw.IsZero() && d.withdraw.Equal(x.at)
 }
 
-// Expire withdraws the records whose hold-down ended by now.
+// Expire ages out the restored registrations whose deadline passed
+// (reason age-out, as the registration table would) and withdraws the
+// records whose hold-down ended by now.
 func (l *Local) Expire(now time.Time) []Action {
 	var out []Action
+	for len(l.restoredDue) > 0 && !l.restoredDue[0].at.After(now) {
+		x := heap.Pop(&l.restoredDue).(deadline)
+		if d := l.devs[x.addr]; d != nil && d.restored[x.port].Equal(x.at) {
+			out = append(out, l.Unregister(x.port, x.addr, inof.ReasonAgeOut, now)...)
+		}
+	}
+	var gone []Action
 	for len(l.leaving) > 0 && !l.leaving[0].at.After(now) {
 		x := heap.Pop(&l.leaving).(deadline)
 		if d, ok := l.live(x); ok {
-			out = append(out, Action{Record: d.published, Withdraw: true})
+			gone = append(gone, Action{Record: d.published, Withdraw: true})
 			delete(l.devs, x.addr)
 		}
 	}
 	sortActions(out)
-	return out
+	sortActions(gone)
+	return append(out, gone...)
 }
 
 // NextExpiry returns when Expire next has work, or false if never.
 func (l *Local) NextExpiry() (time.Time, bool) {
+	next, ok := time.Time{}, false
 	for len(l.leaving) > 0 {
-		if _, ok := l.live(l.leaving[0]); ok {
-			return l.leaving[0].at, true
+		if _, live := l.live(l.leaving[0]); live {
+			next, ok = l.leaving[0].at, true
+			break
 		}
 		heap.Pop(&l.leaving) // stale
 	}
-	return time.Time{}, false
+	for len(l.restoredDue) > 0 {
+		x := l.restoredDue[0]
+		if d := l.devs[x.addr]; d != nil && d.restored[x.port].Equal(x.at) {
+			if !ok || x.at.Before(next) {
+				next, ok = x.at, true
+			}
+			break
+		}
+		heap.Pop(&l.restoredDue) // stale
+	}
+	return next, ok
 }
 
 // Published returns every record currently published, sorted by address:
@@ -200,20 +255,48 @@ func (l *Local) Published() []LocalRecord {
 }
 
 // Restore loads records published before a restart. Active ones count as
-// registered on their port until the registration table says otherwise
-// (an LLDPDU refreshes them, or the caller unregisters what did not come
-// back in time); inactive ones resume their hold-down from now.
-func (l *Local) Restore(rs []LocalRecord, now time.Time) {
+// registered on their port, as live registrations do: until an LLDPDU
+// hands them to the registration table (Register), their port loses
+// carrier (PortDown, reason link down) or their registration's deadline
+// passes (Expire, reason age-out). expires gives the deadline the
+// registration table had for a record's address on its port when the state
+// was saved; a record without one gets now + RestoredTTL. Inactive records
+// resume their hold-down from now.
+func (l *Local) Restore(rs []LocalRecord, expires map[RegistrationKey]time.Time, now time.Time) {
 	for _, r := range rs {
 		d := &localDev{ports: map[string]LocalRecord{}, published: r}
 		if r.State == inof.StateActive {
 			d.ports[r.Port] = LocalRecord{Device: r.Device, Port: r.Port, Status: inof.Status{State: inof.StateActive}, Since: r.Since}
+			at, ok := expires[RegistrationKey{Port: r.Port, Addr: r.Device.Addr}]
+			if !ok {
+				at = now.Add(RestoredTTL)
+			}
+			d.restored = map[string]time.Time{r.Port: at}
+			heap.Push(&l.restoredDue, deadline{at: at, addr: r.Device.Addr, port: r.Port})
 			l.devs[r.Device.Addr] = d
 			continue
 		}
 		l.devs[r.Device.Addr] = d
 		l.leave(d, now)
 	}
+}
+
+// RestoredExpiries returns the deadline of every restored registration not
+// refreshed since.
+func (l *Local) RestoredExpiries() map[RegistrationKey]time.Time {
+	out := map[RegistrationKey]time.Time{}
+	for addr, d := range l.devs {
+		for port, at := range d.restored {
+			out[RegistrationKey{Port: port, Addr: addr}] = at
+		}
+	}
+	return out
+}
+
+// RegistrationKey names one registration: an address on an access port.
+type RegistrationKey struct {
+	Port string
+	Addr netip.Addr
 }
 
 func sortActions(as []Action) {

@@ -135,7 +135,7 @@ func TestLocalRestore(t *testing.T) {
 	saved := l.Published()
 
 	r := NewLocal(30 * time.Second)
-	r.Restore(saved, at(100))
+	r.Restore(saved, nil, at(100))
 	if got := r.Published(); len(got) != 2 || got[0] != saved[0] || got[1] != saved[1] {
 		t.Fatalf("restored %+v, want %+v", got, saved)
 	}
@@ -146,5 +146,44 @@ func TestLocalRestore(t *testing.T) {
 	a := one(t, "restored hold-down", r.Expire(at(130)))
 	if !a.Withdraw || a.Record.Device.Addr != gone.Addr {
 		t.Fatalf("got %+v", a)
+	}
+}
+
+// TestLocalRestoredDeadlines: a restored active record ages out at its
+// saved deadline (or RestoredTTL after the restart), goes with carrier
+// loss on its port, and is left to the registration table once an LLDPDU
+// refreshed it.
+func TestLocalRestoredDeadlines(t *testing.T) {
+	l := NewLocal(30 * time.Second)
+	a := inof.Device{Addr: netip.MustParseAddr("10.0.0.7"), Role: inof.RoleTarget, Protocol: inof.ProtocolTCP}
+	b := inof.Device{Addr: netip.MustParseAddr("10.0.0.8"), Role: inof.RoleTarget, Protocol: inof.ProtocolTCP}
+	c := inof.Device{Addr: netip.MustParseAddr("10.0.0.9"), Role: inof.RoleTarget, Protocol: inof.ProtocolTCP}
+	for _, d := range []inof.Device{a, b, c} {
+		l.Register("swp1", d, at(0), at(0))
+	}
+	saved := l.Published()
+	r := NewLocal(30 * time.Second)
+	r.Restore(saved, map[RegistrationKey]time.Time{{Port: "swp1", Addr: a.Addr}: at(110)}, at(100))
+	if next, ok := r.NextExpiry(); !ok || !next.Equal(at(110)) {
+		t.Fatalf("next expiry %v %v, want a's saved deadline", next, ok)
+	}
+	r.Register("swp1", c, at(0), at(101)) // c's LLDPDU: the registration table has it now
+	x := one(t, "a ages out", r.Expire(at(110)))
+	if x.Record.Device.Addr != a.Addr || x.Record.State != inof.StateInactive || x.Record.Reason != inof.ReasonAgeOut {
+		t.Fatalf("got %+v", x)
+	}
+	x = one(t, "carrier loss", r.PortDown("swp1", at(111)))
+	if x.Record.Device.Addr != b.Addr || x.Record.Reason != inof.ReasonLinkDown {
+		t.Fatalf("got %+v, want b down (c is the registry's, a left already)", x)
+	}
+	// Later only the hold-downs of a and b end; c's stale restored
+	// deadline does nothing.
+	for _, x := range r.Expire(at(100).Add(RestoredTTL)) {
+		if !x.Withdraw || x.Record.Device.Addr == c.Addr {
+			t.Fatalf("after RestoredTTL: %+v, want only a's and b's withdrawals", x)
+		}
+	}
+	if got := r.Published(); len(got) != 1 || got[0].Device.Addr != c.Addr || got[0].State != inof.StateActive {
+		t.Fatalf("published %+v, want c active only", got)
 	}
 }

@@ -4,11 +4,14 @@ import (
 	"fmt"
 	"log/slog"
 	"net/netip"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/openinof/inof/bgp"
 	"github.com/openinof/inof/inof"
 	"github.com/openinof/inof/inof/daemon"
+	"github.com/openinof/inof/l2proto"
 	"github.com/openinof/inof/zones"
 )
 
@@ -26,6 +29,46 @@ type savedState struct {
 	Local     []LocalRecord                `json:"local"`
 	Told      map[netip.Addr][]inof.Device `json:"told"`
 	Zones     [][]byte                     `json:"zones"` // zones.Record, binary
+	// Registrations are the deadlines of the active local registrations
+	// (the registration table's, and restored ones not refreshed since),
+	// so a restored record ages out when its device's registration would
+	// have. Absent in files of older releases.
+	Registrations []savedRegistration `json:"registrations,omitempty"`
+}
+
+// savedRegistration is one registration's deadline.
+type savedRegistration struct {
+	Port    string     `json:"port"`
+	Addr    netip.Addr `json:"addr"`
+	Expires time.Time  `json:"expires"`
+}
+
+// expiries returns the saved registration deadlines by key.
+func (s *savedState) expiries() map[RegistrationKey]time.Time {
+	out := make(map[RegistrationKey]time.Time, len(s.Registrations))
+	for _, r := range s.Registrations {
+		out[RegistrationKey{Port: r.Port, Addr: r.Addr}] = r.Expires
+	}
+	return out
+}
+
+// registrations lists the deadlines to save: the registration table's
+// entries, and the restored registrations it has not taken over.
+func registrations(entries []l2proto.Entry, restored map[RegistrationKey]time.Time) []savedRegistration {
+	out := make([]savedRegistration, 0, len(entries)+len(restored))
+	for _, e := range entries {
+		out = append(out, savedRegistration{Port: e.Port, Addr: e.Device.Addr, Expires: e.Expires})
+	}
+	for k, at := range restored {
+		out = append(out, savedRegistration{Port: k.Port, Addr: k.Addr, Expires: at})
+	}
+	slices.SortFunc(out, func(a, b savedRegistration) int {
+		if c := strings.Compare(a.Port, b.Port); c != 0 {
+			return c
+		}
+		return a.Addr.Compare(b.Addr)
+	})
+	return out
 }
 
 func loadState(path string) (savedState, bool, error) {

@@ -49,6 +49,10 @@ type VM struct {
 	// KeepAliveTmo, ReconnectDelay and CtrlLossTmo are inof-host's nvme
 	// connect -k, -c and -l in seconds; 0 means 2, 1 and 5.
 	KeepAliveTmo, ReconnectDelay, CtrlLossTmo int
+	// Kernel is the guest's kernel package (vm.ImageOptions.KernelPackage,
+	// e.g. vm.BackportsKernel); empty means $INOF_VM_KERNEL, else the
+	// newest 6.1.
+	Kernel string
 }
 
 // vmFabric is the fabric's VM plumbing: the data namespace and what has
@@ -80,13 +84,28 @@ const agentConfig = "/etc/inof-host.yaml"
 // vmTimeout bounds a guest's boot and setup, and each agent start.
 const vmTimeout = 2 * time.Minute
 
-// vmImage is the guest image, built (or found in the cache) once per test
-// binary.
-var vmImage = sync.OnceValues(func() (vm.Image, error) {
+// vmImage is the guest image for a kernel package, built (or found in the
+// cache) once per test binary.
+func vmImage(kernel string) (vm.Image, error) {
+	vmImages.mu.Lock()
+	defer vmImages.mu.Unlock()
+	if img, ok := vmImages.built[kernel]; ok {
+		return img, nil
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	return vm.BuildImage(ctx, vm.ImageOptions{})
-})
+	img, err := vm.BuildImage(ctx, vm.ImageOptions{KernelPackage: kernel})
+	if err == nil {
+		vmImages.built[kernel] = img
+	}
+	return img, err
+}
+
+// vmImages holds the images built so far, by kernel package.
+var vmImages = struct {
+	mu    sync.Mutex
+	built map[string]vm.Image
+}{built: map[string]vm.Image{}}
 
 // checkVM reports problems of a VM device's specification.
 func (d Device) checkVM() error {
@@ -225,7 +244,7 @@ func (f *Fabric) bootVMs() func() {
 
 // bootGuest boots the node's guest and configures it.
 func (n *Node) bootGuest() error {
-	img, err := vmImage()
+	img, err := vmImage(n.vm.spec.VM.Kernel)
 	if err != nil {
 		return fmt.Errorf("topo: %s: guest image: %w", n.Name, err)
 	}

@@ -372,28 +372,44 @@ func TestPrivVMZoneLinkKill(t *testing.T) {
 
 // TestPrivVMDualPath: the target guest and three host guests each have
 // two NICs, on leaf1 (segment 0) and leaf2 (segment 1); every host has a
-// controller on each segment under one native NVMe multipath device
-// (I/O policy round-robin, so both paths carry reads), and reads it in a
-// loop. The target's leaf1 link is cut. On every host I/O
-// goes on over leaf2 without read errors; the longest gap between two
-// completed reads is measured for three hosts side by side:
+// controller on each segment under one native NVMe multipath device and
+// reads it in a loop. The target's leaf1 link is cut and restored. On
+// every host I/O goes on without a read error, and each host's agent did
+// what its policy says (docs/host-agent.md, "Multipath failover"):
 //
-//   - hA: inof-host removes the lost path at once (disconnect_on: all,
-//     restrain_time: 0);
-//   - hB: only the kernel (disconnect_on: never: keep-alive, error
-//     recovery, multipath failover);
-//   - hC: inof-host removes the lost path after the default 5 s restrain
-//     time.
+//   - hA (I/O policy round-robin) and hC (numa): inof-host's defaults:
+//     told reason 1 for a path with a live sibling, it fails the path over
+//     at once (TCP abort and reset) and keeps the controller;
+//   - hB (round-robin): keep-alive alone (failover none, disconnect_on
+//     never): the agent leaves the path to the kernel.
+//
+// When the link is back, both paths of every host are live again (the
+// kernel reconnects the kept controllers). How long each took is logged
+// (MEASURE); BenchmarkPrivVMFailover (integration/bench/e2e) measures it
+// over many cuts.
 func TestPrivVMDualPath(t *testing.T) {
 	requireFabric(t, false)
 	sws := []string{"leaf1", "leaf2"}
 	spec := vmSpec(sws, vmTarget(sws...), vmHost("hA", sws...), vmHost("hB", sws...), vmHost("hC", sws...))
-	spec.HostConfig = hostConfig(map[string]policy{"hA": {on: "all", restrain: "0s"}, "hB": {on: "never"}, "hC": {on: "all"}})
+	for i := range spec.Devices[1:] {
+		// Keep a failed-over controller for its return (the VM default
+		// ctrl_loss_tmo of 5 s would have the kernel delete it).
+		spec.Devices[1+i].VM.CtrlLossTmo = 60
+	}
+	base := hostConfig(nil)
+	spec.HostConfig = func(name string, cfg map[string]any) {
+		base(name, cfg)
+		if name == "hB" {
+			cfg["disconnect_on"] = "never"
+			cfg["failover"] = map[string]any{"method": "none"}
+		}
+	}
 	start := time.Now()
 	f := topo.Start(t, spec)
 	t.Logf("fabric with 4 dual-homed guests up in %s", time.Since(start).Round(time.Millisecond))
 	tgt := f.Node("tgt")
 	hosts := []*topo.Node{f.Node("hA"), f.Node("hB"), f.Node("hC")}
+	iopolicy := map[string]string{"hA": "round-robin", "hB": "round-robin", "hC": "numa"}
 	t0, t1 := tgt.Links[0].Addr().String(), tgt.Links[1].Addr().String()
 	var ws []watch
 	for _, h := range hosts {
@@ -412,10 +428,7 @@ func TestPrivVMDualPath(t *testing.T) {
 		if cs := controllers(t, h, ""); len(cs) != 2 {
 			t.Fatalf("%s: controllers %+v, want exactly the two same-segment paths", h.Name, cs)
 		}
-		// Round-robin sends every other read down each path, so on every
-		// host the cut path carries I/O (numa would keep all of it on
-		// whichever path connected first).
-		if _, err := h.Guest().Sh(ctx, "for p in /sys/class/nvme-subsystem/*/iopolicy; do echo round-robin > $p; done"); err != nil {
+		if _, err := h.Guest().Sh(ctx, "for p in /sys/class/nvme-subsystem/*/iopolicy; do echo "+iopolicy[h.Name]+" > $p; done"); err != nil {
 			t.Fatal(err)
 		}
 		m, err := h.Guest().StartIOStall(ctx, "/dev/"+nss[0])
@@ -424,27 +437,35 @@ func TestPrivVMDualPath(t *testing.T) {
 		}
 		meters[h] = m
 	}
-	before := map[*topo.Node]vm.StallReport{}
 	time.Sleep(2 * time.Second)
 	for _, h := range hosts {
-		r, err := meters[h].Snapshot(ctx)
-		if err != nil || r.Reads == 0 {
+		if r, err := meters[h].Snapshot(ctx); err != nil || r.Reads == 0 {
 			t.Fatalf("%s: reads before the cut: %+v, %v", h.Name, r, err)
 		}
-		before[h] = r
 	}
 
+	marks := map[*topo.Node]int{}
+	for _, h := range hosts {
+		marks[h] = h.LogSize()
+	}
 	cut := tgt.Links[0].Cut(t)
 	d := watchAll(t, cut, kernelWait,
-		watch{hosts[0], t0, "lost path removed", none},
+		watch{hosts[0], t0, "lost path not live", notLive},
 		watch{hosts[1], t0, "lost path not live", notLive},
-		watch{hosts[2], t0, "lost path removed", none})
-	measure(t, "hA (agent, restrain 0): leaf1 cut → lost path removed", d[0])
-	measure(t, "hB (keep-alive only): leaf1 cut → lost path not live", d[1])
-	measure(t, "hC (agent, restrain 5s): leaf1 cut → lost path removed", d[2])
+		watch{hosts[2], t0, "lost path not live", notLive})
+	for i, h := range hosts {
+		measure(t, h.Name+" ("+iopolicy[h.Name]+"): leaf1 cut → lost path not live", d[i])
+	}
+	// The policy's action, as each agent logged it.
+	failedOver := `msg="path failed over" path="tcp:` + regexp.QuoteMeta(t0) + `:[^\n]*reason=link-down[^\n]*live_sibling=true`
+	logged(t, hosts[0], marks[hosts[0]], failedOver, wait)
+	logged(t, hosts[2], marks[hosts[2]], failedOver, wait)
+	logged(t, hosts[1], marks[hosts[1]], keptLine(t0, "link-down"), wait)
+	if strings.Contains(hosts[1].Log()[marks[hosts[1]]:], "path failed over") {
+		t.Errorf("hB (failover none) failed a path over")
+	}
 
-	// I/O goes on over leaf2: reads complete after every host's path
-	// change, with no read error.
+	// I/O goes on over leaf2: reads complete on every host, no read error.
 	for _, h := range hosts {
 		r1, err := meters[h].Snapshot(ctx)
 		if err != nil {
@@ -461,12 +482,28 @@ func TestPrivVMDualPath(t *testing.T) {
 				break
 			}
 			if time.Now().After(deadline) {
-				t.Fatalf("%s: no read completed for %s after the path change: %+v\n%s", h.Name, wait, r2, meters[h].Output())
+				t.Fatalf("%s: no read completed for %s after the cut: %+v\n%s", h.Name, wait, r2, meters[h].Output())
 			}
 		}
 		if cs := controllers(t, h, t1); !live(cs) {
 			t.Errorf("%s: the leaf2 path is not live: %+v", h.Name, cs)
 		}
+	}
+	// The agents kept the failed-over controllers for the path's return.
+	for _, h := range []*topo.Node{hosts[0], hosts[2]} {
+		if strings.Contains(h.Log()[marks[h]:], "msg=disconnected") {
+			t.Errorf("%s removed a controller on reason 1 with a live sibling", h.Name)
+		}
+	}
+
+	up := tgt.Links[0].Restore(t)
+	ws = ws[:0]
+	for _, h := range hosts {
+		ws = append(ws, watch{h, t0, "leaf1 path live again", live})
+	}
+	d = watchAll(t, up, kernelWait, ws...)
+	for i, h := range hosts {
+		measure(t, h.Name+": link up → leaf1 path live again", d[i])
 	}
 	for _, h := range hosts {
 		r, err := meters[h].Stop(ctx)
@@ -476,13 +513,10 @@ func TestPrivVMDualPath(t *testing.T) {
 		if r.Errors != 0 {
 			t.Errorf("%s: %d read errors on the multipath device\n%s", h.Name, r.Errors, meters[h].Output())
 		}
-		t.Logf("%s: %d reads in %.1f s (%d before the cut), longest gap %.0f ms; gaps over 200 ms:\n%s", h.Name,
-			r.Reads, r.Seconds, before[h].Reads, r.MaxGapMS, gapLines(meters[h].Output()))
-		measure(t, h.Name+": I/O stall (longest gap between completed reads)", time.Duration(r.MaxGapMS*float64(time.Millisecond)))
-	}
-	for _, sw := range f.Nodes(topo.KindSwitch) {
-		n, err := sw.Metric("inof_switch_frames_dropped_total", "reason", "not-access-port")
-		t.Logf("%s: %v protocol frames dropped as not on an access port (%v)", sw.Name, n, err)
+		t.Logf("%s: %d reads in %.1f s, longest gap %.0f ms; gaps over 200 ms:\n%s", h.Name,
+			r.Reads, r.Seconds, r.MaxGapMS, gapLines(meters[h].Output()))
+		measure(t, h.Name+" ("+iopolicy[h.Name]+"): I/O stall (longest gap between completed reads)",
+			time.Duration(r.MaxGapMS*float64(time.Millisecond)))
 	}
 }
 

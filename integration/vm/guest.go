@@ -141,6 +141,9 @@ func (g *Guest) args() []string {
 		"-device", "virtserialport,bus=vser0.0,chardev=ctl,name=" + ctlproto.PortName,
 		"-qmp", "unix:" + g.path("qmp") + ",server=on,wait=off",
 	}
+	if c.Image.CPU != "" {
+		a = append(a, "-cpu", c.Image.CPU)
+	}
 	for k, n := range c.NICs {
 		// ExtraFiles start at descriptor 3.
 		a = append(a, "-netdev", fmt.Sprintf("tap,id=n%d,fd=%d", k, 3+k),

@@ -8,6 +8,7 @@ import (
 	"crypto/sha256"
 	"debug/elf"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io/fs"
 	"os"
@@ -17,6 +18,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -49,6 +51,20 @@ type Image struct {
 	KernelRelease string
 	// KernelPackage is the .deb the kernel came from.
 	KernelPackage string
+	// CPU is qemu's -cpu model for this kernel; empty is qemu's default.
+	CPU string
+}
+
+// cpuModel is the -cpu a kernel release needs under qemu 7.2's TCG. Linux
+// 6.12 dies at boot on the default model (a double fault in SLUB's
+// cmpxchg16b fast path, every boot); without CX16 it takes the other path
+// and boots. 6.1 keeps the default, on which every figure of
+// docs/realhost.md before 6.12 was measured.
+func cpuModel(release string) string {
+	if strings.HasPrefix(release, "6.1.") {
+		return ""
+	}
+	return "qemu64,-cx16"
 }
 
 // module is this repository's Go module; the image holds its inof-host.
@@ -78,6 +94,10 @@ var guestModules = []struct{ path, params string }{
 	{"drivers/nvme/target/nvmet-tcp.ko", ""},
 	{"drivers/block/loop.ko", ""},
 	{"drivers/block/null_blk/null_blk.ko", "nr_devices=1 gb=1"},
+	// inet_diag with tcp_diag lets the host agent abort a dead path's TCP
+	// connections (SOCK_DESTROY) so nvme-tcp starts error recovery at once.
+	{"net/ipv4/inet_diag.ko", ""},
+	{"net/ipv4/tcp_diag.ko", ""},
 }
 
 // Guest paths of what the image adds besides busybox and nvme-cli.
@@ -86,6 +106,9 @@ const (
 	GuestInofHost = "/bin/inof-host"
 	// GuestIOStall is the I/O stall meter (see Guest.StartIOStall).
 	GuestIOStall = "/bin/iostall"
+	// GuestSockKill aborts TCP connections: sockkill SRC DST PORT
+	// (internal/sockdiag's SOCK_DESTROY).
+	GuestSockKill = "/bin/sockkill"
 	// GuestNVMe is nvme-cli in the guest.
 	GuestNVMe = "/usr/sbin/nvme"
 )
@@ -179,7 +202,7 @@ func (b *builder) build() (Image, error) {
 	h.Write(kernel)
 	h.Write(cpio.Bytes())
 	key := hex.EncodeToString(h.Sum(nil))[:16]
-	img := Image{Key: key, KernelRelease: rel, KernelPackage: filepath.Base(deb)}
+	img := Image{Key: key, KernelRelease: rel, KernelPackage: filepath.Base(deb), CPU: cpuModel(rel)}
 	dir := filepath.Join(b.opts.CacheDir, "img-"+key)
 	img.Kernel, img.Initrd = filepath.Join(dir, "vmlinuz"), filepath.Join(dir, "initrd.gz")
 	if _, err := os.Stat(img.Initrd); err == nil {
@@ -252,6 +275,19 @@ func (b *builder) kernelDeb() (deb, pkg string, err error) {
 			return "", "", err
 		}
 	}
+	var apt []string // apt options: the system's sources, or bookworm-backports
+	if pkg == BackportsKernel {
+		if apt, err = b.backports(); err != nil {
+			return "", "", err
+		}
+		if pkg, err = b.newestBackports(apt, debs); err != nil {
+			return "", "", err
+		}
+	} else if strings.Contains(pkg, "~bpo") || strings.Contains(pkg, "+deb12-") {
+		if apt, err = b.backports(); err != nil {
+			return "", "", err
+		}
+	}
 	if m, _ := filepath.Glob(filepath.Join(debs, pkg+"_*.deb")); len(m) > 0 {
 		slices.Sort(m)
 		return m[len(m)-1], pkg, nil
@@ -262,7 +298,7 @@ func (b *builder) kernelDeb() (deb, pkg string, err error) {
 		return "", "", err
 	}
 	defer os.RemoveAll(tmp)
-	if _, err := b.run(tmp, nil, "apt-get", "download", pkg); err != nil {
+	if _, err := b.run(tmp, nil, "apt-get", append(apt, "download", pkg)...); err != nil {
 		return "", "", err
 	}
 	m, _ := filepath.Glob(filepath.Join(tmp, pkg+"_*.deb"))
@@ -273,11 +309,67 @@ func (b *builder) kernelDeb() (deb, pkg string, err error) {
 	return deb, pkg, os.Rename(m[0], deb)
 }
 
+// BackportsKernel as ImageOptions.KernelPackage (or INOF_VM_KERNEL) picks the
+// newest Linux 6.12 cloud kernel of Debian's bookworm-backports suite.
+const BackportsKernel = "backports"
+
+// backportsPattern matches bookworm-backports' 6.12 cloud kernels.
+var backportsPattern = regexp.MustCompile(`^linux-image-6\.12\.([0-9]+)\+deb12-cloud-amd64-unsigned$`)
+
+// backports returns apt options that see bookworm and bookworm-backports
+// through package lists of the cache's own (CacheDir/apt-backports), so
+// the host's apt sources stay as they are; the lists are fetched once a day.
+func (b *builder) backports() ([]string, error) {
+	dir := filepath.Join(b.opts.CacheDir, "apt-backports")
+	parts, lists := filepath.Join(dir, "sources"), filepath.Join(dir, "lists")
+	if err := os.MkdirAll(filepath.Join(lists, "partial"), 0o755); err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(parts, 0o755); err != nil {
+		return nil, err
+	}
+	src := "Types: deb\nURIs: http://deb.debian.org/debian\nSuites: bookworm bookworm-backports\n" +
+		"Components: main\nSigned-By: /usr/share/keyrings/debian-archive-keyring.gpg\n"
+	if err := os.WriteFile(filepath.Join(parts, "backports.sources"), []byte(src), 0o644); err != nil {
+		return nil, err
+	}
+	opts := []string{"-o", "Dir::Etc::SourceList=/dev/null", "-o", "Dir::Etc::SourceParts=" + parts,
+		"-o", "Dir::State::Lists=" + lists}
+	stamp := filepath.Join(dir, "updated")
+	if st, err := os.Stat(stamp); err == nil && time.Since(st.ModTime()) < 24*time.Hour {
+		return opts, nil
+	}
+	b.opts.Log("vm: apt-get update (bookworm-backports lists in %s)", lists)
+	if _, err := b.run("", nil, "apt-get", append(opts, "update")...); err != nil {
+		return nil, err
+	}
+	return opts, os.WriteFile(stamp, nil, 0o644)
+}
+
+// newestBackports is the newest 6.12 cloud kernel of bookworm-backports,
+// else the newest such package in the cache.
+func (b *builder) newestBackports(apt []string, debs string) (string, error) {
+	if best := b.newest(apt, backportsPattern, debs); best != "" {
+		return best, nil
+	}
+	return "", fmt.Errorf("vm: no linux-image-6.12.N+deb12-cloud-amd64-unsigned in bookworm-backports nor in %s", debs)
+}
+
 // newestKernel is the newest cloud kernel package apt knows, else the
 // newest in the cache.
 func (b *builder) newestKernel(debs string) (string, error) {
+	if best := b.newest(nil, kernelPattern, debs); best != "" {
+		return best, nil
+	}
+	return "", fmt.Errorf("vm: no linux-image-6.1.0-N-cloud-amd64-unsigned known to apt-cache nor in %s (apt-get update? or set INOF_VM_KERNEL)", debs)
+}
+
+// newest is the package matching pattern (its first group numbers the
+// release) with the highest number among those apt-cache (with the apt
+// options) and the cached .debs know; "" if none.
+func (b *builder) newest(apt []string, pattern *regexp.Regexp, debs string) string {
 	var names []string
-	if out, err := b.run("", nil, "apt-cache", "search", "--names-only", `^linux-image-6\.1\.0-[0-9]+-cloud-amd64-unsigned$`); err == nil {
+	if out, err := b.run("", nil, "apt-cache", append(apt, "search", "--names-only", pattern.String())...); err == nil {
 		for _, l := range strings.Split(string(out), "\n") {
 			names = append(names, strings.Fields(l + " -")[0])
 		}
@@ -288,22 +380,19 @@ func (b *builder) newestKernel(debs string) (string, error) {
 	}
 	best, bestN := "", -1
 	for _, n := range names {
-		if sm := kernelPattern.FindStringSubmatch(n); sm != nil {
+		if sm := pattern.FindStringSubmatch(n); sm != nil {
 			if v, _ := strconv.Atoi(sm[1]); v > bestN {
 				best, bestN = n, v
 			}
 		}
 	}
-	if best == "" {
-		return "", fmt.Errorf("vm: no linux-image-6.1.0-N-cloud-amd64-unsigned known to apt-cache nor in %s (apt-get update? or set INOF_VM_KERNEL)", debs)
-	}
-	return best, nil
+	return best
 }
 
 // unpack extracts the kernel and the guest's modules of deb into
 // CacheDir/kernel/NAME once.
 func (b *builder) unpack(deb string) (string, error) {
-	dir := filepath.Join(b.opts.CacheDir, "kernel", strings.TrimSuffix(filepath.Base(deb), ".deb"))
+	dir := filepath.Join(b.opts.CacheDir, "kernel", strings.TrimSuffix(filepath.Base(deb), ".deb")+"-"+modulesKey())
 	if _, err := os.Stat(dir); err == nil {
 		return dir, nil
 	}
@@ -326,15 +415,27 @@ func (b *builder) unpack(deb string) (string, error) {
 		return "", fmt.Errorf("vm: %s holds %d boot/vmlinuz-*", deb, len(kernels))
 	}
 	rel := strings.TrimPrefix(filepath.Base(kernels[0]), "vmlinuz-")
-	files := []string{filepath.Join("boot", "vmlinuz-"+rel)}
-	for _, m := range guestModules {
-		files = append(files, filepath.Join("lib", "modules", rel, "kernel", m.path))
+	mdir := filepath.Join("lib", "modules", rel)
+	builtin, err := os.ReadFile(filepath.Join(full, mdir, "modules.builtin"))
+	if err != nil {
+		return "", fmt.Errorf("vm: kernel package %s: %w", filepath.Base(deb), err)
 	}
-	for _, f := range files {
-		data, err := os.ReadFile(filepath.Join(full, f))
-		if err != nil {
+	files := map[string][]byte{filepath.Join(mdir, "modules.builtin"): builtin}
+	if files[filepath.Join("boot", "vmlinuz-"+rel)], err = os.ReadFile(kernels[0]); err != nil {
+		return "", err
+	}
+	for _, m := range guestModules {
+		f := filepath.Join(mdir, "kernel", m.path)
+		data, err := b.readModule(filepath.Join(full, f))
+		switch {
+		case errors.Is(err, fs.ErrNotExist) && isBuiltin(builtin, m.path):
+			continue // built into this kernel (6.12 has virtio and virtio_console built in)
+		case err != nil:
 			return "", fmt.Errorf("vm: kernel package %s: %w", filepath.Base(deb), err)
 		}
+		files[f] = data
+	}
+	for f, data := range files {
 		if err := os.MkdirAll(filepath.Join(keep, filepath.Dir(f)), 0o755); err != nil {
 			return "", err
 		}
@@ -346,6 +447,45 @@ func (b *builder) unpack(deb string) (string, error) {
 		return "", fmt.Errorf("vm: unpack: %w", err)
 	}
 	return dir, nil
+}
+
+// modulesKey names the module list, so an unpacked kernel is redone when
+// the list changes.
+func modulesKey() string {
+	h := sha256.New()
+	for _, m := range guestModules {
+		fmt.Fprintln(h, m.path)
+	}
+	return hex.EncodeToString(h.Sum(nil))[:8]
+}
+
+// readModule reads a module, or its xz-compressed form (path.xz, as Debian
+// ships 6.12's) decompressed with xz(1), since busybox insmod and
+// finit_module without CONFIG_MODULE_DECOMPRESS want plain ELF.
+func (b *builder) readModule(path string) ([]byte, error) {
+	data, err := os.ReadFile(path)
+	if !errors.Is(err, fs.ErrNotExist) {
+		return data, err
+	}
+	if _, serr := os.Stat(path + ".xz"); serr != nil {
+		return nil, err
+	}
+	out, xerr := b.run("", nil, "xz", "-dc", path+".xz")
+	if xerr != nil {
+		return nil, fmt.Errorf("vm: decompress %s (apt-get install xz-utils): %w", path+".xz", xerr)
+	}
+	return out, nil
+}
+
+// isBuiltin reports whether modules.builtin lists the module at path
+// (relative to kernel/).
+func isBuiltin(builtin []byte, path string) bool {
+	for _, l := range strings.Split(string(builtin), "\n") {
+		if strings.TrimSuffix(strings.TrimPrefix(strings.TrimSpace(l), "kernel/"), ".xz") == path {
+			return true
+		}
+	}
+	return false
 }
 
 // archive assembles the initramfs contents.
@@ -395,6 +535,9 @@ func (b *builder) archive(kdir, rel string) (*archive, error) {
 	var mods strings.Builder
 	for _, m := range guestModules {
 		gp := filepath.Join("/lib/modules", rel, "kernel", m.path)
+		if _, err := os.Stat(filepath.Join(kdir, gp)); errors.Is(err, fs.ErrNotExist) {
+			continue // built in (unpack checked modules.builtin)
+		}
 		if err := addHostFile(a, filepath.Join(kdir, gp), gp); err != nil {
 			return nil, err
 		}
@@ -420,6 +563,7 @@ func (b *builder) archive(kdir, rel string) (*archive, error) {
 		}
 	}
 	a.Symlink(GuestIOStall, "/init")
+	a.Symlink(GuestSockKill, "/init")
 	a.File("etc/passwd", []byte("root:x:0:0:root:/root:/bin/sh\n"), 0o644)
 	a.File("etc/group", []byte("root:x:0:\n"), 0o644)
 	return a, nil

@@ -169,8 +169,13 @@ func (s *IOStall) Output() string { return s.out.String() }
 
 // Snapshot returns the meter's report so far; the meter goes on.
 func (s *IOStall) Snapshot(ctx context.Context) (StallReport, error) {
+	return s.report(ctx, syscall.SIGUSR1)
+}
+
+// report asks the meter for a report with sig and waits for it.
+func (s *IOStall) report(ctx context.Context, sig syscall.Signal) (StallReport, error) {
 	before := strings.Count(s.out.String(), "\n{")
-	if err := s.p.Signal(ctx, syscall.SIGUSR1); err != nil {
+	if err := s.p.Signal(ctx, sig); err != nil {
 		return StallReport{}, err
 	}
 	for strings.Count(s.out.String(), "\n{") == before {
@@ -183,6 +188,12 @@ func (s *IOStall) Snapshot(ctx context.Context) (StallReport, error) {
 		}
 	}
 	return s.last()
+}
+
+// Window returns the meter's report since the last Window (or its start)
+// and starts a new window: one report per link cut.
+func (s *IOStall) Window(ctx context.Context) (StallReport, error) {
+	return s.report(ctx, syscall.SIGUSR2)
 }
 
 // Stop stops the meter and returns its report.

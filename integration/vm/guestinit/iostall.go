@@ -61,9 +61,22 @@ func (m *meter) final() ctlproto.StallReport {
 	return r
 }
 
+// window ends the current measuring window: it returns the report so far
+// and starts counting reads, errors and the longest gap afresh (the gap
+// in progress counts in the new window from its start).
+func (m *meter) window() ctlproto.StallReport {
+	r := m.final()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.rep = ctlproto.StallReport{}
+	m.start = time.Now()
+	return r
+}
+
 // iostall reads random blocks of a block device with O_DIRECT, one at a
 // time, until SIGTERM or SIGINT, and then prints a ctlproto.StallReport;
-// SIGUSR1 prints one and goes on.
+// SIGUSR1 prints one and goes on, SIGUSR2 prints one and starts a new
+// window (one report per link cut).
 func iostall(args []string) int {
 	fs := flag.NewFlagSet("iostall", flag.ContinueOnError)
 	dev := fs.String("dev", "", "block device to read")
@@ -99,7 +112,7 @@ func iostall(args []string) int {
 	now := time.Now()
 	m := &meter{start: now, last: now, report: *report}
 	sig := make(chan os.Signal, 1)
-	signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT, syscall.SIGUSR1)
+	signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT, syscall.SIGUSR1, syscall.SIGUSR2)
 	go func() {
 		blocks := *span / int64(*bs)
 		for {
@@ -117,9 +130,15 @@ func iostall(args []string) int {
 	fmt.Printf("iostall: reading %s, %d bytes at a time below %d\n", *dev, *bs, *span)
 	for {
 		s := <-sig
-		b, _ := json.Marshal(m.final())
+		var r ctlproto.StallReport
+		if s == syscall.SIGUSR2 {
+			r = m.window()
+		} else {
+			r = m.final()
+		}
+		b, _ := json.Marshal(r)
 		fmt.Printf("%s\n", b)
-		if s != syscall.SIGUSR1 {
+		if s != syscall.SIGUSR1 && s != syscall.SIGUSR2 {
 			return 0
 		}
 	}

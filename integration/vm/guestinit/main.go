@@ -4,7 +4,8 @@
 // (integration/vm/internal/ctlproto) on the virtio-serial port "ctl".
 //
 // Called as iostall (a symlink to it in the image), it is the I/O stall
-// meter instead: see iostall.go.
+// meter instead: see iostall.go. Called as sockkill, it aborts TCP
+// connections (internal/sockdiag): sockkill SRC DST PORT.
 //
 // It is built static (CGO_ENABLED=0) by integration/vm when it builds the
 // image; it does nothing useful outside a guest.
@@ -27,8 +28,11 @@ import (
 const ModulesFile = "/etc/inof-vm/modules"
 
 func main() {
-	if filepath.Base(os.Args[0]) == "iostall" {
+	switch filepath.Base(os.Args[0]) {
+	case "iostall":
 		os.Exit(iostall(os.Args[1:]))
+	case "sockkill":
+		os.Exit(sockkill(os.Args[1:]))
 	}
 	if os.Getpid() != 1 {
 		fmt.Fprintln(os.Stderr, "guestinit: must run as PID 1 of a guest (or be called as iostall)")

@@ -1,0 +1,322 @@
+package hostagent
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/openinof/inof/inof"
+)
+
+// TestFailoverPolicyTable: the table of docs/host-agent.md ("Multipath
+// failover"), every reason × sibling × last-path policy × method.
+func TestFailoverPolicyTable(t *testing.T) {
+	reasons := []inof.Reason{inof.ReasonLinkDown, inof.ReasonPFCStorm, inof.ReasonPacketErr, inof.ReasonZoneChange,
+		inof.ReasonIPChange, inof.ReasonAgeOut, inof.ReasonBFDDown}
+	// want[reason] = {sibling, last path with wait, last path with keep}
+	want := map[inof.Reason][3]pathAction{
+		inof.ReasonLinkDown:   {failPath, failPath, keepPath},
+		inof.ReasonPFCStorm:   {failPath, keepPath, keepPath},
+		inof.ReasonPacketErr:  {failPath, keepPath, keepPath},
+		inof.ReasonZoneChange: {keepPath, keepPath, keepPath},
+		inof.ReasonIPChange:   {failPath, failPath, keepPath},
+		inof.ReasonAgeOut:     {failPath, failPath, keepPath},
+		inof.ReasonBFDDown:    {failPath, failPath, keepPath},
+	}
+	for _, r := range reasons {
+		w := want[r]
+		for _, m := range []FailoverMethod{FailoverReset, FailoverAbort, FailoverBoth} {
+			got := [3]pathAction{
+				failoverAction(FailoverOptions{Method: m, LastPath: LastPathWait}, r, true),
+				failoverAction(FailoverOptions{Method: m, LastPath: LastPathWait}, r, false),
+				failoverAction(FailoverOptions{Method: m, LastPath: LastPathKeep}, r, false),
+			}
+			if got != w {
+				t.Errorf("%s, method %s: got %v, want %v", r, m, got, w)
+			}
+			if ff := failoverAction(FailoverOptions{Method: m, LastPath: LastPathFailFast}, r, false); ff != w[1] {
+				t.Errorf("%s, fail-fast last path: %v, want %v (as wait)", r, ff, w[1])
+			}
+		}
+		for _, sib := range []bool{true, false} {
+			if a := failoverAction(FailoverOptions{Method: FailoverNone, LastPath: LastPathWait}, r, sib); a != keepPath {
+				t.Errorf("%s with method none: %v", r, a)
+			}
+		}
+	}
+}
+
+// dualPath connects two paths of one subsystem (target addresses .100
+// and .200) and returns their devices.
+func dualPath(t *testing.T, h *harness) (a, b string) {
+	t.Helper()
+	h.notify(active("10.0.0.100", 1))
+	h.nv.expect(t, "list-subsys", "connect")
+	h.notify(active("10.0.0.200", 2))
+	h.nv.expect(t, "list-subsys", "connect")
+	return h.nv.deviceOf("10.0.0.100"), h.nv.deviceOf("10.0.0.200")
+}
+
+// TestFailoverWithLiveSibling: reason 1 on a path with a live sibling
+// resets that path at once (no restrain time) and keeps its controller;
+// the link-up active cancels the removal that disconnect_on all had
+// waiting for the restrain time and connects nothing (the kernel
+// reconnects the kept controller).
+func TestFailoverWithLiveSibling(t *testing.T) {
+	o := testOptions(t)
+	o.Failover.Method = FailoverReset
+	o.RestrainTime = 5 * time.Second
+	o.DisconnectOn = DisconnectAll
+	clk := newFakeClock()
+	h := start(t, o, clk, newFakeNVMe())
+	a, b := dualPath(t, h)
+	h.notify(inactive("10.0.0.100", 3, inof.ReasonLinkDown))
+	if c := h.kern.next(t); c != "reset "+a {
+		t.Fatalf("kernel call %q, want reset %s", c, a)
+	}
+	clk.WaitTimers(t, 1) // the removal waits
+	h.nv.none(t)
+	waitMetric(t, h, "inof_host_failovers_total", map[string]string{"result": "sibling"}, 1)
+	// Link back within the restrain time: the removal is cancelled and
+	// the kept (reconnecting) controller is not connected again: the
+	// kernel reconnects it.
+	h.notify(active("10.0.0.100", 4))
+	h.nv.expect(t, "list-subsys")
+	clk.Advance(time.Minute)
+	h.notify(inactive("10.0.0.200", 5, inof.ReasonZoneChange)) // zone change: no failover
+	clk.WaitTimers(t, 1)
+	h.kern.none(t)
+	clk.Advance(5 * time.Second)
+	c := h.nv.expect(t, "list-subsys", "disconnect")
+	if !slices.Equal(c[1], []string{"nvme", "disconnect", "-d", b}) {
+		t.Fatalf("disconnect %q", c[1])
+	}
+	if d := h.nv.devices(); !slices.Equal(d, []string{a}) {
+		t.Fatalf("controllers %v, want the failed-over one %s kept", d, a)
+	}
+}
+
+// TestFailoverLastPath: on the only path, wait and fail-fast reset it
+// (fail-fast also set fast_io_fail_tmo 0 at connect); keep leaves it.
+func TestFailoverLastPath(t *testing.T) {
+	for _, lp := range []LastPathPolicy{LastPathWait, LastPathFailFast, LastPathKeep} {
+		t.Run(string(lp), func(t *testing.T) {
+			o := testOptions(t)
+			o.Failover.Method = FailoverReset
+			o.Failover.LastPath = lp
+			o.DisconnectOn = DisconnectNever
+			h := start(t, o, newFakeClock(), newFakeNVMe())
+			h.notify(active("10.0.0.100", 1))
+			h.nv.expect(t, "list-subsys", "connect")
+			dev := h.nv.deviceOf("10.0.0.100")
+			if lp == LastPathFailFast {
+				if c := h.kern.next(t); c != "failfast "+dev {
+					t.Fatalf("kernel call %q, want failfast %s", c, dev)
+				}
+			}
+			h.notify(inactive("10.0.0.100", 2, inof.ReasonLinkDown))
+			// Sentinel on another path of another subsystem (no sibling):
+			// its connect comes after the failover job of the first was
+			// queued.
+			h.notify(note("10.0.0.101", 3, inof.StateActive, inof.ReasonNone, "nqn.2014-08.org.example:other"))
+			h.nv.expect(t, "list-subsys", "connect")
+			var want []string
+			switch lp {
+			case LastPathKeep:
+				waitMetric(t, h, "inof_host_failovers_total", map[string]string{"result": "kept"}, 1)
+				h.kern.none(t)
+				return
+			case LastPathFailFast:
+				want = []string{"failfast " + h.nv.deviceOf("10.0.0.101"), "reset " + dev}
+			default:
+				want = []string{"reset " + dev}
+			}
+			var got []string
+			for range want {
+				got = append(got, h.kern.next(t))
+			}
+			slices.Sort(got)
+			slices.Sort(want)
+			if !slices.Equal(got, want) {
+				t.Fatalf("kernel calls %q, want %q", got, want)
+			}
+			waitMetric(t, h, "inof_host_failovers_total", map[string]string{"result": "last-path"}, 1)
+		})
+	}
+}
+
+// TestFailoverAbortMethod: method abort aborts the path's TCP connections
+// instead of resetting; both (the default) does both.
+func TestFailoverAbortMethod(t *testing.T) {
+	if m := DefaultOptions().Failover; m.Method != FailoverBoth || m.LastPath != LastPathWait {
+		t.Fatalf("default failover %+v, want both and wait", m)
+	}
+	for _, m := range []FailoverMethod{FailoverAbort, FailoverBoth} {
+		t.Run(string(m), func(t *testing.T) {
+			o := testOptions(t)
+			o.Failover.Method = m
+			h := start(t, o, newFakeClock(), newFakeNVMe())
+			a, _ := dualPath(t, h)
+			h.notify(inactive("10.0.0.100", 3, inof.ReasonLinkDown))
+			if c := h.kern.next(t); c != "abort 10.0.0.2>10.0.0.100:4420" {
+				t.Fatalf("kernel call %q, want the abort", c)
+			}
+			if m == FailoverBoth {
+				if c := h.kern.next(t); c != "reset "+a {
+					t.Fatalf("kernel call %q, want reset %s", c, a)
+				}
+			}
+		})
+	}
+}
+
+// TestStuckCommandBlocksOnlyItsPath: a reset that does not return holds
+// up its own path only: another path connects meanwhile; after
+// nvme.command_timeout (fake clock) it is reported stuck (metric), and
+// when it returns the gauge goes back to 0.
+func TestStuckCommandBlocksOnlyItsPath(t *testing.T) {
+	o := testOptions(t)
+	o.Failover.Method = FailoverReset
+	o.NVMe.CommandTimeout = 10 * time.Second
+	h := start(t, o, newFakeClock(), newFakeNVMe())
+	a, _ := dualPath(t, h)
+	h.watch.WaitNoTimers(t) // the connects' watches are done
+	release := h.kern.blockReset(a)
+	defer func() { release() }() // if the test fails before, the agent can stop
+	h.notify(inactive("10.0.0.100", 3, inof.ReasonLinkDown))
+	h.watch.WaitTimers(t, 1) // the lane's deadline watch on the blocked reset
+	h.notify(active("10.0.0.101", 4))
+	c := h.nv.expect(t, "list-subsys", "connect")
+	if flagsOf(c[1])["-a"] != "10.0.0.101" {
+		t.Fatalf("call %q", c[1])
+	}
+	// Only the blocked reset's watch is left (the connect's has stopped).
+	h.watch.waitPending(t, func(k int) bool { return k == 1 }, "exactly 1")
+	h.watch.Advance(10 * time.Second)
+	waitMetric(t, h, "inof_host_nvme_stuck_total", map[string]string{"op": "failover"}, 1)
+	waitMetric(t, h, "inof_host_nvme_stuck", nil, 1)
+	release()
+	release = func() {}
+	if k := h.kern.next(t); k != "reset "+a {
+		t.Fatalf("kernel call %q", k)
+	}
+	waitMetric(t, h, "inof_host_nvme_stuck", nil, 0)
+}
+
+// TestRDMAFailover: a RoCE host takes the same decisions for nvme-rdma:
+// its connect command line, and on reason 1 a reset (it has no TCP
+// connection to abort, so method abort resets it too).
+func TestRDMAFailover(t *testing.T) {
+	o := testOptions(t)
+	o.Interfaces[0].Protocol = "rdma"
+	o.Failover.Method = FailoverAbort
+	o.NVMe.KeepAliveTmo, o.NVMe.ReconnectDelay, o.NVMe.CtrlLossTmo = 2, 1, 600
+	h := start(t, o, newFakeClock(), newFakeNVMe())
+	n := active("10.0.0.100", 1)
+	n.Protocol = inof.ProtocolRoCE
+	h.notify(n)
+	c := h.nv.expect(t, "list-subsys", "connect")
+	want := []string{"nvme", "connect", "-t", "rdma", "-a", "10.0.0.100", "-s", "4420", "-w", "10.0.0.2", "-n", subNQN,
+		"-q", hostNQN, "-k", "2", "-c", "1", "-l", "600", "-o", "json"}
+	if !slices.Equal(c[1], want) {
+		t.Fatalf("connect %q\nwant    %q", c[1], want)
+	}
+	dev := h.nv.deviceOf("10.0.0.100")
+	d := inactive("10.0.0.100", 2, inof.ReasonLinkDown)
+	d.Protocol = inof.ProtocolRoCE
+	h.notify(d)
+	if k := h.kern.next(t); k != "reset "+dev {
+		t.Fatalf("kernel call %q, want reset %s (no abort for RDMA)", k, dev)
+	}
+}
+
+// TestSiblingANAInaccessible: a sibling whose ANA state is inaccessible
+// is no live sibling: with last_path keep, the path is kept.
+func TestSiblingANAInaccessible(t *testing.T) {
+	o := testOptions(t)
+	o.Failover.LastPath = LastPathKeep
+	h := start(t, o, newFakeClock(), newFakeNVMe())
+	_, b := dualPath(t, h)
+	h.kern.mu.Lock()
+	h.kern.ana[b] = "inaccessible"
+	h.kern.mu.Unlock()
+	h.notify(inactive("10.0.0.100", 3, inof.ReasonLinkDown))
+	waitMetric(t, h, "inof_host_failovers_total", map[string]string{"result": "kept"}, 1)
+	h.kern.none(t)
+}
+
+// TestSysfsKernel: the real Kernel on a sysfs tree in a directory: paths
+// with state, address, subsystem and ANA; only fabrics controllers; the
+// reset and fast_io_fail_tmo writes.
+func TestSysfsKernel(t *testing.T) {
+	root := t.TempDir()
+	ctrl := func(dev, tr, state, addr, nqn, ana string) {
+		d := filepath.Join(root, "class", "nvme", dev)
+		files := map[string]string{"transport": tr, "state": state, "address": addr, "subsysnqn": nqn,
+			"reset_controller": "", "fast_io_fail_tmo": "off"}
+		if ana != "" {
+			files[dev[:len(dev)-1]+"c"+dev[len(dev)-1:]+"n1/ana_state"] = ana
+		}
+		for f, v := range files {
+			p := filepath.Join(d, f)
+			if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(p, []byte(v+"\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	ctrl("nvme0", "tcp", "live", "traddr=10.0.0.100,trsvcid=4420,host_traddr=10.0.0.2,src_addr=10.0.0.2", subNQN, "optimized")
+	ctrl("nvme1", "rdma", "connecting", "traddr=10.0.0.200,trsvcid=4420,host_traddr=10.0.0.3", subNQN, "")
+	ctrl("nvme2", "pcie", "live", "0000:00:04.0", "nqn.local", "")
+	k := SysfsKernel{Root: root}
+	ps, err := k.Paths()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ps) != 2 || ps[0].Device != "nvme0" || ps[1].Device != "nvme1" {
+		t.Fatalf("paths %+v, want nvme0 and nvme1 (no PCIe)", ps)
+	}
+	p0 := ps[0]
+	if p0.TrAddr != "10.0.0.100" || p0.HostTrAddr != "10.0.0.2" || p0.TrSvcID != "4420" || p0.SubNQN != subNQN ||
+		p0.Transport != "tcp" || !slices.Equal(p0.ANA, []string{"optimized"}) || !p0.Live() {
+		t.Fatalf("nvme0 %+v", p0)
+	}
+	if ps[1].Live() || !siblingLive(ps, ps[1]) || siblingLive(ps, ps[0]) {
+		t.Fatalf("liveness: nvme1 %+v", ps[1])
+	}
+	if err := k.Reset("nvme0"); err != nil {
+		t.Fatal(err)
+	}
+	if err := k.FailFast("nvme1"); err != nil {
+		t.Fatal(err)
+	}
+	for f, want := range map[string]string{"nvme0/reset_controller": "1", "nvme1/fast_io_fail_tmo": "0"} {
+		b, _ := os.ReadFile(filepath.Join(root, "class", "nvme", f))
+		if !strings.HasPrefix(string(b), want) {
+			t.Errorf("%s holds %q, want %s written", f, b, want)
+		}
+	}
+	if err := k.Reset("../x"); err == nil {
+		t.Error("reset of an invalid device name accepted")
+	}
+	if ps, err := (SysfsKernel{Root: t.TempDir()}).Paths(); err != nil || len(ps) != 0 {
+		t.Errorf("no nvme class: %v, %v", ps, err)
+	}
+}
+
+// waitMetric waits until a series reaches v.
+func waitMetric(t *testing.T, h *harness, name string, labels map[string]string, v float64) {
+	t.Helper()
+	deadline := time.Now().Add(wait)
+	for h.metric(name, labels) != v {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s%v = %v, want %v", name, labels, h.metric(name, labels), v)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}

@@ -1,0 +1,167 @@
+package hostagent
+
+import (
+	"errors"
+	"fmt"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+
+	"github.com/openinof/inof/internal/sockdiag"
+)
+
+// Kernel is what the host agent reads and does through the kernel itself
+// rather than nvme-cli: the NVMe-oF controllers and their multipath
+// siblings as sysfs shows them, a controller reset, and aborting a path's
+// TCP connections. SysfsKernel is the real one; tests record the calls.
+type Kernel interface {
+	// Paths lists every NVMe-oF controller with its subsystem and state.
+	Paths() ([]KernelPath, error)
+	// Reset starts the controller's error recovery (sysfs
+	// reset_controller): its in-flight I/O is requeued on a sibling path at
+	// once, and the kernel reconnects it every reconnect_delay. It returns
+	// when the kernel's reset work ends; ENETRESET (the reconnect failed,
+	// the controller is reconnecting) and EBUSY (a reset or error recovery
+	// is under way already, e.g. started by aborting the path's
+	// connections) are not errors.
+	Reset(device string) error
+	// AbortTCP aborts the TCP connections from host to target:port
+	// (inet_diag socket destroy) and returns how many.
+	AbortTCP(host, target netip.Addr, port uint16) (int, error)
+	// FailFast sets the controller's fast_io_fail_tmo to 0 (sysfs; nvme-cli
+	// 2.3 has no connect option for it): while it reconnects, I/O that no
+	// other path can take fails at once instead of queueing.
+	FailFast(device string) error
+}
+
+// KernelPath is one controller as sysfs shows it.
+type KernelPath struct {
+	Controller
+	// ANA holds the ANA state of each of the controller's namespace paths
+	// (optimized, non-optimized, inaccessible, ...); empty when the target
+	// reports none.
+	ANA []string
+}
+
+// Live reports whether the path can carry I/O: the controller is live and
+// no namespace path says it is inaccessible.
+func (p KernelPath) Live() bool {
+	if p.State != "live" {
+		return false
+	}
+	for _, s := range p.ANA {
+		if s != "optimized" && s != "non-optimized" {
+			return false
+		}
+	}
+	return true
+}
+
+// SysfsKernel is the real Kernel: sysfs under Root ("" means /sys) and
+// inet_diag.
+type SysfsKernel struct{ Root string }
+
+func (k SysfsKernel) class() string {
+	root := k.Root
+	if root == "" {
+		root = "/sys"
+	}
+	return filepath.Join(root, "class", "nvme")
+}
+
+// Paths implements Kernel. A missing class directory (no nvme core) is no
+// controller.
+func (k SysfsKernel) Paths() ([]KernelPath, error) {
+	ents, err := os.ReadDir(k.class())
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("sysfs: %w", err)
+	}
+	var out []KernelPath
+	for _, e := range ents {
+		dev := e.Name()
+		if !validDevice(dev) {
+			continue
+		}
+		dir := filepath.Join(k.class(), dev)
+		attr := func(name string) string {
+			b, _ := os.ReadFile(filepath.Join(dir, name))
+			return strings.TrimSpace(string(b))
+		}
+		tr := attr("transport")
+		if tr != "tcp" && tr != "rdma" {
+			continue // PCIe, loop, fc: not ours
+		}
+		p := KernelPath{Controller: Controller{Device: dev, State: attr("state"), Path: parseAddress(attr("address"))}}
+		p.Transport, p.SubNQN = tr, attr("subsysnqn")
+		nss, _ := filepath.Glob(filepath.Join(dir, "nvme*c*n*", "ana_state"))
+		for _, f := range nss {
+			if b, err := os.ReadFile(f); err == nil {
+				p.ANA = append(p.ANA, strings.TrimSpace(string(b)))
+			}
+		}
+		out = append(out, p)
+	}
+	slices.SortFunc(out, func(a, b KernelPath) int { return strings.Compare(a.Device, b.Device) })
+	return out, nil
+}
+
+// Reset implements Kernel.
+func (k SysfsKernel) Reset(device string) error {
+	if !validDevice(device) {
+		return fmt.Errorf("reset: invalid device %q", device)
+	}
+	f, err := os.OpenFile(filepath.Join(k.class(), device, "reset_controller"), os.O_WRONLY, 0)
+	if err != nil {
+		return fmt.Errorf("reset %s: %w", device, err)
+	}
+	defer f.Close()
+	if _, err := f.WriteString("1"); err != nil && !errors.Is(err, syscall.ENETRESET) && !errors.Is(err, syscall.EBUSY) {
+		return fmt.Errorf("reset %s: %w", device, err)
+	}
+	return nil
+}
+
+// FailFast implements Kernel.
+func (k SysfsKernel) FailFast(device string) error {
+	if !validDevice(device) {
+		return fmt.Errorf("fast_io_fail_tmo: invalid device %q", device)
+	}
+	if err := os.WriteFile(filepath.Join(k.class(), device, "fast_io_fail_tmo"), []byte("0"), 0); err != nil {
+		return fmt.Errorf("fast_io_fail_tmo %s: %w", device, err)
+	}
+	return nil
+}
+
+// AbortTCP implements Kernel.
+func (SysfsKernel) AbortTCP(host, target netip.Addr, port uint16) (int, error) {
+	return sockdiag.Destroy(host, target, port)
+}
+
+// siblingLive reports whether another controller of p's subsystem, from
+// the same host NQN's view (any controller of the subsystem on this host),
+// can carry I/O.
+func siblingLive(paths []KernelPath, p KernelPath) bool {
+	for _, q := range paths {
+		if q.Device != p.Device && q.SubNQN == p.SubNQN && q.SubNQN != "" && q.Live() {
+			return true
+		}
+	}
+	return false
+}
+
+// findKernelPath returns the controller on path p in any state but
+// deleting.
+func findKernelPath(ps []KernelPath, p Path) (KernelPath, bool) {
+	for _, c := range ps {
+		if c.usable() && samePath(c.Path, p) {
+			return c, true
+		}
+	}
+	return KernelPath{}, false
+}
