@@ -162,18 +162,11 @@ func (m *Manager) Add(cfg Config) (*Session, error) {
 	if !k.Local.Is4() || !k.Peer.Is4() {
 		return nil, fmt.Errorf("bfd: session %s: IPv4 addresses required", k)
 	}
-	if cfg.DesiredMinTx == 0 {
-		cfg.DesiredMinTx = DefaultInterval
+	t, err := checkTimers(k, Timers{cfg.DesiredMinTx, cfg.RequiredMinRx, cfg.DetectMult})
+	if err != nil {
+		return nil, err
 	}
-	if cfg.RequiredMinRx == 0 {
-		cfg.RequiredMinRx = DefaultInterval
-	}
-	if cfg.DetectMult == 0 {
-		cfg.DetectMult = DefaultDetectMult
-	}
-	if cfg.DesiredMinTx < time.Millisecond || cfg.RequiredMinRx < time.Millisecond {
-		return nil, fmt.Errorf("bfd: session %s: intervals below 1 ms", k)
-	}
+	cfg.DesiredMinTx, cfg.RequiredMinRx, cfg.DetectMult = t.DesiredMinTx, t.RequiredMinRx, t.DetectMult
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.closed {
@@ -199,6 +192,53 @@ func (m *Manager) Add(cfg Config) (*Session, error) {
 	m.byDisc[disc] = s
 	m.goLocked(&m.workers, s.run, s.done)
 	return s, nil
+}
+
+// checkTimers fills in the defaults and checks the bounds.
+func checkTimers(k SessionKey, t Timers) (Timers, error) {
+	if t.DesiredMinTx == 0 {
+		t.DesiredMinTx = DefaultInterval
+	}
+	if t.RequiredMinRx == 0 {
+		t.RequiredMinRx = DefaultInterval
+	}
+	if t.DetectMult == 0 {
+		t.DetectMult = DefaultDetectMult
+	}
+	if t.DesiredMinTx < time.Millisecond || t.RequiredMinRx < time.Millisecond {
+		return t, fmt.Errorf("bfd: session %s: intervals below 1 ms", k)
+	}
+	return t, nil
+}
+
+// SetTimers changes a running session's timers; an Up session announces
+// them to its peer with a Poll sequence (RFC 5880 §6.8.3) and stays Up.
+// It returns once the session's goroutine has the change queued.
+func (m *Manager) SetTimers(k SessionKey, t Timers) error {
+	t, err := checkTimers(k, t)
+	if err != nil {
+		return err
+	}
+	m.mu.Lock()
+	s := m.sessions[k]
+	m.mu.Unlock()
+	if s == nil {
+		return fmt.Errorf("bfd: no session %s", k)
+	}
+	for {
+		select {
+		case s.retime <- t:
+			return nil
+		case <-s.done:
+			return fmt.Errorf("bfd: session %s removed", k)
+		default:
+		}
+		// A change still pending is replaced by this newer one.
+		select {
+		case <-s.retime:
+		default:
+		}
+	}
 }
 
 // Remove stops a session, telling the peer AdminDown first; subscribers

@@ -51,6 +51,8 @@ type Agent struct {
 	events  chan event
 	running atomic.Bool
 	dcb     readback.DCBReader
+	ready   chan struct{}          // closed once Run serves
+	pol     atomic.Pointer[policy] // set by Reload; nil: opt's
 }
 
 // eventQueue bounds the notifications waiting for the worker; beyond it
@@ -65,7 +67,7 @@ func New(cfg Config) (*Agent, error) {
 		return nil, err
 	}
 	a := &Agent{opt: o, clk: cfg.Clock, carrier: cfg.Carrier, log: cfg.Logger,
-		events: make(chan event, eventQueue), dcb: cfg.DCB}
+		events: make(chan event, eventQueue), dcb: cfg.DCB, ready: make(chan struct{})}
 	if a.clk == nil {
 		a.clk = RealClock{}
 	}
@@ -204,6 +206,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	})
 	defer stopLinks()
 	a.running.Store(true)
+	close(a.ready)
 	a.log.Info("inof-host running", "interfaces", len(a.ports), "owned_controllers", len(w.owned))
 	w.run(ctx)
 	a.running.Store(false)

@@ -36,7 +36,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Help: "NVMe-oF controllers this agent created and still owns."}),
 		carrier: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Name: "carrier",
 			Help: "1 when the interface has carrier."}, []string{"interface"}),
-		lossless: cv("lossless_profiles_total", "Lossless profiles handled, by outcome: planned, applied, apply_failed, refused, fetch_failed.", "outcome"),
+		lossless: cv("lossless_profiles_total", "Lossless profiles handled, by outcome: planned, applied, apply-failed, refused, fetch-failed.", "outcome"),
 	}
 	for _, c := range []prometheus.Collector{m.registrations, m.queries, m.received, m.acked, m.duplicates,
 		m.ignored, m.drops, m.nvme, m.owned, m.carrier, m.lossless} {
