@@ -130,9 +130,10 @@ func (m *Manager) Subscribe(fn func(StateChange)) (cancel func()) {
 }
 
 // publish hands a change to every subscription's queue; it runs on the
-// session's goroutine and never blocks on a subscriber.
+// session's goroutine and never blocks on a subscriber. The daemons log
+// the changes they hear in their own words; this line is for debugging.
 func (m *Manager) publish(ch StateChange) {
-	m.log.Info("BFD session state", "session", ch.Key.String(), "from", ch.Old.String(), "to", ch.New.String(), "diag", ch.Diag.String())
+	m.log.Debug("BFD session state", "session", ch.Key.String(), "from", ch.Old.String(), "to", ch.New.String(), "diag", ch.Diag.String())
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for s := range m.subs {

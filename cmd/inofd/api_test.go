@@ -15,6 +15,7 @@ import (
 
 	"github.com/openinof/inof/bgp"
 	"github.com/openinof/inof/inof"
+	"github.com/openinof/inof/internal/cmdtest"
 )
 
 // skipUnderRace skips a test that runs the real GoBGP in the test process:
@@ -29,11 +30,7 @@ func skipUnderRace(t testing.TB) {
 // buildInofctl builds the admin CLI into a temporary directory.
 func buildInofctl(t *testing.T) string {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "inofctl")
-	if out, err := exec.Command("go", "build", "-o", bin, "../inofctl").CombinedOutput(); err != nil {
-		t.Fatalf("go build inofctl: %v\n%s", err, out)
-	}
-	return bin
+	return cmdtest.Build(t, "../inofctl", "inofctl")
 }
 
 // shortDir is a temporary directory with a short path (unix socket paths

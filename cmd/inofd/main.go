@@ -111,6 +111,9 @@ func newCommand(environ []string, stderr io.Writer) *cobra.Command {
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		rl, ok := roles[roleName]
 		if !ok {
+			if roleName == "" {
+				return daemon.UsageError(fmt.Errorf("--role is required: one of %s", strings.Join(roleNames(), ", ")))
+			}
 			return daemon.UsageError(fmt.Errorf("--role %q: want one of %s", roleName, strings.Join(roleNames(), ", ")))
 		}
 		keys := map[string]string{}
