@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/netip"
 	"sync"
 	"testing"
@@ -299,7 +300,7 @@ func TestPrivLinkDown(t *testing.T) {
 	hostNS := netns.New(t, "host")
 	netns.Veth(t, swNS, "sw1", hostNS, "eth0")
 	var w *LinkWatcher
-	if err := swNS.Do(func() (err error) { w, err = NewLinkWatcher(); return err }); err != nil {
+	if err := swNS.Do(func() (err error) { w, err = NewLinkWatcher(slog.New(slog.DiscardHandler)); return err }); err != nil {
 		t.Fatal(err)
 	}
 	var log eventLog
@@ -364,7 +365,7 @@ func TestPrivLinkWatcherOverflow(t *testing.T) {
 	hostNS := netns.New(t, "host")
 	netns.Veth(t, swNS, "sw1", hostNS, "eth0")
 	var w *LinkWatcher
-	if err := swNS.Do(func() (err error) { w, err = NewLinkWatcher(); return err }); err != nil {
+	if err := swNS.Do(func() (err error) { w, err = NewLinkWatcher(slog.New(slog.DiscardHandler)); return err }); err != nil {
 		t.Fatal(err)
 	}
 	w.rcvbuf = 1024 // the kernel's minimum: a few messages

@@ -335,7 +335,7 @@ func (a *Agent) openPort(reg *l2proto.Registry, name string, legacyV0 bool) (*ac
 		return nil, fmt.Errorf("switchagent: access port %s: %w", name, err)
 	}
 	nt, err := l2proto.NewNotifier(l2proto.NotifierConfig{Link: link, LegacyV0: legacyV0,
-		OnResult: a.met.notified, Logger: a.log.With("port", name)})
+		OnResult: a.met.notified, Logger: a.log})
 	if err != nil {
 		link.Close()
 		return nil, fmt.Errorf("switchagent: access port %s: %w", name, err)
@@ -359,7 +359,7 @@ func (a *Agent) openPort(reg *l2proto.Registry, name string, legacyV0 bool) (*ac
 func (a *Agent) watchLinks(ctx context.Context) error {
 	watch := a.cfg.WatchLinks
 	if watch == nil {
-		w, err := l2proto.NewLinkWatcher()
+		w, err := l2proto.NewLinkWatcher(a.log)
 		if err != nil {
 			return err
 		}
