@@ -57,6 +57,8 @@ type Manager struct {
 	running           atomic.Int64
 
 	delivered, coalesced, dropped atomic.Uint64
+	// transitions counts state changes by the state entered.
+	transitions [4]atomic.Uint64
 }
 
 type recvKey struct {
@@ -133,6 +135,7 @@ func (m *Manager) Subscribe(fn func(StateChange)) (cancel func()) {
 // session's goroutine and never blocks on a subscriber. The daemons log
 // the changes they hear in their own words; this line is for debugging.
 func (m *Manager) publish(ch StateChange) {
+	m.transitions[ch.New&3].Add(1)
 	m.log.Debug("BFD session state", "session", ch.Key.String(), "from", ch.Old.String(), "to", ch.New.String(), "diag", ch.Diag.String())
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -290,6 +293,17 @@ func (m *Manager) Close() {
 	if !deliverers.isCurrent() {
 		m.delivery.Wait()
 	}
+}
+
+// Transitions returns how many state changes the sessions made, by the
+// state entered (every state present, zero or not): a rising count into
+// down is a flapping session.
+func (m *Manager) Transitions() map[State]uint64 {
+	out := make(map[State]uint64, len(m.transitions))
+	for _, s := range States() {
+		out[s] = m.transitions[s].Load()
+	}
+	return out
 }
 
 // Sessions returns the status of every session, sorted by key.

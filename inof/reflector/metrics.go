@@ -62,6 +62,7 @@ var (
 	descDevRefused     = desc("device_records_refused_total", "Device records the fabric view refused at its bound (max_devices).")
 	descBFD            = desc("bfd_sessions", "BFD sessions by state.", "state")
 	descBFDDrops       = desc("bfd_packets_dropped_total", "BFD packets dropped, by reason.", "reason")
+	descBFDChanges     = desc("bfd_transitions_total", "BFD session state changes, by the state entered (a rising count into down: flapping).", "state")
 	descConfigured     = desc("neighbors_configured", "BGP neighbors configured, by kind (client, reflector).", "kind")
 )
 
@@ -74,7 +75,7 @@ func (c collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descUp, descRestarting, descSessions, descReceived, descPublished,
 		descWithdrawn, descMalformed, descResyncs, descConfigRecords, descCommits, descAdoptedParts, descAdopted,
 		descRefused, descStoreRefused, descApplyErrors, descMalformedParts, descEvicted, descStale, descPruned,
-		descDevRefused, descBFD, descBFDDrops, descConfigured} {
+		descDevRefused, descBFD, descBFDDrops, descBFDChanges, descConfigured} {
 		ch <- d
 	}
 	c.r.m.commitLatency.Describe(ch)
@@ -177,6 +178,10 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 		for _, reason := range bfd.DropReasons() {
 			drops[reason] = 0
 		}
+		changes := map[string]uint64{}
+		for _, s := range bfd.States() {
+			changes[s.String()] = 0
+		}
 		if started && r.bfd != nil {
 			for _, s := range r.bfd.Sessions() {
 				states[s.State.String()]++
@@ -184,6 +189,12 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 			for reason, v := range r.bfd.Drops() {
 				drops[reason] = v
 			}
+			for s, v := range r.bfd.Transitions() {
+				changes[s.String()] = v
+			}
+		}
+		for s, v := range changes {
+			counter(descBFDChanges, v, s)
 		}
 		for s, v := range states {
 			gauge(descBFD, float64(v), s)

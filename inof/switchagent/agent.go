@@ -27,7 +27,7 @@ import (
 // in-memory parts in place of the real ones.
 type Config struct {
 	Options  Options
-	Registry *prometheus.Registry // nil: no metrics
+	Registry prometheus.Registerer // nil: no metrics
 	Logger   *slog.Logger
 	// Speaker replaces the GoBGP speaker built from Options (tests: the
 	// fake fabric). The agent starts and stops it.

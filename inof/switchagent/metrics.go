@@ -21,7 +21,7 @@ type metrics struct {
 	notifyRefused  prometheus.Counter
 	badConfig      prometheus.Counter
 
-	up, registrations, refused, records, recordsRefused, notifications, sessions, bfdSessions, dropped *prometheus.Desc
+	up, registrations, refused, records, recordsRefused, notifications, sessions, bfdSessions, bfdChanges, dropped *prometheus.Desc
 }
 
 func newMetrics(a *Agent) *metrics {
@@ -48,6 +48,7 @@ func newMetrics(a *Agent) *metrics {
 			"acked, gave-up, superseded.", "outcome"),
 		sessions:    d("bgp_sessions", "BGP sessions to the reflectors by state.", "state"),
 		bfdSessions: d("bfd_sessions", "BFD sessions by state.", "state"),
+		bfdChanges:  d("bfd_transitions_total", "BFD session state changes, by the state entered (a rising count into down: flapping).", "state"),
 		dropped:     d("frames_dropped_total", "Frames dropped on the access ports by reason.", "reason"),
 	}
 }
@@ -61,7 +62,7 @@ func (m *metrics) notified(r l2proto.Result) {
 
 // Describe implements prometheus.Collector.
 func (m *metrics) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{m.up, m.registrations, m.refused, m.records, m.recordsRefused, m.notifications, m.sessions, m.bfdSessions, m.dropped} {
+	for _, d := range []*prometheus.Desc{m.up, m.registrations, m.refused, m.records, m.recordsRefused, m.notifications, m.sessions, m.bfdSessions, m.bfdChanges, m.dropped} {
 		ch <- d
 	}
 	for _, c := range []prometheus.Collector{m.delivered, m.queriesDropped, m.notifyRefused, m.badConfig} {
@@ -129,17 +130,23 @@ func (m *metrics) Collect(ch chan<- prometheus.Metric) {
 		gauge(m.sessions, float64(n), st)
 	}
 	if a.opts.BFD.Enabled {
-		by := map[string]int{}
+		by, changes := map[string]int{}, map[string]uint64{}
 		for _, s := range bfd.States() {
-			by[s.String()] = 0
+			by[s.String()], changes[s.String()] = 0, 0
 		}
 		if mgr != nil {
 			for _, s := range mgr.Sessions() {
 				by[s.State.String()]++
 			}
+			for s, v := range mgr.Transitions() {
+				changes[s.String()] = v
+			}
 		}
 		for st, n := range by {
 			gauge(m.bfdSessions, float64(n), st)
+		}
+		for st, v := range changes {
+			counter(m.bfdChanges, float64(v), st)
 		}
 	}
 	drops := map[string]uint64{"not-access-port": 0}
