@@ -84,7 +84,6 @@ func BuildImage(ctx context.Context, o ImageOptions) error {
 	imp := exec.CommandContext(ctx, o.Docker, "import",
 		"--change", `ENTRYPOINT ["/usr/bin/inofd"]`,
 		"--change", "ENV INOF_LOG_FORMAT=json",
-		"--change", "STOPSIGNAL SIGTERM",
 		"--change", "LABEL org.opencontainers.image.title=inofd org.opencontainers.image.version="+version+
 			" org.opencontainers.image.source=https://github.com/openinof/inof",
 		"-", o.Tag)
