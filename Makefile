@@ -79,10 +79,10 @@ IMAGE   ?= inof/inofd:latest
 VERSION ?=
 
 package:
-	$(GO) run ./packaging/mkpkg deb -out $(DIST) $(if $(VERSION),-version $(VERSION))
+	$(GO) run ./internal/packaging/mkpkg deb -out $(DIST) $(if $(VERSION),-version $(VERSION))
 
 image:
-	$(GO) run ./packaging/mkpkg image -tag $(IMAGE)
+	$(GO) run ./internal/packaging/mkpkg image -tag $(IMAGE)
 
 demo:
 ifneq ($(ROOT),0)

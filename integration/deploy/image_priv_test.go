@@ -14,7 +14,7 @@ import (
 
 	"github.com/openinof/inof/integration/clab"
 	"github.com/openinof/inof/integration/topo"
-	"github.com/openinof/inof/packaging"
+	"github.com/openinof/inof/internal/packaging"
 )
 
 // TestPrivImage builds the inofd container image (make image) and runs it

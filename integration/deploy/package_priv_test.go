@@ -14,11 +14,12 @@ import (
 
 	"github.com/openinof/inof/integration/clab"
 	"github.com/openinof/inof/integration/topo"
-	"github.com/openinof/inof/packaging"
+	"github.com/openinof/inof/internal/packaging"
 )
 
 // baseImage is the clean Debian the packages are installed in: bookworm,
-// debootstrap's minbase with nvme-cli (inof-host's dependency) and systemd
+// debootstrap's minbase with what the packages depend on (nvme-cli;
+// procps, whose /bin/kill the units' ExecReload runs) and systemd
 // (systemd-analyze, systemd-sysusers), made locally because no registry
 // can be reached.
 const baseImage = "inof-test/debian:bookworm"
@@ -48,7 +49,7 @@ func debianImage(t *testing.T) {
 	}
 	dir := filepath.Join(t.TempDir(), "rootfs")
 	start := time.Now()
-	cmd := exec.Command("debootstrap", "--variant=minbase", "--include=nvme-cli,systemd", "bookworm", dir, mirror)
+	cmd := exec.Command("debootstrap", "--variant=minbase", "--include=nvme-cli,systemd,procps", "bookworm", dir, mirror)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("debootstrap: %v\n%s", err, tail(out))
 	}
@@ -113,7 +114,8 @@ func TestPrivPackages(t *testing.T) {
 		t.Fatalf("packages %v", debs)
 	}
 	name := fmt.Sprintf("inof-pkg-test-%d", os.Getpid())
-	run := exec.Command("docker", "run", "-d", "--rm", "--name", name, "--network", "none",
+	// --init: something reaps the daemon started by docker exec.
+	run := exec.Command("docker", "run", "-d", "--rm", "--init", "--name", name, "--network", "none",
 		"-v", dist+":/debs:ro", baseImage, "sleep", "infinity")
 	if out, err := run.CombinedOutput(); err != nil {
 		t.Fatalf("docker run: %v\n%s", err, out)
@@ -157,17 +159,21 @@ func TestPrivPackages(t *testing.T) {
 	if out := c.sh(0, "inofctl zone list -o json"); !hasZone(out, "red", "10.0.0.5", "10.0.1.5") {
 		t.Fatalf("zone list: %s", out)
 	}
-	c.sh(0, "kill -TERM $(cat /tmp/inofd.pid); for i in $(seq 100); do kill -0 $(cat /tmp/inofd.pid) 2>/dev/null || exit 0; sleep 0.1; done; exit 1")
+	c.sh(0, "p=$(cat /tmp/inofd.pid); kill -TERM $p; for i in $(seq 300); do "+
+		"grep -qs '^State:.*[^Z] ' /proc/$p/status || exit 0; sleep 0.1; done; exit 1")
 	if out := c.sh(0, "cat /tmp/inofd.log; cat /var/lib/inofd-reflector/reflector.state"); !strings.Contains(out, `"state":"clean"`) ||
 		strings.Contains(out, "level=ERROR") {
 		t.Fatalf("after SIGTERM:\n%s", out)
 	}
 
 	c.sh(0, "dpkg -r inof-host inofd inofctl")
-	c.sh(1, "ls /usr/bin/inofd /usr/bin/inofctl /usr/bin/inof-host /lib/systemd/system/inofd-reflector.service 2>/dev/null")
+	gone := func(paths string) string {
+		return "for f in " + paths + "; do if test -e $f; then echo $f left; exit 1; fi; done"
+	}
+	c.sh(0, gone("/usr/bin/inofd /usr/bin/inofctl /usr/bin/inof-host /lib/systemd/system/inofd-reflector.service /usr/share/man/man8/inofd.8.gz"))
 	c.sh(0, "test -f /etc/inof/inofd-reflector.yaml") // a removed package keeps its conffiles
 	c.sh(0, "dpkg -P inof-host inofd inofctl")
-	c.sh(1, "ls -d /etc/inof /var/lib/inofd-reflector /usr/share/man/man8/inofd.8.gz 2>/dev/null")
+	c.sh(0, gone("/etc/inof /var/lib/inofd-reflector"))
 	if out := c.sh(0, "dpkg-query -W -f '${db:Status-Abbrev} ${Package}\\n' 'inof*' 2>/dev/null || true; dpkg --audit"); strings.Contains(out, "ii ") {
 		t.Fatalf("after purge: %s", out)
 	}

@@ -1,8 +1,8 @@
 // Command mkpkg builds the Debian packages (make package) or the inofd
 // container image (make image) from the repository it runs in.
 //
-//	go run ./packaging/mkpkg deb [-out DIR] [-version V]
-//	go run ./packaging/mkpkg image [-tag TAG]
+//	go run ./internal/packaging/mkpkg deb [-out DIR] [-version V]
+//	go run ./internal/packaging/mkpkg image [-tag TAG]
 package main
 
 import (
@@ -13,7 +13,7 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/openinof/inof/packaging"
+	"github.com/openinof/inof/internal/packaging"
 )
 
 func main() {

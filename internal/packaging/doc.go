@@ -3,7 +3,7 @@
 // unit, inofctl) with the example configurations as conffiles under
 // /etc/inof, the system user inofd and manual pages generated from the
 // command trees; and a container image of inofd. `make package` and
-// `make image` run it (packaging/mkpkg); integration/deploy installs the
+// `make image` run it (internal/packaging/mkpkg); integration/deploy installs the
 // packages in a clean Debian container.
 //
 // The packages are put together here and sealed with dpkg-deb (Debian's

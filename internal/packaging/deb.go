@@ -255,12 +255,13 @@ func packages(ctx context.Context, o Options, bins map[string][]byte) ([]pkg, er
 			"Source: https://github.com/openinof/inof\n\nFiles: *\nLicense: see below\n\n"
 		return file{"/usr/share/doc/" + name + "/copyright", append([]byte(head), license...), 0o644}
 	}
-	script := func(name string) []byte { return must("packaging/debian/" + name) }
+	script := func(name string) []byte { return must("internal/packaging/debian/" + name) }
 	inofd := pkg{name: "inofd", description: "iNOF fabric daemon: route reflector and zone authority, or switch agent\n" +
 		" inofd runs one role of the iNOF NVMe-oF fabric control plane per process:\n" +
 		" inofd-reflector.service (route reflector holding the zones) and\n" +
 		" inofd-switch.service (the agent of a switch's access ports). Edit\n" +
 		" /etc/inof/inofd-*.yaml, then systemctl enable --now the unit.",
+		depends:    []string{"procps"}, // /bin/kill of ExecReload=
 		recommends: []string{"inofctl"},
 		files: []file{
 			{"/usr/bin/inofd", bins["inofd"], 0o755},
@@ -268,7 +269,7 @@ func packages(ctx context.Context, o Options, bins map[string][]byte) ([]pkg, er
 			{"/lib/systemd/system/inofd-switch.service", must("docs/deploy/inofd-switch.service"), 0o644},
 			{"/etc/inof/inofd-reflector.yaml", must("docs/deploy/inofd-reflector.yaml"), 0o640},
 			{"/etc/inof/inofd-switch.yaml", must("docs/deploy/inofd-switch.yaml"), 0o640},
-			{"/usr/lib/sysusers.d/inofd.conf", must("packaging/debian/inofd.sysusers"), 0o644},
+			{"/usr/lib/sysusers.d/inofd.conf", must("internal/packaging/debian/inofd.sysusers"), 0o644},
 			{"/usr/share/man/man8/inofd.8.gz", pages["man8/inofd.8"], 0o644},
 			copyright("inofd"),
 		},
@@ -279,7 +280,7 @@ func packages(ctx context.Context, o Options, bins map[string][]byte) ([]pkg, er
 		" inof-host registers a server's or storage array's interfaces with the\n" +
 		" iNOF switch agent (nvme-snsd compatible), ACKs its notifications and\n" +
 		" connects or disconnects NVMe-oF controllers with nvme-cli.",
-		depends: []string{"nvme-cli"},
+		depends: []string{"nvme-cli", "procps"},
 		files: []file{
 			{"/usr/bin/inof-host", bins["inof-host"], 0o755},
 			{"/lib/systemd/system/inof-host.service", must("docs/deploy/inof-host.service"), 0o644},
