@@ -15,6 +15,7 @@ import (
 
 	"github.com/openinof/inof/bgp"
 	"github.com/openinof/inof/inof"
+	"github.com/openinof/inof/inof/daemon"
 	"github.com/openinof/inof/internal/cmdtest"
 )
 
@@ -246,7 +247,7 @@ func TestAPIRefusesInsecureTCP(t *testing.T) {
 		t.Fatal(err)
 	}
 	d := startDaemon(t, bin, nil, "--role", "reflector", "--config", cfg, "--api-socket", filepath.Join(shortDir(t), "a.sock"))
-	if code := d.wait(t); code != 1 || !strings.Contains(d.out.String(), "api.listen: needs api.tls_cert, api.tls_key and api.token_file") {
+	if code := d.wait(t); code != daemon.ExitConfig || !strings.Contains(d.out.String(), "api.listen: needs api.tls_cert, api.tls_key and api.token_file") {
 		t.Fatalf("exit %d, output:\n%s", code, d.out.String())
 	}
 }
