@@ -187,7 +187,11 @@ func runSwitch(t *testing.T, f *bgp.FakeFabric, reflector netip.Addr, id, stateD
 	o.Settle = 300 * time.Millisecond
 	edit(&o)
 	s := &testSwitch{links: make(chan l2proto.LinkState, 16), done: make(chan error, 1)}
-	s.agent, err = New(Config{Options: o, Speaker: sp, Registry: reg,
+	var registry prometheus.Registerer
+	if reg != nil {
+		registry = reg // not a typed nil in the interface
+	}
+	s.agent, err = New(Config{Options: o, Speaker: sp, Registry: registry,
 		OpenLink: func(p string) (l2proto.Link, error) {
 			if l := links[p]; l != nil {
 				return l, nil
