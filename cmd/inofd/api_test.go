@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -91,27 +90,6 @@ func waitInofctl(t *testing.T, what, bin, socket string, ok func(string) bool, a
 	}
 	t.Fatalf("timed out waiting for %s; last answer: %s", what, last)
 	return ""
-}
-
-// zoneList decodes `inofctl zone list -o json`.
-type zoneList struct {
-	Zones []struct {
-		Name    string   `json:"name"`
-		Members []string `json:"members"`
-	} `json:"zones"`
-}
-
-func hasZone(out, name string, members ...string) bool {
-	var zl zoneList
-	if json.Unmarshal([]byte(out), &zl) != nil {
-		return false
-	}
-	for _, z := range zl.Zones {
-		if z.Name == name && slices.Equal(z.Members, members) {
-			return true
-		}
-	}
-	return false
 }
 
 // TestReflectorAPIEndToEnd (issue #11 item 4): two real inofd reflectors
@@ -203,14 +181,14 @@ clients: %[7]s
 	if !strings.HasPrefix(out, "committed: revision ") || !strings.Contains(out, "1 record(s) written") {
 		t.Fatalf("zone create: %q", out)
 	}
-	if out := mustInofctl(t, ctl, sockA, "zone", "list", "-o", "json"); !hasZone(out, "red", "10.0.0.1", "10.0.1.1") {
+	if out := mustInofctl(t, ctl, sockA, "zone", "list", "-o", "json"); !cmdtest.HasZone(out, "red", "10.0.0.1", "10.0.1.1") {
 		t.Fatalf("zone list at A:\n%s", out)
 	}
 	if out := mustInofctl(t, ctl, sockA, "device", "why", "10.0.0.1", "10.0.1.1"); out != "10.0.0.1 sees 10.0.1.1: same zone red\n" {
 		t.Fatalf("device why: %q", out)
 	}
 	waitInofctl(t, "the zone at reflector B", ctl, sockB, func(out string) bool {
-		return hasZone(out, "red", "10.0.0.1", "10.0.1.1")
+		return cmdtest.HasZone(out, "red", "10.0.0.1", "10.0.1.1")
 	}, "zone", "list", "-o", "json")
 
 	// Errors are refused with exit code 1 and a message.

@@ -14,6 +14,7 @@ import (
 
 	"github.com/openinof/inof/integration/clab"
 	"github.com/openinof/inof/integration/topo"
+	"github.com/openinof/inof/internal/cmdtest"
 	"github.com/openinof/inof/internal/packaging"
 )
 
@@ -156,7 +157,7 @@ func TestPrivPackages(t *testing.T) {
 		t.Fatalf("inofctl version: %s", out)
 	}
 	c.sh(0, "inofctl zone create red 10.0.0.5 10.0.1.5 --yes")
-	if out := c.sh(0, "inofctl zone list -o json"); !hasZone(out, "red", "10.0.0.5", "10.0.1.5") {
+	if out := c.sh(0, "inofctl zone list -o json"); !cmdtest.HasZone(out, "red", "10.0.0.5", "10.0.1.5") {
 		t.Fatalf("zone list: %s", out)
 	}
 	c.sh(0, "p=$(cat /tmp/inofd.pid); kill -TERM $p; for i in $(seq 300); do "+

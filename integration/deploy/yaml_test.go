@@ -1,9 +1,7 @@
 package deploy
 
 import (
-	"encoding/json"
 	"os"
-	"slices"
 
 	"gopkg.in/yaml.v3"
 )
@@ -15,24 +13,4 @@ func readYAML(path string, v any) error {
 		return err
 	}
 	return yaml.Unmarshal(b, v)
-}
-
-// hasZone reports whether `inofctl zone list -o json` shows the zone with
-// these members.
-func hasZone(out, name string, members ...string) bool {
-	var zl struct {
-		Zones []struct {
-			Name    string   `json:"name"`
-			Members []string `json:"members"`
-		} `json:"zones"`
-	}
-	if json.Unmarshal([]byte(out), &zl) != nil {
-		return false
-	}
-	for _, z := range zl.Zones {
-		if z.Name == name && slices.Equal(z.Members, members) {
-			return true
-		}
-	}
-	return false
 }

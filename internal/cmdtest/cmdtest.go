@@ -5,11 +5,13 @@ package cmdtest
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"testing"
 )
 
@@ -86,4 +88,24 @@ func Golden(t testing.TB, update bool, name, got string) {
 	if got != string(want) {
 		t.Errorf("%s differs from %s:\n--- got\n%s--- want\n%s", name, path, got, want)
 	}
+}
+
+// HasZone reports whether out, the output of `inofctl zone list -o json`,
+// shows the zone name with exactly these members.
+func HasZone(out, name string, members ...string) bool {
+	var zl struct {
+		Zones []struct {
+			Name    string   `json:"name"`
+			Members []string `json:"members"`
+		} `json:"zones"`
+	}
+	if json.Unmarshal([]byte(out), &zl) != nil {
+		return false
+	}
+	for _, z := range zl.Zones {
+		if z.Name == name && slices.Equal(z.Members, members) {
+			return true
+		}
+	}
+	return false
 }
