@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -76,10 +77,18 @@ func TestAdoptionLoggedPerMerge(t *testing.T) {
 		}
 		return len(m) >= n && deleted == n/2
 	})
-	out := logs.String()
-	info := strings.Count(out, `level=INFO msg="configuration adopted from peer reflectors"`)
-	debug := strings.Count(out, `level=DEBUG msg="configuration record adopted from a peer reflector"`)
-	perRecord := strings.Count(out, `level=INFO msg="configuration record adopted`)
+	// The store has them before the merge's log lines are written.
+	var out string
+	var info, debug, perRecord int
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		out = logs.String()
+		info = strings.Count(out, `level=INFO msg="configuration adopted from peer reflectors"`)
+		debug = strings.Count(out, `level=DEBUG msg="configuration record adopted from a peer reflector"`)
+		perRecord = strings.Count(out, `level=INFO msg="configuration record adopted`)
+		if debug >= n {
+			break
+		}
+	}
 	if info == 0 || info > n/4 || debug < n || perRecord != 0 {
 		t.Fatalf("%d info lines and %d debug lines for %d records (%d tombstones):\n%s", info, debug, n, n/2, out)
 	}
