@@ -50,8 +50,10 @@ type LinkWatcher struct {
 	log       *slog.Logger
 
 	// Lost counts subscriptions that ended with an error other than the
-	// idle timeout (events may have been lost; links were re-read).
-	lost atomic.Uint64
+	// idle timeout (events may have been lost; links were re-read);
+	// interrupted those a signal ended (EINTR: nothing lost, links re-read
+	// all the same).
+	lost, interrupted atomic.Uint64
 }
 
 // NewLinkWatcher returns a watcher of the calling thread's network
@@ -196,6 +198,7 @@ func (w *LinkWatcher) ended(s *linkSub, state map[int]LinkState, seen map[int]bo
 		// was lost, but the library ends the subscription on any error,
 		// so the next one reads the links again. Its dump may have been
 		// cut short, so nothing is concluded from what it did not show.
+		w.interrupted.Add(1)
 		w.log.Debug("link event subscription interrupted by a signal; subscribing again", "err", err)
 		return
 	}
