@@ -262,10 +262,11 @@ func (a *Agent) Run(ctx context.Context) error {
 	err = a.loop(runCtx, errs)
 	cancel()
 	saveErr := a.save(true)
-	if err != nil {
-		return err
+	if err == nil {
+		err = saveErr
 	}
-	return saveErr
+	a.log.Info("switch agent stopping", "clean", err == nil)
+	return err
 }
 
 // startSpeaker builds (unless given), starts and prepares the speaker.
