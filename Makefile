@@ -7,7 +7,7 @@ BIN     := bin
 PRIVTAG := privileged
 ROOT    := $(shell id -u)
 
-.PHONY: help build test test-unit test-priv fuzz-smoke bench demo lab-image lint generate clean
+.PHONY: help build test test-unit test-priv fuzz-smoke bench demo lab-image package image lint generate clean
 
 help:
 	@echo "make demo        as root: a whole fabric in namespaces, told step by step (discovery, zoning, link cut)"
@@ -16,6 +16,8 @@ help:
 	@echo "make fuzz-smoke  each fuzz target for a few seconds"
 	@echo "make bench       benchmarks (percentiles, throughput, memory)"
 	@echo "make lab-image   build the containerlab lab's image (docs/containerlab.md)"
+	@echo "make package     Debian packages of inofd, inof-host and inofctl into $(DIST)/ (docs/operations.md)"
+	@echo "make image       the inofd container image $(IMAGE) (docs/operations.md)"
 	@echo "make lint        gofmt check, go vet, staticcheck"
 	@echo "make generate    regenerate generated code (go tool dependencies only)"
 
@@ -70,6 +72,18 @@ endif
 lab-image:
 	$(GO) run ./integration/clab/mkimage
 
+# Debian packages (dpkg-deb) and the inofd container image (docker import);
+# VERSION overrides the version taken from git.
+DIST    ?= dist
+IMAGE   ?= inof/inofd:latest
+VERSION ?=
+
+package:
+	$(GO) run ./internal/packaging/mkpkg deb -out $(DIST) $(if $(VERSION),-version $(VERSION))
+
+image:
+	$(GO) run ./internal/packaging/mkpkg image -tag $(IMAGE)
+
 demo:
 ifneq ($(ROOT),0)
 	@echo "make demo needs root: it creates network namespaces and veth links and opens raw"
@@ -90,4 +104,4 @@ generate:
 	$(GO) generate $(PKGS)
 
 clean:
-	rm -rf $(BIN)
+	rm -rf $(BIN) $(DIST)

@@ -137,6 +137,12 @@ func (s SessionState) String() string {
 	return [...]string{"unknown", "idle", "connect", "active", "opensent", "openconfirm", "established"}[min(int(s), 6)]
 }
 
+// SessionStates lists the states a session can be in (metrics show each,
+// zero or not).
+func SessionStates() []SessionState {
+	return []SessionState{StateIdle, StateConnect, StateActive, StateOpenSent, StateOpenConfirm, StateEstablished}
+}
+
 // NeighborEvent reports a session state change.
 type NeighborEvent struct {
 	Address netip.Addr

@@ -84,6 +84,17 @@ var dropReasons = []struct {
 	{ErrRateQueries, "rate-queries"},
 }
 
+// DropReasons lists every label DropReason returns, with "unexpected" (a
+// well-formed frame a receiver has no use for), so that counters can show
+// every reason from the start.
+func DropReasons() []string {
+	out := make([]string, 0, len(dropReasons)+2)
+	for _, r := range dropReasons {
+		out = append(out, r.label)
+	}
+	return append(out, "unexpected", "other")
+}
+
 // Frame is one decoded frame of the protocol: exactly one of LLDP and
 // Message is set. A Frame from DecodeFrame owns its memory; one from a
 // Decoder borrows it (see Decoder).

@@ -38,7 +38,7 @@ const DefaultLinkWatchWake = time.Second
 // every subscription starts with a dump of all links. A subscription ends on
 // any receive error: ENOBUFS (events were lost), or the receive timeout
 // (Wake) that lets Run stop without leaking the library's reader goroutine
-// (vishvananda/netlink#542). Run then subscribes again, and the new dump
+// (vishvananda/netlink#542), or EINTR (a signal; nothing is lost). Run then subscribes again, and the new dump
 // reports whatever changed meanwhile. A link deleted while events were lost
 // is missing from the dump; it is reported down when the next subscription
 // ends idle, its dump then being known complete.
@@ -50,16 +50,22 @@ type LinkWatcher struct {
 	log       *slog.Logger
 
 	// Lost counts subscriptions that ended with an error other than the
-	// idle timeout (events may have been lost; links were re-read).
-	lost atomic.Uint64
+	// idle timeout (events may have been lost; links were re-read);
+	// interrupted those a signal ended (EINTR: nothing lost, links re-read
+	// all the same).
+	lost, interrupted atomic.Uint64
 }
 
 // NewLinkWatcher returns a watcher of the calling thread's network
-// namespace. Outside the process's own namespace, re-subscribing needs
-// CAP_SYS_ADMIN (setns).
-func NewLinkWatcher() (*LinkWatcher, error) {
+// namespace that logs to log (the daemon's logger, so that its lines take
+// the configured format). Outside the process's own namespace,
+// re-subscribing needs CAP_SYS_ADMIN (setns).
+func NewLinkWatcher(log *slog.Logger) (*LinkWatcher, error) {
+	if log == nil {
+		return nil, errors.New("l2proto: link watcher needs a logger")
+	}
 	w := &LinkWatcher{subscribe: netlink.LinkSubscribeWithOptions, wake: DefaultLinkWatchWake,
-		rcvbuf: 1 << 20, log: slog.Default()}
+		rcvbuf: 1 << 20, log: log}
 	cur, err := netns.Get()
 	if err != nil {
 		return nil, fmt.Errorf("l2proto: current network namespace: %w", err)
@@ -185,6 +191,15 @@ func (w *LinkWatcher) ended(s *linkSub, state map[int]LinkState, seen map[int]bo
 				}
 			}
 		}
+		return
+	}
+	if err != nil && strings.Contains(err.Error(), unix.EINTR.Error()) {
+		// A signal interrupted the receive (SIGHUP, a profiler): nothing
+		// was lost, but the library ends the subscription on any error,
+		// so the next one reads the links again. Its dump may have been
+		// cut short, so nothing is concluded from what it did not show.
+		w.interrupted.Add(1)
+		w.log.Debug("link event subscription interrupted by a signal; subscribing again", "err", err)
 		return
 	}
 	if err == nil {

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"runtime"
 	"sort"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -16,6 +17,8 @@ import (
 
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
+
+	"github.com/openinof/inof/internal/syncbuf"
 )
 
 // fakeNetlink stands in for netlink.LinkSubscribeWithOptions: a table of
@@ -221,6 +224,49 @@ func TestLinkWatcherRedump(t *testing.T) {
 	}
 }
 
+// TestLinkWatcherInterrupted: a receive interrupted by a signal (EINTR)
+// ends the library's subscription, but loses nothing: the watcher
+// subscribes again without counting lost events or warning, reports no
+// link as changed, and logs through the logger it was given (issue #25: it
+// logged through slog.Default, ignoring log.format).
+func TestLinkWatcherInterrupted(t *testing.T) {
+	f := newFakeNetlink()
+	eth0 := LinkState{2, "eth0", true}
+	f.links[eth0.Index] = eth0
+	var logged syncbuf.Buffer
+	w := &LinkWatcher{subscribe: f.subscribe, wake: time.Second,
+		log: slog.New(slog.NewJSONHandler(&logged, &slog.HandlerOptions{Level: slog.LevelDebug}))}
+	got := make(chan LinkState, 64)
+	ctx, cancel := context.WithCancel(context.Background())
+	runDone := make(chan error, 1)
+	go func() { runDone <- w.Run(ctx, func(s LinkState) { got <- s }) }()
+	sub := <-f.newSb
+	if s := <-got; s != eth0 {
+		t.Fatalf("first report %+v", s)
+	}
+	sub.actions <- fakeAction{err: unix.EINTR}
+	sub2 := <-f.newSb
+	sub2.actions <- fakeAction{err: unix.EINTR} // again, before its dump was read whole
+	<-f.newSb
+	if n := w.LostEvents(); n != 0 {
+		t.Fatalf("an interrupted receive counted as %d lost events", n)
+	}
+	select {
+	case s := <-got:
+		t.Fatalf("reported %+v after an interruption", s)
+	case <-time.After(50 * time.Millisecond):
+	}
+	cancel()
+	<-runDone
+	out := logged.String()
+	if strings.Contains(out, `"level":"WARN"`) || !strings.Contains(out, `"msg":"link event subscription interrupted by a signal; subscribing again"`) {
+		t.Fatalf("log:\n%s", out)
+	}
+	if _, err := NewLinkWatcher(nil); err == nil {
+		t.Fatal("a watcher without a logger")
+	}
+}
+
 // TestLinkWatcherFirstSubscribeFails: Run reports a subscription it cannot
 // make at all.
 func TestLinkWatcherFirstSubscribeFails(t *testing.T) {
@@ -236,7 +282,7 @@ func TestLinkWatcherFirstSubscribeFails(t *testing.T) {
 // TestLinkWatcherReal subscribes for real (no privilege needed) and stops:
 // Run returns within the wake interval after ctx ends.
 func TestLinkWatcherReal(t *testing.T) {
-	w, err := NewLinkWatcher()
+	w, err := NewLinkWatcher(slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}

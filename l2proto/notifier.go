@@ -112,9 +112,15 @@ type Result struct {
 	Err          error
 }
 
-// NotifierStats are counters since the notifier was made.
+// NotifierStats are counters since the notifier was made. Sent counts
+// every notification handed to the link, first sends and retransmissions
+// alike; Retransmits the sends after the first; SendFailed the
+// notifications in frames the link refused (ENETDOWN on a port that went
+// down): each is sent again on its retransmission timer, as if the frame
+// had been lost on the wire, and that send counts as a retransmission.
 type NotifierStats struct {
 	Frames, Sent, Retransmits, Delivered, GaveUp, Superseded, StaleAcks uint64
+	SendFailed                                                          uint64
 	// RTTSamples counts ACKs used to estimate the round trip (Karn's rule:
 	// only notifications sent once).
 	RTTSamples uint64
@@ -183,7 +189,7 @@ type Notifier struct {
 	fixedRTO bool
 	onSend   func(now time.Time, frame []byte)
 
-	frames, sent, retrans, delivered, gaveUp, superseded, stale, samples atomic.Uint64
+	frames, sent, retrans, delivered, gaveUp, superseded, stale, samples, sendFailed atomic.Uint64
 }
 
 // NewNotifier validates cfg and returns a notifier; call Run to start it.
@@ -379,7 +385,7 @@ func (nt *Notifier) Pending() int {
 func (nt *Notifier) Stats() NotifierStats {
 	return NotifierStats{Frames: nt.frames.Load(), Sent: nt.sent.Load(), Retransmits: nt.retrans.Load(),
 		Delivered: nt.delivered.Load(), GaveUp: nt.gaveUp.Load(), Superseded: nt.superseded.Load(),
-		StaleAcks: nt.stale.Load(), RTTSamples: nt.samples.Load()}
+		StaleAcks: nt.stale.Load(), RTTSamples: nt.samples.Load(), SendFailed: nt.sendFailed.Load()}
 }
 
 // hostRTO returns the current retransmission timeout for host.
@@ -503,6 +509,7 @@ func (nt *Notifier) send(now time.Time, batch []Notification) error {
 	}
 	if err := nt.cfg.Link.WriteFrame(frame); err != nil {
 		// Lost like a frame on the wire: the retransmission timer covers it.
+		nt.sendFailed.Add(uint64(len(batch)))
 		return fmt.Errorf("write %d notifications: %w", len(batch), err)
 	}
 	return nil

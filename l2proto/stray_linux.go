@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -17,8 +18,8 @@ import (
 // access ports are skipped here; their PacketLinks read them.
 type StrayWatcher struct {
 	fd     int
-	access map[int]bool   // ifindex of the access ports
-	names  map[int]string // ifindex → name, learned as frames arrive
+	access atomic.Pointer[map[int]bool] // ifindex of the access ports
+	names  map[int]string               // ifindex → name, learned as frames arrive
 }
 
 // strayPoll bounds how long Run takes to notice that its ctx ended.
@@ -27,7 +28,7 @@ const strayPoll = 500 * time.Millisecond
 // ListenStray opens the socket in the calling thread's network namespace
 // (CAP_NET_RAW). accessPorts must exist.
 func ListenStray(accessPorts []string) (*StrayWatcher, error) {
-	w := &StrayWatcher{access: map[int]bool{}, names: map[int]string{}}
+	w := &StrayWatcher{names: map[int]string{}}
 	// Names are taken now, in the namespace the socket is opened in (Run
 	// may run on a thread of another namespace); later interfaces are
 	// looked up as their frames arrive.
@@ -38,12 +39,8 @@ func ListenStray(accessPorts []string) (*StrayWatcher, error) {
 	for _, ifi := range ifs {
 		w.names[ifi.Index] = ifi.Name
 	}
-	for _, p := range accessPorts {
-		ifi, err := net.InterfaceByName(p)
-		if err != nil {
-			return nil, fmt.Errorf("l2proto: access port %q: %w", p, err)
-		}
-		w.access[ifi.Index] = true
+	if err := w.SetAccessPorts(accessPorts); err != nil {
+		return nil, err
 	}
 	fd, err := unix.Socket(unix.AF_PACKET, unix.SOCK_RAW|unix.SOCK_CLOEXEC, int(htons(unix.ETH_P_ALL)))
 	if err != nil {
@@ -66,6 +63,22 @@ func ListenStray(accessPorts []string) (*StrayWatcher, error) {
 	return w, nil
 }
 
+// SetAccessPorts replaces the access ports (a reload), looked up in the
+// namespace of the calling thread; they must exist. It may be called while
+// Run runs.
+func (w *StrayWatcher) SetAccessPorts(accessPorts []string) error {
+	access := map[int]bool{}
+	for _, p := range accessPorts {
+		ifi, err := net.InterfaceByName(p)
+		if err != nil {
+			return fmt.Errorf("l2proto: access port %q: %w", p, err)
+		}
+		access[ifi.Index] = true
+	}
+	w.access.Store(&access)
+	return nil
+}
+
 func htons(v uint16) uint16 { return v<<8 | v>>8 }
 
 // Run reads until ctx ends and calls fn, from Run's goroutine, with the
@@ -86,7 +99,7 @@ func (w *StrayWatcher) Run(ctx context.Context, fn func(ifname string, frame []b
 			return fmt.Errorf("l2proto: read on all interfaces: %w", err)
 		}
 		ll, ok := from.(*unix.SockaddrLinklayer)
-		if !ok || w.access[ll.Ifindex] {
+		if !ok || (*w.access.Load())[ll.Ifindex] {
 			continue
 		}
 		fn(w.name(ll.Ifindex), buf[:n])

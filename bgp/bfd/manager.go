@@ -57,6 +57,8 @@ type Manager struct {
 	running           atomic.Int64
 
 	delivered, coalesced, dropped atomic.Uint64
+	// transitions counts state changes by the state entered.
+	transitions [4]atomic.Uint64
 }
 
 type recvKey struct {
@@ -130,9 +132,11 @@ func (m *Manager) Subscribe(fn func(StateChange)) (cancel func()) {
 }
 
 // publish hands a change to every subscription's queue; it runs on the
-// session's goroutine and never blocks on a subscriber.
+// session's goroutine and never blocks on a subscriber. The daemons log
+// the changes they hear in their own words; this line is for debugging.
 func (m *Manager) publish(ch StateChange) {
-	m.log.Info("BFD session state", "session", ch.Key.String(), "from", ch.Old.String(), "to", ch.New.String(), "diag", ch.Diag.String())
+	m.transitions[ch.New&3].Add(1)
+	m.log.Debug("BFD session state", "session", ch.Key.String(), "from", ch.Old.String(), "to", ch.New.String(), "diag", ch.Diag.String())
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for s := range m.subs {
@@ -162,18 +166,11 @@ func (m *Manager) Add(cfg Config) (*Session, error) {
 	if !k.Local.Is4() || !k.Peer.Is4() {
 		return nil, fmt.Errorf("bfd: session %s: IPv4 addresses required", k)
 	}
-	if cfg.DesiredMinTx == 0 {
-		cfg.DesiredMinTx = DefaultInterval
+	t, err := checkTimers(k, Timers{cfg.DesiredMinTx, cfg.RequiredMinRx, cfg.DetectMult})
+	if err != nil {
+		return nil, err
 	}
-	if cfg.RequiredMinRx == 0 {
-		cfg.RequiredMinRx = DefaultInterval
-	}
-	if cfg.DetectMult == 0 {
-		cfg.DetectMult = DefaultDetectMult
-	}
-	if cfg.DesiredMinTx < time.Millisecond || cfg.RequiredMinRx < time.Millisecond {
-		return nil, fmt.Errorf("bfd: session %s: intervals below 1 ms", k)
-	}
+	cfg.DesiredMinTx, cfg.RequiredMinRx, cfg.DetectMult = t.DesiredMinTx, t.RequiredMinRx, t.DetectMult
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.closed {
@@ -199,6 +196,53 @@ func (m *Manager) Add(cfg Config) (*Session, error) {
 	m.byDisc[disc] = s
 	m.goLocked(&m.workers, s.run, s.done)
 	return s, nil
+}
+
+// checkTimers fills in the defaults and checks the bounds.
+func checkTimers(k SessionKey, t Timers) (Timers, error) {
+	if t.DesiredMinTx == 0 {
+		t.DesiredMinTx = DefaultInterval
+	}
+	if t.RequiredMinRx == 0 {
+		t.RequiredMinRx = DefaultInterval
+	}
+	if t.DetectMult == 0 {
+		t.DetectMult = DefaultDetectMult
+	}
+	if t.DesiredMinTx < time.Millisecond || t.RequiredMinRx < time.Millisecond {
+		return t, fmt.Errorf("bfd: session %s: intervals below 1 ms", k)
+	}
+	return t, nil
+}
+
+// SetTimers changes a running session's timers; an Up session announces
+// them to its peer with a Poll sequence (RFC 5880 §6.8.3) and stays Up.
+// It returns once the session's goroutine has the change queued.
+func (m *Manager) SetTimers(k SessionKey, t Timers) error {
+	t, err := checkTimers(k, t)
+	if err != nil {
+		return err
+	}
+	m.mu.Lock()
+	s := m.sessions[k]
+	m.mu.Unlock()
+	if s == nil {
+		return fmt.Errorf("bfd: no session %s", k)
+	}
+	for {
+		select {
+		case s.retime <- t:
+			return nil
+		case <-s.done:
+			return fmt.Errorf("bfd: session %s removed", k)
+		default:
+		}
+		// A change still pending is replaced by this newer one.
+		select {
+		case <-s.retime:
+		default:
+		}
+	}
 }
 
 // Remove stops a session, telling the peer AdminDown first; subscribers
@@ -249,6 +293,17 @@ func (m *Manager) Close() {
 	if !deliverers.isCurrent() {
 		m.delivery.Wait()
 	}
+}
+
+// Transitions returns how many state changes the sessions made, by the
+// state entered (every state present, zero or not): a rising count into
+// down is a flapping session.
+func (m *Manager) Transitions() map[State]uint64 {
+	out := make(map[State]uint64, len(m.transitions))
+	for _, s := range States() {
+		out[s] = m.transitions[s].Load()
+	}
+	return out
 }
 
 // Sessions returns the status of every session, sorted by key.

@@ -162,19 +162,33 @@ func (p *Packet) Unmarshal(b []byte) error {
 
 // DropReason maps an error to a counter label.
 func DropReason(err error) string {
-	for _, r := range []struct {
-		err   error
-		label string
-	}{{ErrShort, "short"}, {ErrVersion, "version"}, {ErrLength, "length"}, {ErrDetectMult, "detect-mult"},
-		{ErrMultipoint, "multipoint"}, {ErrMyDisc, "my-discriminator"}, {ErrAuth, "auth"},
-		{errTTL, "ttl"}, {errYourDisc, "your-discriminator-zero"}, {errUnknownDisc, "unknown-discriminator"},
-		{errNoSession, "no-session"}} {
+	for _, r := range dropReasons {
 		if errors.Is(err, r.err) {
 			return r.label
 		}
 	}
 	return "other"
 }
+
+var dropReasons = []struct {
+	err   error
+	label string
+}{{ErrShort, "short"}, {ErrVersion, "version"}, {ErrLength, "length"}, {ErrDetectMult, "detect-mult"},
+	{ErrMultipoint, "multipoint"}, {ErrMyDisc, "my-discriminator"}, {ErrAuth, "auth"},
+	{errTTL, "ttl"}, {errYourDisc, "your-discriminator-zero"}, {errUnknownDisc, "unknown-discriminator"},
+	{errNoSession, "no-session"}}
+
+// DropReasons lists every label DropReason returns.
+func DropReasons() []string {
+	out := make([]string, 0, len(dropReasons)+1)
+	for _, r := range dropReasons {
+		out = append(out, r.label)
+	}
+	return append(out, "other")
+}
+
+// States lists the session states.
+func States() []State { return []State{AdminDown, Down, Init, Up} }
 
 // Receive-path errors that need more than the packet.
 var (

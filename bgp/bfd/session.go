@@ -68,6 +68,16 @@ type Status struct {
 	TxInterval            time.Duration // agreed transmit interval
 	DetectTime            time.Duration // current detection time
 	Received, Sent        uint64
+	// The configured timers (Config, or the last SetTimers).
+	DesiredMinTx, RequiredMinRx time.Duration
+	DetectMult                  uint8
+}
+
+// Timers are a session's configurable timers; zero values take the
+// defaults, as in Config.
+type Timers struct {
+	DesiredMinTx, RequiredMinRx time.Duration
+	DetectMult                  uint8
 }
 
 // Session is one BFD session; the Manager runs it.
@@ -77,6 +87,7 @@ type Session struct {
 	conn   sender // UDP: bound to a source port in 49152-65535, TTL 255
 	notify func(StateChange)
 	rx     chan Packet
+	retime chan Timers
 	stop   chan struct{}
 	done   chan struct{}
 
@@ -96,7 +107,7 @@ type Session struct {
 
 func newSession(cfg Config, disc uint32, conn sender, notify func(StateChange)) *Session {
 	s := &Session{cfg: cfg, myDisc: disc, conn: conn, notify: notify,
-		rx: make(chan Packet, 16), stop: make(chan struct{}), done: make(chan struct{}),
+		rx: make(chan Packet, 16), retime: make(chan Timers, 1), stop: make(chan struct{}), done: make(chan struct{}),
 		state: Down, remoteState: Down,
 		desiredTx: max(slowTx, cfg.DesiredMinTx), remoteMinRx: time.Microsecond}
 	s.effectiveTx = s.desiredTx
@@ -109,7 +120,8 @@ func (s *Session) Status() Status {
 	defer s.mu.Unlock()
 	return Status{Key: s.cfg.Key, State: s.state, RemoteState: s.remoteState, LocalDisc: s.myDisc,
 		RemoteDisc: s.remoteDisc, Diag: s.diag, TxInterval: s.txIntervalLocked(), DetectTime: s.detectTime,
-		Received: s.received, Sent: s.sent}
+		Received: s.received, Sent: s.sent, DesiredMinTx: s.cfg.DesiredMinTx, RequiredMinRx: s.cfg.RequiredMinRx,
+		DetectMult: s.cfg.DetectMult}
 }
 
 // txIntervalLocked is the agreed interval: the larger of what we want and
@@ -168,6 +180,11 @@ func (s *Session) run() {
 		case <-s.stop:
 			s.notify(s.adminDown())
 			return
+		case t := <-s.retime:
+			if s.setTimers(t) {
+				s.send(false) // the Poll that announces them
+			}
+			rearm()
 		case p := <-s.rx:
 			final, changed, dt := s.receive(p)
 			if dt > 0 {
@@ -274,6 +291,27 @@ func (s *Session) toLocked(st State, d Diag) {
 		s.effectiveTx = s.desiredTx
 		s.pollActive = false
 	}
+}
+
+// setTimers applies new timers from the session's goroutine (RFC 5880
+// §6.8.3): while Up, a Poll sequence announces them; a larger transmit
+// interval is used only once the peer answered with Final, a smaller one
+// at once. It reports whether a Poll is due.
+func (s *Session) setTimers(t Timers) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.cfg.DesiredMinTx, s.cfg.RequiredMinRx, s.cfg.DetectMult = t.DesiredMinTx, t.RequiredMinRx, t.DetectMult
+	if s.state != Up {
+		s.desiredTx = max(slowTx, s.cfg.DesiredMinTx)
+		s.effectiveTx = s.desiredTx
+		return false
+	}
+	s.desiredTx = s.cfg.DesiredMinTx
+	if s.desiredTx < s.effectiveTx {
+		s.effectiveTx = s.desiredTx
+	}
+	s.pollActive = true
+	return true
 }
 
 // expire handles the detection timer.

@@ -100,3 +100,55 @@ func TestSessionStaysUp(t *testing.T) {
 		}
 	})
 }
+
+// TestSetTimersKeepsSessionUp: new timers on an Up session (a reload) are
+// announced with a Poll; both sides move to the new interval and detection
+// time, and the session never leaves Up. A smaller interval applies at
+// once, a larger one after the Final.
+func TestSetTimersKeepsSessionUp(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		n := newMemNet()
+		ma, mb := n.manager(t), n.manager(t)
+		ca := watch(ma)
+		sa, err := ma.Add(Config{Key: keyA})
+		if err != nil {
+			t.Fatal(err)
+		}
+		sb, err := mb.Add(Config{Key: keyB})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, next := ca.waitFor(t, keyA, Up, 0)
+		time.Sleep(2 * time.Second)
+		if err := ma.SetTimers(keyA, Timers{DesiredMinTx: 50 * time.Millisecond, RequiredMinRx: 50 * time.Millisecond, DetectMult: 5}); err != nil {
+			t.Fatal(err)
+		}
+		if err := mb.SetTimers(keyB, Timers{DesiredMinTx: 50 * time.Millisecond, RequiredMinRx: 50 * time.Millisecond}); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(2 * time.Second)
+		st := sa.Status()
+		if st.State != Up || st.TxInterval != 50*time.Millisecond || st.DesiredMinTx != 50*time.Millisecond ||
+			st.RequiredMinRx != 50*time.Millisecond || st.DetectMult != 5 {
+			t.Fatalf("a after the change: %+v", st)
+		}
+		// b detects a's silence after a's multiplier × b's agreed receive interval.
+		if st := sb.Status(); st.DetectTime != 5*50*time.Millisecond || st.DetectMult != DefaultDetectMult {
+			t.Fatalf("b after the change: %+v", st)
+		}
+		// Back to a slower interval: applies once the Poll completes.
+		if err := ma.SetTimers(keyA, Timers{DesiredMinTx: 500 * time.Millisecond, RequiredMinRx: 50 * time.Millisecond}); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(3 * time.Second)
+		if st := sa.Status(); st.State != Up || st.TxInterval != 500*time.Millisecond {
+			t.Fatalf("a after slowing down: %+v", st)
+		}
+		if evs := ca.of(keyA); len(evs) != next {
+			t.Fatalf("session left Up: %+v", evs)
+		}
+		if err := ma.SetTimers(SessionKey{Local: keyA.Local, Peer: keyA.Local}, Timers{}); err == nil {
+			t.Fatal("timers of an unknown session accepted")
+		}
+	})
+}

@@ -6,7 +6,6 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"os"
 
@@ -17,9 +16,7 @@ import (
 )
 
 func main() {
-	if err := newCommand(os.Environ(), os.Stderr).Execute(); err != nil {
-		os.Exit(1)
-	}
+	os.Exit(daemon.Execute(newCommand(os.Environ(), os.Stderr), os.Stderr))
 }
 
 // flagKeys maps each flag to the configuration key it overrides.
@@ -47,10 +44,10 @@ func newCommand(environ []string, stderr io.Writer) *cobra.Command {
 		Short: "iNOF host and storage agent: registration, notifications, nvme connect/disconnect",
 		Long: "inof-host registers the configured interfaces with the iNOF switch agent, ACKs its\n" +
 			"notifications and connects or disconnects NVMe-oF controllers with nvme-cli.\n" +
-			"Configuration: YAML file (--config), INOF_* environment variables, flags.",
-		Args:          cobra.NoArgs,
-		SilenceUsage:  true,
-		SilenceErrors: true,
+			"Configuration: YAML file (--config), INOF_* environment variables, flags.\n" +
+			"SIGHUP reloads the configuration (docs/host-agent.md, \"Reload\").\n" +
+			"Exit codes: 0 stopped by a signal, 1 failed while running, 64 usage error,\n" +
+			"78 invalid configuration.",
 	}
 	f := cmd.Flags()
 	f.StringVarP(&file, "config", "c", "", "YAML configuration file")
@@ -69,56 +66,72 @@ func newCommand(environ []string, stderr io.Writer) *cobra.Command {
 	f.String("lossless-class", def.Lossless.PortClass, "the profile's port class of this host's NICs")
 	dryRun := f.Bool("dry-run", false, "print the lossless commands this host would run, then exit")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		ctx := cmd.Context()
+		if ctx == nil {
+			ctx = context.Background()
+		}
+		// Caught before the configuration is read: from here on no
+		// signal kills the agent without its shutdown.
+		sig := daemon.CatchSignals(ctx)
+		defer sig.Stop()
+		load := func(opts *hostagent.Options) error {
+			err := daemon.Load(daemon.LoadOptions{File: file, Flags: cmd.Flags(), FlagKeys: flagKeys, Environ: environ}, opts)
+			if err != nil {
+				return daemon.ConfigError{Err: err}
+			}
+			return nil
+		}
 		opts := hostagent.DefaultOptions()
-		err := daemon.Load(daemon.LoadOptions{File: file, Flags: cmd.Flags(), FlagKeys: flagKeys, Environ: environ}, &opts)
-		if err != nil {
-			fmt.Fprintf(stderr, "inof-host: invalid configuration:\n%v\n", err)
+		if err := load(&opts); err != nil {
 			return err
 		}
 		if *dryRun {
-			return dryRunLossless(cmd.Context(), opts, cmd.OutOrStdout(), stderr)
+			return dryRunLossless(sig.Context, opts, cmd.OutOrStdout())
 		}
-		if err := run(cmd.Context(), opts, stderr); err != nil {
-			fmt.Fprintf(stderr, "inof-host: %v\n", err)
+		notify, err := daemon.NewNotifier(environ)
+		if err != nil {
 			return err
 		}
-		return nil
+		return run(sig, notify, opts, load, stderr)
 	}
-	return cmd
+	return daemon.Command(cmd)
 }
 
 // dryRunLossless prints the plan for this host's interfaces.
-func dryRunLossless(ctx context.Context, opts hostagent.Options, stdout, stderr io.Writer) error {
-	if ctx == nil {
-		ctx = context.Background()
-	}
+func dryRunLossless(ctx context.Context, opts hostagent.Options, stdout io.Writer) error {
 	pl, err := hostagent.LosslessPlan(ctx, opts)
 	if err != nil {
-		fmt.Fprintf(stderr, "inof-host: %v\n", err)
 		return err
 	}
 	_, err = io.WriteString(stdout, pl.Script())
 	return err
 }
 
-// run wires the agent, the HTTP server and the signals, and returns when a
-// signal or a fatal error ends the agent.
-func run(parent context.Context, opts hostagent.Options, stderr io.Writer) error {
-	if parent == nil {
-		parent = context.Background()
-	}
-	log, reg, err := daemon.Setup(stderr, opts.Log)
+// run wires the agent, the HTTP server, the reload and systemd's
+// notifications, and returns when a signal or a fatal error ends the
+// agent.
+func run(sig *daemon.Signals, notify *daemon.Notifier, opts hostagent.Options, load func(*hostagent.Options) error,
+	stderr io.Writer) error {
+	p, err := daemon.Setup(stderr, "inof-host", opts.Log)
 	if err != nil {
 		return err
 	}
-	ctx, stop := daemon.SignalContext(parent)
-	defer stop()
-	agent, err := hostagent.New(hostagent.Config{Options: opts, Registry: reg, Logger: log})
+	log := p.Log
+	agent, err := hostagent.New(hostagent.Config{Options: opts, Registry: p.Registry, Logger: log})
 	if err != nil {
 		return err
 	}
-	ro := daemon.RunOptions{MetricsListen: opts.MetricsListen, Registry: reg, Health: agent.Healthy, Logger: log}
-	if err = daemon.Run(ctx, ro, agent.Run); err == nil {
+	reload := daemon.LiveReload(opts, hostagent.DefaultOptions, load, hostagent.LiveKeys,
+		func(_ context.Context, next hostagent.Options) error {
+			if err := p.Logging.Apply(next.Log); err != nil {
+				return err
+			}
+			return agent.Reload(next)
+		})
+	ro := daemon.RunOptions{MetricsListen: opts.MetricsListen, Registry: p.Registry, Health: agent.Healthy, Logger: log,
+		Ready: agent.Ready(), Notify: notify,
+		Beside: []daemon.Runner{daemon.Reloader{Signal: sig.Reload, Log: log, Notify: notify, Reload: reload}.Run}}
+	if err = daemon.Run(sig.Context, ro, agent.Run); err == nil {
 		log.Info("inof-host stopped")
 	}
 	return err

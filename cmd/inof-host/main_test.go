@@ -6,8 +6,21 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/openinof/inof/inof/daemon"
 	"github.com/openinof/inof/lossless"
 )
+
+// execute runs the command tree as main does and returns the exit code and
+// what it printed.
+func execute(environ []string, args ...string) (code int, stdout, stderr string) {
+	var out, errOut strings.Builder
+	cmd := newCommand(environ, &errOut)
+	cmd.SetOut(&out)
+	cmd.SetErr(&errOut)
+	cmd.SetArgs(args)
+	code = daemon.Execute(cmd, &errOut)
+	return code, out.String(), errOut.String()
+}
 
 // TestInvalidConfigListsEveryError: the command refuses a bad
 // configuration before touching the network and names every problem, from
@@ -17,13 +30,10 @@ func TestInvalidConfigListsEveryError(t *testing.T) {
 	if err := os.WriteFile(cfg, []byte("restrain_time: soon\nbogus: 1\ninterfaces:\n  - name: eth0\n    role: host\n    protocol: fc\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	var stderr strings.Builder
-	cmd := newCommand([]string{"INOF_LOG_FORMAT=xml"}, &stderr)
-	cmd.SetArgs([]string{"--config", cfg, "--disconnect-on", "sometimes"})
-	if err := cmd.Execute(); err == nil {
-		t.Fatal("accepted")
+	code, _, out := execute([]string{"INOF_LOG_FORMAT=xml"}, "--config", cfg, "--disconnect-on", "sometimes")
+	if code != daemon.ExitConfig {
+		t.Fatalf("exit %d, want %d (invalid configuration)", code, daemon.ExitConfig)
 	}
-	out := stderr.String()
 	for _, want := range []string{"restrain_time: time: invalid duration", "unknown key bogus", `log.format "xml"`,
 		`disconnect_on "sometimes"`, `interfaces[0].protocol: "fc"`} {
 		if !strings.Contains(out, want) {
@@ -52,22 +62,18 @@ func TestDryRunPrintsLosslessCommands(t *testing.T) {
 		"interfaces:\n  - {name: ens1f0np0, role: host, protocol: rdma, address: 10.1.0.2}\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	var stdout, stderr strings.Builder
-	cmd := newCommand(nil, &stderr)
-	cmd.SetOut(&stdout)
-	cmd.SetArgs([]string{"--config", cfg, "--lossless-file", profile, "--dry-run"})
-	if err := cmd.Execute(); err != nil {
-		t.Fatalf("%v: %s", err, stderr.String())
+	code, stdout, stderr := execute(nil, "--config", cfg, "--lossless-file", profile, "--dry-run")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
 	}
 	for _, want := range []string{`profile "lab"`, "dcb pfc set dev ens1f0np0 prio-pfc 0:off 1:off 2:off 3:on",
 		"echo 48 > /sys/class/net/ens1f0np0/ecn/roce_np/cnp_dscp"} {
-		if !strings.Contains(stdout.String(), want) {
-			t.Errorf("dry run lacks %q:\n%s", want, stdout.String())
+		if !strings.Contains(stdout, want) {
+			t.Errorf("dry run lacks %q:\n%s", want, stdout)
 		}
 	}
-	cmd = newCommand(nil, &stderr)
-	cmd.SetArgs([]string{"--config", cfg, "--dry-run"})
-	if err := cmd.Execute(); err == nil || !strings.Contains(stderr.String(), "lossless.server or lossless.file") {
-		t.Fatalf("dry run without a source: %v, %s", err, stderr.String())
+	code, _, stderr = execute(nil, "--config", cfg, "--dry-run")
+	if code != daemon.ExitFailure || !strings.Contains(stderr, "lossless.server or lossless.file") {
+		t.Fatalf("dry run without a source: exit %d, %s", code, stderr)
 	}
 }

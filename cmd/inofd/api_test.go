@@ -8,13 +8,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/openinof/inof/bgp"
 	"github.com/openinof/inof/inof"
+	"github.com/openinof/inof/inof/daemon"
+	"github.com/openinof/inof/internal/cmdtest"
 )
 
 // skipUnderRace skips a test that runs the real GoBGP in the test process:
@@ -29,11 +30,7 @@ func skipUnderRace(t testing.TB) {
 // buildInofctl builds the admin CLI into a temporary directory.
 func buildInofctl(t *testing.T) string {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "inofctl")
-	if out, err := exec.Command("go", "build", "-o", bin, "../inofctl").CombinedOutput(); err != nil {
-		t.Fatalf("go build inofctl: %v\n%s", err, out)
-	}
-	return bin
+	return cmdtest.Build(t, "../inofctl", "inofctl")
 }
 
 // shortDir is a temporary directory with a short path (unix socket paths
@@ -93,27 +90,6 @@ func waitInofctl(t *testing.T, what, bin, socket string, ok func(string) bool, a
 	}
 	t.Fatalf("timed out waiting for %s; last answer: %s", what, last)
 	return ""
-}
-
-// zoneList decodes `inofctl zone list -o json`.
-type zoneList struct {
-	Zones []struct {
-		Name    string   `json:"name"`
-		Members []string `json:"members"`
-	} `json:"zones"`
-}
-
-func hasZone(out, name string, members ...string) bool {
-	var zl zoneList
-	if json.Unmarshal([]byte(out), &zl) != nil {
-		return false
-	}
-	for _, z := range zl.Zones {
-		if z.Name == name && slices.Equal(z.Members, members) {
-			return true
-		}
-	}
-	return false
 }
 
 // TestReflectorAPIEndToEnd (issue #11 item 4): two real inofd reflectors
@@ -205,14 +181,14 @@ clients: %[7]s
 	if !strings.HasPrefix(out, "committed: revision ") || !strings.Contains(out, "1 record(s) written") {
 		t.Fatalf("zone create: %q", out)
 	}
-	if out := mustInofctl(t, ctl, sockA, "zone", "list", "-o", "json"); !hasZone(out, "red", "10.0.0.1", "10.0.1.1") {
+	if out := mustInofctl(t, ctl, sockA, "zone", "list", "-o", "json"); !cmdtest.HasZone(out, "red", "10.0.0.1", "10.0.1.1") {
 		t.Fatalf("zone list at A:\n%s", out)
 	}
 	if out := mustInofctl(t, ctl, sockA, "device", "why", "10.0.0.1", "10.0.1.1"); out != "10.0.0.1 sees 10.0.1.1: same zone red\n" {
 		t.Fatalf("device why: %q", out)
 	}
 	waitInofctl(t, "the zone at reflector B", ctl, sockB, func(out string) bool {
-		return hasZone(out, "red", "10.0.0.1", "10.0.1.1")
+		return cmdtest.HasZone(out, "red", "10.0.0.1", "10.0.1.1")
 	}, "zone", "list", "-o", "json")
 
 	// Errors are refused with exit code 1 and a message.
@@ -249,7 +225,7 @@ func TestAPIRefusesInsecureTCP(t *testing.T) {
 		t.Fatal(err)
 	}
 	d := startDaemon(t, bin, nil, "--role", "reflector", "--config", cfg, "--api-socket", filepath.Join(shortDir(t), "a.sock"))
-	if code := d.wait(t); code != 1 || !strings.Contains(d.out.String(), "api.listen: needs api.tls_cert, api.tls_key and a way to tell callers apart") {
+	if code := d.wait(t); code != daemon.ExitConfig || !strings.Contains(d.out.String(), "api.listen: needs api.tls_cert, api.tls_key and a way to tell callers apart") {
 		t.Fatalf("exit %d, output:\n%s", code, d.out.String())
 	}
 }

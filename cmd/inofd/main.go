@@ -20,24 +20,34 @@ import (
 )
 
 func main() {
-	if err := newCommand(os.Environ(), os.Stderr).Execute(); err != nil {
-		os.Exit(1)
-	}
+	os.Exit(daemon.Execute(newCommand(os.Environ(), os.Stderr), os.Stderr))
 }
 
 // role is one way inofd runs.
 type role struct {
-	// flags adds the role's own flags and returns the configuration key
-	// each one overrides.
+	// flags adds the role's own flags (not those of sharedFlags) and
+	// returns the configuration key each flag the role takes overrides,
+	// shared ones included.
 	flags func(*pflag.FlagSet) map[string]string
 	// run loads the configuration (file, environment, flags), validates it
-	// and runs the role until a signal (SIGTERM, SIGINT) or a fatal error.
-	run func(ctx context.Context, load loadFunc, stderr io.Writer) error
+	// and runs the role until a signal (SIGTERM, SIGINT) or a fatal error;
+	// SIGHUP reloads it.
+	run func(env runEnv) error
+}
+
+// runEnv is what a role's run gets.
+type runEnv struct {
+	ctx    context.Context // ends on SIGTERM or SIGINT
+	reload <-chan struct{} // one receive per SIGHUP
+	load   loadFunc
+	stderr io.Writer
+	notify *daemon.Notifier // systemd's notification socket (Type=notify)
 }
 
 // loadFunc fills a role's options (holding its defaults) from the file,
 // the environment and the set flags, and validates them. The warnings
-// (deprecated keys) are for the role's log once it has one.
+// (deprecated keys) are for the role's log once it has one. An invalid
+// configuration is a daemon.ConfigError.
 type loadFunc func(opts daemon.Validator) (daemon.Warnings, error)
 
 // roles are the roles inofd knows, by --role value.
@@ -52,6 +62,16 @@ var commonFlagKeys = map[string]string{
 	"log-format":     "log.format",
 	"metrics-listen": "metrics_listen",
 	"state-dir":      "state_dir",
+}
+
+// sharedFlags adds the flags both roles take, with a meaning of their own
+// in each (their roles' flags maps name them).
+func sharedFlags(f *pflag.FlagSet) {
+	f.Uint32("asn", 0, "the fabric's AS number")
+	f.String("router-id", "", "BGP router-id, IPv4 (unique per switch)")
+	f.String("local-address", "", "source address of the BGP and BFD sessions")
+	f.String("api-socket", "", "unix socket of the admin API (reflector default /run/inofd/api.sock; "+
+		"a switch serves none unless set)")
 }
 
 func roleNames() []string {
@@ -70,10 +90,10 @@ func newCommand(environ []string, stderr io.Writer) *cobra.Command {
 		Short: "iNOF fabric daemon: route reflector and zone authority, or switch agent",
 		Long: "inofd runs one role of the iNOF control plane per process.\n" +
 			"Configuration: YAML file (--config), INOF_* environment variables, flags.\n" +
-			"Flags marked (reflector) apply to that role only.",
-		Args:          cobra.NoArgs,
-		SilenceUsage:  true,
-		SilenceErrors: true,
+			"Flags marked (reflector) or (switch) apply to that role only.\n" +
+			"SIGHUP reloads the configuration (docs/operations.md, \"Reload\").\n" +
+			"Exit codes: 0 stopped by a signal, 1 failed while running, 64 usage error,\n" +
+			"78 invalid configuration.",
 	}
 	f := cmd.Flags()
 	f.StringVarP(&file, "config", "c", "", "YAML configuration file")
@@ -82,16 +102,19 @@ func newCommand(environ []string, stderr io.Writer) *cobra.Command {
 	f.String("log-format", "text", "log format: text or json")
 	f.String("metrics-listen", "", "address of /metrics and /healthz (empty in the file disables)")
 	f.String("state-dir", "", "directory of the daemon's persistent state")
+	sharedFlags(f)
 	own := map[string]map[string]string{}
 	for _, n := range roleNames() {
 		own[n] = roles[n].flags(f)
 	}
+	labelRoleFlags(f, own)
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		rl, ok := roles[roleName]
 		if !ok {
-			err := fmt.Errorf("--role %q: want one of %s", roleName, strings.Join(roleNames(), ", "))
-			fmt.Fprintf(stderr, "inofd: %v\n", err)
-			return err
+			if roleName == "" {
+				return daemon.UsageError(fmt.Errorf("--role is required: one of %s", strings.Join(roleNames(), ", ")))
+			}
+			return daemon.UsageError(fmt.Errorf("--role %q: want one of %s", roleName, strings.Join(roleNames(), ", ")))
 		}
 		keys := map[string]string{}
 		for k, v := range commonFlagKeys {
@@ -106,33 +129,47 @@ func newCommand(environ []string, stderr io.Writer) *cobra.Command {
 				foreign = append(foreign, fmt.Errorf("--%s does not apply to role %s", fl.Name, roleName))
 			}
 		})
-		load := func(opts daemon.Validator) (daemon.Warnings, error) {
-			var warnings daemon.Warnings
-			lerr := daemon.Load(daemon.LoadOptions{File: file, Flags: cmd.Flags(), FlagKeys: keys, Environ: environ,
-				Warn: warnings.Add}, opts)
-			if err := errors.Join(append(foreign, lerr)...); err != nil {
-				fmt.Fprintf(stderr, "inofd: invalid configuration:\n%v\n", err)
-				return nil, configError{err}
-			}
-			return warnings, nil
+		if err := errors.Join(foreign...); err != nil {
+			return daemon.UsageError(err)
 		}
 		ctx := cmd.Context()
 		if ctx == nil {
 			ctx = context.Background()
 		}
-		if err := rl.run(ctx, load, stderr); err != nil {
-			var ce configError
-			if !errors.As(err, &ce) {
-				fmt.Fprintf(stderr, "inofd: %v\n", err)
-			}
+		// Caught before the configuration is read: from here on no
+		// signal kills the daemon without its shutdown.
+		sig := daemon.CatchSignals(ctx)
+		defer sig.Stop()
+		notify, err := daemon.NewNotifier(environ)
+		if err != nil {
 			return err
 		}
-		return nil
+		load := func(opts daemon.Validator) (daemon.Warnings, error) {
+			var warnings daemon.Warnings
+			err := daemon.Load(daemon.LoadOptions{File: file, Flags: cmd.Flags(), FlagKeys: keys, Environ: environ,
+				Warn: warnings.Add}, opts)
+			if err != nil {
+				return nil, daemon.ConfigError{Err: err}
+			}
+			return warnings, nil
+		}
+		return rl.run(runEnv{ctx: sig.Context, reload: sig.Reload, load: load, stderr: stderr, notify: notify})
 	}
-	return cmd
+	return daemon.Command(cmd)
 }
 
-// configError marks an error already reported as an invalid configuration.
-type configError struct{ error }
-
-func (e configError) Unwrap() error { return e.error }
+// labelRoleFlags starts the help text of each flag that only some roles
+// take with those roles' names: "(switch) ...".
+func labelRoleFlags(f *pflag.FlagSet, own map[string]map[string]string) {
+	f.VisitAll(func(fl *pflag.Flag) {
+		var takers []string
+		for _, n := range roleNames() {
+			if _, ok := own[n][fl.Name]; ok {
+				takers = append(takers, n)
+			}
+		}
+		if len(takers) > 0 && len(takers) < len(roles) {
+			fl.Usage = "(" + strings.Join(takers, ", ") + ") " + fl.Usage
+		}
+	})
+}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/openinof/inof/inof/daemon"
 	"github.com/openinof/inof/inof/reflector"
+	"github.com/openinof/inof/internal/cmdtest"
 	"github.com/openinof/inof/internal/syncbuf"
 )
 
@@ -25,16 +26,7 @@ const waitTimeout = 60 * time.Second
 // buildInofd builds this command into a temporary directory.
 func buildInofd(t *testing.T) string {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "inofd")
-	goBin, err := exec.LookPath("go")
-	if err != nil {
-		t.Fatalf("no go command on PATH to build inofd: %v", err)
-	}
-	cmd := exec.Command(goBin, "build", "-o", bin, ".")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	return bin
+	return cmdtest.Build(t, ".", "inofd")
 }
 
 func freePort(t *testing.T) int {
@@ -189,8 +181,8 @@ func TestInvalidConfigListsEveryError(t *testing.T) {
 		t.Fatal(err)
 	}
 	d := startDaemon(t, bin, []string{"INOF_LOG_FORMAT=xml"}, "--role", "reflector", "--config", cfg, "--listen-port", "0")
-	if code := d.wait(t); code == 0 {
-		t.Fatal("exit code 0")
+	if code := d.wait(t); code != daemon.ExitConfig {
+		t.Fatalf("exit code %d, want %d (invalid configuration)", code, daemon.ExitConfig)
 	}
 	out := d.out.String()
 	wants := []string{"hold_time: time: invalid duration", "unknown key bogus", `log.format "xml"`, "asn: must be set",
@@ -206,7 +198,7 @@ func TestInvalidConfigListsEveryError(t *testing.T) {
 	}
 
 	d = startDaemon(t, bin, nil, "--role", "switchboard")
-	if code := d.wait(t); code == 0 || !strings.Contains(d.out.String(), `--role "switchboard"`) {
+	if code := d.wait(t); code != daemon.ExitUsage || !strings.Contains(d.out.String(), `--role "switchboard"`) {
 		t.Fatalf("unknown role: exit %d, output %s", code, d.out.String())
 	}
 }

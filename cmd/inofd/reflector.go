@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"io"
 
 	"github.com/spf13/pflag"
 
@@ -15,12 +14,8 @@ import (
 var reflectorRole = role{flags: reflectorFlags, run: runReflector}
 
 func reflectorFlags(f *pflag.FlagSet) map[string]string {
-	f.Uint32("asn", 0, "(reflector) the fabric's AS number")
-	f.String("router-id", "", "(reflector) BGP router-id, IPv4")
-	f.String("cluster-id", "", "(reflector) cluster-id shared by the fabric's reflectors")
-	f.String("local-address", "", "(reflector) this reflector's session address (BFD source)")
-	f.Int("listen-port", 179, "(reflector) BGP port")
-	f.String("api-socket", "", "(reflector) unix socket of the admin API (default "+api.DefaultSocket+"; empty in the file disables)")
+	f.String("cluster-id", "", "cluster-id shared by the fabric's reflectors")
+	f.Int("listen-port", 179, "BGP port")
 	return map[string]string{
 		"api-socket":    "api.socket",
 		"asn":           "asn",
@@ -31,35 +26,46 @@ func reflectorFlags(f *pflag.FlagSet) map[string]string {
 	}
 }
 
-// runReflector wires the reflector, its admin API and the HTTP server, and
-// returns when a signal or a failure ends the reflector.
-func runReflector(parent context.Context, load loadFunc, stderr io.Writer) error {
+// runReflector wires the reflector, its admin API, the HTTP server, the
+// reload and systemd's notifications, and returns when a signal or a
+// failure ends the reflector.
+func runReflector(env runEnv) error {
 	opts := reflector.DefaultOptions()
-	warnings, err := load(&opts)
+	warnings, err := env.load(&opts)
 	if err != nil {
 		return err
 	}
-	log, reg, err := daemon.Setup(stderr, opts.Log)
+	p, err := daemon.Setup(env.stderr, "inofd", opts.Log)
 	if err != nil {
 		return err
 	}
+	log := p.Log
 	warnings.Log(log)
-	ctx, stop := daemon.SignalContext(parent)
-	defer stop()
 	events := api.NewFeed(api.FeedOptions{})
-	r, err := reflector.New(reflector.Config{Options: opts, Registry: reg, Events: events, Logger: log})
+	r, err := reflector.New(reflector.Config{Options: opts, Registry: p.Registry, Events: events, Logger: log})
 	if err != nil {
 		return err
 	}
-	ro := daemon.RunOptions{MetricsListen: opts.MetricsListen, Registry: reg, Health: r.Healthy, Logger: log}
+	ro := daemon.RunOptions{MetricsListen: opts.MetricsListen, Registry: p.Registry, Health: r.Healthy, Logger: log,
+		Ready: r.Ready(), Notify: env.notify}
 	if opts.API.Enabled() {
 		// Bound before BGP starts, like the metrics listener; it answers
 		// "not running" until the reflector is ready.
-		srv, err := api.NewServer(opts.API.ServeOptions(false, events, log), r.API())
+		so := opts.API.ServeOptions(false, events, log)
+		so.Role = "reflector"
+		srv, err := api.NewServer(so, r.API())
 		if err != nil {
 			return err
 		}
 		ro.Beside = append(ro.Beside, srv.Run)
 	}
-	return daemon.Run(ctx, ro, r.Run)
+	reload := daemon.LiveReload(opts, reflector.DefaultOptions, func(o *reflector.Options) error { _, err := env.load(o); return err },
+		reflector.LiveKeys, func(_ context.Context, next reflector.Options) error {
+			if err := p.Logging.Apply(next.Log); err != nil {
+				return err
+			}
+			return r.Reload(next)
+		})
+	ro.Beside = append(ro.Beside, daemon.Reloader{Signal: env.reload, Log: log, Notify: env.notify, Reload: reload}.Run)
+	return daemon.Run(env.ctx, ro, r.Run)
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"io"
 
 	"github.com/spf13/pflag"
 
@@ -15,8 +14,8 @@ import (
 var switchRole = role{flags: switchFlags, run: runSwitch}
 
 func switchFlags(f *pflag.FlagSet) map[string]string {
-	f.StringSlice("access-ports", nil, "(switch) interfaces hosts and targets register on")
-	f.Duration("hold-down", 0, "(switch) how long a leaving device stays published as inactive")
+	f.StringSlice("access-ports", nil, "interfaces hosts and targets register on (comma-separated or repeated)")
+	f.Duration("hold-down", 0, "how long a leaving device stays published as inactive")
 	return map[string]string{
 		"asn":           "asn",
 		"router-id":     "router_id",
@@ -27,34 +26,45 @@ func switchFlags(f *pflag.FlagSet) map[string]string {
 	}
 }
 
-// runSwitch wires the switch agent, its read-only admin API and the HTTP
-// server, and returns when a signal or a failure ends the agent.
-func runSwitch(parent context.Context, load loadFunc, stderr io.Writer) error {
+// runSwitch wires the switch agent, its read-only admin API, the HTTP
+// server, the reload and systemd's notifications, and returns when a
+// signal or a failure ends the agent.
+func runSwitch(env runEnv) error {
 	opts := switchagent.DefaultOptions()
-	warnings, err := load(&opts)
+	warnings, err := env.load(&opts)
 	if err != nil {
 		return err
 	}
-	log, reg, err := daemon.Setup(stderr, opts.Log)
+	p, err := daemon.Setup(env.stderr, "inofd", opts.Log)
 	if err != nil {
 		return err
 	}
+	log := p.Log
 	warnings.Log(log)
-	ctx, stop := daemon.SignalContext(parent)
-	defer stop()
-	agent, err := switchagent.New(switchagent.Config{Options: opts, Registry: reg, Logger: log})
+	agent, err := switchagent.New(switchagent.Config{Options: opts, Registry: p.Registry, Logger: log})
 	if err != nil {
 		return err
 	}
-	ro := daemon.RunOptions{MetricsListen: opts.MetricsListen, Registry: reg, Health: agent.Healthy, Logger: log}
+	ro := daemon.RunOptions{MetricsListen: opts.MetricsListen, Registry: p.Registry, Health: agent.Healthy, Logger: log,
+		Ready: agent.Ready(), Notify: env.notify}
 	if opts.API.Enabled() {
 		// Read-only: zones and the lossless profile are edited on a
 		// reflector. Bound before the agent starts, like the metrics.
-		srv, err := api.NewServer(opts.API.ServeOptions(true, nil, log), agent.API())
+		so := opts.API.ServeOptions(true, nil, log)
+		so.Role = "switch"
+		srv, err := api.NewServer(so, agent.API())
 		if err != nil {
 			return err
 		}
 		ro.Beside = append(ro.Beside, srv.Run)
 	}
-	return daemon.Run(ctx, ro, agent.Run)
+	reload := daemon.LiveReload(opts, switchagent.DefaultOptions, func(o *switchagent.Options) error { _, err := env.load(o); return err },
+		switchagent.LiveKeys, func(ctx context.Context, next switchagent.Options) error {
+			if err := p.Logging.Apply(next.Log); err != nil {
+				return err
+			}
+			return agent.Reload(ctx, next)
+		})
+	ro.Beside = append(ro.Beside, daemon.Reloader{Signal: env.reload, Log: log, Notify: env.notify, Reload: reload}.Run)
+	return daemon.Run(env.ctx, ro, agent.Run)
 }

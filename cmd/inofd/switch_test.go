@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/openinof/inof/inof/daemon"
 )
 
 // TestSwitchInvalidConfigListsEveryError: inofd --role switch refuses a
@@ -17,8 +19,8 @@ func TestSwitchInvalidConfigListsEveryError(t *testing.T) {
 		t.Fatal(err)
 	}
 	d := startDaemon(t, bin, nil, "--role", "switch", "--config", cfg)
-	if code := d.wait(t); code == 0 {
-		t.Fatal("exit code 0")
+	if code := d.wait(t); code != daemon.ExitConfig {
+		t.Fatalf("exit code %d, want %d", code, daemon.ExitConfig)
 	}
 	out := d.out.String()
 	wants := []string{`router_id "10.0.0"`, "asn: must be set", "local_address: must be set when bfd.enabled is true",
@@ -29,7 +31,7 @@ func TestSwitchInvalidConfigListsEveryError(t *testing.T) {
 			t.Errorf("output lacks %q:\n%s", w, out)
 		}
 	}
-	if d := startDaemon(t, bin, nil, "--role", "switch", "--cluster-id", "1.2.3.4"); d.wait(t) == 0 ||
+	if d := startDaemon(t, bin, nil, "--role", "switch", "--cluster-id", "1.2.3.4"); d.wait(t) != daemon.ExitUsage ||
 		!strings.Contains(d.out.String(), "--cluster-id does not apply to role switch") {
 		t.Fatalf("a reflector flag on a switch: %s", d.out.String())
 	}

@@ -61,6 +61,9 @@ type ServeOptions struct {
 	// StopTimeout bounds the wait for running calls at shutdown (default 5 s).
 	StopTimeout time.Duration
 	Logger      *slog.Logger
+	// Role is the daemon's role as Version reports it ("reflector",
+	// "switch").
+	Role string
 }
 
 // Server is the API on its listeners. Run serves until its context ends.
@@ -97,7 +100,8 @@ func NewServer(opts ServeOptions, b Backend) (*Server, error) {
 		opts.StopTimeout = 5 * time.Second
 	}
 	s := &Server{opts: opts, closing: make(chan struct{})}
-	impl := &server{b: b, events: opts.Events, readOnly: opts.ReadOnly, log: opts.Logger, closing: s.closing}
+	impl := &server{b: b, events: opts.Events, readOnly: opts.ReadOnly, log: opts.Logger, closing: s.closing,
+		role: opts.Role, started: time.Now()}
 	auth, err := newAuthenticator(opts)
 	if err != nil {
 		return nil, err

@@ -2,6 +2,7 @@ package api
 
 import (
 	"log/slog"
+	"time"
 
 	inofv1 "github.com/openinof/inof/inof/api/v1"
 )
@@ -14,4 +15,6 @@ type server struct {
 	readOnly bool
 	log      *slog.Logger
 	closing  <-chan struct{} // closed when the server shuts down
+	role     string          // what Version reports
+	started  time.Time       // when the server was made
 }

@@ -14,6 +14,7 @@ import (
 
 type testOpts struct {
 	Log    LogOptions    `yaml:"log"`
+	Ports  []string      `yaml:"ports"`
 	Listen string        `yaml:"listen"`
 	Count  int           `yaml:"count"`
 	Wait   time.Duration `yaml:"wait"`
@@ -88,6 +89,9 @@ func TestLoadPrecedence(t *testing.T) {
 	if len(o.Items) == 0 {
 		o.Items = nil // the defaults pass through YAML, where nil and empty are one
 	}
+	if len(o.Ports) == 0 {
+		o.Ports = nil
+	}
 	if !reflect.DeepEqual(o, defaults()) {
 		t.Fatalf("defaults changed: %+v", *o)
 	}
@@ -132,5 +136,30 @@ func TestNewLogger(t *testing.T) {
 	}
 	if _, err := NewLogger(&b, LogOptions{Level: "x", Format: "y"}); err == nil || strings.Count(err.Error(), "\n") != 1 {
 		t.Fatalf("want two errors, got %v", err)
+	}
+}
+
+// TestLoadListFlag: a list flag's items arrive as the list, not as the
+// pieces of its "[a,b]" text form (issue #25: --access-ports swp1,swp2 was
+// ["[swp1" "swp2]"]).
+func TestLoadListFlag(t *testing.T) {
+	for args, want := range map[string][]string{
+		"--ports=swp1,swp2":       {"swp1", "swp2"},
+		"--ports=swp1":            {"swp1"},
+		"--ports=a --ports=b,c":   {"a", "b", "c"},
+		"--ports=eth0.100,swp1s0": {"eth0.100", "swp1s0"},
+	} {
+		fs := pflag.NewFlagSet("t", pflag.ContinueOnError)
+		fs.StringSlice("ports", nil, "")
+		if err := fs.Parse(strings.Fields(args)); err != nil {
+			t.Fatal(err)
+		}
+		o := defaults()
+		if err := Load(LoadOptions{Flags: fs, FlagKeys: map[string]string{"ports": "ports"}}, o); err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(o.Ports, want) {
+			t.Errorf("%s: ports %q, want %q", args, o.Ports, want)
+		}
 	}
 }

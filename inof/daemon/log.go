@@ -1,11 +1,13 @@
 package daemon
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"strings"
+	"sync/atomic"
 )
 
 // LogOptions configures the daemon's logger.
@@ -39,13 +41,101 @@ func parseLevel(s string) (slog.Level, error) {
 
 // NewLogger returns a logger writing to w as the options say.
 func NewLogger(w io.Writer, o LogOptions) (*slog.Logger, error) {
-	if err := o.Validate(); err != nil {
+	lg, err := NewLogging(w, o)
+	if err != nil {
 		return nil, err
 	}
-	l, _ := parseLevel(o.Level)
-	ho := &slog.HandlerOptions{Level: l}
-	if strings.ToLower(o.Format) == "json" {
-		return slog.New(slog.NewJSONHandler(w, ho)), nil
+	return lg.Logger(), nil
+}
+
+// Logging is a daemon's logger whose level and format can change while it
+// runs (a reload): every logger derived from it (With, WithGroup), before
+// or after the change, follows.
+type Logging struct {
+	w     io.Writer
+	level slog.LevelVar
+	// base is the handler of the current format, without attributes.
+	base atomic.Pointer[slog.Handler]
+	log  *slog.Logger
+}
+
+// NewLogging returns a Logging writing to w as o says.
+func NewLogging(w io.Writer, o LogOptions) (*Logging, error) {
+	lg := &Logging{w: w}
+	if err := lg.Apply(o); err != nil {
+		return nil, err
 	}
-	return slog.New(slog.NewTextHandler(w, ho)), nil
+	lg.log = slog.New(&switchHandler{lg: lg})
+	return lg, nil
+}
+
+// Logger returns the logger.
+func (lg *Logging) Logger() *slog.Logger { return lg.log }
+
+// Apply switches to o's level and format.
+func (lg *Logging) Apply(o LogOptions) error {
+	if err := o.Validate(); err != nil {
+		return err
+	}
+	l, _ := parseLevel(o.Level)
+	lg.level.Set(l)
+	ho := &slog.HandlerOptions{Level: &lg.level}
+	var h slog.Handler = slog.NewTextHandler(lg.w, ho)
+	if strings.ToLower(o.Format) == "json" {
+		h = slog.NewJSONHandler(lg.w, ho)
+	}
+	lg.base.Store(&h)
+	return nil
+}
+
+// switchHandler hands each record to the current base handler with the
+// attributes and groups it was derived with.
+type switchHandler struct {
+	lg   *Logging
+	with []func(slog.Handler) slog.Handler
+	// built caches the derived handler for one base.
+	built atomic.Pointer[builtHandler]
+}
+
+type builtHandler struct {
+	base *slog.Handler
+	h    slog.Handler
+}
+
+func (s *switchHandler) current() slog.Handler {
+	base := s.lg.base.Load()
+	if b := s.built.Load(); b != nil && b.base == base {
+		return b.h
+	}
+	h := *base
+	for _, f := range s.with {
+		h = f(h)
+	}
+	s.built.Store(&builtHandler{base: base, h: h})
+	return h
+}
+
+func (s *switchHandler) Enabled(_ context.Context, l slog.Level) bool { return l >= s.lg.level.Level() }
+
+func (s *switchHandler) Handle(ctx context.Context, r slog.Record) error {
+	return s.current().Handle(ctx, r)
+}
+
+func (s *switchHandler) derive(f func(slog.Handler) slog.Handler) slog.Handler {
+	with := append(append([]func(slog.Handler) slog.Handler(nil), s.with...), f)
+	return &switchHandler{lg: s.lg, with: with}
+}
+
+func (s *switchHandler) WithAttrs(attrs []slog.Attr) slog.Handler {
+	if len(attrs) == 0 {
+		return s
+	}
+	return s.derive(func(h slog.Handler) slog.Handler { return h.WithAttrs(attrs) })
+}
+
+func (s *switchHandler) WithGroup(name string) slog.Handler {
+	if name == "" {
+		return s
+	}
+	return s.derive(func(h slog.Handler) slog.Handler { return h.WithGroup(name) })
 }

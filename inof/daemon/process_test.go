@@ -11,10 +11,11 @@ import (
 )
 
 func TestRunServesHTTP(t *testing.T) {
-	log, reg, err := Setup(io.Discard, DefaultLogOptions())
+	p, err := Setup(io.Discard, "test", DefaultLogOptions())
 	if err != nil {
 		t.Fatal(err)
 	}
+	log, reg := p.Log, p.Registry
 	// Find a free port, then let Run bind it.
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -60,10 +61,11 @@ func TestRunServesHTTP(t *testing.T) {
 // returned before the main runner's context ends; a Beside runner that
 // fails ends the main runner, and its error is returned.
 func TestRunStopsBesideFirst(t *testing.T) {
-	log, _, err := Setup(io.Discard, DefaultLogOptions())
+	p, err := Setup(io.Discard, "test", DefaultLogOptions())
 	if err != nil {
 		t.Fatal(err)
 	}
+	log := p.Log
 	ctx, cancel := context.WithCancel(context.Background())
 	besideDone := make(chan struct{})
 	started := make(chan struct{})

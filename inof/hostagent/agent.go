@@ -59,6 +59,8 @@ type Agent struct {
 	events  chan event
 	running atomic.Bool
 	dcb     readback.DCBReader
+	ready   chan struct{}          // closed once Run serves
+	pol     atomic.Pointer[policy] // set by Reload; nil: opt's
 }
 
 // eventQueue bounds the notifications waiting for the worker; beyond it
@@ -73,7 +75,8 @@ func New(cfg Config) (*Agent, error) {
 		return nil, err
 	}
 	a := &Agent{opt: o, clk: cfg.Clock, carrier: cfg.Carrier, log: cfg.Logger,
-		events: make(chan event, eventQueue), dcb: cfg.DCB, kern: cfg.Kernel}
+		events: make(chan event, eventQueue), dcb: cfg.DCB, kern: cfg.Kernel,
+		ready: make(chan struct{})}
 	if a.kern == nil {
 		a.kern = SysfsKernel{}
 	}
@@ -218,6 +221,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	})
 	defer stopLinks()
 	a.running.Store(true)
+	close(a.ready)
 	a.log.Info("inof-host running", "interfaces", len(a.ports), "owned_controllers", len(w.all()),
 		"failover", a.opt.Failover.Method, "last_path", a.opt.Failover.LastPath)
 	w.run(ctx)

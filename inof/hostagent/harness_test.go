@@ -58,6 +58,7 @@ type harness struct {
 	cancel  context.CancelFunc
 	done    chan error
 	stopped bool
+	agent   *Agent
 }
 
 func start(t *testing.T, o Options, clk *fakeClock, nv *fakeNVMe) *harness {
@@ -96,7 +97,7 @@ func startFull(t *testing.T, o Options, clk *fakeClock, nv *fakeNVMe, ex Executo
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	h.cancel = cancel
+	h.cancel, h.agent = cancel, a
 	go func() { h.done <- a.Run(ctx) }()
 	go h.switchSide()
 	t.Cleanup(func() {

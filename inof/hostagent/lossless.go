@@ -179,7 +179,7 @@ func (a *Agent) runLossless(ctx context.Context, ex Executor, dcb readback.DCBRe
 		p, err := src.fetch(ctx)
 		switch {
 		case err != nil:
-			a.m.lossless.WithLabelValues("fetch_failed").Inc()
+			a.m.lossless.WithLabelValues("fetch-failed").Inc()
 			if err.Error() != lastErr { // one log line per distinct error
 				a.log.Warn("lossless profile: fetch failed; will retry", "err", err, "every", o.Interval)
 				lastErr = err.Error()
@@ -219,7 +219,7 @@ func (a *Agent) followProfile(ctx context.Context, p lossless.Profile, ex Execut
 		a.log.Info("lossless profile applied", "profile", p.Name, "result", r.String())
 	}
 	if err != nil {
-		a.m.lossless.WithLabelValues("apply_failed").Inc()
+		a.m.lossless.WithLabelValues("apply-failed").Inc()
 		a.log.Warn("lossless profile: some steps failed", "profile", p.Name, "err", err)
 		return
 	}

@@ -171,7 +171,7 @@ func TestLosslessPlanOnlyByDefault(t *testing.T) {
 func TestLosslessFailuresCounted(t *testing.T) {
 	d := &dcbHost{fakeNVMe: newFakeNVMe(), fail: true}
 	h, _, _ := losslessAgent(t, lossless.Default(), true, d)
-	waitFor(t, "the failure to be counted", func() bool { return h.outcomes("apply_failed") == 1 })
+	waitFor(t, "the failure to be counted", func() bool { return h.outcomes("apply-failed") == 1 })
 	if n := len(d.calls()); n != 5 {
 		t.Fatalf("%d commands tried, want all 5 despite failures", n)
 	}

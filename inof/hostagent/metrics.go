@@ -39,7 +39,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Help: "NVMe-oF controllers this agent created and still owns."}),
 		carrier: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Name: "carrier",
 			Help: "1 when the interface has carrier."}, []string{"interface"}),
-		lossless:  cv("lossless_profiles_total", "Lossless profiles handled, by outcome: planned, applied, apply_failed, refused, fetch_failed.", "outcome"),
+		lossless:  cv("lossless_profiles_total", "Lossless profiles handled, by outcome: planned, applied, apply-failed, refused, fetch-failed.", "outcome"),
 		failovers: cv("failovers_total", "Paths failed over on an inactive notification (sibling, last-path) or not (kept, not-live, error).", "result"),
 		stuck:     cv("nvme_stuck_total", "NVMe jobs (nvme-cli or sysfs) still running after nvme.command_timeout, by operation.", "op"),
 		stuckNow: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "nvme_stuck",

@@ -208,10 +208,10 @@ func (w *worker) handle(ev event) uint64 {
 	}
 	if !w.forces(n.Reason) {
 		log.Info("target inactive; controller kept for multipath and keep-alive", "reason", n.Reason,
-			"disconnect_on", w.a.opt.DisconnectOn)
+			"disconnect_on", w.a.policy().disconnectOn)
 		return gen
 	}
-	if d := w.a.opt.RestrainTime; d > 0 {
+	if d := w.a.policy().restrainTime; d > 0 {
 		log.Info("target inactive; disconnect after the restrain time", "reason", n.Reason, "restrain_time", d)
 		w.arm(k, d, n, gen)
 		return gen
@@ -221,7 +221,7 @@ func (w *worker) handle(ev event) uint64 {
 }
 
 func (w *worker) forces(r inof.Reason) bool {
-	switch w.a.opt.DisconnectOn {
+	switch w.a.policy().disconnectOn {
 	case DisconnectAll:
 		return true
 	case DisconnectNever:

@@ -52,8 +52,11 @@ func (r *Reflector) Commit(ctx context.Context, edit func(*zones.Tx) error) ([]z
 	r.m.commits.Add(1)
 	err = r.originate(ctx, keys)
 	id := api.IdentityFrom(ctx)
+	originated := time.Since(durable)
+	r.m.commitLatency.WithLabelValues("write").Observe(durable.Sub(start).Seconds())
+	r.m.commitLatency.WithLabelValues("originate").Observe(originated.Seconds())
 	attrs := []any{"records", len(changed), "write", durable.Sub(start),
-		"durable_at", durable.UTC().Format(time.RFC3339Nano), "originate", time.Since(durable),
+		"durable_at", durable.UTC().Format(time.RFC3339Nano), "originate", originated,
 		"identity", id.String(), "via", id.Via}
 	if err != nil {
 		r.log.Warn("configuration committed", append(attrs, "err", err)...)

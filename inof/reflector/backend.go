@@ -113,20 +113,27 @@ func (r *Reflector) onNeighbor(ev bgp.NeighborEvent) {
 	}
 	r.fabric.bgp[ev.Address] = sessionState{state: ev.State, since: r.now()}
 	r.fabric.mu.Unlock()
+	r.sessionLog.BGP(ev)
 	up := ev.State == bgp.StateEstablished
 	if !up && prev.state != bgp.StateEstablished {
 		return
 	}
-	kind := "client"
-	if r.peerReflectors[ev.Address] {
-		kind = "reflector"
-	}
+	kind := r.neighborKind(ev.Address)
 	msg := fmt.Sprintf("BGP session with %s %s established", kind, ev.Address)
 	if !up {
 		msg = fmt.Sprintf("BGP session with %s %s lost (now %s)", kind, ev.Address, ev.State)
 	}
 	r.events.Publish(api.Event{Kind: "session", Subject: ev.Address.String(), Message: msg,
 		Attributes: map[string]string{"protocol": "bgp", "kind": kind, "state": ev.State.String()}})
+}
+
+// neighborKind names a neighbor: "reflector" (a peer reflector) or
+// "client".
+func (r *Reflector) neighborKind(a netip.Addr) string {
+	if r.peerReflectors[a] {
+		return "reflector"
+	}
+	return "client"
 }
 
 // onBFD notes since when a BFD session is in its state and puts the change
@@ -139,6 +146,7 @@ func (r *Reflector) onBFD(ch bfd.StateChange) {
 	r.fabric.mu.Lock()
 	r.fabric.bfdSince[ch.Key] = at
 	r.fabric.mu.Unlock()
+	r.sessionLog.BFD(ch)
 	r.events.Publish(api.Event{Kind: "session", Subject: ch.Key.Peer.String(), Time: at,
 		Message: fmt.Sprintf("BFD session with %s: %s -> %s (%s)", ch.Key.Peer, ch.Old.String(), ch.New.String(), ch.Diag),
 		Attributes: map[string]string{"protocol": "bfd", "state": ch.New.String(), "diagnostic": ch.Diag.String(),
@@ -220,20 +228,14 @@ func (b backend) BFDSessions(context.Context) ([]api.BFDSession, error) {
 	if b.r.bfd == nil {
 		return nil, nil
 	}
-	timers := map[netip.Addr]*bgp.NeighborBFD{}
-	for _, n := range b.r.opts.neighbors() {
-		timers[n.Address] = n.BFD
-	}
 	ss := b.r.bfd.Sessions()
 	b.r.fabric.mu.Lock()
 	defer b.r.fabric.mu.Unlock()
 	out := make([]api.BFDSession, len(ss))
 	for i, s := range ss {
 		out[i] = api.BFDSession{Peer: s.Key.Peer.String(), Local: s.Key.Local.String(), State: s.State.String(),
-			Diagnostic: s.Diag.String(), Since: b.r.fabric.bfdSince[s.Key], TxInterval: s.TxInterval}
-		if t := timers[s.Key.Peer]; t != nil {
-			out[i].RxInterval, out[i].DetectMult = t.RequiredMinRx, t.DetectMult
-		}
+			Diagnostic: s.Diag.String(), Since: b.r.fabric.bfdSince[s.Key], TxInterval: s.TxInterval,
+			RxInterval: s.RequiredMinRx, DetectMult: s.DetectMult}
 	}
 	return out, nil
 }

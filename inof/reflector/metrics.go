@@ -9,6 +9,7 @@ import (
 
 	"github.com/openinof/inof/bgp"
 	"github.com/openinof/inof/bgp/bfd"
+	"github.com/openinof/inof/zones"
 )
 
 // counters are the reflector's own counts; the rest of its metrics are read
@@ -20,6 +21,16 @@ type counters struct {
 	malformedParts   atomic.Uint64
 	storePruned      atomic.Uint64
 	assemblerEvicted atomic.Uint64
+	// commitLatency is how long commits took, by phase: write (validate
+	// and write the store transaction) and originate (hand the records to
+	// BGP), as the commit log line's write= and originate= say.
+	commitLatency *prometheus.HistogramVec
+}
+
+func newCounters() counters {
+	return counters{commitLatency: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: ns + "_config_commit_seconds",
+		Help:    "Duration of local configuration commits by phase: write (validate and write the store), originate (into BGP).",
+		Buckets: prometheus.ExponentialBuckets(0.0001, 2, 18)}, []string{"phase"})}
 }
 
 const ns = "inof_reflector"
@@ -41,7 +52,7 @@ var (
 	descCommits        = desc("config_commits_total", "Local commits that changed something.")
 	descAdoptedParts   = desc("config_parts_adopted_total", "Newer configuration parts taken from peer reflectors and re-originated.")
 	descAdopted        = desc("config_records_adopted_total", "Complete records from peer reflectors that won (in the zone store, and the lossless profile).")
-	descRefused        = desc("config_parts_refused_total", "Configuration parts refused: by generation (future, expired) or because a neighbor that is not a peer reflector sent them (not_peer).", "reason")
+	descRefused        = desc("config_parts_refused_total", "Configuration parts refused: by generation (future, expired) or because a neighbor that is not a peer reflector sent them (not-peer).", "reason")
 	descStoreRefused   = desc("store_refused_total", "Records the store refused by generation (future, expired).", "reason")
 	descApplyErrors    = desc("config_apply_errors_total", "Records from peer reflectors the store refused.")
 	descMalformedParts = desc("config_parts_malformed_total", "Configuration parts the assembler refused.")
@@ -53,6 +64,8 @@ var (
 	descQuarantined    = desc("quarantined_clients", "Clients in quarantine: all their records refused.")
 	descBFD            = desc("bfd_sessions", "BFD sessions by state.", "state")
 	descBFDDrops       = desc("bfd_packets_dropped_total", "BFD packets dropped, by reason.", "reason")
+	descBFDChanges     = desc("bfd_transitions_total", "BFD session state changes, by the state entered (a rising count into down: flapping).", "state")
+	descConfigured     = desc("neighbors_configured", "BGP neighbors configured, by kind (client, reflector).", "kind")
 )
 
 // collector reads the reflector's state at scrape time.
@@ -60,13 +73,14 @@ type collector struct{ r *Reflector }
 
 func newCollector(r *Reflector) prometheus.Collector { return collector{r} }
 
-func (collector) Describe(ch chan<- *prometheus.Desc) {
+func (c collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descUp, descRestarting, descSessions, descReceived, descPublished,
 		descWithdrawn, descMalformed, descResyncs, descConfigRecords, descCommits, descAdoptedParts, descAdopted,
 		descRefused, descStoreRefused, descApplyErrors, descMalformedParts, descEvicted, descStale, descPruned,
-		descDevRefused, descUntrusted, descQuarantined, descBFD, descBFDDrops} {
+		descDevRefused, descUntrusted, descQuarantined, descBFD, descBFDDrops, descBFDChanges, descConfigured} {
 		ch <- d
 	}
+	c.r.m.commitLatency.Describe(ch)
 }
 
 // scrapeTimeout bounds the speaker query of one scrape.
@@ -80,6 +94,7 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 	counter := func(d *prometheus.Desc, v uint64, l ...string) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(v), l...)
 	}
+	r.m.commitLatency.Collect(ch)
 	r.life.RLock()
 	defer r.life.RUnlock()
 	gauge(descUp, b2f(r.healthyLocked() == nil))
@@ -88,62 +103,109 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 	counter(descApplyErrors, r.m.applyErrors.Load())
 	counter(descMalformedParts, r.m.malformedParts.Load())
 	counter(descEvicted, r.m.assemblerEvicted.Load())
-	if r.state != stateStarted {
-		return
+	counter(descPruned, r.m.storePruned.Load(), "store")
+	configured := map[string]int{"client": 0, "reflector": 0}
+	for _, n := range r.opts.neighbors() {
+		configured[neighborKind(n)]++
 	}
-	gauge(descRestarting, b2f(r.restarting))
-	st := r.speaker.Stats()
+	for k, n := range configured {
+		gauge(descConfigured, float64(n), k)
+	}
+	// Before the reflector has started, the series of its parts are there
+	// with zero values, so that rates and alerts see them from the start.
+	var (
+		st  bgp.Stats
+		rs  bgp.ReplicatorStats
+		sr  zones.Refused
+		dev bgp.DeviceTableStats
+	)
+	started := r.state == stateStarted
+	if started {
+		gauge(descRestarting, b2f(r.restarting))
+		st, rs, sr, dev = r.speaker.Stats(), r.repl.Stats(), r.store.RefusedCounts(), r.fabric.devices.Stats()
+	}
 	counter(descPublished, st.Published)
 	counter(descWithdrawn, st.Withdrawn)
 	counter(descMalformed, st.Malformed)
 	counter(descResyncs, st.Resyncs)
-	rs := r.repl.Stats()
 	counter(descAdoptedParts, rs.Adopted)
 	counter(descRefused, rs.Future, "future")
 	counter(descRefused, rs.Expired, "expired")
-	counter(descRefused, rs.NotPeer, "not_peer")
+	counter(descRefused, rs.NotPeer, "not-peer")
 	counter(descStale, rs.Withdrawn)
 	counter(descPruned, rs.Pruned, "bgp")
-	counter(descPruned, r.m.storePruned.Load(), "store")
-	counter(descDevRefused, r.fabric.devices.Stats().Refused)
+	counter(descDevRefused, dev.Refused)
 	for reason, v := range r.refusals.Counts() {
 		counter(descUntrusted, v, reason)
 	}
 	gauge(descQuarantined, float64(r.quarantined.Load()))
-	sr := r.store.RefusedCounts()
 	counter(descStoreRefused, sr.Future, "future")
 	counter(descStoreRefused, sr.Expired, "expired")
 	type kd struct{ kind, deleted string }
 	recs := map[kd]int{}
-	for _, rec := range r.store.Records() {
-		recs[kd{rec.Kind.String(), boolString(rec.Deleted)}]++
+	for _, k := range []zones.Kind{zones.KindSettings, zones.KindZone, zones.KindAlias} {
+		recs[kd{k.String(), "false"}], recs[kd{k.String(), "true"}] = 0, 0
+	}
+	if started {
+		for _, rec := range r.store.Records() {
+			recs[kd{rec.Kind.String(), boolString(rec.Deleted)}]++
+		}
 	}
 	for k, n := range recs {
 		gauge(descConfigRecords, float64(n), k.kind, k.deleted)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), scrapeTimeout)
-	defer cancel()
-	if ns, err := r.speaker.Neighbors(ctx); err == nil {
-		type ks struct{ kind, state string }
-		sessions := map[ks]int{}
-		for _, n := range ns {
-			kind := neighborKind(n.Neighbor)
-			sessions[ks{kind, n.State.String()}]++
-			gauge(descReceived, float64(n.Received), n.Address.String(), kind)
-		}
-		for k, v := range sessions {
-			gauge(descSessions, float64(v), k.kind, k.state)
+	type ks struct{ kind, state string }
+	sessions := map[ks]int{}
+	for kind := range configured {
+		for _, state := range bgp.SessionStates() {
+			sessions[ks{kind, state.String()}] = 0
 		}
 	}
-	if r.bfd != nil {
-		states := map[bfd.State]int{}
-		for _, s := range r.bfd.Sessions() {
-			states[s.State]++
+	if started {
+		ctx, cancel := context.WithTimeout(context.Background(), scrapeTimeout)
+		defer cancel()
+		if ns, err := r.speaker.Neighbors(ctx); err == nil {
+			for _, n := range ns {
+				kind := neighborKind(n.Neighbor)
+				sessions[ks{kind, n.State.String()}]++
+				gauge(descReceived, float64(n.Received), n.Address.String(), kind)
+			}
+		}
+	}
+	for k, v := range sessions {
+		gauge(descSessions, float64(v), k.kind, k.state)
+	}
+	if r.opts.usesBFD() {
+		states := map[string]int{}
+		for _, s := range bfd.States() {
+			states[s.String()] = 0
+		}
+		drops := map[string]uint64{}
+		for _, reason := range bfd.DropReasons() {
+			drops[reason] = 0
+		}
+		changes := map[string]uint64{}
+		for _, s := range bfd.States() {
+			changes[s.String()] = 0
+		}
+		if started && r.bfd != nil {
+			for _, s := range r.bfd.Sessions() {
+				states[s.State.String()]++
+			}
+			for reason, v := range r.bfd.Drops() {
+				drops[reason] = v
+			}
+			for s, v := range r.bfd.Transitions() {
+				changes[s.String()] = v
+			}
+		}
+		for s, v := range changes {
+			counter(descBFDChanges, v, s)
 		}
 		for s, v := range states {
-			gauge(descBFD, float64(v), s.String())
+			gauge(descBFD, float64(v), s)
 		}
-		for reason, v := range r.bfd.Drops() {
+		for reason, v := range drops {
 			counter(descBFDDrops, v, reason)
 		}
 	}

@@ -105,7 +105,7 @@ func DefaultOptions() Options {
 	return Options{
 		Log:             daemon.DefaultLogOptions(),
 		MetricsListen:   "127.0.0.1:9465",
-		StateDir:        "/var/lib/inofd",
+		StateDir:        "/var/lib/inofd-reflector",
 		Listen:          ListenOptions{Port: 179},
 		HoldTime:        9 * time.Second,
 		Keepalive:       3 * time.Second,

@@ -17,6 +17,7 @@ import (
 	"github.com/openinof/inof/bgp/bfd"
 	"github.com/openinof/inof/inof"
 	"github.com/openinof/inof/inof/configsync"
+	"github.com/openinof/inof/inof/peering"
 	"github.com/openinof/inof/zones"
 )
 
@@ -90,6 +91,9 @@ type Reflector struct {
 	fabric         *fabricView
 	clock          *inof.Clock // generations of the lossless profile
 	peerReflectors map[netip.Addr]bool
+	// sessionLog logs BGP changes (from the neighbor watch) and BFD
+	// changes (from the BFD subscription).
+	sessionLog *peering.SessionLog
 
 	// Owned by the sync loop.
 	asm *configsync.Assembler
@@ -140,8 +144,9 @@ func New(cfg Config) (*Reflector, error) {
 	}
 	r := &Reflector{opts: cfg.Options, cfg: cfg, log: cfg.Logger, now: cfg.Now, asm: configsync.NewAssembler(0),
 		events: cfg.Events, fabric: newFabricView(cfg.Options.MaxDevices, cfg.Logger), clock: inof.NewClock(cfg.Now),
-		peerReflectors: map[netip.Addr]bool{}, ready: make(chan struct{}),
+		peerReflectors: map[netip.Addr]bool{}, ready: make(chan struct{}), m: newCounters(),
 		refusals: bgp.NewRefusals(cfg.Logger), offences: make(chan offence, offenceQueue)}
+	r.sessionLog = &peering.SessionLog{Log: r.log, Kind: r.neighborKind}
 	for _, n := range cfg.Options.neighbors() {
 		if n.PeerReflector {
 			r.peerReflectors[n.Address] = true

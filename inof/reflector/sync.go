@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/openinof/inof/bgp"
@@ -108,9 +109,8 @@ func (r *Reflector) merge(ctx context.Context, batch []bgp.ConfigRecord) {
 			r.log.Warn("configuration from peer reflectors partly refused", "err", err)
 		}
 		r.m.recordsAdopted.Add(uint64(len(won)))
+		r.logAdopted(won)
 		for _, w := range won {
-			r.log.Info("configuration adopted from a peer reflector", "object", w.Key.String(), "generation", w.Gen,
-				"writer", w.RouterID.String(), "deleted", w.Deleted)
 			msg := "merged from a peer reflector"
 			if w.Deleted {
 				msg = "deletion merged from a peer reflector"
@@ -127,6 +127,33 @@ func (r *Reflector) merge(ctx context.Context, batch []bgp.ConfigRecord) {
 	if err := r.reconcile(ctx, keys); err != nil {
 		r.log.Warn("originating merged configuration", "err", err)
 	}
+}
+
+// logAdopted logs records merged from peer reflectors: one info line per
+// merge (a starting peer sends every record it holds, tombstones
+// included), naming the first few objects, and one debug line per record.
+func (r *Reflector) logAdopted(won []zones.Record) {
+	if len(won) == 0 {
+		return
+	}
+	const named = 5
+	var objects []string
+	deleted := 0
+	for _, w := range won {
+		if w.Deleted {
+			deleted++
+		}
+		if len(objects) < named {
+			objects = append(objects, w.Key.String())
+		}
+		r.log.Debug("configuration record adopted from a peer reflector", "object", w.Key.String(), "generation", w.Gen,
+			"writer", w.RouterID.String(), "deleted", w.Deleted)
+	}
+	if len(won) > named {
+		objects = append(objects, fmt.Sprintf("and %d more", len(won)-named))
+	}
+	r.log.Info("configuration adopted from peer reflectors", "records", len(won), "deletions", deleted,
+		"objects", strings.Join(objects, ", "))
 }
 
 // reconcile makes what this reflector originates for each key match the

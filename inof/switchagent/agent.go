@@ -17,6 +17,7 @@ import (
 	"github.com/openinof/inof/bgp/bfd"
 	"github.com/openinof/inof/inof"
 	"github.com/openinof/inof/inof/configsync"
+	"github.com/openinof/inof/inof/peering"
 	"github.com/openinof/inof/l2proto"
 	"github.com/openinof/inof/lossless"
 	"github.com/openinof/inof/zones"
@@ -26,7 +27,7 @@ import (
 // in-memory parts in place of the real ones.
 type Config struct {
 	Options  Options
-	Registry *prometheus.Registry // nil: no metrics
+	Registry prometheus.Registerer // nil: no metrics
 	Logger   *slog.Logger
 	// Speaker replaces the GoBGP speaker built from Options (tests: the
 	// fake fabric). The agent starts and stops it.
@@ -47,27 +48,31 @@ type Config struct {
 type Agent struct {
 	cfg  Config
 	opts Options
-	// mu guards the parts Run sets up (speaker, bfd, reg, ports) against
-	// the metrics collector; after setup they do not change.
+	// mu guards the parts Run sets up (speaker, bfd, reg, ports, stray)
+	// against the metrics collector and the watchers; after setup only a
+	// reload changes ports, from the loop.
 	mu      sync.Mutex
 	log     *slog.Logger
 	self    inof.RouterID
 	met     *metrics
 	speaker bgp.Speaker
 	bfd     *bfd.Manager
-	pub     *bgp.DevicePublisher
-	table   *bgp.DeviceTable
-	view    *bgp.ConfigView
-	asm     *configsync.Assembler
+	// bfdCancel ends the session log's BFD subscription.
+	bfdCancel func()
+	pub       *bgp.DevicePublisher
+	table     *bgp.DeviceTable
+	view      *bgp.ConfigView
+	asm       *configsync.Assembler
 	// origins and refusals check who sent each record (docs/security.md).
 	origins  bgp.Origins
 	refusals *bgp.Refusals
 	zrecs    zones.Records
 	engine   *Engine
 	reg      *l2proto.Registry
-	ports    map[string]*accessPort
-	subs     map[string]bool // zones subscribed to
-	dirty    bool            // state to save
+	ports    map[string]*accessPort // replaced whole (under mu) by a reload
+	stray    *l2proto.StrayWatcher  // nil until watchStray opened it (or with Config.WatchStray)
+	subs     map[string]bool        // zones subscribed to
+	dirty    bool                   // state to save
 	// configDue says zone records changed and the configuration they make
 	// is not yet in force: it is rebuilt once the records already queued
 	// are in, or before the next device record, so a burst of zone records
@@ -77,8 +82,12 @@ type Agent struct {
 	configDue bool
 	// nextSave is the earliest time the loop saves again (saveSpacing).
 	nextSave time.Time
-	settled  atomic.Bool // the first Resync after start has run
-	running  atomic.Bool // the loop runs
+	settled  atomic.Bool   // the first Resync after start has run
+	running  atomic.Bool   // the loop runs
+	ready    chan struct{} // closed when the loop first runs
+	// sessionLog logs BGP changes (from the neighbor watch) and BFD
+	// changes (from the BFD subscription).
+	sessionLog *peering.SessionLog
 	// config and profile are what the API reads: the zone configuration
 	// in force and the lossless profile received (set by the loop).
 	config  atomic.Pointer[zones.Config]
@@ -94,7 +103,12 @@ type Agent struct {
 	up       chan struct{} // a reflector session came up
 	// downs carries access ports without carrier to the loop, for the
 	// restored registrations the registration table does not hold.
-	downs chan string
+	downs  chan string
+	reconf chan reconfRequest
+	// Set by Run before anything starts: the context of its goroutines
+	// and how to start one more (an access port added by a reload).
+	runCtx  context.Context
+	spawnIn func(ctx context.Context, name string, f func(context.Context) error)
 }
 
 type accessPort struct {
@@ -102,6 +116,8 @@ type accessPort struct {
 	link l2proto.Link
 	nt   *l2proto.Notifier
 	sp   *l2proto.SwitchPort
+	stop context.CancelFunc // ends the port's goroutines (startPort)
+	done chan struct{}      // closed when they have ended
 }
 
 type portQuery struct {
@@ -127,7 +143,9 @@ func New(cfg Config) (*Agent, error) {
 		refusals: bgp.NewRefusals(cfg.Logger),
 		records:  make(chan bgp.RecordEvent, 1024), queries: make(chan portQuery, 256),
 		dims: make(chan dimEvent, 256), loopDone: make(chan struct{}),
-		up: make(chan struct{}, 1), downs: make(chan string, 64)}
+		up: make(chan struct{}, 1), downs: make(chan string, 64),
+		ready: make(chan struct{}), reconf: make(chan reconfRequest)}
+	a.sessionLog = &peering.SessionLog{Log: a.log, Kind: func(netip.Addr) string { return "reflector" }}
 	a.met = newMetrics(a)
 	if cfg.Registry != nil {
 		if err := cfg.Registry.Register(a.met); err != nil {
@@ -174,15 +192,22 @@ func (a *Agent) Run(ctx context.Context) error {
 	defer wg.Wait()
 	defer cancel() // runs before wg.Wait
 	errs := make(chan error, 8)
-	spawn := func(name string, f func(context.Context) error) {
+	// spawnIn runs f until pctx (runCtx or below it) ends; an error while
+	// pctx lives ends the agent.
+	a.spawnIn = func(pctx context.Context, name string, f func(context.Context) error) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if err := f(runCtx); err != nil && runCtx.Err() == nil {
-				errs <- fmt.Errorf("switchagent: %s: %w", name, err)
+			if err := f(pctx); err != nil && pctx.Err() == nil {
+				select {
+				case errs <- fmt.Errorf("switchagent: %s: %w", name, err):
+				default: // the loop is ending on an earlier error
+				}
 			}
 		}()
 	}
+	a.runCtx = runCtx
+	spawn := func(name string, f func(context.Context) error) { a.spawnIn(runCtx, name, f) }
 
 	if err := a.pub.Republish(ctx, saved.ownRecords(a.self, a.log)); err != nil {
 		a.log.Warn("republishing saved records", "err", err)
@@ -200,6 +225,7 @@ func (a *Agent) Run(ctx context.Context) error {
 		return fmt.Errorf("switchagent: watch records: %w", err)
 	}
 	if err := a.speaker.WatchNeighbors(runCtx, func(ev bgp.NeighborEvent) {
+		a.sessionLog.BGP(ev)
 		if ev.State == bgp.StateEstablished {
 			select {
 			case a.up <- struct{}{}:
@@ -219,7 +245,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	}
 	ports := map[string]*accessPort{}
 	for _, name := range a.opts.AccessPorts {
-		p, err := a.openPort(reg, name)
+		p, err := a.openPort(reg, name, slices.Contains(a.opts.LegacyV0Ports, name))
 		if err != nil {
 			for _, q := range ports {
 				q.link.Close()
@@ -233,8 +259,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	a.mu.Unlock()
 	spawn("registry", a.reg.Run)
 	for _, p := range ports {
-		spawn("notifier "+p.name, p.nt.Run)
-		spawn("port "+p.name, p.sp.Run)
+		a.startPort(p)
 	}
 	spawn("link watcher", a.watchLinks)
 	a.runDiscovery(spawn)
@@ -252,10 +277,11 @@ func (a *Agent) Run(ctx context.Context) error {
 	close(a.loopDone)
 	cancel()
 	saveErr := a.save(true)
-	if err != nil {
-		return err
+	if err == nil {
+		err = saveErr
 	}
-	return saveErr
+	a.log.Info("switch agent stopping", "clean", err == nil)
+	return err
 }
 
 // startSpeaker builds (unless given), starts and prepares the speaker.
@@ -280,6 +306,9 @@ func (a *Agent) startSpeaker(ctx context.Context, restarting bool) error {
 	a.mu.Lock()
 	a.speaker, a.bfd = sp, mgr
 	a.mu.Unlock()
+	if mgr != nil {
+		a.bfdCancel = mgr.Subscribe(a.sessionLog.BFD)
+	}
 	if err := a.speaker.Start(ctx); err != nil {
 		return fmt.Errorf("switchagent: start BGP: %w", err)
 	}
@@ -294,6 +323,7 @@ func (a *Agent) startSpeaker(ctx context.Context, restarting bool) error {
 func (a *Agent) stopSpeaker() {
 	a.speaker.Stop()
 	if a.bfd != nil {
+		a.bfdCancel()
 		a.bfd.Close()
 	}
 }
@@ -315,13 +345,13 @@ func (a *Agent) addReflectors(ctx context.Context) error {
 	return nil
 }
 
-func (a *Agent) openPort(reg *l2proto.Registry, name string) (*accessPort, error) {
+func (a *Agent) openPort(reg *l2proto.Registry, name string, legacyV0 bool) (*accessPort, error) {
 	link, err := a.cfg.OpenLink(name)
 	if err != nil {
 		return nil, fmt.Errorf("switchagent: access port %s: %w", name, err)
 	}
-	nt, err := l2proto.NewNotifier(l2proto.NotifierConfig{Link: link, LegacyV0: slices.Contains(a.opts.LegacyV0Ports, name),
-		OnResult: a.met.notified, Logger: a.log.With("port", name)})
+	nt, err := l2proto.NewNotifier(l2proto.NotifierConfig{Link: link, LegacyV0: legacyV0,
+		OnResult: a.met.notified, Logger: a.log})
 	if err != nil {
 		link.Close()
 		return nil, fmt.Errorf("switchagent: access port %s: %w", name, err)
@@ -345,14 +375,14 @@ func (a *Agent) openPort(reg *l2proto.Registry, name string) (*accessPort, error
 func (a *Agent) watchLinks(ctx context.Context) error {
 	watch := a.cfg.WatchLinks
 	if watch == nil {
-		w, err := l2proto.NewLinkWatcher()
+		w, err := l2proto.NewLinkWatcher(a.log)
 		if err != nil {
 			return err
 		}
 		watch = w.Run
 	}
 	err := watch(ctx, func(s l2proto.LinkState) {
-		if _, ok := a.ports[s.Name]; ok && !s.Running {
+		if !s.Running && a.isAccessPort(s.Name) {
 			a.reg.LinkDown(s.Name) // the registry's events carry it on
 			// Restored registrations are not in the registry. A full queue
 			// loses nothing for long: every re-subscription's dump reports
@@ -368,6 +398,10 @@ func (a *Agent) watchLinks(ctx context.Context) error {
 	}
 	return err
 }
+
+// Ready is closed once the agent serves: its speaker runs, the reflectors
+// are configured, the access ports are open and its loop runs.
+func (a *Agent) Ready() <-chan struct{} { return a.ready }
 
 // Healthy reports whether the agent runs: its loop is up and its speaker
 // has not stopped (for /healthz).
@@ -396,9 +430,15 @@ func (a *Agent) watchStray(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
+		a.mu.Lock()
+		a.stray = w
+		a.mu.Unlock()
 		watch = w.Run
 	}
 	return watch(ctx, func(ifname string, _ []byte) {
+		if a.isAccessPort(ifname) {
+			return // added by a reload after the watcher started
+		}
 		a.met.drops.DropReason(ifname, "not-access-port",
 			fmt.Errorf("registration or notification frame on %s, which is not an access port", ifname))
 	})
@@ -408,6 +448,7 @@ func (a *Agent) watchStray(ctx context.Context) error {
 func (a *Agent) loop(ctx context.Context, errs <-chan error) error {
 	a.running.Store(true)
 	defer a.running.Store(false)
+	close(a.ready)
 	tick := time.NewTimer(time.Hour)
 	defer tick.Stop()
 	var settle <-chan time.Time
@@ -441,6 +482,8 @@ func (a *Agent) loop(ctx context.Context, errs <-chan error) error {
 			a.onQuery(ctx, q)
 		case port := <-a.downs:
 			a.apply(ctx, a.engine.PortDown(port, time.Now()))
+		case req := <-a.reconf:
+			req.done <- a.reconfigure(req.next)
 		case now := <-tick.C:
 			a.apply(ctx, a.engine.Tick(now))
 		case <-a.up:

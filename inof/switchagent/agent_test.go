@@ -2,6 +2,7 @@ package switchagent
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"net/netip"
 	"path/filepath"
@@ -9,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
@@ -151,6 +153,28 @@ type testSwitch struct {
 
 func startSwitch(t *testing.T, f *bgp.FakeFabric, reflector netip.Addr, id, stateDir string, ports ...string) *testSwitch {
 	t.Helper()
+	near, far := memPorts(id, ports...)
+	s := runSwitch(t, f, reflector, id, stateDir, nil, func(o *Options) { o.AccessPorts = ports }, near)
+	s.far = far
+	return s
+}
+
+// memPorts makes in-memory access ports: the switch's ends and the
+// devices' ends, by port name.
+func memPorts(id string, ports ...string) (near map[string]l2proto.Link, far map[string]*l2proto.MemLink) {
+	near, far = map[string]l2proto.Link{}, map[string]*l2proto.MemLink{}
+	for i, p := range ports {
+		a, b := l2proto.NewMemPair(p, net.HardwareAddr{2, 0, 0, 0, byte(len(id)), byte(i)}, "dev", net.HardwareAddr{2, 1, 0, 0, byte(len(id)), byte(i)})
+		near[p], far[p] = a, b
+	}
+	return near, far
+}
+
+// runSwitch starts an agent whose access ports open from links; edit
+// changes the test's default options; reg, if set, gets its metrics.
+func runSwitch(t *testing.T, f *bgp.FakeFabric, reflector netip.Addr, id, stateDir string, reg *prometheus.Registry,
+	edit func(*Options), links map[string]l2proto.Link) *testSwitch {
+	t.Helper()
 	sp, err := f.NewSpeaker(bgp.Options{Role: bgp.RoleClient, ASN: testASN, RouterID: netip.MustParseAddr(id)})
 	if err != nil {
 		t.Fatal(err)
@@ -159,17 +183,21 @@ func startSwitch(t *testing.T, f *bgp.FakeFabric, reflector netip.Addr, id, stat
 	o.StateDir, o.RouterID, o.ASN = stateDir, id, testASN
 	o.Reflectors = []ReflectorOptions{{Address: reflector.String()}}
 	o.BFD.Enabled = false
-	o.AccessPorts = ports
 	o.HoldDown = time.Hour
 	o.Settle = 300 * time.Millisecond
-	s := &testSwitch{far: map[string]*l2proto.MemLink{}, links: make(chan l2proto.LinkState, 16), done: make(chan error, 1)}
-	near := map[string]*l2proto.MemLink{}
-	for i, p := range ports {
-		a, b := l2proto.NewMemPair(p, net.HardwareAddr{2, 0, 0, 0, byte(len(id)), byte(i)}, "dev", net.HardwareAddr{2, 1, 0, 0, byte(len(id)), byte(i)})
-		near[p], s.far[p] = a, b
+	edit(&o)
+	s := &testSwitch{links: make(chan l2proto.LinkState, 16), done: make(chan error, 1)}
+	var registry prometheus.Registerer
+	if reg != nil {
+		registry = reg // not a typed nil in the interface
 	}
-	s.agent, err = New(Config{Options: o, Speaker: sp,
-		OpenLink:   func(p string) (l2proto.Link, error) { return near[p], nil },
+	s.agent, err = New(Config{Options: o, Speaker: sp, Registry: registry,
+		OpenLink: func(p string) (l2proto.Link, error) {
+			if l := links[p]; l != nil {
+				return l, nil
+			}
+			return nil, fmt.Errorf("no link %s", p)
+		},
 		WatchStray: func(ctx context.Context, _ func(string, []byte)) error { <-ctx.Done(); return nil },
 		WatchLinks: func(ctx context.Context, fn func(l2proto.LinkState)) error {
 			for {

@@ -6,6 +6,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/openinof/inof/bgp"
+	"github.com/openinof/inof/bgp/bfd"
 	"github.com/openinof/inof/l2proto"
 )
 
@@ -19,7 +21,7 @@ type metrics struct {
 	notifyRefused  prometheus.Counter
 	badConfig      prometheus.Counter
 
-	registrations, refused, records, recordsRefused, untrusted, notifications, sessions, bfdSessions, dropped *prometheus.Desc
+	up, registrations, refused, records, recordsRefused, untrusted, notifications, sessions, bfdSessions, bfdChanges, dropped *prometheus.Desc
 }
 
 func newMetrics(a *Agent) *metrics {
@@ -36,16 +38,20 @@ func newMetrics(a *Agent) *metrics {
 			Help: "Notifications the notifier refused (queue full or stopped)."}),
 		badConfig: prometheus.NewCounter(prometheus.CounterOpts{Name: "inof_switch_config_records_refused_total",
 			Help: "Configuration records that could not be assembled."}),
+		up:             d("up", "1 while the switch agent runs and its BGP speaker is alive (as /healthz)."),
 		registrations:  d("registrations", "Devices registered on the access ports."),
 		refused:        d("registrations_refused_total", "Registrations refused by the table bounds."),
 		records:        d("device_records", "Device records known (all switches, this one included)."),
 		recordsRefused: d("device_records_refused_total", "Device records refused at the device table's bound (max_devices)."),
 		untrusted: d("records_refused_total", "Records refused because their sender does not own them (docs/security.md), by reason.",
 			"reason"),
-		notifications: d("notifications_total", "Notifications by outcome, summed over the access ports.", "outcome"),
-		sessions:      d("bgp_sessions", "BGP sessions to the reflectors by state.", "state"),
-		bfdSessions:   d("bfd_sessions", "BFD sessions by state.", "state"),
-		dropped:       d("frames_dropped_total", "Frames dropped on the access ports by reason.", "reason"),
+		notifications: d("notifications_total", "Notifications by outcome, summed over the access ports: sent (every send, "+
+			"retransmissions included), retransmitted, send-failed (the port refused the frame; sent again on the timer), "+
+			"acked, gave-up, superseded.", "outcome"),
+		sessions:    d("bgp_sessions", "BGP sessions to the reflectors by state.", "state"),
+		bfdSessions: d("bfd_sessions", "BFD sessions by state.", "state"),
+		bfdChanges:  d("bfd_transitions_total", "BFD session state changes, by the state entered (a rising count into down: flapping).", "state"),
+		dropped:     d("frames_dropped_total", "Frames dropped on the access ports by reason.", "reason"),
 	}
 }
 
@@ -58,7 +64,7 @@ func (m *metrics) notified(r l2proto.Result) {
 
 // Describe implements prometheus.Collector.
 func (m *metrics) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{m.registrations, m.refused, m.records, m.recordsRefused, m.untrusted, m.notifications, m.sessions, m.bfdSessions, m.dropped} {
+	for _, d := range []*prometheus.Desc{m.up, m.registrations, m.refused, m.records, m.recordsRefused, m.untrusted, m.notifications, m.sessions, m.bfdSessions, m.bfdChanges, m.dropped} {
 		ch <- d
 	}
 	for _, c := range []prometheus.Collector{m.delivered, m.queriesDropped, m.notifyRefused, m.badConfig} {
@@ -81,11 +87,18 @@ func (m *metrics) Collect(ch chan<- prometheus.Metric) {
 	counter := func(d *prometheus.Desc, v float64, l ...string) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, v, l...)
 	}
-	if reg != nil {
-		st := reg.Stats()
-		gauge(m.registrations, float64(st.Entries))
-		counter(m.refused, float64(st.Refused))
+	up := 0.0
+	if speaker != nil && a.Healthy() == nil {
+		up = 1
 	}
+	gauge(m.up, up)
+	// Every labelled series is there from the start, zero until counted.
+	var st l2proto.RegistryStats
+	if reg != nil {
+		st = reg.Stats()
+	}
+	gauge(m.registrations, float64(st.Entries))
+	counter(m.refused, float64(st.Refused))
 	gauge(m.records, float64(a.table.Len()))
 	counter(m.recordsRefused, float64(a.table.Stats().Refused))
 	for reason, v := range a.refusals.Counts() {
@@ -96,37 +109,59 @@ func (m *metrics) Collect(ch chan<- prometheus.Metric) {
 		st := p.nt.Stats()
 		sum.Sent += st.Sent
 		sum.Retransmits += st.Retransmits
+		sum.SendFailed += st.SendFailed
 		sum.Delivered += st.Delivered
 		sum.GaveUp += st.GaveUp
 		sum.Superseded += st.Superseded
 	}
-	for outcome, v := range map[string]uint64{"sent": sum.Sent, "retransmitted": sum.Retransmits, "acked": sum.Delivered,
-		"gave_up": sum.GaveUp, "superseded": sum.Superseded} {
+	for outcome, v := range map[string]uint64{"sent": sum.Sent, "retransmitted": sum.Retransmits, "send-failed": sum.SendFailed,
+		"acked": sum.Delivered, "gave-up": sum.GaveUp, "superseded": sum.Superseded} {
 		counter(m.notifications, float64(v), outcome)
+	}
+	sessions := map[string]int{}
+	for _, s := range bgp.SessionStates() {
+		sessions[s.String()] = 0
 	}
 	if speaker != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer cancel()
 		if ns, err := speaker.Neighbors(ctx); err == nil {
-			by := map[string]int{}
 			for _, n := range ns {
-				by[n.State.String()]++
-			}
-			for st, n := range by {
-				gauge(m.sessions, float64(n), st)
+				sessions[n.State.String()]++
 			}
 		}
 	}
-	if mgr != nil {
-		by := map[string]int{}
-		for _, s := range mgr.Sessions() {
-			by[s.State.String()]++
+	for st, n := range sessions {
+		gauge(m.sessions, float64(n), st)
+	}
+	if a.opts.BFD.Enabled {
+		by, changes := map[string]int{}, map[string]uint64{}
+		for _, s := range bfd.States() {
+			by[s.String()], changes[s.String()] = 0, 0
+		}
+		if mgr != nil {
+			for _, s := range mgr.Sessions() {
+				by[s.State.String()]++
+			}
+			for s, v := range mgr.Transitions() {
+				changes[s.String()] = v
+			}
 		}
 		for st, n := range by {
 			gauge(m.bfdSessions, float64(n), st)
 		}
+		for st, v := range changes {
+			counter(m.bfdChanges, float64(v), st)
+		}
+	}
+	drops := map[string]uint64{"not-access-port": 0}
+	for _, r := range l2proto.DropReasons() {
+		drops[r] = 0
 	}
 	for reason, v := range m.drops.Counts() {
+		drops[reason] = v
+	}
+	for reason, v := range drops {
 		counter(m.dropped, float64(v), reason)
 	}
 }

@@ -72,8 +72,8 @@ type ReflectorOptions struct {
 func DefaultOptions() Options {
 	return Options{
 		Log:             daemon.DefaultLogOptions(),
-		MetricsListen:   "127.0.0.1:9465",
-		StateDir:        "/var/lib/inofd",
+		MetricsListen:   "127.0.0.1:9466",
+		StateDir:        "/var/lib/inofd-switch",
 		BFD:             peering.DefaultBFD(),
 		GracefulRestart: peering.DefaultGracefulRestart(),
 		HoldDown:        DefaultHoldDown,

@@ -4,14 +4,11 @@ package clab
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"regexp"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -160,7 +157,7 @@ func TestPrivClabLab(t *testing.T) {
 		}
 	}
 	begin := time.Now()
-	ensureDocker(t)
+	EnsureDocker(t)
 	ctx, cancel := context.WithTimeout(context.Background(), deployTimeout)
 	defer cancel()
 
@@ -419,56 +416,5 @@ func (r *running) destroy(file string) {
 	defer cancel()
 	if out, err := clab(ctx, "destroy", "-t", file, "--cleanup"); err != nil {
 		r.t.Errorf("containerlab destroy: %v\n%s", err, out)
-	}
-}
-
-// ensureDocker starts dockerd unless `docker info` answers, and stops it
-// by its pid when the test ends (SIGTERM, then SIGKILL after 30 s).
-func ensureDocker(t *testing.T) {
-	t.Helper()
-	if exec.Command("docker", "info").Run() == nil {
-		return
-	}
-	logPath := filepath.Join(os.TempDir(), fmt.Sprintf("inof-clab-dockerd-%d.log", os.Getpid()))
-	logf, err := os.Create(logPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command("dockerd")
-	cmd.Stdout, cmd.Stderr = logf, logf
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		logf.Close()
-		t.Fatalf("start dockerd (apt-get install docker.io): %v", err)
-	}
-	exited := make(chan struct{})
-	var waitErr error
-	go func() { waitErr = cmd.Wait(); logf.Close(); close(exited) }()
-	t.Cleanup(func() {
-		if err := cmd.Process.Signal(syscall.SIGTERM); err != nil && !errors.Is(err, os.ErrProcessDone) {
-			t.Errorf("stop dockerd: %v", err)
-		}
-		select {
-		case <-exited:
-		case <-time.After(30 * time.Second):
-			t.Errorf("dockerd (pid %d) did not stop within 30 s of SIGTERM: killed", cmd.Process.Pid)
-			_ = cmd.Process.Kill()
-			<-exited
-		}
-		if !t.Failed() {
-			os.Remove(logPath)
-		}
-	})
-	t.Logf("started dockerd (pid %d, log %s); it is stopped when the test ends", cmd.Process.Pid, logPath)
-	if err := topo.Poll(60*time.Second, func() (bool, error) {
-		select {
-		case <-exited:
-			return false, fmt.Errorf("dockerd exited: %v", waitErr)
-		default:
-		}
-		out, err := exec.Command("docker", "info").CombinedOutput()
-		return err == nil, fmt.Errorf("docker info: %v: %s", err, out)
-	}); err != nil {
-		t.Fatalf("%v (dockerd log: %s)", err, logPath)
 	}
 }

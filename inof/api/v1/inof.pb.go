@@ -2546,6 +2546,143 @@ func (x *RenderLosslessProfileResponse) GetText() string {
 	return ""
 }
 
+type VersionRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *VersionRequest) Reset() {
+	*x = VersionRequest{}
+	mi := &file_inof_v1_inof_proto_msgTypes[40]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *VersionRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*VersionRequest) ProtoMessage() {}
+
+func (x *VersionRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_inof_v1_inof_proto_msgTypes[40]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use VersionRequest.ProtoReflect.Descriptor instead.
+func (*VersionRequest) Descriptor() ([]byte, []int) {
+	return file_inof_v1_inof_proto_rawDescGZIP(), []int{40}
+}
+
+// VersionResponse is the serving daemon's build (Go build information).
+type VersionResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Program       string                 `protobuf:"bytes,1,opt,name=program,proto3" json:"program,omitempty"`                      // "inofd"
+	Role          string                 `protobuf:"bytes,2,opt,name=role,proto3" json:"role,omitempty"`                            // "reflector" or "switch"
+	Version       string                 `protobuf:"bytes,3,opt,name=version,proto3" json:"version,omitempty"`                      // module version: a tag, a pseudo-version or "(devel)"
+	Revision      string                 `protobuf:"bytes,4,opt,name=revision,proto3" json:"revision,omitempty"`                    // VCS commit, "" when unknown
+	Modified      bool                   `protobuf:"varint,5,opt,name=modified,proto3" json:"modified,omitempty"`                   // built from a work tree with uncommitted changes
+	VcsTime       string                 `protobuf:"bytes,6,opt,name=vcs_time,json=vcsTime,proto3" json:"vcs_time,omitempty"`       // commit time, RFC 3339, "" when unknown
+	GoVersion     string                 `protobuf:"bytes,7,opt,name=go_version,json=goVersion,proto3" json:"go_version,omitempty"` // toolchain, "go1.26.8"
+	Started       *timestamppb.Timestamp `protobuf:"bytes,8,opt,name=started,proto3" json:"started,omitempty"`                      // when the daemon started
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *VersionResponse) Reset() {
+	*x = VersionResponse{}
+	mi := &file_inof_v1_inof_proto_msgTypes[41]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *VersionResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*VersionResponse) ProtoMessage() {}
+
+func (x *VersionResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_inof_v1_inof_proto_msgTypes[41]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use VersionResponse.ProtoReflect.Descriptor instead.
+func (*VersionResponse) Descriptor() ([]byte, []int) {
+	return file_inof_v1_inof_proto_rawDescGZIP(), []int{41}
+}
+
+func (x *VersionResponse) GetProgram() string {
+	if x != nil {
+		return x.Program
+	}
+	return ""
+}
+
+func (x *VersionResponse) GetRole() string {
+	if x != nil {
+		return x.Role
+	}
+	return ""
+}
+
+func (x *VersionResponse) GetVersion() string {
+	if x != nil {
+		return x.Version
+	}
+	return ""
+}
+
+func (x *VersionResponse) GetRevision() string {
+	if x != nil {
+		return x.Revision
+	}
+	return ""
+}
+
+func (x *VersionResponse) GetModified() bool {
+	if x != nil {
+		return x.Modified
+	}
+	return false
+}
+
+func (x *VersionResponse) GetVcsTime() string {
+	if x != nil {
+		return x.VcsTime
+	}
+	return ""
+}
+
+func (x *VersionResponse) GetGoVersion() string {
+	if x != nil {
+		return x.GoVersion
+	}
+	return ""
+}
+
+func (x *VersionResponse) GetStarted() *timestamppb.Timestamp {
+	if x != nil {
+		return x.Started
+	}
+	return nil
+}
+
 var File_inof_v1_inof_proto protoreflect.FileDescriptor
 
 const file_inof_v1_inof_proto_rawDesc = "" +
@@ -2728,12 +2865,23 @@ const file_inof_v1_inof_proto_rawDesc = "" +
 	"\x04yaml\x18\x01 \x01(\tR\x04yaml\x12\x16\n" +
 	"\x06target\x18\x02 \x01(\tR\x06target\"3\n" +
 	"\x1dRenderLosslessProfileResponse\x12\x12\n" +
-	"\x04text\x18\x01 \x01(\tR\x04text*K\n" +
+	"\x04text\x18\x01 \x01(\tR\x04text\"\x10\n" +
+	"\x0eVersionRequest\"\x81\x02\n" +
+	"\x0fVersionResponse\x12\x18\n" +
+	"\aprogram\x18\x01 \x01(\tR\aprogram\x12\x12\n" +
+	"\x04role\x18\x02 \x01(\tR\x04role\x12\x18\n" +
+	"\aversion\x18\x03 \x01(\tR\aversion\x12\x1a\n" +
+	"\brevision\x18\x04 \x01(\tR\brevision\x12\x1a\n" +
+	"\bmodified\x18\x05 \x01(\bR\bmodified\x12\x19\n" +
+	"\bvcs_time\x18\x06 \x01(\tR\avcsTime\x12\x1d\n" +
+	"\n" +
+	"go_version\x18\a \x01(\tR\tgoVersion\x124\n" +
+	"\astarted\x18\b \x01(\v2\x1a.google.protobuf.TimestampR\astarted*K\n" +
 	"\x04Role\x12\x14\n" +
 	"\x10ROLE_UNSPECIFIED\x10\x00\x12\x0f\n" +
 	"\vROLE_TARGET\x10\x01\x12\r\n" +
 	"\tROLE_HOST\x10\x02\x12\r\n" +
-	"\tROLE_BOTH\x10\x032\xad\a\n" +
+	"\tROLE_BOTH\x10\x032\xeb\a\n" +
 	"\x06Fabric\x127\n" +
 	"\tGetZoning\x12\x19.inof.v1.GetZoningRequest\x1a\x0f.inof.v1.Zoning\x12H\n" +
 	"\vApplyZoning\x12\x1b.inof.v1.ApplyZoningRequest\x1a\x1c.inof.v1.ApplyZoningResponse\x12H\n" +
@@ -2747,7 +2895,8 @@ const file_inof_v1_inof_proto_rawDesc = "" +
 	"\x12GetLosslessProfile\x12\".inof.v1.GetLosslessProfileRequest\x1a\x18.inof.v1.LosslessProfile\x12R\n" +
 	"\x12SetLosslessProfile\x12\".inof.v1.SetLosslessProfileRequest\x1a\x18.inof.v1.LosslessProfile\x12l\n" +
 	"\x17ValidateLosslessProfile\x12'.inof.v1.ValidateLosslessProfileRequest\x1a(.inof.v1.ValidateLosslessProfileResponse\x12f\n" +
-	"\x15RenderLosslessProfile\x12%.inof.v1.RenderLosslessProfileRequest\x1a&.inof.v1.RenderLosslessProfileResponseB-Z+github.com/openinof/inof/inof/api/v1;inofv1b\x06proto3"
+	"\x15RenderLosslessProfile\x12%.inof.v1.RenderLosslessProfileRequest\x1a&.inof.v1.RenderLosslessProfileResponse\x12<\n" +
+	"\aVersion\x12\x17.inof.v1.VersionRequest\x1a\x18.inof.v1.VersionResponseB-Z+github.com/openinof/inof/inof/api/v1;inofv1b\x06proto3"
 
 var (
 	file_inof_v1_inof_proto_rawDescOnce sync.Once
@@ -2762,7 +2911,7 @@ func file_inof_v1_inof_proto_rawDescGZIP() []byte {
 }
 
 var file_inof_v1_inof_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_inof_v1_inof_proto_msgTypes = make([]protoimpl.MessageInfo, 41)
+var file_inof_v1_inof_proto_msgTypes = make([]protoimpl.MessageInfo, 43)
 var file_inof_v1_inof_proto_goTypes = []any{
 	(Role)(0),                               // 0: inof.v1.Role
 	(*GetZoningRequest)(nil),                // 1: inof.v1.GetZoningRequest
@@ -2805,8 +2954,10 @@ var file_inof_v1_inof_proto_goTypes = []any{
 	(*ValidateLosslessProfileResponse)(nil), // 38: inof.v1.ValidateLosslessProfileResponse
 	(*RenderLosslessProfileRequest)(nil),    // 39: inof.v1.RenderLosslessProfileRequest
 	(*RenderLosslessProfileResponse)(nil),   // 40: inof.v1.RenderLosslessProfileResponse
-	nil,                                     // 41: inof.v1.Event.AttributesEntry
-	(*timestamppb.Timestamp)(nil),           // 42: google.protobuf.Timestamp
+	(*VersionRequest)(nil),                  // 41: inof.v1.VersionRequest
+	(*VersionResponse)(nil),                 // 42: inof.v1.VersionResponse
+	nil,                                     // 43: inof.v1.Event.AttributesEntry
+	(*timestamppb.Timestamp)(nil),           // 44: google.protobuf.Timestamp
 }
 var file_inof_v1_inof_proto_depIdxs = []int32{
 	3,  // 0: inof.v1.Zoning.settings:type_name -> inof.v1.Settings
@@ -2825,46 +2976,49 @@ var file_inof_v1_inof_proto_depIdxs = []int32{
 	6,  // 13: inof.v1.ApplyZoningRequest.edits:type_name -> inof.v1.Edit
 	17, // 14: inof.v1.ApplyZoningResponse.changes:type_name -> inof.v1.VisibilityChange
 	0,  // 15: inof.v1.Device.role:type_name -> inof.v1.Role
-	42, // 16: inof.v1.Device.since:type_name -> google.protobuf.Timestamp
+	44, // 16: inof.v1.Device.since:type_name -> google.protobuf.Timestamp
 	0,  // 17: inof.v1.ListDevicesRequest.role:type_name -> inof.v1.Role
 	18, // 18: inof.v1.ListDevicesResponse.devices:type_name -> inof.v1.Device
 	22, // 19: inof.v1.VisibilityResponse.targets:type_name -> inof.v1.WhyResponse
-	42, // 20: inof.v1.Session.since:type_name -> google.protobuf.Timestamp
+	44, // 20: inof.v1.Session.since:type_name -> google.protobuf.Timestamp
 	26, // 21: inof.v1.ListSessionsResponse.sessions:type_name -> inof.v1.Session
-	42, // 22: inof.v1.BFDSession.since:type_name -> google.protobuf.Timestamp
+	44, // 22: inof.v1.BFDSession.since:type_name -> google.protobuf.Timestamp
 	29, // 23: inof.v1.ListBFDSessionsResponse.sessions:type_name -> inof.v1.BFDSession
-	42, // 24: inof.v1.Event.time:type_name -> google.protobuf.Timestamp
-	41, // 25: inof.v1.Event.attributes:type_name -> inof.v1.Event.AttributesEntry
+	44, // 24: inof.v1.Event.time:type_name -> google.protobuf.Timestamp
+	43, // 25: inof.v1.Event.attributes:type_name -> inof.v1.Event.AttributesEntry
 	37, // 26: inof.v1.ValidateLosslessProfileResponse.problems:type_name -> inof.v1.Problem
-	1,  // 27: inof.v1.Fabric.GetZoning:input_type -> inof.v1.GetZoningRequest
-	15, // 28: inof.v1.Fabric.ApplyZoning:input_type -> inof.v1.ApplyZoningRequest
-	19, // 29: inof.v1.Fabric.ListDevices:input_type -> inof.v1.ListDevicesRequest
-	21, // 30: inof.v1.Fabric.Why:input_type -> inof.v1.WhyRequest
-	23, // 31: inof.v1.Fabric.Visibility:input_type -> inof.v1.VisibilityRequest
-	25, // 32: inof.v1.Fabric.ListSessions:input_type -> inof.v1.ListSessionsRequest
-	28, // 33: inof.v1.Fabric.ListBFDSessions:input_type -> inof.v1.ListBFDSessionsRequest
-	31, // 34: inof.v1.Fabric.WatchEvents:input_type -> inof.v1.WatchEventsRequest
-	33, // 35: inof.v1.Fabric.GetLosslessProfile:input_type -> inof.v1.GetLosslessProfileRequest
-	35, // 36: inof.v1.Fabric.SetLosslessProfile:input_type -> inof.v1.SetLosslessProfileRequest
-	36, // 37: inof.v1.Fabric.ValidateLosslessProfile:input_type -> inof.v1.ValidateLosslessProfileRequest
-	39, // 38: inof.v1.Fabric.RenderLosslessProfile:input_type -> inof.v1.RenderLosslessProfileRequest
-	2,  // 39: inof.v1.Fabric.GetZoning:output_type -> inof.v1.Zoning
-	16, // 40: inof.v1.Fabric.ApplyZoning:output_type -> inof.v1.ApplyZoningResponse
-	20, // 41: inof.v1.Fabric.ListDevices:output_type -> inof.v1.ListDevicesResponse
-	22, // 42: inof.v1.Fabric.Why:output_type -> inof.v1.WhyResponse
-	24, // 43: inof.v1.Fabric.Visibility:output_type -> inof.v1.VisibilityResponse
-	27, // 44: inof.v1.Fabric.ListSessions:output_type -> inof.v1.ListSessionsResponse
-	30, // 45: inof.v1.Fabric.ListBFDSessions:output_type -> inof.v1.ListBFDSessionsResponse
-	32, // 46: inof.v1.Fabric.WatchEvents:output_type -> inof.v1.Event
-	34, // 47: inof.v1.Fabric.GetLosslessProfile:output_type -> inof.v1.LosslessProfile
-	34, // 48: inof.v1.Fabric.SetLosslessProfile:output_type -> inof.v1.LosslessProfile
-	38, // 49: inof.v1.Fabric.ValidateLosslessProfile:output_type -> inof.v1.ValidateLosslessProfileResponse
-	40, // 50: inof.v1.Fabric.RenderLosslessProfile:output_type -> inof.v1.RenderLosslessProfileResponse
-	39, // [39:51] is the sub-list for method output_type
-	27, // [27:39] is the sub-list for method input_type
-	27, // [27:27] is the sub-list for extension type_name
-	27, // [27:27] is the sub-list for extension extendee
-	0,  // [0:27] is the sub-list for field type_name
+	44, // 27: inof.v1.VersionResponse.started:type_name -> google.protobuf.Timestamp
+	1,  // 28: inof.v1.Fabric.GetZoning:input_type -> inof.v1.GetZoningRequest
+	15, // 29: inof.v1.Fabric.ApplyZoning:input_type -> inof.v1.ApplyZoningRequest
+	19, // 30: inof.v1.Fabric.ListDevices:input_type -> inof.v1.ListDevicesRequest
+	21, // 31: inof.v1.Fabric.Why:input_type -> inof.v1.WhyRequest
+	23, // 32: inof.v1.Fabric.Visibility:input_type -> inof.v1.VisibilityRequest
+	25, // 33: inof.v1.Fabric.ListSessions:input_type -> inof.v1.ListSessionsRequest
+	28, // 34: inof.v1.Fabric.ListBFDSessions:input_type -> inof.v1.ListBFDSessionsRequest
+	31, // 35: inof.v1.Fabric.WatchEvents:input_type -> inof.v1.WatchEventsRequest
+	33, // 36: inof.v1.Fabric.GetLosslessProfile:input_type -> inof.v1.GetLosslessProfileRequest
+	35, // 37: inof.v1.Fabric.SetLosslessProfile:input_type -> inof.v1.SetLosslessProfileRequest
+	36, // 38: inof.v1.Fabric.ValidateLosslessProfile:input_type -> inof.v1.ValidateLosslessProfileRequest
+	39, // 39: inof.v1.Fabric.RenderLosslessProfile:input_type -> inof.v1.RenderLosslessProfileRequest
+	41, // 40: inof.v1.Fabric.Version:input_type -> inof.v1.VersionRequest
+	2,  // 41: inof.v1.Fabric.GetZoning:output_type -> inof.v1.Zoning
+	16, // 42: inof.v1.Fabric.ApplyZoning:output_type -> inof.v1.ApplyZoningResponse
+	20, // 43: inof.v1.Fabric.ListDevices:output_type -> inof.v1.ListDevicesResponse
+	22, // 44: inof.v1.Fabric.Why:output_type -> inof.v1.WhyResponse
+	24, // 45: inof.v1.Fabric.Visibility:output_type -> inof.v1.VisibilityResponse
+	27, // 46: inof.v1.Fabric.ListSessions:output_type -> inof.v1.ListSessionsResponse
+	30, // 47: inof.v1.Fabric.ListBFDSessions:output_type -> inof.v1.ListBFDSessionsResponse
+	32, // 48: inof.v1.Fabric.WatchEvents:output_type -> inof.v1.Event
+	34, // 49: inof.v1.Fabric.GetLosslessProfile:output_type -> inof.v1.LosslessProfile
+	34, // 50: inof.v1.Fabric.SetLosslessProfile:output_type -> inof.v1.LosslessProfile
+	38, // 51: inof.v1.Fabric.ValidateLosslessProfile:output_type -> inof.v1.ValidateLosslessProfileResponse
+	40, // 52: inof.v1.Fabric.RenderLosslessProfile:output_type -> inof.v1.RenderLosslessProfileResponse
+	42, // 53: inof.v1.Fabric.Version:output_type -> inof.v1.VersionResponse
+	41, // [41:54] is the sub-list for method output_type
+	28, // [28:41] is the sub-list for method input_type
+	28, // [28:28] is the sub-list for extension type_name
+	28, // [28:28] is the sub-list for extension extendee
+	0,  // [0:28] is the sub-list for field type_name
 }
 
 func init() { file_inof_v1_inof_proto_init() }
@@ -2891,7 +3045,7 @@ func file_inof_v1_inof_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_inof_v1_inof_proto_rawDesc), len(file_inof_v1_inof_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   41,
+			NumMessages:   43,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

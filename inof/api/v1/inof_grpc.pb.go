@@ -35,6 +35,7 @@ const (
 	Fabric_SetLosslessProfile_FullMethodName      = "/inof.v1.Fabric/SetLosslessProfile"
 	Fabric_ValidateLosslessProfile_FullMethodName = "/inof.v1.Fabric/ValidateLosslessProfile"
 	Fabric_RenderLosslessProfile_FullMethodName   = "/inof.v1.Fabric/RenderLosslessProfile"
+	Fabric_Version_FullMethodName                 = "/inof.v1.Fabric/Version"
 )
 
 // FabricClient is the client API for Fabric service.
@@ -73,6 +74,8 @@ type FabricClient interface {
 	// RenderLosslessProfile renders a profile (the fabric's when empty) for a
 	// target platform.
 	RenderLosslessProfile(ctx context.Context, in *RenderLosslessProfileRequest, opts ...grpc.CallOption) (*RenderLosslessProfileResponse, error)
+	// Version tells what the serving daemon was built from, and its role.
+	Version(ctx context.Context, in *VersionRequest, opts ...grpc.CallOption) (*VersionResponse, error)
 }
 
 type fabricClient struct {
@@ -212,6 +215,16 @@ func (c *fabricClient) RenderLosslessProfile(ctx context.Context, in *RenderLoss
 	return out, nil
 }
 
+func (c *fabricClient) Version(ctx context.Context, in *VersionRequest, opts ...grpc.CallOption) (*VersionResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(VersionResponse)
+	err := c.cc.Invoke(ctx, Fabric_Version_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // FabricServer is the server API for Fabric service.
 // All implementations must embed UnimplementedFabricServer
 // for forward compatibility.
@@ -248,6 +261,8 @@ type FabricServer interface {
 	// RenderLosslessProfile renders a profile (the fabric's when empty) for a
 	// target platform.
 	RenderLosslessProfile(context.Context, *RenderLosslessProfileRequest) (*RenderLosslessProfileResponse, error)
+	// Version tells what the serving daemon was built from, and its role.
+	Version(context.Context, *VersionRequest) (*VersionResponse, error)
 	mustEmbedUnimplementedFabricServer()
 }
 
@@ -293,6 +308,9 @@ func (UnimplementedFabricServer) ValidateLosslessProfile(context.Context, *Valid
 }
 func (UnimplementedFabricServer) RenderLosslessProfile(context.Context, *RenderLosslessProfileRequest) (*RenderLosslessProfileResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method RenderLosslessProfile not implemented")
+}
+func (UnimplementedFabricServer) Version(context.Context, *VersionRequest) (*VersionResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method Version not implemented")
 }
 func (UnimplementedFabricServer) mustEmbedUnimplementedFabricServer() {}
 func (UnimplementedFabricServer) testEmbeddedByValue()                {}
@@ -524,6 +542,24 @@ func _Fabric_RenderLosslessProfile_Handler(srv interface{}, ctx context.Context,
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Fabric_Version_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(VersionRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(FabricServer).Version(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Fabric_Version_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(FabricServer).Version(ctx, req.(*VersionRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Fabric_ServiceDesc is the grpc.ServiceDesc for Fabric service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -574,6 +610,10 @@ var Fabric_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "RenderLosslessProfile",
 			Handler:    _Fabric_RenderLosslessProfile_Handler,
+		},
+		{
+			MethodName: "Version",
+			Handler:    _Fabric_Version_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

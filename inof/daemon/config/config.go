@@ -118,11 +118,19 @@ func Load(opts LoadOptions, out Validator) error {
 	}
 	if opts.Flags != nil {
 		// Set flags win over the environment. Values go in as text; the
-		// decoder converts them (numbers, booleans, durations).
+		// decoder converts them (numbers, booleans, durations). A list
+		// flag goes in as its items: its String form ("[a,b]") is no list
+		// to the decoder, which would split it into "[a" and "b]".
 		opts.Flags.Visit(func(f *pflag.Flag) {
-			if key, ok := opts.FlagKeys[f.Name]; ok {
-				v.Set(key, f.Value.String())
+			key, ok := opts.FlagKeys[f.Name]
+			if !ok {
+				return
 			}
+			if sv, ok := f.Value.(pflag.SliceValue); ok {
+				v.Set(key, sv.GetSlice())
+				return
+			}
+			v.Set(key, f.Value.String())
 		})
 	}
 	// Squash: embedded structs (`yaml:",inline"`) hold top-level keys.

@@ -476,7 +476,7 @@ func BenchmarkPrivChurn(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		for _, o := range []string{"sent", "acked", "retransmitted", "gave_up", "superseded"} {
+		for _, o := range []string{"sent", "acked", "retransmitted", "gave-up", "superseded"} {
 			v, _ := m.Sum("inof_switch_notifications_total", "outcome", o)
 			outcomes = append(outcomes, fmt.Sprintf("%s %s %.0f", sw, o, v))
 		}

@@ -17,6 +17,7 @@ import (
 	"github.com/openinof/inof/inof"
 	"github.com/openinof/inof/inof/api"
 	"github.com/openinof/inof/inof/api/apitest"
+	"github.com/openinof/inof/internal/buildinfo"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files and docs/cli.md")
@@ -247,5 +248,41 @@ func TestLosslessTable(t *testing.T) {
 	table := strings.SplitN(out, "\n", 2)[1]
 	if render := strings.SplitN(e.out.String(), "\n", 2)[1]; render != table {
 		t.Errorf("lossless table differs from lossless render table")
+	}
+}
+
+// TestVersion: `inofctl version` shows this client's build and the
+// serving daemon's build and role (the Version RPC); --client asks no
+// server; an unreachable server still shows the client, and fails.
+func TestVersion(t *testing.T) {
+	b := apitest.NewBackend(t)
+	_, sock := apitest.Serve(t, b, api.ServeOptions{Role: "reflector"})
+	run := func(args ...string) (int, string, string) {
+		var out, errb bytes.Buffer
+		code := cli.Main(context.Background(), args, cli.IO{In: strings.NewReader(""), Out: &out, Err: &errb,
+			Environ: []string{"HOME=" + t.TempDir()}})
+		return code, out.String(), errb.String()
+	}
+	in := buildinfo.Read()
+	code, out, errOut := run("--server", "unix://"+sock, "version")
+	wantServer := "server: inofd " + in.String() + ", role reflector, started "
+	if code != 0 || !strings.HasPrefix(out, "client: inofctl "+in.String()+"\n"+wantServer) {
+		t.Fatalf("version: exit %d\n%s%s", code, out, errOut)
+	}
+	code, out, _ = run("--server", "unix://"+sock, "version", "-o", "json")
+	if code != 0 || !strings.Contains(out, `"role": "reflector"`) || !strings.Contains(out, `"go_version": "`+in.GoVersion+`"`) {
+		t.Fatalf("version -o json: exit %d\n%s", code, out)
+	}
+	code, out, _ = run("--server", "unix:///nonexistent/api.sock", "version", "--client")
+	if code != 0 || out != "client: inofctl "+in.String()+"\n" {
+		t.Fatalf("version --client: exit %d\n%s", code, out)
+	}
+	code, out, errOut = run("--server", "unix:///nonexistent/api.sock", "--timeout", "1s", "version")
+	if code != cli.ExitError || !strings.HasPrefix(out, "client: inofctl ") || !strings.Contains(errOut, "cannot reach the API") {
+		t.Fatalf("version without a server: exit %d\n%s%s", code, out, errOut)
+	}
+	code, out, _ = run("--version")
+	if code != 0 || out != "inofctl "+in.String()+"\n" {
+		t.Fatalf("--version: exit %d %q", code, out)
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/openinof/inof/inof/api/apiclient"
 	inofv1 "github.com/openinof/inof/inof/api/v1"
 	"github.com/openinof/inof/inof/daemon/config"
+	"github.com/openinof/inof/internal/buildinfo"
 )
 
 // Exit codes.
@@ -104,7 +105,9 @@ func (a *app) command() *cobra.Command {
 		SilenceUsage:      true,
 		SilenceErrors:     true,
 		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error { return a.load(cmd) },
+		Version:           buildinfo.Read().String(),
 	}
+	root.SetVersionTemplate("{{.Name}} {{.Version}}\n")
 	root.SetIn(a.io.In)
 	root.SetOut(a.io.Out)
 	root.SetErr(a.io.Err)
@@ -122,7 +125,8 @@ func (a *app) command() *cobra.Command {
 	f.String("staging-file", def.StagingFile, "where --stage keeps zoning edits")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return err })
 	root.AddCommand(a.zoneCommand(), a.aliasCommand(), a.zoningCommand(), a.fabricCommand(),
-		a.deviceCommand(), a.sessionCommand(), a.bfdCommand(), a.eventsCommand(), a.losslessCommand(), a.tokenCommand())
+		a.deviceCommand(), a.sessionCommand(), a.bfdCommand(), a.eventsCommand(), a.losslessCommand(), a.tokenCommand(),
+		a.versionCommand())
 	return root
 }
 
