@@ -49,7 +49,7 @@ type Entry struct {
 	// change, as the writer computed it (api.Revision); empty for
 	// entries that are not zoning commits.
 	Revision string
-	Summary  string   // what changed, one line
+	Summary  string  // what changed, one line
 	Writes   []Write // zoning records written (zoning entries)
 	// Profile is the lossless profile set (lossless.Encode), for
 	// ActionLossless entries.

@@ -40,7 +40,7 @@ type StoreOptions struct {
 	// HistorySize is how many journal entries the store keeps, the newest
 	// (default DefaultHistorySize).
 	HistorySize int
-	Logger *slog.Logger
+	Logger      *slog.Logger
 }
 
 // Store is the crash-safe zone store of a reflector: a bbolt file holding

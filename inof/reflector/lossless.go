@@ -11,6 +11,7 @@ import (
 	"github.com/openinof/inof/inof/configsync"
 	"github.com/openinof/inof/inof/daemon"
 	"github.com/openinof/inof/lossless"
+	"github.com/openinof/inof/zones"
 )
 
 // profileFormat versions the profile state file.
@@ -72,6 +73,13 @@ func (r *Reflector) setProfile(ctx context.Context, p lossless.Profile, by api.I
 	}
 	if _, err := r.repl.Put(ctx, rec); err != nil {
 		return fmt.Errorf("reflector: lossless profile saved; originating failed: %w", err)
+	}
+	if _, err := r.store.Note(zones.Entry{Identity: by.String(), Via: by.Via, Action: zones.ActionLossless,
+		Summary: fmt.Sprintf("lossless profile %q (generation %d)", p.Name, rec.Gen), Profile: payload}); err != nil {
+		return fmt.Errorf("reflector: lossless profile set; journal: %w", err)
+	}
+	if _, err := r.reconcileJournal(ctx); err != nil {
+		return fmt.Errorf("reflector: lossless profile set; %w", err)
 	}
 	r.log.Info("lossless profile replaced", "identity", by.String(), "via", by.Via, "name", p.Name, "generation", rec.Gen)
 	return nil

@@ -20,6 +20,8 @@ type counters struct {
 	malformedParts   atomic.Uint64
 	storePruned      atomic.Uint64
 	assemblerEvicted atomic.Uint64
+	journalAdopted   atomic.Uint64 // journal entries taken from peers
+	conflicts        atomic.Uint64 // concurrent writes of one record found in the journal
 }
 
 const ns = "inof_reflector"
@@ -53,6 +55,9 @@ var (
 	descQuarantined    = desc("quarantined_clients", "Clients in quarantine: all their records refused.")
 	descBFD            = desc("bfd_sessions", "BFD sessions by state.", "state")
 	descBFDDrops       = desc("bfd_packets_dropped_total", "BFD packets dropped, by reason.", "reason")
+	descJournal        = desc("journal_entries", "Journal entries (history and audit) the store keeps.")
+	descJournalAdopted = desc("journal_entries_adopted_total", "Journal entries taken from peer reflectors.")
+	descConflicts      = desc("config_conflicts_total", "Concurrent writes of one record on the same base found in the journal (one edit lost to last-writer-wins).")
 )
 
 // collector reads the reflector's state at scrape time.
@@ -64,7 +69,8 @@ func (collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descUp, descRestarting, descSessions, descReceived, descPublished,
 		descWithdrawn, descMalformed, descResyncs, descConfigRecords, descCommits, descAdoptedParts, descAdopted,
 		descRefused, descStoreRefused, descApplyErrors, descMalformedParts, descEvicted, descStale, descPruned,
-		descDevRefused, descUntrusted, descQuarantined, descBFD, descBFDDrops} {
+		descDevRefused, descUntrusted, descQuarantined, descBFD, descBFDDrops, descJournal, descJournalAdopted,
+		descConflicts} {
 		ch <- d
 	}
 }
@@ -88,9 +94,12 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 	counter(descApplyErrors, r.m.applyErrors.Load())
 	counter(descMalformedParts, r.m.malformedParts.Load())
 	counter(descEvicted, r.m.assemblerEvicted.Load())
+	counter(descJournalAdopted, r.m.journalAdopted.Load())
+	counter(descConflicts, r.m.conflicts.Load())
 	if r.state != stateStarted {
 		return
 	}
+	gauge(descJournal, float64(len(r.store.JournalVersions())))
 	gauge(descRestarting, b2f(r.restarting))
 	st := r.speaker.Stats()
 	counter(descPublished, st.Published)
