@@ -357,3 +357,10 @@ func checkMembers(owner string, ms []Member) []error {
 	}
 	return errs
 }
+
+// Covers reports whether an address member (address, range, prefix)
+// selects the address.
+func (m Member) Covers(a netip.Addr) bool {
+	lo, hi, ok := m.bounds()
+	return ok && lo.Is4() == a.Is4() && !a.Less(lo) && !hi.Less(a)
+}

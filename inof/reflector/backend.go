@@ -3,6 +3,7 @@ package reflector
 import (
 	"context"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/netip"
 	"sync"
@@ -247,3 +248,17 @@ func (b backend) LosslessProfile(context.Context) (lossless.Profile, error) {
 func (b backend) SetLosslessProfile(ctx context.Context, p lossless.Profile) error {
 	return b.r.SetLosslessProfile(ctx, p)
 }
+
+// Journal implements api.JournalBackend.
+func (b backend) Journal(context.Context) ([]zones.Entry, error) { return b.r.Journal() }
+
+// ConfigAt implements api.JournalBackend.
+func (b backend) ConfigAt(_ context.Context, v zones.Version) (*zones.Config, bool, error) {
+	return b.r.ConfigAt(v)
+}
+
+// Backup implements api.JournalBackend.
+func (b backend) Backup(_ context.Context, w io.Writer) (int64, error) { return b.r.Backup(w) }
+
+// HistorySize implements api.JournalBackend.
+func (b backend) HistorySize() int { return b.r.opts.HistorySize }

@@ -6,9 +6,11 @@ package apitest
 import (
 	"context"
 	"fmt"
+	"io"
 	"path/filepath"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/openinof/inof/inof/api"
 	"github.com/openinof/inof/lossless"
@@ -30,9 +32,13 @@ type Backend struct {
 }
 
 // NewBackend opens a store in t's temporary directory, closed at cleanup.
-func NewBackend(t testing.TB) *Backend {
+func NewBackend(t testing.TB) *Backend { return NewBackendAt(t, nil) }
+
+// NewBackendAt is NewBackend with the store's clock (generations, and so
+// journal times and ids) read from now (time.Now if nil).
+func NewBackendAt(t testing.TB, now func() time.Time) *Backend {
 	t.Helper()
-	st, err := zones.Open(filepath.Join(t.TempDir(), "zones.db"), zones.StoreOptions{RouterID: 0x0a000001})
+	st, err := zones.Open(filepath.Join(t.TempDir(), "zones.db"), zones.StoreOptions{RouterID: 0x0a000001, Now: now})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,9 +120,30 @@ func (b *Backend) LosslessProfile(context.Context) (lossless.Profile, error) {
 }
 
 // SetLosslessProfile implements api.Backend.
-func (b *Backend) SetLosslessProfile(_ context.Context, p lossless.Profile) error {
+func (b *Backend) SetLosslessProfile(ctx context.Context, p lossless.Profile) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.profile = p
-	return nil
+	payload, err := lossless.Encode(p)
+	if err != nil {
+		return err
+	}
+	id := api.IdentityFrom(ctx)
+	_, err = b.Store.Note(zones.Entry{Identity: id.String(), Via: id.Via, Action: zones.ActionLossless,
+		Summary: fmt.Sprintf("lossless profile %q", p.Name), Profile: payload})
+	return err
 }
+
+// Journal implements api.JournalBackend.
+func (b *Backend) Journal(context.Context) ([]zones.Entry, error) { return b.Store.Journal() }
+
+// ConfigAt implements api.JournalBackend.
+func (b *Backend) ConfigAt(_ context.Context, v zones.Version) (*zones.Config, bool, error) {
+	return b.Store.ConfigAt(v)
+}
+
+// Backup implements api.JournalBackend.
+func (b *Backend) Backup(_ context.Context, w io.Writer) (int64, error) { return b.Store.Backup(w) }
+
+// HistorySize implements api.JournalBackend.
+func (b *Backend) HistorySize() int { return zones.DefaultHistorySize }
