@@ -86,6 +86,7 @@ func newCommand(environ []string, stderr io.Writer) *cobra.Command {
 	for _, n := range roleNames() {
 		own[n] = roles[n].flags(f)
 	}
+	cmd.AddCommand(restoreCommand(environ, os.Stdout, stderr))
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		rl, ok := roles[roleName]
 		if !ok {

@@ -119,14 +119,22 @@ func (r *Reflector) adoptProfile(c bgp.ConfigRecord) {
 
 // persistProfile writes the state file and makes rec the version in effect.
 func (r *Reflector) persistProfile(rec bgp.ConfigRecord, p lossless.Profile) error {
-	b := savedProfile{Gen: rec.Gen, Writer: rec.Writer, Payload: rec.Payload}
-	if err := daemon.SaveState(r.opts.ProfilePath(), profileFormat, b); err != nil {
-		return fmt.Errorf("reflector: lossless profile: %w", err)
+	if err := saveProfileState(r.opts.ProfilePath(), rec.Gen, rec.Writer, rec.Payload); err != nil {
+		return err
 	}
 	rec.Reflector = 0
 	r.profileMu.Lock()
 	r.profile = profileState{rec: rec, profile: p}
 	r.profileMu.Unlock()
+	return nil
+}
+
+// saveProfileState writes the profile state file.
+func saveProfileState(path string, gen uint64, writer inof.RouterID, payload []byte) error {
+	b := savedProfile{Gen: gen, Writer: writer, Payload: payload}
+	if err := daemon.SaveState(path, profileFormat, b); err != nil {
+		return fmt.Errorf("reflector: lossless profile: %w", err)
+	}
 	return nil
 }
 
