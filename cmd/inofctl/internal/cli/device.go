@@ -45,7 +45,27 @@ func (a *app) deviceCommand() *cobra.Command {
 			return a.deviceVisibility(ctx, c, args[0], visibleOnly)
 		})}
 	why.Flags().BoolVar(&visibleOnly, "visible-only", false, "without TARGET: list only the targets the host sees")
-	cmd.AddCommand(list, why)
+	var seesOnly bool
+	whoSees := &cobra.Command{Use: "who-sees TARGET", Short: "List the registered hosts that see a target (each with why)",
+		Args: cobra.ExactArgs(1),
+		RunE: a.run(func(ctx context.Context, c inofv1.FabricClient, args []string) error {
+			resp, err := c.WhoSees(ctx, &inofv1.WhoSeesRequest{Target: args[0], VisibleOnly: seesOnly})
+			if err != nil {
+				return err
+			}
+			list, err := plainList(resp.GetTargets())
+			if err != nil {
+				return err
+			}
+			return a.print(list, func(w io.Writer) {
+				row(w, "HOST", "SEES", "WHY")
+				for _, t := range resp.GetTargets() {
+					row(w, t.GetHost(), yesNo(t.GetVisible()), t.GetReason())
+				}
+			})
+		})}
+	whoSees.Flags().BoolVar(&seesOnly, "visible-only", false, "list only the hosts that see the target")
+	cmd.AddCommand(list, why, whoSees)
 	return group(cmd)
 }
 

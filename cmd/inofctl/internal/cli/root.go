@@ -48,6 +48,10 @@ func Main(ctx context.Context, args []string, stdio IO) int {
 		fmt.Fprintf(stdio.Err, "inofctl: cannot reach the API at %s (is inofd running? see --server)\n", a.opts.Server)
 	}
 	fmt.Fprintf(stdio.Err, "inofctl: %s\n", message(err))
+	var xe exitError
+	if errors.As(err, &xe) {
+		return xe.code
+	}
 	var re runError
 	if errors.As(err, &re) {
 		return ExitError
@@ -100,7 +104,8 @@ func (a *app) command() *cobra.Command {
 			"Zoning changes show the visibility changes they cause (which hosts gain or lose which\n" +
 			"targets) and ask before committing; --yes skips the question. With --stage, edits\n" +
 			"collect in a staging file until `inofctl zoning commit`.\n\n" +
-			"Exit codes: 0 success, 1 the command failed, 2 usage or configuration error.",
+			"Exit codes: 0 success, 1 the command failed, 2 usage or configuration error, 3 conflicts\n" +
+			"found (audit --conflicts).",
 		SilenceUsage:      true,
 		SilenceErrors:     true,
 		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error { return a.load(cmd) },
@@ -122,7 +127,9 @@ func (a *app) command() *cobra.Command {
 	f.String("staging-file", def.StagingFile, "where --stage keeps zoning edits")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return err })
 	root.AddCommand(a.zoneCommand(), a.aliasCommand(), a.zoningCommand(), a.fabricCommand(),
-		a.deviceCommand(), a.sessionCommand(), a.bfdCommand(), a.eventsCommand(), a.losslessCommand(), a.tokenCommand())
+		a.deviceCommand(), a.sessionCommand(), a.bfdCommand(), a.eventsCommand(), a.losslessCommand(), a.tokenCommand(),
+		a.auditCommand(), a.backupCommand())
+	_ = root.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]string{"table", "json", "yaml"}, cobra.ShellCompDirectiveNoFileComp))
 	return root
 }
 
