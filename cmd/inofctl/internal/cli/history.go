@@ -150,7 +150,8 @@ func (a *app) zoningDeclarativeCommands() []*cobra.Command {
 				if werr := a.writeStaged(st); werr != nil {
 					return errors.Join(err, werr)
 				}
-				return fmt.Errorf("the staged edits do not apply to the configuration in effect: %w (edit them with zoning abort and stage again)", err)
+				fmt.Fprintln(a.io.Err, "the staged edits do not apply to the configuration in effect (kept as they were; `zoning abort` drops them):")
+				return err
 			}
 			st.Revision = dry.GetRevision()
 			if err := a.writeStaged(st); err != nil {

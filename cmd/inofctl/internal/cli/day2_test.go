@@ -1,0 +1,132 @@
+package cli_test
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// writeFile writes a file of the test (DIR/name in the transcript).
+func (e *env) writeFile(name, content string) string {
+	e.t.Helper()
+	p := filepath.Join(e.dir, name)
+	if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+		e.t.Fatal(err)
+	}
+	return p
+}
+
+// TestDay2Walkthrough is docs/zoning.md's day-2 walkthrough as a golden
+// transcript: export to a file, change and apply it (member and access
+// diff, question), apply it again (no change), history, an old revision,
+// diffs between revisions, rollback, audit with filters, backup, reverse
+// lookups, bulk members, lossless set with its diff and history.
+func TestDay2Walkthrough(t *testing.T) {
+	e := newEnv(t)
+	zoning := e.writeFile("zoning.yaml", `settings:
+  default_zone: true
+  hard_zoning: true
+aliases:
+  rack1: [10.0.2.1]
+zones:
+  red: [10.0.0.1, 10.0.1.1, alias:rack1]
+  blue: [10.0.0.2, 10.0.1.2]
+`)
+	members := e.writeFile("members.csv", "# hosts of rack 7\n10.0.7.1, 10.0.7.2\n10.0.7.3\n\n")
+	emptyProfile := e.writeFile("empty.yaml", "\n")
+	var profile strings.Builder
+	e.run("", "lossless", "show")
+	y := strings.SplitN(e.out.String(), "\n", 2)[1]
+	y = y[:strings.LastIndex(y, "[exit")]
+	profile.WriteString(strings.Replace(y, "name: default", "name: site-a", 1))
+	profilePath := e.writeFile("lossless.yaml", strings.TrimRight(profile.String(), "\n")+"\n")
+	e.out.Reset()
+	steps := []struct {
+		stdin string
+		args  string
+		code  int
+	}{
+		{"", "zoning export", 0},
+		{"y\n", "zoning apply -f " + zoning, 0},
+		{"", "zoning apply -f " + zoning, 0}, // idempotent
+		{"", "zoning export -f " + filepath.Join(e.dir, "exported.yaml"), 0},
+		{"", "zone add blue --from-file " + members + " --yes", 0},
+		{"10.0.8.1\n10.0.8.2,10.0.8.3\n", "zone add blue - --yes", 0},
+		{"", "zone create everything 0.0.0.0/0", 1}, // warned, no answer: not committed
+		{"", "zone list", 0},
+		{"", "zone where 10.0.2.1", 0},
+		{"", "zone where 10.0.7.2 -o json", 0},
+		{"", "alias users rack1", 0},
+		{"", "alias delete rack1 --yes", 1},
+		{"", "device who-sees 10.0.1.1", 0},
+		{"", "zone create bad nqn.bogus --yes", 1},
+		{"", "zone create bad NQN.2014-08.org.example:a --yes", 1},
+		{"", "zone create bad iqn.2001-04.com.example:disk --yes", 1},
+		{"", "zoning history", 0},
+		{"", "zoning show --revision 0000bad", 1},
+		{"", "zoning show --revision 8a98727", 0}, // a prefix
+		{"", "zoning diff 8a98727d11013d48 fa5f3625f22d2de5", 0},
+		{"", "zoning diff 8a98727d11013d48", 0}, // to the configuration in effect
+		{"n\n", "zoning rollback 8a98727d11013d48", 1},
+		{"y\n", "zoning rollback 8a98727d11013d48", 0},
+		{"", "zoning rollback 8a98727d11013d48 --yes", 0}, // already there
+		{"", "zoning export --revision fa5f3625", 0},
+		{"", "zoning history -o json", 0},
+		{"", "audit --identity tester --action rollback", 0},
+		{"", "audit --conflicts", 0},
+		{"", "lossless set " + emptyProfile, 1},
+		{"n\n", "lossless set " + profilePath, 1},
+		{"", "lossless set " + profilePath + " --yes", 0},
+		{"", "lossless set " + profilePath + " --yes", 0},
+		{"", "lossless history", 0},
+		{"", "fabric show -o json", 0},
+		{"", "session list -o json", 0},
+		{"", "backup " + filepath.Join(e.dir, "inof.backup"), 0},
+	}
+	for _, s := range steps {
+		if code := e.run(s.stdin, strings.Fields(s.args)...); code != s.code {
+			t.Errorf("inofctl %s: exit %d, want %d", s.args, code, s.code)
+		}
+	}
+	if fi, err := os.Stat(filepath.Join(e.dir, "inof.backup")); err != nil || fi.Size() == 0 || fi.Mode().Perm() != 0o600 {
+		t.Errorf("backup file: %v %v", fi, err)
+	}
+	exported, err := os.ReadFile(filepath.Join(e.dir, "exported.yaml"))
+	if err != nil || !strings.Contains(string(exported), "red:") {
+		t.Errorf("exported file: %q %v", exported, err)
+	}
+	fmt.Fprintln(&e.out, "# end")
+	e.golden("day2")
+}
+
+// TestStagingRebase: staged edits survive someone else's commit: diff
+// shows them and says how to go on, rebase moves them, commit works.
+func TestStagingRebase(t *testing.T) {
+	e := newEnv(t)
+	steps := []struct {
+		stdin string
+		args  string
+		code  int
+	}{
+		{"", "zone create red 10.0.0.1 10.0.1.1 --yes", 0},
+		{"", "zone add red 10.0.0.2 --stage", 0},
+		{"", "zone create blue 10.0.1.2 --yes", 0}, // someone else
+		{"", "zoning diff", 1},
+		{"", "zoning commit --yes", 1},
+		{"", "zoning rebase", 0},
+		{"", "zoning diff", 0},
+		{"", "zoning commit --yes", 0},
+		{"", "zone remove red 10.0.0.2 --stage", 0},
+		{"", "zone delete red --yes", 0}, // the staged edit can no longer apply
+		{"", "zoning rebase", 1},
+		{"", "zoning abort", 0},
+	}
+	for _, s := range steps {
+		if code := e.run(s.stdin, strings.Fields(s.args)...); code != s.code {
+			t.Errorf("inofctl %s: exit %d, want %d", s.args, code, s.code)
+		}
+	}
+	e.golden("rebase")
+}
