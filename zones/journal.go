@@ -259,60 +259,79 @@ func sortEntries(es []Entry) {
 	sort.Slice(es, func(i, j int) bool { return es[i].Version.Less(es[j].Version) })
 }
 
-// Conflict is a record that two or more journal entries wrote on the same
-// base: concurrent edits (on two reflectors at once, or on both sides of a
-// partition) of which last-writer-wins kept only Winner.
+// Conflict is a record whose journal holds writes that the version in
+// effect never saw: edits made concurrently (on two reflectors at once, or
+// on both sides of a partition) of which last-writer-wins kept another.
 type Conflict struct {
-	Key     Key
-	Base    Version
-	Entries []Version // the entries that wrote it on Base, oldest first
-	Winner  Version   // the entry whose write is newest
+	Key    Key
+	Lost   []Version // the entries whose write of Key was overwritten unseen, oldest first
+	Winner Version   // the entry of the write in effect (zero if not in the journal)
 }
 
-// Conflicts lists the conflicts among the journal's entries, oldest base
-// first. Every reflector holding the same entries lists the same ones.
-func Conflicts(journal []Entry) []Conflict {
-	type slot struct {
-		key  Key
-		base Version
+// Conflicts finds the lost writes of the journal: for each record, the
+// writes in effect descend from one another (each Write's Base is the
+// version before it); a write that is not an ancestor of the version in
+// effect was overwritten by one made without seeing it. Writes older than
+// the oldest link the journal still holds are not judged. Every reflector
+// holding the same records and entries finds the same conflicts.
+func Conflicts(current Records, journal []Entry) []Conflict {
+	type write struct {
+		base  Version
+		entry Version
 	}
-	by := map[slot][]Version{}
-	newest := map[slot]Version{}
+	writes := map[Key]map[Version]write{}
 	for _, e := range journal {
-		for _, c := range e.Writes {
-			s := slot{c.Key, c.Base}
-			if !slices.Contains(by[s], e.Version) {
-				by[s] = append(by[s], e.Version)
+		for _, w := range e.Writes {
+			if writes[w.Key] == nil {
+				writes[w.Key] = map[Version]write{}
 			}
-			if n, ok := newest[s]; !ok || n.Less(c.New) {
-				newest[s] = c.New
-			}
+			writes[w.Key][w.New] = write{w.Base, e.Version}
 		}
 	}
 	var out []Conflict
-	for s, vs := range by {
-		if len(vs) < 2 {
+	for k, ws := range writes {
+		cur, ok := current[k]
+		if !ok {
 			continue
 		}
-		slices.SortFunc(vs, func(a, b Version) int {
+		chain := map[Version]bool{}
+		v := cur.Version
+		floor := Version{} // writes at or below it are not judged
+		for {
+			chain[v] = true
+			w, ok := ws[v]
+			if !ok {
+				floor = v
+				break
+			}
+			if w.base == (Version{}) {
+				break
+			}
+			v = w.base
+		}
+		c := Conflict{Key: k}
+		if w, ok := ws[cur.Version]; ok {
+			c.Winner = w.entry
+		}
+		for nv, w := range ws {
+			if !chain[nv] && floor.Less(nv) {
+				c.Lost = append(c.Lost, w.entry)
+			}
+		}
+		if len(c.Lost) == 0 {
+			continue
+		}
+		slices.SortFunc(c.Lost, func(a, b Version) int {
 			if a.Less(b) {
 				return -1
 			}
 			return 1
 		})
-		winner := vs[len(vs)-1]
-		for _, e := range journal {
-			for _, c := range e.Writes {
-				if c.Key == s.key && c.Base == s.base && c.New == newest[s] {
-					winner = e.Version
-				}
-			}
-		}
-		out = append(out, Conflict{Key: s.key, Base: s.base, Entries: vs, Winner: winner})
+		out = append(out, c)
 	}
 	sort.Slice(out, func(i, j int) bool {
-		if out[i].Base != out[j].Base {
-			return out[i].Base.Less(out[j].Base)
+		if out[i].Lost[0] != out[j].Lost[0] {
+			return out[i].Lost[0].Less(out[j].Lost[0])
 		}
 		return out[i].Key.String() < out[j].Key.String()
 	})

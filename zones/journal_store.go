@@ -199,3 +199,19 @@ func (s *Store) Backup(w io.Writer) (int64, error) {
 	}
 	return n, nil
 }
+
+// Conflicts lists the journal's lost writes against the records in effect
+// (see the package function Conflicts).
+func (s *Store) Conflicts() ([]Conflict, error) {
+	journal, err := s.Journal()
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	current := Records{}
+	for k, r := range s.records {
+		current[k] = r
+	}
+	s.mu.Unlock()
+	return Conflicts(current, journal), nil
+}

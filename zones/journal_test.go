@@ -152,22 +152,37 @@ func TestJournalConflicts(t *testing.T) {
 	// Both edit zone x on the same base, as two reflectors cut apart do.
 	ea := commitTx(t, a, Note{Identity: "user:alice"}, func(tx *Tx) error { return tx.AddZoneMembers("x", m("10.0.0.2")) })
 	eb := commitTx(t, b, Note{Identity: "user:bob"}, func(tx *Tx) error { return tx.AddZoneMembers("x", m("10.0.0.3")) })
-	if cs := Conflicts([]Entry{base, ea}); len(cs) != 0 {
+	if cs, _ := a.Conflicts(); len(cs) != 0 {
 		t.Fatalf("a sequence is no conflict: %+v", cs)
 	}
-	for _, s := range []*Store{a, b} {
-		if _, err := s.AddEntries([]Entry{ea, eb}); err != nil {
+	// The reflectors meet: each takes the other's records and entries.
+	ra, rb := a.Records(), b.Records()
+	for _, x := range []struct {
+		s    *Store
+		recs []Record
+	}{{a, rb}, {b, ra}} {
+		if _, err := x.s.Apply(x.recs); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := x.s.AddEntries([]Entry{ea, eb}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	ja, _ := a.Journal()
-	jb, _ := b.Journal()
-	ca, cb := Conflicts(ja), Conflicts(jb)
-	if len(ca) != 1 || len(cb) != 1 || ca[0].Key != (Key{KindZone, "x"}) || len(ca[0].Entries) != 2 {
+	ca, _ := a.Conflicts()
+	cb, _ := b.Conflicts()
+	if len(ca) != 1 || len(cb) != 1 || ca[0].Key != (Key{KindZone, "x"}) || len(ca[0].Lost) != 1 {
 		t.Fatalf("conflicts: %+v / %+v", ca, cb)
 	}
-	if ca[0].Winner != eb.Version || cb[0].Winner != eb.Version {
-		t.Fatalf("winner %v / %v, want %v (the newer write)", ca[0].Winner, cb[0].Winner, eb.Version)
+	if ca[0].Winner != eb.Version || cb[0].Winner != eb.Version || ca[0].Lost[0] != ea.Version || cb[0].Lost[0] != ea.Version {
+		t.Fatalf("a: %+v, b: %+v; want %v lost to %v (the newer write)", ca[0], cb[0], ea.Version, eb.Version)
+	}
+	// Alice, told, edits again on top of what is in effect: no new conflict.
+	e3 := commitTx(t, a, Note{Identity: "user:alice"}, func(tx *Tx) error { return tx.AddZoneMembers("x", m("10.0.0.2")) })
+	if e3.Writes[0].Base != eb.Writes[0].New {
+		t.Fatalf("the new edit is not on the write in effect: %+v", e3.Writes[0])
+	}
+	if cs, _ := a.Conflicts(); len(cs) != 1 || len(cs[0].Lost) != 1 || cs[0].Winner != e3.Version {
+		t.Fatalf("after the fix: %+v", cs)
 	}
 }
 

@@ -27,6 +27,8 @@ type JournalBackend interface {
 	Journal(ctx context.Context) ([]zones.Entry, error)
 	// ConfigAt rebuilds the configuration right after a retained entry.
 	ConfigAt(ctx context.Context, v zones.Version) (*zones.Config, bool, error)
+	// Conflicts lists the journal's lost writes (zones.Conflicts).
+	Conflicts(ctx context.Context) ([]zones.Conflict, error)
 	// Backup writes a consistent copy of the store to w.
 	Backup(ctx context.Context, w io.Writer) (int64, error)
 	// HistorySize is how many entries the journal keeps.
@@ -66,9 +68,16 @@ func (s *server) ListJournal(ctx context.Context, req *inofv1.ListJournalRequest
 	if n := int(req.GetLimit()); n > 0 && len(out.Entries) > n {
 		out.Entries = out.Entries[len(out.Entries)-n:]
 	}
-	for _, c := range zones.Conflicts(es) {
-		pc := &inofv1.Conflict{Object: c.Key.String(), Kept: zones.EntryID(c.Winner)}
-		for _, v := range c.Entries {
+	cs, err := j.Conflicts(ctx)
+	if err != nil {
+		return nil, statusOf(fmt.Errorf("journal: %w", err))
+	}
+	for _, c := range cs {
+		pc := &inofv1.Conflict{Object: c.Key.String()}
+		if c.Winner != (zones.Version{}) {
+			pc.Kept = zones.EntryID(c.Winner)
+		}
+		for _, v := range c.Lost {
 			pc.Entries = append(pc.Entries, zones.EntryID(v))
 		}
 		out.Conflicts = append(out.Conflicts, pc)

@@ -257,6 +257,9 @@ func (b backend) ConfigAt(_ context.Context, v zones.Version) (*zones.Config, bo
 	return b.r.ConfigAt(v)
 }
 
+// Conflicts implements api.JournalBackend.
+func (b backend) Conflicts(context.Context) ([]zones.Conflict, error) { return b.r.Conflicts() }
+
 // Backup implements api.JournalBackend.
 func (b backend) Backup(_ context.Context, w io.Writer) (int64, error) { return b.r.Backup(w) }
 

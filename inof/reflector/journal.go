@@ -105,9 +105,6 @@ func (r *Reflector) mergeJournal(ctx context.Context, parts []bgp.ConfigRecord) 
 	if _, err := r.reconcileJournal(ctx); err != nil {
 		r.log.Warn("originating journal entries", "err", err)
 	}
-	if len(added) > 0 {
-		r.reportConflicts(added)
-	}
 }
 
 // entryEvent is the event of a journal entry: who changed what.
@@ -125,42 +122,50 @@ func entryEvent(e zones.Entry, where string) api.Event {
 			"writer": e.RouterID.String()}}
 }
 
-// reportConflicts logs, counts and publishes the conflicts the journal
-// holds that involve one of the new entries (every reflector finds the
-// same ones once it holds both entries).
-func (r *Reflector) reportConflicts(added []zones.Entry) {
+// reportConflicts (sync loop) logs, counts and publishes the lost writes
+// the journal shows that were not reported yet (every reflector finds the
+// same ones once it holds the same records and entries).
+func (r *Reflector) reportConflicts() {
+	cs, err := r.store.Conflicts()
+	if err != nil {
+		r.log.Error("reading the journal", "err", err)
+		return
+	}
 	journal, err := r.store.Journal()
 	if err != nil {
 		r.log.Error("reading the journal", "err", err)
 		return
 	}
-	isNew := map[zones.Version]bool{}
-	for _, e := range added {
-		isNew[e.Version] = true
-	}
 	who := map[zones.Version]string{}
 	for _, e := range journal {
 		who[e.Version] = e.Identity + "@" + e.RouterID.String()
 	}
-	for _, c := range zones.Conflicts(journal) {
-		fresh := false
-		var names []string
-		for _, v := range c.Entries {
-			fresh = fresh || isNew[v]
-			names = append(names, who[v]+" ("+zones.EntryID(v)+")")
+	still := map[zones.Version]bool{}
+	for _, c := range cs {
+		var fresh, names []string
+		for _, v := range c.Lost {
+			still[v] = true
+			name := who[v] + " (" + zones.EntryID(v) + ")"
+			names = append(names, name)
+			if !r.reported[v] {
+				fresh = append(fresh, name)
+			}
 		}
-		if !fresh {
+		if len(fresh) == 0 {
 			continue
 		}
-		r.m.conflicts.Add(1)
-		msg := fmt.Sprintf("conflict: %s was changed concurrently by %s; the change of %s (%s) is in effect, the others were lost: check it and edit again",
-			c.Key, strings.Join(names, ", "), who[c.Winner], zones.EntryID(c.Winner))
-		r.log.Warn("zoning conflict", "object", c.Key.String(), "entries", strings.Join(names, ", "),
-			"kept", zones.EntryID(c.Winner))
+		r.m.conflicts.Add(uint64(len(fresh)))
+		kept := "a write older than the history"
+		if c.Winner != (zones.Version{}) {
+			kept = who[c.Winner] + " (" + zones.EntryID(c.Winner) + ")"
+		}
+		msg := fmt.Sprintf("conflict: %s was changed concurrently; the edit of %s is lost (the change of %s is in effect): check it and edit again",
+			c.Key, strings.Join(fresh, ", "), kept)
+		r.log.Warn("zoning conflict", "object", c.Key.String(), "lost", strings.Join(names, ", "), "kept", kept)
 		r.events.Publish(api.Event{Kind: "conflict", Subject: c.Key.String(), Message: msg,
-			Attributes: map[string]string{"identity": who[c.Winner], "kept": zones.EntryID(c.Winner),
-				"entries": strings.Join(names, ", ")}})
+			Attributes: map[string]string{"identity": strings.Join(fresh, ", "), "kept": kept}})
 	}
+	r.reported = still
 }
 
 // Journal returns the journal, oldest entry first.
@@ -181,6 +186,16 @@ func (r *Reflector) ConfigAt(v zones.Version) (*zones.Config, bool, error) {
 		return nil, false, ErrNotRunning
 	}
 	return r.store.ConfigAt(v)
+}
+
+// Conflicts lists the journal's lost writes.
+func (r *Reflector) Conflicts() ([]zones.Conflict, error) {
+	r.life.RLock()
+	defer r.life.RUnlock()
+	if r.state != stateStarted {
+		return nil, ErrNotRunning
+	}
+	return r.store.Conflicts()
 }
 
 // Backup writes a consistent copy of the store (records, journal) to w.

@@ -92,8 +92,9 @@ type Reflector struct {
 	peerReflectors map[netip.Addr]bool
 
 	// Owned by the sync loop.
-	asm  *configsync.Assembler
-	jasm *configsync.JournalAssembler
+	asm      *configsync.Assembler
+	jasm     *configsync.JournalAssembler
+	reported map[zones.Version]bool // lost writes already reported (reportConflicts)
 
 	// Who sent what (trust.go): the checks, the refusal counters, and the
 	// quarantine loop fed by the Adj-RIB-In watch.

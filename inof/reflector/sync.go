@@ -140,6 +140,9 @@ func (r *Reflector) merge(ctx context.Context, batch []bgp.ConfigRecord) {
 	if len(journal) > 0 {
 		r.mergeJournal(ctx, journal)
 	}
+	if len(journal) > 0 || len(complete) > 0 {
+		r.reportConflicts()
+	}
 }
 
 // reconcile makes what this reflector originates for each key match the

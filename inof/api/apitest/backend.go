@@ -142,6 +142,9 @@ func (b *Backend) ConfigAt(_ context.Context, v zones.Version) (*zones.Config, b
 	return b.Store.ConfigAt(v)
 }
 
+// Conflicts implements api.JournalBackend.
+func (b *Backend) Conflicts(context.Context) ([]zones.Conflict, error) { return b.Store.Conflicts() }
+
 // Backup implements api.JournalBackend.
 func (b *Backend) Backup(_ context.Context, w io.Writer) (int64, error) { return b.Store.Backup(w) }
 

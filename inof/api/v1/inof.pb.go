@@ -2769,13 +2769,13 @@ func (x *JournalEntry) GetProfileYaml() string {
 	return ""
 }
 
-// Conflict is one record two entries wrote on the same base: one of the
-// edits was lost to last-writer-wins.
+// Conflict is a record with edits that the version in effect never saw:
+// made concurrently, they were lost to last-writer-wins.
 type Conflict struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Object        string                 `protobuf:"bytes,1,opt,name=object,proto3" json:"object,omitempty"`
-	Entries       []string               `protobuf:"bytes,2,rep,name=entries,proto3" json:"entries,omitempty"` // entry ids, oldest first
-	Kept          string                 `protobuf:"bytes,3,opt,name=kept,proto3" json:"kept,omitempty"`       // the entry whose write is in effect
+	Entries       []string               `protobuf:"bytes,2,rep,name=entries,proto3" json:"entries,omitempty"` // ids of the entries whose edit was lost, oldest first
+	Kept          string                 `protobuf:"bytes,3,opt,name=kept,proto3" json:"kept,omitempty"`       // the entry whose write is in effect (empty: older than the history)
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }

@@ -42,7 +42,9 @@ func (a *app) zoningCommand() *cobra.Command {
 	commit.Flags().BoolVarP(&yes, "yes", "y", false, "commit without asking")
 	var showRev string
 	show := &cobra.Command{Use: "show", Short: "Show the whole committed configuration (or a retained revision's)", Args: cobra.NoArgs,
-		RunE: a.run(func(ctx context.Context, c inofv1.FabricClient, _ []string) error { return a.zoningShow(ctx, c, showRev) })}
+		RunE: a.run(func(ctx context.Context, c inofv1.FabricClient, _ []string) error {
+			return a.zoningShow(ctx, c, showRev)
+		})}
 	show.Flags().StringVar(&showRev, "revision", "", "show this retained revision (zoning history)")
 	_ = show.RegisterFlagCompletionFunc("revision", func(cmd *cobra.Command, _ []string, _ string) ([]string, cobra.ShellCompDirective) {
 		return a.completeRevisions(cmd, nil, "")
