@@ -74,7 +74,7 @@ zones:
 		{"", "zoning rollback 8a98727d11013d48 --yes", 0}, // already there
 		{"", "zoning export --revision fa5f3625", 0},
 		{"", "zoning history -o json", 0},
-		{"", "audit --identity tester --action rollback", 0},
+		{"", "audit --identity tester --action rollback -o yaml", 0}, // yaml: the pid in via varies in width
 		{"", "audit --conflicts", 0},
 		{"", "lossless set " + emptyProfile, 1},
 		{"n\n", "lossless set " + profilePath, 1},
