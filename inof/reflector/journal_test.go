@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/openinof/inof/bgp"
+	"github.com/openinof/inof/inof"
 	"github.com/openinof/inof/inof/api"
 	"github.com/openinof/inof/inof/configsync"
 	"github.com/openinof/inof/lossless"
@@ -288,4 +289,59 @@ func TestConcurrentCommitsNoSilentLoss(t *testing.T) {
 	if lost > 0 && rs[0].m.conflicts.Load() == 0 {
 		t.Error("edits were lost and r1 counted no conflict")
 	}
+}
+
+// TestHeldByGracefulRestart: a client whose session goes down is reported
+// as held by graceful restart until the restart time after the loss, and
+// no longer once it is back.
+func TestHeldByGracefulRestart(t *testing.T) {
+	f, r1, _, _ := pair(t)
+	hb := r1.API().(api.HoldBackend)
+	held := func() map[inof.RouterID]time.Time {
+		h, err := hb.Held(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return h
+	}
+	deadline := time.Now().Add(waitTimeout)
+	for len(held()) != 0 || !upWith(r1, clientID) {
+		if time.Now().After(deadline) {
+			t.Fatalf("client not up, or held while up: %v", held())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	cut := time.Now()
+	f.Cut(netip.MustParseAddr(r1ID), netip.MustParseAddr(clientID))
+	rid := inof.MustParseRouterID(clientID)
+	for held()[rid].IsZero() {
+		if time.Now().After(deadline) {
+			t.Fatal("the cut client is not reported as held")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	until := held()[rid]
+	if rt := r1.opts.GracefulRestart.RestartTime; until.Before(cut.Add(rt-time.Second)) || until.After(time.Now().Add(rt)) {
+		t.Errorf("held until %v, want the restart time (%v) after the cut at %v", until, rt, cut)
+	}
+	f.Mend(netip.MustParseAddr(r1ID), netip.MustParseAddr(clientID))
+	for len(held()) != 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("still held after the client came back: %v", held())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func upWith(r *Reflector, addr string) bool {
+	ns, err := r.Neighbors(context.Background())
+	if err != nil {
+		return false
+	}
+	for _, n := range ns {
+		if n.Address.String() == addr {
+			return n.State == bgp.StateEstablished
+		}
+	}
+	return false
 }

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/openinof/inof/inof"
 	"github.com/openinof/inof/inof/api"
 	"github.com/openinof/inof/lossless"
 	"github.com/openinof/inof/zones"
@@ -27,6 +28,7 @@ type Backend struct {
 	sessions []api.Session
 	bfd      []api.BFDSession
 	profile  lossless.Profile
+	held     map[inof.RouterID]time.Time
 	// beforeCommit, when set, runs after the edits and before the commit.
 	beforeCommit func()
 }
@@ -58,6 +60,21 @@ func (b *Backend) SetSessions(ss []api.Session, bfd []api.BFDSession) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.sessions, b.bfd = ss, bfd
+}
+
+// SetHeld says which switches' records graceful restart holds, until when
+// (api.HoldBackend).
+func (b *Backend) SetHeld(h map[inof.RouterID]time.Time) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.held = h
+}
+
+// Held implements api.HoldBackend.
+func (b *Backend) Held(context.Context) (map[inof.RouterID]time.Time, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.held, nil
 }
 
 // BeforeCommit sets a hook run inside Commit between the edits and the

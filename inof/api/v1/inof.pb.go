@@ -1168,17 +1168,21 @@ func (x *VisibilityChange) GetVisible() bool {
 
 // Device is one registered NVMe-oF endpoint.
 type Device struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Address       string                 `protobuf:"bytes,1,opt,name=address,proto3" json:"address,omitempty"`
-	Role          Role                   `protobuf:"varint,2,opt,name=role,proto3,enum=inof.v1.Role" json:"role,omitempty"`
-	Protocol      string                 `protobuf:"bytes,3,opt,name=protocol,proto3" json:"protocol,omitempty"` // "roce", "tcp", "iscsi"
-	Port          uint32                 `protobuf:"varint,4,opt,name=port,proto3" json:"port,omitempty"`
-	Nqn           string                 `protobuf:"bytes,5,opt,name=nqn,proto3" json:"nqn,omitempty"`
-	Switch        string                 `protobuf:"bytes,6,opt,name=switch,proto3" json:"switch,omitempty"` // router-id of the switch that reports it
-	Active        bool                   `protobuf:"varint,7,opt,name=active,proto3" json:"active,omitempty"`
-	Reason        string                 `protobuf:"bytes,8,opt,name=reason,proto3" json:"reason,omitempty"` // why it is inactive ("link-down", …)
-	Zones         []string               `protobuf:"bytes,9,rep,name=zones,proto3" json:"zones,omitempty"`   // custom zones it is in; empty: default zone
-	Since         *timestamppb.Timestamp `protobuf:"bytes,10,opt,name=since,proto3" json:"since,omitempty"`
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	Address  string                 `protobuf:"bytes,1,opt,name=address,proto3" json:"address,omitempty"`
+	Role     Role                   `protobuf:"varint,2,opt,name=role,proto3,enum=inof.v1.Role" json:"role,omitempty"`
+	Protocol string                 `protobuf:"bytes,3,opt,name=protocol,proto3" json:"protocol,omitempty"` // "roce", "tcp", "iscsi"
+	Port     uint32                 `protobuf:"varint,4,opt,name=port,proto3" json:"port,omitempty"`
+	Nqn      string                 `protobuf:"bytes,5,opt,name=nqn,proto3" json:"nqn,omitempty"`
+	Switch   string                 `protobuf:"bytes,6,opt,name=switch,proto3" json:"switch,omitempty"` // router-id of the switch that reports it
+	Active   bool                   `protobuf:"varint,7,opt,name=active,proto3" json:"active,omitempty"`
+	Reason   string                 `protobuf:"bytes,8,opt,name=reason,proto3" json:"reason,omitempty"` // why it is inactive ("link-down", …)
+	Zones    []string               `protobuf:"bytes,9,rep,name=zones,proto3" json:"zones,omitempty"`   // custom zones it is in; empty: default zone
+	Since    *timestamppb.Timestamp `protobuf:"bytes,10,opt,name=since,proto3" json:"since,omitempty"`
+	// held_until is set while the device's switch has lost its session and
+	// graceful restart still holds its records: the record is stale, kept
+	// until then unless the switch comes back.
+	HeldUntil     *timestamppb.Timestamp `protobuf:"bytes,11,opt,name=held_until,json=heldUntil,proto3" json:"held_until,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1279,6 +1283,13 @@ func (x *Device) GetZones() []string {
 func (x *Device) GetSince() *timestamppb.Timestamp {
 	if x != nil {
 		return x.Since
+	}
+	return nil
+}
+
+func (x *Device) GetHeldUntil() *timestamppb.Timestamp {
+	if x != nil {
+		return x.HeldUntil
 	}
 	return nil
 }
@@ -3295,7 +3306,7 @@ const file_inof_v1_inof_proto_rawDesc = "" +
 	"\x10VisibilityChange\x12\x12\n" +
 	"\x04host\x18\x01 \x01(\tR\x04host\x12\x16\n" +
 	"\x06target\x18\x02 \x01(\tR\x06target\x12\x18\n" +
-	"\avisible\x18\x03 \x01(\bR\avisible\"\x97\x02\n" +
+	"\avisible\x18\x03 \x01(\bR\avisible\"\xd2\x02\n" +
 	"\x06Device\x12\x18\n" +
 	"\aaddress\x18\x01 \x01(\tR\aaddress\x12!\n" +
 	"\x04role\x18\x02 \x01(\x0e2\r.inof.v1.RoleR\x04role\x12\x1a\n" +
@@ -3307,7 +3318,9 @@ const file_inof_v1_inof_proto_rawDesc = "" +
 	"\x06reason\x18\b \x01(\tR\x06reason\x12\x14\n" +
 	"\x05zones\x18\t \x03(\tR\x05zones\x120\n" +
 	"\x05since\x18\n" +
-	" \x01(\v2\x1a.google.protobuf.TimestampR\x05since\"\x95\x01\n" +
+	" \x01(\v2\x1a.google.protobuf.TimestampR\x05since\x129\n" +
+	"\n" +
+	"held_until\x18\v \x01(\v2\x1a.google.protobuf.TimestampR\theldUntil\"\x95\x01\n" +
 	"\x12ListDevicesRequest\x12\x12\n" +
 	"\x04zone\x18\x01 \x01(\tR\x04zone\x12\x16\n" +
 	"\x06switch\x18\x02 \x01(\tR\x06switch\x12!\n" +
@@ -3560,61 +3573,62 @@ var file_inof_v1_inof_proto_depIdxs = []int32{
 	17, // 14: inof.v1.ApplyZoningResponse.changes:type_name -> inof.v1.VisibilityChange
 	0,  // 15: inof.v1.Device.role:type_name -> inof.v1.Role
 	53, // 16: inof.v1.Device.since:type_name -> google.protobuf.Timestamp
-	0,  // 17: inof.v1.ListDevicesRequest.role:type_name -> inof.v1.Role
-	18, // 18: inof.v1.ListDevicesResponse.devices:type_name -> inof.v1.Device
-	22, // 19: inof.v1.VisibilityResponse.targets:type_name -> inof.v1.WhyResponse
-	53, // 20: inof.v1.Session.since:type_name -> google.protobuf.Timestamp
-	26, // 21: inof.v1.ListSessionsResponse.sessions:type_name -> inof.v1.Session
-	53, // 22: inof.v1.BFDSession.since:type_name -> google.protobuf.Timestamp
-	29, // 23: inof.v1.ListBFDSessionsResponse.sessions:type_name -> inof.v1.BFDSession
-	53, // 24: inof.v1.Event.time:type_name -> google.protobuf.Timestamp
-	52, // 25: inof.v1.Event.attributes:type_name -> inof.v1.Event.AttributesEntry
-	37, // 26: inof.v1.ValidateLosslessProfileResponse.problems:type_name -> inof.v1.Problem
-	53, // 27: inof.v1.ListJournalRequest.since:type_name -> google.protobuf.Timestamp
-	53, // 28: inof.v1.ListJournalRequest.until:type_name -> google.protobuf.Timestamp
-	53, // 29: inof.v1.JournalEntry.time:type_name -> google.protobuf.Timestamp
-	42, // 30: inof.v1.ListJournalResponse.entries:type_name -> inof.v1.JournalEntry
-	43, // 31: inof.v1.ListJournalResponse.conflicts:type_name -> inof.v1.Conflict
-	49, // 32: inof.v1.FindMemberResponse.uses:type_name -> inof.v1.MemberUse
-	1,  // 33: inof.v1.Fabric.GetZoning:input_type -> inof.v1.GetZoningRequest
-	15, // 34: inof.v1.Fabric.ApplyZoning:input_type -> inof.v1.ApplyZoningRequest
-	19, // 35: inof.v1.Fabric.ListDevices:input_type -> inof.v1.ListDevicesRequest
-	21, // 36: inof.v1.Fabric.Why:input_type -> inof.v1.WhyRequest
-	23, // 37: inof.v1.Fabric.Visibility:input_type -> inof.v1.VisibilityRequest
-	25, // 38: inof.v1.Fabric.ListSessions:input_type -> inof.v1.ListSessionsRequest
-	28, // 39: inof.v1.Fabric.ListBFDSessions:input_type -> inof.v1.ListBFDSessionsRequest
-	31, // 40: inof.v1.Fabric.WatchEvents:input_type -> inof.v1.WatchEventsRequest
-	33, // 41: inof.v1.Fabric.GetLosslessProfile:input_type -> inof.v1.GetLosslessProfileRequest
-	35, // 42: inof.v1.Fabric.SetLosslessProfile:input_type -> inof.v1.SetLosslessProfileRequest
-	36, // 43: inof.v1.Fabric.ValidateLosslessProfile:input_type -> inof.v1.ValidateLosslessProfileRequest
-	39, // 44: inof.v1.Fabric.RenderLosslessProfile:input_type -> inof.v1.RenderLosslessProfileRequest
-	41, // 45: inof.v1.Fabric.ListJournal:input_type -> inof.v1.ListJournalRequest
-	45, // 46: inof.v1.Fabric.GetRevision:input_type -> inof.v1.GetRevisionRequest
-	46, // 47: inof.v1.Fabric.Backup:input_type -> inof.v1.BackupRequest
-	48, // 48: inof.v1.Fabric.FindMember:input_type -> inof.v1.FindMemberRequest
-	51, // 49: inof.v1.Fabric.WhoSees:input_type -> inof.v1.WhoSeesRequest
-	2,  // 50: inof.v1.Fabric.GetZoning:output_type -> inof.v1.Zoning
-	16, // 51: inof.v1.Fabric.ApplyZoning:output_type -> inof.v1.ApplyZoningResponse
-	20, // 52: inof.v1.Fabric.ListDevices:output_type -> inof.v1.ListDevicesResponse
-	22, // 53: inof.v1.Fabric.Why:output_type -> inof.v1.WhyResponse
-	24, // 54: inof.v1.Fabric.Visibility:output_type -> inof.v1.VisibilityResponse
-	27, // 55: inof.v1.Fabric.ListSessions:output_type -> inof.v1.ListSessionsResponse
-	30, // 56: inof.v1.Fabric.ListBFDSessions:output_type -> inof.v1.ListBFDSessionsResponse
-	32, // 57: inof.v1.Fabric.WatchEvents:output_type -> inof.v1.Event
-	34, // 58: inof.v1.Fabric.GetLosslessProfile:output_type -> inof.v1.LosslessProfile
-	34, // 59: inof.v1.Fabric.SetLosslessProfile:output_type -> inof.v1.LosslessProfile
-	38, // 60: inof.v1.Fabric.ValidateLosslessProfile:output_type -> inof.v1.ValidateLosslessProfileResponse
-	40, // 61: inof.v1.Fabric.RenderLosslessProfile:output_type -> inof.v1.RenderLosslessProfileResponse
-	44, // 62: inof.v1.Fabric.ListJournal:output_type -> inof.v1.ListJournalResponse
-	2,  // 63: inof.v1.Fabric.GetRevision:output_type -> inof.v1.Zoning
-	47, // 64: inof.v1.Fabric.Backup:output_type -> inof.v1.BackupChunk
-	50, // 65: inof.v1.Fabric.FindMember:output_type -> inof.v1.FindMemberResponse
-	24, // 66: inof.v1.Fabric.WhoSees:output_type -> inof.v1.VisibilityResponse
-	50, // [50:67] is the sub-list for method output_type
-	33, // [33:50] is the sub-list for method input_type
-	33, // [33:33] is the sub-list for extension type_name
-	33, // [33:33] is the sub-list for extension extendee
-	0,  // [0:33] is the sub-list for field type_name
+	53, // 17: inof.v1.Device.held_until:type_name -> google.protobuf.Timestamp
+	0,  // 18: inof.v1.ListDevicesRequest.role:type_name -> inof.v1.Role
+	18, // 19: inof.v1.ListDevicesResponse.devices:type_name -> inof.v1.Device
+	22, // 20: inof.v1.VisibilityResponse.targets:type_name -> inof.v1.WhyResponse
+	53, // 21: inof.v1.Session.since:type_name -> google.protobuf.Timestamp
+	26, // 22: inof.v1.ListSessionsResponse.sessions:type_name -> inof.v1.Session
+	53, // 23: inof.v1.BFDSession.since:type_name -> google.protobuf.Timestamp
+	29, // 24: inof.v1.ListBFDSessionsResponse.sessions:type_name -> inof.v1.BFDSession
+	53, // 25: inof.v1.Event.time:type_name -> google.protobuf.Timestamp
+	52, // 26: inof.v1.Event.attributes:type_name -> inof.v1.Event.AttributesEntry
+	37, // 27: inof.v1.ValidateLosslessProfileResponse.problems:type_name -> inof.v1.Problem
+	53, // 28: inof.v1.ListJournalRequest.since:type_name -> google.protobuf.Timestamp
+	53, // 29: inof.v1.ListJournalRequest.until:type_name -> google.protobuf.Timestamp
+	53, // 30: inof.v1.JournalEntry.time:type_name -> google.protobuf.Timestamp
+	42, // 31: inof.v1.ListJournalResponse.entries:type_name -> inof.v1.JournalEntry
+	43, // 32: inof.v1.ListJournalResponse.conflicts:type_name -> inof.v1.Conflict
+	49, // 33: inof.v1.FindMemberResponse.uses:type_name -> inof.v1.MemberUse
+	1,  // 34: inof.v1.Fabric.GetZoning:input_type -> inof.v1.GetZoningRequest
+	15, // 35: inof.v1.Fabric.ApplyZoning:input_type -> inof.v1.ApplyZoningRequest
+	19, // 36: inof.v1.Fabric.ListDevices:input_type -> inof.v1.ListDevicesRequest
+	21, // 37: inof.v1.Fabric.Why:input_type -> inof.v1.WhyRequest
+	23, // 38: inof.v1.Fabric.Visibility:input_type -> inof.v1.VisibilityRequest
+	25, // 39: inof.v1.Fabric.ListSessions:input_type -> inof.v1.ListSessionsRequest
+	28, // 40: inof.v1.Fabric.ListBFDSessions:input_type -> inof.v1.ListBFDSessionsRequest
+	31, // 41: inof.v1.Fabric.WatchEvents:input_type -> inof.v1.WatchEventsRequest
+	33, // 42: inof.v1.Fabric.GetLosslessProfile:input_type -> inof.v1.GetLosslessProfileRequest
+	35, // 43: inof.v1.Fabric.SetLosslessProfile:input_type -> inof.v1.SetLosslessProfileRequest
+	36, // 44: inof.v1.Fabric.ValidateLosslessProfile:input_type -> inof.v1.ValidateLosslessProfileRequest
+	39, // 45: inof.v1.Fabric.RenderLosslessProfile:input_type -> inof.v1.RenderLosslessProfileRequest
+	41, // 46: inof.v1.Fabric.ListJournal:input_type -> inof.v1.ListJournalRequest
+	45, // 47: inof.v1.Fabric.GetRevision:input_type -> inof.v1.GetRevisionRequest
+	46, // 48: inof.v1.Fabric.Backup:input_type -> inof.v1.BackupRequest
+	48, // 49: inof.v1.Fabric.FindMember:input_type -> inof.v1.FindMemberRequest
+	51, // 50: inof.v1.Fabric.WhoSees:input_type -> inof.v1.WhoSeesRequest
+	2,  // 51: inof.v1.Fabric.GetZoning:output_type -> inof.v1.Zoning
+	16, // 52: inof.v1.Fabric.ApplyZoning:output_type -> inof.v1.ApplyZoningResponse
+	20, // 53: inof.v1.Fabric.ListDevices:output_type -> inof.v1.ListDevicesResponse
+	22, // 54: inof.v1.Fabric.Why:output_type -> inof.v1.WhyResponse
+	24, // 55: inof.v1.Fabric.Visibility:output_type -> inof.v1.VisibilityResponse
+	27, // 56: inof.v1.Fabric.ListSessions:output_type -> inof.v1.ListSessionsResponse
+	30, // 57: inof.v1.Fabric.ListBFDSessions:output_type -> inof.v1.ListBFDSessionsResponse
+	32, // 58: inof.v1.Fabric.WatchEvents:output_type -> inof.v1.Event
+	34, // 59: inof.v1.Fabric.GetLosslessProfile:output_type -> inof.v1.LosslessProfile
+	34, // 60: inof.v1.Fabric.SetLosslessProfile:output_type -> inof.v1.LosslessProfile
+	38, // 61: inof.v1.Fabric.ValidateLosslessProfile:output_type -> inof.v1.ValidateLosslessProfileResponse
+	40, // 62: inof.v1.Fabric.RenderLosslessProfile:output_type -> inof.v1.RenderLosslessProfileResponse
+	44, // 63: inof.v1.Fabric.ListJournal:output_type -> inof.v1.ListJournalResponse
+	2,  // 64: inof.v1.Fabric.GetRevision:output_type -> inof.v1.Zoning
+	47, // 65: inof.v1.Fabric.Backup:output_type -> inof.v1.BackupChunk
+	50, // 66: inof.v1.Fabric.FindMember:output_type -> inof.v1.FindMemberResponse
+	24, // 67: inof.v1.Fabric.WhoSees:output_type -> inof.v1.VisibilityResponse
+	51, // [51:68] is the sub-list for method output_type
+	34, // [34:51] is the sub-list for method input_type
+	34, // [34:34] is the sub-list for extension type_name
+	34, // [34:34] is the sub-list for extension extendee
+	0,  // [0:34] is the sub-list for field type_name
 }
 
 func init() { file_inof_v1_inof_proto_init() }

@@ -68,7 +68,7 @@ func (e *env) run(stdin string, args ...string) int {
 	e.t.Helper()
 	var out, errb bytes.Buffer
 	code := cli.Main(context.Background(), append([]string{"--server", "unix://" + e.sock}, args...),
-		cli.IO{In: strings.NewReader(stdin), Out: &out, Err: &errb, Environ: e.environ})
+		cli.IO{In: strings.NewReader(stdin), Out: &out, Err: &errb, Environ: e.environ, Now: func() time.Time { return testTime }})
 	hide := func(s string) string {
 		s = strings.NewReplacer(e.sock, "SOCKET", e.dir, "DIR").Replace(s)
 		return varying.ReplaceAllStringFunc(s, func(m string) string {

@@ -6,6 +6,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/openinof/inof/inof"
 )
 
 // writeFile writes a file of the test (DIR/name in the transcript).
@@ -43,6 +46,7 @@ zones:
 	profile.WriteString(strings.Replace(y, "name: default", "name: site-a", 1))
 	profilePath := e.writeFile("lossless.yaml", strings.TrimRight(profile.String(), "\n")+"\n")
 	e.out.Reset()
+	e.b.SetHeld(map[inof.RouterID]time.Time{inof.MustParseRouterID("192.0.2.2"): testTime.Add(87 * time.Second)})
 	steps := []struct {
 		stdin string
 		args  string
@@ -82,6 +86,7 @@ zones:
 		{"", "lossless set " + profilePath + " --yes", 0},
 		{"", "lossless history", 0},
 		{"", "fabric show -o json", 0},
+		{"", "device list --switch 192.0.2.2", 0}, // held by graceful restart: stale, with the time left
 		{"", "session list -o json", 0},
 		{"", "backup " + filepath.Join(e.dir, "inof.backup"), 0},
 	}

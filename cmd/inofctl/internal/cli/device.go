@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -84,6 +85,10 @@ func (a *app) deviceList(ctx context.Context, c inofv1.FabricClient, req *inofv1
 			st := "active"
 			if !d.GetActive() {
 				st = "inactive (" + d.GetReason() + ")"
+			}
+			if h := d.GetHeldUntil(); h != nil {
+				left := max(0, h.AsTime().Sub(a.now()).Round(time.Second))
+				st += fmt.Sprintf(", stale (graceful restart, %s left)", left)
 			}
 			zs := strings.Join(d.GetZones(), ",")
 			if zs == "" {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"time"
 
 	"github.com/spf13/cobra"
 	"google.golang.org/grpc"
@@ -31,6 +32,8 @@ type IO struct {
 	Out, Err io.Writer
 	// Environ is the environment as "KEY=value" entries.
 	Environ []string
+	// Now is the clock (time.Now if nil).
+	Now func() time.Time
 }
 
 // Main runs inofctl with args until it is done or ctx ends (events
@@ -85,13 +88,20 @@ type app struct {
 	opts       Options
 	configFile string
 	conn       *grpc.ClientConn
+	now        func() time.Time // for the time left of a graceful-restart hold
 }
 
 // NewCommand returns the root command (for documentation and completion;
 // Main runs it).
 func NewCommand(stdio IO) *cobra.Command { return newApp(stdio).command() }
 
-func newApp(stdio IO) *app { return &app{io: stdio, opts: defaultOptions(stdio.Environ)} }
+func newApp(stdio IO) *app {
+	now := stdio.Now
+	if now == nil {
+		now = time.Now
+	}
+	return &app{io: stdio, opts: defaultOptions(stdio.Environ), now: now}
+}
 
 func (a *app) command() *cobra.Command {
 	root := &cobra.Command{
