@@ -8,6 +8,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/openinof/inof/inof"
 )
@@ -224,11 +225,17 @@ func memberDelta(old, new []Member) (added, removed int) {
 	return added, len(in)
 }
 
+// ErrHistoryIncomplete reports a record written after a revision by a
+// change whose journal entry this reflector does not hold (yet: records
+// and entries replicate separately), so that revision cannot be rebuilt.
+var ErrHistoryIncomplete = errors.New("the journal does not hold every change since that revision yet")
+
 // ConfigAt rebuilds the configuration as it was right after the journal
 // entry at (retained) version v: the current records, with each record a
 // later entry wrote replaced by that entry's Before. Entries that are not
-// zoning changes change nothing.
-func ConfigAt(current Records, journal []Entry, v Version) *Config {
+// zoning changes change nothing. A record newer than v that no later entry
+// wrote fails with ErrHistoryIncomplete.
+func ConfigAt(current Records, journal []Entry, v Version) (*Config, error) {
 	recs := Records{}
 	for k, r := range current {
 		recs[k] = r
@@ -252,7 +259,12 @@ func ConfigAt(current Records, journal []Entry, v Version) *Config {
 			}
 		}
 	}
-	return recs.Config()
+	for k, r := range current {
+		if !seen[k] && r.Gen > v.Gen {
+			return nil, fmt.Errorf("zones: %s written at %s by %s: %w", k, r.Time().UTC().Format(time.RFC3339Nano), r.RouterID, ErrHistoryIncomplete)
+		}
+	}
+	return recs.Config(), nil
 }
 
 func sortEntries(es []Entry) {

@@ -182,7 +182,11 @@ func (s *Store) ConfigAt(v Version) (*Config, bool, error) {
 		current[k] = r
 	}
 	s.mu.Unlock()
-	return ConfigAt(current, journal, v), true, nil
+	c, err := ConfigAt(current, journal, v)
+	if err != nil {
+		return nil, true, err
+	}
+	return c, true, nil
 }
 
 // Backup writes a consistent copy of the whole store file (records,

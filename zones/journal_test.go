@@ -233,3 +233,34 @@ func TestStoreBackup(t *testing.T) {
 		t.Fatalf("restored copy: %+v, journal %v", cfg, c.JournalVersions())
 	}
 }
+
+// TestConfigAtIncomplete: a record newer than a revision whose journal
+// entry has not arrived makes the revision unbuildable (not silently
+// wrong); once the entry is there it rebuilds.
+func TestConfigAtIncomplete(t *testing.T) {
+	m := MustParseMember
+	dir := t.TempDir()
+	a := openStore(t, filepath.Join(dir, "a.db"), 1)
+	b := openStore(t, filepath.Join(dir, "b.db"), 2)
+	e1 := commitTx(t, a, Note{}, func(tx *Tx) error { return tx.CreateZone("x", m("10.0.0.1")) })
+	if _, err := b.Apply(a.Records()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.AddEntries([]Entry{e1}); err != nil {
+		t.Fatal(err)
+	}
+	e2 := commitTx(t, b, Note{}, func(tx *Tx) error { return tx.AddZoneMembers("x", m("10.0.0.2")) })
+	if _, err := a.Apply(b.Records()); err != nil { // the record first
+		t.Fatal(err)
+	}
+	if _, _, err := a.ConfigAt(e1.Version); !errors.Is(err, ErrHistoryIncomplete) {
+		t.Fatalf("without the entry: %v", err)
+	}
+	if _, err := a.AddEntries([]Entry{e2}); err != nil {
+		t.Fatal(err)
+	}
+	c, _, err := a.ConfigAt(e1.Version)
+	if err != nil || len(c.Zones["x"].Members) != 1 {
+		t.Fatalf("with the entry: %+v %v", c, err)
+	}
+}

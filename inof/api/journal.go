@@ -7,13 +7,13 @@ import (
 	"io"
 	"net/netip"
 	"slices"
-	"sort"
 	"strings"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/openinof/inof/inof"
 	inofv1 "github.com/openinof/inof/inof/api/v1"
 	"github.com/openinof/inof/lossless"
 	"github.com/openinof/inof/zones"
@@ -305,20 +305,8 @@ func (s *server) WhoSees(ctx context.Context, req *inofv1.WhoSeesRequest) (*inof
 	if !t.Role.IsTarget() {
 		return nil, status.Errorf(codes.InvalidArgument, "%s is registered as %s, not as a target", ta, t.Role)
 	}
-	var hosts []netip.Addr
-	for _, d := range devs {
-		if _, indexed := ix.Device(d.Addr); indexed && d.Role.IsHost() && d.Addr != ta {
-			hosts = append(hosts, d.Addr)
-		}
-	}
-	sort.Slice(hosts, func(i, j int) bool { return hosts[i].Less(hosts[j]) })
-	out := &inofv1.VisibilityResponse{}
-	for _, ha := range slices.Compact(hosts) {
-		if w := explain(cfg.Settings, ix, ha, ta); w.GetVisible() || !req.GetVisibleOnly() {
-			out.Targets = append(out.Targets, w)
-		}
-	}
-	return out, nil
+	return &inofv1.VisibilityResponse{Targets: explainEach(cfg.Settings, ix, devs, ta, inof.Role.IsHost,
+		func(other netip.Addr) (netip.Addr, netip.Addr) { return other, ta }, req.GetVisibleOnly())}, nil
 }
 
 // errAliasInUse refuses deleting an alias that zones still use.

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"errors"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -19,27 +18,7 @@ func (a *app) aliasCommand() *cobra.Command {
 	}
 	var f changeFlags
 	edit := func(use, short string, args cobra.PositionalArgs, build func([]string) *inofv1.Edit) *cobra.Command {
-		takesMembers := strings.Contains(use, "MEMBER")
-		c := &cobra.Command{Use: use, Short: short, Args: args,
-			RunE: a.change(&f, func(args []string) ([]*inofv1.Edit, error) {
-				if takesMembers {
-					ms, err := a.members(&f, args[1:])
-					if err != nil {
-						return nil, err
-					}
-					if len(ms) == 0 && !strings.Contains(use, "[MEMBER") {
-						return nil, errors.New("no members: give MEMBER arguments, - for standard input, or --from-file")
-					}
-					args = append(args[:1:1], ms...)
-				}
-				return []*inofv1.Edit{build(args)}, nil
-			})}
-		if takesMembers {
-			f.registerMembers(c)
-		} else {
-			f.register(c)
-		}
-		return c
+		return a.editCommand(&f, use, short, args, build)
 	}
 	cmd.AddCommand(
 		completing(a, edit("create NAME [MEMBER...]", "Create an alias (like FC alicreate)", cobra.MinimumNArgs(1), func(args []string) *inofv1.Edit {

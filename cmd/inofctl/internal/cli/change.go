@@ -32,6 +32,33 @@ func (f *changeFlags) registerMembers(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&f.fromFile, "from-file", "", "read more members from FILE (\"-\": standard input), one per line or comma-separated; # starts a comment")
 }
 
+// editCommand is a zone or alias command that builds one edit from its
+// arguments (NAME first); a command whose use names MEMBER takes members
+// from the arguments, "-" and --from-file too.
+func (a *app) editCommand(f *changeFlags, use, short string, args cobra.PositionalArgs, build func([]string) *inofv1.Edit) *cobra.Command {
+	takesMembers := strings.Contains(use, "MEMBER")
+	c := &cobra.Command{Use: use, Short: short, Args: args,
+		RunE: a.change(f, func(args []string) ([]*inofv1.Edit, error) {
+			if takesMembers {
+				ms, err := a.members(f, args[1:])
+				if err != nil {
+					return nil, err
+				}
+				if len(ms) == 0 && !strings.Contains(use, "[MEMBER") {
+					return nil, errors.New("no members: give MEMBER arguments, - for standard input, or --from-file")
+				}
+				args = append(args[:1:1], ms...)
+			}
+			return []*inofv1.Edit{build(args)}, nil
+		})}
+	if takesMembers {
+		f.registerMembers(c)
+	} else {
+		f.register(c)
+	}
+	return c
+}
+
 // members returns the members of the command line: each MEMBER argument,
 // "-" standing for the members on standard input, then those of
 // --from-file.
@@ -144,12 +171,21 @@ func (a *app) change(f *changeFlags, edits func(args []string) ([]*inofv1.Edit, 
 // if "", the configuration in effect then; the server runs them in one
 // transaction, so nothing can slip in between).
 func (a *app) commit(ctx context.Context, c inofv1.FabricClient, es []*inofv1.Edit, rev string, yes bool) error {
-	if !yes {
-		dry, err := c.ApplyZoning(ctx, &inofv1.ApplyZoningRequest{Edits: es, ExpectedRevision: rev, DryRun: true})
+	return a.commitAs(ctx, c, es, rev, "", yes, false)
+}
+
+// commitAs is commit with the journal's action ("" for commit); show
+// makes it show the visibility changes even with yes.
+func (a *app) commitAs(ctx context.Context, c inofv1.FabricClient, es []*inofv1.Edit, rev, action string, yes, show bool) error {
+	if !yes || show {
+		dry, err := c.ApplyZoning(ctx, &inofv1.ApplyZoningRequest{Edits: es, ExpectedRevision: rev, DryRun: true, Action: action})
 		if err != nil {
 			return err
 		}
 		printChanges(a.io.Err, dry.GetChanges())
+		rev = dry.GetRevision()
+	}
+	if !yes {
 		ok, err := confirm(a.io.In, a.io.Err, "Commit these changes?")
 		if err != nil {
 			return err
@@ -157,9 +193,8 @@ func (a *app) commit(ctx context.Context, c inofv1.FabricClient, es []*inofv1.Ed
 		if !ok {
 			return errors.New("not committed")
 		}
-		rev = dry.GetRevision()
 	}
-	resp, err := c.ApplyZoning(ctx, &inofv1.ApplyZoningRequest{Edits: es, ExpectedRevision: rev})
+	resp, err := c.ApplyZoning(ctx, &inofv1.ApplyZoningRequest{Edits: es, ExpectedRevision: rev, Action: action})
 	if err != nil {
 		return err
 	}
@@ -167,9 +202,13 @@ func (a *app) commit(ctx context.Context, c inofv1.FabricClient, es []*inofv1.Ed
 	if err != nil {
 		return err
 	}
+	what := "committed"
+	if action != "" {
+		what += " (" + action + ")"
+	}
 	return a.print(v, func(w io.Writer) {
-		fmt.Fprintf(w, "committed: revision %s, %d record(s) written, %d visibility change(s)\n",
-			resp.GetRevision(), resp.GetRecordsWritten(), len(resp.GetChanges()))
+		fmt.Fprintf(w, "%s: revision %s, %d record(s) written, %d visibility change(s)\n",
+			what, resp.GetRevision(), resp.GetRecordsWritten(), len(resp.GetChanges()))
 	})
 }
 

@@ -142,46 +142,57 @@ func planFor(cur zoningFile, want zoningFile) plan {
 		}
 		p.edits = append(p.edits, &inofv1.Edit{Edit: &inofv1.Edit_SetSettings{SetSettings: s}})
 	}
-	var later []*inofv1.Edit // alias deletions go last, after the zones stop using them
-	for _, n := range sortedKeys(want.Aliases) {
-		ms, had := cur.Aliases[n]
+	aliases := planNamed("alias", cur.Aliases, want.Aliases,
+		func(n string) *inofv1.Edit {
+			return &inofv1.Edit{Edit: &inofv1.Edit_DeleteAlias{DeleteAlias: &inofv1.DeleteAlias{Name: n}}}
+		},
+		func(n string, ms []string) *inofv1.Edit {
+			return &inofv1.Edit{Edit: &inofv1.Edit_CreateAlias{CreateAlias: &inofv1.CreateAlias{Name: n, Members: ms}}}
+		})
+	zs := planNamed("zone", cur.Zones, want.Zones,
+		func(n string) *inofv1.Edit {
+			return &inofv1.Edit{Edit: &inofv1.Edit_DeleteZone{DeleteZone: &inofv1.DeleteZone{Name: n}}}
+		},
+		func(n string, ms []string) *inofv1.Edit {
+			return &inofv1.Edit{Edit: &inofv1.Edit_CreateZone{CreateZone: &inofv1.CreateZone{Name: n, Members: ms}}}
+		})
+	// Aliases first so that zones may use new ones, alias deletions last,
+	// after the zones stop using them.
+	p.diff = append(append(p.diff, aliases.diff...), zs.diff...)
+	p.edits = append(append(append(append(p.edits, aliases.write...), zs.write...), zs.drop...), aliases.drop...)
+	return p
+}
+
+// namedPlan is the part of a plan for zones or for aliases: the edits that
+// create or rewrite them, the deletions, the diff lines.
+type namedPlan struct {
+	write, drop []*inofv1.Edit
+	diff        []string
+}
+
+// planNamed plans cur → want for one kind of named member lists.
+func planNamed(kind string, cur, want map[string][]string, del func(string) *inofv1.Edit,
+	create func(string, []string) *inofv1.Edit) namedPlan {
+	var p namedPlan
+	for _, n := range sortedKeys(want) {
+		ms, had := cur[n]
 		switch {
 		case !had:
-			p.diff = append(p.diff, fmt.Sprintf("+ alias %s: %s", n, strings.Join(want.Aliases[n], " ")))
-		case sameMembers(ms, want.Aliases[n]):
+			p.diff = append(p.diff, fmt.Sprintf("+ %s %s: %s", kind, n, truncateList(want[n], " ", 20)))
+		case sameMembers(ms, want[n]):
 			continue
 		default:
-			p.diff = append(p.diff, changeLine("alias", n, ms, want.Aliases[n]))
-			p.edits = append(p.edits, &inofv1.Edit{Edit: &inofv1.Edit_DeleteAlias{DeleteAlias: &inofv1.DeleteAlias{Name: n}}})
+			p.diff = append(p.diff, changeLine(kind, n, ms, want[n]))
+			p.write = append(p.write, del(n))
 		}
-		p.edits = append(p.edits, &inofv1.Edit{Edit: &inofv1.Edit_CreateAlias{CreateAlias: &inofv1.CreateAlias{Name: n, Members: want.Aliases[n]}}})
+		p.write = append(p.write, create(n, want[n]))
 	}
-	for _, n := range sortedKeys(cur.Aliases) {
-		if _, kept := want.Aliases[n]; !kept {
-			p.diff = append(p.diff, fmt.Sprintf("- alias %s (%d members)", n, len(cur.Aliases[n])))
-			later = append(later, &inofv1.Edit{Edit: &inofv1.Edit_DeleteAlias{DeleteAlias: &inofv1.DeleteAlias{Name: n}}})
-		}
-	}
-	for _, n := range sortedKeys(want.Zones) {
-		ms, had := cur.Zones[n]
-		switch {
-		case !had:
-			p.diff = append(p.diff, fmt.Sprintf("+ zone %s: %s", n, strings.Join(want.Zones[n], " ")))
-		case sameMembers(ms, want.Zones[n]):
-			continue
-		default:
-			p.diff = append(p.diff, changeLine("zone", n, ms, want.Zones[n]))
-			p.edits = append(p.edits, &inofv1.Edit{Edit: &inofv1.Edit_DeleteZone{DeleteZone: &inofv1.DeleteZone{Name: n}}})
-		}
-		p.edits = append(p.edits, &inofv1.Edit{Edit: &inofv1.Edit_CreateZone{CreateZone: &inofv1.CreateZone{Name: n, Members: want.Zones[n]}}})
-	}
-	for _, n := range sortedKeys(cur.Zones) {
-		if _, kept := want.Zones[n]; !kept {
-			p.diff = append(p.diff, fmt.Sprintf("- zone %s (%d members)", n, len(cur.Zones[n])))
-			p.edits = append(p.edits, &inofv1.Edit{Edit: &inofv1.Edit_DeleteZone{DeleteZone: &inofv1.DeleteZone{Name: n}}})
+	for _, n := range sortedKeys(cur) {
+		if _, kept := want[n]; !kept {
+			p.diff = append(p.diff, fmt.Sprintf("- %s %s (%d members)", kind, n, len(cur[n])))
+			p.drop = append(p.drop, del(n))
 		}
 	}
-	p.edits = append(p.edits, later...)
 	return p
 }
 
@@ -227,30 +238,5 @@ func printPlan(w io.Writer, p plan) {
 // (unless yes), and commits the plan at the revision it was made against.
 func (a *app) applyPlan(ctx context.Context, c inofv1.FabricClient, p plan, rev, action string, yes bool) error {
 	printPlan(a.io.Err, p)
-	dry, err := c.ApplyZoning(ctx, &inofv1.ApplyZoningRequest{Edits: p.edits, ExpectedRevision: rev, DryRun: true, Action: action})
-	if err != nil {
-		return err
-	}
-	printChanges(a.io.Err, dry.GetChanges())
-	if !yes {
-		ok, err := confirm(a.io.In, a.io.Err, "Commit these changes?")
-		if err != nil {
-			return err
-		}
-		if !ok {
-			return errors.New("not committed")
-		}
-	}
-	resp, err := c.ApplyZoning(ctx, &inofv1.ApplyZoningRequest{Edits: p.edits, ExpectedRevision: rev, Action: action})
-	if err != nil {
-		return err
-	}
-	v, err := plain(resp)
-	if err != nil {
-		return err
-	}
-	return a.print(v, func(w io.Writer) {
-		fmt.Fprintf(w, "committed (%s): revision %s, %d record(s) written, %d visibility change(s)\n",
-			action, resp.GetRevision(), resp.GetRecordsWritten(), len(resp.GetChanges()))
-	})
+	return a.commitAs(ctx, c, p.edits, rev, action, yes, true)
 }

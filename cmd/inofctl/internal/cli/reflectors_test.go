@@ -192,6 +192,12 @@ func TestTwoReflectorsDay2(t *testing.T) {
 		out, _ := r1.ctl(t, "", "zone", "show", "red")
 		return strings.Contains(out, "10.0.0.9")
 	})
+	// Records and journal entries replicate separately: a rollback needs
+	// the entries of every change since (else it is refused, Unavailable).
+	eventually(t, "r2's journal entry on r1", func() bool {
+		j := journalJSON(t, r1)
+		return strings.Count(j, `"action"`) == 2 && j == journalJSON(t, r2)
+	})
 	if out := r1.must(t, "zoning", "rollback", applied, "--yes"); !strings.Contains(out, "revision "+applied) {
 		t.Fatalf("rollback: %s", out)
 	}

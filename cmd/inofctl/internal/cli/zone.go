@@ -2,10 +2,8 @@ package cli
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
-	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -23,27 +21,7 @@ func (a *app) zoneCommand() *cobra.Command {
 	}
 	var f changeFlags
 	edit := func(use, short string, args cobra.PositionalArgs, build func([]string) *inofv1.Edit) *cobra.Command {
-		takesMembers := strings.Contains(use, "MEMBER")
-		c := &cobra.Command{Use: use, Short: short, Args: args,
-			RunE: a.change(&f, func(args []string) ([]*inofv1.Edit, error) {
-				if takesMembers {
-					ms, err := a.members(&f, args[1:])
-					if err != nil {
-						return nil, err
-					}
-					if len(ms) == 0 && !strings.Contains(use, "[MEMBER") {
-						return nil, errors.New("no members: give MEMBER arguments, - for standard input, or --from-file")
-					}
-					args = append(args[:1:1], ms...)
-				}
-				return []*inofv1.Edit{build(args)}, nil
-			})}
-		if takesMembers {
-			f.registerMembers(c)
-		} else {
-			f.register(c)
-		}
-		return c
+		return a.editCommand(&f, use, short, args, build)
 	}
 	create := edit("create NAME [MEMBER...]", "Create a zone (like FC zonecreate)", cobra.MinimumNArgs(1), func(args []string) *inofv1.Edit {
 		return &inofv1.Edit{Edit: &inofv1.Edit_CreateZone{CreateZone: &inofv1.CreateZone{Name: args[0], Members: args[1:]}}}
@@ -121,25 +99,18 @@ func (a *app) zoneShow(ctx context.Context, c inofv1.FabricClient, args []string
 // completeZones completes the first argument with the zone names, the
 // others with members (completeMembers).
 func (a *app) completeZones(cmd *cobra.Command, args []string, _ string) ([]string, cobra.ShellCompDirective) {
-	if len(args) > 0 {
-		return a.completeMembers(cmd, args, "")
-	}
-	return a.completeWith(cmd, func(ctx context.Context, c inofv1.FabricClient) ([]string, error) {
-		z, err := c.GetZoning(ctx, &inofv1.GetZoningRequest{})
-		if err != nil {
-			return nil, err
-		}
-		names := make([]string, 0, len(z.GetZones()))
-		for _, x := range z.GetZones() {
-			names = append(names, x.GetName())
-		}
-		return names, nil
-	})
+	return completeNamesOf(a, cmd, args, (*inofv1.Zoning).GetZones)
 }
 
 // completeAliases completes the first argument with the alias names, the
 // others with members.
 func (a *app) completeAliases(cmd *cobra.Command, args []string, _ string) ([]string, cobra.ShellCompDirective) {
+	return completeNamesOf(a, cmd, args, (*inofv1.Zoning).GetAliases)
+}
+
+// completeNamesOf completes the first argument with the names of what list
+// returns, the others with members.
+func completeNamesOf[T namedMembers](a *app, cmd *cobra.Command, args []string, list func(*inofv1.Zoning) []T) ([]string, cobra.ShellCompDirective) {
 	if len(args) > 0 {
 		return a.completeMembers(cmd, args, "")
 	}
@@ -148,8 +119,8 @@ func (a *app) completeAliases(cmd *cobra.Command, args []string, _ string) ([]st
 		if err != nil {
 			return nil, err
 		}
-		names := make([]string, 0, len(z.GetAliases()))
-		for _, x := range z.GetAliases() {
+		var names []string
+		for _, x := range list(z) {
 			names = append(names, x.GetName())
 		}
 		return names, nil
