@@ -275,9 +275,14 @@ func sortEntries(es []Entry) {
 // effect never saw: edits made concurrently (on two reflectors at once, or
 // on both sides of a partition) of which last-writer-wins kept another.
 type Conflict struct {
-	Key    Key
-	Lost   []Version // the entries whose write of Key was overwritten unseen, oldest first
-	Winner Version   // the entry of the write in effect (zero if not in the journal)
+	Key Key
+	// Lost are the entries whose write of Key was overwritten unseen and
+	// that nobody has edited on top of since (open), oldest first.
+	Lost []Version
+	// Resolved are lost writes since which Key was edited again on a state
+	// that already held their loss (someone saw it and acted).
+	Resolved []Version
+	Winner   Version // the entry of the write in effect (zero if not in the journal)
 }
 
 // Conflicts finds the lost writes of the journal: for each record, the
@@ -307,6 +312,7 @@ func Conflicts(current Records, journal []Entry) []Conflict {
 			continue
 		}
 		chain := map[Version]bool{}
+		var bases []Version // the bases of the writes in effect
 		v := cur.Version
 		floor := Version{} // writes at or below it are not judged
 		for {
@@ -319,6 +325,7 @@ func Conflicts(current Records, journal []Entry) []Conflict {
 			if w.base == (Version{}) {
 				break
 			}
+			bases = append(bases, w.base)
 			v = w.base
 		}
 		c := Conflict{Key: k}
@@ -326,26 +333,44 @@ func Conflicts(current Records, journal []Entry) []Conflict {
 			c.Winner = w.entry
 		}
 		for nv, w := range ws {
-			if !chain[nv] && floor.Less(nv) {
+			if chain[nv] || !floor.Less(nv) {
+				continue
+			}
+			if slices.ContainsFunc(bases, func(b Version) bool { return nv.Less(b) }) {
+				c.Resolved = append(c.Resolved, w.entry)
+			} else {
 				c.Lost = append(c.Lost, w.entry)
 			}
 		}
-		if len(c.Lost) == 0 {
+		if len(c.Lost)+len(c.Resolved) == 0 {
 			continue
 		}
-		slices.SortFunc(c.Lost, func(a, b Version) int {
-			if a.Less(b) {
-				return -1
-			}
-			return 1
-		})
+		sortVersions(c.Lost)
+		sortVersions(c.Resolved)
 		out = append(out, c)
 	}
 	sort.Slice(out, func(i, j int) bool {
-		if out[i].Lost[0] != out[j].Lost[0] {
-			return out[i].Lost[0].Less(out[j].Lost[0])
+		a, b := out[i].first(), out[j].first()
+		if a != b {
+			return a.Less(b)
 		}
 		return out[i].Key.String() < out[j].Key.String()
 	})
 	return out
+}
+
+// first is the oldest lost write, open or resolved.
+func (c Conflict) first() Version {
+	all := append(slices.Clone(c.Lost), c.Resolved...)
+	sortVersions(all)
+	return all[0]
+}
+
+func sortVersions(vs []Version) {
+	slices.SortFunc(vs, func(a, b Version) int {
+		if a.Less(b) {
+			return -1
+		}
+		return 1
+	})
 }

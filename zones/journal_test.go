@@ -181,8 +181,8 @@ func TestJournalConflicts(t *testing.T) {
 	if e3.Writes[0].Base != eb.Writes[0].New {
 		t.Fatalf("the new edit is not on the write in effect: %+v", e3.Writes[0])
 	}
-	if cs, _ := a.Conflicts(); len(cs) != 1 || len(cs[0].Lost) != 1 || cs[0].Winner != e3.Version {
-		t.Fatalf("after the fix: %+v", cs)
+	if cs, _ := a.Conflicts(); len(cs) != 1 || len(cs[0].Lost) != 0 || len(cs[0].Resolved) != 1 || cs[0].Winner != e3.Version {
+		t.Fatalf("after the fix: %+v (want the lost edit resolved)", cs)
 	}
 }
 

@@ -80,6 +80,9 @@ func (s *server) ListJournal(ctx context.Context, req *inofv1.ListJournalRequest
 		for _, v := range c.Lost {
 			pc.Entries = append(pc.Entries, zones.EntryID(v))
 		}
+		for _, v := range c.Resolved {
+			pc.Resolved = append(pc.Resolved, zones.EntryID(v))
+		}
 		out.Conflicts = append(out.Conflicts, pc)
 	}
 	return out, nil

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	"github.com/openinof/inof/bgp"
@@ -143,7 +144,7 @@ func (r *Reflector) reportConflicts() {
 	still := map[zones.Version]bool{}
 	for _, c := range cs {
 		var fresh, names []string
-		for _, v := range c.Lost {
+		for _, v := range append(slices.Clone(c.Lost), c.Resolved...) {
 			still[v] = true
 			name := who[v] + " (" + zones.EntryID(v) + ")"
 			names = append(names, name)

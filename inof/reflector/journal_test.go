@@ -267,7 +267,7 @@ func TestConcurrentCommitsNoSilentLoss(t *testing.T) {
 	cs0, _ := rs[0].Conflicts()
 	cs1, _ := rs[1].Conflicts()
 	for _, c := range cs0 {
-		for _, v := range c.Lost {
+		for _, v := range append(c.Lost, c.Resolved...) {
 			inConflict[v] = true
 		}
 	}

@@ -2783,10 +2783,13 @@ func (x *JournalEntry) GetProfileYaml() string {
 // Conflict is a record with edits that the version in effect never saw:
 // made concurrently, they were lost to last-writer-wins.
 type Conflict struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Object        string                 `protobuf:"bytes,1,opt,name=object,proto3" json:"object,omitempty"`
-	Entries       []string               `protobuf:"bytes,2,rep,name=entries,proto3" json:"entries,omitempty"` // ids of the entries whose edit was lost, oldest first
-	Kept          string                 `protobuf:"bytes,3,opt,name=kept,proto3" json:"kept,omitempty"`       // the entry whose write is in effect (empty: older than the history)
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Object  string                 `protobuf:"bytes,1,opt,name=object,proto3" json:"object,omitempty"`
+	Entries []string               `protobuf:"bytes,2,rep,name=entries,proto3" json:"entries,omitempty"` // ids of the entries whose edit was lost, oldest first
+	Kept    string                 `protobuf:"bytes,3,opt,name=kept,proto3" json:"kept,omitempty"`       // the entry whose write is in effect (empty: older than the history)
+	// resolved are lost edits since which the object was edited again on
+	// top of their loss: someone saw it.
+	Resolved      []string `protobuf:"bytes,4,rep,name=resolved,proto3" json:"resolved,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2840,6 +2843,13 @@ func (x *Conflict) GetKept() string {
 		return x.Kept
 	}
 	return ""
+}
+
+func (x *Conflict) GetResolved() []string {
+	if x != nil {
+		return x.Resolved
+	}
+	return nil
 }
 
 type ListJournalResponse struct {
@@ -3434,11 +3444,12 @@ const file_inof_v1_inof_proto_rawDesc = "" +
 	"\aobjects\x18\b \x03(\tR\aobjects\x12\x16\n" +
 	"\x06writer\x18\t \x01(\tR\x06writer\x12!\n" +
 	"\fprofile_yaml\x18\n" +
-	" \x01(\tR\vprofileYaml\"P\n" +
+	" \x01(\tR\vprofileYaml\"l\n" +
 	"\bConflict\x12\x16\n" +
 	"\x06object\x18\x01 \x01(\tR\x06object\x12\x18\n" +
 	"\aentries\x18\x02 \x03(\tR\aentries\x12\x12\n" +
-	"\x04kept\x18\x03 \x01(\tR\x04kept\"\x9a\x01\n" +
+	"\x04kept\x18\x03 \x01(\tR\x04kept\x12\x1a\n" +
+	"\bresolved\x18\x04 \x03(\tR\bresolved\"\x9a\x01\n" +
 	"\x13ListJournalResponse\x12/\n" +
 	"\aentries\x18\x01 \x03(\v2\x15.inof.v1.JournalEntryR\aentries\x12/\n" +
 	"\tconflicts\x18\x02 \x03(\v2\x11.inof.v1.ConflictR\tconflicts\x12!\n" +

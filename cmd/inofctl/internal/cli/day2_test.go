@@ -8,7 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/openinof/inof/cmd/inofctl/internal/cli"
 	"github.com/openinof/inof/inof"
+	"github.com/openinof/inof/zones"
 )
 
 // writeFile writes a file of the test (DIR/name in the transcript).
@@ -134,4 +136,56 @@ func TestStagingRebase(t *testing.T) {
 		}
 	}
 	e.golden("rebase")
+}
+
+// TestConflictReported: an edit made here and one made concurrently on
+// another reflector (played by a second store whose records and journal
+// entries this one merges, as replication does) are both in the audit
+// trail, the lost one marked; audit --conflicts exits 3 until then.
+func TestConflictReported(t *testing.T) {
+	e := newEnv(t)
+	peer, err := zones.Open(filepath.Join(t.TempDir(), "peer.db"), zones.StoreOptions{RouterID: 0x0a000002,
+		Now: func() time.Time { return testTime }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer peer.Close()
+	sync := func(from, to *zones.Store) {
+		t.Helper()
+		j, err := from.Journal()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := to.Apply(from.Records()); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := to.AddEntries(j); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e.run("", "zone", "create", "x", "10.0.0.1", "--yes")
+	e.run("", "audit", "--conflicts")
+	sync(e.b.Store, peer)
+	e.run("", "zone", "add", "x", "10.0.0.2", "--yes") // here, while the peer is cut off
+	tx := peer.Begin()
+	tx.Note(zones.Note{Identity: "user:bob", Via: "tls 192.0.2.9:40000", Action: zones.ActionCommit})
+	if err := tx.AddZoneMembers("x", zones.MustParseMember("10.0.1.2")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	sync(peer, e.b.Store) // the link is back
+	sync(e.b.Store, peer)
+	if code := e.run("", "audit", "--conflicts"); code != cli.ExitConflict {
+		t.Errorf("audit --conflicts: exit %d, want %d", code, cli.ExitConflict)
+	}
+	e.run("", "audit", "-o", "yaml")
+	e.run("", "zone", "show", "x")
+	e.run("", "zone", "add", "x", "10.0.0.2", "--yes") // alice edits again, on what is in effect
+	if code := e.run("", "audit", "--conflicts"); code != 0 {
+		t.Errorf("after the new edit on top of the loss: exit %d, want 0 (listed as edited since)", code)
+	}
+	e.run("", "audit", "--identity", "tester", "--limit", "2", "-o", "yaml") // yaml: the pid in via varies in width
+	e.golden("conflict")
 }

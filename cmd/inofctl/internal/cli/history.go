@@ -208,10 +208,13 @@ func (a *app) printJournal(resp *inofv1.ListJournalResponse, current string, his
 	if err != nil {
 		return err
 	}
-	conflicted := map[string]bool{}
+	conflicted := map[string]string{}
 	for _, c := range resp.GetConflicts() {
 		for _, id := range c.GetEntries() {
-			conflicted[id] = true
+			conflicted[id] = "CONFLICT (lost) "
+		}
+		for _, id := range c.GetResolved() {
+			conflicted[id] = "conflict (lost, edited since) "
 		}
 	}
 	return a.print(v, func(w io.Writer) {
@@ -223,9 +226,7 @@ func (a *app) printJournal(resp *inofv1.ListJournalResponse, current string, his
 		for _, e := range resp.GetEntries() {
 			t := e.GetTime().AsTime().UTC().Format(time.RFC3339)
 			sum := e.GetSummary()
-			if conflicted[e.GetId()] {
-				sum = "CONFLICT " + sum
-			}
+			sum = conflicted[e.GetId()] + sum
 			if history {
 				mark := ""
 				if e.GetRevision() == current {
@@ -237,8 +238,10 @@ func (a *app) printJournal(resp *inofv1.ListJournalResponse, current string, his
 			}
 		}
 		for _, c := range resp.GetConflicts() {
-			fmt.Fprintf(w, "conflict: %s written concurrently by entries %s; %s is in effect\n",
-				c.GetObject(), strings.Join(c.GetEntries(), ", "), c.GetKept())
+			if len(c.GetEntries()) > 0 {
+				fmt.Fprintf(w, "conflict: the edits of %s to %s were lost to a concurrent one; %s is in effect\n",
+					strings.Join(c.GetEntries(), ", "), c.GetObject(), c.GetKept())
+			}
 		}
 	})
 }
@@ -252,7 +255,7 @@ func (a *app) auditCommand() *cobra.Command {
 			"oldest first, with the conflicts it reveals: a record two edits changed on the same base,\n" +
 			"of which last-writer-wins kept one. --since/--until take a time (RFC 3339) or a duration\n" +
 			"back from now (24h). With --conflicts only the conflicts are listed, and the exit code is 3\n" +
-			"if there are any.",
+			"while one is open: a lost edit on whose loss nobody has edited the object again.",
 		Args: cobra.NoArgs,
 		RunE: a.run(func(ctx context.Context, c inofv1.FabricClient, _ []string) error {
 			var err error
@@ -271,15 +274,21 @@ func (a *app) auditCommand() *cobra.Command {
 				if err != nil {
 					return err
 				}
+				open := 0
 				if err := a.print(map[string]any{"conflicts": list}, func(w io.Writer) {
-					row(w, "OBJECT", "ENTRIES", "IN EFFECT")
+					row(w, "OBJECT", "LOST", "EDITED SINCE", "IN EFFECT")
 					for _, c := range resp.GetConflicts() {
-						row(w, c.GetObject(), strings.Join(c.GetEntries(), ", "), c.GetKept())
+						row(w, c.GetObject(), strings.Join(c.GetEntries(), ", "), strings.Join(c.GetResolved(), ", "), c.GetKept())
 					}
 				}); err != nil {
 					return err
 				}
-				if n := len(resp.GetConflicts()); n > 0 {
+				for _, c := range resp.GetConflicts() {
+					if len(c.GetEntries()) > 0 {
+						open++
+					}
+				}
+				if n := open; n > 0 {
 					return exitError{ExitConflict, fmt.Errorf("%d conflict(s): edits were lost to concurrent commits; check the objects and edit again", n)}
 				}
 				return nil
