@@ -24,13 +24,17 @@ import (
 
 // reconcileJournal (sync loop, or the start steps) makes the journal
 // entries this reflector originates match the store's: it originates the
-// entries the replicator lacks and withdraws the ones the store dropped or
-// refused. It returns the parts originated.
+// entries the replicator lacks and withdraws the ones the bound dropped
+// (older than all of a full journal). It returns the parts originated.
 func (r *Reflector) reconcileJournal(ctx context.Context) (int, error) {
+	kept := r.store.JournalVersions()
 	want := map[string]zones.Version{}
-	for _, v := range r.store.JournalVersions() {
+	for _, v := range kept {
 		want[zones.EntryID(v)] = v
 	}
+	// Only an entry older than all of a full journal is gone for good; an
+	// entry not in the store yet may still be assembling its parts.
+	full := len(kept) >= r.opts.HistorySize
 	held := map[string]bool{}
 	var errs []error
 	for _, c := range r.repl.Objects() {
@@ -39,6 +43,9 @@ func (r *Reflector) reconcileJournal(ctx context.Context) (int, error) {
 		}
 		if _, ok := want[c.Name]; ok {
 			held[c.Name] = true
+			continue
+		}
+		if !full || !(zones.Version{Gen: c.Gen, RouterID: c.Writer}).Less(kept[0]) {
 			continue
 		}
 		if err := r.repl.Withdraw(ctx, c.Object()); err != nil {

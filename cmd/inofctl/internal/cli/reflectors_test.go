@@ -187,6 +187,18 @@ func TestTwoReflectorsDay2(t *testing.T) {
 		out, _ := r2.ctl(t, "", "zoning", "show")
 		return strings.Contains(out, "revision "+applied)
 	})
+	// session list counts what r1 advertised to r2 (its configuration
+	// copies), as numbers.
+	eventually(t, "records advertised to r2", func() bool {
+		var ss []struct {
+			Peer       string
+			Advertised uint64
+		}
+		if err := json.Unmarshal([]byte(r1.must(t, "session", "list", "-o", "json")), &ss); err != nil {
+			t.Fatal(err)
+		}
+		return len(ss) == 1 && ss[0].Peer == a2 && ss[0].Advertised > 0
+	})
 	r2.must(t, "zone", "add", "red", "10.0.0.9", "--yes")
 	eventually(t, "r2's edit on r1", func() bool {
 		out, _ := r1.ctl(t, "", "zone", "show", "red")
