@@ -2,6 +2,7 @@ package reflector
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/netip"
 	"slices"
@@ -344,4 +345,65 @@ func upWith(r *Reflector, addr string) bool {
 		}
 	}
 	return false
+}
+
+// TestJournalPartsAllOriginated: while entries of many parts arrive from
+// the peer and local commits run, each reflector ends up originating every
+// part of every entry it keeps (none withdrawn while it was assembling).
+func TestJournalPartsAllOriginated(t *testing.T) {
+	_, rs, _ := journalPair(t, 100)
+	var wg sync.WaitGroup
+	for w, r := range rs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			commit := func(edit func(*zones.Tx) error) bool {
+				for {
+					_, err := r.Commit(as("ci"), edit)
+					if !errors.Is(err, zones.ErrConflict) { // a merge landed meanwhile: again
+						if err != nil {
+							t.Error(err)
+						}
+						return err == nil
+					}
+				}
+			}
+			for i := range 6 {
+				name := fmt.Sprintf("z%d-%d", w, i)
+				if !commit(func(tx *zones.Tx) error { return tx.CreateZone(name, ipv4Members(1500)...) }) ||
+					!commit(func(tx *zones.Tx) error { return tx.DeleteZone(name) }) {
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	waitJournals(t, rs, 24)
+	for _, r := range rs {
+		es, _ := r.Journal()
+		want := map[string]int{}
+		for _, e := range es {
+			parts, err := configsync.JournalRecords(e)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want[e.ID()] = len(parts)
+		}
+		deadline := time.Now().Add(waitTimeout)
+		for {
+			got := map[string]int{}
+			for _, c := range r.repl.Objects() {
+				if configsync.KindOf(c) == configsync.KindJournal {
+					got[c.Name]++
+				}
+			}
+			if fmt.Sprint(got) == fmt.Sprint(want) {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s originates journal parts %v, want %v", r.opts.RouterID, got, want)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
 }
