@@ -43,16 +43,25 @@ func (s *server) journal() (JournalBackend, error) {
 	return j, nil
 }
 
-// ListJournal lists the journal entries the filters select and the
-// conflicts of the whole journal.
-func (s *server) ListJournal(ctx context.Context, req *inofv1.ListJournalRequest) (*inofv1.ListJournalResponse, error) {
+// entries returns the journal backend and its entries.
+func (s *server) entries(ctx context.Context) (JournalBackend, []zones.Entry, error) {
 	j, err := s.journal()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	es, err := j.Journal(ctx)
 	if err != nil {
-		return nil, statusOf(fmt.Errorf("journal: %w", err))
+		return nil, nil, statusOf(fmt.Errorf("journal: %w", err))
+	}
+	return j, es, nil
+}
+
+// ListJournal lists the journal entries the filters select and the
+// conflicts of the whole journal.
+func (s *server) ListJournal(ctx context.Context, req *inofv1.ListJournalRequest) (*inofv1.ListJournalResponse, error) {
+	j, es, err := s.entries(ctx)
+	if err != nil {
+		return nil, err
 	}
 	out := &inofv1.ListJournalResponse{HistorySize: uint32(j.HistorySize())}
 	for _, e := range es {
@@ -144,13 +153,9 @@ func entryProto(e zones.Entry) (*inofv1.JournalEntry, error) {
 // GetRevision returns the configuration of a retained zoning revision,
 // named by its revision (or a unique prefix of it) or by its entry id.
 func (s *server) GetRevision(ctx context.Context, req *inofv1.GetRevisionRequest) (*inofv1.Zoning, error) {
-	j, err := s.journal()
+	j, es, err := s.entries(ctx)
 	if err != nil {
 		return nil, err
-	}
-	es, err := j.Journal(ctx)
-	if err != nil {
-		return nil, statusOf(fmt.Errorf("journal: %w", err))
 	}
 	e, err := findRevision(es, req.GetRevision())
 	if err != nil {

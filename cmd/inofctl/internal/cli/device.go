@@ -54,16 +54,7 @@ func (a *app) deviceCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			list, err := plainList(resp.GetTargets())
-			if err != nil {
-				return err
-			}
-			return a.print(list, func(w io.Writer) {
-				row(w, "HOST", "SEES", "WHY")
-				for _, t := range resp.GetTargets() {
-					row(w, t.GetHost(), yesNo(t.GetVisible()), t.GetReason())
-				}
-			})
+			return a.printVisibility(resp, "HOST", (*inofv1.WhyResponse).GetHost)
 		})}
 	whoSees.Flags().BoolVar(&seesOnly, "visible-only", false, "list only the hosts that see the target")
 	cmd.AddCommand(list, why, whoSees)
@@ -130,14 +121,19 @@ func (a *app) deviceVisibility(ctx context.Context, c inofv1.FabricClient, host 
 	if err != nil {
 		return err
 	}
+	return a.printVisibility(resp, "TARGET", (*inofv1.WhyResponse).GetTarget)
+}
+
+// printVisibility lists explained pairs by the device other names.
+func (a *app) printVisibility(resp *inofv1.VisibilityResponse, heading string, other func(*inofv1.WhyResponse) string) error {
 	list, err := plainList(resp.GetTargets())
 	if err != nil {
 		return err
 	}
 	return a.print(list, func(w io.Writer) {
-		row(w, "TARGET", "SEES", "WHY")
+		row(w, heading, "SEES", "WHY")
 		for _, t := range resp.GetTargets() {
-			row(w, t.GetTarget(), yesNo(t.GetVisible()), t.GetReason())
+			row(w, other(t), yesNo(t.GetVisible()), t.GetReason())
 		}
 	})
 }
