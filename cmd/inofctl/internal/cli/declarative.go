@@ -238,5 +238,6 @@ func printPlan(w io.Writer, p plan) {
 // (unless yes), and commits the plan at the revision it was made against.
 func (a *app) applyPlan(ctx context.Context, c inofv1.FabricClient, p plan, rev, action string, yes bool) error {
 	printPlan(a.io.Err, p)
+	warnCatchAll(a.io.Err, p.edits)
 	return a.commitAs(ctx, c, p.edits, rev, action, yes, true)
 }
