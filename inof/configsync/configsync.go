@@ -26,6 +26,11 @@ const (
 	// KindLossless is the fabric's lossless profile: lossless.Encode as
 	// payload, one object (empty name, part 0).
 	KindLossless Kind = 16
+	// KindJournal is one journal entry of the zone store (history and
+	// audit): zones.Entry.MarshalBinary split into parts (JournalRecords),
+	// named by zones.EntryID, versioned by the entry's own version; never
+	// deleted, bounded by the store's history size (docs/records.md).
+	KindJournal Kind = 17
 )
 
 // Owner is who keeps the objects of a kind.
@@ -36,6 +41,7 @@ const (
 	OwnerNone      Owner = iota // not a kind this version knows: ignored
 	OwnerZoneStore              // zones.Store (reflector) / zones.Records (switch)
 	OwnerLossless               // the lossless profile in effect
+	OwnerJournal                // the zone store's journal (reflectors only)
 )
 
 var kinds = map[Kind]struct {
@@ -46,6 +52,7 @@ var kinds = map[Kind]struct {
 	KindZone:     {"zone", OwnerZoneStore},
 	KindAlias:    {"alias", OwnerZoneStore},
 	KindLossless: {"lossless", OwnerLossless},
+	KindJournal:  {"journal", OwnerJournal},
 }
 
 // KindOf returns the kind of a configuration record.

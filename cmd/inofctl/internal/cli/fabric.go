@@ -45,6 +45,9 @@ func (a *app) fabricShow(ctx context.Context, c inofv1.FabricClient, _ []string)
 	if err != nil {
 		return err
 	}
+	if m, ok := v.(map[string]any); ok {
+		m["revision"] = z.GetRevision()
+	}
 	return a.print(v, func(w io.Writer) {
 		fmt.Fprintf(w, "default-zone\t%s\n", onOff(z.GetSettings().GetDefaultZoneEnabled()))
 		fmt.Fprintf(w, "hard-zoning\t%s\n", onOff(z.GetSettings().GetHardZoning()))
