@@ -67,6 +67,11 @@ func (p Profile) checkHeadroom(add addFunc) {
 					plan.ECN.KmaxBytes, p.PFC.XoffThresholdBytes),
 				"lower ecn.kmax_bytes or raise pfc.xoff_threshold_bytes")
 		}
+		if port.HeadroomBytes != 0 && uint64(port.HeadroomBytes) > largestBuffer() {
+			add(field+".headroom_bytes", port.HeadroomBytes, RuleHeadroom,
+				fmt.Sprintf("is more than the packet buffer of any switch this renders for (the largest, %d B)", largestBuffer()),
+				"use the computed headroom (remove headroom_bytes) or a per-queue size in bytes")
+		}
 		if port.HeadroomBytes != 0 {
 			port.HeadroomBytes = 0
 			need, _ := PlanPort(p, port)
@@ -105,4 +110,16 @@ func (p Profile) checkMTU(add addFunc) {
 			fmt.Sprintf("headroom must count a full lossless packet (RoCE MTU %d)", p.RoCE.MTU),
 			fmt.Sprintf("set lossless_mtu to %d", p.RoCE.MTU))
 	}
+}
+
+// largestBuffer is the largest packet buffer of any known platform: a
+// per-queue headroom above it fits no switch, whatever the platform.
+func largestBuffer() uint64 {
+	var largest uint64
+	for _, pls := range platforms {
+		for _, pl := range pls {
+			largest = max(largest, pl.TotalBufferBytes)
+		}
+	}
+	return largest
 }

@@ -48,6 +48,7 @@ func TestValidateFailing(t *testing.T) {
 		{"cable too long for mlx5", func(p *Profile) { p.Ports[1].CableMeters = 1000 }, RuleHeadroom, "ports[1].cable_m"},
 		// 100G/300m needs 138084 B: xon 18432 + NIC xoff 119652 (see the golden table).
 		{"override too small", func(p *Profile) { p.Ports[2].HeadroomBytes = 100000 }, RuleHeadroom, "ports[2].headroom_bytes"},
+		{"override larger than any switch buffer", func(p *Profile) { p.Ports[2].HeadroomBytes = 4000000000 }, RuleHeadroom, "ports[2].headroom_bytes"},
 		{"no cell size", func(p *Profile) { p.SwitchBuffer.CellBytes = 0 }, RuleHeadroom, "switch_buffer.cell_bytes"},
 
 		{"no lossless priority", func(p *Profile) { p.LosslessPriorities = nil }, RulePFCLosslessOnly, "lossless_priorities"},
