@@ -8,12 +8,16 @@ import (
 	"fmt"
 	"log/slog"
 	"net/netip"
+	"os"
+	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/openinof/inof/inof"
 	"github.com/openinof/inof/integration/netns"
+	"github.com/openinof/inof/internal/syncbuf"
 )
 
 // vethPair opens AF_PACKET links on both ends of a veth joining two fresh
@@ -367,10 +371,19 @@ func TestPrivLinkWatcherOverflow(t *testing.T) {
 	hostNS := netns.New(t, "host")
 	netns.Veth(t, swNS, "sw1", hostNS, "eth0")
 	var w *LinkWatcher
-	if err := swNS.Do(func() (err error) { w, err = NewLinkWatcher(slog.New(slog.DiscardHandler)); return err }); err != nil {
+	var logs syncbuf.Buffer
+	if err := swNS.Do(func() (err error) {
+		w, err = NewLinkWatcher(slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug})))
+		return err
+	}); err != nil {
 		t.Fatal(err)
 	}
 	w.rcvbuf = 1024 // the kernel's minimum: a few messages
+	// A subscription idle for Wake ends by itself, and events sent after
+	// that reach no socket: on a loaded machine 1 s can pass between the
+	// stuck report and the flood. Five seconds is also how long the
+	// watcher may take to end after cancel.
+	w.wake = 5 * time.Second
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	release, stuck := make(chan struct{}), make(chan struct{}, 1)
@@ -396,18 +409,39 @@ func TestPrivLinkWatcherOverflow(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("no report from the initial dump")
 	}
+	// Each namespace's changes come from one `ip -batch`, so they arrive in
+	// a burst however slow the machine is at starting processes.
+	var adds, flaps strings.Builder
 	for i := range 60 {
-		swNS.MustIP("link", "add", fmt.Sprintf("v%d", i), "type", "veth", "peer", "name", fmt.Sprintf("v%dp", i))
-		hostNS.MustIP("link", "set", "eth0", map[bool]string{true: "down", false: "up"}[i%2 == 0])
+		fmt.Fprintf(&adds, "link add v%d type veth peer name v%dp\n", i, i)
+		fmt.Fprintf(&flaps, "link set eth0 %s\n", map[bool]string{true: "down", false: "up"}[i%2 == 0])
 	}
-	hostNS.MustIP("link", "set", "eth0", "down")
+	flaps.WriteString("link set eth0 down\n")
+	dir := t.TempDir()
+	for _, b := range []struct {
+		ns   *netns.NS
+		file string
+		text string
+	}{{swNS, "adds", adds.String()}, {hostNS, "flaps", flaps.String()}} {
+		path := filepath.Join(dir, b.file)
+		if err := os.WriteFile(path, []byte(b.text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		b.ns.MustIP("-batch", path)
+	}
 	close(release)
-	waitFor(t, "sw1 reported down after lost events", func() bool {
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(time.Millisecond) {
 		mu.Lock()
-		defer mu.Unlock()
 		running, ok := last["sw1"]
-		return ok && !running && w.LostEvents()+w.interrupted.Load() > 0
-	})
+		mu.Unlock()
+		if ok && !running && w.LostEvents()+w.interrupted.Load() > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("sw1 reported=%v running=%v; events lost %d times, interrupted %d times; log:\n%s",
+				ok, running, w.LostEvents(), w.interrupted.Load(), logs.String())
+		}
+	}
 	t.Logf("events lost %d times, subscriptions interrupted %d times", w.LostEvents(), w.interrupted.Load())
 	cancel()
 	if err := <-watchDone; err != context.Canceled {

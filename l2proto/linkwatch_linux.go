@@ -56,9 +56,19 @@ type LinkWatcher struct {
 	lost, interrupted atomic.Uint64
 }
 
+// startNetNS identifies the network namespace the process started in, read
+// during package initialisation, when the main thread cannot have left it
+// yet. Later, /proc/self/ns/net names the main thread's namespace, which a
+// goroutine locked to the main thread may have switched (as tests in
+// namespaces do).
+var startNetNS = func() (st unix.Stat_t) {
+	_ = unix.Stat("/proc/self/ns/net", &st) // zero if /proc is missing: never "own"
+	return st
+}()
+
 // NewLinkWatcher returns a watcher of the calling thread's network
 // namespace that logs to log (the daemon's logger, so that its lines take
-// the configured format). Outside the process's own namespace,
+// the configured format). Outside the namespace the process started in,
 // re-subscribing needs CAP_SYS_ADMIN (setns).
 func NewLinkWatcher(log *slog.Logger) (*LinkWatcher, error) {
 	if log == nil {
@@ -70,13 +80,12 @@ func NewLinkWatcher(log *slog.Logger) (*LinkWatcher, error) {
 	if err != nil {
 		return nil, fmt.Errorf("l2proto: current network namespace: %w", err)
 	}
-	own, err := netns.GetFromPath("/proc/self/ns/net")
-	if err != nil {
+	var st unix.Stat_t
+	if err := unix.Fstat(int(cur), &st); err != nil {
 		cur.Close()
-		return nil, fmt.Errorf("l2proto: process network namespace: %w", err)
+		return nil, fmt.Errorf("l2proto: current network namespace: %w", err)
 	}
-	defer own.Close()
-	if cur.Equal(own) {
+	if startNetNS.Ino != 0 && st.Dev == startNetNS.Dev && st.Ino == startNetNS.Ino {
 		cur.Close()
 	} else {
 		w.ns = &cur

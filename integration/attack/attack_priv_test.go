@@ -218,13 +218,13 @@ func TestPrivAttacks(t *testing.T) {
 		t.Fatal(err)
 	}
 	counted(t, leaf1, "inof_switch_frames_dropped_total", "query-unregistered-host", 1)
-	flood := make([]byte, 0)
 	for i := range 2000 {
 		l := &l2proto.LLDPDU{ChassisSubtype: l2proto.ChassisIDMAC, ChassisID: h3.MAC(), PortSubtype: l2proto.PortIDIfaceName,
 			PortID: []byte(fmt.Sprintf("flood_%d", i)), TTL: 120, Registration: &l2proto.Registration{Version: l2proto.RegistrationVer,
 				Addr: netip.AddrFrom4([4]byte{10, 77, byte(i >> 8), byte(i)}), Role: inof.RoleHost, Protocol: inof.ProtocolTCP,
 				ProtoVer: l2proto.ProtocolVersion1}}
-		if flood, err = l2proto.LLDPFrame(h3.MAC(), l); err != nil {
+		flood, err := l2proto.LLDPFrame(h3.MAC(), l)
+		if err != nil {
 			t.Fatal(err)
 		}
 		if err := h3.SendRaw(flood); err != nil {

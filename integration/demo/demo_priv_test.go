@@ -27,9 +27,6 @@ func TestMain(m *testing.M) {
 }
 
 const (
-	// redNQN and blueNQN are the two targets' subsystem NQNs.
-	redNQN  = topo.DemoRedNQN
-	blueNQN = topo.DemoBlueNQN
 	// wait bounds every wait for something the fabric should do at once;
 	// generous, because two shared cores may be busy.
 	wait = 30 * time.Second
