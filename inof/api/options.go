@@ -31,10 +31,14 @@ type Options struct {
 	TokensFile string `yaml:"tokens_file"`
 	// TokenFile holds one token shared by every remote admin.
 	TokenFile string `yaml:"token_file"`
+	// ConsoleListen is a TCP address for the web console (HTTPS, /ui/,
+	// docs/console.md) with the TLS and the remote identities of Listen;
+	// empty disables it. Only a reflector serves it.
+	ConsoleListen string `yaml:"console_listen"`
 }
 
 // Enabled reports whether the API is served at all.
-func (o Options) Enabled() bool { return o.Socket != "" || o.Listen != "" }
+func (o Options) Enabled() bool { return o.Socket != "" || o.Listen != "" || o.ConsoleListen != "" }
 
 // Validate reports every problem, joined, naming the keys under "api.".
 func (o Options) Validate() error {
@@ -46,6 +50,15 @@ func (o Options) Validate() error {
 		if o.TLSCert == "" || o.TLSKey == "" || (o.TokenFile == "" && o.TokensFile == "" && o.ClientCA == "") {
 			errs = append(errs, errors.New("api.listen: needs api.tls_cert, api.tls_key and a way to tell callers apart: "+
 				"api.client_ca with api.clients, api.tokens_file or api.token_file (no plaintext or unauthenticated remote access)"))
+		}
+	}
+	if o.ConsoleListen != "" {
+		if _, _, err := net.SplitHostPort(o.ConsoleListen); err != nil {
+			errs = append(errs, fmt.Errorf("api.console_listen %q: want host:port", o.ConsoleListen))
+		}
+		if o.TLSCert == "" || o.TLSKey == "" || (o.TokenFile == "" && o.TokensFile == "" && o.ClientCA == "") {
+			errs = append(errs, errors.New("api.console_listen: needs api.tls_cert, api.tls_key and a way to tell callers apart: "+
+				"api.client_ca with api.clients, api.tokens_file or api.token_file (the console is never served in plaintext nor to anyone)"))
 		}
 	}
 	if (o.ClientCA == "") != (len(o.Clients) == 0) {
@@ -71,5 +84,6 @@ func (o Options) Validate() error {
 func (o Options) ServeOptions(readOnly bool, events *Feed, log *slog.Logger) ServeOptions {
 	return ServeOptions{Socket: o.Socket, SocketGroup: o.SocketGroup, UnixIdentities: o.UnixIdentities,
 		Listen: o.Listen, TLSCertFile: o.TLSCert, TLSKeyFile: o.TLSKey, ClientCA: o.ClientCA, Clients: o.Clients,
-		TokensFile: o.TokensFile, TokenFile: o.TokenFile, ReadOnly: readOnly, Events: events, Logger: log}
+		TokensFile: o.TokensFile, TokenFile: o.TokenFile, ReadOnly: readOnly, Events: events, Logger: log,
+		ConsoleListen: o.ConsoleListen}
 }
