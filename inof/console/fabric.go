@@ -131,7 +131,7 @@ func topology(v fabricView, ports map[string]string) template.HTML {
 	width := max(nsw, len(v.Reflectors)+1) * colW
 	height := top + 2*rowH + maxDevs*devH + 30
 	var b strings.Builder
-	fmt.Fprintf(&b, `<svg class="topology" viewBox="0 0 %d %d" role="img" aria-label="fabric topology" xmlns="http://www.w3.org/2000/svg">`, width, height)
+	fmt.Fprintf(&b, `<svg class="topology" width="%d" height="%d" viewBox="0 0 %d %d" role="img" aria-label="fabric topology" xmlns="http://www.w3.org/2000/svg">`, width, height, width, height)
 	esc := template.HTMLEscapeString
 	node := func(x, y int, cls, label, sub string) {
 		fmt.Fprintf(&b, `<g class="node %s"><rect x="%d" y="%d" width="%d" height="40" rx="6"/><text x="%d" y="%d">%s</text><text class="sub" x="%d" y="%d">%s</text></g>`,
