@@ -43,24 +43,8 @@ func (o Options) Enabled() bool { return o.Socket != "" || o.Listen != "" || o.C
 // Validate reports every problem, joined, naming the keys under "api.".
 func (o Options) Validate() error {
 	var errs []error
-	if o.Listen != "" {
-		if _, _, err := net.SplitHostPort(o.Listen); err != nil {
-			errs = append(errs, fmt.Errorf("api.listen %q: want host:port", o.Listen))
-		}
-		if o.TLSCert == "" || o.TLSKey == "" || (o.TokenFile == "" && o.TokensFile == "" && o.ClientCA == "") {
-			errs = append(errs, errors.New("api.listen: needs api.tls_cert, api.tls_key and a way to tell callers apart: "+
-				"api.client_ca with api.clients, api.tokens_file or api.token_file (no plaintext or unauthenticated remote access)"))
-		}
-	}
-	if o.ConsoleListen != "" {
-		if _, _, err := net.SplitHostPort(o.ConsoleListen); err != nil {
-			errs = append(errs, fmt.Errorf("api.console_listen %q: want host:port", o.ConsoleListen))
-		}
-		if o.TLSCert == "" || o.TLSKey == "" || (o.TokenFile == "" && o.TokensFile == "" && o.ClientCA == "") {
-			errs = append(errs, errors.New("api.console_listen: needs api.tls_cert, api.tls_key and a way to tell callers apart: "+
-				"api.client_ca with api.clients, api.tokens_file or api.token_file (the console is never served in plaintext nor to anyone)"))
-		}
-	}
+	errs = append(errs, o.remote("api.listen", o.Listen, "no plaintext or unauthenticated remote access")...)
+	errs = append(errs, o.remote("api.console_listen", o.ConsoleListen, "the console is never served in plaintext nor to anyone")...)
 	if (o.ClientCA == "") != (len(o.Clients) == 0) {
 		errs = append(errs, errors.New("api.client_ca and api.clients go together"))
 	}
@@ -78,6 +62,23 @@ func (o Options) Validate() error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// remote checks a TCP listener's address (key, "" when off) and that TLS
+// and remote identities are configured for it.
+func (o Options) remote(key, addr, why string) []error {
+	if addr == "" {
+		return nil
+	}
+	var errs []error
+	if _, _, err := net.SplitHostPort(addr); err != nil {
+		errs = append(errs, fmt.Errorf("%s %q: want host:port", key, addr))
+	}
+	if o.TLSCert == "" || o.TLSKey == "" || (o.TokenFile == "" && o.TokensFile == "" && o.ClientCA == "") {
+		errs = append(errs, fmt.Errorf("%s: needs api.tls_cert, api.tls_key and a way to tell callers apart: "+
+			"api.client_ca with api.clients, api.tokens_file or api.token_file (%s)", key, why))
+	}
+	return errs
 }
 
 // ServeOptions returns the server options for these settings.

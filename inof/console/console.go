@@ -15,6 +15,7 @@ import (
 
 	"google.golang.org/grpc/status"
 
+	"github.com/openinof/inof/inof"
 	"github.com/openinof/inof/inof/api"
 	inofv1 "github.com/openinof/inof/inof/api/v1"
 )
@@ -188,18 +189,9 @@ func roundDuration(d time.Duration) time.Duration {
 	return d.Round(time.Millisecond)
 }
 
-// roleName is a device role as inofctl prints it.
-func roleName(r inofv1.Role) string {
-	switch r {
-	case inofv1.Role_ROLE_HOST:
-		return "host"
-	case inofv1.Role_ROLE_TARGET:
-		return "target"
-	case inofv1.Role_ROLE_BOTH:
-		return "both"
-	}
-	return "unknown"
-}
+// roleName is a device role in the vocabulary's words (inofv1's roles are
+// the vocabulary's numbers).
+func roleName(r inofv1.Role) string { return inof.Role(r).String() }
 
 // bounded returns a context for one page's API calls.
 func bounded(r *http.Request) (context.Context, context.CancelFunc) {

@@ -40,11 +40,7 @@ type zonesView struct {
 func (c *Console) zones(r *http.Request) (string, any, error) {
 	ctx, cancel := bounded(r)
 	defer cancel()
-	z, err := c.f.GetZoning(ctx, &inofv1.GetZoningRequest{})
-	if err != nil {
-		return "", nil, err
-	}
-	devs, err := c.f.ListDevices(ctx, &inofv1.ListDevicesRequest{})
+	z, devs, err := c.zoningAndDevices(ctx)
 	if err != nil {
 		return "", nil, err
 	}
@@ -73,11 +69,7 @@ func (c *Console) zones(r *http.Request) (string, any, error) {
 func (c *Console) matrixPage(r *http.Request) (string, any, error) {
 	ctx, cancel := bounded(r)
 	defer cancel()
-	z, err := c.f.GetZoning(ctx, &inofv1.GetZoningRequest{})
-	if err != nil {
-		return "", nil, err
-	}
-	devs, err := c.f.ListDevices(ctx, &inofv1.ListDevicesRequest{})
+	z, devs, err := c.zoningAndDevices(ctx)
 	if err != nil {
 		return "", nil, err
 	}
@@ -87,6 +79,19 @@ func (c *Console) matrixPage(r *http.Request) (string, any, error) {
 	}
 	m.Revision = z.GetRevision()
 	return "Who sees whom", m, nil
+}
+
+// zoningAndDevices returns the committed zoning and every device.
+func (c *Console) zoningAndDevices(ctx context.Context) (*inofv1.Zoning, *inofv1.ListDevicesResponse, error) {
+	z, err := c.f.GetZoning(ctx, &inofv1.GetZoningRequest{})
+	if err != nil {
+		return nil, nil, err
+	}
+	devs, err := c.f.ListDevices(ctx, &inofv1.ListDevicesRequest{})
+	if err != nil {
+		return nil, nil, err
+	}
+	return z, devs, nil
 }
 
 // matrix asks Visibility for each host, the call behind `inofctl device

@@ -101,15 +101,7 @@ func TestPrivConsoleInChromium(t *testing.T) {
 	ctx, cancel := browser(t, chromium)
 	defer cancel()
 	problems := watchConsole(ctx)
-	if err := chromedp.Do(ctx,
-		chromedp.Func(func(ctx context.Context, _ *chromedp.Target) error {
-			if _, err := chromedp.Call(ctx, network.Enable, network.EnableParams{}); err != nil {
-				return err
-			}
-			_, err := chromedp.Call(ctx, network.SetExtraHTTPHeaders,
-				network.SetExtraHTTPHeadersParams{Headers: network.Headers{"Authorization": "Bearer " + viewerToken}})
-			return err
-		})); err != nil {
+	if err := chromedp.Do(ctx, bearer(viewerToken)); err != nil {
 		t.Fatal(err)
 	}
 
@@ -181,14 +173,7 @@ func TestPrivConsoleInChromium(t *testing.T) {
 	zctx, zcancel := chromedp.NewContext(ctx)
 	defer zcancel()
 	zproblems := watchConsole(zctx)
-	if err := chromedp.Do(zctx, chromedp.Func(func(ctx context.Context, _ *chromedp.Target) error {
-		if _, err := chromedp.Call(ctx, network.Enable, network.EnableParams{}); err != nil {
-			return err
-		}
-		_, err := chromedp.Call(ctx, network.SetExtraHTTPHeaders,
-			network.SetExtraHTTPHeadersParams{Headers: network.Headers{"Authorization": "Bearer " + viewerToken}})
-		return err
-	})); err != nil {
+	if err := chromedp.Do(zctx, bearer(viewerToken)); err != nil {
 		t.Fatal(err)
 	}
 	load(t, ctx, base+"/ui/events")
@@ -279,6 +264,19 @@ func TestPrivConsoleInChromium(t *testing.T) {
 		t.Errorf("browser console (zones tab): %s", p)
 	}
 	t.Logf("fabric up in %v, browser part %v; screenshots in %s", fabricUp.Sub(start), time.Since(fabricUp), art)
+}
+
+// bearer makes the tab send the token with every request, as a browser
+// that answered the login prompt sends its credentials.
+func bearer(token string) chromedp.Action[chromedp.Void] {
+	return chromedp.Func(func(ctx context.Context, _ *chromedp.Target) error {
+		if _, err := chromedp.Call(ctx, network.Enable, network.EnableParams{}); err != nil {
+			return err
+		}
+		_, err := chromedp.Call(ctx, network.SetExtraHTTPHeaders,
+			network.SetExtraHTTPHeadersParams{Headers: network.Headers{"Authorization": "Bearer " + token}})
+		return err
+	})
 }
 
 func pool(t *testing.T, file string) *x509.CertPool {
