@@ -158,6 +158,30 @@ func TestPrivConsoleInChromium(t *testing.T) {
 	if err := chromedp.Do(ctx, dark(false)); err != nil {
 		t.Fatal(err)
 	}
+	// Without JavaScript: a filter is a plain form, the pages are whole.
+	nctx, ncancel := chromedp.NewContext(ctx)
+	defer ncancel()
+	if err := chromedp.Do(nctx, bearer(viewerToken), chromedp.Func(func(ctx context.Context, _ *chromedp.Target) error {
+		_, err := chromedp.Call(ctx, emulation.SetScriptExecutionDisabled, emulation.SetScriptExecutionDisabledParams{Value: true})
+		return err
+	})); err != nil {
+		t.Fatal(err)
+	}
+	for path, want := range map[string][]string{
+		"/ui/devices?role=host": {h1, h2, "2 of 3 devices"},
+		"/ui/zones":             {"same zone red", "hard zoning blocks"},
+		"/ui/events":            {"Without JavaScript this page does not update by itself", "device joined"},
+	} {
+		text, _ := load(t, nctx, base+path)
+		for _, w := range want {
+			if !strings.Contains(text, w) {
+				t.Errorf("%s without JavaScript: no %q in\n%s", path, w, text)
+			}
+		}
+	}
+	shot(t, nctx, art, "/ui/events-nojs", "laptop")
+	ncancel()
+
 	// Pages and live parts so far with no console error; the writes below
 	// make the browser log their refusals.
 	for _, p := range problems() {

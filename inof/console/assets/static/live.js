@@ -42,6 +42,7 @@
         td.textContent = v;
         tr.appendChild(td);
       }
+      tr.lastChild.className = "attrs";
       body.insertBefore(tr, body.firstChild);
       while (body.rows.length > 300) body.deleteRow(body.rows.length - 1);
     }
