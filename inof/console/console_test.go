@@ -45,7 +45,7 @@ type site struct {
 	b      *apitest.Backend
 }
 
-func newSite(t *testing.T) *site {
+func newSite(t testing.TB) *site {
 	t.Helper()
 	dir := t.TempDir()
 	ca := testpki.NewCA(t, dir, "console-ca")
@@ -137,7 +137,7 @@ func (s *site) do(t *testing.T, c *http.Client, method, path, token string) (int
 	return resp.StatusCode, html.UnescapeString(string(b)), resp.Header
 }
 
-func (s *site) commit(t *testing.T, edits ...*inofv1.Edit) {
+func (s *site) commit(t testing.TB, edits ...*inofv1.Edit) {
 	t.Helper()
 	if _, err := s.api.ApplyZoning(context.Background(), &inofv1.ApplyZoningRequest{Edits: edits}); err != nil {
 		t.Fatal(err)
