@@ -238,6 +238,25 @@ func TestPrivConsoleInChromium(t *testing.T) {
 	}
 	seenMatrix := time.Since(changed)
 	t.Logf("inofctl zone create → row on the open events page in %v, matrix cell ✓ in %v (inofctl's own run included)", seenEvents, seenMatrix)
+	// Pause holds new events back (and counts them); resume shows them.
+	n1, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.getElementById("pause").click(), ` + zoningRows))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := rr.Inofctl("zone", "add", "blue", h1, "--yes"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](fmt.Sprintf(`/[1-9]\d* waiting/.test(document.getElementById("pause").textContent) && %s === %d`, zoningRows, n1),
+		chromedp.WithPollingTimeout(15*time.Second), chromedp.WithPollingInterval(20*time.Millisecond))); err != nil {
+		t.Fatalf("paused: the zoning event was not held back and counted: %v", err)
+	}
+	if _, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`document.getElementById("pause").click(), true`)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](fmt.Sprintf(`%s > %d`, zoningRows, n1),
+		chromedp.WithPollingTimeout(5*time.Second), chromedp.WithPollingInterval(200*time.Millisecond))); err != nil {
+		t.Fatalf("resumed: the held event never showed: %v", err)
+	}
 	shot(t, ctx, art, "/ui/events-live", "laptop")
 	shot(t, zctx, art, "/ui/zones-live", "laptop")
 	why, err := rr.Inofctl("device", "why", h2, tgt)
