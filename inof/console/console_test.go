@@ -414,3 +414,32 @@ func TestHandlerErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestHostileNamesAreEscaped: what hosts register (an NQN) reaches the
+// pages; markup in it must stay text, in the tables and in the SVG.
+func TestHostileNamesAreEscaped(t *testing.T) {
+	s := newSite(t)
+	evil := `nqn.2014-08.org.example:"><script>alert(1)</script><svg onload=alert(2)>`
+	d := devices()
+	d[0].NQN = evil
+	s.b.SetDevices(d...)
+	s.commit(t, createZone(`red`, "10.1.0.1", "10.1.1.1"))
+	c := s.client("")
+	for _, path := range []string{"/ui/fabric", "/ui/zones", "/ui/devices", "/ui/devices/10.1.0.1", "/ui/devices?q=script"} {
+		req, _ := http.NewRequest("GET", s.url+path, nil)
+		req.Header.Set("Authorization", "Bearer "+viewerToken)
+		resp, err := c.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		raw, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		body := string(raw)
+		if strings.Contains(body, "<script>alert") || strings.Contains(body, "<svg onload") {
+			t.Errorf("%s: the NQN's markup is in the page as markup", path)
+		}
+		if path == "/ui/devices" && !strings.Contains(body, "&lt;script&gt;alert(1)&lt;/script&gt;") {
+			t.Errorf("%s: the NQN is not shown as text", path)
+		}
+	}
+}
