@@ -4,6 +4,9 @@ import (
 	"context"
 	"net/http"
 
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
 	inofv1 "github.com/openinof/inof/inof/api/v1"
 )
 
@@ -126,6 +129,14 @@ func (c *Console) matrix(ctx context.Context, devs []*inofv1.Device) (matrix, er
 			}
 		}
 		resp, err := c.f.Visibility(ctx, &inofv1.VisibilityRequest{Host: h.GetAddress()})
+		if status.Code(err) == codes.NotFound {
+			// The host left between the device list and this question.
+			for i := range row {
+				row[i] = cell{Reason: "host no longer registered"}
+			}
+			m.Cells = append(m.Cells, row)
+			continue
+		}
 		if err != nil {
 			return matrix{}, err
 		}
