@@ -20,6 +20,9 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
 	"github.com/openinof/inof/inof"
 	"github.com/openinof/inof/inof/api"
 	"github.com/openinof/inof/inof/api/apiclient"
@@ -441,5 +444,32 @@ func TestHostileNamesAreEscaped(t *testing.T) {
 		if path == "/ui/devices" && !strings.Contains(body, "&lt;script&gt;alert(1)&lt;/script&gt;") {
 			t.Errorf("%s: the NQN is not shown as text", path)
 		}
+	}
+}
+
+// leaving is the API with one host gone between the device list and the
+// question about it.
+type leaving struct {
+	inofv1.FabricServer
+	gone string
+}
+
+func (l leaving) Visibility(ctx context.Context, req *inofv1.VisibilityRequest) (*inofv1.VisibilityResponse, error) {
+	if req.GetHost() == l.gone {
+		return nil, status.Errorf(codes.NotFound, "host %s is not registered", l.gone)
+	}
+	return l.FabricServer.Visibility(ctx, req)
+}
+
+// TestMatrixHostLeaving: a host that leaves while the matrix is asked is
+// shown as gone; the page still renders.
+func TestMatrixHostLeaving(t *testing.T) {
+	s := newSite(t)
+	h := console.New(leaving{FabricServer: s.fabric, gone: "10.1.0.2"}, console.Options{Logger: slog.New(slog.DiscardHandler)})
+	rec := httptest.NewRecorder()
+	ctx := api.WithIdentity(context.Background(), api.Identity{Name: "vera", Role: api.RoleViewer})
+	h.ServeHTTP(rec, httptest.NewRequestWithContext(ctx, "GET", "/ui/zones", nil))
+	if rec.Code != http.StatusOK || !strings.Contains(rec.Body.String(), "host no longer registered") {
+		t.Errorf("%d\n%s", rec.Code, rec.Body)
 	}
 }
