@@ -73,6 +73,8 @@ func TestDependencyDirection(t *testing.T) {
 				t.Errorf("%s imports %s: building blocks import only the vocabulary", pkg, imp)
 			case under(pkg, "inof/api") && blockOf(imp) == "bgp":
 				t.Errorf("%s imports %s: the API serves what the daemons hand it, not BGP records", pkg, imp)
+			case under(pkg, "inof/console") && (blockOf(imp) != "" || under(imp, "inof/reflector") || under(imp, "inof/switchagent")):
+				t.Errorf("%s imports %s: the console shows what the API answers, through the API's implementation only", pkg, imp)
 			case under(pkg, "inof/hostagent") && (blockOf(imp) == "bgp" || blockOf(imp) == "zones" || imp == "inof/api"):
 				t.Errorf("%s imports %s: the host agent talks to the fabric through inof/api/apiclient only", pkg, imp)
 			}

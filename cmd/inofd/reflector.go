@@ -2,10 +2,13 @@ package main
 
 import (
 	"context"
+	"net/http"
 
 	"github.com/spf13/pflag"
 
 	"github.com/openinof/inof/inof/api"
+	inofv1 "github.com/openinof/inof/inof/api/v1"
+	"github.com/openinof/inof/inof/console"
 	"github.com/openinof/inof/inof/daemon"
 	"github.com/openinof/inof/inof/reflector"
 )
@@ -53,6 +56,7 @@ func runReflector(env runEnv) error {
 		// "not running" until the reflector is ready.
 		so := opts.API.ServeOptions(false, events, log)
 		so.Role = "reflector"
+		so.Console = func(f inofv1.FabricServer) http.Handler { return console.New(f, console.Options{Logger: log}) }
 		srv, err := api.NewServer(so, r.API())
 		if err != nil {
 			return err

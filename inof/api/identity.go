@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/subtle"
 	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -216,17 +217,25 @@ func (a *authenticator) identify(ctx context.Context) (Identity, error) {
 	case unixPeer:
 		return a.unixIdentity(info)
 	case credentials.TLSInfo:
-		if chains := info.State.VerifiedChains; len(chains) > 0 && len(chains[0]) > 0 {
-			cn := chains[0][0].Subject.CommonName
-			role, ok := a.certs[cn]
-			if !ok {
-				return Identity{}, status.Errorf(codes.PermissionDenied, "certificate subject %q is not in api.clients", cn)
-			}
-			return Identity{Name: cn, Role: role, Via: "certificate"}, nil
-		}
-		return a.tokenIdentity(ctx)
+		md, _ := metadata.FromIncomingContext(ctx)
+		return a.remoteIdentity(info.State.VerifiedChains, md.Get("authorization"))
 	}
 	return Identity{}, status.Error(codes.Unauthenticated, "unknown transport")
+}
+
+// remoteIdentity establishes the identity of a TLS caller (the TCP API or
+// the console): its verified client certificate's subject, else its bearer
+// token (authz holds the values of its authorization metadata or header).
+func (a *authenticator) remoteIdentity(chains [][]*x509.Certificate, authz []string) (Identity, error) {
+	if len(chains) > 0 && len(chains[0]) > 0 {
+		cn := chains[0][0].Subject.CommonName
+		role, ok := a.certs[cn]
+		if !ok {
+			return Identity{}, status.Errorf(codes.PermissionDenied, "certificate subject %q is not in api.clients", cn)
+		}
+		return Identity{Name: cn, Role: role, Via: "certificate"}, nil
+	}
+	return a.tokenIdentity(authz)
 }
 
 func (a *authenticator) unixIdentity(p unixPeer) (Identity, error) {
@@ -271,9 +280,7 @@ func or(s, def string) string {
 	return def
 }
 
-func (a *authenticator) tokenIdentity(ctx context.Context) (Identity, error) {
-	md, _ := metadata.FromIncomingContext(ctx)
-	vals := md.Get("authorization")
+func (a *authenticator) tokenIdentity(vals []string) (Identity, error) {
 	if len(vals) == 0 {
 		return Identity{}, status.Error(codes.Unauthenticated, "no client certificate and no bearer token")
 	}

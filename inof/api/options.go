@@ -31,23 +31,20 @@ type Options struct {
 	TokensFile string `yaml:"tokens_file"`
 	// TokenFile holds one token shared by every remote admin.
 	TokenFile string `yaml:"token_file"`
+	// ConsoleListen is a TCP address for the web console (HTTPS, /ui/,
+	// docs/console.md) with the TLS and the remote identities of Listen;
+	// empty disables it. Only a reflector serves it.
+	ConsoleListen string `yaml:"console_listen"`
 }
 
 // Enabled reports whether the API is served at all.
-func (o Options) Enabled() bool { return o.Socket != "" || o.Listen != "" }
+func (o Options) Enabled() bool { return o.Socket != "" || o.Listen != "" || o.ConsoleListen != "" }
 
 // Validate reports every problem, joined, naming the keys under "api.".
 func (o Options) Validate() error {
 	var errs []error
-	if o.Listen != "" {
-		if _, _, err := net.SplitHostPort(o.Listen); err != nil {
-			errs = append(errs, fmt.Errorf("api.listen %q: want host:port", o.Listen))
-		}
-		if o.TLSCert == "" || o.TLSKey == "" || (o.TokenFile == "" && o.TokensFile == "" && o.ClientCA == "") {
-			errs = append(errs, errors.New("api.listen: needs api.tls_cert, api.tls_key and a way to tell callers apart: "+
-				"api.client_ca with api.clients, api.tokens_file or api.token_file (no plaintext or unauthenticated remote access)"))
-		}
-	}
+	errs = append(errs, o.remote("api.listen", o.Listen, "no plaintext or unauthenticated remote access")...)
+	errs = append(errs, o.remote("api.console_listen", o.ConsoleListen, "the console is never served in plaintext nor to anyone")...)
 	if (o.ClientCA == "") != (len(o.Clients) == 0) {
 		errs = append(errs, errors.New("api.client_ca and api.clients go together"))
 	}
@@ -67,9 +64,27 @@ func (o Options) Validate() error {
 	return errors.Join(errs...)
 }
 
+// remote checks a TCP listener's address (key, "" when off) and that TLS
+// and remote identities are configured for it.
+func (o Options) remote(key, addr, why string) []error {
+	if addr == "" {
+		return nil
+	}
+	var errs []error
+	if _, _, err := net.SplitHostPort(addr); err != nil {
+		errs = append(errs, fmt.Errorf("%s %q: want host:port", key, addr))
+	}
+	if o.TLSCert == "" || o.TLSKey == "" || (o.TokenFile == "" && o.TokensFile == "" && o.ClientCA == "") {
+		errs = append(errs, fmt.Errorf("%s: needs api.tls_cert, api.tls_key and a way to tell callers apart: "+
+			"api.client_ca with api.clients, api.tokens_file or api.token_file (%s)", key, why))
+	}
+	return errs
+}
+
 // ServeOptions returns the server options for these settings.
 func (o Options) ServeOptions(readOnly bool, events *Feed, log *slog.Logger) ServeOptions {
 	return ServeOptions{Socket: o.Socket, SocketGroup: o.SocketGroup, UnixIdentities: o.UnixIdentities,
 		Listen: o.Listen, TLSCertFile: o.TLSCert, TLSKeyFile: o.TLSKey, ClientCA: o.ClientCA, Clients: o.Clients,
-		TokensFile: o.TokensFile, TokenFile: o.TokenFile, ReadOnly: readOnly, Events: events, Logger: log}
+		TokensFile: o.TokensFile, TokenFile: o.TokenFile, ReadOnly: readOnly, Events: events, Logger: log,
+		ConsoleListen: o.ConsoleListen}
 }

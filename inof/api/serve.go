@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"net"
+	"net/http"
 	"os"
 	"os/user"
 	"path/filepath"
@@ -64,6 +65,12 @@ type ServeOptions struct {
 	// Role is the daemon's role as Version reports it ("reflector",
 	// "switch").
 	Role string
+	// ConsoleListen is a TCP address (host:port) of an HTTPS listener for
+	// the web console, served by Console with the TLS certificate and the
+	// remote identities of Listen (client certificates, tokens); empty
+	// disables it.
+	ConsoleListen string
+	Console       ConsoleHandler
 }
 
 // Server is the API on its listeners. Run serves until its context ends.
@@ -73,6 +80,8 @@ type Server struct {
 	lis     []net.Listener
 	health  []*health.Server
 	closing chan struct{} // closed at shutdown: ends following streams
+	web     *http.Server  // the console, if ConsoleListen is set
+	webLis  net.Listener
 }
 
 // Serve listens as opts say and serves b until ctx ends.
@@ -87,7 +96,7 @@ func Serve(ctx context.Context, opts ServeOptions, b Backend) error {
 // NewServer opens the listeners. Run serves them; if Run is never called,
 // Close releases them.
 func NewServer(opts ServeOptions, b Backend) (*Server, error) {
-	if opts.Socket == "" && opts.Listen == "" {
+	if opts.Socket == "" && opts.Listen == "" && opts.ConsoleListen == "" {
 		return nil, errors.New("api: neither a socket nor a TCP address to serve on")
 	}
 	if opts.Logger == nil {
@@ -129,6 +138,12 @@ func NewServer(opts ServeOptions, b Backend) (*Server, error) {
 			return nil, fmt.Errorf("api: %w", err)
 		}
 		s.add(l, impl, append(auth.interceptors(), grpc.Creds(credentials.NewTLS(cfg)))...)
+	}
+	if opts.ConsoleListen != "" {
+		if err := s.listenConsole(impl, auth); err != nil {
+			s.Close()
+			return nil, err
+		}
 	}
 	return s, nil
 }
@@ -245,7 +260,7 @@ func (s *Server) TCPAddr() net.Addr {
 // Run serves until ctx ends, then stops accepting calls, ends event
 // streams, waits up to StopTimeout for running calls and returns.
 func (s *Server) Run(ctx context.Context) error {
-	errs := make(chan error, len(s.servers))
+	errs := make(chan error, len(s.servers)+1)
 	var wg sync.WaitGroup
 	for i, g := range s.servers {
 		wg.Add(1)
@@ -256,6 +271,16 @@ func (s *Server) Run(ctx context.Context) error {
 			}
 		}()
 		s.opts.Logger.Info("api: serving", "addr", s.lis[i].Addr().String())
+	}
+	if s.web != nil {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := s.web.ServeTLS(s.webLis, "", ""); !errors.Is(err, http.ErrServerClosed) {
+				errs <- fmt.Errorf("api: console %s: %w", s.webLis.Addr(), err)
+			}
+		}()
+		s.opts.Logger.Info("api: serving the console", "addr", s.webLis.Addr().String(), "path", "/ui/")
 	}
 	var err error
 	select {
@@ -274,14 +299,23 @@ func (s *Server) stop() {
 		h.Shutdown()
 	}
 	done := make(chan struct{})
+	t := time.NewTimer(s.opts.StopTimeout)
+	defer t.Stop()
 	go func() {
 		for _, g := range s.servers {
 			g.GracefulStop()
 		}
 		close(done)
 	}()
-	t := time.NewTimer(s.opts.StopTimeout)
-	defer t.Stop()
+	if s.web != nil {
+		// Live pages end with the closing channel; give the rest the same
+		// time as the calls.
+		ctx, cancel := context.WithTimeout(context.Background(), s.opts.StopTimeout)
+		if err := s.web.Shutdown(ctx); err != nil {
+			s.web.Close()
+		}
+		cancel()
+	}
 	select {
 	case <-done:
 	case <-t.C:
@@ -296,5 +330,8 @@ func (s *Server) stop() {
 func (s *Server) Close() {
 	for _, l := range s.lis {
 		l.Close()
+	}
+	if s.webLis != nil {
+		s.webLis.Close()
 	}
 }

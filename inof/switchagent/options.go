@@ -143,6 +143,9 @@ func (o *Options) Validate() error {
 	if err := o.API.Validate(); err != nil {
 		errs = append(errs, err)
 	}
+	if o.API.ConsoleListen != "" {
+		add("api.console_listen: the web console is a reflector's (a switch serves none)")
+	}
 	if o.Settle < 0 {
 		add("settle %s: must not be negative", o.Settle)
 	}

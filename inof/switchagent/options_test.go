@@ -70,3 +70,11 @@ func TestRenamedBFDKeys(t *testing.T) {
 		t.Fatalf("old and new name together: %v", err)
 	}
 }
+
+func TestSwitchServesNoConsole(t *testing.T) {
+	o := DefaultOptions()
+	o.API.ConsoleListen = "127.0.0.1:9443"
+	if err := o.Validate(); err == nil || !strings.Contains(err.Error(), "api.console_listen: the web console is a reflector's") {
+		t.Errorf("a switch with api.console_listen: %v", err)
+	}
+}

@@ -16,6 +16,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	inofv1 "github.com/openinof/inof/inof/api/v1"
+	"github.com/openinof/inof/inof/api/zoningfile"
 )
 
 // ExitConflict is the exit code of `inofctl audit --conflicts` when the
@@ -48,7 +49,7 @@ func (a *app) zoningDeclarativeCommands() []*cobra.Command {
 		w := a.io.Out
 		if file != "" && file != "-" {
 			var sb strings.Builder
-			if err := encodeFile(&sb, fileOf(z), z.GetRevision()); err != nil {
+			if err := encodeFile(&sb, zoningfile.Of(z), z.GetRevision()); err != nil {
 				return err
 			}
 			if err := writeFileAtomic(file, []byte(sb.String()), 0o644); err != nil {
@@ -57,7 +58,7 @@ func (a *app) zoningDeclarativeCommands() []*cobra.Command {
 			fmt.Fprintf(a.io.Err, "exported revision %s to %s\n", z.GetRevision(), file)
 			return nil
 		}
-		return encodeFile(w, fileOf(z), z.GetRevision())
+		return encodeFile(w, zoningfile.Of(z), z.GetRevision())
 	})
 	export.Flags().StringVarP(&file, "file", "f", "", "write to FILE instead of standard output")
 	export.Flags().StringVar(&exportRev, "revision", "", "export this retained revision (zoning history)")
@@ -81,8 +82,8 @@ func (a *app) zoningDeclarativeCommands() []*cobra.Command {
 			if err != nil {
 				return err
 			}
-			p := planFor(fileOf(cur), want)
-			if len(p.edits) == 0 {
+			p := zoningfile.PlanFor(zoningfile.Of(cur), want)
+			if len(p.Edits) == 0 {
 				fmt.Fprintf(a.io.Out, "no change: the fabric already matches %s (revision %s)\n", applyFile, cur.GetRevision())
 				return nil
 			}
@@ -103,8 +104,8 @@ func (a *app) zoningDeclarativeCommands() []*cobra.Command {
 			if err != nil {
 				return err
 			}
-			p := planFor(fileOf(cur), fileOf(old))
-			if len(p.edits) == 0 {
+			p := zoningfile.PlanFor(zoningfile.Of(cur), zoningfile.Of(old))
+			if len(p.Edits) == 0 {
 				fmt.Fprintf(a.io.Out, "no change: revision %s is the configuration in effect\n", old.GetRevision())
 				return nil
 			}
@@ -183,19 +184,19 @@ func (a *app) zoningRevisionDiff(ctx context.Context, c inofv1.FabricClient, r1,
 	if err != nil {
 		return err
 	}
-	p := planFor(fileOf(from), fileOf(to))
-	out := map[string]any{"from": from.GetRevision(), "to": to.GetRevision(), "changes": p.diff}
-	if p.diff == nil {
+	p := zoningfile.PlanFor(zoningfile.Of(from), zoningfile.Of(to))
+	out := map[string]any{"from": from.GetRevision(), "to": to.GetRevision(), "changes": p.Diff}
+	if p.Diff == nil {
 		out["changes"] = []string{}
 	}
 	return a.print(out, func(w io.Writer) {
 		fmt.Fprintf(w, "from revision %s to %s: ", from.GetRevision(), to.GetRevision())
-		if len(p.diff) == 0 {
+		if len(p.Diff) == 0 {
 			fmt.Fprintln(w, "no change")
 			return
 		}
-		fmt.Fprintf(w, "%d change(s)\n", len(p.diff))
-		for _, l := range p.diff {
+		fmt.Fprintf(w, "%d change(s)\n", len(p.Diff))
+		for _, l := range p.Diff {
 			fmt.Fprintf(w, "  %s\n", l)
 		}
 	})

@@ -14,6 +14,8 @@ import (
 	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/types/known/timestamppb"
 	"gopkg.in/yaml.v3"
+
+	"github.com/openinof/inof/inof/api/zoningfile"
 )
 
 // plain turns a protobuf message into plain maps and lists for JSON and
@@ -163,7 +165,7 @@ func listNamed[T namedMembers](a *app, revision, key, heading string, xs []T) er
 	return a.print(map[string]any{"revision": revision, key: list}, func(w io.Writer) {
 		row(w, heading, "COUNT", "MEMBERS")
 		for _, x := range xs {
-			row(w, x.GetName(), len(x.GetMembers()), truncateList(x.GetMembers(), ", ", listMembers))
+			row(w, x.GetName(), len(x.GetMembers()), zoningfile.TruncateList(x.GetMembers(), ", ", listMembers))
 		}
 	})
 }
