@@ -30,6 +30,10 @@ type Conn struct {
 	State         uint8 // TCP state (1 established, 2 syn-sent, ...)
 }
 
+// StateSynSent is the TCP state of a connect waiting for the peer's
+// answer (the kernel's TCP_SYN_SENT).
+const StateSynSent = 2
+
 // List returns the IPv4 TCP connections from local address src to
 // dst:dport (dport 0 matches any port).
 func List(src, dst netip.Addr, dport uint16) ([]Conn, error) {
@@ -58,6 +62,20 @@ func List(src, dst netip.Addr, dport uint16) ([]Conn, error) {
 // how many it aborted; one that closed meanwhile is skipped. The error
 // joins every failure.
 func Destroy(src, dst netip.Addr, dport uint16) (int, error) {
+	return destroy(src, dst, dport, func(Conn) bool { return true })
+}
+
+// DestroyConnecting aborts only the connects from src to dst:dport that
+// still wait for an answer (SYN_SENT): a blocking connect returns
+// ECONNABORTED at once, established connections are left alone. The host
+// agent uses it when a path's link is back: a reconnect attempt the kernel
+// began while the link was down would otherwise wait out its SYN
+// retransmissions.
+func DestroyConnecting(src, dst netip.Addr, dport uint16) (int, error) {
+	return destroy(src, dst, dport, func(c Conn) bool { return c.State == StateSynSent })
+}
+
+func destroy(src, dst netip.Addr, dport uint16, match func(Conn) bool) (int, error) {
 	conns, err := List(src, dst, dport)
 	if err != nil {
 		return 0, err
@@ -65,6 +83,9 @@ func Destroy(src, dst netip.Addr, dport uint16) (int, error) {
 	n := 0
 	var errs []error
 	for _, c := range conns {
+		if !match(c) {
+			continue
+		}
 		err := netlink.SocketDestroy(net.TCPAddrFromAddrPort(c.Local), net.TCPAddrFromAddrPort(c.Remote))
 		if errors.Is(err, unix.ENOENT) {
 			continue // closed between the dump and the destroy
