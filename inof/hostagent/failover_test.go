@@ -63,8 +63,8 @@ func dualPath(t *testing.T, h *harness) (a, b string) {
 // TestFailoverWithLiveSibling: reason 1 on a path with a live sibling
 // resets that path at once (no restrain time) and keeps its controller;
 // the link-up active cancels the removal that disconnect_on all had
-// waiting for the restrain time and connects nothing (the kernel
-// reconnects the kept controller).
+// waiting for the restrain time, aborts the path's waiting connect and
+// connects nothing (the kernel reconnects the kept controller).
 func TestFailoverWithLiveSibling(t *testing.T) {
 	o := testOptions(t)
 	o.Failover.Method = FailoverReset
@@ -82,8 +82,12 @@ func TestFailoverWithLiveSibling(t *testing.T) {
 	waitMetric(t, h, "inof_host_failovers_total", map[string]string{"result": "sibling"}, 1)
 	// Link back within the restrain time: the removal is cancelled and
 	// the kept (reconnecting) controller is not connected again: the
-	// kernel reconnects it.
+	// kernel reconnects it, once the attempt it began while the link was
+	// down is aborted.
 	h.notify(active("10.0.0.100", 4))
+	if c := h.kern.next(t); c != "rejoin 10.0.0.2>10.0.0.100:4420 "+a {
+		t.Fatalf("kernel call %q, want the reconnect of %s hurried", c, a)
+	}
 	h.nv.expect(t, "list-subsys")
 	clk.Advance(time.Minute)
 	h.notify(inactive("10.0.0.200", 5, inof.ReasonZoneChange)) // zone change: no failover
@@ -319,4 +323,35 @@ func waitMetric(t *testing.T, h *harness, name string, labels map[string]string,
 		}
 		time.Sleep(time.Millisecond)
 	}
+}
+
+// TestFailoverFromOtherHostAddress: a dead target address is dead from
+// every host interface. The agent owns a path to 10.0.0.100 from another
+// host address (10.0.0.3, as a host's second NIC whose leaf died: it hears
+// nothing there); reason 7 for 10.0.0.100 heard on eth0 fails that path
+// over too (abort from 10.0.0.3, then reset). A zone change (4) and a
+// degraded path (2) for the same address touch no other host address.
+func TestFailoverFromOtherHostAddress(t *testing.T) {
+	o := testOptions(t)
+	o.DisconnectOn = DisconnectNever
+	nv := newFakeNVMe()
+	other := Path{Transport: "tcp", TrAddr: "10.0.0.100", TrSvcID: "4420", HostTrAddr: "10.0.0.3", SubNQN: subNQN}
+	dev := nv.add(fakeCtrl{transport: "tcp", traddr: other.TrAddr, trsvcid: other.TrSvcID, hostTraddr: other.HostTrAddr,
+		nqn: subNQN, hostNQN: hostNQN})
+	if err := saveState(o.StateFile, []ownedController{{Path: other, Device: dev}}); err != nil {
+		t.Fatal(err)
+	}
+	h := start(t, o, newFakeClock(), nv)
+	h.nv.expect(t, "list-subsys") // reconcile at start
+	h.notify(inactive("10.0.0.100", 1, inof.ReasonZoneChange))
+	h.notify(inactive("10.0.0.100", 2, inof.ReasonPFCStorm))
+	h.notify(inactive("10.0.0.100", 3, inof.ReasonBFDDown))
+	want := []string{"abort 10.0.0.3>10.0.0.100:4420", "reset " + dev}
+	for _, w := range want {
+		if c := h.kern.next(t); c != w {
+			t.Fatalf("kernel call %q, want %q (only reason 7 fails the other address's path over)", c, w)
+		}
+	}
+	waitMetric(t, h, "inof_host_failovers_total", map[string]string{"result": "last-path"}, 1)
+	h.kern.none(t)
 }
