@@ -34,7 +34,9 @@ type Kernel interface {
 	// that is not an NVMe-oF controller is an error.
 	Path(device string) (KernelPath, error)
 	// AbortTCP aborts the TCP connections from host to target:port
-	// (inet_diag socket destroy) and returns how many.
+	// (inet_diag socket destroy) and returns how many. A connect still
+	// waiting for an answer (the kernel's reconnect attempt) carries no
+	// I/O and is left alone.
 	AbortTCP(host, target netip.Addr, port uint16) (int, error)
 	// Rejoin hurries the reconnect of the given controllers (reconnecting
 	// on the path host → target:port) once the path's link is back: a
@@ -161,7 +163,7 @@ func (k SysfsKernel) FailFast(device string) error {
 
 // AbortTCP implements Kernel.
 func (SysfsKernel) AbortTCP(host, target netip.Addr, port uint16) (int, error) {
-	return sockdiag.Destroy(host, target, port)
+	return sockdiag.DestroyStates(host, target, port, sockdiag.Connections.Without(sockdiag.StateSynSent))
 }
 
 // rejoinWait bounds how long Rejoin keeps reconnect_delay at 0 after the

@@ -73,8 +73,38 @@ func TestPrivDestroy(t *testing.T) {
 	if _, err := bystander.Read(make([]byte, 1)); !os.IsTimeout(err) {
 		t.Fatalf("the other connection: %v, want it open (a read timeout)", err)
 	}
-	if _, err := Destroy(netip.MustParseAddr("::1"), netip.MustParseAddr("::1"), port); !errors.Is(err, ErrIPv6) {
-		t.Fatalf("IPv6: %v, want ErrIPv6", err)
+}
+
+// TestPrivDestroyIPv6: the same on IPv6 loopback.
+func TestPrivDestroyIPv6(t *testing.T) {
+	requireRoot(t)
+	l, err := net.Listen("tcp6", "[::1]:0")
+	if err != nil {
+		t.Skipf("no IPv6 loopback: %v", err)
+	}
+	defer l.Close()
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			defer c.Close()
+		}
+	}()
+	c, err := net.Dial("tcp6", l.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	lo := netip.MustParseAddr("::1")
+	port := uint16(l.Addr().(*net.TCPAddr).Port)
+	if n, err := Destroy(lo, lo, port); n != 1 || err != nil {
+		t.Fatalf("destroy: %d, %v; want the client's connection", n, err)
+	}
+	c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if _, err := c.Read(make([]byte, 1)); !errors.Is(err, syscall.ECONNABORTED) {
+		t.Fatalf("read on the aborted connection: %v, want ECONNABORTED", err)
 	}
 }
 
