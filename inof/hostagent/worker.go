@@ -3,6 +3,7 @@ package hostagent
 import (
 	"context"
 	"net/netip"
+	"runtime"
 	"slices"
 	"strings"
 	"time"
@@ -209,6 +210,10 @@ func (w *worker) handle(ev event) uint64 {
 		if pathDead(n.Reason) {
 			w.failOthers(k, n, gen, ev.at)
 		}
+		// The lanes' first action moves the I/O: let them run before this
+		// goroutine logs (on a host with one CPU for the agent, it would
+		// otherwise hold it until it blocks).
+		runtime.Gosched()
 	}
 	if !w.forces(n.Reason) {
 		log.Info("target inactive; controller kept for multipath and keep-alive", "reason", n.Reason,
@@ -236,9 +241,9 @@ func (w *worker) failOthers(k targetKey, n l2proto.Notification, gen uint64, at 
 		if ok == k || ok.Target != k.Target || ok.Port != k.Port || ok.Protocol != k.Protocol {
 			continue
 		}
+		w.lane(ok).push(job{op: opFailover, gen: gen, n: n, at: at}, false)
 		w.a.log.Info("target address dead: failing over its path from another host address too", "target", n.Target,
 			"notified_host", n.Host, "host", ok.Host, "reason", n.Reason)
-		w.lane(ok).push(job{op: opFailover, gen: gen, n: n, at: at}, false)
 	}
 }
 
