@@ -173,12 +173,23 @@ type IOStall struct {
 // StallReport is the meter's result (see ctlproto.StallReport).
 type StallReport = ctlproto.StallReport
 
-// StartIOStall starts the meter on dev (e.g. /dev/nvme0n1).
+// StartIOStall starts the meter on dev (e.g. /dev/nvme0n1) and returns
+// once it reads (and takes the report signals: before that, one would
+// kill it).
 func (g *Guest) StartIOStall(ctx context.Context, dev string) (*IOStall, error) {
 	w := &syncbuf.Buffer{}
 	p, err := g.Start(ctx, []string{GuestIOStall, "-dev", dev}, w)
 	if err != nil {
 		return nil, err
+	}
+	for !strings.Contains(w.String(), "iostall: reading") {
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("vm: %s: iostall did not start: %w (output %q)", g.Name, ctx.Err(), truncate(w.String(), 400))
+		case <-p.Done():
+			return nil, fmt.Errorf("vm: %s: iostall exited: %q", g.Name, truncate(w.String(), 400))
+		case <-time.After(20 * time.Millisecond):
+		}
 	}
 	return &IOStall{p: p, out: w}, nil
 }

@@ -41,7 +41,7 @@ func (m *meter) done(err error) {
 	m.rep.Reads++
 	if gap := now.Sub(m.last); gap > time.Duration(m.rep.MaxGapMS*float64(time.Millisecond)) {
 		m.rep.MaxGapMS = float64(gap) / float64(time.Millisecond)
-		m.rep.MaxGapEnd = uptime()
+		m.rep.MaxGapEnd, m.rep.MaxGapEndNS = uptime(), now.UnixNano()
 	}
 	if gap := now.Sub(m.last); gap >= m.report {
 		fmt.Printf("iostall: gap %.0f ms ended at uptime %.2f\n", float64(gap)/float64(time.Millisecond), uptime())
@@ -55,7 +55,7 @@ func (m *meter) final() ctlproto.StallReport {
 	defer m.mu.Unlock()
 	r := m.rep
 	if gap := float64(now.Sub(m.last)) / float64(time.Millisecond); gap > r.MaxGapMS {
-		r.MaxGapMS, r.MaxGapEnd = gap, uptime()
+		r.MaxGapMS, r.MaxGapEnd, r.MaxGapEndNS = gap, uptime(), now.UnixNano()
 	}
 	r.Seconds = now.Sub(m.start).Seconds()
 	return r

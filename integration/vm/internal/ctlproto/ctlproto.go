@@ -80,6 +80,8 @@ type StallReport struct {
 	MaxGapMS float64 `json:"max_gap_ms"`
 	// MaxGapEnd is the guest uptime (s) when the longest gap ended.
 	MaxGapEnd float64 `json:"max_gap_end"`
+	// MaxGapEndNS is the guest's wall clock (Unix ns) then.
+	MaxGapEndNS int64 `json:"max_gap_end_ns,omitempty"`
 	// Seconds is how long the loop ran.
 	Seconds float64 `json:"seconds"`
 }
