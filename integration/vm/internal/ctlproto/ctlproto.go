@@ -84,4 +84,19 @@ type StallReport struct {
 	MaxGapEndNS int64 `json:"max_gap_end_ns,omitempty"`
 	// Seconds is how long the loop ran.
 	Seconds float64 `json:"seconds"`
+	// Gaps are the window's gaps of at least the meter's -record length
+	// (the first MaxGaps of them, the one in progress last): what the
+	// test needs to tell the gap an outage caused from the others.
+	Gaps []Gap `json:"gaps,omitempty"`
+}
+
+// MaxGaps bounds StallReport.Gaps.
+const MaxGaps = 64
+
+// Gap is one gap between completed reads: from the completion before it
+// to the one that ended it (or to the report, for the gap in progress), on
+// the guest's wall clock (Unix ns).
+type Gap struct {
+	StartNS int64 `json:"start_ns"`
+	EndNS   int64 `json:"end_ns"`
 }

@@ -1,0 +1,56 @@
+package main
+
+import (
+	"testing"
+	"time"
+
+	"github.com/openinof/inof/integration/vm/internal/ctlproto"
+)
+
+// TestMeterGaps: the meter lists every gap of at least -record between
+// completed reads, with the one in progress at a report, and starts the
+// list afresh in a new window.
+func TestMeterGaps(t *testing.T) {
+	now := time.Now()
+	m := &meter{start: now, last: now, report: time.Hour, record: 5 * time.Millisecond}
+	m.done(nil) // no gap of 5 ms yet, in any but a frozen machine: may or may not be listed
+	first := len(m.final().Gaps)
+	time.Sleep(6 * time.Millisecond)
+	m.done(nil)
+	r := m.final()
+	if len(r.Gaps) != first+1 {
+		t.Fatalf("gaps %+v, want %d", r.Gaps, first+1)
+	}
+	g := r.Gaps[len(r.Gaps)-1]
+	if d := time.Duration(g.EndNS - g.StartNS); d < 6*time.Millisecond {
+		t.Fatalf("gap of %v listed, the loop slept 6 ms", d)
+	}
+	if r.Reads != 2 {
+		t.Fatalf("reads %d, want 2", r.Reads)
+	}
+	time.Sleep(6 * time.Millisecond)
+	// The gap in progress is in the report, and not kept in the meter.
+	if r := m.window(); len(r.Gaps) != first+2 {
+		t.Fatalf("window: gaps %+v, want %d with the one in progress", r.Gaps, first+2)
+	}
+	m.done(nil)
+	r = m.final()
+	if len(r.Gaps) != 1 || r.Reads != 1 {
+		t.Fatalf("new window: %+v, want the gap that went on into it and one read", r)
+	}
+	if time.Duration(r.Gaps[0].EndNS-r.Gaps[0].StartNS) < 6*time.Millisecond {
+		t.Fatalf("new window's gap %+v counts from the last read of the old one", r.Gaps[0])
+	}
+}
+
+// TestMeterGapsBounded: a window lists at most ctlproto.MaxGaps gaps.
+func TestMeterGapsBounded(t *testing.T) {
+	now := time.Now()
+	m := &meter{start: now, last: now, report: time.Hour, record: 0}
+	for range 200 {
+		m.done(nil)
+	}
+	if n := len(m.final().Gaps); n != ctlproto.MaxGaps {
+		t.Fatalf("%d gaps listed, want %d", n, ctlproto.MaxGaps)
+	}
+}
