@@ -144,9 +144,7 @@ func startFailFabric(b *testing.B, kernel string, hosts []failoverHost, zoned bo
 	}
 	b.Cleanup(func() {
 		for _, h := range ff.hosts {
-			if h.meter != nil {
-				h.meter.Stop(context.Background())
-			}
+			stopMeter(h)
 		}
 	})
 	return ff
@@ -202,13 +200,26 @@ func (ff *failFabric) startMeter(ctx context.Context, h *fabHost) {
 	if _, err := h.n.Guest().Sh(ctx, "for p in /sys/class/nvme-subsystem/*/iopolicy; do echo "+h.iopolicy+" > $p; done"); err != nil {
 		b.Fatal(err)
 	}
-	if h.meter != nil {
-		h.meter.Stop(ctx)
-	}
+	stopMeter(h)
 	if h.meter, err = h.n.Guest().StartIOStall(ctx, "/dev/"+nss[0]); err != nil {
 		b.Fatal(err)
 	}
 }
+
+// stopMeter stops the host's read loop, waiting at most meterStop: a read
+// stuck in the guest's kernel (no path, I/O queued) cannot be killed, and
+// the loop is then left behind.
+func stopMeter(h *fabHost) {
+	if h.meter == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), meterStop)
+	defer cancel()
+	h.meter.Stop(ctx)
+	h.meter = nil
+}
+
+const meterStop = 20 * time.Second
 
 // zone runs inofctl zone ARGS... --yes and waits until every switch
 // applied it.
@@ -263,6 +274,9 @@ type sample struct {
 	heard   time.Time // the host's agent read that frame
 	acted   time.Time // the agent's first action on the path (the TCP abort)
 	resumed time.Time // the outage's gap ended
+	mended  time.Time
+	active  time.Time // a switch sent the host its first active for t0
+	hurried time.Time // the agent began hurrying the kernel's reconnect (zero: it did not)
 }
 
 // idleWindow is how long each outage first watches the reads with nothing
@@ -382,6 +396,11 @@ func (ff *failFabric) measure(o outage, i int) []*sample {
 		}
 	}
 	up := o.mend()
+	for _, s := range out {
+		if s != nil {
+			s.mended = up
+		}
+	}
 	b.Logf("%s %d: mended at %s", o.name, i, up.UTC().Format(time.RFC3339Nano))
 	seen := make([]bool, n)
 	for waiting := count(out); waiting > 0; time.Sleep(20 * time.Millisecond) {
@@ -416,9 +435,13 @@ func (ff *failFabric) measure(o outage, i int) []*sample {
 		}
 		log := h.n.Log()[marks[k]:]
 		s.heard, s.acted = agentTimes(log, ff.t0, h.addrs, offsets[k])
+		s.hurried = hurriedTime(log, ff.t0, h.addrs, offsets[k])
 		for sw, mark := range swMarks {
-			if t, ok := notifyTime(sw.Log()[mark:], ff.t0, h.addrs); ok && (s.sent.IsZero() || t.Before(s.sent)) {
+			if t, ok := notifyTime(sw.Log()[mark:], ff.t0, h.addrs, "inactive"); ok && (s.sent.IsZero() || t.Before(s.sent)) {
 				s.sent = t
+			}
+			if t, ok := notifyTime(sw.Log()[mark:], ff.t0, h.addrs, "active"); ok && (s.active.IsZero() || t.Before(s.active)) {
+				s.active = t
 			}
 		}
 		if o.allPaths {
@@ -453,22 +476,49 @@ func count(s []*sample) int {
 	return n
 }
 
-// breakdown says where a sample's stall went, when the logs tell.
+// breakdown says where a sample's stall and link-back time went, when the
+// logs tell.
 func (s *sample) breakdown() string {
-	if s.sent.IsZero() || s.acted.IsZero() {
-		return ""
+	r := ""
+	if !s.sent.IsZero() && !s.acted.IsZero() {
+		r = fmt.Sprintf(" (switch sent +%s, agent read +%s, acted +%s", ms(s.sent.Sub(s.broke)), ms(s.heard.Sub(s.broke)), ms(s.acted.Sub(s.broke)))
+		if !s.resumed.IsZero() {
+			r += fmt.Sprintf(", reads went on +%s", ms(s.resumed.Sub(s.broke)))
+		}
+		r += ")"
 	}
-	r := fmt.Sprintf(" (switch sent +%s, agent read +%s, acted +%s", ms(s.sent.Sub(s.broke)), ms(s.heard.Sub(s.broke)), ms(s.acted.Sub(s.broke)))
-	if !s.resumed.IsZero() {
-		r += fmt.Sprintf(", reads went on +%s", ms(s.resumed.Sub(s.broke)))
+	if !s.active.IsZero() {
+		r += fmt.Sprintf(" (back: switch sent active +%s", ms(s.active.Sub(s.mended)))
+		if !s.hurried.IsZero() {
+			r += fmt.Sprintf(", agent hurried the reconnect +%s", ms(s.hurried.Sub(s.mended)))
+		}
+		r += ")"
 	}
-	return r + ")"
+	return r
 }
 
 var (
 	failedOverLine = regexp.MustCompile(`time=(\S+) level=INFO msg="path failed over" path="tcp:([^:]+):\d+ from (\S+) [^"]*"[^\n]* notified_to_acted=(\S+) acted=(\S+) view=\S+ done=(\S+)`)
-	notifyLine     = regexp.MustCompile(`time=(\S+) level=INFO msg=notify port=\S+ host=(\S+) target=(\S+) state=inactive`)
+	notifyLine     = regexp.MustCompile(`time=(\S+) level=INFO msg=notify port=\S+ host=(\S+) target=(\S+) state=(\S+)`)
+	pathBackLine   = regexp.MustCompile(`time=(\S+) level=INFO msg="path back: [^"]*" target=(\S+) host=(\S+) [^\n]* took=(\S+)`)
 )
+
+// hurriedTime is when the agent first began hurrying the kernel's
+// reconnect of its path to target (Kernel.Rejoin), on the test's clock;
+// zero when it did not.
+func hurriedTime(log, target string, addrs []string, offset time.Duration) time.Time {
+	for _, m := range pathBackLine.FindAllStringSubmatch(log, -1) {
+		if m[2] != target || !slices.Contains(addrs, m[3]) {
+			continue
+		}
+		end, err := time.Parse(time.RFC3339Nano, m[1])
+		took, err1 := time.ParseDuration(m[4])
+		if err == nil && err1 == nil {
+			return end.Add(-took).Add(-offset)
+		}
+	}
+	return time.Time{}
+}
 
 // agentTimes reads from an agent's log the first failover of its path to
 // target (from any of its addresses): when the agent read the
@@ -494,11 +544,11 @@ func agentTimes(log, target string, addrs []string, offset time.Duration) (heard
 	return time.Time{}, time.Time{}
 }
 
-// notifyTime is when a switch's log first says it sent one of addrs an
-// inactive for target.
-func notifyTime(log, target string, addrs []string) (time.Time, bool) {
+// notifyTime is when a switch's log first says it sent one of addrs a
+// notification of state (active, inactive) for target.
+func notifyTime(log, target string, addrs []string, state string) (time.Time, bool) {
 	for _, m := range notifyLine.FindAllStringSubmatch(log, -1) {
-		if m[3] == target && slices.Contains(addrs, m[2]) {
+		if m[3] == target && m[4] == state && slices.Contains(addrs, m[2]) {
 			t, err := time.Parse(time.RFC3339Nano, m[1])
 			return t, err == nil
 		}
@@ -515,7 +565,7 @@ func (ff *failFabric) outageRows(group, what string, o outage, samples [][]*samp
 	var rows []result.Row
 	kern := ff.kern()
 	for k, h := range ff.hosts {
-		var idle, stall, window, notLive, back, sent, heard, acted, resumed []time.Duration
+		var idle, stall, window, notLive, back, sent, heard, acted, resumed, active, hurried []time.Duration
 		var errs uint64
 		for _, s := range samples {
 			x := s[k]
@@ -525,6 +575,12 @@ func (ff *failFabric) outageRows(group, what string, o outage, samples [][]*samp
 			idle, stall, window = append(idle, x.idle), append(stall, x.stall), append(window, x.window)
 			notLive, back = append(notLive, x.notLive), append(back, x.back)
 			errs += x.errors
+			if !x.active.IsZero() {
+				active = append(active, x.active.Sub(x.mended))
+				if !x.hurried.IsZero() {
+					hurried = append(hurried, x.hurried.Sub(x.active))
+				}
+			}
 			if !x.sent.IsZero() && !x.acted.IsZero() {
 				sent, heard, acted = append(sent, x.sent.Sub(x.broke)), append(heard, x.heard.Sub(x.sent)), append(acted, x.acted.Sub(x.heard))
 				if !x.resumed.IsZero() {
@@ -560,6 +616,13 @@ func (ff *failFabric) outageRows(group, what string, o outage, samples [][]*samp
 				durations(b, result.Row{Group: group, Name: name + ": of which agent read → first action", Unit: "ms", Note: note}, acted))
 			if len(resumed) > 0 {
 				rows = append(rows, durations(b, result.Row{Group: group, Name: name + ": of which first action → reads went on", Unit: "ms", Note: note}, resumed))
+			}
+		}
+		if len(active) > 0 {
+			note := "from the switch's and the agent's logs, guest clocks placed on the test's by a ping round trip (± a few ms); the rest of the link-back time is the kernel's reconnect"
+			rows = append(rows, durations(b, result.Row{Group: group, Name: name + ": of which " + o.mended + " → the switch sent active", Unit: "ms", Note: note}, active))
+			if len(hurried) > 0 {
+				rows = append(rows, durations(b, result.Row{Group: group, Name: name + ": of which active → the agent hurried the reconnect (outages where a connect was waiting)", Unit: "ms", Note: note}, hurried))
 			}
 		}
 	}

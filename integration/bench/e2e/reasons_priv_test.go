@@ -5,6 +5,8 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -32,6 +34,7 @@ import (
 //   - reason 6, the target hung: its guest paused, so every path of every
 //     host goes (no stall figure: reads wait for it), and resumed.
 //
+// INOF_BENCH_OUTAGES picks some of them (reasonOutages).
 // It writes the rows of group "failover reasons" with the machine's load.
 func BenchmarkPrivVMFailoverReasons(b *testing.B) {
 	topo.RequireVM(b)
@@ -45,13 +48,32 @@ func BenchmarkPrivVMFailoverReasons(b *testing.B) {
 		}
 		b.Run(name, func(b *testing.B) {
 			ff := startFailFabric(b, kernel, failoverHosts, true)
-			for _, o := range []outage{ff.nicSilent(), ff.switchLost(), ff.zoneRemoved(), ff.targetHung()} {
+			for _, o := range ff.reasonOutages() {
 				rows = append(rows, ff.run("failover reasons", o.name, o, n)...)
 			}
 		})
 	}
 	rows = append(rows, machineRow(b, "failover reasons, end"))
 	writeRows(b, "failover-reasons", rows)
+}
+
+// reasonOutages are the outages INOF_BENCH_OUTAGES names (comma-separated:
+// nic, switch, zone, hung), else all, in that order.
+func (ff *failFabric) reasonOutages() []outage {
+	all := map[string]func() outage{"nic": ff.nicSilent, "switch": ff.switchLost, "zone": ff.zoneRemoved, "hung": ff.targetHung}
+	names := []string{"nic", "switch", "zone", "hung"}
+	if v := os.Getenv("INOF_BENCH_OUTAGES"); v != "" {
+		names = strings.Split(v, ",")
+	}
+	var picked []outage
+	for _, n := range names {
+		f, ok := all[strings.TrimSpace(n)]
+		if !ok {
+			ff.b.Fatalf("INOF_BENCH_OUTAGES: no outage %q (nic, switch, zone, hung)", n)
+		}
+		picked = append(picked, f())
+	}
+	return picked
 }
 
 // guestSh runs a script in the target guest and fails the benchmark on
