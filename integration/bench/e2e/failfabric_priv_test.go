@@ -256,8 +256,12 @@ type outage struct {
 	// read errors are those until the path is live again (I/O fails fast
 	// or waits, as the host's policy says).
 	allPaths bool
-	brk      func() time.Time
-	mend     func() time.Time
+	// exact: the path breaks at the time brk returns (the test cuts the
+	// link itself); otherwise it breaks some time after (a command in a
+	// guest, a switch's or a reflector's reaction).
+	exact bool
+	brk   func() time.Time
+	mend  func() time.Time
 }
 
 // sample is what one host saw in one outage. The breakdown times are on
@@ -290,22 +294,25 @@ const slowStall = time.Second
 // The read meter lists every gap of minGap or more (its -record default);
 // the gap an outage caused is the longest of them that ended after the
 // break and began before break + atCut: the read on the broken path is in
-// flight by then (one read at a time, each taking milliseconds). A later
-// gap, which the machine's load alone causes as often (the floor), is not
-// the outage's; the window row keeps those too.
+// flight by then (one read at a time, each taking milliseconds). When the
+// break's moment is not exact (outage.exact), it is the longest that began
+// before the path left live (the read on it was sent while it was live).
+// A later gap, which the machine's load alone causes as often (the
+// floor), is not the outage's; the window row keeps those too.
 const (
 	minGap = 20 * time.Millisecond
 	atCut  = 100 * time.Millisecond
 )
 
 // cutGap is the gap of r the outage that broke at (the test's clock)
-// caused and when it ended; minGap and zero when none is listed (it was
-// shorter). offset is the guest's clock ahead of the test's.
-func cutGap(r vm.StallReport, at time.Time, offset time.Duration) (time.Duration, time.Time) {
+// caused, the longest that ended after at and began before until, and
+// when it ended; minGap and zero when none is listed (it was shorter).
+// offset is the guest's clock ahead of the test's.
+func cutGap(r vm.StallReport, at, until time.Time, offset time.Duration) (time.Duration, time.Time) {
 	best, ended := minGap, time.Time{}
 	for _, g := range r.Gaps {
 		start, end := time.Unix(0, g.StartNS).Add(-offset), time.Unix(0, g.EndNS).Add(-offset)
-		if end.After(at) && start.Before(at.Add(atCut)) && end.Sub(start) > best {
+		if end.After(at) && start.Before(until) && end.Sub(start) > best {
 			best, ended = end.Sub(start), end
 		}
 	}
@@ -387,7 +394,11 @@ func (ff *failFabric) measure(o outage, i int) []*sample {
 				}
 				s.broke, s.notLive = at, left[k]
 				s.window, s.errors = time.Duration(w.MaxGapMS*float64(time.Millisecond)), w.Errors
-				s.stall, s.resumed = cutGap(w, at, offsets[k])
+				until := at.Add(atCut)
+				if !o.exact {
+					until = at.Add(s.notLive)
+				}
+				s.stall, s.resumed = cutGap(w, at, until, offsets[k])
 				done++
 			}
 		}
@@ -593,9 +604,13 @@ func (ff *failFabric) outageRows(group, what string, o outage, samples [][]*samp
 		}
 		name := fmt.Sprintf("%s, %s (%s)", what, h.label(), kern)
 		if !o.allPaths {
+			began := "within " + atCut.String() + " of it"
+			if !o.exact {
+				began = "before the path left live"
+			}
 			rows = append(rows, durations(b, result.Row{Group: group, Name: name + ": longest gap between reads at the " + o.broken, Unit: "ms",
-				Goal: "≤ 200 ms p99, 0 read errors", Note: fmt.Sprintf("%s; %d read errors in %d outages; the gap that ended after the %s and began within %s of it (%s: none that long)",
-					kern, errs, len(stall), o.broken, atCut, minGap)}, stall),
+				Goal: "≤ 200 ms p99, 0 read errors", Note: fmt.Sprintf("%s; %d read errors in %d outages; the gap that ended after the %s and began %s (%s: none that long)",
+					kern, errs, len(stall), o.broken, began, minGap)}, stall),
 				durations(b, result.Row{Group: group, Name: name + ": longest gap between reads from the " + o.broken + " until reads went on after the path left live", Unit: "ms",
 					Note: "the machine's own gaps in that time included (see the floor)"}, window),
 				durations(b, result.Row{Group: group, Name: name + ": the floor, longest gap between reads in " + idleWindow.String() + " before it, nothing broken", Unit: "ms",

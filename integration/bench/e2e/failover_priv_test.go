@@ -55,7 +55,7 @@ func BenchmarkPrivVMFailover(b *testing.B) {
 // loses carrier too): reason 1 at every host.
 func (ff *failFabric) linkCut() outage {
 	l := ff.tgt.Links[0]
-	return outage{name: "cut", broken: "cut", mended: "link up", hits: func(failoverHost) bool { return true },
+	return outage{name: "cut", broken: "cut", mended: "link up", hits: func(failoverHost) bool { return true }, exact: true,
 		brk: func() time.Time { return l.Cut(ff.b) }, mend: func() time.Time { return l.Restore(ff.b) }}
 }
 
