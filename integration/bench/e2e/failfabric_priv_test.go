@@ -70,6 +70,22 @@ type failFabric struct {
 	zoned   bool
 }
 
+// perKernel runs fn as a sub-benchmark on each guest kernel (labKernels)
+// and writes the rows it returns, between rows of the machine's load
+// (labelled with what), to BENCH_OUT as file.
+func perKernel(b *testing.B, what, file string, fn func(b *testing.B, kernel string) []result.Row) {
+	rows := []result.Row{machineRow(b, what+", start")}
+	for _, kernel := range labKernels() {
+		name := kernel
+		if name == "" {
+			name = "default"
+		}
+		b.Run(name, func(b *testing.B) { rows = append(rows, fn(b, kernel)...) })
+	}
+	rows = append(rows, machineRow(b, what+", end"))
+	writeRows(b, file, rows)
+}
+
 // startFailFabric boots the fabric on a guest kernel: one reflector, leaf1
 // and leaf2 (BFD 300 ms × 10: the TCG guests keep the two cores busy),
 // the target and the hosts; with zoned, all of them in zone z1 (else no

@@ -35,20 +35,11 @@ func BenchmarkPrivVMFailover(b *testing.B) {
 	topo.RequireVM(b)
 	requireSwitchRole(b)
 	cuts := trials(b, 20, 3)
-	rows := []result.Row{machineRow(b, "failover, start")}
-	for _, kernel := range labKernels() {
-		name := kernel
-		if name == "" {
-			name = "default"
-		}
-		b.Run(name, func(b *testing.B) {
-			ff := startFailFabric(b, kernel, failoverHosts, false)
-			ff.niceAgents()
-			rows = append(rows, ff.run("failover", "dual path", ff.linkCut(), cuts)...)
-		})
-	}
-	rows = append(rows, machineRow(b, "failover, end"))
-	writeRows(b, "failover", rows)
+	perKernel(b, "failover", "failover", func(b *testing.B, kernel string) []result.Row {
+		ff := startFailFabric(b, kernel, failoverHosts, false)
+		ff.niceAgents()
+		return ff.run("failover", "dual path", ff.linkCut(), cuts)
+	})
 }
 
 // linkCut cuts the target's leaf1 link at the switch port (the guest

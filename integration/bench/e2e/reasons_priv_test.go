@@ -40,21 +40,14 @@ func BenchmarkPrivVMFailoverReasons(b *testing.B) {
 	topo.RequireVM(b)
 	requireSwitchRole(b)
 	n := trials(b, 5, 2)
-	rows := []result.Row{machineRow(b, "failover reasons, start")}
-	for _, kernel := range labKernels() {
-		name := kernel
-		if name == "" {
-			name = "default"
+	perKernel(b, "failover reasons", "failover-reasons", func(b *testing.B, kernel string) []result.Row {
+		ff := startFailFabric(b, kernel, failoverHosts, true)
+		var rows []result.Row
+		for _, o := range ff.reasonOutages() {
+			rows = append(rows, ff.run("failover reasons", o.name, o, n)...)
 		}
-		b.Run(name, func(b *testing.B) {
-			ff := startFailFabric(b, kernel, failoverHosts, true)
-			for _, o := range ff.reasonOutages() {
-				rows = append(rows, ff.run("failover reasons", o.name, o, n)...)
-			}
-		})
-	}
-	rows = append(rows, machineRow(b, "failover reasons, end"))
-	writeRows(b, "failover-reasons", rows)
+		return rows
+	})
 }
 
 // reasonOutages are the outages INOF_BENCH_OUTAGES names (comma-separated:

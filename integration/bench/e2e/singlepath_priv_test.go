@@ -28,19 +28,10 @@ func BenchmarkPrivVMSinglePath(b *testing.B) {
 	topo.RequireVM(b)
 	requireSwitchRole(b)
 	n := trials(b, 10, 2)
-	rows := []result.Row{machineRow(b, "single path, start")}
-	for _, kernel := range labKernels() {
-		name := kernel
-		if name == "" {
-			name = "default"
-		}
-		b.Run(name, func(b *testing.B) {
-			ff := startFailFabric(b, kernel, singlePathHosts, false)
-			o := ff.linkCut()
-			o.allPaths = true
-			rows = append(rows, ff.run("failover single path", "single path", o, n)...)
-		})
-	}
-	rows = append(rows, machineRow(b, "single path, end"))
-	writeRows(b, "failover-single", rows)
+	perKernel(b, "single path", "failover-single", func(b *testing.B, kernel string) []result.Row {
+		ff := startFailFabric(b, kernel, singlePathHosts, false)
+		o := ff.linkCut()
+		o.allPaths = true
+		return ff.run("failover single path", "single path", o, n)
+	})
 }
