@@ -16,7 +16,7 @@ import (
 
 // BenchmarkPrivVMFailoverReasons: the fabric of BenchmarkPrivVMFailover
 // (failoverHosts, all in zone z1) on each guest kernel, and the other ways
-// the target's leaf1 path dies, BENCH_TRIALS times each (else 5; 2 with
+// the target's leaf1 path dies, BENCH_TRIALS times each (else 3; 2 with
 // -short):
 //
 //   - reason 6, the target's leaf1 NIC gone silent: set down inside the
@@ -39,7 +39,7 @@ import (
 func BenchmarkPrivVMFailoverReasons(b *testing.B) {
 	topo.RequireVM(b)
 	requireSwitchRole(b)
-	n := trials(b, 5, 2)
+	n := trials(b, 3, 2)
 	perKernel(b, "failover reasons", "failover-reasons", func(b *testing.B, kernel string) []result.Row {
 		ff := startFailFabric(b, kernel, failoverHosts, true)
 		var rows []result.Row

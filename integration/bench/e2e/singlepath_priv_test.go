@@ -18,7 +18,7 @@ var singlePathHosts = []failoverHost{
 }
 
 // BenchmarkPrivVMSinglePath: the target's leaf1 link is cut and restored
-// (BENCH_TRIALS, else 10; 2 with -short) with three single-path hosts, one
+// (BENCH_TRIALS, else 5; 2 with -short) with three single-path hosts, one
 // per last-path policy, on each guest kernel. Per policy: the time from
 // the cut until the controller left live, where that time went, the read
 // errors until the path was live again (fail-fast: I/O fails while no
@@ -27,7 +27,7 @@ var singlePathHosts = []failoverHost{
 func BenchmarkPrivVMSinglePath(b *testing.B) {
 	topo.RequireVM(b)
 	requireSwitchRole(b)
-	n := trials(b, 10, 2)
+	n := trials(b, 5, 2)
 	perKernel(b, "single path", "failover-single", func(b *testing.B, kernel string) []result.Row {
 		ff := startFailFabric(b, kernel, singlePathHosts, false)
 		o := ff.linkCut()
