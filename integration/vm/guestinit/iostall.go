@@ -45,13 +45,31 @@ func (m *meter) done(err error) {
 		m.rep.MaxGapMS = float64(gap) / float64(time.Millisecond)
 		m.rep.MaxGapEnd, m.rep.MaxGapEndNS = uptime(), now.UnixNano()
 	}
-	if gap := now.Sub(m.last); gap >= m.record && len(m.rep.Gaps) < ctlproto.MaxGaps {
-		m.rep.Gaps = append(m.rep.Gaps, ctlproto.Gap{StartNS: m.last.UnixNano(), EndNS: now.UnixNano()})
+	if gap := now.Sub(m.last); gap >= m.record {
+		m.rep.Gaps = keepGap(m.rep.Gaps, ctlproto.Gap{StartNS: m.last.UnixNano(), EndNS: now.UnixNano()})
 	}
 	if gap := now.Sub(m.last); gap >= m.report {
 		fmt.Printf("iostall: gap %.0f ms ended at uptime %.2f\n", float64(gap)/float64(time.Millisecond), uptime())
 	}
 	m.last = now
+}
+
+// keepGap adds g to gaps; a full list (ctlproto.MaxGaps) keeps the longest
+// gaps: g replaces the shortest when it is longer.
+func keepGap(gaps []ctlproto.Gap, g ctlproto.Gap) []ctlproto.Gap {
+	if len(gaps) < ctlproto.MaxGaps {
+		return append(gaps, g)
+	}
+	short := 0
+	for i, x := range gaps {
+		if x.EndNS-x.StartNS < gaps[short].EndNS-gaps[short].StartNS {
+			short = i
+		}
+	}
+	if g.EndNS-g.StartNS > gaps[short].EndNS-gaps[short].StartNS {
+		gaps[short] = g
+	}
+	return gaps
 }
 
 func (m *meter) final() ctlproto.StallReport {
@@ -63,8 +81,8 @@ func (m *meter) final() ctlproto.StallReport {
 	if gap := float64(now.Sub(m.last)) / float64(time.Millisecond); gap > r.MaxGapMS {
 		r.MaxGapMS, r.MaxGapEnd, r.MaxGapEndNS = gap, uptime(), now.UnixNano()
 	}
-	if now.Sub(m.last) >= m.record && len(r.Gaps) < ctlproto.MaxGaps {
-		r.Gaps = append(r.Gaps, ctlproto.Gap{StartNS: m.last.UnixNano(), EndNS: now.UnixNano()})
+	if now.Sub(m.last) >= m.record {
+		r.Gaps = keepGap(r.Gaps, ctlproto.Gap{StartNS: m.last.UnixNano(), EndNS: now.UnixNano()})
 	}
 	r.Seconds = now.Sub(m.start).Seconds()
 	return r

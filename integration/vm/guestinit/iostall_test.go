@@ -43,14 +43,50 @@ func TestMeterGaps(t *testing.T) {
 	}
 }
 
-// TestMeterGapsBounded: a window lists at most ctlproto.MaxGaps gaps.
+// TestMeterGapsBounded: a window lists at most ctlproto.MaxGaps gaps, and
+// a long gap after the list is full replaces the shortest.
 func TestMeterGapsBounded(t *testing.T) {
 	now := time.Now()
 	m := &meter{start: now, last: now, report: time.Hour, record: 0}
-	for range 200 {
+	for range 2 * ctlproto.MaxGaps {
 		m.done(nil)
 	}
 	if n := len(m.final().Gaps); n != ctlproto.MaxGaps {
 		t.Fatalf("%d gaps listed, want %d", n, ctlproto.MaxGaps)
+	}
+	time.Sleep(5 * time.Millisecond)
+	m.done(nil)
+	r := m.final()
+	long := 0
+	for _, g := range r.Gaps {
+		if time.Duration(g.EndNS-g.StartNS) >= 5*time.Millisecond {
+			long++
+		}
+	}
+	if len(r.Gaps) != ctlproto.MaxGaps || long == 0 {
+		t.Fatalf("after a 5 ms gap: %d gaps, %d of 5 ms or more; want %d and the long one kept", len(r.Gaps), long, ctlproto.MaxGaps)
+	}
+}
+
+// TestKeepGap: a full list keeps the longest gaps.
+func TestKeepGap(t *testing.T) {
+	var gs []ctlproto.Gap
+	for i := range ctlproto.MaxGaps {
+		gs = keepGap(gs, ctlproto.Gap{StartNS: 0, EndNS: int64(i + 10)})
+	}
+	gs = keepGap(gs, ctlproto.Gap{StartNS: 0, EndNS: 1}) // shorter than all: dropped
+	gs = keepGap(gs, ctlproto.Gap{StartNS: 0, EndNS: 1000})
+	if len(gs) != ctlproto.MaxGaps {
+		t.Fatalf("%d gaps, want %d", len(gs), ctlproto.MaxGaps)
+	}
+	var sawLong bool
+	for _, g := range gs {
+		if g.EndNS == 1 || g.EndNS == 10 {
+			t.Fatalf("kept %+v, the shortest", g)
+		}
+		sawLong = sawLong || g.EndNS == 1000
+	}
+	if !sawLong {
+		t.Fatal("the longest gap was dropped")
 	}
 }

@@ -85,13 +85,14 @@ type StallReport struct {
 	// Seconds is how long the loop ran.
 	Seconds float64 `json:"seconds"`
 	// Gaps are the window's gaps of at least the meter's -record length
-	// (the first MaxGaps of them, the one in progress last): what the
-	// test needs to tell the gap an outage caused from the others.
+	// (the longest MaxGaps of them, in no order; the one in progress
+	// included): what the test needs to tell the gap an outage caused
+	// from the others.
 	Gaps []Gap `json:"gaps,omitempty"`
 }
 
 // MaxGaps bounds StallReport.Gaps.
-const MaxGaps = 64
+const MaxGaps = 256
 
 // Gap is one gap between completed reads: from the completion before it
 // to the one that ended it (or to the report, for the gap in progress), on
