@@ -65,7 +65,7 @@ bench:
 	BENCH_OUT=$(BENCH_OUT) $(GO) test -count=1 -run '^$$' -bench BenchmarkScale -benchtime 1x -timeout 60m $(BENCHFLAGS) ./integration/bench/scale/
 ifeq ($(ROOT),0)
 	$(GO) test -tags $(PRIVTAG) -p 1 -run '^$$' -bench '^BenchmarkPriv' -benchmem $(shell $(GO) list $(PKGS) | grep -v '/integration/bench/')
-	BENCH_OUT=$(BENCH_OUT) $(GO) test -tags $(PRIVTAG) -count=1 -p 1 -run '^$$' -bench '^BenchmarkPriv' -benchtime 1x -timeout 150m $(BENCHFLAGS) ./integration/bench/e2e/
+	BENCH_OUT=$(BENCH_OUT) $(GO) test -tags $(PRIVTAG) -count=1 -p 1 -run '^$$' -bench '^BenchmarkPriv' -benchtime 1x -timeout 240m $(BENCHFLAGS) ./integration/bench/e2e/
 else
 	@echo "NOT RUN: privileged benchmarks (end to end, switch loss, churn) need root"
 endif

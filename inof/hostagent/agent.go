@@ -37,7 +37,11 @@ type Config struct {
 	// (nvme.command_timeout); nil means Clock.
 	WatchClock Clock
 	Carrier    func(string) (Carrier, error) // nil means SysfsCarrier
-	Registry   prometheus.Registerer         // nil means a private registry
+	// WatchLinks reports link changes until ctx ends, so carrier is read
+	// at once when it changes; nil means an rtnetlink l2proto.LinkWatcher.
+	// The carrier poll goes on either way.
+	WatchLinks func(ctx context.Context, fn func(l2proto.LinkState)) error
+	Registry   prometheus.Registerer // nil means a private registry
 	Logger     *slog.Logger
 	// DCB reads the NICs' DCB state back after a lossless profile is
 	// applied; nil means rtnetlink (package dcbnl).
@@ -50,10 +54,12 @@ type Agent struct {
 	ports   []*port
 	nvme    *CLI
 	kern    Kernel
+	paths   *pathView
 	hostNQN string
 	clk     Clock
 	watch   Clock // deadline watch of the lanes
 	carrier func(string) (Carrier, error)
+	links   func(ctx context.Context, fn func(l2proto.LinkState)) error
 	log     *slog.Logger
 	m       *metrics
 	events  chan event
@@ -74,12 +80,13 @@ func New(cfg Config) (*Agent, error) {
 	if err := o.Validate(); err != nil {
 		return nil, err
 	}
-	a := &Agent{opt: o, clk: cfg.Clock, carrier: cfg.Carrier, log: cfg.Logger,
+	a := &Agent{opt: o, clk: cfg.Clock, carrier: cfg.Carrier, links: cfg.WatchLinks, log: cfg.Logger,
 		events: make(chan event, eventQueue), dcb: cfg.DCB, kern: cfg.Kernel,
 		ready: make(chan struct{})}
 	if a.kern == nil {
 		a.kern = SysfsKernel{}
 	}
+	a.paths = newPathView(a.kern)
 	if a.clk == nil {
 		a.clk = RealClock{}
 	}
@@ -164,8 +171,33 @@ func (a *Agent) newPort(it InterfaceOptions, link l2proto.Link, drops *l2proto.D
 	if nqn == "" && role == inof.RoleHost {
 		nqn = a.hostNQN // a host announces its host NQN by itself, for NQN zoning
 	}
-	return &port{name: it.Name, link: link, log: a.log, m: a.m, drops: drops,
+	return &port{name: it.Name, link: link, log: a.log, m: a.m, drops: drops, linkEv: make(chan struct{}, 1),
 		dev: inof.Device{Addr: addr.Unmap(), Role: role, Protocol: proto, Port: it.Port, NQN: nqn}}, nil
+}
+
+// watchLinks wakes a port's announcer on every link event for its
+// interface until ctx ends. Without link events (the watcher cannot
+// start) the carrier poll alone notices changes.
+func (a *Agent) watchLinks(ctx context.Context) {
+	watch := a.links
+	if watch == nil {
+		w, err := l2proto.NewLinkWatcher(a.log)
+		if err != nil {
+			a.log.Warn("no link events; carrier is polled only", "carrier_poll", a.opt.CarrierPoll, "err", err)
+			return
+		}
+		watch = w.Run
+	}
+	err := watch(ctx, func(s l2proto.LinkState) {
+		for _, p := range a.ports {
+			if p.name == s.Name {
+				p.linkEvent()
+			}
+		}
+	})
+	if err != nil && ctx.Err() == nil {
+		a.log.Warn("no link events; carrier is polled only", "carrier_poll", a.opt.CarrierPoll, "err", err)
+	}
 }
 
 // Healthy reports nil while Run is serving.
@@ -191,6 +223,16 @@ func (a *Agent) Run(ctx context.Context) error {
 		return err
 	}
 	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		a.paths.run(ctx, a.clk, a.log)
+	}()
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		a.watchLinks(ctx)
+	}()
 	errc := make(chan error, len(a.ports))
 	for _, p := range a.ports {
 		wg.Add(2)

@@ -79,6 +79,20 @@ func TestShortFlapQueriesAgain(t *testing.T) {
 	h.expectRegs("LQ")
 }
 
+// TestLinkEventRegistersAtOnce: a link event for the interface makes the
+// agent read carrier at once (no poll tick: the fake clock stands still),
+// so a link that comes back registers and queries at once (an event for
+// another interface comes first and changes nothing).
+func TestLinkEventRegistersAtOnce(t *testing.T) {
+	h := startCarrier(t, testOptions(t), newFakeClock(), newFakeNVMe(), false)
+	h.waitCarrier(false)
+	h.setCarrier(true)
+	h.links <- l2proto.LinkState{Index: 3, Name: "eth1", Running: true}
+	h.links <- l2proto.LinkState{Index: 2, Name: "eth0", Running: true}
+	h.waitCarrier(true)
+	h.expectRegs("LQ")
+}
+
 // TestNoRegistrationWhileDownAtStart: an interface without carrier at
 // start registers and queries only once carrier comes.
 func TestNoRegistrationWhileDownAtStart(t *testing.T) {

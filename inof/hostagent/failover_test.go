@@ -63,8 +63,8 @@ func dualPath(t *testing.T, h *harness) (a, b string) {
 // TestFailoverWithLiveSibling: reason 1 on a path with a live sibling
 // resets that path at once (no restrain time) and keeps its controller;
 // the link-up active cancels the removal that disconnect_on all had
-// waiting for the restrain time and connects nothing (the kernel
-// reconnects the kept controller).
+// waiting for the restrain time, aborts the path's waiting connect and
+// connects nothing (the kernel reconnects the kept controller).
 func TestFailoverWithLiveSibling(t *testing.T) {
 	o := testOptions(t)
 	o.Failover.Method = FailoverReset
@@ -82,8 +82,12 @@ func TestFailoverWithLiveSibling(t *testing.T) {
 	waitMetric(t, h, "inof_host_failovers_total", map[string]string{"result": "sibling"}, 1)
 	// Link back within the restrain time: the removal is cancelled and
 	// the kept (reconnecting) controller is not connected again: the
-	// kernel reconnects it.
+	// kernel reconnects it, once the attempt it began while the link was
+	// down is aborted.
 	h.notify(active("10.0.0.100", 4))
+	if c := h.kern.next(t); c != "rejoin 10.0.0.2>10.0.0.100:4420 "+a {
+		t.Fatalf("kernel call %q, want the reconnect of %s hurried", c, a)
+	}
 	h.nv.expect(t, "list-subsys")
 	clk.Advance(time.Minute)
 	h.notify(inactive("10.0.0.200", 5, inof.ReasonZoneChange)) // zone change: no failover
@@ -234,7 +238,9 @@ func TestRDMAFailover(t *testing.T) {
 }
 
 // TestSiblingANAInaccessible: a sibling whose ANA state is inaccessible
-// is no live sibling: with last_path keep, the path is kept.
+// is no live sibling: with last_path keep, the path is kept. The kernel
+// changes ANA states on its own, so the failover knows of it once the
+// background view has read it (within pathRefresh; here asked at once).
 func TestSiblingANAInaccessible(t *testing.T) {
 	o := testOptions(t)
 	o.Failover.LastPath = LastPathKeep
@@ -243,6 +249,12 @@ func TestSiblingANAInaccessible(t *testing.T) {
 	h.kern.mu.Lock()
 	h.kern.ana[b] = "inaccessible"
 	h.kern.mu.Unlock()
+	for deadline := time.Now().Add(30 * time.Second); !viewShowsANA(h.agent.paths, b, "inaccessible"); time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the view never read %s's ANA state", b)
+		}
+		h.agent.paths.refresh()
+	}
 	h.notify(inactive("10.0.0.100", 3, inof.ReasonLinkDown))
 	waitMetric(t, h, "inof_host_failovers_total", map[string]string{"result": "kept"}, 1)
 	h.kern.none(t)
@@ -319,4 +331,50 @@ func waitMetric(t *testing.T, h *harness, name string, labels map[string]string,
 		}
 		time.Sleep(time.Millisecond)
 	}
+}
+
+// TestFailoverFromOtherHostAddress: a dead target address is dead from
+// every host interface. The agent owns a path to 10.0.0.100 from another
+// host address (10.0.0.3, as a host's second NIC whose leaf died: it hears
+// nothing there); reason 7 for 10.0.0.100 heard on eth0 fails that path
+// over too (abort from 10.0.0.3, then reset). A zone change (4) and a
+// degraded path (2) for the same address touch no other host address.
+func TestFailoverFromOtherHostAddress(t *testing.T) {
+	o := testOptions(t)
+	o.DisconnectOn = DisconnectNever
+	nv := newFakeNVMe()
+	other := Path{Transport: "tcp", TrAddr: "10.0.0.100", TrSvcID: "4420", HostTrAddr: "10.0.0.3", SubNQN: subNQN}
+	dev := nv.add(fakeCtrl{transport: "tcp", traddr: other.TrAddr, trsvcid: other.TrSvcID, hostTraddr: other.HostTrAddr,
+		nqn: subNQN, hostNQN: hostNQN})
+	if err := saveState(o.StateFile, []ownedController{{Path: other, Device: dev}}); err != nil {
+		t.Fatal(err)
+	}
+	h := start(t, o, newFakeClock(), nv)
+	h.nv.expect(t, "list-subsys") // reconcile at start
+	h.notify(inactive("10.0.0.100", 1, inof.ReasonZoneChange))
+	h.notify(inactive("10.0.0.100", 2, inof.ReasonPFCStorm))
+	h.notify(inactive("10.0.0.100", 3, inof.ReasonBFDDown))
+	want := []string{"abort 10.0.0.3>10.0.0.100:4420", "reset " + dev}
+	for _, w := range want {
+		if c := h.kern.next(t); c != w {
+			t.Fatalf("kernel call %q, want %q (only reason 7 fails the other address's path over)", c, w)
+		}
+	}
+	waitMetric(t, h, "inof_host_failovers_total", map[string]string{"result": "last-path"}, 1)
+	h.kern.none(t)
+}
+
+// viewShowsANA reports whether the agent's current view has dev with the
+// ANA state.
+func viewShowsANA(v *pathView, dev, ana string) bool {
+	ps, ok := v.get()
+	if !ok {
+		return false
+	}
+	for _, p := range ps {
+		if p.Device == dev && slices.Contains(p.ANA, ana) {
+			return true
+		}
+	}
+	return false
 }

@@ -362,7 +362,7 @@ type fakeKernel struct {
 	nv    *fakeNVMe
 	mu    sync.Mutex
 	block map[string]chan struct{} // Reset of this device waits for the channel to close
-	calls chan string              // "reset nvme0", "abort 10.0.0.2>10.0.0.100:4420", "failfast nvme0"
+	calls chan string              // "reset nvme0", "abort 10.0.0.2>10.0.0.100:4420", "rejoin 10.0.0.2>10.0.0.100:4420 nvme0", "failfast nvme0"
 	ana   map[string]string        // ANA state per device (default none)
 }
 
@@ -385,6 +385,21 @@ func (k *fakeKernel) Paths() ([]KernelPath, error) {
 		out = append(out, p)
 	}
 	return out, nil
+}
+
+func (k *fakeKernel) Path(dev string) (KernelPath, error) {
+	ps, _ := k.Paths()
+	for _, p := range ps {
+		if p.Device == dev {
+			return p, nil
+		}
+	}
+	return KernelPath{}, fmt.Errorf("no controller %s", dev)
+}
+
+func (k *fakeKernel) Rejoin(host, target netip.Addr, port uint16, devs []string) (int, error) {
+	k.calls <- fmt.Sprintf("rejoin %s>%s:%d %s", host, target, port, strings.Join(devs, ","))
+	return 1, nil
 }
 
 func (k *fakeKernel) Reset(dev string) error {

@@ -53,8 +53,9 @@ type harness struct {
 	regs    chan l2proto.Frame // LLDPDUs and zone queries from the host
 	acks    chan []l2proto.Ack // ACK frames from the host
 	carrier atomic.Bool
-	changes atomic.Uint64 // carrier changes, as the kernel counts them
-	reads   chan bool     // every carrier value the agent read
+	changes atomic.Uint64          // carrier changes, as the kernel counts them
+	reads   chan bool              // every carrier value the agent read
+	links   chan l2proto.LinkState // link events the agent's WatchLinks reports
 	cancel  context.CancelFunc
 	done    chan error
 	stopped bool
@@ -77,7 +78,8 @@ func startCarrier(t *testing.T, o Options, clk *fakeClock, nv *fakeNVMe, up bool
 func startFull(t *testing.T, o Options, clk *fakeClock, nv *fakeNVMe, ex Executor, dcb readback.DCBReader, up bool) *harness {
 	t.Helper()
 	h := &harness{t: t, clk: clk, nv: nv, kern: newFakeKernel(nv), watch: newFakeClock(), reg: prometheus.NewRegistry(), regs: make(chan l2proto.Frame, 256),
-		acks: make(chan []l2proto.Ack, 256), reads: make(chan bool, 100000), done: make(chan error, 1)}
+		acks: make(chan []l2proto.Ack, 256), reads: make(chan bool, 100000), done: make(chan error, 1),
+		links: make(chan l2proto.LinkState)}
 	h.carrier.Store(up)
 	hostEnd, swEnd := l2proto.NewMemPair("eth0", hostMAC, "sw1", swMAC)
 	h.sw = swEnd
@@ -91,6 +93,16 @@ func startFull(t *testing.T, o Options, clk *fakeClock, nv *fakeNVMe, ex Executo
 			default:
 			}
 			return Carrier{Up: v, Changes: h.changes.Load()}, nil
+		},
+		WatchLinks: func(ctx context.Context, fn func(l2proto.LinkState)) error {
+			for {
+				select {
+				case <-ctx.Done():
+					return ctx.Err()
+				case s := <-h.links:
+					fn(s)
+				}
+			}
 		},
 		Logger: slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug}))})
 	if err != nil {

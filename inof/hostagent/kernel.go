@@ -7,8 +7,10 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/openinof/inof/internal/sockdiag"
 )
@@ -28,9 +30,23 @@ type Kernel interface {
 	// is under way already, e.g. started by aborting the path's
 	// connections) are not errors.
 	Reset(device string) error
+	// Path reads one controller (device nvmeN) as Paths does; a device
+	// that is not an NVMe-oF controller is an error.
+	Path(device string) (KernelPath, error)
 	// AbortTCP aborts the TCP connections from host to target:port
-	// (inet_diag socket destroy) and returns how many.
+	// (inet_diag socket destroy) and returns how many. A connect still
+	// waiting for an answer (the kernel's reconnect attempt) carries no
+	// I/O and is left alone.
 	AbortTCP(host, target netip.Addr, port uint16) (int, error)
+	// Rejoin hurries the reconnect of the given controllers (reconnecting
+	// on the path host → target:port) once the path's link is back: a
+	// reconnect attempt still waiting for an answer (SYN_SENT, begun while
+	// the link was down) is aborted while the controllers' reconnect_delay
+	// is 0, so the kernel tries again at once over the live link; the
+	// delay is set back as soon as that attempt has begun. It returns how
+	// many waiting connects it aborted (0: none was waiting, nothing was
+	// touched).
+	Rejoin(host, target netip.Addr, port uint16, devices []string) (int, error)
 	// FailFast sets the controller's fast_io_fail_tmo to 0 (sysfs; nvme-cli
 	// 2.3 has no connect option for it): while it reconnects, I/O that no
 	// other path can take fails at once instead of queueing.
@@ -84,31 +100,38 @@ func (k SysfsKernel) Paths() ([]KernelPath, error) {
 	}
 	var out []KernelPath
 	for _, e := range ents {
-		dev := e.Name()
-		if !validDevice(dev) {
-			continue
+		if p, err := k.Path(e.Name()); err == nil {
+			out = append(out, p)
 		}
-		dir := filepath.Join(k.class(), dev)
-		attr := func(name string) string {
-			b, _ := os.ReadFile(filepath.Join(dir, name))
-			return strings.TrimSpace(string(b))
-		}
-		tr := attr("transport")
-		if tr != "tcp" && tr != "rdma" {
-			continue // PCIe, loop, fc: not ours
-		}
-		p := KernelPath{Controller: Controller{Device: dev, State: attr("state"), Path: parseAddress(attr("address"))}}
-		p.Transport, p.SubNQN = tr, attr("subsysnqn")
-		nss, _ := filepath.Glob(filepath.Join(dir, "nvme*c*n*", "ana_state"))
-		for _, f := range nss {
-			if b, err := os.ReadFile(f); err == nil {
-				p.ANA = append(p.ANA, strings.TrimSpace(string(b)))
-			}
-		}
-		out = append(out, p)
 	}
 	slices.SortFunc(out, func(a, b KernelPath) int { return strings.Compare(a.Device, b.Device) })
 	return out, nil
+}
+
+// Path implements Kernel: PCIe, loop and fc controllers (not ours) and
+// names that are no controller are errors.
+func (k SysfsKernel) Path(dev string) (KernelPath, error) {
+	if !validDevice(dev) {
+		return KernelPath{}, fmt.Errorf("sysfs: %q is no controller", dev)
+	}
+	dir := filepath.Join(k.class(), dev)
+	attr := func(name string) string {
+		b, _ := os.ReadFile(filepath.Join(dir, name))
+		return strings.TrimSpace(string(b))
+	}
+	tr := attr("transport")
+	if tr != "tcp" && tr != "rdma" {
+		return KernelPath{}, fmt.Errorf("sysfs: %s: transport %q is not NVMe-oF over TCP or RDMA", dev, tr)
+	}
+	p := KernelPath{Controller: Controller{Device: dev, State: attr("state"), Path: parseAddress(attr("address"))}}
+	p.Transport, p.SubNQN = tr, attr("subsysnqn")
+	nss, _ := filepath.Glob(filepath.Join(dir, "nvme*c*n*", "ana_state"))
+	for _, f := range nss {
+		if b, err := os.ReadFile(f); err == nil {
+			p.ANA = append(p.ANA, strings.TrimSpace(string(b)))
+		}
+	}
+	return p, nil
 }
 
 // Reset implements Kernel.
@@ -140,7 +163,63 @@ func (k SysfsKernel) FailFast(device string) error {
 
 // AbortTCP implements Kernel.
 func (SysfsKernel) AbortTCP(host, target netip.Addr, port uint16) (int, error) {
-	return sockdiag.Destroy(host, target, port)
+	return sockdiag.DestroyStates(host, target, port, sockdiag.Connections.Without(sockdiag.StateSynSent))
+}
+
+// rejoinWait bounds how long Rejoin keeps reconnect_delay at 0 after the
+// abort: until the kernel's next attempt has begun (a connection on the
+// path again), at most this long. Meanwhile an attempt that fails at once
+// (the target refuses) is retried at once too, so it is kept short.
+const rejoinWait = 250 * time.Millisecond
+
+// Rejoin implements Kernel.
+func (k SysfsKernel) Rejoin(host, target netip.Addr, port uint16, devices []string) (int, error) {
+	conns, err := sockdiag.List(host, target, port)
+	if err != nil {
+		return 0, err
+	}
+	if !slices.ContainsFunc(conns, func(c sockdiag.Conn) bool { return c.State == sockdiag.StateSynSent }) {
+		return 0, nil // between attempts (the next one comes over the live link) or through already
+	}
+	// The aborted attempt's failure requeues the next one after
+	// reconnect_delay as the kernel reads it then: 0 for now.
+	var errs []error
+	restore := map[string]string{}
+	for _, dev := range devices {
+		if !validDevice(dev) {
+			errs = append(errs, fmt.Errorf("rejoin: invalid device %q", dev))
+			continue
+		}
+		f := filepath.Join(k.class(), dev, "reconnect_delay")
+		b, err := os.ReadFile(f)
+		old := strings.TrimSpace(string(b))
+		if _, perr := strconv.ParseUint(old, 10, 32); err != nil || perr != nil || old == "0" {
+			continue // unreadable, "off", or 0 already: leave it
+		}
+		if err := os.WriteFile(f, []byte("0"), 0); err != nil {
+			errs = append(errs, fmt.Errorf("rejoin: reconnect_delay of %s: %w", dev, err))
+			continue
+		}
+		restore[f] = old
+	}
+	n, err := sockdiag.DestroyConnecting(host, target, port)
+	if err != nil {
+		errs = append(errs, err)
+	}
+	if n > 0 && len(restore) > 0 {
+		for deadline := time.Now().Add(rejoinWait); time.Now().Before(deadline); {
+			time.Sleep(5 * time.Millisecond)
+			if cs, err := sockdiag.List(host, target, port); err == nil && len(cs) > 0 {
+				break // the next attempt is under way
+			}
+		}
+	}
+	for f, old := range restore {
+		if err := os.WriteFile(f, []byte(old), 0); err != nil {
+			errs = append(errs, fmt.Errorf("rejoin: restoring reconnect_delay %s in %s: %w", old, f, err))
+		}
+	}
+	return n, errors.Join(errs...)
 }
 
 // siblingLive reports whether another controller of p's subsystem, from

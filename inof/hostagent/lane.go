@@ -34,6 +34,7 @@ type job struct {
 	op  jobOp
 	gen uint64 // the notification generation it belongs to
 	n   l2proto.Notification
+	at  time.Time // when the notification arrived (its frame was read)
 }
 
 // laneResult is what a lane reports to the worker after each job: the
@@ -123,6 +124,7 @@ func (l *lane) run() {
 			continue
 		}
 		err := l.do(j)
+		l.w.a.paths.refresh() // what the job changed, for the next failover's view
 		l.w.results <- laneResult{key: l.key, job: j, owned: slices.Clone(l.owned), err: err}
 	}
 }
@@ -157,9 +159,10 @@ func (l *lane) job(j job) error {
 	ctx := l.w.ctx
 	switch j.op {
 	case opConnect:
+		l.rejoin(j)
 		return l.connect(ctx, j.n.NQN)
 	case opFailover:
-		l.failover(j.n.Reason)
+		l.failover(j)
 		return nil
 	case opDisconnect:
 		l.remove(ctx, j.n.Reason, "reason", j.n.Reason)
@@ -219,6 +222,7 @@ func (l *lane) connect(ctx context.Context, nqn string) error {
 			log.Info("controller exists; not connecting again", "device", c.Device, "state", c.State)
 			continue
 		}
+		a.paths.changing()
 		cctx, cancel := l.cmd(ctx)
 		dev, err := a.nvme.Connect(cctx, p, ConnectParams{HostNQN: a.hostNQN, KeepAliveTmo: a.opt.NVMe.KeepAliveTmo,
 			ReconnectDelay: a.opt.NVMe.ReconnectDelay, CtrlLossTmo: a.opt.NVMe.CtrlLossTmo})
@@ -237,6 +241,61 @@ func (l *lane) connect(ctx context.Context, nqn string) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// rejoin hurries the kernel's reconnect of the kept controllers on the path
+// when the fabric says its target is active again. A reconnect attempt the
+// kernel began while the link was down still waits for an answer to its
+// SYN (nvme-tcp gives a connect 3 s), and the next one would come only
+// after that and reconnect_delay: Kernel.Rejoin aborts the waiting connect
+// with reconnect_delay 0 for a moment, so the kernel tries again at once
+// over the live link. Only controllers that are reconnecting, TCP only,
+// nothing with failover method none (keep-alive decides).
+func (l *lane) rejoin(j job) {
+	a := l.w.a
+	if len(l.owned) == 0 || l.key.Protocol != inof.ProtocolTCP || a.opt.Failover.Method == FailoverNone {
+		return
+	}
+	var devs []string
+	for _, o := range l.owned {
+		if p, ok := l.current(o); ok && p.State == "connecting" {
+			devs = append(devs, p.Device)
+		}
+	}
+	if len(devs) == 0 {
+		return // live already, or gone
+	}
+	start := time.Now()
+	n, err := a.kern.Rejoin(l.key.Host, l.key.Target, l.key.Port, devs)
+	if err != nil {
+		a.log.Warn("path back: hurrying the reconnect", "target", l.key.Target, "host", l.key.Host, "devices", devs, "err", err)
+	}
+	if n > 0 {
+		a.log.Info("path back: aborted the reconnect attempt begun while it was down; the kernel tries again at once",
+			"target", l.key.Target, "host", l.key.Host, "devices", devs, "connects", n,
+			"notified_to_acted", time.Since(j.at).Round(time.Microsecond), "took", time.Since(start).Round(time.Microsecond))
+	}
+}
+
+// current returns the kernel's controller on o's path as sysfs shows it
+// now: found by path in the agent's view (read afresh when stale), then
+// that one device's attributes read (the view may be seconds old, and the
+// kernel reuses names).
+func (l *lane) current(o ownedController) (KernelPath, bool) {
+	a := l.w.a
+	paths, err := a.paths.paths()
+	if err != nil {
+		return KernelPath{}, false
+	}
+	p, ok := findKernelPath(paths, o.Path)
+	if !ok {
+		return KernelPath{}, false
+	}
+	cur, err := a.kern.Path(p.Device)
+	if err != nil || !samePath(cur.Path, o.Path) || !cur.usable() {
+		return KernelPath{}, false
+	}
+	return cur, true
 }
 
 // discover asks the target's discovery controller for its subsystems on
@@ -276,19 +335,22 @@ func (l *lane) discover(ctx context.Context, base Path) ([]Path, error) {
 }
 
 // failover fails this agent's live controllers on the path over, as the
-// policy table says for reason r and whether a live sibling path exists.
-// The controllers are kept: the kernel reconnects them when the path is
-// back.
-func (l *lane) failover(r inof.Reason) {
+// policy table says for the job's reason and whether a live sibling path
+// exists. The siblings come from the agent's view of sysfs (pathView):
+// nothing is read from sysfs before the first action, and for a dead path
+// the TCP abort comes first of all. The controllers are kept: the kernel
+// reconnects them when the path is back.
+func (l *lane) failover(j job) {
 	a := l.w.a
+	r := j.n.Reason
 	if len(l.owned) == 0 {
-		a.log.Info("no controller of ours to fail over", "target", l.key.Target, "reason", r)
+		a.log.Info("no controller of ours to fail over", "target", l.key.Target, "host", l.key.Host, "reason", r)
 		return
 	}
 	start := time.Now()
 	early := l.abortFirst(r)
-	paths, err := a.kern.Paths()
-	read := time.Since(start)
+	paths, err := a.paths.paths()
+	viewed := time.Since(start)
 	if err != nil {
 		a.m.failovers.WithLabelValues("error").Inc()
 		a.log.Error("failover: read controllers from sysfs", "target", l.key.Target, "err", err)
@@ -309,19 +371,24 @@ func (l *lane) failover(r inof.Reason) {
 			a.m.failovers.WithLabelValues("kept").Inc()
 			continue
 		}
+		cur, ok := l.current(o)
+		if !ok {
+			log.Info("failover: controller gone", "device", p.Device)
+			continue
+		}
 		acted := early
-		if early.IsZero() && p.State != "live" {
-			log.Info("failover: path already not live", "device", p.Device, "state", p.State)
+		if early.IsZero() && cur.State != "live" {
+			log.Info("failover: path already not live", "device", cur.Device, "state", cur.State)
 			a.m.failovers.WithLabelValues("not-live").Inc()
 			continue
 		}
 		if early.IsZero() {
-			acted, err = l.failPath(p)
+			acted, err = l.failPath(cur)
 		} else if a.opt.Failover.Method == FailoverBoth {
-			err = a.kern.Reset(p.Device) // EBUSY (recovery under way) is no error
+			err = a.kern.Reset(cur.Device) // EBUSY (recovery under way) is no error
 		}
 		if err != nil {
-			log.Error("failover failed", "device", p.Device, "err", err)
+			log.Error("failover failed", "device", cur.Device, "err", err)
 			a.m.failovers.WithLabelValues("error").Inc()
 			continue
 		}
@@ -330,19 +397,19 @@ func (l *lane) failover(r inof.Reason) {
 			kind = "sibling"
 		}
 		a.m.failovers.WithLabelValues(kind).Inc()
-		// The timings (sysfs read, first action done, all done) say where
-		// a failover's time goes; I/O moves at the first action.
-		log.Info("path failed over", "device", p.Device, "live_sibling", sib, "method", a.opt.Failover.Method,
-			"sysfs", read.Round(time.Microsecond), "acted", acted.Sub(start).Round(time.Microsecond),
-			"done", time.Since(start).Round(time.Microsecond))
+		// Where a failover's time goes: from the notification's arrival
+		// to the first action (which moves the I/O), the view of sysfs,
+		// all done.
+		log.Info("path failed over", "device", cur.Device, "live_sibling", sib, "method", a.opt.Failover.Method,
+			"notified_to_acted", acted.Sub(j.at).Round(time.Microsecond), "acted", acted.Sub(start).Round(time.Microsecond),
+			"view", viewed.Round(time.Microsecond), "done", time.Since(start).Round(time.Microsecond))
 	}
 }
 
-// abortFirst aborts the path's TCP connections before anything is read
-// from sysfs, when the policy fails the path over whatever sysfs says (a
-// dead path, not kept as a last path, with a method that aborts): it is
-// the first thing that moves the path's I/O, and reading sysfs in a busy
-// guest took 20–100 ms. Every controller on this path (host address to
+// abortFirst aborts the path's TCP connections before anything else, when
+// the policy fails the path over whatever sysfs says (a dead path, not
+// kept as a last path, with a method that aborts): it is the first thing
+// that moves the path's I/O. Every controller on this path (host address to
 // target address and port) is dead with it, so aborting all of their
 // connections only starts each one's error recovery sooner; none is
 // removed. It returns when it aborted something (zero: nothing aborted,
@@ -424,14 +491,13 @@ func (l *lane) remove(ctx context.Context, reason inof.Reason, logArgs ...any) {
 			continue
 		}
 		if c.State == "live" && pathDead(reason) && a.opt.Failover.Method != FailoverNone {
-			if paths, err := a.kern.Paths(); err == nil {
-				if p, ok := findKernelPath(paths, o.Path); ok && p.State == "live" {
-					if _, err := l.failPath(p); err != nil {
-						log.Warn("reset before disconnect failed", "device", c.Device, "err", err)
-					}
+			if p, err := a.kern.Path(c.Device); err == nil && samePath(p.Path, o.Path) && p.State == "live" {
+				if _, err := l.failPath(p); err != nil {
+					log.Warn("reset before disconnect failed", "device", c.Device, "err", err)
 				}
 			}
 		}
+		a.paths.changing()
 		cctx, cancel := l.cmd(ctx)
 		err := a.nvme.Disconnect(cctx, c.Device)
 		cancel()

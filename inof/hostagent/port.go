@@ -28,6 +28,18 @@ type port struct {
 	drops *l2proto.DropCounter
 	// carrierErr is the last carrier error logged (announcer goroutine only).
 	carrierErr string
+	// linkEv wakes the announcer to read carrier now: a link event for
+	// the interface (rtnetlink), so a link that comes back registers at
+	// once rather than at the next carrier poll.
+	linkEv chan struct{}
+}
+
+// linkEvent asks the announcer to read carrier now (coalescing).
+func (p *port) linkEvent() {
+	select {
+	case p.linkEv <- struct{}{}:
+	default:
+	}
 }
 
 // dedupeSize bounds the remembered (target, host, sequence) keys per
@@ -63,6 +75,7 @@ func (r *recent) add(k l2proto.AckKey) {
 type event struct {
 	port string
 	n    l2proto.Notification
+	at   time.Time // when its frame was read
 }
 
 // read serves the port's receive side until the link closes: it ACKs every
@@ -98,6 +111,7 @@ func (p *port) drop(reason string, err error) {
 }
 
 func (p *port) handle(dec *l2proto.Decoder, b []byte, seen *recent, out chan<- event) {
+	at := time.Now()
 	f, err := dec.Decode(b)
 	if err != nil {
 		p.drop(l2proto.DropReason(err), err)
@@ -129,7 +143,7 @@ func (p *port) handle(dec *l2proto.Decoder, b []byte, seen *recent, out chan<- e
 			seen.add(k)
 		default:
 			select {
-			case out <- event{port: p.name, n: nt}:
+			case out <- event{port: p.name, n: nt, at: at}:
 				seen.add(k)
 			default:
 				p.drop("queue-full", errors.New("worker queue full; not ACKed, the switch retransmits"))
@@ -184,7 +198,8 @@ type Carrier struct {
 
 // announce registers the interface every interval while it has carrier,
 // and sends a zone query at start and whenever carrier comes back (also
-// after a flap between two polls).
+// after a flap between two polls). Carrier is read every poll and on every
+// link event.
 func (p *port) announce(ctx context.Context, clk Clock, interval, ttl, poll time.Duration, probe func(string) (Carrier, error)) {
 	reg := clk.NewTicker(interval)
 	defer reg.Stop()
@@ -203,24 +218,26 @@ func (p *port) announce(ctx context.Context, clk Clock, interval, ttl, poll time
 			if last.Up {
 				p.register(ttl)
 			}
+			continue
 		case <-chk.C():
-			now := p.carrier(probe)
-			switch {
-			case now.Up && (!last.Up || now.Changes != last.Changes):
-				p.log.Info("link up", "interface", p.name, "carrier_changes", now.Changes)
-				// The next periodic LLDPDU is a full interval after this one.
-				reg.Reset(interval)
-				select {
-				case <-reg.C():
-				default:
-				}
-				p.register(ttl)
-				p.query()
-			case !now.Up && last.Up:
-				p.log.Warn("link down", "interface", p.name)
-			}
-			last = now
+		case <-p.linkEv:
 		}
+		now := p.carrier(probe)
+		switch {
+		case now.Up && (!last.Up || now.Changes != last.Changes):
+			p.log.Info("link up", "interface", p.name, "carrier_changes", now.Changes)
+			// The next periodic LLDPDU is a full interval after this one.
+			reg.Reset(interval)
+			select {
+			case <-reg.C():
+			default:
+			}
+			p.register(ttl)
+			p.query()
+		case !now.Up && last.Up:
+			p.log.Warn("link down", "interface", p.name)
+		}
+		last = now
 	}
 }
 

@@ -3,6 +3,7 @@ package hostagent
 import (
 	"context"
 	"net/netip"
+	"runtime"
 	"slices"
 	"strings"
 	"time"
@@ -33,6 +34,7 @@ type pendingOp struct {
 	stop Stopper
 	gen  uint64
 	n    l2proto.Notification
+	at   time.Time // when the notification arrived
 }
 
 type timerEvent struct {
@@ -114,7 +116,7 @@ func (w *worker) run(ctx context.Context) {
 				continue // cancelled or superseded after the timer fired
 			}
 			delete(w.pending, t.key)
-			w.act(t.key, p.n, p.gen)
+			w.act(t.key, p.n, p.gen, p.at)
 		case r := <-w.results:
 			w.result(r, gens)
 		}
@@ -139,7 +141,7 @@ func (w *worker) result(r laneResult, gens latest) {
 		}
 		w.a.log.Error("connect failed; retrying later", "target", n.Target, "host", n.Host, "port", r.key.Port,
 			"retry_in", w.a.opt.ConnectRetry, "err", r.err)
-		w.arm(r.key, w.a.opt.ConnectRetry, n, r.job.gen)
+		w.arm(r.key, w.a.opt.ConnectRetry, n, r.job.gen, r.job.at)
 	}
 }
 
@@ -198,13 +200,20 @@ func (w *worker) handle(ev event) uint64 {
 		if hadPending {
 			log.Info("active within the restrain time or before a retry: pending action dropped")
 		}
-		w.act(k, n, gen)
+		w.act(k, n, gen, ev.at)
 		return gen
 	}
 	if failsOver(w.a.opt.Failover, n.Reason) {
 		// At once, whatever the restrain time: failing a dead path over
 		// keeps its controller, so a flap costs one reconnect.
-		w.lane(k).push(job{op: opFailover, gen: gen, n: n}, true)
+		w.lane(k).push(job{op: opFailover, gen: gen, n: n, at: ev.at}, true)
+		if pathDead(n.Reason) {
+			w.failOthers(k, n, gen, ev.at)
+		}
+		// The lanes' first action moves the I/O: let them run before this
+		// goroutine logs (on a host with one CPU for the agent, it would
+		// otherwise hold it until it blocks).
+		runtime.Gosched()
 	}
 	if !w.forces(n.Reason) {
 		log.Info("target inactive; controller kept for multipath and keep-alive", "reason", n.Reason,
@@ -213,11 +222,29 @@ func (w *worker) handle(ev event) uint64 {
 	}
 	if d := w.a.policy().restrainTime; d > 0 {
 		log.Info("target inactive; disconnect after the restrain time", "reason", n.Reason, "restrain_time", d)
-		w.arm(k, d, n, gen)
+		w.arm(k, d, n, gen, ev.at)
 		return gen
 	}
-	w.act(k, n, gen)
+	w.act(k, n, gen, ev.at)
 	return gen
+}
+
+// failOthers fails over this agent's controllers to the same target
+// address and port from its other host addresses: a dead target address
+// (its link down, its address moved, silent, or its switch gone) is dead
+// from every host interface, and the one that could hear it may not be
+// the one whose path runs there (a host whose own leaf died hears reason 7
+// only through its other leaf). Those paths' own notifications are not
+// superseded, and nothing is removed on their behalf.
+func (w *worker) failOthers(k targetKey, n l2proto.Notification, gen uint64, at time.Time) {
+	for ok := range w.owned {
+		if ok == k || ok.Target != k.Target || ok.Port != k.Port || ok.Protocol != k.Protocol {
+			continue
+		}
+		w.lane(ok).push(job{op: opFailover, gen: gen, n: n, at: at}, false)
+		w.a.log.Info("target address dead: failing over its path from another host address too", "target", n.Target,
+			"notified_host", n.Host, "host", ok.Host, "reason", n.Reason)
+	}
 }
 
 func (w *worker) forces(r inof.Reason) bool {
@@ -233,15 +260,15 @@ func (w *worker) forces(r inof.Reason) bool {
 // act queues n's work on its lane now: connect for active, disconnect
 // for inactive. An active supersedes what the lane had queued; a
 // disconnect goes after a failover queued for the same notification.
-func (w *worker) act(k targetKey, n l2proto.Notification, gen uint64) {
+func (w *worker) act(k targetKey, n l2proto.Notification, gen uint64, at time.Time) {
 	if n.State == inof.StateActive {
-		w.lane(k).push(job{op: opConnect, gen: gen, n: n}, true)
+		w.lane(k).push(job{op: opConnect, gen: gen, n: n, at: at}, true)
 		return
 	}
-	w.lane(k).push(job{op: opDisconnect, gen: gen, n: n}, false)
+	w.lane(k).push(job{op: opDisconnect, gen: gen, n: n, at: at}, false)
 }
 
-func (w *worker) arm(k targetKey, d time.Duration, n l2proto.Notification, gen uint64) {
+func (w *worker) arm(k targetKey, d time.Duration, n l2proto.Notification, gen uint64, at time.Time) {
 	ev := timerEvent{key: k, gen: gen}
 	stop := w.a.clk.AfterFunc(d, func() {
 		select {
@@ -249,7 +276,7 @@ func (w *worker) arm(k targetKey, d time.Duration, n l2proto.Notification, gen u
 		case <-w.ctx.Done():
 		}
 	})
-	w.pending[k] = &pendingOp{stop: stop, gen: gen, n: n}
+	w.pending[k] = &pendingOp{stop: stop, gen: gen, n: n, at: at}
 }
 
 func (w *worker) cancel(k targetKey) {

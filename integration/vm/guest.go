@@ -197,6 +197,21 @@ func (g *Guest) SetLink(ctx context.Context, k int, up bool) (time.Time, error) 
 	return at, nil
 }
 
+// Pause stops the guest's vCPU (QMP stop) or lets it run again (cont):
+// a paused guest sends and answers nothing while its links stay up, as a
+// machine that hung; it returns the time just before the command.
+func (g *Guest) Pause(ctx context.Context, paused bool) (time.Time, error) {
+	cmd := "cont"
+	if paused {
+		cmd = "stop"
+	}
+	at := time.Now()
+	if _, err := g.qmp.execute(ctx, cmd, nil); err != nil {
+		return at, fmt.Errorf("vm: %s: %w", g.Name, err)
+	}
+	return at, nil
+}
+
 // Exited is closed when qemu has exited.
 func (g *Guest) Exited() <-chan struct{} { return g.exited }
 

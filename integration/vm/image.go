@@ -106,7 +106,7 @@ const (
 	GuestInofHost = "/bin/inof-host"
 	// GuestIOStall is the I/O stall meter (see Guest.StartIOStall).
 	GuestIOStall = "/bin/iostall"
-	// GuestSockKill aborts TCP connections: sockkill SRC DST PORT
+	// GuestSockKill aborts TCP connections: sockkill [-syn] SRC DST PORT
 	// (internal/sockdiag's SOCK_DESTROY).
 	GuestSockKill = "/bin/sockkill"
 	// GuestNVMe is nvme-cli in the guest.

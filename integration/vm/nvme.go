@@ -6,7 +6,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/netip"
+	"path"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -69,25 +71,42 @@ type Controller struct {
 	SubNQN     string
 }
 
-// Controllers lists the guest's NVMe controllers.
+// Controllers lists the guest's NVMe controllers. The guest's init reads
+// sysfs itself (ReadFiles), so polling it starts no process in the guest.
 func (g *Guest) Controllers(ctx context.Context) ([]Controller, error) {
-	out, err := g.Sh(ctx, `for c in /sys/class/nvme/nvme*; do [ -e "$c/state" ] || continue
-echo "${c##*/}|$(cat $c/state)|$(cat $c/transport)|$(cat $c/address)|$(cat $c/subsysnqn)"; done 2>/dev/null; true`)
+	var pats []string
+	for _, a := range controllerAttrs {
+		pats = append(pats, "/sys/class/nvme/nvme*/"+a)
+	}
+	files, err := g.ReadFiles(ctx, pats...)
 	if err != nil {
 		return nil, err
 	}
-	return parseControllers(out), nil
+	return parseControllers(files), nil
 }
 
-func parseControllers(out string) []Controller {
+// controllerAttrs are the sysfs attributes Controllers reads.
+var controllerAttrs = []string{"state", "transport", "address", "subsysnqn"}
+
+// parseControllers builds the controllers from their sysfs attribute files
+// (path → content); a controller without a state is left out.
+func parseControllers(files map[string]string) []Controller {
+	attrs := map[string]map[string]string{}
+	for p, v := range files {
+		dir, name := path.Split(p)
+		dev := path.Base(dir)
+		if attrs[dev] == nil {
+			attrs[dev] = map[string]string{}
+		}
+		attrs[dev][name] = strings.TrimSpace(v)
+	}
 	var cs []Controller
-	for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
-		f := strings.Split(l, "|")
-		if len(f) != 5 {
+	for dev, a := range attrs {
+		if a["state"] == "" {
 			continue
 		}
-		c := Controller{Name: f[0], State: f[1], Transport: f[2], SubNQN: f[4]}
-		for _, kv := range strings.FieldsFunc(f[3], func(r rune) bool { return r == ',' || r == ' ' }) {
+		c := Controller{Name: dev, State: a["state"], Transport: a["transport"], SubNQN: a["subsysnqn"]}
+		for _, kv := range strings.FieldsFunc(a["address"], func(r rune) bool { return r == ',' || r == ' ' }) {
 			k, v, _ := strings.Cut(kv, "=")
 			switch k {
 			case "traddr":
@@ -100,6 +119,7 @@ func parseControllers(out string) []Controller {
 		}
 		cs = append(cs, c)
 	}
+	slices.SortFunc(cs, func(a, b Controller) int { return strings.Compare(a.Name, b.Name) })
 	return cs
 }
 
@@ -153,12 +173,23 @@ type IOStall struct {
 // StallReport is the meter's result (see ctlproto.StallReport).
 type StallReport = ctlproto.StallReport
 
-// StartIOStall starts the meter on dev (e.g. /dev/nvme0n1).
+// StartIOStall starts the meter on dev (e.g. /dev/nvme0n1) and returns
+// once it reads (and takes the report signals: before that, one would
+// kill it).
 func (g *Guest) StartIOStall(ctx context.Context, dev string) (*IOStall, error) {
 	w := &syncbuf.Buffer{}
 	p, err := g.Start(ctx, []string{GuestIOStall, "-dev", dev}, w)
 	if err != nil {
 		return nil, err
+	}
+	for !strings.Contains(w.String(), "iostall: reading") {
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("vm: %s: iostall did not start: %w (output %q)", g.Name, ctx.Err(), truncate(w.String(), 400))
+		case <-p.Done():
+			return nil, fmt.Errorf("vm: %s: iostall exited: %q", g.Name, truncate(w.String(), 400))
+		case <-time.After(20 * time.Millisecond):
+		}
 	}
 	return &IOStall{p: p, out: w}, nil
 }

@@ -2,12 +2,19 @@ package vm
 
 import "testing"
 
-// TestParseControllers reads the sysfs lines Controllers prints: the
-// address pairs, a line that is not one, a controller without host_traddr.
+// TestParseControllers builds controllers from the sysfs files Controllers
+// reads: the address pairs, a controller without host_traddr, a directory
+// without a state (left out), sorted by name.
 func TestParseControllers(t *testing.T) {
-	out := "nvme0|live|tcp|traddr=10.100.1.2,trsvcid=4420,host_traddr=10.100.3.2,src_addr=10.100.3.2|nqn.x:tgt\n" +
-		"garbage line\nnvme1|connecting|tcp|traddr=10.101.1.2,trsvcid=4420|nqn.x:tgt\n"
-	cs := parseControllers(out)
+	c := "/sys/class/nvme/"
+	files := map[string]string{
+		c + "nvme1/state": "connecting\n", c + "nvme1/transport": "tcp\n", c + "nvme1/subsysnqn": "nqn.x:tgt\n",
+		c + "nvme1/address": "traddr=10.101.1.2,trsvcid=4420\n",
+		c + "nvme0/state":   "live\n", c + "nvme0/transport": "tcp\n", c + "nvme0/subsysnqn": "nqn.x:tgt\n",
+		c + "nvme0/address":   "traddr=10.100.1.2,trsvcid=4420,host_traddr=10.100.3.2,src_addr=10.100.3.2\n",
+		c + "nvme2/transport": "tcp\n",
+	}
+	cs := parseControllers(files)
 	if len(cs) != 2 {
 		t.Fatalf("got %d controllers: %+v", len(cs), cs)
 	}
@@ -16,7 +23,7 @@ func TestParseControllers(t *testing.T) {
 	if cs[0] != want {
 		t.Errorf("controller 0 = %+v, want %+v", cs[0], want)
 	}
-	if cs[1].State != "connecting" || cs[1].TrAddr != "10.101.1.2" || cs[1].HostTrAddr != "" {
+	if cs[1].Name != "nvme1" || cs[1].State != "connecting" || cs[1].TrAddr != "10.101.1.2" || cs[1].HostTrAddr != "" {
 		t.Errorf("controller 1 = %+v", cs[1])
 	}
 }

@@ -44,15 +44,31 @@ type mechanism struct {
 	// rejoin runs after the link is restored (a deleted path is
 	// connected again); empty leaves reconnecting to the kernel.
 	rejoin bool
+	// up runs in the host guest right after the link is restored, for the
+	// same C, SRC and DST: what inof-host could do when the fabric says
+	// the target is active again.
+	up string
 }
+
+// abortReset is inof-host's default failover (failover.method both).
+const abortReset = `sockkill $SRC $DST 4420 >/dev/null; (echo 1 > /sys/class/nvme/$C/reset_controller) >/dev/null 2>&1 &`
 
 var mechanisms = []mechanism{
 	{name: "keep-alive only"},
 	{name: "sysfs reset_controller", act: `(echo 1 > /sys/class/nvme/$C/reset_controller) >/dev/null 2>&1 &`},
 	{name: "inet_diag SOCK_DESTROY", act: `sockkill $SRC $DST 4420 >/dev/null`},
-	{name: "SOCK_DESTROY + reset_controller", act: `sockkill $SRC $DST 4420 >/dev/null; (echo 1 > /sys/class/nvme/$C/reset_controller) >/dev/null 2>&1 &`},
+	{name: "SOCK_DESTROY + reset_controller", act: abortReset},
 	{name: "nvme disconnect of the live path", act: `(nvme disconnect -d $C) >/dev/null 2>&1 &`, rejoin: true},
 	{name: "fast_io_fail_tmo 0 (keep-alive only)", setup: `echo 0 > /sys/class/nvme/$C/fast_io_fail_tmo`},
+	// Link back: the reconnect attempt begun while the link was down
+	// (SYN_SENT) is aborted, so the kernel's next one goes over the live
+	// link after reconnect_delay (1 s)...
+	{name: "SOCK_DESTROY + reset_controller, link up: abort the waiting connect", act: abortReset,
+		up: `sockkill -syn $SRC $DST 4420`},
+	// ... or at once: reconnect_delay 0 while the failed attempt is
+	// requeued, then back to 1 s.
+	{name: "SOCK_DESTROY + reset_controller, link up: reconnect_delay 0, abort the waiting connect", act: abortReset,
+		up: `R=/sys/class/nvme/$C/reconnect_delay; echo 0 > $R; sockkill -syn $SRC $DST 4420; (sleep 0.5; echo 1 > $R) >/dev/null 2>&1 &`},
 }
 
 // labKernels are the guest kernels the lab runs on: INOF_VM_KERNELS
@@ -319,9 +335,28 @@ func runLab(b *testing.B, img vm.Image, m mechanism, cuts int) []result.Row {
 			b.Logf("cut %d: stall %s, not live after %s; host kernel log:\n%s", i, stall.Round(time.Millisecond),
 				left.Round(time.Millisecond), dmesgSince(ctx, l.hst, dmesgMark, 60))
 		}
+		// INOF_LAB_HOLD keeps the link down that long after the cut (as
+		// the fabric benchmark's cuts last until keep-alive has acted):
+		// the kernel's reconnect attempts then run into the dead link.
+		if hold, err := time.ParseDuration(os.Getenv("INOF_LAB_HOLD")); err == nil {
+			time.Sleep(time.Until(cut.Add(hold)))
+		}
 		up, err := l.setLink(ctx, true)
 		if err != nil {
 			b.Fatal(err)
+		}
+		upUptime := ""
+		if os.Getenv("INOF_LAB_DMESG") != "" {
+			ut, _ := l.hst.ReadFiles(ctx, "/proc/uptime")
+			upUptime = fmt.Sprintf("%s (read %s after)", strings.Fields(ut["/proc/uptime"] + " ?")[0], time.Since(up).Round(time.Millisecond))
+		}
+		if m.up != "" {
+			script := fmt.Sprintf("C=%s SRC=%s DST=%s; %s", c.Name, labAddr(0, 2), labAddr(0, 1), m.up)
+			out, err := l.hst.Sh(ctx, script)
+			if err != nil {
+				b.Fatalf("cut %d: link up: %s: %v", i, m.name, err)
+			}
+			b.Logf("cut %d: link up: %s", i, strings.TrimSpace(out))
 		}
 		if m.rejoin {
 			if _, err := l.waitGone(ctx, 0); err != nil {
@@ -344,6 +379,12 @@ func runLab(b *testing.B, img vm.Image, m mechanism, cuts int) []result.Row {
 				at.Sub(up).Round(time.Millisecond), dmesgSince(ctx, l.hst, dmesgMark, 120))
 		}
 		back = append(back, at.Sub(up))
+		if os.Getenv("INOF_LAB_DMESG") != "" {
+			// Where the link-back time goes: the host's kernel log of the
+			// cut, and its uptime when the link came back.
+			b.Logf("cut %d: link up at host uptime ~%s; host kernel log:\n%s", i, upUptime,
+				dmesgSince(ctx, l.hst, dmesgMark, 60))
+		}
 		b.Logf("cut %d: stall %s, errors %d, path not live after %s, live again %s after the link came back",
 			i, stall.Round(time.Millisecond), r.Errors, left.Round(time.Millisecond), at.Sub(up).Round(time.Millisecond))
 	}

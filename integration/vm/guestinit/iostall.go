@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"os/signal"
+	"slices"
 	"sync"
 	"syscall"
 	"time"
@@ -25,6 +26,7 @@ type meter struct {
 	last   time.Time
 	rep    ctlproto.StallReport
 	report time.Duration // gaps at least this long are printed as they end
+	record time.Duration // gaps at least this long go into the report's Gaps
 }
 
 func (m *meter) done(err error) {
@@ -41,7 +43,10 @@ func (m *meter) done(err error) {
 	m.rep.Reads++
 	if gap := now.Sub(m.last); gap > time.Duration(m.rep.MaxGapMS*float64(time.Millisecond)) {
 		m.rep.MaxGapMS = float64(gap) / float64(time.Millisecond)
-		m.rep.MaxGapEnd = uptime()
+		m.rep.MaxGapEnd, m.rep.MaxGapEndNS = uptime(), now.UnixNano()
+	}
+	if gap := now.Sub(m.last); gap >= m.record {
+		m.rep.Gaps = keepGap(m.rep.Gaps, ctlproto.Gap{StartNS: m.last.UnixNano(), EndNS: now.UnixNano()})
 	}
 	if gap := now.Sub(m.last); gap >= m.report {
 		fmt.Printf("iostall: gap %.0f ms ended at uptime %.2f\n", float64(gap)/float64(time.Millisecond), uptime())
@@ -49,13 +54,35 @@ func (m *meter) done(err error) {
 	m.last = now
 }
 
+// keepGap adds g to gaps; a full list (ctlproto.MaxGaps) keeps the longest
+// gaps: g replaces the shortest when it is longer.
+func keepGap(gaps []ctlproto.Gap, g ctlproto.Gap) []ctlproto.Gap {
+	if len(gaps) < ctlproto.MaxGaps {
+		return append(gaps, g)
+	}
+	short := 0
+	for i, x := range gaps {
+		if x.EndNS-x.StartNS < gaps[short].EndNS-gaps[short].StartNS {
+			short = i
+		}
+	}
+	if g.EndNS-g.StartNS > gaps[short].EndNS-gaps[short].StartNS {
+		gaps[short] = g
+	}
+	return gaps
+}
+
 func (m *meter) final() ctlproto.StallReport {
 	now := time.Now()
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	r := m.rep
+	r.Gaps = slices.Clone(r.Gaps)
 	if gap := float64(now.Sub(m.last)) / float64(time.Millisecond); gap > r.MaxGapMS {
-		r.MaxGapMS, r.MaxGapEnd = gap, uptime()
+		r.MaxGapMS, r.MaxGapEnd, r.MaxGapEndNS = gap, uptime(), now.UnixNano()
+	}
+	if now.Sub(m.last) >= m.record {
+		r.Gaps = keepGap(r.Gaps, ctlproto.Gap{StartNS: m.last.UnixNano(), EndNS: now.UnixNano()})
 	}
 	r.Seconds = now.Sub(m.start).Seconds()
 	return r
@@ -83,6 +110,7 @@ func iostall(args []string) int {
 	bs := fs.Int("bs", 4096, "read size in bytes (a multiple of 4096)")
 	span := fs.Int64("span", 64<<20, "read offsets below this many bytes (capped at the device size)")
 	report := fs.Duration("report", 200*time.Millisecond, "print every gap at least this long")
+	record := fs.Duration("record", 20*time.Millisecond, "list every gap at least this long in the reports")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -110,7 +138,7 @@ func iostall(args []string) int {
 		return 1
 	}
 	now := time.Now()
-	m := &meter{start: now, last: now, report: *report}
+	m := &meter{start: now, last: now, report: *report, record: *record}
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT, syscall.SIGUSR1, syscall.SIGUSR2)
 	go func() {

@@ -5,7 +5,8 @@
 //
 // Called as iostall (a symlink to it in the image), it is the I/O stall
 // meter instead: see iostall.go. Called as sockkill, it aborts TCP
-// connections (internal/sockdiag): sockkill SRC DST PORT.
+// connections (internal/sockdiag): sockkill [-syn] SRC DST PORT (-syn: only
+// connects still waiting for an answer).
 //
 // It is built static (CGO_ENABLED=0) by integration/vm when it builds the
 // image; it does nothing useful outside a guest.

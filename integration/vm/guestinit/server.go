@@ -60,7 +60,7 @@ func (s *server) serve() {
 func (s *server) write() {
 	enc := json.NewEncoder(s.port)
 	for r := range s.out {
-		r.Uptime = uptime()
+		r.Uptime, r.TimeNS = uptime(), time.Now().UnixNano()
 		if err := enc.Encode(r); err != nil {
 			logf("control write: %v", err)
 		}
@@ -84,6 +84,8 @@ func (s *server) handle(req ctlproto.Request) {
 		}
 	case ctlproto.OpHTTP:
 		done = httpGet(req)
+	case ctlproto.OpRead:
+		done.Files, done.Error = readFiles(req.Argv)
 	default:
 		done.Error = fmt.Sprintf("unknown op %q", req.Op)
 	}
@@ -204,6 +206,31 @@ func writeFile(path string, data []byte, mode os.FileMode) error {
 		return err
 	}
 	return os.WriteFile(path, data, mode)
+}
+
+// readFiles reads every file matching the glob patterns (at most
+// ctlproto.MaxReadFile bytes of each); a file that cannot be read (gone
+// meanwhile, a sysfs attribute that fails) is left out.
+func readFiles(patterns []string) (map[string]string, string) {
+	files := map[string]string{}
+	for _, p := range patterns {
+		ms, err := filepath.Glob(p)
+		if err != nil {
+			return nil, fmt.Sprintf("read: pattern %q: %v", p, err)
+		}
+		for _, m := range ms {
+			f, err := os.Open(m)
+			if err != nil {
+				continue
+			}
+			b, err := io.ReadAll(io.LimitReader(f, ctlproto.MaxReadFile))
+			f.Close()
+			if err == nil {
+				files[m] = string(b)
+			}
+		}
+	}
+	return files, ""
 }
 
 func httpGet(req ctlproto.Request) ctlproto.Reply {

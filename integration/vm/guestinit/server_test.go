@@ -66,7 +66,8 @@ func (c *client) until(id uint64) []ctlproto.Reply {
 // TestServer drives every operation of the control protocol over a socket
 // pair: exit codes and output, a missing program, a file written, a
 // background process whose output streams back until a signal ends it, an
-// HTTP GET, and an unknown operation.
+// HTTP GET, files read in the init itself (with the reply's guest time),
+// and an unknown operation.
 func TestServer(t *testing.T) {
 	c := newClient(t)
 
@@ -143,6 +144,30 @@ func TestServer(t *testing.T) {
 	c.send(ctlproto.Request{ID: 9, Op: ctlproto.OpHTTP, URL: srv.URL + "/healthz"})
 	if r := c.until(9)[0]; r.Status != 503 || string(r.Stdout) != "not yet" || r.Error != "" {
 		t.Errorf("http: %+v", r)
+	}
+
+	dir := t.TempDir()
+	for _, f := range []string{"nvme0/state", "nvme1/state", "nvme1/address"} {
+		p := filepath.Join(dir, f)
+		os.MkdirAll(filepath.Dir(p), 0o755)
+		if err := os.WriteFile(p, []byte(f+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	before := time.Now().UnixNano()
+	c.send(ctlproto.Request{ID: 11, Op: ctlproto.OpRead, Argv: []string{dir + "/nvme*/state", dir + "/nvme1/address", dir + "/none"}})
+	r = c.until(11)[0]
+	want := map[string]string{dir + "/nvme0/state": "nvme0/state\n", dir + "/nvme1/state": "nvme1/state\n",
+		dir + "/nvme1/address": "nvme1/address\n"}
+	if r.Error != "" || fmt.Sprint(r.Files) != fmt.Sprint(want) {
+		t.Errorf("read: %+v, want files %v", r, want)
+	}
+	if r.TimeNS < before || r.TimeNS > time.Now().UnixNano() {
+		t.Errorf("reply time %d not between the request and now", r.TimeNS)
+	}
+	c.send(ctlproto.Request{ID: 12, Op: ctlproto.OpRead, Argv: []string{"["}})
+	if r := c.until(12)[0]; r.Error == "" {
+		t.Error("a bad glob pattern reported no error")
 	}
 
 	c.send(ctlproto.Request{ID: 10, Op: "reboot"})

@@ -19,7 +19,14 @@ const (
 	OpSignal = "signal" // send Signal to the process started by request Target
 	OpWrite  = "write"  // write Data to Path (mode Mode), creating parent dirs
 	OpHTTP   = "http"   // GET URL inside the guest; Status and Stdout (body)
+	// OpRead reads the files matching the glob patterns in Argv in the
+	// guest's init itself (no process started, so polling sysfs costs the
+	// guest little); Files.
+	OpRead = "read"
 )
+
+// MaxReadFile bounds what OpRead returns of one file.
+const MaxReadFile = 64 << 10
 
 // Request is one command for the guest.
 type Request struct {
@@ -54,6 +61,13 @@ type Reply struct {
 	Error string `json:"error,omitempty"`
 	// Uptime is the guest's /proc/uptime in seconds when the reply was sent.
 	Uptime float64 `json:"uptime,omitempty"`
+	// TimeNS is the guest's wall clock (Unix nanoseconds) when the reply
+	// was sent: with the round trip it places guest log times on the
+	// test's clock.
+	TimeNS int64 `json:"time_ns,omitempty"`
+	// Files holds what OpRead read, by path (unreadable files are left
+	// out).
+	Files map[string]string `json:"files,omitempty"`
 }
 
 // StallReport is what iostall (the guest's I/O stall meter) prints, as one
@@ -66,6 +80,24 @@ type StallReport struct {
 	MaxGapMS float64 `json:"max_gap_ms"`
 	// MaxGapEnd is the guest uptime (s) when the longest gap ended.
 	MaxGapEnd float64 `json:"max_gap_end"`
+	// MaxGapEndNS is the guest's wall clock (Unix ns) then.
+	MaxGapEndNS int64 `json:"max_gap_end_ns,omitempty"`
 	// Seconds is how long the loop ran.
 	Seconds float64 `json:"seconds"`
+	// Gaps are the window's gaps of at least the meter's -record length
+	// (the longest MaxGaps of them, in no order; the one in progress
+	// included): what the test needs to tell the gap an outage caused
+	// from the others.
+	Gaps []Gap `json:"gaps,omitempty"`
+}
+
+// MaxGaps bounds StallReport.Gaps.
+const MaxGaps = 256
+
+// Gap is one gap between completed reads: from the completion before it
+// to the one that ended it (or to the report, for the gap in progress), on
+// the guest's wall clock (Unix ns).
+type Gap struct {
+	StartNS int64 `json:"start_ns"`
+	EndNS   int64 `json:"end_ns"`
 }
