@@ -643,11 +643,12 @@ func (a *Agent) apply(ctx context.Context, out Output) {
 		a.dirty = true
 	}
 	for _, p := range out.Publish {
-		if a.pub == nil {
-			break // direct mode: nothing is published
-		}
 		r := p.Record
 		rec := bgp.DeviceRecord{Report: r.Report(a.self), AccessPort: r.Port, Since: r.Since}
+		if a.pub == nil {
+			a.table.Apply(bgp.RecordEvent{Record: &rec}) // direct mode: the API's device list
+			continue
+		}
 		rts := make([]bgp.RouteTarget, 0, len(p.Zones))
 		for _, z := range p.Zones {
 			rts = append(rts, bgp.ZoneRT(a.opts.ASN, z))
@@ -658,7 +659,9 @@ func (a *Agent) apply(ctx context.Context, out Output) {
 	}
 	for _, r := range out.Withdraw {
 		if a.pub == nil {
-			break
+			gone := bgp.DeviceRecord{Report: r.Report(a.self)}
+			a.table.Apply(bgp.RecordEvent{Key: gone.Key(), Withdrawn: true})
+			continue
 		}
 		if err := a.pub.Withdraw(ctx, bgp.DeviceID{Switch: a.self, Addr: r.Device.Addr}); err != nil {
 			a.log.Error("withdrawing device record", "device", r.Device.String(), "err", err)
