@@ -12,7 +12,6 @@ import (
 
 	"github.com/openinof/inof/inof"
 	"github.com/openinof/inof/integration/topo"
-	"github.com/openinof/inof/l2proto"
 )
 
 // probeTarget is a probe device with one NIC on switch sw, registered by
@@ -45,13 +44,40 @@ func backUp(t *testing.T, p, q *topo.Probe) {
 	deadline := time.Now().Add(wait)
 	for time.Now().Before(deadline) {
 		registerTarget(t, p)
-		if _, err := q.WaitNotification(time.Second, func(n l2proto.Notification) bool {
-			return n.Target == p.Addr() && n.State == inof.StateActive
-		}); err == nil {
-			return
+		r, ok := q.Next(time.Second)
+		for _, n := range topo.Notices([]topo.Received{r}) {
+			if ok && n.N.Host == q.Addr() && n.N.Target == p.Addr() && n.N.State == inof.StateActive {
+				return
+			}
 		}
 	}
 	t.Fatalf("%s never heard %s active again", q.Link.Device.Name, p.Addr())
+}
+
+// awaitAll waits until probe p received a notification in state about
+// each of targets, in any order (one frame may carry several), and
+// returns them.
+func awaitAll(t *testing.T, p *topo.Probe, state inof.State, targets ...netip.Addr) []topo.Notice {
+	t.Helper()
+	left := map[netip.Addr]bool{}
+	for _, a := range targets {
+		left[a] = true
+	}
+	var out []topo.Notice
+	deadline := time.Now().Add(wait)
+	for len(left) > 0 {
+		r, ok := p.Next(time.Until(deadline))
+		if !ok {
+			t.Fatalf("%s: no notification within %s for %v %s", p.Link.Device.Name, wait, left, state)
+		}
+		for _, n := range topo.Notices([]topo.Received{r}) {
+			if n.N.Host == p.Addr() && left[n.N.Target] && n.N.State == state {
+				delete(left, n.N.Target)
+				out = append(out, n)
+			}
+		}
+	}
+	return out
 }
 
 // zoneOn runs `inofctl zone ARGS --yes` against node n's API.
@@ -239,6 +265,9 @@ func TestPrivDirectToFabric(t *testing.T) {
 	if out, err := rr.Inofctl("zone", "list"); err != nil || !strings.Contains(out, "z1") || !strings.Contains(out, "z2") {
 		t.Fatalf("zones on the reflector: %v\n%s", err, out)
 	}
+	if strings.Contains(sw.Log()[mark:], `msg="zone configuration changed"`) {
+		t.Error("the reflector's zoning differed from the switch's own after the move")
+	}
 	if _, err := sw.Inofctl("zone", "create", "z3", qa.Addr().String(), "--yes"); err == nil {
 		t.Error("the switch still takes zoning edits in a fabric")
 	}
@@ -246,4 +275,83 @@ func TestPrivDirectToFabric(t *testing.T) {
 	await(t, qb, t1.Addr(), inof.StateActive)
 	time.Sleep(quietFor)
 	heardNothing(t, qa, "when qb joined its zone")
+}
+
+// TestPrivReflectorBoxLeaf: a reflector box is a leaf too (two processes
+// in one namespace, the switch agent on its own address, metrics port and
+// state directory; docs/operations.md). Target ta and host qa sit on the
+// box's access ports, target tb and host qb on client leaf leaf1: each
+// host sees both targets, across the box and back. Then the box crashes
+// (reflector and switch agent SIGKILLed) and comes back: under graceful
+// restart nobody hears anything through the switches' settle time. Cutting
+// ta's link then tells qa and qb (reason 1), and tb's too.
+func TestPrivReflectorBoxLeaf(t *testing.T) {
+	requireSwitchRole(t)
+	spec := topo.Spec{Reflectors: []string{"rr1"}, Switches: []string{"box1", "leaf1"}, OnReflector: map[string]string{"box1": "rr1"},
+		Devices: []topo.Device{probeTarget("ta", "box1"), probeHost("qa", "box1"), probeTarget("tb", "leaf1"), probeHost("qb", "leaf1")}}
+	calmBFD(&spec)
+	f := topo.Start(t, spec)
+	if err := f.WaitEstablished(wait); err != nil {
+		t.Fatal(err)
+	}
+	rr, box, leaf := f.Node("rr1"), f.Node("box1"), f.Node("leaf1")
+	ta, tb := f.Node("ta").Probe(0), f.Node("tb").Probe(0)
+	qa, qb := f.Node("qa").Probe(0), f.Node("qb").Probe(0)
+	registerTarget(t, ta)
+	registerTarget(t, tb)
+	subscribe(t, qa)
+	subscribe(t, qb)
+	for _, q := range []*topo.Probe{qa, qb} {
+		awaitAll(t, q, inof.StateActive, ta.Addr(), tb.Addr())
+	}
+	time.Sleep(quietFor)
+	records := map[string]float64{}
+	for _, sw := range []*topo.Node{box, leaf} {
+		v, err := sw.Metric("inof_switch_device_records")
+		if err != nil {
+			t.Fatal(err)
+		}
+		records[sw.Name] = v
+	}
+	qa.Drain()
+	qb.Drain()
+
+	// The box crashes: the reflector first, then its switch agent.
+	if _, err := rr.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := box.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	if err := rr.Start(); err != nil {
+		t.Fatal(err)
+	}
+	mark := box.LogSize()
+	if err := box.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.WaitEstablished(wait); err != nil {
+		t.Fatal(err)
+	}
+	for _, sw := range []*topo.Node{box, leaf} {
+		if _, err := sw.WaitMetric(wait, func(v float64) bool { return v == records[sw.Name] }, "inof_switch_device_records"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := box.WaitLog(mark, `msg="fabric view settled`, wait); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(bgpSettle + quietFor)
+	heardNothing(t, qa, "across the reflector box's restart")
+	heardNothing(t, qb, "across the reflector box's restart")
+
+	ta.Link.Cut(t)
+	tb.Link.Cut(t)
+	for _, q := range []*topo.Probe{qa, qb} {
+		for _, got := range awaitAll(t, q, inof.StateInactive, ta.Addr(), tb.Addr()) {
+			if got.N.Reason != inof.ReasonLinkDown {
+				t.Errorf("%s: %s inactive with reason %v, want %v", q.Link.Device.Name, got.N.Target, got.N.Reason, inof.ReasonLinkDown)
+			}
+		}
+	}
 }
