@@ -103,3 +103,25 @@ func TestDirectModeOptions(t *testing.T) {
 		t.Error("a switch with reflectors is in direct mode")
 	}
 }
+
+// TestTopologyExamples: the examples of direct mode and of a switch agent
+// on a reflector's box load and validate, and mean what they say.
+func TestTopologyExamples(t *testing.T) {
+	_, file, _, _ := runtime.Caller(0)
+	dir := filepath.Join(filepath.Dir(file), "..", "..", "docs", "deploy")
+	direct := DefaultOptions()
+	if err := daemon.Load(daemon.LoadOptions{File: filepath.Join(dir, "inofd-switch-direct.yaml")}, &direct); err != nil {
+		t.Fatal(err)
+	}
+	if !direct.Direct() || !direct.API.Enabled() || direct.HistorySize != DefaultOptions().HistorySize {
+		t.Fatalf("direct example: %+v", direct)
+	}
+	box := DefaultOptions()
+	if err := daemon.Load(daemon.LoadOptions{File: filepath.Join(dir, "inofd-switch-on-reflector.yaml")}, &box); err != nil {
+		t.Fatal(err)
+	}
+	if box.Direct() || box.MetricsListen == "127.0.0.1:9465" || box.LocalAddress == box.Reflectors[0].Address ||
+		box.RouterID == box.Reflectors[0].Address || box.StateDir == "/var/lib/inofd-reflector" {
+		t.Fatalf("a box's switch clashes with its reflector: %+v", box)
+	}
+}
