@@ -31,7 +31,7 @@ type Config struct {
 	Registry prometheus.Registerer // nil: no metrics
 	Logger   *slog.Logger
 	// Speaker replaces the GoBGP speaker built from Options (tests: the
-	// fake fabric). The agent starts and stops it.
+	// fake fabric). The agent starts and stops it; direct mode has none.
 	Speaker bgp.Speaker
 	// OpenLink opens an access port (nil: an AF_PACKET socket).
 	OpenLink func(port string) (l2proto.Link, error)
