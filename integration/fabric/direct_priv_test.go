@@ -80,6 +80,24 @@ func awaitAll(t *testing.T, p *topo.Probe, state inof.State, targets ...netip.Ad
 	return out
 }
 
+// startSettled starts switch sw, waits until every reflector has every
+// switch again (none in direct mode) and sw logged that its view settled,
+// and returns sw's log size before the start.
+func startSettled(t *testing.T, f *topo.Fabric, sw *topo.Node) int {
+	t.Helper()
+	mark := sw.LogSize()
+	if err := sw.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.WaitEstablished(wait); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sw.WaitLog(mark, `msg="fabric view settled`, wait); err != nil {
+		t.Fatal(err)
+	}
+	return mark
+}
+
 // zoneOn runs `inofctl zone ARGS --yes` against node n's API.
 func zoneOn(t *testing.T, n *topo.Node, args ...string) {
 	t.Helper()
@@ -161,13 +179,7 @@ func TestPrivDirectMode(t *testing.T) {
 	if err := sw.Stop(wait); err != nil {
 		t.Fatal(err)
 	}
-	mark := sw.LogSize()
-	if err := sw.Start(); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := sw.WaitLog(mark, `msg="fabric view settled`, wait); err != nil {
-		t.Fatal(err)
-	}
+	startSettled(t, f, sw)
 	time.Sleep(quietFor)
 	heardNothing(t, qa, "across the switch's restart")
 	heardNothing(t, qb, "across the switch's restart")
@@ -246,16 +258,7 @@ func TestPrivDirectToFabric(t *testing.T) {
 	if err := sw.Rewrite(nil); err != nil {
 		t.Fatal(err)
 	}
-	mark := sw.LogSize()
-	if err := sw.Start(); err != nil {
-		t.Fatal(err)
-	}
-	if err := f.WaitEstablished(wait); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := sw.WaitLog(mark, `msg="fabric view settled`, wait); err != nil {
-		t.Fatal(err)
-	}
+	mark := startSettled(t, f, sw)
 	if _, err := sw.WaitLog(mark, `zone store of an earlier direct mode not used`, wait); err != nil {
 		t.Error(err)
 	}
@@ -326,20 +329,11 @@ func TestPrivReflectorBoxLeaf(t *testing.T) {
 	if err := rr.Start(); err != nil {
 		t.Fatal(err)
 	}
-	mark := box.LogSize()
-	if err := box.Start(); err != nil {
-		t.Fatal(err)
-	}
-	if err := f.WaitEstablished(wait); err != nil {
-		t.Fatal(err)
-	}
+	startSettled(t, f, box)
 	for _, sw := range []*topo.Node{box, leaf} {
 		if _, err := sw.WaitMetric(wait, func(v float64) bool { return v == records[sw.Name] }, "inof_switch_device_records"); err != nil {
 			t.Fatal(err)
 		}
-	}
-	if _, err := box.WaitLog(mark, `msg="fabric view settled`, wait); err != nil {
-		t.Fatal(err)
 	}
 	time.Sleep(bgpSettle + quietFor)
 	heardNothing(t, qa, "across the reflector box's restart")
