@@ -488,6 +488,12 @@ func (a *Agent) loop(ctx context.Context, errs <-chan error) error {
 	settled := false
 	save := time.NewTicker(minSaveSpacing)
 	defer save.Stop()
+	var prune <-chan time.Time // direct mode: the zone store's expired tombstones
+	if a.opts.Direct() {
+		p := time.NewTicker(pruneInterval)
+		defer p.Stop()
+		prune = p.C
+	}
 	for {
 		if next, ok := a.engine.NextTick(); ok {
 			tick.Reset(max(time.Until(next), 0))
@@ -520,6 +526,8 @@ func (a *Agent) loop(ctx context.Context, errs <-chan error) error {
 		case done := <-a.commits:
 			a.takeCommitted(ctx)
 			close(done)
+		case now := <-prune:
+			a.pruneZoneStore(now)
 		case now := <-tick.C:
 			a.apply(ctx, a.engine.Tick(now))
 		case <-a.up:

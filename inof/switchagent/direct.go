@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"time"
 
 	"github.com/openinof/inof/inof/api"
 	"github.com/openinof/inof/inof/zoneadmin"
@@ -105,6 +106,29 @@ func (a *Agent) takeCommitted(ctx context.Context) {
 	if changed {
 		a.dirty = true
 		a.applyConfig(ctx)
+	}
+}
+
+// pruneInterval is how often direct mode forgets the zone store's
+// tombstones past their lifetime (a reflector's prune_interval default).
+const pruneInterval = time.Hour
+
+// pruneZoneStore (loop) forgets the tombstones past their lifetime, in the
+// store and in the records the configuration is built from.
+func (a *Agent) pruneZoneStore(now time.Time) {
+	admin := a.admin.Load()
+	if admin == nil {
+		return
+	}
+	n, err := admin.Store().Prune()
+	if err != nil {
+		a.log.Error("pruning the zone store", "err", err)
+	}
+	if a.zrecs.Prune(now) > 0 {
+		a.dirty = true
+	}
+	if n > 0 {
+		a.log.Info("expired tombstones pruned", "store", n)
 	}
 }
 

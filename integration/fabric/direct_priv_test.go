@@ -147,10 +147,12 @@ func TestPrivDirectMode(t *testing.T) {
 	neverHeard(t, qb, t1.Addr(), "outside its zone")
 
 	// Link cut: reason 1 to t1's zone only.
-	t1.Link.Cut(t)
-	if got := await(t, qa, t1.Addr(), inof.StateInactive); got.N.Reason != inof.ReasonLinkDown {
+	cut := t1.Link.Cut(t)
+	got := await(t, qa, t1.Addr(), inof.StateInactive)
+	if got.N.Reason != inof.ReasonLinkDown {
 		t.Errorf("qa: t1 inactive with reason %v, want %v", got.N.Reason, inof.ReasonLinkDown)
 	}
+	report.Record(t, "direct mode: link cut → inactive at a host (reason 1)", []time.Duration{got.At.Sub(cut)})
 	t1.Link.Restore(t)
 	backUp(t, t1, qa)
 	time.Sleep(quietFor)
@@ -160,10 +162,13 @@ func TestPrivDirectMode(t *testing.T) {
 	// Zone change: reason 4.
 	zoneOn(t, sw, "add", "z2", qa.Addr().String())
 	await(t, qa, t2.Addr(), inof.StateActive)
+	at := time.Now()
 	zoneOn(t, sw, "remove", "z1", qa.Addr().String())
-	if got := await(t, qa, t1.Addr(), inof.StateInactive); got.N.Reason != inof.ReasonZoneChange {
+	got = await(t, qa, t1.Addr(), inof.StateInactive)
+	if got.N.Reason != inof.ReasonZoneChange {
 		t.Errorf("qa: t1 inactive with reason %v, want %v", got.N.Reason, inof.ReasonZoneChange)
 	}
+	report.Record(t, "direct mode: inofctl zone remove → inactive at a host (reason 4)", []time.Duration{got.At.Sub(at)})
 	time.Sleep(quietFor)
 	heardNothing(t, qb, "when another host's zones changed")
 	qa.Drain()
