@@ -1,7 +1,9 @@
 // Command inofd is the iNOF fabric daemon. One binary, one role per
 // process: --role reflector runs a route reflector and zone authority
-// (docs/reflector.md), --role switch a switch agent (docs/switch-agent.md). Each role lives in a file of its own that adds its
-// flags and its run function to roles.
+// (docs/reflector.md), --role switch a switch agent (docs/switch-agent.md);
+// a switch agent without reflectors runs alone, in direct mode, keeping the
+// zone store itself (docs/operations.md, "Topologies"). Each role lives in a
+// file of its own that adds its flags and its run function to roles.
 package main
 
 import (
@@ -91,6 +93,8 @@ func newCommand(environ []string, stderr io.Writer) *cobra.Command {
 		Long: "inofd runs one role of the iNOF control plane per process.\n" +
 			"Configuration: YAML file (--config), INOF_* environment variables, flags.\n" +
 			"Flags marked (reflector) or (switch) apply to that role only.\n" +
+			"A switch without reflectors runs alone (direct mode): no BGP, it keeps the zone store\n" +
+			"and takes zoning edits on its API socket.\n" +
 			"SIGHUP reloads the configuration (docs/operations.md, \"Reload\").\n" +
 			"Exit codes: 0 stopped by a signal, 1 failed while running, 64 usage error,\n" +
 			"78 invalid configuration.",

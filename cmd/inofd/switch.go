@@ -47,10 +47,18 @@ func runSwitch(env runEnv) error {
 	}
 	ro := daemon.RunOptions{MetricsListen: opts.MetricsListen, Registry: p.Registry, Health: agent.Healthy, Logger: log,
 		Ready: agent.Ready(), Notify: env.notify}
+	if !opts.API.Enabled() && opts.Direct() {
+		log.Warn("direct mode without api.socket or api.listen: zoning cannot be changed (the default zone is in force)")
+	}
 	if opts.API.Enabled() {
-		// Read-only: zones and the lossless profile are edited on a
-		// reflector. Bound before the agent starts, like the metrics.
-		so := opts.API.ServeOptions(true, nil, log)
+		// In a fabric read-only: zones and the lossless profile are edited
+		// on a reflector. In direct mode the switch keeps the zone store
+		// and takes edits. Bound before the agent starts, like the metrics.
+		var events *api.Feed
+		if opts.Direct() {
+			events = api.NewFeed(api.FeedOptions{})
+		}
+		so := opts.API.ServeOptions(!opts.Direct(), events, log)
 		so.Role = "switch"
 		srv, err := api.NewServer(so, agent.API())
 		if err != nil {

@@ -36,3 +36,30 @@ func TestSwitchInvalidConfigListsEveryError(t *testing.T) {
 		t.Fatalf("a reflector flag on a switch: %s", d.out.String())
 	}
 }
+
+// TestSwitchDirectModeInvalidConfig: a switch without reflectors (direct
+// mode) that sets keys only a reflector session uses exits with the
+// configuration error code (78), naming each.
+func TestSwitchDirectModeInvalidConfig(t *testing.T) {
+	bin := buildInofd(t)
+	cfg := filepath.Join(t.TempDir(), "s.yaml")
+	body := "router_id: 10.0.0.11\naccess_ports: [swp1]\npassword: secret\nttl_security: true\nhistory_size: 0\n"
+	if err := os.WriteFile(cfg, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	d := startDaemon(t, bin, nil, "--role", "switch", "--config", cfg)
+	if code := d.wait(t); code != daemon.ExitConfig {
+		t.Fatalf("exit code %d, want %d:\n%s", code, daemon.ExitConfig, d.out.String())
+	}
+	out := d.out.String()
+	wants := []string{"password: set, but reflectors lists none", "ttl_security: true, but reflectors lists none",
+		"history_size 0: want 1 to 10000"}
+	for _, w := range wants {
+		if !strings.Contains(out, w) {
+			t.Errorf("output lacks %q:\n%s", w, out)
+		}
+	}
+	if n := strings.Count(out, "\n") - 1; n != len(wants) {
+		t.Errorf("%d error lines, want %d (asn and local_address are not needed in direct mode):\n%s", n, len(wants), out)
+	}
+}

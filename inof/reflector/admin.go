@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/openinof/inof/bgp"
-	"github.com/openinof/inof/inof/api"
 	"github.com/openinof/inof/zones"
 )
 
@@ -18,53 +17,29 @@ import (
 // and go out at the next start.
 var ErrNotReplicated = errors.New("reflector: committed but not yet replicated")
 
-// Commit runs edit in one store transaction and commits it: the whole
-// resulting configuration is validated and every change written atomically
-// (zones.Tx). It then originates the changed records and waits for that
-// (bounded by ctx) before returning them. An error from edit aborts the
-// transaction; zones.ErrConflict means another change landed meanwhile
-// (a commit here or a newer version from another reflector): begin again.
-// If ctx ends after the commit, the records are committed and are still
-// replicated; the error then wraps ctx.Err(). Each commit is logged with
-// the moment it was durable in the store (durable_at, to the nanosecond),
-// how long validating and writing it took and how long originating it.
+// Commit runs edit in one store transaction and commits it
+// (zoneadmin.Admin.Commit): the whole resulting configuration is validated
+// and every change written atomically (zones.Tx). It then originates the
+// changed records and waits for that (bounded by ctx) before returning
+// them. An error from edit aborts the transaction; zones.ErrConflict means
+// another change landed meanwhile (a commit here or a newer version from
+// another reflector): begin again. If ctx ends after the commit, the
+// records are committed and are still replicated; the error then wraps
+// ctx.Err().
 func (r *Reflector) Commit(ctx context.Context, edit func(*zones.Tx) error) ([]zones.Record, error) {
 	r.life.RLock()
 	defer r.life.RUnlock()
 	if r.state != stateStarted {
 		return nil, ErrNotRunning
 	}
-	tx := r.store.Begin()
-	id := api.IdentityFrom(ctx)
-	tx.Note(zones.Note{Identity: id.String(), Via: id.Via}) // edit may say more (api.Server does)
-	if err := edit(tx); err != nil {
-		tx.Abort()
-		return nil, err
-	}
-	start := time.Now()
-	changed, err := tx.Commit()
-	if err != nil || len(changed) == 0 {
-		return nil, err
-	}
-	durable := time.Now()
-	keys := make([]zones.Key, len(changed))
-	for i, c := range changed {
-		keys[i] = c.Key
-	}
+	return r.admin.Commit(ctx, edit)
+}
+
+// observeCommit counts a commit and its latencies (zoneadmin.Options.Observe).
+func (r *Reflector) observeCommit(write, originate time.Duration) {
 	r.m.commits.Add(1)
-	err = r.originate(ctx, keys)
-	originated := time.Since(durable)
-	r.m.commitLatency.WithLabelValues("write").Observe(durable.Sub(start).Seconds())
-	r.m.commitLatency.WithLabelValues("originate").Observe(originated.Seconds())
-	attrs := []any{"records", len(changed), "write", durable.Sub(start),
-		"durable_at", durable.UTC().Format(time.RFC3339Nano), "originate", originated,
-		"identity", id.String(), "via", id.Via}
-	if err != nil {
-		r.log.Warn("configuration committed", append(attrs, "err", err)...)
-	} else {
-		r.log.Info("configuration committed", attrs...)
-	}
-	return changed, err
+	r.m.commitLatency.WithLabelValues("write").Observe(write.Seconds())
+	r.m.commitLatency.WithLabelValues("originate").Observe(originate.Seconds())
 }
 
 // originate has the sync loop originate the committed keys and waits for

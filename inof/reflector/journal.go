@@ -183,7 +183,7 @@ func (r *Reflector) Journal() ([]zones.Entry, error) {
 	if r.state != stateStarted {
 		return nil, ErrNotRunning
 	}
-	return r.store.Journal()
+	return r.admin.Journal()
 }
 
 // ConfigAt rebuilds the configuration right after a retained journal entry.
@@ -193,7 +193,7 @@ func (r *Reflector) ConfigAt(v zones.Version) (*zones.Config, bool, error) {
 	if r.state != stateStarted {
 		return nil, false, ErrNotRunning
 	}
-	return r.store.ConfigAt(v)
+	return r.admin.ConfigAt(v)
 }
 
 // Conflicts lists the journal's lost writes.
@@ -203,7 +203,7 @@ func (r *Reflector) Conflicts() ([]zones.Conflict, error) {
 	if r.state != stateStarted {
 		return nil, ErrNotRunning
 	}
-	return r.store.Conflicts()
+	return r.admin.Conflicts()
 }
 
 // Backup writes a consistent copy of the store (records, journal) to w.
@@ -213,5 +213,5 @@ func (r *Reflector) Backup(w io.Writer) (int64, error) {
 	if r.state != stateStarted {
 		return 0, ErrNotRunning
 	}
-	return r.store.Backup(w)
+	return r.admin.Backup(w)
 }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/netip"
-	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -18,6 +17,7 @@ import (
 	"github.com/openinof/inof/inof"
 	"github.com/openinof/inof/inof/configsync"
 	"github.com/openinof/inof/inof/peering"
+	"github.com/openinof/inof/inof/zoneadmin"
 	"github.com/openinof/inof/zones"
 )
 
@@ -75,7 +75,8 @@ type Reflector struct {
 	prevState   string
 	seeded      int // configuration parts originated at start
 	routerID    inof.RouterID
-	store       *zones.Store
+	admin       *zoneadmin.Admin // the store and its commits
+	store       *zones.Store     // admin's store
 	speaker     bgp.Speaker
 	bfd         *bfd.Manager
 	bfdCancel   func()
@@ -234,16 +235,13 @@ func (r *Reflector) start(ctx context.Context) (err error) {
 func (r *Reflector) openStore(_ context.Context, undo *undoStack) error {
 	o := &r.opts
 	r.routerID = inof.MustParseRouterID(o.RouterID)
-	if err := os.MkdirAll(o.StateDir, 0o700); err != nil {
-		return fmt.Errorf("reflector: state directory: %w", err)
-	}
-	store, err := zones.Open(o.StorePath(), zones.StoreOptions{RouterID: r.routerID, Now: r.now, Logger: r.log,
-		HistorySize: o.HistorySize})
+	admin, err := zoneadmin.Open(zoneadmin.Options{Path: o.StorePath(), RouterID: r.routerID, HistorySize: o.HistorySize,
+		Now: r.now, Logger: r.log, Hand: r.originate, Observe: r.observeCommit})
 	if err != nil {
 		return fmt.Errorf("reflector: %w", err)
 	}
-	r.store = store
-	undo.push(func() { r.store.Close() })
+	r.admin, r.store = admin, admin.Store()
+	undo.push(func() { r.admin.Close() })
 	return r.loadProfile()
 }
 
@@ -391,7 +389,7 @@ func (r *Reflector) stop() error {
 	if err := r.speaker.Err(); err != nil {
 		errs = append(errs, fmt.Errorf("reflector: speaker failed: %w", err))
 	}
-	if err := r.store.Close(); err != nil {
+	if err := r.admin.Close(); err != nil {
 		errs = append(errs, fmt.Errorf("reflector: close store: %w", err))
 	}
 	if len(errs) == 0 {

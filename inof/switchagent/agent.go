@@ -18,6 +18,7 @@ import (
 	"github.com/openinof/inof/inof"
 	"github.com/openinof/inof/inof/configsync"
 	"github.com/openinof/inof/inof/peering"
+	"github.com/openinof/inof/inof/zoneadmin"
 	"github.com/openinof/inof/l2proto"
 	"github.com/openinof/inof/lossless"
 	"github.com/openinof/inof/zones"
@@ -30,7 +31,7 @@ type Config struct {
 	Registry prometheus.Registerer // nil: no metrics
 	Logger   *slog.Logger
 	// Speaker replaces the GoBGP speaker built from Options (tests: the
-	// fake fabric). The agent starts and stops it.
+	// fake fabric). The agent starts and stops it; direct mode has none.
 	Speaker bgp.Speaker
 	// OpenLink opens an access port (nil: an AF_PACKET socket).
 	OpenLink func(port string) (l2proto.Link, error)
@@ -93,6 +94,12 @@ type Agent struct {
 	config  atomic.Pointer[zones.Config]
 	profile atomic.Pointer[lossless.Profile]
 	disc    *discoveryPart // the NVMe/TCP discovery controller; nil when off
+	// admin is the zone store in direct mode (nil until Run opened it,
+	// and always in a fabric): the API commits through it.
+	admin atomic.Pointer[zoneadmin.Admin]
+	// commits carries committed zoning (direct mode) to the loop, which
+	// puts the store's configuration in force.
+	commits chan chan struct{}
 
 	records chan bgp.RecordEvent
 	queries chan portQuery
@@ -144,7 +151,7 @@ func New(cfg Config) (*Agent, error) {
 		records:  make(chan bgp.RecordEvent, 1024), queries: make(chan portQuery, 256),
 		dims: make(chan dimEvent, 256), loopDone: make(chan struct{}),
 		up: make(chan struct{}, 1), downs: make(chan string, 64),
-		ready: make(chan struct{}), reconf: make(chan reconfRequest)}
+		ready: make(chan struct{}), reconf: make(chan reconfRequest), commits: make(chan chan struct{})}
 	a.sessionLog = &peering.SessionLog{Log: a.log, Kind: func(netip.Addr) string { return "reflector" }}
 	a.met = newMetrics(a)
 	if cfg.Registry != nil {
@@ -170,6 +177,16 @@ func (a *Agent) Run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("switchagent: %w", err)
 	}
+	if a.opts.Direct() {
+		admin, err := a.openZoneStore()
+		if err != nil {
+			return err
+		}
+		defer a.closeZoneStore(admin)
+		zrecs = recordsOf(admin.Store().Records())
+	} else {
+		a.noteUnusedStore()
+	}
 	a.zrecs = zrecs
 	a.config.Store(zrecs.Config())
 	if a.engine, err = NewEngine(a.self, a.opts.HoldDown, zrecs.Config()); err != nil {
@@ -179,13 +196,15 @@ func (a *Agent) Run(ctx context.Context) error {
 	now := time.Now()
 	restarting := loaded && a.opts.GracefulRestart.Enabled && now.Sub(saved.Saved) < a.opts.GracefulRestart.RestartTime
 	a.log.Info("switch agent starting", "router_id", a.opts.RouterID, "restarting", restarting,
-		"restored_records", len(saved.Local), "access_ports", a.opts.AccessPorts)
+		"restored_records", len(saved.Local), "access_ports", a.opts.AccessPorts, "direct", a.opts.Direct())
 	restored := a.engine.Restore(saved.Local, saved.Told, saved.expiries(), now)
 
-	if err := a.startSpeaker(ctx, restarting); err != nil {
-		return err
+	if !a.opts.Direct() {
+		if err := a.startSpeaker(ctx, restarting); err != nil {
+			return err
+		}
+		defer a.stopSpeaker()
 	}
-	defer a.stopSpeaker()
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var wg sync.WaitGroup
@@ -209,34 +228,10 @@ func (a *Agent) Run(ctx context.Context) error {
 	a.runCtx = runCtx
 	spawn := func(name string, f func(context.Context) error) { a.spawnIn(runCtx, name, f) }
 
-	if err := a.pub.Republish(ctx, saved.ownRecords(a.self, a.log)); err != nil {
-		a.log.Warn("republishing saved records", "err", err)
-	}
-	if err := a.speaker.Subscribe(ctx, bgp.ConfigRT(a.opts.ASN)); err != nil {
-		return fmt.Errorf("switchagent: subscribe to configuration: %w", err)
-	}
-	a.apply(ctx, restored)
-	if err := a.speaker.WatchRecords(runCtx, func(ev bgp.RecordEvent) {
-		select {
-		case a.records <- ev:
-		case <-runCtx.Done():
-		}
-	}); err != nil {
-		return fmt.Errorf("switchagent: watch records: %w", err)
-	}
-	if err := a.speaker.WatchNeighbors(runCtx, func(ev bgp.NeighborEvent) {
-		a.sessionLog.BGP(ev)
-		if ev.State == bgp.StateEstablished {
-			select {
-			case a.up <- struct{}{}:
-			default:
-			}
-		}
-	}); err != nil {
-		return fmt.Errorf("switchagent: watch neighbors: %w", err)
-	}
-
-	if err := a.addReflectors(ctx); err != nil {
+	if a.opts.Direct() {
+		a.apply(ctx, restored)
+		a.up <- struct{}{} // no fabric to wait for: settle from the start
+	} else if err := a.startFabric(ctx, runCtx, saved, restored); err != nil {
 		return err
 	}
 	reg, err := l2proto.NewRegistry(l2proto.RegistryConfig{})
@@ -264,14 +259,16 @@ func (a *Agent) Run(ctx context.Context) error {
 	spawn("link watcher", a.watchLinks)
 	a.runDiscovery(spawn)
 	spawn("stray frames", a.watchStray)
-	spawn("speaker", func(ctx context.Context) error {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-a.speaker.Done():
-			return fmt.Errorf("speaker stopped: %w", a.speaker.Err())
-		}
-	})
+	if a.speaker != nil {
+		spawn("speaker", func(ctx context.Context) error {
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-a.speaker.Done():
+				return fmt.Errorf("speaker stopped: %w", a.speaker.Err())
+			}
+		})
+	}
 
 	err = a.loop(runCtx, errs)
 	close(a.loopDone)
@@ -282,6 +279,39 @@ func (a *Agent) Run(ctx context.Context) error {
 	}
 	a.log.Info("switch agent stopping", "clean", err == nil)
 	return err
+}
+
+// startFabric republishes the saved records, subscribes to the
+// configuration, applies what the restore decided, watches the speaker's
+// records and sessions (until runCtx ends) and adds the reflectors.
+func (a *Agent) startFabric(ctx, runCtx context.Context, saved savedState, restored Output) error {
+	if err := a.pub.Republish(ctx, saved.ownRecords(a.self, a.log)); err != nil {
+		a.log.Warn("republishing saved records", "err", err)
+	}
+	if err := a.speaker.Subscribe(ctx, bgp.ConfigRT(a.opts.ASN)); err != nil {
+		return fmt.Errorf("switchagent: subscribe to configuration: %w", err)
+	}
+	a.apply(ctx, restored)
+	if err := a.speaker.WatchRecords(runCtx, func(ev bgp.RecordEvent) {
+		select {
+		case a.records <- ev:
+		case <-runCtx.Done():
+		}
+	}); err != nil {
+		return fmt.Errorf("switchagent: watch records: %w", err)
+	}
+	if err := a.speaker.WatchNeighbors(runCtx, func(ev bgp.NeighborEvent) {
+		a.sessionLog.BGP(ev)
+		if ev.State == bgp.StateEstablished {
+			select {
+			case a.up <- struct{}{}:
+			default:
+			}
+		}
+	}); err != nil {
+		return fmt.Errorf("switchagent: watch neighbors: %w", err)
+	}
+	return a.addReflectors(ctx)
 }
 
 // startSpeaker builds (unless given), starts and prepares the speaker.
@@ -412,6 +442,9 @@ func (a *Agent) Healthy() error {
 	a.mu.Lock()
 	sp := a.speaker
 	a.mu.Unlock()
+	if sp == nil {
+		return nil // direct mode
+	}
 	select {
 	case <-sp.Done():
 		return fmt.Errorf("BGP speaker stopped: %v", sp.Err())
@@ -455,6 +488,12 @@ func (a *Agent) loop(ctx context.Context, errs <-chan error) error {
 	settled := false
 	save := time.NewTicker(minSaveSpacing)
 	defer save.Stop()
+	var prune <-chan time.Time // direct mode: the zone store's expired tombstones
+	if a.opts.Direct() {
+		p := time.NewTicker(pruneInterval)
+		defer p.Stop()
+		prune = p.C
+	}
 	for {
 		if next, ok := a.engine.NextTick(); ok {
 			tick.Reset(max(time.Until(next), 0))
@@ -484,6 +523,11 @@ func (a *Agent) loop(ctx context.Context, errs <-chan error) error {
 			a.apply(ctx, a.engine.PortDown(port, time.Now()))
 		case req := <-a.reconf:
 			req.done <- a.reconfigure(req.next)
+		case done := <-a.commits:
+			a.takeCommitted(ctx)
+			close(done)
+		case now := <-prune:
+			a.pruneZoneStore(now)
 		case now := <-tick.C:
 			a.apply(ctx, a.engine.Tick(now))
 		case <-a.up:
@@ -609,6 +653,10 @@ func (a *Agent) apply(ctx context.Context, out Output) {
 	for _, p := range out.Publish {
 		r := p.Record
 		rec := bgp.DeviceRecord{Report: r.Report(a.self), AccessPort: r.Port, Since: r.Since}
+		if a.pub == nil {
+			a.table.Apply(bgp.RecordEvent{Record: &rec}) // direct mode: the API's device list
+			continue
+		}
 		rts := make([]bgp.RouteTarget, 0, len(p.Zones))
 		for _, z := range p.Zones {
 			rts = append(rts, bgp.ZoneRT(a.opts.ASN, z))
@@ -618,12 +666,17 @@ func (a *Agent) apply(ctx context.Context, out Output) {
 		}
 	}
 	for _, r := range out.Withdraw {
+		if a.pub == nil {
+			gone := bgp.DeviceRecord{Report: r.Report(a.self)}
+			a.table.Apply(bgp.RecordEvent{Key: gone.Key(), Withdrawn: true})
+			continue
+		}
 		if err := a.pub.Withdraw(ctx, bgp.DeviceID{Switch: a.self, Addr: r.Device.Addr}); err != nil {
 			a.log.Error("withdrawing device record", "device", r.Device.String(), "err", err)
 		}
 	}
 	a.discoveryApply(out)
-	if out.Subscriptions != nil {
+	if out.Subscriptions != nil && a.speaker != nil {
 		a.subscribe(ctx, a.discoveryZones(out.Subscriptions))
 	}
 	for _, n := range out.Notices {
@@ -737,7 +790,11 @@ func (a *Agent) save(clean bool) error {
 	if err != nil {
 		return err
 	}
-	s := savedState{Saved: time.Now(), Clean: clean, Published: a.pub.Published(), Local: a.engine.Published(),
+	var published []bgp.PublishedDevice
+	if a.pub != nil {
+		published = a.pub.Published()
+	}
+	s := savedState{Saved: time.Now(), Clean: clean, Published: published, Local: a.engine.Published(),
 		Told: a.engine.Told(), Zones: z, Registrations: registrations(a.reg.Entries(), a.engine.RestoredExpiries())}
 	if err := saveState(a.opts.stateFile(), s); err != nil {
 		return fmt.Errorf("switchagent: %w", err)

@@ -17,11 +17,18 @@ import (
 // lossless profile are edited on a reflector.
 var errReadOnly = errors.New("switch agent: read-only; edit zones and the lossless profile on a reflector")
 
-// API returns the agent as the read-only backend of the admin API
-// (serve it with api.ServeOptions.ReadOnly): the zone configuration it
-// applies, the device records it holds, its BGP and BFD sessions and the
-// lossless profile it received. Safe for concurrent use.
-func (a *Agent) API() api.Backend { return switchBackend{a} }
+// API returns the agent as the backend of the admin API: in a fabric
+// read-only (serve it with api.ServeOptions.ReadOnly): the zone
+// configuration it applies, the device records it holds, its BGP and BFD
+// sessions and the lossless profile it received; in direct mode the
+// zoning is read-write on the switch's own store, with its journal
+// (api.JournalBackend). Safe for concurrent use.
+func (a *Agent) API() api.Backend {
+	if a.opts.Direct() {
+		return directBackend{switchBackend{a}}
+	}
+	return switchBackend{a}
+}
 
 type switchBackend struct{ a *Agent }
 

@@ -38,7 +38,7 @@ func newMetrics(a *Agent) *metrics {
 			Help: "Notifications the notifier refused (queue full or stopped)."}),
 		badConfig: prometheus.NewCounter(prometheus.CounterOpts{Name: "inof_switch_config_records_refused_total",
 			Help: "Configuration records that could not be assembled."}),
-		up:             d("up", "1 while the switch agent runs and its BGP speaker is alive (as /healthz)."),
+		up:             d("up", "1 while the switch agent runs and its BGP speaker is alive, or runs in direct mode (as /healthz)."),
 		registrations:  d("registrations", "Devices registered on the access ports."),
 		refused:        d("registrations_refused_total", "Registrations refused by the table bounds."),
 		records:        d("device_records", "Device records known (all switches, this one included)."),
@@ -88,7 +88,7 @@ func (m *metrics) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, v, l...)
 	}
 	up := 0.0
-	if speaker != nil && a.Healthy() == nil {
+	if (speaker != nil || a.opts.Direct()) && a.Healthy() == nil {
 		up = 1
 	}
 	gauge(m.up, up)

@@ -14,6 +14,8 @@ import (
 	"github.com/openinof/inof/inof/api"
 	"github.com/openinof/inof/inof/daemon"
 	"github.com/openinof/inof/inof/peering"
+	"github.com/openinof/inof/inof/zoneadmin"
+	"github.com/openinof/inof/zones"
 )
 
 // Options is the whole configuration of inofd --role switch.
@@ -29,8 +31,14 @@ type Options struct {
 	ASN      uint32 `yaml:"asn"`
 	// LocalAddress is the source of the BGP and BFD sessions; empty lets
 	// the kernel choose (BFD then needs it set).
-	LocalAddress string             `yaml:"local_address"`
-	Reflectors   []ReflectorOptions `yaml:"reflectors"`
+	LocalAddress string `yaml:"local_address"`
+	// Reflectors are the fabric's route reflectors. None is direct mode:
+	// the switch runs alone, without BGP, and keeps the zone store itself
+	// (docs/operations.md, "Direct mode").
+	Reflectors []ReflectorOptions `yaml:"reflectors"`
+	// HistorySize bounds the zone store's journal in direct mode (as a
+	// reflector's history_size).
+	HistorySize int `yaml:"history_size"`
 	// Security is the TCP-MD5 key of every reflector session (empty:
 	// none) and GTSM on them.
 	peering.Security `yaml:",inline"`
@@ -80,8 +88,13 @@ func DefaultOptions() Options {
 		Settle:          10 * time.Second,
 		Discovery:       discovery.DefaultOptions(),
 		MaxDevices:      bgp.DefaultMaxDevices,
+		HistorySize:     zones.DefaultHistorySize,
 	}
 }
+
+// Direct reports whether the options describe direct mode: no reflectors,
+// no BGP, the zone store kept by the switch itself.
+func (o *Options) Direct() bool { return len(o.Reflectors) == 0 }
 
 // Validate reports every problem in o, joined.
 func (o *Options) Validate() error {
@@ -96,18 +109,28 @@ func (o *Options) Validate() error {
 	if a, err := netip.ParseAddr(o.RouterID); err != nil || !a.Is4() || a.IsUnspecified() {
 		add("router_id %q: want an IPv4 address, not 0.0.0.0", o.RouterID)
 	}
-	if o.ASN == 0 {
+	if o.ASN == 0 && !o.Direct() {
 		add("asn: must be set")
 	}
 	local, err := netip.ParseAddr(o.LocalAddress)
 	if o.LocalAddress != "" && err != nil {
 		add("local_address %q: not an IP address", o.LocalAddress)
 	}
-	if o.BFD.Enabled && !local.IsValid() {
+	if o.BFD.Enabled && !local.IsValid() && !o.Direct() {
 		add("local_address: must be set when bfd.enabled is true")
 	}
-	if len(o.Reflectors) == 0 {
-		add("reflectors: at least one")
+	if o.Direct() {
+		// Direct mode has no session these could protect: a key or GTSM
+		// set here means reflectors were meant and left out.
+		if o.Password != "" {
+			add("password: set, but reflectors lists none (direct mode has no BGP session); list the reflectors or drop the key")
+		}
+		if o.TTLSecurity {
+			add("ttl_security: true, but reflectors lists none (direct mode has no BGP session); list the reflectors or drop the key")
+		}
+	}
+	if o.HistorySize < 1 || o.HistorySize > 10000 {
+		add("history_size %d: want 1 to 10000", o.HistorySize)
 	}
 	seen := map[netip.Addr]bool{}
 	for i, r := range o.Reflectors {
@@ -157,6 +180,9 @@ func (o *Options) Validate() error {
 	}
 	return errors.Join(errs...)
 }
+
+// storeFile is the path of the zone store (direct mode).
+func (o *Options) storeFile() string { return filepath.Join(o.StateDir, zoneadmin.StoreFile) }
 
 // stateFile is the path of the state file.
 func (o *Options) stateFile() string { return filepath.Join(o.StateDir, "switch.state") }

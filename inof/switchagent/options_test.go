@@ -78,3 +78,58 @@ func TestSwitchServesNoConsole(t *testing.T) {
 		t.Errorf("a switch with api.console_listen: %v", err)
 	}
 }
+
+// TestDirectModeOptions: no reflectors is direct mode; it needs no asn and
+// no local address (BFD runs toward reflectors only), and refuses the keys
+// that only protect reflector sessions, naming them.
+func TestDirectModeOptions(t *testing.T) {
+	o := DefaultOptions()
+	o.RouterID, o.AccessPorts = "10.0.0.11", []string{"swp1"}
+	if !o.Direct() {
+		t.Fatal("no reflectors is not direct mode")
+	}
+	if err := o.Validate(); err != nil {
+		t.Fatalf("direct mode with defaults: %v", err)
+	}
+	o.Password, o.TTLSecurity, o.HistorySize = "secret", true, 0
+	err := o.Validate()
+	for _, want := range []string{"password: set, but reflectors lists none", "ttl_security: true, but reflectors lists none",
+		"history_size 0: want 1 to 10000"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("error lacks %q: %v", want, err)
+		}
+	}
+	f := DefaultOptions()
+	f.RouterID, f.AccessPorts, f.Reflectors = "10.0.0.11", []string{"swp1"}, []ReflectorOptions{{Address: "10.0.0.1"}}
+	err = f.Validate()
+	for _, want := range []string{"asn: must be set", "local_address: must be set when bfd.enabled is true"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("fabric mode: error lacks %q: %v", want, err)
+		}
+	}
+	if f.Direct() {
+		t.Error("a switch with reflectors is in direct mode")
+	}
+}
+
+// TestTopologyExamples: the examples of direct mode and of a switch agent
+// on a reflector's box load and validate, and mean what they say.
+func TestTopologyExamples(t *testing.T) {
+	_, file, _, _ := runtime.Caller(0)
+	dir := filepath.Join(filepath.Dir(file), "..", "..", "docs", "deploy")
+	direct := DefaultOptions()
+	if err := daemon.Load(daemon.LoadOptions{File: filepath.Join(dir, "inofd-switch-direct.yaml")}, &direct); err != nil {
+		t.Fatal(err)
+	}
+	if !direct.Direct() || !direct.API.Enabled() || direct.HistorySize != DefaultOptions().HistorySize {
+		t.Fatalf("direct example: %+v", direct)
+	}
+	box := DefaultOptions()
+	if err := daemon.Load(daemon.LoadOptions{File: filepath.Join(dir, "inofd-switch-on-reflector.yaml")}, &box); err != nil {
+		t.Fatal(err)
+	}
+	if box.Direct() || box.MetricsListen == "127.0.0.1:9465" || box.LocalAddress == box.Reflectors[0].Address ||
+		box.RouterID == box.Reflectors[0].Address || box.StateDir == "/var/lib/inofd-reflector" {
+		t.Fatalf("a box's switch clashes with its reflector: %+v", box)
+	}
+}

@@ -280,7 +280,7 @@ func TestPrivDiscoveryRealKernel(t *testing.T) {
 	}
 	dim("register")
 	d := waitDevice(t, rr1, hostAddr, func(d listedDevice) bool { return d.Active })
-	if d.NQN != vh.HostNQN() || d.Role != "ROLE_HOST" || d.Switch != leaf1.Addr.String() || !slices.Contains(d.Zones, "z1") {
+	if d.NQN != vh.HostNQN() || d.Role != "host" || d.Switch != leaf1.Addr.String() || !slices.Contains(d.Zones, "z1") {
 		t.Fatalf("registered by DIM: %+v; want host %s of %s in z1", d, vh.HostNQN(), leaf1.Addr)
 	}
 	if out, err := rr1.Inofctl("device", "why", hostAddr, vt.Links[0].Addr().String()); err != nil || !strings.Contains(out, "z1") {

@@ -35,6 +35,9 @@ const (
 const (
 	inofdMetrics = "127.0.0.1:9465"
 	hostMetrics  = "127.0.0.1:9464"
+	// boxSwitchMetrics is a switch's on a reflector box (the switch's
+	// packaged default, beside the reflector's 9465).
+	boxSwitchMetrics = "127.0.0.1:9466"
 )
 
 // StartTimeout bounds how long a daemon may take to answer /healthz.
@@ -73,6 +76,8 @@ type Node struct {
 	http    *httpClient
 	// dummyPort: the switch got a dummy access port p0 (it has no links).
 	dummyPort bool
+	// box is the reflector whose namespace a switch shares (Spec.OnReflector).
+	box *Node
 
 	mu   sync.Mutex
 	proc *proc
@@ -122,6 +127,10 @@ func Start(tb testing.TB, spec Spec) *Fabric {
 		f.control(name, KindReflector, reflectorAddr(i))
 	}
 	for j, name := range spec.Switches {
+		if box, ok := spec.OnReflector[name]; ok {
+			f.onBox(name, f.nodes[box], switchAddr(j))
+			continue
+		}
 		f.control(name, KindSwitch, switchAddr(j))
 	}
 	for i, d := range spec.Devices {
@@ -172,6 +181,21 @@ func (f *Fabric) control(name string, kind Kind, addr netip.Addr) {
 	netns.Veth(f.tb, f.fab, name, n.NS, "fab0")
 	f.fab.MustIP("link", "set", name, "master", "br0")
 	n.NS.Addr("fab0", addr.String()+"/24")
+}
+
+// onBox adds a switch that runs in a reflector's namespace: its control
+// address is a second address on the box's fab0.
+func (f *Fabric) onBox(name string, box *Node, addr netip.Addr) {
+	n := &Node{Name: name, Kind: KindSwitch, NS: box.NS, f: f, dir: filepath.Join(f.Dir, name), Addr: addr, box: box}
+	if err := os.MkdirAll(n.dir, 0o755); err != nil {
+		f.tb.Fatal(err)
+	}
+	n.logPath = filepath.Join(n.dir, name+".log")
+	n.cfgPath = filepath.Join(n.dir, name+".yaml")
+	n.http = newHTTPClient(n.NS, boxSwitchMetrics)
+	f.nodes[name] = n
+	f.order = append(f.order, n)
+	box.NS.Addr("fab0", addr.String()+"/24")
 }
 
 // newLink describes NIC k of device n (the i-th device) on the next port
@@ -349,9 +373,13 @@ func (n *Node) switchConfig() map[string]any {
 		ports = append(ports, "p0")
 	}
 	n.argv = []string{"inofd", "--role", "switch", "--config", n.cfgPath}
-	return map[string]any{
+	metrics := inofdMetrics
+	if n.box != nil {
+		metrics = boxSwitchMetrics
+	}
+	cfg := map[string]any{
 		"log":              map[string]any{"level": "debug"},
-		"metrics_listen":   inofdMetrics,
+		"metrics_listen":   metrics,
 		"state_dir":        filepath.Join(n.dir, "state"),
 		"router_id":        n.Addr.String(),
 		"asn":              n.f.spec.ASN,
@@ -360,7 +388,13 @@ func (n *Node) switchConfig() map[string]any {
 		"bfd":              map[string]any{"enabled": true, "desired_min_tx": "100ms", "required_min_rx": "100ms", "detect_mult": 3},
 		"graceful_restart": map[string]any{"enabled": true, "restart_time": "120s"},
 		"access_ports":     ports,
+		// Read-only in a fabric; in direct mode the zoning's API.
+		"api": map[string]any{"socket": n.APISocket()},
 	}
+	if len(refl) == 0 {
+		delete(cfg, "reflectors") // direct mode
+	}
+	return cfg
 }
 
 func (n *Node) hostConfig() (map[string]any, error) {

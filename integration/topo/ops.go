@@ -51,11 +51,12 @@ func (n *Node) Notifications(state string) (float64, error) {
 	return n.Metric("inof_host_notifications_received_total", "state", state)
 }
 
-// Inofctl runs inofctl against the reflector's API socket and returns its
-// combined output.
+// Inofctl runs inofctl against the reflector's or switch's API socket
+// (read-write on a reflector and on a switch in direct mode, read-only on
+// a switch of a fabric) and returns its combined output.
 func (n *Node) Inofctl(args ...string) (string, error) {
-	if n.Kind != KindReflector {
-		return "", errors.New("topo: inofctl talks to a reflector")
+	if n.Kind != KindReflector && n.Kind != KindSwitch {
+		return "", errors.New("topo: inofctl talks to a reflector or a switch")
 	}
 	bin, err := Binary("inofctl")
 	if err != nil {

@@ -153,6 +153,10 @@ func (n *Node) Reload(edit func(cfg map[string]any)) (int, error) {
 	return mark, nil
 }
 
+// Rewrite writes the node's configuration file again, changed by edit
+// (if set) after the Spec's hooks, for the next Start.
+func (n *Node) Rewrite(edit func(cfg map[string]any)) error { return n.writeConfigEdited(edit) }
+
 // kill ends the daemon, if any, at teardown.
 func (n *Node) kill() {
 	n.mu.Lock()

@@ -3,6 +3,7 @@ package topo
 import (
 	"fmt"
 	"net/netip"
+	"slices"
 )
 
 // Spec describes a fabric once: its nodes, and which switch each device
@@ -11,8 +12,16 @@ type Spec struct {
 	// Reflectors are the route reflectors (inofd --role reflector), all
 	// with one cluster-id; every switch peers with every reflector.
 	Reflectors []string
-	// Switches are the leaf switch agents (inofd --role switch).
+	// Switches are the leaf switch agents (inofd --role switch). Without
+	// reflectors they run in direct mode (no BGP, each keeps its zone
+	// store, zoned through its own API socket).
 	Switches []string
+	// OnReflector puts switches on reflector boxes: switch name → the
+	// reflector whose namespace it shares, as a second process with its
+	// own control address on the box's fab0, metrics on 127.0.0.1:9466
+	// and its own state directory (docs/operations.md, "A reflector that
+	// is a leaf").
+	OnReflector map[string]string
 	// Devices are the hosts and storage targets.
 	Devices []Device
 	// ASN is the fabric's AS number; 0 means 65000.
@@ -66,9 +75,6 @@ func switchAddr(j int) netip.Addr    { return netip.AddrFrom4([4]byte{10, 0, 0, 
 
 // check reports the first problem in s.
 func (s *Spec) check() error {
-	if len(s.Reflectors) == 0 && len(s.Switches) > 0 {
-		return fmt.Errorf("topo: switches need at least one reflector")
-	}
 	if len(s.Reflectors) > 9 || len(s.Switches) > 200 {
 		return fmt.Errorf("topo: at most 9 reflectors and 200 switches")
 	}
@@ -91,6 +97,11 @@ func (s *Spec) check() error {
 			return err
 		}
 		switches[n] = true
+	}
+	for sw, r := range s.OnReflector {
+		if !switches[sw] || !slices.Contains(s.Reflectors, r) {
+			return fmt.Errorf("topo: OnReflector %s: %s: not a switch on a reflector of the spec", sw, r)
+		}
 	}
 	for _, d := range s.Devices {
 		if err := name(d.Name); err != nil {

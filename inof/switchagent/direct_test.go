@@ -1,0 +1,149 @@
+package switchagent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/netip"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/openinof/inof/bgp"
+	"github.com/openinof/inof/inof"
+	"github.com/openinof/inof/inof/api"
+	"github.com/openinof/inof/zones"
+)
+
+// directOptions makes a test switch a direct-mode one: no reflectors, no
+// asn.
+func directOptions(ports ...string) func(*Options) {
+	return func(o *Options) { o.Reflectors, o.ASN, o.AccessPorts = nil, 0, ports }
+}
+
+// commit runs edit through the agent's API backend, starting again on a
+// concurrent commit.
+func commit(t *testing.T, b api.Backend, edit func(*zones.Tx) error) {
+	t.Helper()
+	for {
+		_, err := b.Commit(context.Background(), edit)
+		if errors.Is(err, zones.ErrConflict) {
+			continue
+		}
+		if err != nil {
+			t.Error(err)
+		}
+		return
+	}
+}
+
+// TestDirectMode: a switch without reflectors keeps the zone store itself.
+// Zoning committed through its API is in force when the commit returns:
+// a host in the target's zone is told it is active, a host outside hears
+// nothing until it joins (active) and the first host is told inactive
+// with reason 4 when it leaves. Concurrent commits all land, in the
+// store and in force alike, each journaled. The agent publishes nothing
+// (its speaker is never started) and lists its own devices. A restart
+// reopens the store: the zoning is back and nobody hears anything.
+func TestDirectMode(t *testing.T) {
+	f := bgp.NewFakeFabric()
+	dir := t.TempDir()
+	const id = "10.0.0.11"
+	ports := []string{"p1", "p2", "p3"}
+	near, far := memPorts(id, ports...)
+	s := runSwitch(t, f, netip.Addr{}, id, dir, nil, directOptions(ports...), near)
+	b := s.agent.API()
+	tgt := inof.Device{Addr: netip.MustParseAddr("10.1.0.10"), Role: inof.RoleTarget, Protocol: inof.ProtocolTCP, Port: 4420,
+		NQN: "nqn.2014-08.org.example:t"}
+	h1d := inof.Device{Addr: netip.MustParseAddr("10.1.0.21"), Role: inof.RoleHost, Protocol: inof.ProtocolTCP}
+	h2d := inof.Device{Addr: netip.MustParseAddr("10.1.0.22"), Role: inof.RoleHost, Protocol: inof.ProtocolTCP}
+	<-s.agent.Ready()
+	member := func(d inof.Device) zones.Member { return zones.MustParseMember(d.Addr.String()) }
+	commit(t, b, func(tx *zones.Tx) error { return tx.CreateZone("z1", member(tgt), member(h1d)) })
+	if cfg := s.agent.config.Load(); cfg.Zones["z1"] == nil {
+		t.Fatal("z1 not in force when the commit returned")
+	}
+	target := newSimHost(t, far["p1"], tgt)
+	h1, h2 := newSimHost(t, far["p2"], h1d), newSimHost(t, far["p3"], h2d)
+	target.register(120)
+	h1.register(120)
+	h2.register(120)
+	h1.waitFor("h1 sees the target", last(tgt.Addr, inof.StateActive, inof.ReasonNone))
+
+	commit(t, b, func(tx *zones.Tx) error { return tx.AddZoneMembers("z1", member(h2d)) })
+	h2.waitFor("h2 joins z1", last(tgt.Addr, inof.StateActive, inof.ReasonNone))
+	commit(t, b, func(tx *zones.Tx) error { return tx.RemoveZoneMembers("z1", member(h1d)) })
+	h1.waitFor("h1 leaves z1", last(tgt.Addr, inof.StateInactive, inof.ReasonZoneChange))
+
+	// Concurrent commits: every one lands, in the store and in force.
+	const n = 8
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			commit(t, b, func(tx *zones.Tx) error {
+				return tx.CreateAlias(fmt.Sprintf("a%d", i), zones.MustParseMember(fmt.Sprintf("10.9.0.%d", i+1)))
+			})
+		}()
+	}
+	wg.Wait()
+	if got, inForce := len(b.Config().Aliases), len(s.agent.config.Load().Aliases); got != n || inForce != n {
+		t.Fatalf("aliases: %d in the store, %d in force, want %d", got, inForce, n)
+	}
+	journal, err := b.(api.JournalBackend).Journal(context.Background())
+	if err != nil || len(journal) != 3+n {
+		t.Fatalf("journal: %d entries (%v), want %d", len(journal), err, 3+n)
+	}
+	if sessions, err := b.Sessions(context.Background()); err != nil || len(sessions) != 0 {
+		t.Errorf("sessions in direct mode: %v %v", sessions, err)
+	}
+	if err := s.agent.Healthy(); err != nil {
+		t.Errorf("healthy: %v", err)
+	}
+	devs, err := b.Devices(context.Background())
+	if err != nil || len(devs) != 3 {
+		t.Errorf("devices: %+v %v", devs, err)
+	}
+	if s.agent.speaker != nil || s.agent.pub != nil {
+		t.Error("a speaker or publisher in direct mode")
+	}
+	s.waitSettled(t)
+	time.Sleep(100 * time.Millisecond) // the last ACKs
+	c1, c2 := h1.count(), h2.count()
+
+	// Restart on the same state directory.
+	s.stop()
+	near2, far2 := memPorts(id, ports...)
+	s2 := runSwitch(t, bgp.NewFakeFabric(), netip.Addr{}, id, dir, nil, directOptions(ports...), near2)
+	<-s2.agent.Ready()
+	if cfg := s2.agent.API().Config(); cfg.Zones["z1"] == nil || len(cfg.Aliases) != n {
+		t.Fatalf("zoning after the restart: %+v", cfg)
+	}
+	h1b, h2b := newSimHost(t, far2["p2"], h1d), newSimHost(t, far2["p3"], h2d)
+	newSimHost(t, far2["p1"], tgt).refresh(120)
+	h1b.refresh(120)
+	h2b.refresh(120)
+	s2.waitSettled(t)
+	time.Sleep(200 * time.Millisecond)
+	if h1b.count()+h2b.count() != 0 {
+		t.Errorf("notifications across the restart: h1 %v, h2 %v (before: %d, %d)", h1b.got, h2b.got, c1, c2)
+	}
+	commit(t, s2.agent.API(), func(tx *zones.Tx) error { return tx.AddZoneMembers("z1", member(h1d)) })
+	h1b.waitFor("h1 back in z1 after the restart", last(tgt.Addr, inof.StateActive, inof.ReasonNone))
+}
+
+// TestFabricSwitchReadOnly: with reflectors the API backend takes no
+// zoning edit and keeps no journal.
+func TestFabricSwitchReadOnly(t *testing.T) {
+	f := bgp.NewFakeFabric()
+	ra := startReflector(t, f, "10.0.0.12")
+	s := startSwitch(t, f, ra, "10.0.0.12", t.TempDir(), "p1")
+	b := s.agent.API()
+	if _, err := b.Commit(context.Background(), func(*zones.Tx) error { return nil }); !errors.Is(err, errReadOnly) {
+		t.Fatalf("commit on a fabric switch: %v", err)
+	}
+	if _, ok := b.(api.JournalBackend); ok {
+		t.Fatal("a fabric switch offers a journal")
+	}
+}
