@@ -29,7 +29,7 @@ func newDeviceView() *deviceView {
 func (v *deviceView) apply(e RecordEvent) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	if ch, ok := v.table.Apply(e); ok {
+	for _, ch := range v.table.Apply(nil, e) {
 		v.history[ch.ID] = append(v.history[ch.ID], ch)
 	}
 	v.cond.Broadcast()
@@ -129,6 +129,20 @@ func devWithdraw(d DeviceRecord, epoch uint64) RecordEvent {
 	return RecordEvent{Key: d.Key(), Withdrawn: true}
 }
 
+// applyOne applies an event of one device record and returns its change.
+func applyOne(t testing.TB, tb *DeviceTable, ev RecordEvent) (DeviceChange, bool) {
+	t.Helper()
+	chs := tb.Apply(nil, ev)
+	switch len(chs) {
+	case 0:
+		return DeviceChange{}, false
+	case 1:
+		return chs[0], true
+	}
+	t.Fatalf("event %+v: %d changes from one device record", ev, len(chs))
+	return DeviceChange{}, false
+}
+
 // TestDeviceTable: the highest epoch present is the device's record; a
 // device whose last record is withdrawn while active has vanished, one
 // published inactive first has left; bounds are counted.
@@ -137,7 +151,7 @@ func TestDeviceTable(t *testing.T) {
 	tb := NewDeviceTable(DeviceTableOptions{MaxDevices: 2})
 	step := func(ev RecordEvent, wantChange bool, check func(DeviceChange) bool) {
 		t.Helper()
-		ch, ok := tb.Apply(ev)
+		ch, ok := applyOne(t, tb, ev)
 		if ok != wantChange || (ok && !check(ch)) {
 			t.Fatalf("event %+v: change %v %+v", ev, ok, ch)
 		}
@@ -161,13 +175,13 @@ func TestDeviceTable(t *testing.T) {
 	step(RecordEvent{Key: (&ConfigRecord{Reflector: 1}).Key(), Record: &ConfigRecord{Reflector: 1}}, false, nil)
 
 	for i := range 6 {
-		tb.Apply(devEvent(d, uint64(10+i), inof.StateActive))
+		tb.Apply(nil, devEvent(d, uint64(10+i), inof.StateActive))
 	}
 	if got, _ := tb.Get(d.ID()); got.Epoch != 15 || tb.Stats().Evicted != 6-maxEpochs {
 		t.Fatalf("epoch bound: current %d, stats %+v", got.Epoch, tb.Stats())
 	}
-	tb.Apply(devEvent(*device(1, 2), 1, inof.StateActive))
-	if _, ok := tb.Apply(devEvent(*device(1, 3), 1, inof.StateActive)); ok || tb.Stats().Refused != 1 || len(tb.Reports()) != 2 || tb.Len() != 2 {
+	tb.Apply(nil, devEvent(*device(1, 2), 1, inof.StateActive))
+	if _, ok := applyOne(t, tb, devEvent(*device(1, 3), 1, inof.StateActive)); ok || tb.Stats().Refused != 1 || len(tb.Reports()) != 2 || tb.Len() != 2 {
 		t.Fatalf("device bound: stats %+v, %d devices", tb.Stats(), len(tb.Reports()))
 	}
 }

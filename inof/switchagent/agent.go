@@ -61,6 +61,7 @@ type Agent struct {
 	bfdCancel func()
 	pub       *bgp.DevicePublisher
 	table     *bgp.DeviceTable
+	changes   []bgp.DeviceChange // the loop's buffer for the table's changes
 	view      *bgp.ConfigView
 	asm       *configsync.Assembler
 	// origins and refusals check who sent each record (docs/security.md).
@@ -541,17 +542,20 @@ func (a *Agent) onRecord(ctx context.Context, ev bgp.RecordEvent) {
 		a.refusals.Refuse(reason, ev)
 		return
 	}
-	if ch, ok := a.table.Apply(ev); ok {
-		if a.configDue {
+	if isDeviceEvent(ev) {
+		a.changes = a.table.Apply(a.changes[:0], ev)
+		if len(a.changes) > 0 && a.configDue {
 			a.applyConfig(ctx)
 		}
-		if ch.Record != nil {
-			r := ch.Record
-			a.apply(ctx, a.engine.Record(r.Report))
-		} else {
-			a.apply(ctx, a.engine.Gone(ch.ID.Switch, ch.ID.Addr))
+		for _, ch := range a.changes {
+			if ch.Record != nil {
+				a.apply(ctx, a.engine.Record(ch.Record.Report))
+			} else {
+				a.apply(ctx, a.engine.Gone(ch.ID.Switch, ch.ID.Addr))
+			}
+			a.discoveryTouch(ch.ID.Addr)
 		}
-		a.discoveryTouch(ch.ID.Addr)
+		clear(a.changes) // drop the records they point to
 		return
 	}
 	newest, ok, changed := a.view.Apply(ev)
@@ -565,6 +569,15 @@ func (a *Agent) onRecord(ctx context.Context, ev bgp.RecordEvent) {
 		a.onProfile(newest)
 	}
 	// Any other kind is of a newer release: ignored.
+}
+
+// isDeviceEvent reports whether ev is about a device or device set record.
+func isDeviceEvent(ev bgp.RecordEvent) bool {
+	if len(ev.Key) == 0 {
+		return false
+	}
+	t := bgp.RecordType(ev.Key[0])
+	return t == bgp.TypeDevice || t == bgp.TypeDeviceSet
 }
 
 // onZoneRecord takes the newest version of one zone store object's part.
