@@ -126,6 +126,10 @@ func (p *DevicePublisher) Withdraw(ctx context.Context, id DeviceID) error {
 type PublishedDevice struct {
 	Record       DeviceRecord
 	RouteTargets []RouteTarget
+	// Set and Shard say which device set record holds it (SetPublisher);
+	// Set is 0 for a record of its own (DevicePublisher).
+	Set   uint64 `json:",omitempty"`
+	Shard uint16 `json:",omitempty"`
 }
 
 // Published returns every record held published, sorted by address.

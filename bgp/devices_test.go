@@ -52,6 +52,16 @@ func (v *deviceView) waitFor(t testing.TB, what string, cond func(t *DeviceTable
 	}
 }
 
+func (v *deviceView) historyCopy() map[DeviceID][]DeviceChange {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	out := make(map[DeviceID][]DeviceChange, len(v.history))
+	for id, chs := range v.history {
+		out[id] = slices.Clone(chs)
+	}
+	return out
+}
+
 func (v *deviceView) changes(id DeviceID) []DeviceChange {
 	v.mu.Lock()
 	defer v.mu.Unlock()
@@ -199,16 +209,48 @@ type retagViews struct {
 // every receiver has seen the step.
 func testRetag(t *testing.T, a RecordPublisher, sw inof.RouterID, v retagViews) {
 	t.Helper()
-	ctx := context.Background()
-	red, blue := ZoneRT(testASN, "red"), ZoneRT(testASN, "blue")
 	pub, err := NewDevicePublisher(DevicePublisherOptions{Speaker: a})
 	if err != nil {
 		t.Fatal(err)
 	}
+	testRetagWith(t, pub, func() {}, sw, v, true)
+}
+
+// devicePublishing is what DevicePublisher and SetPublisher share.
+type devicePublishing interface {
+	Publish(ctx context.Context, rec DeviceRecord, rts ...RouteTarget) error
+	Withdraw(ctx context.Context, id DeviceID) error
+}
+
+// testRetagSets runs the re-tag scenario through a SetPublisher.
+func testRetagSets(t *testing.T, a RecordPublisher, sw inof.RouterID, v retagViews) {
+	t.Helper()
+	pub, err := NewSetPublisher(SetPublisherOptions{Speaker: a, Switch: sw})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pub.Close)
+	flush := func() {
+		if err := pub.Flush(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	testRetagWith(t, pub, flush, sw, v, false)
+}
+
+// testRetagWith is the scenario for one publisher; flush waits until what
+// it was given went out, and keepsEpoch says that adding a zone keeps a
+// device's epoch (per-device records; in sets the device moves to another
+// set under a new epoch).
+func testRetagWith(t *testing.T, pub devicePublishing, flush func(), sw inof.RouterID, v retagViews, keepsEpoch bool) {
+	t.Helper()
+	ctx := context.Background()
+	red, blue := ZoneRT(testASN, "red"), ZoneRT(testASN, "blue")
 	rec, marker := *device(sw, 1), *device(sw, 2)
 	all := []*deviceView{v.red, v.blue, v.both}
 	step := func(n uint16) {
 		t.Helper()
+		flush() // the device's changes go out before the marker
 		marker.Device.Port = n
 		if err := pub.Publish(ctx, marker, red, blue); err != nil {
 			t.Fatal(err)
@@ -262,8 +304,13 @@ func testRetag(t *testing.T, a RecordPublisher, sw inof.RouterID, v retagViews) 
 		t.Fatal(err)
 	}
 	step(3)
-	if got, ok := v.red.table.Get(rec.ID()); !ok || got.Epoch != now.Epoch {
+	if got, ok := v.red.table.Get(rec.ID()); !ok || got.State != inof.StateActive || (keepsEpoch && got.Epoch != now.Epoch) {
 		t.Fatalf("red-only receiver after adding red again: %+v %v", got, ok)
+	}
+	for _, ch := range v.blue.changes(rec.ID()) {
+		if ch.Record == nil || ch.Record.State != inof.StateActive {
+			t.Fatalf("blue-only receiver saw %+v while red was added", ch)
+		}
 	}
 	if err := pub.Withdraw(ctx, rec.ID()); err != nil {
 		t.Fatal(err)
@@ -281,6 +328,14 @@ func TestFakeRetag(t *testing.T) {
 	red, blue := ZoneRT(testASN, "red"), ZoneRT(testASN, "blue")
 	_, _, cs := fakeStar(t, map[string][]RouteTarget{"127.0.0.2": nil, "127.0.0.3": {red}, "127.0.0.4": {blue}, "127.0.0.5": {red, blue}})
 	testRetag(t, cs["127.0.0.2"], 0x7f000002, retagViews{red: cs["127.0.0.3"].dev, blue: cs["127.0.0.4"].dev, both: cs["127.0.0.5"].dev})
+}
+
+// TestFakeRetagSets runs the re-tag scenario through device sets on the
+// fake fabric.
+func TestFakeRetagSets(t *testing.T) {
+	red, blue := ZoneRT(testASN, "red"), ZoneRT(testASN, "blue")
+	_, _, cs := fakeStar(t, map[string][]RouteTarget{"127.0.0.2": nil, "127.0.0.3": {red}, "127.0.0.4": {blue}, "127.0.0.5": {red, blue}})
+	testRetagSets(t, cs["127.0.0.2"], 0x7f000002, retagViews{red: cs["127.0.0.3"].dev, blue: cs["127.0.0.4"].dev, both: cs["127.0.0.5"].dev})
 }
 
 // testRetagGap shows the speaker-level behaviour that DevicePublisher works

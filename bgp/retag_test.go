@@ -45,6 +45,14 @@ func TestRetagGoBGP(t *testing.T) {
 	testRetag(t, cs[0], routerID(cs[0]), retagViews{red: dvs[1], blue: dvs[2], both: dvs[3]})
 }
 
+// TestRetagSetsGoBGP runs the re-tag scenario through device sets
+// against real GoBGP.
+func TestRetagSetsGoBGP(t *testing.T) {
+	red, blue := ZoneRT(testASN, "red"), ZoneRT(testASN, "blue")
+	_, cs, dvs := realStar(t, nil, []RouteTarget{red}, []RouteTarget{blue}, []RouteTarget{red, blue})
+	testRetagSets(t, cs[0], routerID(cs[0]), retagViews{red: dvs[1], blue: dvs[2], both: dvs[3]})
+}
+
 // TestRetagGapGoBGP pins the GoBGP behaviour the fake models and
 // DevicePublisher works around: re-publishing a key with a route target a
 // receiver does not want leaves the old value at that receiver.
