@@ -202,3 +202,41 @@ func decodeSwitch(key, value []byte) (*SwitchRecord, error) {
 	}
 	return w, nil
 }
+
+// RecordFormat is how switches publish their devices: the fabric setting
+// of docs/records.md ("Rolling upgrade").
+type RecordFormat uint8
+
+// Record formats.
+const (
+	// FormatDevices: one device record per device (type 1), the default.
+	FormatDevices RecordFormat = 1
+	// FormatSets: device set records (type 3).
+	FormatSets RecordFormat = 2
+)
+
+// RecordFormats lists the formats by name, as inofctl spells them.
+func RecordFormats() []string { return []string{FormatDevices.String(), FormatSets.String()} }
+
+func (f RecordFormat) String() string {
+	switch f {
+	case FormatDevices:
+		return "per-device"
+	case FormatSets:
+		return "sets"
+	}
+	return fmt.Sprintf("format-%d", uint8(f))
+}
+
+// Valid reports whether f is a known format.
+func (f RecordFormat) Valid() bool { return f == FormatDevices || f == FormatSets }
+
+// ParseRecordFormat parses a format's name.
+func ParseRecordFormat(s string) (RecordFormat, error) {
+	for _, f := range []RecordFormat{FormatDevices, FormatSets} {
+		if s == f.String() {
+			return f, nil
+		}
+	}
+	return 0, fmt.Errorf("record format %q: want per-device or sets", s)
+}

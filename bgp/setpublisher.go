@@ -69,10 +69,10 @@ type SetPublisher struct {
 	// there: receivers would fall back to the older one).
 	old     map[DeviceID][]*setEntry
 	waiting map[DeviceID][]func()
-	busy   int           // shards flushing
-	idle   chan struct{} // closed when busy drops to 0 (nil while 0)
-	stats  SetPublisherStats
-	errLog rateLimit
+	busy    int           // shards flushing
+	idle    chan struct{} // closed when busy drops to 0 (nil while 0)
+	stats   SetPublisherStats
+	errLog  rateLimit
 }
 
 // SetPublisherStats count a SetPublisher's work.

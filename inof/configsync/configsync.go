@@ -26,6 +26,10 @@ const (
 	// KindLossless is the fabric's lossless profile: lossless.Encode as
 	// payload, one object (empty name, part 0).
 	KindLossless Kind = 16
+	// KindRecordFormat is the fabric's record format (how switches
+	// publish devices, docs/records.md): one object (empty name, part 0),
+	// payload EncodeRecordFormat.
+	KindRecordFormat Kind = 17
 )
 
 // Owner is who keeps the objects of a kind.
@@ -33,19 +37,33 @@ type Owner uint8
 
 // Owners.
 const (
-	OwnerNone      Owner = iota // not a kind this version knows: ignored
-	OwnerZoneStore              // zones.Store (reflector) / zones.Records (switch)
-	OwnerLossless               // the lossless profile in effect
+	OwnerNone         Owner = iota // not a kind this version knows: ignored
+	OwnerZoneStore                 // zones.Store (reflector) / zones.Records (switch)
+	OwnerLossless                  // the lossless profile in effect
+	OwnerRecordFormat              // the record format in effect
 )
 
 var kinds = map[Kind]struct {
 	name  string
 	owner Owner
 }{
-	KindSettings: {"settings", OwnerZoneStore},
-	KindZone:     {"zone", OwnerZoneStore},
-	KindAlias:    {"alias", OwnerZoneStore},
-	KindLossless: {"lossless", OwnerLossless},
+	KindSettings:     {"settings", OwnerZoneStore},
+	KindZone:         {"zone", OwnerZoneStore},
+	KindAlias:        {"alias", OwnerZoneStore},
+	KindLossless:     {"lossless", OwnerLossless},
+	KindRecordFormat: {"record-format", OwnerRecordFormat},
+}
+
+// EncodeRecordFormat is the payload of a KindRecordFormat record:
+// format(1).
+func EncodeRecordFormat(f bgp.RecordFormat) []byte { return []byte{byte(f)} }
+
+// DecodeRecordFormat reads a KindRecordFormat payload.
+func DecodeRecordFormat(payload []byte) (bgp.RecordFormat, error) {
+	if len(payload) != 1 || !bgp.RecordFormat(payload[0]).Valid() {
+		return 0, fmt.Errorf("configsync: record format payload %x: want one byte, 1 or 2", payload)
+	}
+	return bgp.RecordFormat(payload[0]), nil
 }
 
 // KindOf returns the kind of a configuration record.

@@ -1,6 +1,7 @@
 package switchagent
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -59,7 +60,11 @@ type Agent struct {
 	bfd     *bfd.Manager
 	// bfdCancel ends the session log's BFD subscription.
 	bfdCancel func()
-	pub       *bgp.DevicePublisher
+	pub       *bgp.DevicePublisher // per-device records
+	sets      *bgp.SetPublisher    // device set records
+	// format is the record format the switch publishes in (the fabric's
+	// setting, docs/records.md); owned by the loop.
+	format bgp.RecordFormat
 	table     *bgp.DeviceTable
 	changes   []bgp.DeviceChange // the loop's buffer for the table's changes
 	view      *bgp.ConfigView
@@ -210,8 +215,12 @@ func (a *Agent) Run(ctx context.Context) error {
 	a.runCtx = runCtx
 	spawn := func(name string, f func(context.Context) error) { a.spawnIn(runCtx, name, f) }
 
-	if err := a.pub.Republish(ctx, saved.ownRecords(a.self, a.log)); err != nil {
-		a.log.Warn("republishing saved records", "err", err)
+	a.format = cmp.Or(saved.Format, bgp.FormatDevices)
+	a.republish(ctx, saved.ownRecords(a.self, a.log))
+	// Tell the reflectors what this switch reads (docs/records.md, rolling
+	// upgrade).
+	if err := a.speaker.Publish(ctx, &bgp.SwitchRecord{Switch: a.self, Reads: bgp.SwitchReadsDeviceSets}, bgp.SwitchInfoRT); err != nil {
+		return fmt.Errorf("switchagent: announcing what the switch reads: %w", err)
 	}
 	if err := a.speaker.Subscribe(ctx, bgp.ConfigRT(a.opts.ASN)); err != nil {
 		return fmt.Errorf("switchagent: subscribe to configuration: %w", err)
@@ -313,15 +322,30 @@ func (a *Agent) startSpeaker(ctx context.Context, restarting bool) error {
 	if err := a.speaker.Start(ctx); err != nil {
 		return fmt.Errorf("switchagent: start BGP: %w", err)
 	}
-	pub, err := bgp.NewDevicePublisher(bgp.DevicePublisherOptions{Speaker: a.speaker})
+	clock := inof.NewClock(nil) // one for both: a switch-over keeps epochs, later moves go above them
+	pub, err := bgp.NewDevicePublisher(bgp.DevicePublisherOptions{Speaker: a.speaker, Clock: clock})
 	if err != nil {
 		return err
 	}
-	a.pub = pub
+	sets, err := bgp.NewSetPublisher(bgp.SetPublisherOptions{Speaker: a.speaker, Switch: a.self, Clock: clock, Logger: a.log})
+	if err != nil {
+		return err
+	}
+	a.pub, a.sets = pub, sets
 	return nil
 }
 
+// stopFlush bounds the wait for device set records still to go out when
+// the agent stops.
+const stopFlush = 2 * time.Second
+
 func (a *Agent) stopSpeaker() {
+	ctx, cancel := context.WithTimeout(context.Background(), stopFlush)
+	if err := a.sets.Flush(ctx); err != nil {
+		a.log.Warn("device set records not all sent before the stop", "err", err)
+	}
+	cancel()
+	a.sets.Close()
 	a.speaker.Stop()
 	if a.bfd != nil {
 		a.bfdCancel()
@@ -567,6 +591,8 @@ func (a *Agent) onRecord(ctx context.Context, ev bgp.RecordEvent) {
 		a.onZoneRecord(newest)
 	case configsync.OwnerLossless:
 		a.onProfile(newest)
+	case configsync.OwnerRecordFormat:
+		a.onRecordFormat(ctx, newest)
 	}
 	// Any other kind is of a newer release: ignored.
 }
@@ -619,6 +645,7 @@ func (a *Agent) apply(ctx context.Context, out Output) {
 	if len(out.Publish)+len(out.Withdraw)+len(out.Notices) > 0 || out.Subscriptions != nil {
 		a.dirty = true
 	}
+	pub := a.publisher()
 	for _, p := range out.Publish {
 		r := p.Record
 		rec := bgp.DeviceRecord{Report: r.Report(a.self), AccessPort: r.Port, Since: r.Since}
@@ -626,12 +653,12 @@ func (a *Agent) apply(ctx context.Context, out Output) {
 		for _, z := range p.Zones {
 			rts = append(rts, bgp.ZoneRT(a.opts.ASN, z))
 		}
-		if err := a.pub.Publish(ctx, rec, rts...); err != nil {
+		if err := pub.Publish(ctx, rec, rts...); err != nil {
 			a.log.Error("publishing device record", "device", r.Device.String(), "err", err)
 		}
 	}
 	for _, r := range out.Withdraw {
-		if err := a.pub.Withdraw(ctx, bgp.DeviceID{Switch: a.self, Addr: r.Device.Addr}); err != nil {
+		if err := pub.Withdraw(ctx, bgp.DeviceID{Switch: a.self, Addr: r.Device.Addr}); err != nil {
 			a.log.Error("withdrawing device record", "device", r.Device.String(), "err", err)
 		}
 	}
@@ -750,7 +777,8 @@ func (a *Agent) save(clean bool) error {
 	if err != nil {
 		return err
 	}
-	s := savedState{Saved: time.Now(), Clean: clean, Published: a.pub.Published(), Local: a.engine.Published(),
+	s := savedState{Saved: time.Now(), Clean: clean, Published: append(a.pub.Published(), a.sets.Published()...),
+		Format: a.format, Local: a.engine.Published(),
 		Told: a.engine.Told(), Zones: z, Registrations: registrations(a.reg.Entries(), a.engine.RestoredExpiries())}
 	if err := saveState(a.opts.stateFile(), s); err != nil {
 		return fmt.Errorf("switchagent: %w", err)
