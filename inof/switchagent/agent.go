@@ -64,11 +64,11 @@ type Agent struct {
 	sets      *bgp.SetPublisher    // device set records
 	// format is the record format the switch publishes in (the fabric's
 	// setting, docs/records.md); owned by the loop.
-	format bgp.RecordFormat
-	table     *bgp.DeviceTable
-	changes   []bgp.DeviceChange // the loop's buffer for the table's changes
-	view      *bgp.ConfigView
-	asm       *configsync.Assembler
+	format  bgp.RecordFormat
+	table   *bgp.DeviceTable
+	changes []bgp.DeviceChange // the loop's buffer for the table's changes
+	view    *bgp.ConfigView
+	asm     *configsync.Assembler
 	// origins and refusals check who sent each record (docs/security.md).
 	origins  bgp.Origins
 	refusals *bgp.Refusals
