@@ -84,6 +84,7 @@ type Reflector struct {
 	adopted     chan bgp.ConfigRecord
 	requests    chan reconcileRequest
 	profileReqs chan profileRequest
+	formatReqs  chan formatRequest
 	loopDone    chan struct{}
 
 	// Set by New, read-only afterwards.
@@ -110,6 +111,14 @@ type Reflector struct {
 	// start steps).
 	profileMu sync.RWMutex
 	profile   profileState
+
+	// The record format in effect, written by the sync loop (and the
+	// start steps); what each switch announced it reads, written by the
+	// Adj-RIB-In watch (recordformat.go).
+	formatMu    sync.RWMutex
+	format      formatState
+	switchesMu  sync.Mutex
+	switchReads map[inof.RouterID]uint32
 }
 
 type lifeState uint8
@@ -241,7 +250,10 @@ func (r *Reflector) openStore(_ context.Context, undo *undoStack) error {
 	}
 	r.store = store
 	undo.push(func() { r.store.Close() })
-	return r.loadProfile()
+	if err := r.loadProfile(); err != nil {
+		return err
+	}
+	return r.loadFormat()
 }
 
 // markRunning reads the restart marker (a "running" marker, or one that
@@ -321,6 +333,12 @@ func (r *Reflector) originateStored(ctx context.Context, _ *undoStack) error {
 		}
 		r.seeded++
 	}
+	if r.format.rec.Gen != 0 {
+		if _, err := r.repl.Put(ctx, r.format.rec); err != nil {
+			return fmt.Errorf("reflector: originating the record format: %w", err)
+		}
+		r.seeded++
+	}
 	return nil
 }
 
@@ -342,6 +360,7 @@ func (r *Reflector) startSync(_ context.Context, undo *undoStack) error {
 	r.adopted = make(chan bgp.ConfigRecord, adoptQueue)
 	r.requests = make(chan reconcileRequest)
 	r.profileReqs = make(chan profileRequest)
+	r.formatReqs = make(chan formatRequest)
 	r.loopDone = make(chan struct{})
 	r.quarantineDone = make(chan struct{})
 	go r.loop(lctx)
@@ -353,7 +372,7 @@ func (r *Reflector) startSync(_ context.Context, undo *undoStack) error {
 	if err := r.speaker.WatchRecords(lctx, r.onRecord); err != nil {
 		return fmt.Errorf("reflector: watching records: %w", err)
 	}
-	if err := r.speaker.WatchReceived(lctx, r.onReceived, bgp.TypeDevice, bgp.TypeConfig); err != nil {
+	if err := r.speaker.WatchReceived(lctx, r.onReceived, bgp.TypeDevice, bgp.TypeConfig, bgp.TypeDeviceSet, bgp.TypeSwitch); err != nil {
 		return fmt.Errorf("reflector: watching what neighbors send: %w", err)
 	}
 	if err := r.speaker.WatchNeighbors(lctx, r.onNeighbor); err != nil {

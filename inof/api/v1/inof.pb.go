@@ -2683,6 +2683,200 @@ func (x *VersionResponse) GetStarted() *timestamppb.Timestamp {
 	return nil
 }
 
+type GetRecordFormatRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetRecordFormatRequest) Reset() {
+	*x = GetRecordFormatRequest{}
+	mi := &file_inof_v1_inof_proto_msgTypes[42]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetRecordFormatRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetRecordFormatRequest) ProtoMessage() {}
+
+func (x *GetRecordFormatRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_inof_v1_inof_proto_msgTypes[42]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetRecordFormatRequest.ProtoReflect.Descriptor instead.
+func (*GetRecordFormatRequest) Descriptor() ([]byte, []int) {
+	return file_inof_v1_inof_proto_rawDescGZIP(), []int{42}
+}
+
+type SetRecordFormatRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Format        string                 `protobuf:"bytes,1,opt,name=format,proto3" json:"format,omitempty"` // "per-device" or "sets"
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SetRecordFormatRequest) Reset() {
+	*x = SetRecordFormatRequest{}
+	mi := &file_inof_v1_inof_proto_msgTypes[43]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetRecordFormatRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetRecordFormatRequest) ProtoMessage() {}
+
+func (x *SetRecordFormatRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_inof_v1_inof_proto_msgTypes[43]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetRecordFormatRequest.ProtoReflect.Descriptor instead.
+func (*SetRecordFormatRequest) Descriptor() ([]byte, []int) {
+	return file_inof_v1_inof_proto_rawDescGZIP(), []int{43}
+}
+
+func (x *SetRecordFormatRequest) GetFormat() string {
+	if x != nil {
+		return x.Format
+	}
+	return ""
+}
+
+// RecordFormat is the fabric's record format and, per configured switch,
+// whether it announced that it reads device sets.
+type RecordFormat struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Format        string                 `protobuf:"bytes,1,opt,name=format,proto3" json:"format,omitempty"` // "per-device" or "sets"
+	Switches      []*SwitchReads         `protobuf:"bytes,2,rep,name=switches,proto3" json:"switches,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RecordFormat) Reset() {
+	*x = RecordFormat{}
+	mi := &file_inof_v1_inof_proto_msgTypes[44]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RecordFormat) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RecordFormat) ProtoMessage() {}
+
+func (x *RecordFormat) ProtoReflect() protoreflect.Message {
+	mi := &file_inof_v1_inof_proto_msgTypes[44]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RecordFormat.ProtoReflect.Descriptor instead.
+func (*RecordFormat) Descriptor() ([]byte, []int) {
+	return file_inof_v1_inof_proto_rawDescGZIP(), []int{44}
+}
+
+func (x *RecordFormat) GetFormat() string {
+	if x != nil {
+		return x.Format
+	}
+	return ""
+}
+
+func (x *RecordFormat) GetSwitches() []*SwitchReads {
+	if x != nil {
+		return x.Switches
+	}
+	return nil
+}
+
+type SwitchReads struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Switch        string                 `protobuf:"bytes,1,opt,name=switch,proto3" json:"switch,omitempty"`                         // router-id
+	Announced     bool                   `protobuf:"varint,2,opt,name=announced,proto3" json:"announced,omitempty"`                  // a switch record was received
+	ReadsSets     bool                   `protobuf:"varint,3,opt,name=reads_sets,json=readsSets,proto3" json:"reads_sets,omitempty"` // it reads device set records
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SwitchReads) Reset() {
+	*x = SwitchReads{}
+	mi := &file_inof_v1_inof_proto_msgTypes[45]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SwitchReads) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SwitchReads) ProtoMessage() {}
+
+func (x *SwitchReads) ProtoReflect() protoreflect.Message {
+	mi := &file_inof_v1_inof_proto_msgTypes[45]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SwitchReads.ProtoReflect.Descriptor instead.
+func (*SwitchReads) Descriptor() ([]byte, []int) {
+	return file_inof_v1_inof_proto_rawDescGZIP(), []int{45}
+}
+
+func (x *SwitchReads) GetSwitch() string {
+	if x != nil {
+		return x.Switch
+	}
+	return ""
+}
+
+func (x *SwitchReads) GetAnnounced() bool {
+	if x != nil {
+		return x.Announced
+	}
+	return false
+}
+
+func (x *SwitchReads) GetReadsSets() bool {
+	if x != nil {
+		return x.ReadsSets
+	}
+	return false
+}
+
 var File_inof_v1_inof_proto protoreflect.FileDescriptor
 
 const file_inof_v1_inof_proto_rawDesc = "" +
@@ -2876,12 +3070,23 @@ const file_inof_v1_inof_proto_rawDesc = "" +
 	"\bvcs_time\x18\x06 \x01(\tR\avcsTime\x12\x1d\n" +
 	"\n" +
 	"go_version\x18\a \x01(\tR\tgoVersion\x124\n" +
-	"\astarted\x18\b \x01(\v2\x1a.google.protobuf.TimestampR\astarted*K\n" +
+	"\astarted\x18\b \x01(\v2\x1a.google.protobuf.TimestampR\astarted\"\x18\n" +
+	"\x16GetRecordFormatRequest\"0\n" +
+	"\x16SetRecordFormatRequest\x12\x16\n" +
+	"\x06format\x18\x01 \x01(\tR\x06format\"X\n" +
+	"\fRecordFormat\x12\x16\n" +
+	"\x06format\x18\x01 \x01(\tR\x06format\x120\n" +
+	"\bswitches\x18\x02 \x03(\v2\x14.inof.v1.SwitchReadsR\bswitches\"b\n" +
+	"\vSwitchReads\x12\x16\n" +
+	"\x06switch\x18\x01 \x01(\tR\x06switch\x12\x1c\n" +
+	"\tannounced\x18\x02 \x01(\bR\tannounced\x12\x1d\n" +
+	"\n" +
+	"reads_sets\x18\x03 \x01(\bR\treadsSets*K\n" +
 	"\x04Role\x12\x14\n" +
 	"\x10ROLE_UNSPECIFIED\x10\x00\x12\x0f\n" +
 	"\vROLE_TARGET\x10\x01\x12\r\n" +
 	"\tROLE_HOST\x10\x02\x12\r\n" +
-	"\tROLE_BOTH\x10\x032\xeb\a\n" +
+	"\tROLE_BOTH\x10\x032\x81\t\n" +
 	"\x06Fabric\x127\n" +
 	"\tGetZoning\x12\x19.inof.v1.GetZoningRequest\x1a\x0f.inof.v1.Zoning\x12H\n" +
 	"\vApplyZoning\x12\x1b.inof.v1.ApplyZoningRequest\x1a\x1c.inof.v1.ApplyZoningResponse\x12H\n" +
@@ -2896,7 +3101,9 @@ const file_inof_v1_inof_proto_rawDesc = "" +
 	"\x12SetLosslessProfile\x12\".inof.v1.SetLosslessProfileRequest\x1a\x18.inof.v1.LosslessProfile\x12l\n" +
 	"\x17ValidateLosslessProfile\x12'.inof.v1.ValidateLosslessProfileRequest\x1a(.inof.v1.ValidateLosslessProfileResponse\x12f\n" +
 	"\x15RenderLosslessProfile\x12%.inof.v1.RenderLosslessProfileRequest\x1a&.inof.v1.RenderLosslessProfileResponse\x12<\n" +
-	"\aVersion\x12\x17.inof.v1.VersionRequest\x1a\x18.inof.v1.VersionResponseB-Z+github.com/openinof/inof/inof/api/v1;inofv1b\x06proto3"
+	"\aVersion\x12\x17.inof.v1.VersionRequest\x1a\x18.inof.v1.VersionResponse\x12I\n" +
+	"\x0fGetRecordFormat\x12\x1f.inof.v1.GetRecordFormatRequest\x1a\x15.inof.v1.RecordFormat\x12I\n" +
+	"\x0fSetRecordFormat\x12\x1f.inof.v1.SetRecordFormatRequest\x1a\x15.inof.v1.RecordFormatB-Z+github.com/openinof/inof/inof/api/v1;inofv1b\x06proto3"
 
 var (
 	file_inof_v1_inof_proto_rawDescOnce sync.Once
@@ -2911,7 +3118,7 @@ func file_inof_v1_inof_proto_rawDescGZIP() []byte {
 }
 
 var file_inof_v1_inof_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_inof_v1_inof_proto_msgTypes = make([]protoimpl.MessageInfo, 43)
+var file_inof_v1_inof_proto_msgTypes = make([]protoimpl.MessageInfo, 47)
 var file_inof_v1_inof_proto_goTypes = []any{
 	(Role)(0),                               // 0: inof.v1.Role
 	(*GetZoningRequest)(nil),                // 1: inof.v1.GetZoningRequest
@@ -2956,8 +3163,12 @@ var file_inof_v1_inof_proto_goTypes = []any{
 	(*RenderLosslessProfileResponse)(nil),   // 40: inof.v1.RenderLosslessProfileResponse
 	(*VersionRequest)(nil),                  // 41: inof.v1.VersionRequest
 	(*VersionResponse)(nil),                 // 42: inof.v1.VersionResponse
-	nil,                                     // 43: inof.v1.Event.AttributesEntry
-	(*timestamppb.Timestamp)(nil),           // 44: google.protobuf.Timestamp
+	(*GetRecordFormatRequest)(nil),          // 43: inof.v1.GetRecordFormatRequest
+	(*SetRecordFormatRequest)(nil),          // 44: inof.v1.SetRecordFormatRequest
+	(*RecordFormat)(nil),                    // 45: inof.v1.RecordFormat
+	(*SwitchReads)(nil),                     // 46: inof.v1.SwitchReads
+	nil,                                     // 47: inof.v1.Event.AttributesEntry
+	(*timestamppb.Timestamp)(nil),           // 48: google.protobuf.Timestamp
 }
 var file_inof_v1_inof_proto_depIdxs = []int32{
 	3,  // 0: inof.v1.Zoning.settings:type_name -> inof.v1.Settings
@@ -2976,49 +3187,54 @@ var file_inof_v1_inof_proto_depIdxs = []int32{
 	6,  // 13: inof.v1.ApplyZoningRequest.edits:type_name -> inof.v1.Edit
 	17, // 14: inof.v1.ApplyZoningResponse.changes:type_name -> inof.v1.VisibilityChange
 	0,  // 15: inof.v1.Device.role:type_name -> inof.v1.Role
-	44, // 16: inof.v1.Device.since:type_name -> google.protobuf.Timestamp
+	48, // 16: inof.v1.Device.since:type_name -> google.protobuf.Timestamp
 	0,  // 17: inof.v1.ListDevicesRequest.role:type_name -> inof.v1.Role
 	18, // 18: inof.v1.ListDevicesResponse.devices:type_name -> inof.v1.Device
 	22, // 19: inof.v1.VisibilityResponse.targets:type_name -> inof.v1.WhyResponse
-	44, // 20: inof.v1.Session.since:type_name -> google.protobuf.Timestamp
+	48, // 20: inof.v1.Session.since:type_name -> google.protobuf.Timestamp
 	26, // 21: inof.v1.ListSessionsResponse.sessions:type_name -> inof.v1.Session
-	44, // 22: inof.v1.BFDSession.since:type_name -> google.protobuf.Timestamp
+	48, // 22: inof.v1.BFDSession.since:type_name -> google.protobuf.Timestamp
 	29, // 23: inof.v1.ListBFDSessionsResponse.sessions:type_name -> inof.v1.BFDSession
-	44, // 24: inof.v1.Event.time:type_name -> google.protobuf.Timestamp
-	43, // 25: inof.v1.Event.attributes:type_name -> inof.v1.Event.AttributesEntry
+	48, // 24: inof.v1.Event.time:type_name -> google.protobuf.Timestamp
+	47, // 25: inof.v1.Event.attributes:type_name -> inof.v1.Event.AttributesEntry
 	37, // 26: inof.v1.ValidateLosslessProfileResponse.problems:type_name -> inof.v1.Problem
-	44, // 27: inof.v1.VersionResponse.started:type_name -> google.protobuf.Timestamp
-	1,  // 28: inof.v1.Fabric.GetZoning:input_type -> inof.v1.GetZoningRequest
-	15, // 29: inof.v1.Fabric.ApplyZoning:input_type -> inof.v1.ApplyZoningRequest
-	19, // 30: inof.v1.Fabric.ListDevices:input_type -> inof.v1.ListDevicesRequest
-	21, // 31: inof.v1.Fabric.Why:input_type -> inof.v1.WhyRequest
-	23, // 32: inof.v1.Fabric.Visibility:input_type -> inof.v1.VisibilityRequest
-	25, // 33: inof.v1.Fabric.ListSessions:input_type -> inof.v1.ListSessionsRequest
-	28, // 34: inof.v1.Fabric.ListBFDSessions:input_type -> inof.v1.ListBFDSessionsRequest
-	31, // 35: inof.v1.Fabric.WatchEvents:input_type -> inof.v1.WatchEventsRequest
-	33, // 36: inof.v1.Fabric.GetLosslessProfile:input_type -> inof.v1.GetLosslessProfileRequest
-	35, // 37: inof.v1.Fabric.SetLosslessProfile:input_type -> inof.v1.SetLosslessProfileRequest
-	36, // 38: inof.v1.Fabric.ValidateLosslessProfile:input_type -> inof.v1.ValidateLosslessProfileRequest
-	39, // 39: inof.v1.Fabric.RenderLosslessProfile:input_type -> inof.v1.RenderLosslessProfileRequest
-	41, // 40: inof.v1.Fabric.Version:input_type -> inof.v1.VersionRequest
-	2,  // 41: inof.v1.Fabric.GetZoning:output_type -> inof.v1.Zoning
-	16, // 42: inof.v1.Fabric.ApplyZoning:output_type -> inof.v1.ApplyZoningResponse
-	20, // 43: inof.v1.Fabric.ListDevices:output_type -> inof.v1.ListDevicesResponse
-	22, // 44: inof.v1.Fabric.Why:output_type -> inof.v1.WhyResponse
-	24, // 45: inof.v1.Fabric.Visibility:output_type -> inof.v1.VisibilityResponse
-	27, // 46: inof.v1.Fabric.ListSessions:output_type -> inof.v1.ListSessionsResponse
-	30, // 47: inof.v1.Fabric.ListBFDSessions:output_type -> inof.v1.ListBFDSessionsResponse
-	32, // 48: inof.v1.Fabric.WatchEvents:output_type -> inof.v1.Event
-	34, // 49: inof.v1.Fabric.GetLosslessProfile:output_type -> inof.v1.LosslessProfile
-	34, // 50: inof.v1.Fabric.SetLosslessProfile:output_type -> inof.v1.LosslessProfile
-	38, // 51: inof.v1.Fabric.ValidateLosslessProfile:output_type -> inof.v1.ValidateLosslessProfileResponse
-	40, // 52: inof.v1.Fabric.RenderLosslessProfile:output_type -> inof.v1.RenderLosslessProfileResponse
-	42, // 53: inof.v1.Fabric.Version:output_type -> inof.v1.VersionResponse
-	41, // [41:54] is the sub-list for method output_type
-	28, // [28:41] is the sub-list for method input_type
-	28, // [28:28] is the sub-list for extension type_name
-	28, // [28:28] is the sub-list for extension extendee
-	0,  // [0:28] is the sub-list for field type_name
+	48, // 27: inof.v1.VersionResponse.started:type_name -> google.protobuf.Timestamp
+	46, // 28: inof.v1.RecordFormat.switches:type_name -> inof.v1.SwitchReads
+	1,  // 29: inof.v1.Fabric.GetZoning:input_type -> inof.v1.GetZoningRequest
+	15, // 30: inof.v1.Fabric.ApplyZoning:input_type -> inof.v1.ApplyZoningRequest
+	19, // 31: inof.v1.Fabric.ListDevices:input_type -> inof.v1.ListDevicesRequest
+	21, // 32: inof.v1.Fabric.Why:input_type -> inof.v1.WhyRequest
+	23, // 33: inof.v1.Fabric.Visibility:input_type -> inof.v1.VisibilityRequest
+	25, // 34: inof.v1.Fabric.ListSessions:input_type -> inof.v1.ListSessionsRequest
+	28, // 35: inof.v1.Fabric.ListBFDSessions:input_type -> inof.v1.ListBFDSessionsRequest
+	31, // 36: inof.v1.Fabric.WatchEvents:input_type -> inof.v1.WatchEventsRequest
+	33, // 37: inof.v1.Fabric.GetLosslessProfile:input_type -> inof.v1.GetLosslessProfileRequest
+	35, // 38: inof.v1.Fabric.SetLosslessProfile:input_type -> inof.v1.SetLosslessProfileRequest
+	36, // 39: inof.v1.Fabric.ValidateLosslessProfile:input_type -> inof.v1.ValidateLosslessProfileRequest
+	39, // 40: inof.v1.Fabric.RenderLosslessProfile:input_type -> inof.v1.RenderLosslessProfileRequest
+	41, // 41: inof.v1.Fabric.Version:input_type -> inof.v1.VersionRequest
+	43, // 42: inof.v1.Fabric.GetRecordFormat:input_type -> inof.v1.GetRecordFormatRequest
+	44, // 43: inof.v1.Fabric.SetRecordFormat:input_type -> inof.v1.SetRecordFormatRequest
+	2,  // 44: inof.v1.Fabric.GetZoning:output_type -> inof.v1.Zoning
+	16, // 45: inof.v1.Fabric.ApplyZoning:output_type -> inof.v1.ApplyZoningResponse
+	20, // 46: inof.v1.Fabric.ListDevices:output_type -> inof.v1.ListDevicesResponse
+	22, // 47: inof.v1.Fabric.Why:output_type -> inof.v1.WhyResponse
+	24, // 48: inof.v1.Fabric.Visibility:output_type -> inof.v1.VisibilityResponse
+	27, // 49: inof.v1.Fabric.ListSessions:output_type -> inof.v1.ListSessionsResponse
+	30, // 50: inof.v1.Fabric.ListBFDSessions:output_type -> inof.v1.ListBFDSessionsResponse
+	32, // 51: inof.v1.Fabric.WatchEvents:output_type -> inof.v1.Event
+	34, // 52: inof.v1.Fabric.GetLosslessProfile:output_type -> inof.v1.LosslessProfile
+	34, // 53: inof.v1.Fabric.SetLosslessProfile:output_type -> inof.v1.LosslessProfile
+	38, // 54: inof.v1.Fabric.ValidateLosslessProfile:output_type -> inof.v1.ValidateLosslessProfileResponse
+	40, // 55: inof.v1.Fabric.RenderLosslessProfile:output_type -> inof.v1.RenderLosslessProfileResponse
+	42, // 56: inof.v1.Fabric.Version:output_type -> inof.v1.VersionResponse
+	45, // 57: inof.v1.Fabric.GetRecordFormat:output_type -> inof.v1.RecordFormat
+	45, // 58: inof.v1.Fabric.SetRecordFormat:output_type -> inof.v1.RecordFormat
+	44, // [44:59] is the sub-list for method output_type
+	29, // [29:44] is the sub-list for method input_type
+	29, // [29:29] is the sub-list for extension type_name
+	29, // [29:29] is the sub-list for extension extendee
+	0,  // [0:29] is the sub-list for field type_name
 }
 
 func init() { file_inof_v1_inof_proto_init() }
@@ -3045,7 +3261,7 @@ func file_inof_v1_inof_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_inof_v1_inof_proto_rawDesc), len(file_inof_v1_inof_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   43,
+			NumMessages:   47,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

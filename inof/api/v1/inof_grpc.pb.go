@@ -36,6 +36,8 @@ const (
 	Fabric_ValidateLosslessProfile_FullMethodName = "/inof.v1.Fabric/ValidateLosslessProfile"
 	Fabric_RenderLosslessProfile_FullMethodName   = "/inof.v1.Fabric/RenderLosslessProfile"
 	Fabric_Version_FullMethodName                 = "/inof.v1.Fabric/Version"
+	Fabric_GetRecordFormat_FullMethodName         = "/inof.v1.Fabric/GetRecordFormat"
+	Fabric_SetRecordFormat_FullMethodName         = "/inof.v1.Fabric/SetRecordFormat"
 )
 
 // FabricClient is the client API for Fabric service.
@@ -76,6 +78,12 @@ type FabricClient interface {
 	RenderLosslessProfile(ctx context.Context, in *RenderLosslessProfileRequest, opts ...grpc.CallOption) (*RenderLosslessProfileResponse, error)
 	// Version tells what the serving daemon was built from, and its role.
 	Version(ctx context.Context, in *VersionRequest, opts ...grpc.CallOption) (*VersionResponse, error)
+	// GetRecordFormat returns how switches publish their devices
+	// (docs/records.md) and what each switch announced it reads.
+	GetRecordFormat(ctx context.Context, in *GetRecordFormatRequest, opts ...grpc.CallOption) (*RecordFormat, error)
+	// SetRecordFormat changes it; "sets" is refused (FAILED_PRECONDITION)
+	// while a switch has not announced that it reads device sets.
+	SetRecordFormat(ctx context.Context, in *SetRecordFormatRequest, opts ...grpc.CallOption) (*RecordFormat, error)
 }
 
 type fabricClient struct {
@@ -225,6 +233,26 @@ func (c *fabricClient) Version(ctx context.Context, in *VersionRequest, opts ...
 	return out, nil
 }
 
+func (c *fabricClient) GetRecordFormat(ctx context.Context, in *GetRecordFormatRequest, opts ...grpc.CallOption) (*RecordFormat, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(RecordFormat)
+	err := c.cc.Invoke(ctx, Fabric_GetRecordFormat_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *fabricClient) SetRecordFormat(ctx context.Context, in *SetRecordFormatRequest, opts ...grpc.CallOption) (*RecordFormat, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(RecordFormat)
+	err := c.cc.Invoke(ctx, Fabric_SetRecordFormat_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // FabricServer is the server API for Fabric service.
 // All implementations must embed UnimplementedFabricServer
 // for forward compatibility.
@@ -263,6 +291,12 @@ type FabricServer interface {
 	RenderLosslessProfile(context.Context, *RenderLosslessProfileRequest) (*RenderLosslessProfileResponse, error)
 	// Version tells what the serving daemon was built from, and its role.
 	Version(context.Context, *VersionRequest) (*VersionResponse, error)
+	// GetRecordFormat returns how switches publish their devices
+	// (docs/records.md) and what each switch announced it reads.
+	GetRecordFormat(context.Context, *GetRecordFormatRequest) (*RecordFormat, error)
+	// SetRecordFormat changes it; "sets" is refused (FAILED_PRECONDITION)
+	// while a switch has not announced that it reads device sets.
+	SetRecordFormat(context.Context, *SetRecordFormatRequest) (*RecordFormat, error)
 	mustEmbedUnimplementedFabricServer()
 }
 
@@ -311,6 +345,12 @@ func (UnimplementedFabricServer) RenderLosslessProfile(context.Context, *RenderL
 }
 func (UnimplementedFabricServer) Version(context.Context, *VersionRequest) (*VersionResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method Version not implemented")
+}
+func (UnimplementedFabricServer) GetRecordFormat(context.Context, *GetRecordFormatRequest) (*RecordFormat, error) {
+	return nil, status.Error(codes.Unimplemented, "method GetRecordFormat not implemented")
+}
+func (UnimplementedFabricServer) SetRecordFormat(context.Context, *SetRecordFormatRequest) (*RecordFormat, error) {
+	return nil, status.Error(codes.Unimplemented, "method SetRecordFormat not implemented")
 }
 func (UnimplementedFabricServer) mustEmbedUnimplementedFabricServer() {}
 func (UnimplementedFabricServer) testEmbeddedByValue()                {}
@@ -560,6 +600,42 @@ func _Fabric_Version_Handler(srv interface{}, ctx context.Context, dec func(inte
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Fabric_GetRecordFormat_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(GetRecordFormatRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(FabricServer).GetRecordFormat(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Fabric_GetRecordFormat_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(FabricServer).GetRecordFormat(ctx, req.(*GetRecordFormatRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Fabric_SetRecordFormat_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(SetRecordFormatRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(FabricServer).SetRecordFormat(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Fabric_SetRecordFormat_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(FabricServer).SetRecordFormat(ctx, req.(*SetRecordFormatRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Fabric_ServiceDesc is the grpc.ServiceDesc for Fabric service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -614,6 +690,14 @@ var Fabric_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Version",
 			Handler:    _Fabric_Version_Handler,
+		},
+		{
+			MethodName: "GetRecordFormat",
+			Handler:    _Fabric_GetRecordFormat_Handler,
+		},
+		{
+			MethodName: "SetRecordFormat",
+			Handler:    _Fabric_SetRecordFormat_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{
