@@ -203,7 +203,9 @@ func (r *Reflector) SetRecordFormat(ctx context.Context, name string) error {
 }
 
 // RecordFormat implements api.RecordFormatBackend.
-func (b backend) RecordFormat(context.Context) (api.RecordFormatStatus, error) { return b.r.RecordFormat() }
+func (b backend) RecordFormat(context.Context) (api.RecordFormatStatus, error) {
+	return b.r.RecordFormat()
+}
 
 // SetRecordFormat implements api.RecordFormatBackend.
 func (b backend) SetRecordFormat(ctx context.Context, format string) error {
