@@ -70,6 +70,15 @@ func ParseDeviceSetKey(key []byte) (DeviceSetKey, error) {
 // entrySize is the encoded size of one entry: epoch(8) address(5|17) body.
 func entrySize(d *DeviceRecord) int { return 8 + wire.AddrLen(d.Device.Addr) + d.bodySize() }
 
+// DeviceSetEntrySize is the bytes d takes in a device set record.
+func DeviceSetEntrySize(d *DeviceRecord) int { return entrySize(d) }
+
+// DeviceSetCapacity is how many entry bytes one device set record with
+// rts route targets holds within MaxRecordSize.
+func DeviceSetCapacity(rts int) int {
+	return MaxRecordSize - deviceSetKeySize - deviceSetHeader - 8*rts
+}
+
 // compareEntries orders entries by (address, epoch).
 func compareEntries(a, b *DeviceRecord) int {
 	if c := a.Device.Addr.Compare(b.Device.Addr); c != 0 {

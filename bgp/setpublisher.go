@@ -341,7 +341,7 @@ func (p *SetPublisher) setFor(rts []RouteTarget) *deviceSet {
 
 // capacity is how many entry bytes one shard of set holds.
 func (p *SetPublisher) capacity(set *deviceSet) int {
-	return p.max - deviceSetKeySize - deviceSetHeader - 8*len(set.rts)
+	return DeviceSetCapacity(len(set.rts)) - (MaxRecordSize - p.max)
 }
 
 // place adds rec to the first shard of set with room, or to a new one

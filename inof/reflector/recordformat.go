@@ -211,3 +211,7 @@ func (b backend) RecordFormat(context.Context) (api.RecordFormatStatus, error) {
 func (b backend) SetRecordFormat(ctx context.Context, format string) error {
 	return b.r.SetRecordFormat(ctx, format)
 }
+
+// DeviceCount is how many devices the fabric view holds (a count, cheap
+// to poll).
+func (r *Reflector) DeviceCount() int { return r.fabric.devices.Len() }

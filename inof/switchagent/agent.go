@@ -64,11 +64,13 @@ type Agent struct {
 	sets      *bgp.SetPublisher    // device set records
 	// format is the record format the switch publishes in (the fabric's
 	// setting, docs/records.md); owned by the loop.
-	format  bgp.RecordFormat
-	table   *bgp.DeviceTable
-	changes []bgp.DeviceChange // the loop's buffer for the table's changes
-	view    *bgp.ConfigView
-	asm     *configsync.Assembler
+	format bgp.RecordFormat
+	// formatShown is format for the metrics.
+	formatShown atomic.Uint32
+	table       *bgp.DeviceTable
+	changes     []bgp.DeviceChange // the loop's buffer for the table's changes
+	view        *bgp.ConfigView
+	asm         *configsync.Assembler
 	// origins and refusals check who sent each record (docs/security.md).
 	origins  bgp.Origins
 	refusals *bgp.Refusals
@@ -215,7 +217,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	a.runCtx = runCtx
 	spawn := func(name string, f func(context.Context) error) { a.spawnIn(runCtx, name, f) }
 
-	a.format = cmp.Or(saved.Format, bgp.FormatDevices)
+	a.setFormat(cmp.Or(saved.Format, bgp.FormatDevices))
 	a.republish(ctx, saved.ownRecords(a.self, a.log))
 	// Tell the reflectors what this switch reads (docs/records.md, rolling
 	// upgrade).
@@ -331,7 +333,9 @@ func (a *Agent) startSpeaker(ctx context.Context, restarting bool) error {
 	if err != nil {
 		return err
 	}
+	a.mu.Lock()
 	a.pub, a.sets = pub, sets
+	a.mu.Unlock()
 	return nil
 }
 

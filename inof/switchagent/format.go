@@ -22,6 +22,20 @@ type devicePublishing interface {
 	Withdraw(ctx context.Context, id bgp.DeviceID) error
 }
 
+// setPublisher returns the set publisher once the speaker started (for
+// the metrics).
+func (a *Agent) setPublisher() *bgp.SetPublisher {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.sets
+}
+
+// setFormat makes f the format in force (loop).
+func (a *Agent) setFormat(f bgp.RecordFormat) {
+	a.format = f
+	a.formatShown.Store(uint32(f))
+}
+
 // publisher is the publisher of the format in force.
 func (a *Agent) publisher() devicePublishing {
 	if a.format == bgp.FormatSets {
@@ -71,7 +85,7 @@ func (a *Agent) onRecordFormat(ctx context.Context, c bgp.ConfigRecord) {
 		return
 	}
 	a.log.Info("record format changed: republishing every device", "from", a.format.String(), "to", f.String(), "generation", c.Gen)
-	a.format = f
+	a.setFormat(f)
 	a.switchOver(ctx, f)
 	a.dirty = true
 }
