@@ -29,7 +29,7 @@ const (
 	// KindRecordFormat is the fabric's record format (how switches
 	// publish devices, docs/records.md): one object (empty name, part 0),
 	// payload EncodeRecordFormat.
-	KindRecordFormat Kind = 17
+	KindRecordFormat Kind = 18
 )
 
 // Owner is who keeps the objects of a kind.
