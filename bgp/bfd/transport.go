@@ -29,6 +29,8 @@ type packetConn interface {
 	// destination addresses and TTL (-1 when unknown). After Close it
 	// returns an error wrapping net.ErrClosed.
 	readFrom(b []byte) (n int, src, dst netip.Addr, ttl int, err error)
+	// pending says whether packets wait in the socket, not read yet.
+	pending() bool
 	Close() error
 }
 
@@ -56,10 +58,27 @@ func (udpNetwork) listen(rk recvKey) (packetConn, error) {
 		c.Close()
 		return nil, fmt.Errorf("bfd: receive TTL on %s: %w", rk.local, err)
 	}
-	return udpReceiver{pc}, nil
+	return udpReceiver{pc, c.(*net.UDPConn)}, nil
 }
 
-type udpReceiver struct{ pc *ipv4.PacketConn }
+type udpReceiver struct {
+	pc *ipv4.PacketConn
+	c  *net.UDPConn
+}
+
+// pending asks the kernel for the size of the next datagram queued
+// (SIOCINQ): non-zero while one waits.
+func (r udpReceiver) pending() bool {
+	rc, err := r.c.SyscallConn()
+	if err != nil {
+		return false
+	}
+	var n int
+	if rc.Control(func(fd uintptr) { n, _ = unix.IoctlGetInt(int(fd), unix.SIOCINQ) }) != nil {
+		return false
+	}
+	return n > 0
+}
 
 func (r udpReceiver) readFrom(b []byte) (n int, src, dst netip.Addr, ttl int, err error) {
 	n, cm, from, err := r.pc.ReadFrom(b)

@@ -290,7 +290,7 @@ func (r *Reflector) startSpeaker(ctx context.Context, undo *undoStack) error {
 	so := o.speakerOptions(r.restarting)
 	so.Logger = r.log
 	if o.usesBFD() {
-		r.bfd = bfd.NewManager(bfd.ManagerOptions{Logger: r.log})
+		r.bfd = bfd.NewManager(bfd.ManagerOptions{Logger: r.log, RealTime: true})
 		so.BFD = r.bfd
 		undo.push(r.bfd.Close)
 	}

@@ -302,7 +302,7 @@ func (a *Agent) startSpeaker(ctx context.Context, restarting bool) error {
 	if sp == nil {
 		o := a.opts
 		if o.BFD.Enabled {
-			mgr = bfd.NewManager(bfd.ManagerOptions{Logger: a.log})
+			mgr = bfd.NewManager(bfd.ManagerOptions{Logger: a.log, RealTime: true})
 		}
 		g, err := bgp.NewGoBGP(bgp.Options{Role: bgp.RoleClient, ASN: o.ASN, RouterID: netip.MustParseAddr(o.RouterID),
 			ListenPort: -1, TTLSecurity: o.TTLSecurity, BFD: mgr, Logger: a.log,

@@ -1,0 +1,90 @@
+package bfd
+
+import (
+	"net/netip"
+	"os"
+	"os/exec"
+	"runtime"
+	"strconv"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// BenchmarkBusyMachine runs 256 sessions at 3 × 100 ms between two
+// managers in this process while a CPU hog (`yes`, a process of its own)
+// runs on every core beside it, for BENCH_BFD_SECONDS (default 120 s), and
+// reports the sessions' false downs per hour (every Up→Down: no peer ever
+// stops) and this process's CPU per session (both ends' work counted once
+// per session pair, in % of one core). BENCH_BFD_HOGS=0 runs it without
+// the hogs.
+func BenchmarkBusyMachine(b *testing.B) {
+	secs, hogs := 120, runtime.NumCPU()
+	if v, err := strconv.Atoi(os.Getenv("BENCH_BFD_SECONDS")); err == nil && v > 0 {
+		secs = v
+	}
+	if v, err := strconv.Atoi(os.Getenv("BENCH_BFD_HOGS")); err == nil && v >= 0 {
+		hogs = v
+	}
+	const n = 256
+	for b.Loop() {
+		ma, mb := NewManager(ManagerOptions{RealTime: true}), NewManager(ManagerOptions{RealTime: true})
+		var downs atomic.Int64
+		count := func(ch StateChange) {
+			if ch.Old == Up && ch.New == Down {
+				downs.Add(1)
+			}
+		}
+		ca := watch(ma)
+		ma.Subscribe(count)
+		mb.Subscribe(count)
+		var keys []SessionKey
+		for i := range n {
+			peer := netip.AddrFrom4([4]byte{127, 0, 6, byte(i)})
+			if i == 0 {
+				peer = netip.AddrFrom4([4]byte{127, 0, 7, 1})
+			}
+			ka, kb := SessionKey{Local: addrA, Peer: peer}, SessionKey{Local: peer, Peer: addrA}
+			cfg := func(k SessionKey) Config {
+				return Config{Key: k, DesiredMinTx: 100 * time.Millisecond, RequiredMinRx: 100 * time.Millisecond, DetectMult: 3}
+			}
+			if _, err := ma.Add(cfg(ka)); err != nil {
+				b.Fatal(err)
+			}
+			if _, err := mb.Add(cfg(kb)); err != nil {
+				b.Fatal(err)
+			}
+			keys = append(keys, ka)
+		}
+		for _, k := range keys {
+			ca.waitFor(b, k, Up, 0)
+		}
+		time.Sleep(2 * time.Second) // Poll sequences done
+		var procs []*exec.Cmd
+		for range hogs {
+			c := exec.Command("yes")
+			if err := c.Start(); err != nil {
+				b.Fatal(err)
+			}
+			procs = append(procs, c)
+		}
+		downs.Store(0)
+		var r0, r1 syscall.Rusage
+		syscall.Getrusage(syscall.RUSAGE_SELF, &r0)
+		start := time.Now()
+		time.Sleep(time.Duration(secs) * time.Second)
+		syscall.Getrusage(syscall.RUSAGE_SELF, &r1)
+		wall := time.Since(start)
+		for _, c := range procs {
+			c.Process.Kill()
+			c.Wait()
+		}
+		ma.Close()
+		mb.Close()
+		cpu := time.Duration(r1.Utime.Nano()-r0.Utime.Nano()) + time.Duration(r1.Stime.Nano()-r0.Stime.Nano())
+		b.ReportMetric(float64(downs.Load())*float64(time.Hour)/float64(wall), "false-downs/h")
+		b.ReportMetric(100*cpu.Seconds()/wall.Seconds()/n, "cpu-%/session")
+		b.ReportMetric(float64(hogs), "hogs")
+	}
+}
