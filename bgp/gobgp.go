@@ -769,7 +769,7 @@ func (g *GoBGP) watchPeers(ctx context.Context, fn func(NeighborEvent)) error {
 // Neighbors implements Speaker.
 func (g *GoBGP) Neighbors(ctx context.Context) ([]NeighborStatus, error) {
 	var out []NeighborStatus
-	err := g.srv.ListPeer(ctx, &api.ListPeerRequest{EnableAdvertised: false}, func(p *api.Peer) {
+	err := g.srv.ListPeer(ctx, &api.ListPeerRequest{EnableAdvertised: true}, func(p *api.Peer) {
 		addr, err := netip.ParseAddr(p.GetConf().GetNeighborAddress())
 		if err != nil {
 			return
@@ -781,6 +781,7 @@ func (g *GoBGP) Neighbors(ctx context.Context) ([]NeighborStatus, error) {
 		for _, as := range p.GetAfiSafis() {
 			if isOpaque(as.GetConfig().GetFamily()) {
 				st.Received = as.GetState().GetAccepted()
+				st.Advertised = as.GetState().GetAdvertised()
 			}
 		}
 		out = append(out, st)

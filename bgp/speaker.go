@@ -155,6 +155,8 @@ type NeighborStatus struct {
 	State    SessionState
 	RouterID netip.Addr // the neighbor's, once known
 	Received uint64     // opaque records accepted from it
+	// Advertised counts the opaque records sent to it (its Adj-RIB-Out).
+	Advertised uint64
 }
 
 // Stats are counters since the speaker started.

@@ -221,6 +221,13 @@ func (c *conn) dim(p *CapsuleCmd) error {
 	if tas != TaskRegister && tas != TaskUpdate {
 		return refuse(fmt.Sprintf("task %d", tas), nil)
 	}
+	if c.kato == 0 {
+		// TP 8010: a registration lives as long as an explicit persistent
+		// connection; without keep-alive its end could go unnoticed.
+		c.s.met.dims.WithLabelValues("refused").Inc()
+		c.log.Warn("DIM refused", "host_nqn", c.hostNQN, "why", "connection without keep-alive (KATO 0)")
+		return c.complete(cid, 0, StatusCommandSequence|StatusDNR)
+	}
 	g := q.SGL()
 	if g.Length < dimHeaderLen || g.Length > maxDIMData {
 		return refuse("data length", fmt.Errorf("%d bytes", g.Length))

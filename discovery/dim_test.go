@@ -58,13 +58,22 @@ func (r *registrar) wait(t *testing.T, n int) []string {
 // (Identify DCTYPE 2) and takes a host's DIM registration, bound to its
 // connection (its Connect NQN, its source address); an update replaces
 // it, a deregistration ends it, and so does the connection's end: a
-// disconnect, or the loss of keep-alive. What is not the host's own is
-// refused and reported to nobody.
+// disconnect, or the loss of keep-alive. What is not the host's own, and a
+// registration over a connection without keep-alive, is refused and
+// reported to nobody.
 func TestDIMRegistration(t *testing.T) {
 	rg := newRegistrar()
 	src := newTable()
 	_, addr, reg := serveConfig(t, Config{Source: src, Registrar: rg})
-	c := dial(t, addr, ClientOptions{HostNQN: hostA})
+	me := Registration{HostNQN: hostA, HostID: [16]byte{7, 7}, Name: "h1", Version: "Linux 6.1", Symbolic: "rack 4"}
+	// Only an explicit persistent connection (KATO set) may register.
+	once := dial(t, addr, ClientOptions{HostNQN: hostA})
+	if _, err := once.Start([16]byte{7}); err != nil {
+		t.Fatal(err)
+	}
+	wantStatus(t, once.DIM(TaskRegister, me, ""), StatusCommandSequence|StatusDNR)
+	once.Close()
+	c := dial(t, addr, ClientOptions{HostNQN: hostA, KATO: time.Hour})
 	id, err := c.Start([16]byte{7})
 	if err != nil {
 		t.Fatal(err)
@@ -72,7 +81,6 @@ func TestDIMRegistration(t *testing.T) {
 	if id[1806] != dctypeCDC {
 		t.Fatalf("DCTYPE %d, want 2 (CDC)", id[1806])
 	}
-	me := Registration{HostNQN: hostA, HostID: [16]byte{7, 7}, Name: "h1", Version: "Linux 6.1", Symbolic: "rack 4"}
 	if err := c.DIM(TaskRegister, me, ""); err != nil {
 		t.Fatal(err)
 	}
@@ -126,9 +134,9 @@ func TestDIMRegistration(t *testing.T) {
 	if evs := rg.wait(t, 7); evs[6] != "deregister "+hostA+" keep-alive lost" {
 		t.Fatalf("after keep-alive loss: %q", evs[5:])
 	}
-	// 4 registrations (the update is one), 1 deregistration, 4 refused.
-	if n := metricSum(t, reg, "inof_discovery_registrations_total"); n != 9 {
-		t.Fatalf("DIM outcomes counted %v, want 9", n)
+	// 4 registrations (the update is one), 1 deregistration, 5 refused.
+	if n := metricSum(t, reg, "inof_discovery_registrations_total"); n != 10 {
+		t.Fatalf("DIM outcomes counted %v, want 10", n)
 	}
 }
 

@@ -6,6 +6,9 @@ import (
 	"net/netip"
 	"sort"
 	"strings"
+	"unicode"
+
+	"github.com/openinof/inof/inof"
 )
 
 // DefaultZone is the name of the zone that always exists. It has no member
@@ -15,7 +18,7 @@ const DefaultZone = "default"
 // Limits.
 const (
 	MaxNameLen = 63
-	MaxNQNLen  = 223 // NVMe base specification
+	MaxNQNLen  = inof.MaxNQNLen
 	// MaxMembers bounds the members of one zone or alias (the store encodes
 	// the count in 16 bits); anything within it also replicates (Parts).
 	MaxMembers = 0xFFFF
@@ -68,7 +71,10 @@ func ParseMember(s string) (Member, error) {
 	case strings.HasPrefix(s, aliasPrefix):
 		m := Member{Kind: MemberAlias, Name: s[len(aliasPrefix):]}
 		return m, m.Validate()
-	case strings.HasPrefix(s, "nqn."):
+	case looksLikeName(s):
+		if err := inof.ValidateNQN(s); err != nil {
+			return Member{}, fmt.Errorf("%w: %v", ErrMember, err)
+		}
 		m := Member{Kind: MemberNQN, Name: s}
 		return m, m.Validate()
 	case strings.Contains(s, "/"):
@@ -127,7 +133,7 @@ func (m Member) Validate() error {
 			return fmt.Errorf("%w: prefix %s has host bits set (did you mean %s?)", ErrMember, m.Prefix, m.Prefix.Masked())
 		}
 	case MemberNQN:
-		if len(m.Name) > MaxNQNLen || !strings.HasPrefix(m.Name, "nqn.") || strings.ContainsAny(m.Name, " \t\n\x00") {
+		if len(m.Name) > MaxNQNLen || !strings.HasPrefix(m.Name, "nqn.") || strings.IndexFunc(m.Name, notPrintable) >= 0 {
 			return fmt.Errorf("%w: NQN %q (must start with \"nqn.\", at most %d bytes, no blanks)", ErrMember, m.Name, MaxNQNLen)
 		}
 	case MemberAlias:
@@ -139,6 +145,15 @@ func (m Member) Validate() error {
 	}
 	return nil
 }
+
+// looksLikeName tells a member meant as an NQN (or mistyped as another
+// kind of storage name) from an address.
+func looksLikeName(s string) bool {
+	l := strings.ToLower(s)
+	return strings.HasPrefix(l, "nqn.") || strings.HasPrefix(l, "iqn.") || strings.HasPrefix(l, "eui.")
+}
+
+func notPrintable(r rune) bool { return !unicode.IsPrint(r) || unicode.IsSpace(r) }
 
 func usableAddr(a netip.Addr) bool {
 	return a.IsValid() && !a.IsUnspecified() && !a.IsMulticast() && a.Zone() == "" && !a.Is4In6()
@@ -341,4 +356,11 @@ func checkMembers(owner string, ms []Member) []error {
 		}
 	}
 	return errs
+}
+
+// Covers reports whether an address member (address, range, prefix)
+// selects the address.
+func (m Member) Covers(a netip.Addr) bool {
+	lo, hi, ok := m.bounds()
+	return ok && lo.Is4() == a.Is4() && !a.Less(lo) && !hi.Less(a)
 }

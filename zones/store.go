@@ -23,6 +23,7 @@ var (
 var (
 	bucketRecords = []byte("records")
 	bucketMeta    = []byte("meta")
+	bucketJournal = []byte("journal")
 	keyClock      = []byte("clock")
 )
 
@@ -35,8 +36,11 @@ type StoreOptions struct {
 	LockTimeout time.Duration
 	// Now is the wall clock for generations, skew checks and tombstone
 	// expiry (time.Now if nil).
-	Now    func() time.Time
-	Logger *slog.Logger
+	Now func() time.Time
+	// HistorySize is how many journal entries the store keeps, the newest
+	// (default DefaultHistorySize).
+	HistorySize int
+	Logger      *slog.Logger
 }
 
 // Store is the crash-safe zone store of a reflector: a bbolt file holding
@@ -55,6 +59,7 @@ type Store struct {
 	config   *Config
 	revision uint64 // bumped by every change, for optimistic transactions
 	refused  Refused
+	journal  []Version // the journal's entries, oldest first
 }
 
 // Refused counts the records Apply refused by their generation.
@@ -74,6 +79,9 @@ func Open(path string, opts StoreOptions) (*Store, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
+	if opts.HistorySize <= 0 {
+		opts.HistorySize = DefaultHistorySize
+	}
 	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: opts.LockTimeout})
 	if err != nil {
 		return nil, fmt.Errorf("zones: open store %s: %w", path, err)
@@ -86,6 +94,21 @@ func Open(path string, opts StoreOptions) (*Store, error) {
 		}
 		mb, err := tx.CreateBucketIfNotExists(bucketMeta)
 		if err != nil {
+			return err
+		}
+		jb, err := tx.CreateBucketIfNotExists(bucketJournal)
+		if err != nil {
+			return err
+		}
+		if err := jb.ForEach(func(k, _ []byte) error {
+			v, ok := parseEntryKey(k)
+			if !ok {
+				return fmt.Errorf("journal key %x", k)
+			}
+			s.journal = append(s.journal, v)
+			s.observe(v.Gen)
+			return nil
+		}); err != nil {
 			return err
 		}
 		if v := mb.Get(keyClock); len(v) == 8 {
@@ -177,7 +200,7 @@ func (s *Store) Apply(in []Record) ([]Record, error) {
 	if len(won) == 0 {
 		return nil, errors.Join(errs...)
 	}
-	if err := s.persist(won); err != nil {
+	if err := s.persist(won, nil); err != nil {
 		return nil, errors.Join(append(errs, err)...)
 	}
 	for _, r := range won {
@@ -238,11 +261,20 @@ func (s *Store) Prune() (int, error) {
 	return n, nil
 }
 
-// persist writes records and the clock in one bbolt transaction.
-func (s *Store) persist(rs []Record) error {
+// persist writes records, journal entries (trimmed to HistorySize) and
+// the clock in one bbolt transaction.
+func (s *Store) persist(rs []Record, es []Entry) error {
 	err := s.db.Update(func(tx *bolt.Tx) error {
 		b := tx.Bucket(bucketRecords)
 		var top uint64
+		journal, err := putEntries(tx.Bucket(bucketJournal), s.journal, es, s.opts.HistorySize)
+		if err != nil {
+			return err
+		}
+		s.journal = journal // bbolt rolls back on a later error; the index is only ever a subset then
+		for _, e := range es {
+			top = max(top, e.Gen)
+		}
 		for _, r := range rs {
 			v, err := r.MarshalBinary()
 			if err != nil {
@@ -276,6 +308,8 @@ type Tx struct {
 	work     *Config
 	revision uint64
 	done     bool
+	note     Note
+	entry    *Entry // the journal entry Commit wrote
 }
 
 // Begin starts a transaction on the current configuration.
@@ -394,13 +428,25 @@ func (t *Tx) SetSettings(st Settings) error {
 	return nil
 }
 
+// Note describes the transaction for the journal entry Commit writes.
+func (t *Tx) Note(n Note) { t.note = n }
+
+// Entry returns the journal entry Commit wrote (false if it wrote none).
+func (t *Tx) Entry() (Entry, bool) {
+	if t.entry == nil {
+		return Entry{}, false
+	}
+	return *t.entry, true
+}
+
 // Abort drops the transaction.
 func (t *Tx) Abort() { t.done = true }
 
 // Commit validates the staged configuration and writes the changed objects
-// atomically, each with a new generation and this reflector's router-id. It
-// returns the records written (none if nothing changed). It fails with
-// ErrConflict if the store changed since Begin.
+// atomically, each with a new generation and this reflector's router-id,
+// with a journal entry (Entry) that notes them, what they replaced and the
+// Note. It returns the records written (none if nothing changed). It fails
+// with ErrConflict if the store changed since Begin.
 func (t *Tx) Commit() ([]Record, error) {
 	if err := t.check(); err != nil {
 		return nil, err
@@ -423,13 +469,28 @@ func (t *Tx) Commit() ([]Record, error) {
 	for k, r := range s.records {
 		next[k] = r
 	}
+	e := Entry{Identity: t.note.Identity, Via: t.note.Via, Action: t.note.Action, Revision: t.note.Revision,
+		Summary: summarize(s.records, changed)}
+	if e.Action == "" {
+		e.Action = ActionCommit
+	}
 	for i := range changed {
 		changed[i].Version = Version{Gen: s.clock.Next(), RouterID: s.opts.RouterID}
+		c := Write{Key: changed[i].Key, New: changed[i].Version, Deleted: changed[i].Deleted}
+		if old, ok := s.records[changed[i].Key]; ok {
+			c.Base = old.Version
+			if !old.Deleted {
+				c.Before = &old
+			}
+		}
+		e.Writes = append(e.Writes, c)
 		next[changed[i].Key] = changed[i]
 	}
-	if err := s.persist(changed); err != nil {
+	e.Version = Version{Gen: s.clock.Next(), RouterID: s.opts.RouterID}
+	if err := s.persist(changed, []Entry{e}); err != nil {
 		return nil, err
 	}
+	t.entry = &e
 	s.records = next
 	s.config = next.Config()
 	s.revision++

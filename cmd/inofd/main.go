@@ -108,6 +108,7 @@ func newCommand(environ []string, stderr io.Writer) *cobra.Command {
 		own[n] = roles[n].flags(f)
 	}
 	labelRoleFlags(f, own)
+	cmd.AddCommand(restoreCommand(environ, os.Stdout, stderr))
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		rl, ok := roles[roleName]
 		if !ok {

@@ -17,6 +17,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net"
 	"net/netip"
 	"slices"
@@ -71,7 +72,9 @@ type Responder struct {
 	host   dnsmessage.Name
 	mu     sync.Mutex
 	stats  Stats
-	ifaces map[int]string // index → name, the interfaces served
+	want   []string               // the interfaces to serve (Config.Interfaces, then SetInterfaces)
+	ifaces map[int]*net.Interface // the interfaces served now, by index
+	p      *ipv4.PacketConn       // Run's socket while it runs
 }
 
 // Stats count what a Responder did.
@@ -104,7 +107,8 @@ func New(cfg Config) (*Responder, error) {
 			return nil, fmt.Errorf("dnssd: service %q of type %q: not a DNS-SD name", s.Instance, s.Type)
 		}
 	}
-	return &Responder{cfg: cfg, log: cfg.Logger.With("component", "mdns"), host: host}, nil
+	return &Responder{cfg: cfg, log: cfg.Logger.With("component", "mdns"), host: host,
+		want: slices.Clone(cfg.Interfaces), ifaces: map[int]*net.Interface{}}, nil
 }
 
 // Stats returns the counters.
@@ -149,22 +153,18 @@ func (r *Responder) Run(ctx context.Context) error {
 	}
 	_ = p.SetMulticastTTL(255)
 	_ = p.SetMulticastLoopback(false)
-	r.ifaces = map[int]string{}
-	var joined []*net.Interface
-	for _, name := range r.cfg.Interfaces {
-		ifi, err := net.InterfaceByName(name)
-		if err == nil {
-			err = p.JoinGroup(ifi, &net.UDPAddr{IP: Group.AsSlice()})
-		}
-		if err != nil {
-			r.log.Warn("mDNS: interface not served", "interface", name, "err", err)
-			continue
-		}
-		r.ifaces[ifi.Index] = name
-		joined = append(joined, ifi)
-	}
+	r.mu.Lock()
+	r.p = p
+	want := r.want
+	r.mu.Unlock()
+	defer func() {
+		r.mu.Lock()
+		r.p = nil
+		r.mu.Unlock()
+	}()
+	joined := r.join(p, want)
 	if len(joined) == 0 {
-		return fmt.Errorf("dnssd: none of the interfaces %v could join the mDNS group", r.cfg.Interfaces)
+		return fmt.Errorf("dnssd: none of the interfaces %v could join the mDNS group", want)
 	}
 	r.log.Info("mDNS: advertising", "services", len(r.cfg.Services), "interfaces", len(joined), "host", r.host.String())
 	stop := context.AfterFunc(ctx, func() { pc.Close() })
@@ -186,7 +186,7 @@ func (r *Responder) Run(ctx context.Context) error {
 		n, cm, src, err := p.ReadFrom(buf)
 		if err != nil {
 			if ctx.Err() != nil {
-				r.goodbye(joined)
+				r.goodbye(r.served())
 				return nil
 			}
 			return fmt.Errorf("dnssd: read: %w", err)
@@ -196,6 +196,78 @@ func (r *Responder) Run(ctx context.Context) error {
 		}
 		r.handle(p, buf[:n], cm.IfIndex, src)
 	}
+}
+
+// join joins the mDNS group on the named interfaces not yet served and
+// returns those it joined. An interface that is missing or refuses is
+// skipped (logged).
+func (r *Responder) join(p *ipv4.PacketConn, names []string) []*net.Interface {
+	var joined []*net.Interface
+	for _, name := range names {
+		ifi, err := net.InterfaceByName(name)
+		if err == nil {
+			r.mu.Lock()
+			_, served := r.ifaces[ifi.Index]
+			r.mu.Unlock()
+			if served {
+				continue
+			}
+			err = p.JoinGroup(ifi, &net.UDPAddr{IP: Group.AsSlice()})
+		}
+		if err != nil {
+			r.log.Warn("mDNS: interface not served", "interface", name, "err", err)
+			continue
+		}
+		r.mu.Lock()
+		r.ifaces[ifi.Index] = ifi
+		r.mu.Unlock()
+		joined = append(joined, ifi)
+	}
+	return joined
+}
+
+// served returns the interfaces served now.
+func (r *Responder) served() []*net.Interface {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Collect(maps.Values(r.ifaces))
+}
+
+// SetInterfaces changes the interfaces served (a reload of the access
+// ports): a running Responder joins and announces on the new ones, and
+// sends goodbyes on and leaves those no longer named. It fails only if an
+// interface that stays could not be left or a new one could not be
+// joined; the others change anyway.
+func (r *Responder) SetInterfaces(names []string) error {
+	r.mu.Lock()
+	r.want = slices.Clone(names)
+	p := r.p
+	var gone []*net.Interface
+	for i, ifi := range r.ifaces {
+		if !slices.Contains(names, ifi.Name) {
+			gone = append(gone, ifi)
+			delete(r.ifaces, i)
+		}
+	}
+	r.mu.Unlock()
+	if p == nil {
+		return nil // Run serves the new set when it starts
+	}
+	var errs []error
+	if len(gone) > 0 {
+		r.announce(p, gone, 0)
+		for _, ifi := range gone {
+			if err := p.LeaveGroup(ifi, &net.UDPAddr{IP: Group.AsSlice()}); err != nil {
+				errs = append(errs, fmt.Errorf("dnssd: leave %s: %w", ifi.Name, err))
+			}
+		}
+	}
+	added := r.join(p, names)
+	r.announce(p, added, r.cfg.TTL)
+	if len(added)+len(gone) > 0 {
+		r.log.Info("mDNS: interfaces changed", "added", len(added), "removed", len(gone))
+	}
+	return errors.Join(errs...)
 }
 
 // goodbye sends every record with TTL 0 on a socket of its own (Run's is
@@ -237,7 +309,10 @@ func (r *Responder) announce(p *ipv4.PacketConn, ifs []*net.Interface, ttl time.
 
 // handle answers one packet.
 func (r *Responder) handle(p *ipv4.PacketConn, b []byte, ifIndex int, src net.Addr) {
-	if _, ok := r.ifaces[ifIndex]; !ok {
+	r.mu.Lock()
+	_, ok := r.ifaces[ifIndex]
+	r.mu.Unlock()
+	if !ok {
 		r.count(func(s *Stats) { s.Ignored++ }) // an uplink, or any interface not served
 		return
 	}

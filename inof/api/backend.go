@@ -35,6 +35,13 @@ type Backend interface {
 	SetLosslessProfile(ctx context.Context, p lossless.Profile) error
 }
 
+// HoldBackend is a Backend that knows which switches' records only
+// graceful restart still holds (their session is down): ListDevices marks
+// their devices stale with the time the hold ends.
+type HoldBackend interface {
+	Held(ctx context.Context) (map[inof.RouterID]time.Time, error)
+}
+
 // Device is a registered device as the fabric sees it: the report of the
 // switch that shows it (Shown picks one per address). Its Reason says why
 // an inactive device left; Changed is when it last changed state.

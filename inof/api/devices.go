@@ -7,9 +7,11 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"time"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/openinof/inof/inof"
 	inofv1 "github.com/openinof/inof/inof/api/v1"
@@ -30,13 +32,23 @@ func (s *server) ListDevices(ctx context.Context, req *inofv1.ListDevicesRequest
 	if err != nil {
 		return nil, statusOf(fmt.Errorf("devices: %w", err))
 	}
+	var held map[inof.RouterID]time.Time
+	if hb, ok := s.b.(HoldBackend); ok {
+		if held, err = hb.Held(ctx); err != nil {
+			return nil, statusOf(fmt.Errorf("devices: %w", err))
+		}
+	}
 	ix := s.newIndex(cfg, devs)
 	sort.Slice(devs, func(i, j int) bool { return devs[i].Addr.Less(devs[j].Addr) })
 	out := &inofv1.ListDevicesResponse{}
 	for _, d := range devs {
 		zs := ix.Zones(d.Addr)
 		if match(d, zs) {
-			out.Devices = append(out.Devices, deviceProto(d, zs))
+			pd := deviceProto(d, zs)
+			if until, ok := held[d.Switch]; ok {
+				pd.HeldUntil = timestamppb.New(until)
+			}
+			out.Devices = append(out.Devices, pd)
 		}
 	}
 	return out, nil

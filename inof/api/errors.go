@@ -31,6 +31,10 @@ func statusOf(err error) error {
 		code = codes.DeadlineExceeded
 	case errors.Is(err, errStale), errors.Is(err, zones.ErrConflict):
 		code = codes.Aborted
+	case errors.Is(err, zones.ErrHistoryIncomplete):
+		code = codes.Unavailable
+	case errors.Is(err, errAliasInUse):
+		code = codes.FailedPrecondition
 	case errors.Is(err, zones.ErrNotFound):
 		code = codes.NotFound
 	case errors.Is(err, zones.ErrDuplicate):

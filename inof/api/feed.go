@@ -59,11 +59,21 @@ func NewFeed(o FeedOptions) *Feed {
 func (f *Feed) Epoch() uint64 { return f.epoch }
 
 // Publish numbers e, stamps it (unless it has a time) and appends it,
-// dropping the oldest event when the ring is full. It never blocks. The
-// feed keeps e.Attributes: do not change the map afterwards.
+// dropping the oldest event when the ring is full. It never blocks. Every
+// event carries an identity attribute: who caused it, or "fabric" for what
+// the fabric reports by itself (registrations, records, sessions). The feed
+// keeps e.Attributes: do not change the map afterwards.
 func (f *Feed) Publish(e Event) {
 	if e.Time.IsZero() {
 		e.Time = f.now()
+	}
+	if e.Attributes["identity"] == "" {
+		attrs := make(map[string]string, len(e.Attributes)+1)
+		for k, v := range e.Attributes {
+			attrs[k] = v
+		}
+		attrs["identity"] = "fabric"
+		e.Attributes = attrs
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()

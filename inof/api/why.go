@@ -11,6 +11,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/openinof/inof/inof"
 	inofv1 "github.com/openinof/inof/inof/api/v1"
 	"github.com/openinof/inof/zones"
 )
@@ -56,22 +57,32 @@ func (s *server) Visibility(ctx context.Context, req *inofv1.VisibilityRequest) 
 	if !h.Role.IsHost() {
 		return nil, status.Errorf(codes.InvalidArgument, "%s is registered as %s, not as a host", ha, h.Role)
 	}
-	var targets []netip.Addr
+	return &inofv1.VisibilityResponse{Targets: explainEach(cfg.Settings, ix, devs, ha, inof.Role.IsTarget,
+		func(other netip.Addr) (netip.Addr, netip.Addr) { return ha, other }, req.GetVisibleOnly())}, nil
+}
+
+// explainEach explains, for self and every other indexed device whose
+// role passes role (sorted by address), the pair that pair makes of them
+// (host, target); visibleOnly keeps the visible pairs.
+func explainEach(st zones.Settings, ix *zones.Index, devs []Device, self netip.Addr, role func(inof.Role) bool,
+	pair func(other netip.Addr) (host, target netip.Addr), visibleOnly bool) []*inofv1.WhyResponse {
+	var others []netip.Addr
 	for _, d := range devs {
-		if d.Role.IsTarget() && d.Addr != ha {
+		if role(d.Role) && d.Addr != self {
 			if _, indexed := ix.Device(d.Addr); indexed {
-				targets = append(targets, d.Addr)
+				others = append(others, d.Addr)
 			}
 		}
 	}
-	sort.Slice(targets, func(i, j int) bool { return targets[i].Less(targets[j]) })
-	out := &inofv1.VisibilityResponse{}
-	for _, ta := range slices.Compact(targets) {
-		if w := explain(cfg.Settings, ix, ha, ta); w.GetVisible() || !req.GetVisibleOnly() {
-			out.Targets = append(out.Targets, w)
+	sort.Slice(others, func(i, j int) bool { return others[i].Less(others[j]) })
+	var out []*inofv1.WhyResponse
+	for _, o := range slices.Compact(others) {
+		h, t := pair(o)
+		if w := explain(st, ix, h, t); w.GetVisible() || !visibleOnly {
+			out = append(out, w)
 		}
 	}
-	return out, nil
+	return out
 }
 
 // index returns the committed configuration, the devices and their index

@@ -42,7 +42,7 @@ func (s *server) ApplyZoning(ctx context.Context, req *inofv1.ApplyZoningRequest
 	var before, after *zones.Config
 	var editErr error // reported as is, without the backend's wrapping
 	records, err := s.b.Commit(ctx, func(tx *zones.Tx) error {
-		editErr = s.stage(tx, req, &before, &after)
+		editErr = s.stage(ctx, tx, req, &before, &after)
 		return editErr
 	})
 	switch {
@@ -71,7 +71,7 @@ func (s *server) ApplyZoning(ctx context.Context, req *inofv1.ApplyZoningRequest
 // stage checks the expected revision against the transaction's base and
 // stages the edits; for a dry run it validates the result (as Commit would)
 // and returns errDryRun so that the backend aborts.
-func (s *server) stage(tx *zones.Tx, req *inofv1.ApplyZoningRequest, before, after **zones.Config) error {
+func (s *server) stage(ctx context.Context, tx *zones.Tx, req *inofv1.ApplyZoningRequest, before, after **zones.Config) error {
 	*before = tx.Config().Clone()
 	if rev := Revision(*before); req.GetExpectedRevision() != "" && rev != req.GetExpectedRevision() {
 		return fmt.Errorf("expected revision %s, current is %s: %w", req.GetExpectedRevision(), rev, errStale)
@@ -80,6 +80,19 @@ func (s *server) stage(tx *zones.Tx, req *inofv1.ApplyZoningRequest, before, aft
 		return err
 	}
 	*after = tx.Config().Clone()
+	if err := checkAliasesInUse(*after, req.GetEdits()); err != nil {
+		return err
+	}
+	action := req.GetAction()
+	switch action {
+	case "":
+		action = zones.ActionCommit
+	case zones.ActionCommit, zones.ActionApply, zones.ActionRollback:
+	default:
+		return status.Errorf(codes.InvalidArgument, "action %q: want commit, apply or rollback", action)
+	}
+	id := IdentityFrom(ctx)
+	tx.Note(zones.Note{Identity: id.String(), Via: id.Via, Action: action, Revision: Revision(*after)})
 	if !req.GetDryRun() {
 		return nil
 	}

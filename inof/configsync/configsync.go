@@ -26,6 +26,11 @@ const (
 	// KindLossless is the fabric's lossless profile: lossless.Encode as
 	// payload, one object (empty name, part 0).
 	KindLossless Kind = 16
+	// KindJournal is one journal entry of the zone store (history and
+	// audit): zones.Entry.MarshalBinary split into parts (JournalRecords),
+	// named by zones.EntryID, versioned by the entry's own version; never
+	// deleted, bounded by the store's history size (docs/records.md).
+	KindJournal Kind = 17
 	// KindRecordFormat is the fabric's record format (how switches
 	// publish devices, docs/records.md): one object (empty name, part 0),
 	// payload EncodeRecordFormat.
@@ -40,6 +45,7 @@ const (
 	OwnerNone         Owner = iota // not a kind this version knows: ignored
 	OwnerZoneStore                 // zones.Store (reflector) / zones.Records (switch)
 	OwnerLossless                  // the lossless profile in effect
+	OwnerJournal                   // the zone store's journal (reflectors only)
 	OwnerRecordFormat              // the record format in effect
 )
 
@@ -51,6 +57,7 @@ var kinds = map[Kind]struct {
 	KindZone:         {"zone", OwnerZoneStore},
 	KindAlias:        {"alias", OwnerZoneStore},
 	KindLossless:     {"lossless", OwnerLossless},
+	KindJournal:      {"journal", OwnerJournal},
 	KindRecordFormat: {"record-format", OwnerRecordFormat},
 }
 

@@ -160,8 +160,12 @@ func (a *Agent) newPort(it InterfaceOptions, link l2proto.Link, drops *l2proto.D
 			return nil, err
 		}
 	}
+	nqn := it.NQN
+	if nqn == "" && role == inof.RoleHost {
+		nqn = a.hostNQN // a host announces its host NQN by itself, for NQN zoning
+	}
 	return &port{name: it.Name, link: link, log: a.log, m: a.m, drops: drops,
-		dev: inof.Device{Addr: addr.Unmap(), Role: role, Protocol: proto, Port: it.Port, NQN: it.NQN}}, nil
+		dev: inof.Device{Addr: addr.Unmap(), Role: role, Protocol: proto, Port: it.Port, NQN: nqn}}, nil
 }
 
 // Healthy reports nil while Run is serving.

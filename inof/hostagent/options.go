@@ -122,7 +122,7 @@ type InterfaceOptions struct {
 	// global IPv4 address at start.
 	Address string `yaml:"address"`
 	Port    uint16 `yaml:"port"` // NVMe-oF service port announced (targets); 0 = default
-	NQN     string `yaml:"nqn"`  // NQN announced; for targets the subsystem NQN
+	NQN     string `yaml:"nqn"`  // NQN announced; for targets the subsystem NQN; hosts default to the host NQN
 }
 
 // DefaultOptions returns the defaults every key starts from.

@@ -35,6 +35,8 @@ func (r *Reflector) Commit(ctx context.Context, edit func(*zones.Tx) error) ([]z
 		return nil, ErrNotRunning
 	}
 	tx := r.store.Begin()
+	id := api.IdentityFrom(ctx)
+	tx.Note(zones.Note{Identity: id.String(), Via: id.Via}) // edit may say more (api.Server does)
 	if err := edit(tx); err != nil {
 		tx.Abort()
 		return nil, err
@@ -51,7 +53,6 @@ func (r *Reflector) Commit(ctx context.Context, edit func(*zones.Tx) error) ([]z
 	}
 	r.m.commits.Add(1)
 	err = r.originate(ctx, keys)
-	id := api.IdentityFrom(ctx)
 	originated := time.Since(durable)
 	r.m.commitLatency.WithLabelValues("write").Observe(durable.Sub(start).Seconds())
 	r.m.commitLatency.WithLabelValues("originate").Observe(originated.Seconds())
@@ -69,7 +70,7 @@ func (r *Reflector) Commit(ctx context.Context, edit func(*zones.Tx) error) ([]z
 // originate has the sync loop originate the committed keys and waits for
 // it (bounded by ctx).
 func (r *Reflector) originate(ctx context.Context, keys []zones.Key) error {
-	req := reconcileRequest{keys: keys, done: make(chan error, 1)}
+	req := reconcileRequest{keys: keys, journal: true, done: make(chan error, 1)}
 	// The hand-off ignores ctx: a committed change must reach the loop.
 	select {
 	case r.requests <- req:

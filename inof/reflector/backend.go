@@ -3,6 +3,7 @@ package reflector
 import (
 	"context"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/netip"
 	"sync"
@@ -26,6 +27,7 @@ type fabricView struct {
 
 	mu       sync.Mutex
 	bgp      map[netip.Addr]sessionState  // written by the WatchNeighbors goroutine
+	rids     map[netip.Addr]inof.RouterID // clients' router-ids, learned while established (Held)
 	bfdSince map[bfd.SessionKey]time.Time // written by the BFD subscription
 }
 
@@ -37,7 +39,7 @@ type sessionState struct {
 
 func newFabricView(maxDevices int, log *slog.Logger) *fabricView {
 	return &fabricView{devices: bgp.NewDeviceTable(bgp.DeviceTableOptions{MaxDevices: maxDevices, Logger: log}),
-		bgp: map[netip.Addr]sessionState{}, bfdSince: map[bfd.SessionKey]time.Time{}}
+		bgp: map[netip.Addr]sessionState{}, bfdSince: map[bfd.SessionKey]time.Time{}, rids: map[netip.Addr]inof.RouterID{}}
 }
 
 // onRecord feeds the device table from the best table and puts each
@@ -201,7 +203,7 @@ func (b backend) Sessions(ctx context.Context) ([]api.Session, error) {
 	out := make([]api.Session, len(ns))
 	for i, n := range ns {
 		out[i] = api.Session{Peer: n.Address.String(), Kind: neighborKind(n.Neighbor), State: n.State.String(),
-			Received: n.Received}
+			Received: n.Received, Advertised: n.Advertised}
 		if st, ok := b.r.fabric.bgp[n.Address]; ok && st.state == n.State {
 			out[i].Since = st.since
 		}
@@ -241,4 +243,60 @@ func (b backend) LosslessProfile(context.Context) (lossless.Profile, error) {
 // SetLosslessProfile implements api.Backend.
 func (b backend) SetLosslessProfile(ctx context.Context, p lossless.Profile) error {
 	return b.r.SetLosslessProfile(ctx, p)
+}
+
+// Journal implements api.JournalBackend.
+func (b backend) Journal(context.Context) ([]zones.Entry, error) { return b.r.Journal() }
+
+// ConfigAt implements api.JournalBackend.
+func (b backend) ConfigAt(_ context.Context, v zones.Version) (*zones.Config, bool, error) {
+	return b.r.ConfigAt(v)
+}
+
+// Conflicts implements api.JournalBackend.
+func (b backend) Conflicts(context.Context) ([]zones.Conflict, error) { return b.r.Conflicts() }
+
+// Backup implements api.JournalBackend.
+func (b backend) Backup(_ context.Context, w io.Writer) (int64, error) { return b.r.Backup(w) }
+
+// HistorySize implements api.JournalBackend.
+func (b backend) HistorySize() int { return b.r.opts.HistorySize }
+
+// Held implements api.HoldBackend: the clients whose session is down while
+// graceful restart keeps their records (the restart time after the session
+// went down, the fabric's graceful_restart.restart_time), with when that
+// hold ends. A client's router-id is learned while its session is up.
+func (b backend) Held(ctx context.Context) (map[inof.RouterID]time.Time, error) {
+	gr := b.r.opts.GracefulRestart
+	if !gr.Enabled {
+		return nil, nil
+	}
+	ns, err := b.r.Neighbors(ctx)
+	if err != nil {
+		return nil, err
+	}
+	now := b.r.now()
+	b.r.fabric.mu.Lock()
+	defer b.r.fabric.mu.Unlock()
+	out := map[inof.RouterID]time.Time{}
+	for _, n := range ns {
+		if n.PeerReflector {
+			continue
+		}
+		if n.State == bgp.StateEstablished {
+			if rid, err := inof.ParseRouterID(n.RouterID.String()); err == nil && n.RouterID.IsValid() {
+				b.r.fabric.rids[n.Address] = rid
+			}
+			continue
+		}
+		st, down := b.r.fabric.bgp[n.Address]
+		rid, known := b.r.fabric.rids[n.Address]
+		if !down || !known {
+			continue
+		}
+		if until := st.since.Add(gr.RestartTime); until.After(now) {
+			out[rid] = until
+		}
+	}
+	return out, nil
 }

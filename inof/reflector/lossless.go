@@ -11,6 +11,7 @@ import (
 	"github.com/openinof/inof/inof/configsync"
 	"github.com/openinof/inof/inof/daemon"
 	"github.com/openinof/inof/lossless"
+	"github.com/openinof/inof/zones"
 )
 
 // profileFormat versions the profile state file.
@@ -73,6 +74,13 @@ func (r *Reflector) setProfile(ctx context.Context, p lossless.Profile, by api.I
 	if _, err := r.repl.Put(ctx, rec); err != nil {
 		return fmt.Errorf("reflector: lossless profile saved; originating failed: %w", err)
 	}
+	if _, err := r.store.Note(zones.Entry{Identity: by.String(), Via: by.Via, Action: zones.ActionLossless,
+		Summary: fmt.Sprintf("lossless profile %q (generation %d)", p.Name, rec.Gen), Profile: payload}); err != nil {
+		return fmt.Errorf("reflector: lossless profile set; journal: %w", err)
+	}
+	if _, err := r.reconcileJournal(ctx); err != nil {
+		return fmt.Errorf("reflector: lossless profile set; %w", err)
+	}
 	r.log.Info("lossless profile replaced", "identity", by.String(), "via", by.Via, "name", p.Name, "generation", rec.Gen)
 	return nil
 }
@@ -111,14 +119,22 @@ func (r *Reflector) adoptProfile(c bgp.ConfigRecord) {
 
 // persistProfile writes the state file and makes rec the version in effect.
 func (r *Reflector) persistProfile(rec bgp.ConfigRecord, p lossless.Profile) error {
-	b := savedProfile{Gen: rec.Gen, Writer: rec.Writer, Payload: rec.Payload}
-	if err := daemon.SaveState(r.opts.ProfilePath(), profileFormat, b); err != nil {
-		return fmt.Errorf("reflector: lossless profile: %w", err)
+	if err := saveProfileState(r.opts.ProfilePath(), rec.Gen, rec.Writer, rec.Payload); err != nil {
+		return err
 	}
 	rec.Reflector = 0
 	r.profileMu.Lock()
 	r.profile = profileState{rec: rec, profile: p}
 	r.profileMu.Unlock()
+	return nil
+}
+
+// saveProfileState writes the profile state file.
+func saveProfileState(path string, gen uint64, writer inof.RouterID, payload []byte) error {
+	b := savedProfile{Gen: gen, Writer: writer, Payload: payload}
+	if err := daemon.SaveState(path, profileFormat, b); err != nil {
+		return fmt.Errorf("reflector: lossless profile: %w", err)
+	}
 	return nil
 }
 

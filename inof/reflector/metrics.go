@@ -24,7 +24,9 @@ type counters struct {
 	// commitLatency is how long commits took, by phase: write (validate
 	// and write the store transaction) and originate (hand the records to
 	// BGP), as the commit log line's write= and originate= say.
-	commitLatency *prometheus.HistogramVec
+	commitLatency  *prometheus.HistogramVec
+	journalAdopted atomic.Uint64 // journal entries taken from peers
+	conflicts      atomic.Uint64 // concurrent writes of one record found in the journal
 }
 
 func newCounters() counters {
@@ -66,6 +68,9 @@ var (
 	descBFDDrops       = desc("bfd_packets_dropped_total", "BFD packets dropped, by reason.", "reason")
 	descBFDChanges     = desc("bfd_transitions_total", "BFD session state changes, by the state entered (a rising count into down: flapping).", "state")
 	descConfigured     = desc("neighbors_configured", "BGP neighbors configured, by kind (client, reflector).", "kind")
+	descJournal        = desc("journal_entries", "Journal entries (history and audit) the store keeps.")
+	descJournalAdopted = desc("journal_entries_adopted_total", "Journal entries taken from peer reflectors.")
+	descConflicts      = desc("config_conflicts_total", "Concurrent writes of one record on the same base found in the journal (one edit lost to last-writer-wins).")
 )
 
 // collector reads the reflector's state at scrape time.
@@ -77,7 +82,8 @@ func (c collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descUp, descRestarting, descSessions, descReceived, descPublished,
 		descWithdrawn, descMalformed, descResyncs, descConfigRecords, descCommits, descAdoptedParts, descAdopted,
 		descRefused, descStoreRefused, descApplyErrors, descMalformedParts, descEvicted, descStale, descPruned,
-		descDevRefused, descUntrusted, descQuarantined, descBFD, descBFDDrops, descBFDChanges, descConfigured} {
+		descDevRefused, descUntrusted, descQuarantined, descBFD, descBFDDrops, descBFDChanges, descConfigured,
+		descJournal, descJournalAdopted, descConflicts} {
 		ch <- d
 	}
 	c.r.m.commitLatency.Describe(ch)
@@ -119,11 +125,16 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 		sr  zones.Refused
 		dev bgp.DeviceTableStats
 	)
+	counter(descJournalAdopted, r.m.journalAdopted.Load())
+	counter(descConflicts, r.m.conflicts.Load())
+	journal := 0
 	started := r.state == stateStarted
 	if started {
+		journal = len(r.store.JournalVersions())
 		gauge(descRestarting, b2f(r.restarting))
 		st, rs, sr, dev = r.speaker.Stats(), r.repl.Stats(), r.store.RefusedCounts(), r.fabric.devices.Stats()
 	}
+	gauge(descJournal, float64(journal))
 	counter(descPublished, st.Published)
 	counter(descWithdrawn, st.Withdrawn)
 	counter(descMalformed, st.Malformed)

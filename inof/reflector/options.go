@@ -12,6 +12,7 @@ import (
 	"github.com/openinof/inof/inof/api"
 	"github.com/openinof/inof/inof/daemon"
 	"github.com/openinof/inof/inof/peering"
+	"github.com/openinof/inof/zones"
 )
 
 // Options is the whole configuration of inofd --role reflector
@@ -61,6 +62,10 @@ type Options struct {
 	// holds (one per switch and address); further records are refused,
 	// counted and logged at a rate limit. GoBGP keeps them all the same.
 	MaxDevices int `yaml:"max_devices"`
+	// HistorySize is how many journal entries (zoning commits, lossless
+	// profile changes, restores: the history and the audit trail) the store
+	// keeps and replicates; the oldest beyond it are dropped everywhere.
+	HistorySize int `yaml:"history_size"`
 }
 
 // ListenOptions say where BGP sessions are accepted.
@@ -106,6 +111,7 @@ func DefaultOptions() Options {
 		Log:             daemon.DefaultLogOptions(),
 		MetricsListen:   "127.0.0.1:9465",
 		StateDir:        "/var/lib/inofd-reflector",
+		HistorySize:     zones.DefaultHistorySize,
 		Listen:          ListenOptions{Port: 179},
 		HoldTime:        9 * time.Second,
 		Keepalive:       3 * time.Second,
@@ -163,6 +169,9 @@ func (o *Options) Validate() error {
 	}
 	if o.MaxDevices <= 0 {
 		add("max_devices %d: must be positive", o.MaxDevices)
+	}
+	if o.HistorySize < 1 || o.HistorySize > 10000 {
+		add("history_size %d: want 1 to 10000", o.HistorySize)
 	}
 	if o.Trust.Quarantine < 0 {
 		add("trust.quarantine %s: must not be negative (0 disables quarantine)", o.Trust.Quarantine)

@@ -97,7 +97,9 @@ type Reflector struct {
 	sessionLog *peering.SessionLog
 
 	// Owned by the sync loop.
-	asm *configsync.Assembler
+	asm      *configsync.Assembler
+	jasm     *configsync.JournalAssembler
+	reported map[zones.Version]bool // lost writes already reported (reportConflicts)
 
 	// Who sent what (trust.go): the checks, the refusal counters, and the
 	// quarantine loop fed by the Adj-RIB-In watch.
@@ -151,7 +153,7 @@ func New(cfg Config) (*Reflector, error) {
 	if cfg.Events == nil {
 		cfg.Events = discardEvents{}
 	}
-	r := &Reflector{opts: cfg.Options, cfg: cfg, log: cfg.Logger, now: cfg.Now, asm: configsync.NewAssembler(0),
+	r := &Reflector{opts: cfg.Options, cfg: cfg, log: cfg.Logger, now: cfg.Now, asm: configsync.NewAssembler(0), jasm: configsync.NewJournalAssembler(0),
 		events: cfg.Events, fabric: newFabricView(cfg.Options.MaxDevices, cfg.Logger), clock: inof.NewClock(cfg.Now),
 		peerReflectors: map[netip.Addr]bool{}, ready: make(chan struct{}), m: newCounters(),
 		refusals: bgp.NewRefusals(cfg.Logger), offences: make(chan offence, offenceQueue)}
@@ -244,7 +246,8 @@ func (r *Reflector) openStore(_ context.Context, undo *undoStack) error {
 	if err := os.MkdirAll(o.StateDir, 0o700); err != nil {
 		return fmt.Errorf("reflector: state directory: %w", err)
 	}
-	store, err := zones.Open(o.StorePath(), zones.StoreOptions{RouterID: r.routerID, Now: r.now, Logger: r.log})
+	store, err := zones.Open(o.StorePath(), zones.StoreOptions{RouterID: r.routerID, Now: r.now, Logger: r.log,
+		HistorySize: o.HistorySize})
 	if err != nil {
 		return fmt.Errorf("reflector: %w", err)
 	}
@@ -326,6 +329,11 @@ func (r *Reflector) originateStored(ctx context.Context, _ *undoStack) error {
 			}
 			r.seeded++
 		}
+	}
+	n, err := r.reconcileJournal(ctx)
+	r.seeded += n
+	if err != nil {
+		return err
 	}
 	if r.profile.rec.Gen != 0 {
 		if _, err := r.repl.Put(ctx, r.profile.rec); err != nil {

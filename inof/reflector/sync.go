@@ -16,8 +16,9 @@ import (
 // reconcileRequest asks the sync loop to originate what the store now holds
 // for some keys (after a local commit).
 type reconcileRequest struct {
-	keys []zones.Key
-	done chan error
+	keys    []zones.Key
+	journal bool // the journal changed too
+	done    chan error
 }
 
 // maxBatch bounds the adopted parts merged with one store snapshot.
@@ -58,7 +59,12 @@ func (r *Reflector) loop(ctx context.Context) {
 			}
 			r.merge(ctx, batch)
 		case req := <-r.requests:
-			req.done <- r.reconcile(ctx, req.keys)
+			err := r.reconcile(ctx, req.keys)
+			if req.journal {
+				_, jerr := r.reconcileJournal(ctx)
+				err = errors.Join(err, jerr)
+			}
+			req.done <- err
 		case req := <-r.profileReqs:
 			req.done <- r.setProfile(ctx, req.profile, req.identity)
 		case req := <-r.formatReqs:
@@ -79,6 +85,7 @@ func (r *Reflector) merge(ctx context.Context, batch []bgp.ConfigRecord) {
 	stored := r.storeIndex()
 	touched := map[zones.Key]bool{}
 	var complete []zones.Record
+	var journal []bgp.ConfigRecord
 	for _, c := range batch {
 		switch configsync.KindOf(c).Owner() {
 		case configsync.OwnerLossless:
@@ -86,6 +93,9 @@ func (r *Reflector) merge(ctx context.Context, batch []bgp.ConfigRecord) {
 			continue
 		case configsync.OwnerRecordFormat:
 			r.adoptFormat(c)
+			continue
+		case configsync.OwnerJournal:
+			journal = append(journal, c)
 			continue
 		case configsync.OwnerNone:
 			continue // a kind of a newer release
@@ -122,7 +132,7 @@ func (r *Reflector) merge(ctx context.Context, batch []bgp.ConfigRecord) {
 			}
 			r.events.Publish(api.Event{Kind: "zoning", Subject: w.Key.String(), Message: msg,
 				Attributes: map[string]string{"generation": fmt.Sprint(w.Gen), "writer": w.RouterID.String(),
-					"deleted": boolString(w.Deleted)}})
+					"deleted": boolString(w.Deleted), "identity": "reflector:" + w.RouterID.String()}})
 		}
 	}
 	keys := make([]zones.Key, 0, len(touched))
@@ -131,6 +141,12 @@ func (r *Reflector) merge(ctx context.Context, batch []bgp.ConfigRecord) {
 	}
 	if err := r.reconcile(ctx, keys); err != nil {
 		r.log.Warn("originating merged configuration", "err", err)
+	}
+	if len(journal) > 0 {
+		r.mergeJournal(ctx, journal)
+	}
+	if len(journal) > 0 || len(complete) > 0 {
+		r.reportConflicts()
 	}
 }
 

@@ -45,7 +45,7 @@ func drained(s *discoverySource) bool {
 // NQN and address, sees the targets the zone rules give a device with that
 // NQN and address, and that only usable NVMe-oF targets are listed.
 func TestDiscoverySourceZones(t *testing.T) {
-	const hostNQN = "nqn.2014-08.org.nvmexpress:uuid:red-host"
+	const hostNQN = "nqn.2014-08.org.nvmexpress:uuid:0b5e7a9c-1d2f-4e3a-9b8c-7d6e5f4a3b2c"
 	cfg := zones.NewConfig(zones.Settings{DefaultZoneEnabled: true})
 	cfg.Zones["red"] = &zones.Zone{Name: "red", Members: []zones.Member{zones.MustParseMember(hostNQN), zones.MustParseMember("10.1.0.1")}}
 	cfg.Zones["blue"] = &zones.Zone{Name: "blue", Members: []zones.Member{zones.MustParseMember("10.9.9.9"), zones.MustParseMember("10.2.0.1")}}

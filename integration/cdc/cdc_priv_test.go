@@ -33,8 +33,8 @@ const (
 	wait = 30 * time.Second
 	// trials is how many link cuts each scenario measures.
 	trials   = 20
-	hostNQN  = "nqn.2014-08.org.nvmexpress:uuid:cdc-host-1"
-	otherNQN = "nqn.2014-08.org.nvmexpress:uuid:cdc-host-2"
+	hostNQN  = "nqn.2014-08.org.nvmexpress:uuid:cdc00000-0000-4000-8000-000000000001"
+	otherNQN = "nqn.2014-08.org.nvmexpress:uuid:cdc00000-0000-4000-8000-000000000002"
 	port     = 8009
 )
 

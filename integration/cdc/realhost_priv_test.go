@@ -103,31 +103,37 @@ func (a *aenLines) wait(t *testing.T) time.Time {
 }
 
 // TestPrivDiscoveryRealKernel: the Debian kernel in a qemu guest, with
-// nothing of ours running, uses leaf1's discovery controller: `nvme
-// discover` lists exactly the target of its zone (the nvmet target guest,
-// not the unzoned probe target), also with header and data digests, a
-// connect to another subsystem at the
-// discovery port is refused (the kernel names the subsystem NQN as the
-// invalid parameter), `nvme connect-all` connects to the real
-// nvmet target, and a persistent discovery controller (`nvme discover -p`)
-// raises the NVME_AEN=0x70f002 uevent when the target's link is cut; the
-// cut → uevent latency (as seen by the test, through the guest's control
-// channel) is printed.
+// nothing of ours running, uses leaf1's discovery controller for a target
+// on leaf2: `nvme discover` lists the controller itself first (TP 8010's
+// current discovery subsystem entry) and then exactly the target of its
+// zone (the nvmet target guest on leaf2, not the unzoned probe target on
+// leaf1), also with header and data digests; a connect to another
+// subsystem at the discovery port is refused (the kernel names the
+// subsystem NQN as the invalid parameter); a persistent discovery
+// controller (`nvme discover -p`) raises the NVME_AEN=0x70f002 uevent when
+// the target's link is cut (leaf2 → reflector → leaf1; the cut → uevent
+// latency, as seen by the test through the guest's control channel, is
+// printed); `nvme connect-all` connects to the real nvmet target; and the
+// host registers itself by DIM (`nvme dim`, TP 8010): it becomes a device
+// of the fabric, zoned by its NQN, and leaves on deregistration and on the
+// end of its discovery connection.
 func TestPrivDiscoveryRealKernel(t *testing.T) {
 	topo.RequireVM(t)
 	requireRoles(t)
 	const vtNQN = "nqn.2024-01.io.example:vm-target"
-	sp := topo.Spec{Reflectors: []string{"rr1"}, Switches: []string{"leaf1"},
+	sp := topo.Spec{Reflectors: []string{"rr1"}, Switches: []string{"leaf1", "leaf2"},
 		Devices: []topo.Device{
 			{Name: "vh", VM: &topo.VM{}, NICs: []topo.NIC{{Switch: "leaf1", Role: "host", Protocol: "tcp"}}},
-			{Name: "vt", VM: &topo.VM{}, NICs: []topo.NIC{{Switch: "leaf1", Role: "target", Protocol: "tcp", Port: 4420, NQN: vtNQN}}},
+			{Name: "vt", VM: &topo.VM{}, NICs: []topo.NIC{{Switch: "leaf2", Role: "target", Protocol: "tcp", Port: 4420, NQN: vtNQN}}},
 			{Name: "t9", Probe: true, NICs: []topo.NIC{{Switch: "leaf1", Role: "target", Protocol: "tcp", Port: 4420,
 				NQN: "nqn.2024-01.io.example:t9"}}},
 		},
 		Passive: []string{"vh"}, // an unmodified host: inof-host is not started
 		SwitchConfig: func(name string, cfg map[string]any) {
 			calmBFD(cfg)
-			cfg["discovery"] = map[string]any{"enabled": true, "listen": fmt.Sprintf(":%d", port)}
+			if name == "leaf1" {
+				cfg["discovery"] = map[string]any{"enabled": true, "listen": fmt.Sprintf(":%d", port)}
+			}
 		},
 		ReflectorConfig: func(_ string, cfg map[string]any) {
 			cfg["bfd"] = map[string]any{"enabled": true, "desired_min_tx": "300ms", "required_min_rx": "300ms", "detect_mult": 10}
@@ -160,6 +166,7 @@ func TestPrivDiscoveryRealKernel(t *testing.T) {
 			l.Records[0].Trsvcid == "4420" && l.Records[0].Trtype == "tcp"
 	}
 	var last string
+	var raw []byte
 	if err := topo.Poll(wait, func() (bool, error) {
 		ctx, cancel := context.WithTimeout(context.Background(), wait)
 		defer cancel()
@@ -167,11 +174,18 @@ func TestPrivDiscoveryRealKernel(t *testing.T) {
 		if err != nil {
 			return false, err
 		}
-		last = fmt.Sprintf("exit %d: %s%s", r.Code, r.Stdout, r.Stderr)
+		last, raw = fmt.Sprintf("exit %d: %s%s", r.Code, r.Stdout, r.Stderr), r.Stdout
 		var l discoverLog
-		return r.Code == 0 && json.Unmarshal(r.Stdout, &l) == nil && want(l), nil
+		return r.Code == 0 && json.Unmarshal(r.Stdout, &l) == nil && want(parseLog(t, string(r.Stdout))), nil
 	}); err != nil {
 		t.Fatalf("nvme discover: %s; want only %s %s (%v)", last, vt.Links[0].Addr(), vtNQN, err)
+	}
+	// TP 8010: the log's first entry is the controller itself, at the
+	// address and port the host reached it on.
+	var full discoverLog
+	if err := json.Unmarshal(raw, &full); err != nil || len(full.Records) != 2 || full.Records[0].Subtype != currentSubtype ||
+		full.Records[0].Traddr != gw.String() || full.Records[0].Trsvcid != fmt.Sprint(port) || full.Records[0].Subnqn != discovery.DiscoveryNQN {
+		t.Fatalf("want the current discovery subsystem at %s:%d first, then the target: %s (%v)", gw, port, raw, err)
 	}
 
 	// The same with header and data digests (CRC32C) on every PDU.
@@ -202,6 +216,11 @@ func TestPrivDiscoveryRealKernel(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer mon.Stop(context.Background(), time.Second)
+	// DIM (nvme dim) needs the host ID in a file; the persistent
+	// connection then carries the same one.
+	if err := g.WriteFile(ctx, "/etc/nvme/hostid", []byte(dimHostID+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	nvme(t, g, append([]string{"discover", "-p"}, args...)...)
 	dc := ""
 	ctrls, err := g.Controllers(ctx)
@@ -249,4 +268,72 @@ func TestPrivDiscoveryRealKernel(t *testing.T) {
 
 	slices.Sort(lat)
 	report.Record(t, "cdc-real-kernel (target cut → NVME_AEN uevent in the host guest)", lat)
+
+	// TP 8010: the host registers itself through its persistent discovery
+	// controller. The fabric lists it as a host of leaf1 with its NQN and
+	// zones it like one registered over LLDP; a deregistration, and the
+	// end of the connection, take it out again.
+	rr1, hostAddr := f.Node("rr1"), vh.Links[0].Addr().String()
+	dim := func(task string) {
+		t.Helper()
+		nvme(t, g, "dim", "-t", task, "-d", dc)
+	}
+	dim("register")
+	d := waitDevice(t, rr1, hostAddr, func(d listedDevice) bool { return d.Active })
+	if d.NQN != vh.HostNQN() || d.Role != "ROLE_HOST" || d.Switch != leaf1.Addr.String() || !slices.Contains(d.Zones, "z1") {
+		t.Fatalf("registered by DIM: %+v; want host %s of %s in z1", d, vh.HostNQN(), leaf1.Addr)
+	}
+	if out, err := rr1.Inofctl("device", "why", hostAddr, vt.Links[0].Addr().String()); err != nil || !strings.Contains(out, "z1") {
+		t.Fatalf("device why: %s (%v)", out, err)
+	}
+	dim("deregister")
+	waitDevice(t, rr1, hostAddr, func(d listedDevice) bool { return !d.Active })
+	dim("register")
+	waitDevice(t, rr1, hostAddr, func(d listedDevice) bool { return d.Active })
+	nvme(t, g, "disconnect", "-d", dc)
+	d = waitDevice(t, rr1, hostAddr, func(d listedDevice) bool { return !d.Active })
+	t.Logf("after the discovery controller's disconnect: %+v", d)
+}
+
+// dimHostID is the guest's host ID (/etc/nvme/hostid) for DIM.
+const dimHostID = "5b7e4b2c-6a1f-4f43-9d53-0c1e2f3a4b5c"
+
+// listedDevice is one device of `inofctl device list -o json`.
+type listedDevice struct {
+	Address string   `json:"address"`
+	Role    string   `json:"role"`
+	NQN     string   `json:"nqn"`
+	Switch  string   `json:"switch"`
+	Active  bool     `json:"active"`
+	Reason  string   `json:"reason"`
+	Zones   []string `json:"zones"`
+}
+
+// waitDevice polls the reflector's device list until the device at addr
+// is there and ok holds for it.
+func waitDevice(t *testing.T, rr *topo.Node, addr string, ok func(listedDevice) bool) listedDevice {
+	t.Helper()
+	var last string
+	var got listedDevice
+	if err := topo.Poll(wait, func() (bool, error) {
+		out, err := rr.Inofctl("device", "list", "--address", addr, "-o", "json")
+		if err != nil {
+			return false, err
+		}
+		last = out
+		var ds []listedDevice
+		if err := json.Unmarshal([]byte(out), &ds); err != nil {
+			return false, err
+		}
+		for _, d := range ds {
+			if d.Address == addr && ok(d) {
+				got = d
+				return true, nil
+			}
+		}
+		return false, nil
+	}); err != nil {
+		t.Fatalf("device %s: %v; last list %s", addr, err, last)
+	}
+	return got
 }

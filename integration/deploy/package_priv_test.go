@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -19,7 +18,7 @@ import (
 )
 
 // baseImage is the clean Debian the packages are installed in: bookworm,
-// debootstrap's minbase with what the packages depend on (nvme-cli;
+// mmdebstrap's minbase with what the packages depend on (nvme-cli;
 // procps, whose /bin/kill the units' ExecReload runs) and systemd
 // (systemd-analyze, systemd-sysusers), made locally because no registry
 // can be reached.
@@ -30,35 +29,33 @@ func requireRoot(t *testing.T) {
 	t.Helper()
 	if os.Geteuid() != 0 {
 		if os.Getenv("CI") == "true" {
-			t.Fatal("needs root (docker, debootstrap)")
+			t.Fatal("needs root (docker, mmdebstrap)")
 		}
-		t.Skip("needs root (docker, debootstrap); run as root")
+		t.Skip("needs root (docker, mmdebstrap); run as root")
 	}
 }
 
-// debianImage makes baseImage unless Docker has it: debootstrap into a
-// temporary directory from the machine's Debian mirror, then docker import.
+// debianImage makes baseImage unless Docker has it: mmdebstrap from the
+// machine's Debian mirror, its tar straight into docker import
+// (mmdebstrap fetches and unpacks in parallel: 107 s on this machine at
+// load 13, against about 8 min for debootstrap).
 func debianImage(t *testing.T) {
 	t.Helper()
 	if exec.Command("docker", "image", "inspect", baseImage).Run() == nil {
 		return
 	}
-	requireTool(t, "debootstrap", "debootstrap")
+	requireTool(t, "mmdebstrap", "mmdebstrap")
 	mirror := os.Getenv("INOF_DEBIAN_MIRROR")
 	if mirror == "" {
 		mirror = "http://deb.debian.org/debian"
 	}
-	dir := filepath.Join(t.TempDir(), "rootfs")
 	start := time.Now()
-	cmd := exec.Command("debootstrap", "--variant=minbase", "--include=nvme-cli,systemd,procps", "bookworm", dir, mirror)
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("debootstrap: %v\n%s", err, tail(out))
+	script := fmt.Sprintf("set -o pipefail; mmdebstrap --quiet --variant=minbase --include=nvme-cli,systemd,procps bookworm - %s | docker import - %s",
+		mirror, baseImage)
+	if out, err := exec.Command("bash", "-c", script).CombinedOutput(); err != nil {
+		t.Fatalf("mmdebstrap | docker import: %v\n%s", err, tail(out))
 	}
-	imp := exec.Command("sh", "-c", fmt.Sprintf("tar -C %s -c . | docker import - %s", dir, baseImage))
-	if out, err := imp.CombinedOutput(); err != nil {
-		t.Fatalf("docker import: %v\n%s", err, out)
-	}
-	t.Logf("made %s with debootstrap from %s in %s", baseImage, mirror, time.Since(start).Round(time.Second))
+	t.Logf("made %s with mmdebstrap from %s in %s", baseImage, mirror, time.Since(start).Round(time.Second))
 }
 
 func tail(b []byte) string {

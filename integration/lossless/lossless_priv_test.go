@@ -68,7 +68,7 @@ func TestPrivLosslessProfileReachesHosts(t *testing.T) {
 			t.Fatal(err)
 		}
 		at := time.Now()
-		if out, err := rr.Inofctl("lossless", "set", file); err != nil {
+		if out, err := rr.Inofctl("lossless", "set", file, "--yes"); err != nil {
 			t.Fatalf("%v\n%s", err, out)
 		}
 		return at

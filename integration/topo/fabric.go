@@ -74,6 +74,8 @@ type Node struct {
 	env     []string
 	probes  []*Probe
 	http    *httpClient
+	// dummyPort: the switch got a dummy access port p0 (it has no links).
+	dummyPort bool
 
 	mu   sync.Mutex
 	proc *proc
@@ -263,7 +265,11 @@ func (f *Fabric) Nodes(kind Kind) []*Node {
 }
 
 // writeConfig generates the node's configuration file.
-func (n *Node) writeConfig() error {
+func (n *Node) writeConfig() error { return n.writeConfigEdited(nil) }
+
+// writeConfigEdited generates the node's configuration file, changed by
+// edit (if set) after the Spec's hooks.
+func (n *Node) writeConfigEdited(edit func(cfg map[string]any)) error {
 	var cfg map[string]any
 	switch n.Kind {
 	case KindReflector:
@@ -286,6 +292,9 @@ func (n *Node) writeConfig() error {
 		}
 	default:
 		return nil
+	}
+	if edit != nil {
+		edit(cfg)
 	}
 	b, err := yaml.Marshal(cfg)
 	if err != nil {
@@ -335,8 +344,11 @@ func (n *Node) switchConfig() map[string]any {
 	}
 	if len(ports) == 0 {
 		// The agent wants at least one access port.
-		n.NS.MustIP("link", "add", "p0", "type", "dummy")
-		n.NS.MustIP("link", "set", "p0", "up")
+		if !n.dummyPort {
+			n.NS.MustIP("link", "add", "p0", "type", "dummy")
+			n.NS.MustIP("link", "set", "p0", "up")
+			n.dummyPort = true
+		}
 		ports = append(ports, "p0")
 	}
 	n.argv = []string{"inofd", "--role", "switch", "--config", n.cfgPath}

@@ -136,6 +136,26 @@ func (n *Node) Stop(timeout time.Duration) error {
 	}
 }
 
+// Reload rewrites the daemon's configuration file, changed by edit after
+// the Spec's hooks, and sends SIGHUP. It returns the log size before the
+// signal, for WaitLog of what the reload did.
+func (n *Node) Reload(edit func(cfg map[string]any)) (int, error) {
+	n.mu.Lock()
+	p := n.proc
+	n.mu.Unlock()
+	if p == nil || p.exited() {
+		return 0, fmt.Errorf("topo: reload %s: not running", n.Name)
+	}
+	if err := n.writeConfigEdited(edit); err != nil {
+		return 0, err
+	}
+	mark := n.LogSize()
+	if err := p.cmd.Process.Signal(syscall.SIGHUP); err != nil {
+		return 0, fmt.Errorf("topo: reload %s: %w", n.Name, err)
+	}
+	return mark, nil
+}
+
 // kill ends the daemon, if any, at teardown.
 func (n *Node) kill() {
 	n.mu.Lock()

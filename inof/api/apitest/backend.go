@@ -6,10 +6,13 @@ package apitest
 import (
 	"context"
 	"fmt"
+	"io"
 	"path/filepath"
 	"sync"
 	"testing"
+	"time"
 
+	"github.com/openinof/inof/inof"
 	"github.com/openinof/inof/inof/api"
 	"github.com/openinof/inof/lossless"
 	"github.com/openinof/inof/zones"
@@ -25,14 +28,19 @@ type Backend struct {
 	sessions []api.Session
 	bfd      []api.BFDSession
 	profile  lossless.Profile
+	held     map[inof.RouterID]time.Time
 	// beforeCommit, when set, runs after the edits and before the commit.
 	beforeCommit func()
 }
 
 // NewBackend opens a store in t's temporary directory, closed at cleanup.
-func NewBackend(t testing.TB) *Backend {
+func NewBackend(t testing.TB) *Backend { return NewBackendAt(t, nil) }
+
+// NewBackendAt is NewBackend with the store's clock (generations, and so
+// journal times and ids) read from now (time.Now if nil).
+func NewBackendAt(t testing.TB, now func() time.Time) *Backend {
 	t.Helper()
-	st, err := zones.Open(filepath.Join(t.TempDir(), "zones.db"), zones.StoreOptions{RouterID: 0x0a000001})
+	st, err := zones.Open(filepath.Join(t.TempDir(), "zones.db"), zones.StoreOptions{RouterID: 0x0a000001, Now: now})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,6 +60,21 @@ func (b *Backend) SetSessions(ss []api.Session, bfd []api.BFDSession) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.sessions, b.bfd = ss, bfd
+}
+
+// SetHeld says which switches' records graceful restart holds, until when
+// (api.HoldBackend).
+func (b *Backend) SetHeld(h map[inof.RouterID]time.Time) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.held = h
+}
+
+// Held implements api.HoldBackend.
+func (b *Backend) Held(context.Context) (map[inof.RouterID]time.Time, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.held, nil
 }
 
 // BeforeCommit sets a hook run inside Commit between the edits and the
@@ -114,9 +137,33 @@ func (b *Backend) LosslessProfile(context.Context) (lossless.Profile, error) {
 }
 
 // SetLosslessProfile implements api.Backend.
-func (b *Backend) SetLosslessProfile(_ context.Context, p lossless.Profile) error {
+func (b *Backend) SetLosslessProfile(ctx context.Context, p lossless.Profile) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.profile = p
-	return nil
+	payload, err := lossless.Encode(p)
+	if err != nil {
+		return err
+	}
+	id := api.IdentityFrom(ctx)
+	_, err = b.Store.Note(zones.Entry{Identity: id.String(), Via: id.Via, Action: zones.ActionLossless,
+		Summary: fmt.Sprintf("lossless profile %q", p.Name), Profile: payload})
+	return err
 }
+
+// Journal implements api.JournalBackend.
+func (b *Backend) Journal(context.Context) ([]zones.Entry, error) { return b.Store.Journal() }
+
+// ConfigAt implements api.JournalBackend.
+func (b *Backend) ConfigAt(_ context.Context, v zones.Version) (*zones.Config, bool, error) {
+	return b.Store.ConfigAt(v)
+}
+
+// Conflicts implements api.JournalBackend.
+func (b *Backend) Conflicts(context.Context) ([]zones.Conflict, error) { return b.Store.Conflicts() }
+
+// Backup implements api.JournalBackend.
+func (b *Backend) Backup(_ context.Context, w io.Writer) (int64, error) { return b.Store.Backup(w) }
+
+// HistorySize implements api.JournalBackend.
+func (b *Backend) HistorySize() int { return zones.DefaultHistorySize }

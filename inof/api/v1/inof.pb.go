@@ -966,8 +966,11 @@ type ApplyZoningRequest struct {
 	// GetZoning or an earlier dry run); empty applies to whatever is current.
 	ExpectedRevision string `protobuf:"bytes,2,opt,name=expected_revision,json=expectedRevision,proto3" json:"expected_revision,omitempty"`
 	DryRun           bool   `protobuf:"varint,3,opt,name=dry_run,json=dryRun,proto3" json:"dry_run,omitempty"`
-	unknownFields    protoimpl.UnknownFields
-	sizeCache        protoimpl.SizeCache
+	// action names the change in the journal: "commit" (default), "apply"
+	// (a declarative file), "rollback".
+	Action        string `protobuf:"bytes,4,opt,name=action,proto3" json:"action,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ApplyZoningRequest) Reset() {
@@ -1019,6 +1022,13 @@ func (x *ApplyZoningRequest) GetDryRun() bool {
 		return x.DryRun
 	}
 	return false
+}
+
+func (x *ApplyZoningRequest) GetAction() string {
+	if x != nil {
+		return x.Action
+	}
+	return ""
 }
 
 type ApplyZoningResponse struct {
@@ -1158,17 +1168,21 @@ func (x *VisibilityChange) GetVisible() bool {
 
 // Device is one registered NVMe-oF endpoint.
 type Device struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Address       string                 `protobuf:"bytes,1,opt,name=address,proto3" json:"address,omitempty"`
-	Role          Role                   `protobuf:"varint,2,opt,name=role,proto3,enum=inof.v1.Role" json:"role,omitempty"`
-	Protocol      string                 `protobuf:"bytes,3,opt,name=protocol,proto3" json:"protocol,omitempty"` // "roce", "tcp", "iscsi"
-	Port          uint32                 `protobuf:"varint,4,opt,name=port,proto3" json:"port,omitempty"`
-	Nqn           string                 `protobuf:"bytes,5,opt,name=nqn,proto3" json:"nqn,omitempty"`
-	Switch        string                 `protobuf:"bytes,6,opt,name=switch,proto3" json:"switch,omitempty"` // router-id of the switch that reports it
-	Active        bool                   `protobuf:"varint,7,opt,name=active,proto3" json:"active,omitempty"`
-	Reason        string                 `protobuf:"bytes,8,opt,name=reason,proto3" json:"reason,omitempty"` // why it is inactive ("link-down", …)
-	Zones         []string               `protobuf:"bytes,9,rep,name=zones,proto3" json:"zones,omitempty"`   // custom zones it is in; empty: default zone
-	Since         *timestamppb.Timestamp `protobuf:"bytes,10,opt,name=since,proto3" json:"since,omitempty"`
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	Address  string                 `protobuf:"bytes,1,opt,name=address,proto3" json:"address,omitempty"`
+	Role     Role                   `protobuf:"varint,2,opt,name=role,proto3,enum=inof.v1.Role" json:"role,omitempty"`
+	Protocol string                 `protobuf:"bytes,3,opt,name=protocol,proto3" json:"protocol,omitempty"` // "roce", "tcp", "iscsi"
+	Port     uint32                 `protobuf:"varint,4,opt,name=port,proto3" json:"port,omitempty"`
+	Nqn      string                 `protobuf:"bytes,5,opt,name=nqn,proto3" json:"nqn,omitempty"`
+	Switch   string                 `protobuf:"bytes,6,opt,name=switch,proto3" json:"switch,omitempty"` // router-id of the switch that reports it
+	Active   bool                   `protobuf:"varint,7,opt,name=active,proto3" json:"active,omitempty"`
+	Reason   string                 `protobuf:"bytes,8,opt,name=reason,proto3" json:"reason,omitempty"` // why it is inactive ("link-down", …)
+	Zones    []string               `protobuf:"bytes,9,rep,name=zones,proto3" json:"zones,omitempty"`   // custom zones it is in; empty: default zone
+	Since    *timestamppb.Timestamp `protobuf:"bytes,10,opt,name=since,proto3" json:"since,omitempty"`
+	// held_until is set while the device's switch has lost its session and
+	// graceful restart still holds its records: the record is stale, kept
+	// until then unless the switch comes back.
+	HeldUntil     *timestamppb.Timestamp `protobuf:"bytes,11,opt,name=held_until,json=heldUntil,proto3" json:"held_until,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1269,6 +1283,13 @@ func (x *Device) GetZones() []string {
 func (x *Device) GetSince() *timestamppb.Timestamp {
 	if x != nil {
 		return x.Since
+	}
+	return nil
+}
+
+func (x *Device) GetHeldUntil() *timestamppb.Timestamp {
+	if x != nil {
+		return x.HeldUntil
 	}
 	return nil
 }
@@ -2683,6 +2704,677 @@ func (x *VersionResponse) GetStarted() *timestamppb.Timestamp {
 	return nil
 }
 
+type ListJournalRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Filters; empty matches all. identity and object match substrings
+	// ("alice", "zone web"); action is exact.
+	Identity string                 `protobuf:"bytes,1,opt,name=identity,proto3" json:"identity,omitempty"`
+	Action   string                 `protobuf:"bytes,2,opt,name=action,proto3" json:"action,omitempty"`
+	Object   string                 `protobuf:"bytes,3,opt,name=object,proto3" json:"object,omitempty"`
+	Since    *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=since,proto3" json:"since,omitempty"`
+	Until    *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=until,proto3" json:"until,omitempty"`
+	// zoning_only keeps zoning entries (the history).
+	ZoningOnly bool `protobuf:"varint,6,opt,name=zoning_only,json=zoningOnly,proto3" json:"zoning_only,omitempty"`
+	// limit keeps the newest entries (0: all).
+	Limit         uint32 `protobuf:"varint,7,opt,name=limit,proto3" json:"limit,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListJournalRequest) Reset() {
+	*x = ListJournalRequest{}
+	mi := &file_inof_v1_inof_proto_msgTypes[42]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListJournalRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListJournalRequest) ProtoMessage() {}
+
+func (x *ListJournalRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_inof_v1_inof_proto_msgTypes[42]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListJournalRequest.ProtoReflect.Descriptor instead.
+func (*ListJournalRequest) Descriptor() ([]byte, []int) {
+	return file_inof_v1_inof_proto_rawDescGZIP(), []int{42}
+}
+
+func (x *ListJournalRequest) GetIdentity() string {
+	if x != nil {
+		return x.Identity
+	}
+	return ""
+}
+
+func (x *ListJournalRequest) GetAction() string {
+	if x != nil {
+		return x.Action
+	}
+	return ""
+}
+
+func (x *ListJournalRequest) GetObject() string {
+	if x != nil {
+		return x.Object
+	}
+	return ""
+}
+
+func (x *ListJournalRequest) GetSince() *timestamppb.Timestamp {
+	if x != nil {
+		return x.Since
+	}
+	return nil
+}
+
+func (x *ListJournalRequest) GetUntil() *timestamppb.Timestamp {
+	if x != nil {
+		return x.Until
+	}
+	return nil
+}
+
+func (x *ListJournalRequest) GetZoningOnly() bool {
+	if x != nil {
+		return x.ZoningOnly
+	}
+	return false
+}
+
+func (x *ListJournalRequest) GetLimit() uint32 {
+	if x != nil {
+		return x.Limit
+	}
+	return 0
+}
+
+// JournalEntry is one committed change.
+type JournalEntry struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"` // generation and router-id: unique, ordered
+	Time          *timestamppb.Timestamp `protobuf:"bytes,2,opt,name=time,proto3" json:"time,omitempty"`
+	Identity      string                 `protobuf:"bytes,3,opt,name=identity,proto3" json:"identity,omitempty"`
+	Via           string                 `protobuf:"bytes,4,opt,name=via,proto3" json:"via,omitempty"`
+	Action        string                 `protobuf:"bytes,5,opt,name=action,proto3" json:"action,omitempty"`     // "commit", "apply", "rollback", "lossless", "restore"
+	Revision      string                 `protobuf:"bytes,6,opt,name=revision,proto3" json:"revision,omitempty"` // zoning revision after the change
+	Summary       string                 `protobuf:"bytes,7,opt,name=summary,proto3" json:"summary,omitempty"`
+	Objects       []string               `protobuf:"bytes,8,rep,name=objects,proto3" json:"objects,omitempty"`                             // records written: "zone web", "alias red (deleted)"
+	Writer        string                 `protobuf:"bytes,9,opt,name=writer,proto3" json:"writer,omitempty"`                               // router-id of the reflector that took the change
+	ProfileYaml   string                 `protobuf:"bytes,10,opt,name=profile_yaml,json=profileYaml,proto3" json:"profile_yaml,omitempty"` // action "lossless": the profile set
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *JournalEntry) Reset() {
+	*x = JournalEntry{}
+	mi := &file_inof_v1_inof_proto_msgTypes[43]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *JournalEntry) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*JournalEntry) ProtoMessage() {}
+
+func (x *JournalEntry) ProtoReflect() protoreflect.Message {
+	mi := &file_inof_v1_inof_proto_msgTypes[43]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use JournalEntry.ProtoReflect.Descriptor instead.
+func (*JournalEntry) Descriptor() ([]byte, []int) {
+	return file_inof_v1_inof_proto_rawDescGZIP(), []int{43}
+}
+
+func (x *JournalEntry) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *JournalEntry) GetTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.Time
+	}
+	return nil
+}
+
+func (x *JournalEntry) GetIdentity() string {
+	if x != nil {
+		return x.Identity
+	}
+	return ""
+}
+
+func (x *JournalEntry) GetVia() string {
+	if x != nil {
+		return x.Via
+	}
+	return ""
+}
+
+func (x *JournalEntry) GetAction() string {
+	if x != nil {
+		return x.Action
+	}
+	return ""
+}
+
+func (x *JournalEntry) GetRevision() string {
+	if x != nil {
+		return x.Revision
+	}
+	return ""
+}
+
+func (x *JournalEntry) GetSummary() string {
+	if x != nil {
+		return x.Summary
+	}
+	return ""
+}
+
+func (x *JournalEntry) GetObjects() []string {
+	if x != nil {
+		return x.Objects
+	}
+	return nil
+}
+
+func (x *JournalEntry) GetWriter() string {
+	if x != nil {
+		return x.Writer
+	}
+	return ""
+}
+
+func (x *JournalEntry) GetProfileYaml() string {
+	if x != nil {
+		return x.ProfileYaml
+	}
+	return ""
+}
+
+// Conflict is a record with edits that the version in effect never saw:
+// made concurrently, they were lost to last-writer-wins.
+type Conflict struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Object  string                 `protobuf:"bytes,1,opt,name=object,proto3" json:"object,omitempty"`
+	Entries []string               `protobuf:"bytes,2,rep,name=entries,proto3" json:"entries,omitempty"` // ids of the entries whose edit was lost, oldest first
+	Kept    string                 `protobuf:"bytes,3,opt,name=kept,proto3" json:"kept,omitempty"`       // the entry whose write is in effect (empty: older than the history)
+	// resolved are lost edits since which the object was edited again on
+	// top of their loss: someone saw it.
+	Resolved      []string `protobuf:"bytes,4,rep,name=resolved,proto3" json:"resolved,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Conflict) Reset() {
+	*x = Conflict{}
+	mi := &file_inof_v1_inof_proto_msgTypes[44]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Conflict) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Conflict) ProtoMessage() {}
+
+func (x *Conflict) ProtoReflect() protoreflect.Message {
+	mi := &file_inof_v1_inof_proto_msgTypes[44]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Conflict.ProtoReflect.Descriptor instead.
+func (*Conflict) Descriptor() ([]byte, []int) {
+	return file_inof_v1_inof_proto_rawDescGZIP(), []int{44}
+}
+
+func (x *Conflict) GetObject() string {
+	if x != nil {
+		return x.Object
+	}
+	return ""
+}
+
+func (x *Conflict) GetEntries() []string {
+	if x != nil {
+		return x.Entries
+	}
+	return nil
+}
+
+func (x *Conflict) GetKept() string {
+	if x != nil {
+		return x.Kept
+	}
+	return ""
+}
+
+func (x *Conflict) GetResolved() []string {
+	if x != nil {
+		return x.Resolved
+	}
+	return nil
+}
+
+type ListJournalResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Entries       []*JournalEntry        `protobuf:"bytes,1,rep,name=entries,proto3" json:"entries,omitempty"` // oldest first
+	Conflicts     []*Conflict            `protobuf:"bytes,2,rep,name=conflicts,proto3" json:"conflicts,omitempty"`
+	HistorySize   uint32                 `protobuf:"varint,3,opt,name=history_size,json=historySize,proto3" json:"history_size,omitempty"` // entries the store keeps
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListJournalResponse) Reset() {
+	*x = ListJournalResponse{}
+	mi := &file_inof_v1_inof_proto_msgTypes[45]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListJournalResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListJournalResponse) ProtoMessage() {}
+
+func (x *ListJournalResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_inof_v1_inof_proto_msgTypes[45]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListJournalResponse.ProtoReflect.Descriptor instead.
+func (*ListJournalResponse) Descriptor() ([]byte, []int) {
+	return file_inof_v1_inof_proto_rawDescGZIP(), []int{45}
+}
+
+func (x *ListJournalResponse) GetEntries() []*JournalEntry {
+	if x != nil {
+		return x.Entries
+	}
+	return nil
+}
+
+func (x *ListJournalResponse) GetConflicts() []*Conflict {
+	if x != nil {
+		return x.Conflicts
+	}
+	return nil
+}
+
+func (x *ListJournalResponse) GetHistorySize() uint32 {
+	if x != nil {
+		return x.HistorySize
+	}
+	return 0
+}
+
+type GetRevisionRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// revision is a zoning revision (or a unique prefix) or a journal entry id.
+	Revision      string `protobuf:"bytes,1,opt,name=revision,proto3" json:"revision,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetRevisionRequest) Reset() {
+	*x = GetRevisionRequest{}
+	mi := &file_inof_v1_inof_proto_msgTypes[46]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetRevisionRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetRevisionRequest) ProtoMessage() {}
+
+func (x *GetRevisionRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_inof_v1_inof_proto_msgTypes[46]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetRevisionRequest.ProtoReflect.Descriptor instead.
+func (*GetRevisionRequest) Descriptor() ([]byte, []int) {
+	return file_inof_v1_inof_proto_rawDescGZIP(), []int{46}
+}
+
+func (x *GetRevisionRequest) GetRevision() string {
+	if x != nil {
+		return x.Revision
+	}
+	return ""
+}
+
+type BackupRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *BackupRequest) Reset() {
+	*x = BackupRequest{}
+	mi := &file_inof_v1_inof_proto_msgTypes[47]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BackupRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BackupRequest) ProtoMessage() {}
+
+func (x *BackupRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_inof_v1_inof_proto_msgTypes[47]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BackupRequest.ProtoReflect.Descriptor instead.
+func (*BackupRequest) Descriptor() ([]byte, []int) {
+	return file_inof_v1_inof_proto_rawDescGZIP(), []int{47}
+}
+
+type BackupChunk struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Data          []byte                 `protobuf:"bytes,1,opt,name=data,proto3" json:"data,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *BackupChunk) Reset() {
+	*x = BackupChunk{}
+	mi := &file_inof_v1_inof_proto_msgTypes[48]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BackupChunk) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BackupChunk) ProtoMessage() {}
+
+func (x *BackupChunk) ProtoReflect() protoreflect.Message {
+	mi := &file_inof_v1_inof_proto_msgTypes[48]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BackupChunk.ProtoReflect.Descriptor instead.
+func (*BackupChunk) Descriptor() ([]byte, []int) {
+	return file_inof_v1_inof_proto_rawDescGZIP(), []int{48}
+}
+
+func (x *BackupChunk) GetData() []byte {
+	if x != nil {
+		return x.Data
+	}
+	return nil
+}
+
+type FindMemberRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Member        string                 `protobuf:"bytes,1,opt,name=member,proto3" json:"member,omitempty"` // any member form, or a device address
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *FindMemberRequest) Reset() {
+	*x = FindMemberRequest{}
+	mi := &file_inof_v1_inof_proto_msgTypes[49]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *FindMemberRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*FindMemberRequest) ProtoMessage() {}
+
+func (x *FindMemberRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_inof_v1_inof_proto_msgTypes[49]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use FindMemberRequest.ProtoReflect.Descriptor instead.
+func (*FindMemberRequest) Descriptor() ([]byte, []int) {
+	return file_inof_v1_inof_proto_rawDescGZIP(), []int{49}
+}
+
+func (x *FindMemberRequest) GetMember() string {
+	if x != nil {
+		return x.Member
+	}
+	return ""
+}
+
+// MemberUse is one place a member is used.
+type MemberUse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Zone          string                 `protobuf:"bytes,1,opt,name=zone,proto3" json:"zone,omitempty"`     // the zone (empty for an alias's own member)
+	Alias         string                 `protobuf:"bytes,2,opt,name=alias,proto3" json:"alias,omitempty"`   // the alias it comes through (empty if direct)
+	Member        string                 `protobuf:"bytes,3,opt,name=member,proto3" json:"member,omitempty"` // the member as written there
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *MemberUse) Reset() {
+	*x = MemberUse{}
+	mi := &file_inof_v1_inof_proto_msgTypes[50]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MemberUse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MemberUse) ProtoMessage() {}
+
+func (x *MemberUse) ProtoReflect() protoreflect.Message {
+	mi := &file_inof_v1_inof_proto_msgTypes[50]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MemberUse.ProtoReflect.Descriptor instead.
+func (*MemberUse) Descriptor() ([]byte, []int) {
+	return file_inof_v1_inof_proto_rawDescGZIP(), []int{50}
+}
+
+func (x *MemberUse) GetZone() string {
+	if x != nil {
+		return x.Zone
+	}
+	return ""
+}
+
+func (x *MemberUse) GetAlias() string {
+	if x != nil {
+		return x.Alias
+	}
+	return ""
+}
+
+func (x *MemberUse) GetMember() string {
+	if x != nil {
+		return x.Member
+	}
+	return ""
+}
+
+type FindMemberResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Uses          []*MemberUse           `protobuf:"bytes,1,rep,name=uses,proto3" json:"uses,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *FindMemberResponse) Reset() {
+	*x = FindMemberResponse{}
+	mi := &file_inof_v1_inof_proto_msgTypes[51]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *FindMemberResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*FindMemberResponse) ProtoMessage() {}
+
+func (x *FindMemberResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_inof_v1_inof_proto_msgTypes[51]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use FindMemberResponse.ProtoReflect.Descriptor instead.
+func (*FindMemberResponse) Descriptor() ([]byte, []int) {
+	return file_inof_v1_inof_proto_rawDescGZIP(), []int{51}
+}
+
+func (x *FindMemberResponse) GetUses() []*MemberUse {
+	if x != nil {
+		return x.Uses
+	}
+	return nil
+}
+
+type WhoSeesRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Target        string                 `protobuf:"bytes,1,opt,name=target,proto3" json:"target,omitempty"`
+	VisibleOnly   bool                   `protobuf:"varint,2,opt,name=visible_only,json=visibleOnly,proto3" json:"visible_only,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WhoSeesRequest) Reset() {
+	*x = WhoSeesRequest{}
+	mi := &file_inof_v1_inof_proto_msgTypes[52]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WhoSeesRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WhoSeesRequest) ProtoMessage() {}
+
+func (x *WhoSeesRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_inof_v1_inof_proto_msgTypes[52]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WhoSeesRequest.ProtoReflect.Descriptor instead.
+func (*WhoSeesRequest) Descriptor() ([]byte, []int) {
+	return file_inof_v1_inof_proto_rawDescGZIP(), []int{52}
+}
+
+func (x *WhoSeesRequest) GetTarget() string {
+	if x != nil {
+		return x.Target
+	}
+	return ""
+}
+
+func (x *WhoSeesRequest) GetVisibleOnly() bool {
+	if x != nil {
+		return x.VisibleOnly
+	}
+	return false
+}
+
 type GetRecordFormatRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	unknownFields protoimpl.UnknownFields
@@ -2691,7 +3383,7 @@ type GetRecordFormatRequest struct {
 
 func (x *GetRecordFormatRequest) Reset() {
 	*x = GetRecordFormatRequest{}
-	mi := &file_inof_v1_inof_proto_msgTypes[42]
+	mi := &file_inof_v1_inof_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2703,7 +3395,7 @@ func (x *GetRecordFormatRequest) String() string {
 func (*GetRecordFormatRequest) ProtoMessage() {}
 
 func (x *GetRecordFormatRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_inof_v1_inof_proto_msgTypes[42]
+	mi := &file_inof_v1_inof_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2716,7 +3408,7 @@ func (x *GetRecordFormatRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetRecordFormatRequest.ProtoReflect.Descriptor instead.
 func (*GetRecordFormatRequest) Descriptor() ([]byte, []int) {
-	return file_inof_v1_inof_proto_rawDescGZIP(), []int{42}
+	return file_inof_v1_inof_proto_rawDescGZIP(), []int{53}
 }
 
 type SetRecordFormatRequest struct {
@@ -2728,7 +3420,7 @@ type SetRecordFormatRequest struct {
 
 func (x *SetRecordFormatRequest) Reset() {
 	*x = SetRecordFormatRequest{}
-	mi := &file_inof_v1_inof_proto_msgTypes[43]
+	mi := &file_inof_v1_inof_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2740,7 +3432,7 @@ func (x *SetRecordFormatRequest) String() string {
 func (*SetRecordFormatRequest) ProtoMessage() {}
 
 func (x *SetRecordFormatRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_inof_v1_inof_proto_msgTypes[43]
+	mi := &file_inof_v1_inof_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2753,7 +3445,7 @@ func (x *SetRecordFormatRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetRecordFormatRequest.ProtoReflect.Descriptor instead.
 func (*SetRecordFormatRequest) Descriptor() ([]byte, []int) {
-	return file_inof_v1_inof_proto_rawDescGZIP(), []int{43}
+	return file_inof_v1_inof_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *SetRecordFormatRequest) GetFormat() string {
@@ -2775,7 +3467,7 @@ type RecordFormat struct {
 
 func (x *RecordFormat) Reset() {
 	*x = RecordFormat{}
-	mi := &file_inof_v1_inof_proto_msgTypes[44]
+	mi := &file_inof_v1_inof_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2787,7 +3479,7 @@ func (x *RecordFormat) String() string {
 func (*RecordFormat) ProtoMessage() {}
 
 func (x *RecordFormat) ProtoReflect() protoreflect.Message {
-	mi := &file_inof_v1_inof_proto_msgTypes[44]
+	mi := &file_inof_v1_inof_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2800,7 +3492,7 @@ func (x *RecordFormat) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RecordFormat.ProtoReflect.Descriptor instead.
 func (*RecordFormat) Descriptor() ([]byte, []int) {
-	return file_inof_v1_inof_proto_rawDescGZIP(), []int{44}
+	return file_inof_v1_inof_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *RecordFormat) GetFormat() string {
@@ -2828,7 +3520,7 @@ type SwitchReads struct {
 
 func (x *SwitchReads) Reset() {
 	*x = SwitchReads{}
-	mi := &file_inof_v1_inof_proto_msgTypes[45]
+	mi := &file_inof_v1_inof_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2840,7 +3532,7 @@ func (x *SwitchReads) String() string {
 func (*SwitchReads) ProtoMessage() {}
 
 func (x *SwitchReads) ProtoReflect() protoreflect.Message {
-	mi := &file_inof_v1_inof_proto_msgTypes[45]
+	mi := &file_inof_v1_inof_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2853,7 +3545,7 @@ func (x *SwitchReads) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SwitchReads.ProtoReflect.Descriptor instead.
 func (*SwitchReads) Descriptor() ([]byte, []int) {
-	return file_inof_v1_inof_proto_rawDescGZIP(), []int{45}
+	return file_inof_v1_inof_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *SwitchReads) GetSwitch() string {
@@ -2941,11 +3633,12 @@ const file_inof_v1_inof_proto_rawDesc = "" +
 	"\vhard_zoning\x18\x02 \x01(\bH\x01R\n" +
 	"hardZoning\x88\x01\x01B\x17\n" +
 	"\x15_default_zone_enabledB\x0e\n" +
-	"\f_hard_zoning\"\x7f\n" +
+	"\f_hard_zoning\"\x97\x01\n" +
 	"\x12ApplyZoningRequest\x12#\n" +
 	"\x05edits\x18\x01 \x03(\v2\r.inof.v1.EditR\x05edits\x12+\n" +
 	"\x11expected_revision\x18\x02 \x01(\tR\x10expectedRevision\x12\x17\n" +
-	"\adry_run\x18\x03 \x01(\bR\x06dryRun\"\xa8\x01\n" +
+	"\adry_run\x18\x03 \x01(\bR\x06dryRun\x12\x16\n" +
+	"\x06action\x18\x04 \x01(\tR\x06action\"\xa8\x01\n" +
 	"\x13ApplyZoningResponse\x12\x1a\n" +
 	"\brevision\x18\x01 \x01(\tR\brevision\x123\n" +
 	"\achanges\x18\x02 \x03(\v2\x19.inof.v1.VisibilityChangeR\achanges\x12'\n" +
@@ -2954,7 +3647,7 @@ const file_inof_v1_inof_proto_rawDesc = "" +
 	"\x10VisibilityChange\x12\x12\n" +
 	"\x04host\x18\x01 \x01(\tR\x04host\x12\x16\n" +
 	"\x06target\x18\x02 \x01(\tR\x06target\x12\x18\n" +
-	"\avisible\x18\x03 \x01(\bR\avisible\"\x97\x02\n" +
+	"\avisible\x18\x03 \x01(\bR\avisible\"\xd2\x02\n" +
 	"\x06Device\x12\x18\n" +
 	"\aaddress\x18\x01 \x01(\tR\aaddress\x12!\n" +
 	"\x04role\x18\x02 \x01(\x0e2\r.inof.v1.RoleR\x04role\x12\x1a\n" +
@@ -2966,7 +3659,9 @@ const file_inof_v1_inof_proto_rawDesc = "" +
 	"\x06reason\x18\b \x01(\tR\x06reason\x12\x14\n" +
 	"\x05zones\x18\t \x03(\tR\x05zones\x120\n" +
 	"\x05since\x18\n" +
-	" \x01(\v2\x1a.google.protobuf.TimestampR\x05since\"\x95\x01\n" +
+	" \x01(\v2\x1a.google.protobuf.TimestampR\x05since\x129\n" +
+	"\n" +
+	"held_until\x18\v \x01(\v2\x1a.google.protobuf.TimestampR\theldUntil\"\x95\x01\n" +
 	"\x12ListDevicesRequest\x12\x12\n" +
 	"\x04zone\x18\x01 \x01(\tR\x04zone\x12\x16\n" +
 	"\x06switch\x18\x02 \x01(\tR\x06switch\x12!\n" +
@@ -3070,7 +3765,53 @@ const file_inof_v1_inof_proto_rawDesc = "" +
 	"\bvcs_time\x18\x06 \x01(\tR\avcsTime\x12\x1d\n" +
 	"\n" +
 	"go_version\x18\a \x01(\tR\tgoVersion\x124\n" +
-	"\astarted\x18\b \x01(\v2\x1a.google.protobuf.TimestampR\astarted\"\x18\n" +
+	"\astarted\x18\b \x01(\v2\x1a.google.protobuf.TimestampR\astarted\"\xfb\x01\n" +
+	"\x12ListJournalRequest\x12\x1a\n" +
+	"\bidentity\x18\x01 \x01(\tR\bidentity\x12\x16\n" +
+	"\x06action\x18\x02 \x01(\tR\x06action\x12\x16\n" +
+	"\x06object\x18\x03 \x01(\tR\x06object\x120\n" +
+	"\x05since\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\x05since\x120\n" +
+	"\x05until\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\x05until\x12\x1f\n" +
+	"\vzoning_only\x18\x06 \x01(\bR\n" +
+	"zoningOnly\x12\x14\n" +
+	"\x05limit\x18\a \x01(\rR\x05limit\"\x9f\x02\n" +
+	"\fJournalEntry\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12.\n" +
+	"\x04time\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\x04time\x12\x1a\n" +
+	"\bidentity\x18\x03 \x01(\tR\bidentity\x12\x10\n" +
+	"\x03via\x18\x04 \x01(\tR\x03via\x12\x16\n" +
+	"\x06action\x18\x05 \x01(\tR\x06action\x12\x1a\n" +
+	"\brevision\x18\x06 \x01(\tR\brevision\x12\x18\n" +
+	"\asummary\x18\a \x01(\tR\asummary\x12\x18\n" +
+	"\aobjects\x18\b \x03(\tR\aobjects\x12\x16\n" +
+	"\x06writer\x18\t \x01(\tR\x06writer\x12!\n" +
+	"\fprofile_yaml\x18\n" +
+	" \x01(\tR\vprofileYaml\"l\n" +
+	"\bConflict\x12\x16\n" +
+	"\x06object\x18\x01 \x01(\tR\x06object\x12\x18\n" +
+	"\aentries\x18\x02 \x03(\tR\aentries\x12\x12\n" +
+	"\x04kept\x18\x03 \x01(\tR\x04kept\x12\x1a\n" +
+	"\bresolved\x18\x04 \x03(\tR\bresolved\"\x9a\x01\n" +
+	"\x13ListJournalResponse\x12/\n" +
+	"\aentries\x18\x01 \x03(\v2\x15.inof.v1.JournalEntryR\aentries\x12/\n" +
+	"\tconflicts\x18\x02 \x03(\v2\x11.inof.v1.ConflictR\tconflicts\x12!\n" +
+	"\fhistory_size\x18\x03 \x01(\rR\vhistorySize\"0\n" +
+	"\x12GetRevisionRequest\x12\x1a\n" +
+	"\brevision\x18\x01 \x01(\tR\brevision\"\x0f\n" +
+	"\rBackupRequest\"!\n" +
+	"\vBackupChunk\x12\x12\n" +
+	"\x04data\x18\x01 \x01(\fR\x04data\"+\n" +
+	"\x11FindMemberRequest\x12\x16\n" +
+	"\x06member\x18\x01 \x01(\tR\x06member\"M\n" +
+	"\tMemberUse\x12\x12\n" +
+	"\x04zone\x18\x01 \x01(\tR\x04zone\x12\x14\n" +
+	"\x05alias\x18\x02 \x01(\tR\x05alias\x12\x16\n" +
+	"\x06member\x18\x03 \x01(\tR\x06member\"<\n" +
+	"\x12FindMemberResponse\x12&\n" +
+	"\x04uses\x18\x01 \x03(\v2\x12.inof.v1.MemberUseR\x04uses\"K\n" +
+	"\x0eWhoSeesRequest\x12\x16\n" +
+	"\x06target\x18\x01 \x01(\tR\x06target\x12!\n" +
+	"\fvisible_only\x18\x02 \x01(\bR\vvisibleOnly\"\x18\n" +
 	"\x16GetRecordFormatRequest\"0\n" +
 	"\x16SetRecordFormatRequest\x12\x16\n" +
 	"\x06format\x18\x01 \x01(\tR\x06format\"X\n" +
@@ -3086,7 +3827,7 @@ const file_inof_v1_inof_proto_rawDesc = "" +
 	"\x10ROLE_UNSPECIFIED\x10\x00\x12\x0f\n" +
 	"\vROLE_TARGET\x10\x01\x12\r\n" +
 	"\tROLE_HOST\x10\x02\x12\r\n" +
-	"\tROLE_BOTH\x10\x032\x81\t\n" +
+	"\tROLE_BOTH\x10\x032\xca\v\n" +
 	"\x06Fabric\x127\n" +
 	"\tGetZoning\x12\x19.inof.v1.GetZoningRequest\x1a\x0f.inof.v1.Zoning\x12H\n" +
 	"\vApplyZoning\x12\x1b.inof.v1.ApplyZoningRequest\x1a\x1c.inof.v1.ApplyZoningResponse\x12H\n" +
@@ -3101,7 +3842,13 @@ const file_inof_v1_inof_proto_rawDesc = "" +
 	"\x12SetLosslessProfile\x12\".inof.v1.SetLosslessProfileRequest\x1a\x18.inof.v1.LosslessProfile\x12l\n" +
 	"\x17ValidateLosslessProfile\x12'.inof.v1.ValidateLosslessProfileRequest\x1a(.inof.v1.ValidateLosslessProfileResponse\x12f\n" +
 	"\x15RenderLosslessProfile\x12%.inof.v1.RenderLosslessProfileRequest\x1a&.inof.v1.RenderLosslessProfileResponse\x12<\n" +
-	"\aVersion\x12\x17.inof.v1.VersionRequest\x1a\x18.inof.v1.VersionResponse\x12I\n" +
+	"\aVersion\x12\x17.inof.v1.VersionRequest\x1a\x18.inof.v1.VersionResponse\x12H\n" +
+	"\vListJournal\x12\x1b.inof.v1.ListJournalRequest\x1a\x1c.inof.v1.ListJournalResponse\x12;\n" +
+	"\vGetRevision\x12\x1b.inof.v1.GetRevisionRequest\x1a\x0f.inof.v1.Zoning\x128\n" +
+	"\x06Backup\x12\x16.inof.v1.BackupRequest\x1a\x14.inof.v1.BackupChunk0\x01\x12E\n" +
+	"\n" +
+	"FindMember\x12\x1a.inof.v1.FindMemberRequest\x1a\x1b.inof.v1.FindMemberResponse\x12?\n" +
+	"\aWhoSees\x12\x17.inof.v1.WhoSeesRequest\x1a\x1b.inof.v1.VisibilityResponse\x12I\n" +
 	"\x0fGetRecordFormat\x12\x1f.inof.v1.GetRecordFormatRequest\x1a\x15.inof.v1.RecordFormat\x12I\n" +
 	"\x0fSetRecordFormat\x12\x1f.inof.v1.SetRecordFormatRequest\x1a\x15.inof.v1.RecordFormatB-Z+github.com/openinof/inof/inof/api/v1;inofv1b\x06proto3"
 
@@ -3118,7 +3865,7 @@ func file_inof_v1_inof_proto_rawDescGZIP() []byte {
 }
 
 var file_inof_v1_inof_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_inof_v1_inof_proto_msgTypes = make([]protoimpl.MessageInfo, 47)
+var file_inof_v1_inof_proto_msgTypes = make([]protoimpl.MessageInfo, 58)
 var file_inof_v1_inof_proto_goTypes = []any{
 	(Role)(0),                               // 0: inof.v1.Role
 	(*GetZoningRequest)(nil),                // 1: inof.v1.GetZoningRequest
@@ -3163,12 +3910,23 @@ var file_inof_v1_inof_proto_goTypes = []any{
 	(*RenderLosslessProfileResponse)(nil),   // 40: inof.v1.RenderLosslessProfileResponse
 	(*VersionRequest)(nil),                  // 41: inof.v1.VersionRequest
 	(*VersionResponse)(nil),                 // 42: inof.v1.VersionResponse
-	(*GetRecordFormatRequest)(nil),          // 43: inof.v1.GetRecordFormatRequest
-	(*SetRecordFormatRequest)(nil),          // 44: inof.v1.SetRecordFormatRequest
-	(*RecordFormat)(nil),                    // 45: inof.v1.RecordFormat
-	(*SwitchReads)(nil),                     // 46: inof.v1.SwitchReads
-	nil,                                     // 47: inof.v1.Event.AttributesEntry
-	(*timestamppb.Timestamp)(nil),           // 48: google.protobuf.Timestamp
+	(*ListJournalRequest)(nil),              // 43: inof.v1.ListJournalRequest
+	(*JournalEntry)(nil),                    // 44: inof.v1.JournalEntry
+	(*Conflict)(nil),                        // 45: inof.v1.Conflict
+	(*ListJournalResponse)(nil),             // 46: inof.v1.ListJournalResponse
+	(*GetRevisionRequest)(nil),              // 47: inof.v1.GetRevisionRequest
+	(*BackupRequest)(nil),                   // 48: inof.v1.BackupRequest
+	(*BackupChunk)(nil),                     // 49: inof.v1.BackupChunk
+	(*FindMemberRequest)(nil),               // 50: inof.v1.FindMemberRequest
+	(*MemberUse)(nil),                       // 51: inof.v1.MemberUse
+	(*FindMemberResponse)(nil),              // 52: inof.v1.FindMemberResponse
+	(*WhoSeesRequest)(nil),                  // 53: inof.v1.WhoSeesRequest
+	(*GetRecordFormatRequest)(nil),          // 54: inof.v1.GetRecordFormatRequest
+	(*SetRecordFormatRequest)(nil),          // 55: inof.v1.SetRecordFormatRequest
+	(*RecordFormat)(nil),                    // 56: inof.v1.RecordFormat
+	(*SwitchReads)(nil),                     // 57: inof.v1.SwitchReads
+	nil,                                     // 58: inof.v1.Event.AttributesEntry
+	(*timestamppb.Timestamp)(nil),           // 59: google.protobuf.Timestamp
 }
 var file_inof_v1_inof_proto_depIdxs = []int32{
 	3,  // 0: inof.v1.Zoning.settings:type_name -> inof.v1.Settings
@@ -3187,54 +3945,71 @@ var file_inof_v1_inof_proto_depIdxs = []int32{
 	6,  // 13: inof.v1.ApplyZoningRequest.edits:type_name -> inof.v1.Edit
 	17, // 14: inof.v1.ApplyZoningResponse.changes:type_name -> inof.v1.VisibilityChange
 	0,  // 15: inof.v1.Device.role:type_name -> inof.v1.Role
-	48, // 16: inof.v1.Device.since:type_name -> google.protobuf.Timestamp
-	0,  // 17: inof.v1.ListDevicesRequest.role:type_name -> inof.v1.Role
-	18, // 18: inof.v1.ListDevicesResponse.devices:type_name -> inof.v1.Device
-	22, // 19: inof.v1.VisibilityResponse.targets:type_name -> inof.v1.WhyResponse
-	48, // 20: inof.v1.Session.since:type_name -> google.protobuf.Timestamp
-	26, // 21: inof.v1.ListSessionsResponse.sessions:type_name -> inof.v1.Session
-	48, // 22: inof.v1.BFDSession.since:type_name -> google.protobuf.Timestamp
-	29, // 23: inof.v1.ListBFDSessionsResponse.sessions:type_name -> inof.v1.BFDSession
-	48, // 24: inof.v1.Event.time:type_name -> google.protobuf.Timestamp
-	47, // 25: inof.v1.Event.attributes:type_name -> inof.v1.Event.AttributesEntry
-	37, // 26: inof.v1.ValidateLosslessProfileResponse.problems:type_name -> inof.v1.Problem
-	48, // 27: inof.v1.VersionResponse.started:type_name -> google.protobuf.Timestamp
-	46, // 28: inof.v1.RecordFormat.switches:type_name -> inof.v1.SwitchReads
-	1,  // 29: inof.v1.Fabric.GetZoning:input_type -> inof.v1.GetZoningRequest
-	15, // 30: inof.v1.Fabric.ApplyZoning:input_type -> inof.v1.ApplyZoningRequest
-	19, // 31: inof.v1.Fabric.ListDevices:input_type -> inof.v1.ListDevicesRequest
-	21, // 32: inof.v1.Fabric.Why:input_type -> inof.v1.WhyRequest
-	23, // 33: inof.v1.Fabric.Visibility:input_type -> inof.v1.VisibilityRequest
-	25, // 34: inof.v1.Fabric.ListSessions:input_type -> inof.v1.ListSessionsRequest
-	28, // 35: inof.v1.Fabric.ListBFDSessions:input_type -> inof.v1.ListBFDSessionsRequest
-	31, // 36: inof.v1.Fabric.WatchEvents:input_type -> inof.v1.WatchEventsRequest
-	33, // 37: inof.v1.Fabric.GetLosslessProfile:input_type -> inof.v1.GetLosslessProfileRequest
-	35, // 38: inof.v1.Fabric.SetLosslessProfile:input_type -> inof.v1.SetLosslessProfileRequest
-	36, // 39: inof.v1.Fabric.ValidateLosslessProfile:input_type -> inof.v1.ValidateLosslessProfileRequest
-	39, // 40: inof.v1.Fabric.RenderLosslessProfile:input_type -> inof.v1.RenderLosslessProfileRequest
-	41, // 41: inof.v1.Fabric.Version:input_type -> inof.v1.VersionRequest
-	43, // 42: inof.v1.Fabric.GetRecordFormat:input_type -> inof.v1.GetRecordFormatRequest
-	44, // 43: inof.v1.Fabric.SetRecordFormat:input_type -> inof.v1.SetRecordFormatRequest
-	2,  // 44: inof.v1.Fabric.GetZoning:output_type -> inof.v1.Zoning
-	16, // 45: inof.v1.Fabric.ApplyZoning:output_type -> inof.v1.ApplyZoningResponse
-	20, // 46: inof.v1.Fabric.ListDevices:output_type -> inof.v1.ListDevicesResponse
-	22, // 47: inof.v1.Fabric.Why:output_type -> inof.v1.WhyResponse
-	24, // 48: inof.v1.Fabric.Visibility:output_type -> inof.v1.VisibilityResponse
-	27, // 49: inof.v1.Fabric.ListSessions:output_type -> inof.v1.ListSessionsResponse
-	30, // 50: inof.v1.Fabric.ListBFDSessions:output_type -> inof.v1.ListBFDSessionsResponse
-	32, // 51: inof.v1.Fabric.WatchEvents:output_type -> inof.v1.Event
-	34, // 52: inof.v1.Fabric.GetLosslessProfile:output_type -> inof.v1.LosslessProfile
-	34, // 53: inof.v1.Fabric.SetLosslessProfile:output_type -> inof.v1.LosslessProfile
-	38, // 54: inof.v1.Fabric.ValidateLosslessProfile:output_type -> inof.v1.ValidateLosslessProfileResponse
-	40, // 55: inof.v1.Fabric.RenderLosslessProfile:output_type -> inof.v1.RenderLosslessProfileResponse
-	42, // 56: inof.v1.Fabric.Version:output_type -> inof.v1.VersionResponse
-	45, // 57: inof.v1.Fabric.GetRecordFormat:output_type -> inof.v1.RecordFormat
-	45, // 58: inof.v1.Fabric.SetRecordFormat:output_type -> inof.v1.RecordFormat
-	44, // [44:59] is the sub-list for method output_type
-	29, // [29:44] is the sub-list for method input_type
-	29, // [29:29] is the sub-list for extension type_name
-	29, // [29:29] is the sub-list for extension extendee
-	0,  // [0:29] is the sub-list for field type_name
+	59, // 16: inof.v1.Device.since:type_name -> google.protobuf.Timestamp
+	59, // 17: inof.v1.Device.held_until:type_name -> google.protobuf.Timestamp
+	0,  // 18: inof.v1.ListDevicesRequest.role:type_name -> inof.v1.Role
+	18, // 19: inof.v1.ListDevicesResponse.devices:type_name -> inof.v1.Device
+	22, // 20: inof.v1.VisibilityResponse.targets:type_name -> inof.v1.WhyResponse
+	59, // 21: inof.v1.Session.since:type_name -> google.protobuf.Timestamp
+	26, // 22: inof.v1.ListSessionsResponse.sessions:type_name -> inof.v1.Session
+	59, // 23: inof.v1.BFDSession.since:type_name -> google.protobuf.Timestamp
+	29, // 24: inof.v1.ListBFDSessionsResponse.sessions:type_name -> inof.v1.BFDSession
+	59, // 25: inof.v1.Event.time:type_name -> google.protobuf.Timestamp
+	58, // 26: inof.v1.Event.attributes:type_name -> inof.v1.Event.AttributesEntry
+	37, // 27: inof.v1.ValidateLosslessProfileResponse.problems:type_name -> inof.v1.Problem
+	59, // 28: inof.v1.VersionResponse.started:type_name -> google.protobuf.Timestamp
+	59, // 29: inof.v1.ListJournalRequest.since:type_name -> google.protobuf.Timestamp
+	59, // 30: inof.v1.ListJournalRequest.until:type_name -> google.protobuf.Timestamp
+	59, // 31: inof.v1.JournalEntry.time:type_name -> google.protobuf.Timestamp
+	44, // 32: inof.v1.ListJournalResponse.entries:type_name -> inof.v1.JournalEntry
+	45, // 33: inof.v1.ListJournalResponse.conflicts:type_name -> inof.v1.Conflict
+	51, // 34: inof.v1.FindMemberResponse.uses:type_name -> inof.v1.MemberUse
+	57, // 35: inof.v1.RecordFormat.switches:type_name -> inof.v1.SwitchReads
+	1,  // 36: inof.v1.Fabric.GetZoning:input_type -> inof.v1.GetZoningRequest
+	15, // 37: inof.v1.Fabric.ApplyZoning:input_type -> inof.v1.ApplyZoningRequest
+	19, // 38: inof.v1.Fabric.ListDevices:input_type -> inof.v1.ListDevicesRequest
+	21, // 39: inof.v1.Fabric.Why:input_type -> inof.v1.WhyRequest
+	23, // 40: inof.v1.Fabric.Visibility:input_type -> inof.v1.VisibilityRequest
+	25, // 41: inof.v1.Fabric.ListSessions:input_type -> inof.v1.ListSessionsRequest
+	28, // 42: inof.v1.Fabric.ListBFDSessions:input_type -> inof.v1.ListBFDSessionsRequest
+	31, // 43: inof.v1.Fabric.WatchEvents:input_type -> inof.v1.WatchEventsRequest
+	33, // 44: inof.v1.Fabric.GetLosslessProfile:input_type -> inof.v1.GetLosslessProfileRequest
+	35, // 45: inof.v1.Fabric.SetLosslessProfile:input_type -> inof.v1.SetLosslessProfileRequest
+	36, // 46: inof.v1.Fabric.ValidateLosslessProfile:input_type -> inof.v1.ValidateLosslessProfileRequest
+	39, // 47: inof.v1.Fabric.RenderLosslessProfile:input_type -> inof.v1.RenderLosslessProfileRequest
+	41, // 48: inof.v1.Fabric.Version:input_type -> inof.v1.VersionRequest
+	43, // 49: inof.v1.Fabric.ListJournal:input_type -> inof.v1.ListJournalRequest
+	47, // 50: inof.v1.Fabric.GetRevision:input_type -> inof.v1.GetRevisionRequest
+	48, // 51: inof.v1.Fabric.Backup:input_type -> inof.v1.BackupRequest
+	50, // 52: inof.v1.Fabric.FindMember:input_type -> inof.v1.FindMemberRequest
+	53, // 53: inof.v1.Fabric.WhoSees:input_type -> inof.v1.WhoSeesRequest
+	54, // 54: inof.v1.Fabric.GetRecordFormat:input_type -> inof.v1.GetRecordFormatRequest
+	55, // 55: inof.v1.Fabric.SetRecordFormat:input_type -> inof.v1.SetRecordFormatRequest
+	2,  // 56: inof.v1.Fabric.GetZoning:output_type -> inof.v1.Zoning
+	16, // 57: inof.v1.Fabric.ApplyZoning:output_type -> inof.v1.ApplyZoningResponse
+	20, // 58: inof.v1.Fabric.ListDevices:output_type -> inof.v1.ListDevicesResponse
+	22, // 59: inof.v1.Fabric.Why:output_type -> inof.v1.WhyResponse
+	24, // 60: inof.v1.Fabric.Visibility:output_type -> inof.v1.VisibilityResponse
+	27, // 61: inof.v1.Fabric.ListSessions:output_type -> inof.v1.ListSessionsResponse
+	30, // 62: inof.v1.Fabric.ListBFDSessions:output_type -> inof.v1.ListBFDSessionsResponse
+	32, // 63: inof.v1.Fabric.WatchEvents:output_type -> inof.v1.Event
+	34, // 64: inof.v1.Fabric.GetLosslessProfile:output_type -> inof.v1.LosslessProfile
+	34, // 65: inof.v1.Fabric.SetLosslessProfile:output_type -> inof.v1.LosslessProfile
+	38, // 66: inof.v1.Fabric.ValidateLosslessProfile:output_type -> inof.v1.ValidateLosslessProfileResponse
+	40, // 67: inof.v1.Fabric.RenderLosslessProfile:output_type -> inof.v1.RenderLosslessProfileResponse
+	42, // 68: inof.v1.Fabric.Version:output_type -> inof.v1.VersionResponse
+	46, // 69: inof.v1.Fabric.ListJournal:output_type -> inof.v1.ListJournalResponse
+	2,  // 70: inof.v1.Fabric.GetRevision:output_type -> inof.v1.Zoning
+	49, // 71: inof.v1.Fabric.Backup:output_type -> inof.v1.BackupChunk
+	52, // 72: inof.v1.Fabric.FindMember:output_type -> inof.v1.FindMemberResponse
+	24, // 73: inof.v1.Fabric.WhoSees:output_type -> inof.v1.VisibilityResponse
+	56, // 74: inof.v1.Fabric.GetRecordFormat:output_type -> inof.v1.RecordFormat
+	56, // 75: inof.v1.Fabric.SetRecordFormat:output_type -> inof.v1.RecordFormat
+	56, // [56:76] is the sub-list for method output_type
+	36, // [36:56] is the sub-list for method input_type
+	36, // [36:36] is the sub-list for extension type_name
+	36, // [36:36] is the sub-list for extension extendee
+	0,  // [0:36] is the sub-list for field type_name
 }
 
 func init() { file_inof_v1_inof_proto_init() }
@@ -3261,7 +4036,7 @@ func file_inof_v1_inof_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_inof_v1_inof_proto_rawDesc), len(file_inof_v1_inof_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   47,
+			NumMessages:   58,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -36,6 +36,11 @@ const (
 	Fabric_ValidateLosslessProfile_FullMethodName = "/inof.v1.Fabric/ValidateLosslessProfile"
 	Fabric_RenderLosslessProfile_FullMethodName   = "/inof.v1.Fabric/RenderLosslessProfile"
 	Fabric_Version_FullMethodName                 = "/inof.v1.Fabric/Version"
+	Fabric_ListJournal_FullMethodName             = "/inof.v1.Fabric/ListJournal"
+	Fabric_GetRevision_FullMethodName             = "/inof.v1.Fabric/GetRevision"
+	Fabric_Backup_FullMethodName                  = "/inof.v1.Fabric/Backup"
+	Fabric_FindMember_FullMethodName              = "/inof.v1.Fabric/FindMember"
+	Fabric_WhoSees_FullMethodName                 = "/inof.v1.Fabric/WhoSees"
 	Fabric_GetRecordFormat_FullMethodName         = "/inof.v1.Fabric/GetRecordFormat"
 	Fabric_SetRecordFormat_FullMethodName         = "/inof.v1.Fabric/SetRecordFormat"
 )
@@ -78,6 +83,18 @@ type FabricClient interface {
 	RenderLosslessProfile(ctx context.Context, in *RenderLosslessProfileRequest, opts ...grpc.CallOption) (*RenderLosslessProfileResponse, error)
 	// Version tells what the serving daemon was built from, and its role.
 	Version(ctx context.Context, in *VersionRequest, opts ...grpc.CallOption) (*VersionResponse, error)
+	// ListJournal lists the journal (history and audit trail: who changed
+	// what, when and from where), filtered, with the conflicts it reveals.
+	ListJournal(ctx context.Context, in *ListJournalRequest, opts ...grpc.CallOption) (*ListJournalResponse, error)
+	// GetRevision returns the zoning configuration of a retained revision.
+	GetRevision(ctx context.Context, in *GetRevisionRequest, opts ...grpc.CallOption) (*Zoning, error)
+	// Backup streams a consistent copy of the reflector's store.
+	Backup(ctx context.Context, in *BackupRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[BackupChunk], error)
+	// FindMember lists the zones and aliases that hold a member, directly,
+	// through an alias or by covering its address.
+	FindMember(ctx context.Context, in *FindMemberRequest, opts ...grpc.CallOption) (*FindMemberResponse, error)
+	// WhoSees explains, for every registered host, whether it sees a target.
+	WhoSees(ctx context.Context, in *WhoSeesRequest, opts ...grpc.CallOption) (*VisibilityResponse, error)
 	// GetRecordFormat returns how switches publish their devices
 	// (docs/records.md) and what each switch announced it reads.
 	GetRecordFormat(ctx context.Context, in *GetRecordFormatRequest, opts ...grpc.CallOption) (*RecordFormat, error)
@@ -233,6 +250,65 @@ func (c *fabricClient) Version(ctx context.Context, in *VersionRequest, opts ...
 	return out, nil
 }
 
+func (c *fabricClient) ListJournal(ctx context.Context, in *ListJournalRequest, opts ...grpc.CallOption) (*ListJournalResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListJournalResponse)
+	err := c.cc.Invoke(ctx, Fabric_ListJournal_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *fabricClient) GetRevision(ctx context.Context, in *GetRevisionRequest, opts ...grpc.CallOption) (*Zoning, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(Zoning)
+	err := c.cc.Invoke(ctx, Fabric_GetRevision_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *fabricClient) Backup(ctx context.Context, in *BackupRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[BackupChunk], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &Fabric_ServiceDesc.Streams[1], Fabric_Backup_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[BackupRequest, BackupChunk]{ClientStream: stream}
+	if err := x.ClientStream.SendMsg(in); err != nil {
+		return nil, err
+	}
+	if err := x.ClientStream.CloseSend(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Fabric_BackupClient = grpc.ServerStreamingClient[BackupChunk]
+
+func (c *fabricClient) FindMember(ctx context.Context, in *FindMemberRequest, opts ...grpc.CallOption) (*FindMemberResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(FindMemberResponse)
+	err := c.cc.Invoke(ctx, Fabric_FindMember_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *fabricClient) WhoSees(ctx context.Context, in *WhoSeesRequest, opts ...grpc.CallOption) (*VisibilityResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(VisibilityResponse)
+	err := c.cc.Invoke(ctx, Fabric_WhoSees_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 func (c *fabricClient) GetRecordFormat(ctx context.Context, in *GetRecordFormatRequest, opts ...grpc.CallOption) (*RecordFormat, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(RecordFormat)
@@ -291,6 +367,18 @@ type FabricServer interface {
 	RenderLosslessProfile(context.Context, *RenderLosslessProfileRequest) (*RenderLosslessProfileResponse, error)
 	// Version tells what the serving daemon was built from, and its role.
 	Version(context.Context, *VersionRequest) (*VersionResponse, error)
+	// ListJournal lists the journal (history and audit trail: who changed
+	// what, when and from where), filtered, with the conflicts it reveals.
+	ListJournal(context.Context, *ListJournalRequest) (*ListJournalResponse, error)
+	// GetRevision returns the zoning configuration of a retained revision.
+	GetRevision(context.Context, *GetRevisionRequest) (*Zoning, error)
+	// Backup streams a consistent copy of the reflector's store.
+	Backup(*BackupRequest, grpc.ServerStreamingServer[BackupChunk]) error
+	// FindMember lists the zones and aliases that hold a member, directly,
+	// through an alias or by covering its address.
+	FindMember(context.Context, *FindMemberRequest) (*FindMemberResponse, error)
+	// WhoSees explains, for every registered host, whether it sees a target.
+	WhoSees(context.Context, *WhoSeesRequest) (*VisibilityResponse, error)
 	// GetRecordFormat returns how switches publish their devices
 	// (docs/records.md) and what each switch announced it reads.
 	GetRecordFormat(context.Context, *GetRecordFormatRequest) (*RecordFormat, error)
@@ -345,6 +433,21 @@ func (UnimplementedFabricServer) RenderLosslessProfile(context.Context, *RenderL
 }
 func (UnimplementedFabricServer) Version(context.Context, *VersionRequest) (*VersionResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method Version not implemented")
+}
+func (UnimplementedFabricServer) ListJournal(context.Context, *ListJournalRequest) (*ListJournalResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListJournal not implemented")
+}
+func (UnimplementedFabricServer) GetRevision(context.Context, *GetRevisionRequest) (*Zoning, error) {
+	return nil, status.Error(codes.Unimplemented, "method GetRevision not implemented")
+}
+func (UnimplementedFabricServer) Backup(*BackupRequest, grpc.ServerStreamingServer[BackupChunk]) error {
+	return status.Error(codes.Unimplemented, "method Backup not implemented")
+}
+func (UnimplementedFabricServer) FindMember(context.Context, *FindMemberRequest) (*FindMemberResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method FindMember not implemented")
+}
+func (UnimplementedFabricServer) WhoSees(context.Context, *WhoSeesRequest) (*VisibilityResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method WhoSees not implemented")
 }
 func (UnimplementedFabricServer) GetRecordFormat(context.Context, *GetRecordFormatRequest) (*RecordFormat, error) {
 	return nil, status.Error(codes.Unimplemented, "method GetRecordFormat not implemented")
@@ -600,6 +703,89 @@ func _Fabric_Version_Handler(srv interface{}, ctx context.Context, dec func(inte
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Fabric_ListJournal_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListJournalRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(FabricServer).ListJournal(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Fabric_ListJournal_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(FabricServer).ListJournal(ctx, req.(*ListJournalRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Fabric_GetRevision_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(GetRevisionRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(FabricServer).GetRevision(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Fabric_GetRevision_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(FabricServer).GetRevision(ctx, req.(*GetRevisionRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Fabric_Backup_Handler(srv interface{}, stream grpc.ServerStream) error {
+	m := new(BackupRequest)
+	if err := stream.RecvMsg(m); err != nil {
+		return err
+	}
+	return srv.(FabricServer).Backup(m, &grpc.GenericServerStream[BackupRequest, BackupChunk]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Fabric_BackupServer = grpc.ServerStreamingServer[BackupChunk]
+
+func _Fabric_FindMember_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(FindMemberRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(FabricServer).FindMember(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Fabric_FindMember_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(FabricServer).FindMember(ctx, req.(*FindMemberRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Fabric_WhoSees_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(WhoSeesRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(FabricServer).WhoSees(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Fabric_WhoSees_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(FabricServer).WhoSees(ctx, req.(*WhoSeesRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 func _Fabric_GetRecordFormat_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(GetRecordFormatRequest)
 	if err := dec(in); err != nil {
@@ -692,6 +878,22 @@ var Fabric_ServiceDesc = grpc.ServiceDesc{
 			Handler:    _Fabric_Version_Handler,
 		},
 		{
+			MethodName: "ListJournal",
+			Handler:    _Fabric_ListJournal_Handler,
+		},
+		{
+			MethodName: "GetRevision",
+			Handler:    _Fabric_GetRevision_Handler,
+		},
+		{
+			MethodName: "FindMember",
+			Handler:    _Fabric_FindMember_Handler,
+		},
+		{
+			MethodName: "WhoSees",
+			Handler:    _Fabric_WhoSees_Handler,
+		},
+		{
 			MethodName: "GetRecordFormat",
 			Handler:    _Fabric_GetRecordFormat_Handler,
 		},
@@ -704,6 +906,11 @@ var Fabric_ServiceDesc = grpc.ServiceDesc{
 		{
 			StreamName:    "WatchEvents",
 			Handler:       _Fabric_WatchEvents_Handler,
+			ServerStreams: true,
+		},
+		{
+			StreamName:    "Backup",
+			Handler:       _Fabric_Backup_Handler,
 			ServerStreams: true,
 		},
 	},

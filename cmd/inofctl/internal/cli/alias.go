@@ -18,28 +18,45 @@ func (a *app) aliasCommand() *cobra.Command {
 	}
 	var f changeFlags
 	edit := func(use, short string, args cobra.PositionalArgs, build func([]string) *inofv1.Edit) *cobra.Command {
-		c := &cobra.Command{Use: use, Short: short, Args: args,
-			RunE: a.change(&f, func(args []string) ([]*inofv1.Edit, error) { return []*inofv1.Edit{build(args)}, nil })}
-		f.register(c)
-		return c
+		return a.editCommand(&f, use, short, args, build)
 	}
 	cmd.AddCommand(
-		edit("create NAME [MEMBER...]", "Create an alias (like FC alicreate)", cobra.MinimumNArgs(1), func(args []string) *inofv1.Edit {
+		completing(a, edit("create NAME [MEMBER...]", "Create an alias (like FC alicreate)", cobra.MinimumNArgs(1), func(args []string) *inofv1.Edit {
 			return &inofv1.Edit{Edit: &inofv1.Edit_CreateAlias{CreateAlias: &inofv1.CreateAlias{Name: args[0], Members: args[1:]}}}
-		}),
-		edit("delete NAME", "Delete an alias (zones must not use it)", cobra.ExactArgs(1), func(args []string) *inofv1.Edit {
+		}), true),
+		completing(a, edit("delete NAME", "Delete an alias (zones must not use it)", cobra.ExactArgs(1), func(args []string) *inofv1.Edit {
 			return &inofv1.Edit{Edit: &inofv1.Edit_DeleteAlias{DeleteAlias: &inofv1.DeleteAlias{Name: args[0]}}}
-		}),
-		edit("add NAME MEMBER...", "Add members to an alias", cobra.MinimumNArgs(2), func(args []string) *inofv1.Edit {
+		}), false),
+		completing(a, edit("add NAME MEMBER...", "Add members to an alias", cobra.MinimumNArgs(1), func(args []string) *inofv1.Edit {
 			return &inofv1.Edit{Edit: &inofv1.Edit_AddAliasMembers{AddAliasMembers: &inofv1.AliasMembers{Alias: args[0], Members: args[1:]}}}
-		}),
-		edit("remove NAME MEMBER...", "Remove members from an alias", cobra.MinimumNArgs(2), func(args []string) *inofv1.Edit {
+		}), false),
+		completing(a, edit("remove NAME MEMBER...", "Remove members from an alias", cobra.MinimumNArgs(1), func(args []string) *inofv1.Edit {
 			return &inofv1.Edit{Edit: &inofv1.Edit_RemoveAliasMembers{RemoveAliasMembers: &inofv1.AliasMembers{Alias: args[0], Members: args[1:]}}}
-		}),
-		&cobra.Command{Use: "list", Short: "List the aliases", Args: cobra.NoArgs, RunE: a.run(a.aliasList)},
-		&cobra.Command{Use: "show NAME", Short: "Show one alias", Args: cobra.ExactArgs(1), RunE: a.run(a.aliasShow)},
+		}), false),
+		&cobra.Command{Use: "list", Short: "List the aliases (long member lists cut; alias show has them all)", Args: cobra.NoArgs, RunE: a.run(a.aliasList)},
+		completing(a, &cobra.Command{Use: "show NAME", Short: "Show one alias", Args: cobra.ExactArgs(1), RunE: a.run(a.aliasShow)}, false),
+		&cobra.Command{Use: "users NAME", Short: "List the zones that use an alias", Args: cobra.ExactArgs(1),
+			ValidArgsFunction: a.completeAliases,
+			RunE: a.run(func(ctx context.Context, c inofv1.FabricClient, args []string) error {
+				return a.zoneWhere(ctx, c, []string{"alias:" + args[0]})
+			})},
 	)
 	return group(cmd)
+}
+
+// completing sets an alias command's completion: for a new alias only
+// members, otherwise the alias names first.
+func completing(a *app, c *cobra.Command, create bool) *cobra.Command {
+	c.ValidArgsFunction = a.completeAliases
+	if create {
+		c.ValidArgsFunction = func(cmd *cobra.Command, args []string, _ string) ([]string, cobra.ShellCompDirective) {
+			if len(args) == 0 {
+				return nil, cobra.ShellCompDirectiveNoFileComp
+			}
+			return a.completeMembers(cmd, args, "")
+		}
+	}
+	return c
 }
 
 func (a *app) aliasList(ctx context.Context, c inofv1.FabricClient, _ []string) error {

@@ -8,6 +8,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -29,13 +30,18 @@ type env struct {
 	feed    *api.Feed
 	sock    string
 	environ []string
+	dir     string       // files of the test, "DIR" in the transcript
 	out     bytes.Buffer // the transcript
 }
+
+// varying matches what differs between runs: the test process's pid in an
+// identity's "via", a backup's size.
+var varying = regexp.MustCompile(`pid=[0-9]+|\([0-9]+ bytes\)`)
 
 var testTime = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 
 func newEnv(t *testing.T) *env {
-	b := apitest.NewBackend(t)
+	b := apitest.NewBackendAt(t, func() time.Time { return testTime }) // journal ids and times stay put
 	dev := func(addr string, role inof.Role, sw string, st inof.State, r inof.Reason) api.Device {
 		return api.Device{Device: inof.Device{Addr: netip.MustParseAddr(addr), Role: role, Protocol: inof.ProtocolRoCE, Port: 4420},
 			Switch: inof.MustParseRouterID(sw), Status: inof.Status{State: st, Reason: r, Changed: testTime}}
@@ -54,7 +60,7 @@ func newEnv(t *testing.T) *env {
 	feed := api.NewFeed(api.FeedOptions{Epoch: 7, Now: func() time.Time { return testTime }})
 	_, sock := apitest.Serve(t, b, api.ServeOptions{Events: feed})
 	home := t.TempDir()
-	return &env{t: t, b: b, feed: feed, sock: sock, environ: []string{"HOME=" + home}}
+	return &env{t: t, b: b, feed: feed, sock: sock, environ: []string{"HOME=" + home}, dir: t.TempDir()}
 }
 
 // run runs inofctl against the server with stdin and records the command,
@@ -63,14 +69,24 @@ func (e *env) run(stdin string, args ...string) int {
 	e.t.Helper()
 	var out, errb bytes.Buffer
 	code := cli.Main(context.Background(), append([]string{"--server", "unix://" + e.sock}, args...),
-		cli.IO{In: strings.NewReader(stdin), Out: &out, Err: &errb, Environ: e.environ})
-	fmt.Fprintf(&e.out, "$ inofctl %s\n", strings.Join(args, " "))
+		cli.IO{In: strings.NewReader(stdin), Out: &out, Err: &errb, Environ: e.environ, Now: func() time.Time { return testTime }})
+	hide := func(s string) string {
+		s = strings.NewReplacer(e.sock, "SOCKET", e.dir, "DIR").Replace(s)
+		return varying.ReplaceAllStringFunc(s, func(m string) string {
+			k, _, _ := strings.Cut(m, "=")
+			if strings.HasSuffix(m, "bytes)") {
+				return "(N bytes)"
+			}
+			return k + "=N"
+		})
+	}
+	fmt.Fprintf(&e.out, "$ inofctl %s\n", hide(strings.Join(args, " ")))
 	if stdin != "" {
 		fmt.Fprintf(&e.out, "[stdin] %q\n", stdin)
 	}
-	e.out.Write(out.Bytes())
+	e.out.WriteString(hide(out.String()))
 	if errb.Len() > 0 {
-		fmt.Fprintf(&e.out, "[stderr]\n%s", strings.ReplaceAll(errb.String(), e.sock, "SOCKET"))
+		fmt.Fprintf(&e.out, "[stderr]\n%s", hide(errb.String()))
 		if !strings.HasSuffix(errb.String(), "\n") {
 			e.out.WriteString("\n")
 		}

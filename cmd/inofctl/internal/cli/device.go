@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -45,7 +46,18 @@ func (a *app) deviceCommand() *cobra.Command {
 			return a.deviceVisibility(ctx, c, args[0], visibleOnly)
 		})}
 	why.Flags().BoolVar(&visibleOnly, "visible-only", false, "without TARGET: list only the targets the host sees")
-	cmd.AddCommand(list, why)
+	var seesOnly bool
+	whoSees := &cobra.Command{Use: "who-sees TARGET", Short: "List the registered hosts that see a target (each with why)",
+		Args: cobra.ExactArgs(1),
+		RunE: a.run(func(ctx context.Context, c inofv1.FabricClient, args []string) error {
+			resp, err := c.WhoSees(ctx, &inofv1.WhoSeesRequest{Target: args[0], VisibleOnly: seesOnly})
+			if err != nil {
+				return err
+			}
+			return a.printVisibility(resp, "HOST", (*inofv1.WhyResponse).GetHost)
+		})}
+	whoSees.Flags().BoolVar(&seesOnly, "visible-only", false, "list only the hosts that see the target")
+	cmd.AddCommand(list, why, whoSees)
 	return group(cmd)
 }
 
@@ -64,6 +76,10 @@ func (a *app) deviceList(ctx context.Context, c inofv1.FabricClient, req *inofv1
 			st := "active"
 			if !d.GetActive() {
 				st = "inactive (" + d.GetReason() + ")"
+			}
+			if h := d.GetHeldUntil(); h != nil {
+				left := max(0, h.AsTime().Sub(a.now()).Round(time.Second))
+				st += fmt.Sprintf(", stale (graceful restart, %s left)", left)
 			}
 			zs := strings.Join(d.GetZones(), ",")
 			if zs == "" {
@@ -105,14 +121,19 @@ func (a *app) deviceVisibility(ctx context.Context, c inofv1.FabricClient, host 
 	if err != nil {
 		return err
 	}
+	return a.printVisibility(resp, "TARGET", (*inofv1.WhyResponse).GetTarget)
+}
+
+// printVisibility lists explained pairs by the device other names.
+func (a *app) printVisibility(resp *inofv1.VisibilityResponse, heading string, other func(*inofv1.WhyResponse) string) error {
 	list, err := plainList(resp.GetTargets())
 	if err != nil {
 		return err
 	}
 	return a.print(list, func(w io.Writer) {
-		row(w, "TARGET", "SEES", "WHY")
+		row(w, heading, "SEES", "WHY")
 		for _, t := range resp.GetTargets() {
-			row(w, t.GetTarget(), yesNo(t.GetVisible()), t.GetReason())
+			row(w, other(t), yesNo(t.GetVisible()), t.GetReason())
 		}
 	})
 }

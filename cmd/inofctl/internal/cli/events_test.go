@@ -68,11 +68,14 @@ func TestEventsFollowReconnects(t *testing.T) {
 		if !lines.Scan() {
 			t.Fatalf("output ended: %v; stderr: %s", lines.Err(), stderr.String())
 		}
-		var e struct{ Seq, Subject string }
+		var e struct {
+			Seq     uint64 // a number, not a string (issue #30)
+			Subject string
+		}
 		if err := json.Unmarshal(lines.Bytes(), &e); err != nil {
 			t.Fatalf("%q: %v", lines.Text(), err)
 		}
-		return fmt.Sprintf("%s:%s", e.Seq, e.Subject)
+		return fmt.Sprintf("%d:%s", e.Seq, e.Subject)
 	}
 	var got []string
 	got = append(got, next(), next())

@@ -69,9 +69,12 @@ func (a *app) fabricShow(ctx context.Context, c inofv1.FabricClient, _ []string)
 	if err != nil {
 		return err
 	}
-	if m, ok := v.(map[string]any); ok && rf != nil {
-		if m["record_format"], err = plain(rf); err != nil {
-			return err
+	if m, ok := v.(map[string]any); ok {
+		m["revision"] = z.GetRevision()
+		if rf != nil {
+			if m["record_format"], err = plain(rf); err != nil {
+				return err
+			}
 		}
 	}
 	return a.print(v, func(w io.Writer) {

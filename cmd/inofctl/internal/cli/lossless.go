@@ -49,27 +49,15 @@ func (a *app) losslessCommand() *cobra.Command {
 		c.Flags().StringVarP(&file, "file", "f", "", "use this profile file (no server needed) instead of the fabric's")
 	}
 	cmd.AddCommand(
-		&cobra.Command{Use: "show", Short: "Print the fabric's profile (YAML)", Args: cobra.NoArgs,
+		&cobra.Command{Use: "show", Short: "Print the fabric's profile (YAML; -o json for JSON)", Args: cobra.NoArgs,
 			RunE: a.run(func(ctx context.Context, c inofv1.FabricClient, _ []string) error {
 				p, err := c.GetLosslessProfile(ctx, &inofv1.GetLosslessProfileRequest{})
 				if err != nil {
 					return err
 				}
-				_, err = io.WriteString(a.io.Out, p.GetYaml())
-				return err
+				return a.printProfile(p.GetYaml())
 			})},
-		&cobra.Command{Use: "set FILE", Short: "Validate a profile file and make it the fabric's profile", Args: cobra.ExactArgs(1),
-			RunE: a.run(func(ctx context.Context, c inofv1.FabricClient, args []string) error {
-				y, err := readFile(args[0])
-				if err != nil {
-					return err
-				}
-				if _, err := c.SetLosslessProfile(ctx, &inofv1.SetLosslessProfileRequest{Yaml: y}); err != nil {
-					return err
-				}
-				fmt.Fprintf(a.io.Out, "lossless profile set from %s\n", args[0])
-				return nil
-			})},
+		a.losslessSetCommand(), a.losslessHistoryCommand(),
 		validate, render, table, check, a.losslessPlatformsCommand(), a.losslessSimulateCommand(),
 	)
 	return group(cmd)
@@ -271,7 +259,8 @@ func (a *app) losslessValidate(cmd *cobra.Command, args []string) error {
 	return nil
 }
 
-// readFile returns a file's content ("" for no path).
+// readFile returns a file's content ("" for no path); an empty file is an
+// error (it would otherwise stand for the fabric's profile).
 func readFile(path string) (string, error) {
 	if path == "" {
 		return "", nil
@@ -279,6 +268,9 @@ func readFile(path string) (string, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return "", fmt.Errorf("read profile: %w", err)
+	}
+	if strings.TrimSpace(string(b)) == "" {
+		return "", fmt.Errorf("profile file %s is empty", path)
 	}
 	return string(b), nil
 }

@@ -1,29 +1,93 @@
 package cli
 
 import (
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
 	"text/tabwriter"
+	"time"
+	"unicode"
 
-	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
+	"google.golang.org/protobuf/types/known/timestamppb"
 	"gopkg.in/yaml.v3"
 )
 
-// plain turns a protobuf message into plain maps and lists (proto field
-// names, every field present) so that JSON and YAML output are stable.
-func plain(m proto.Message) (any, error) {
-	b, err := protojson.MarshalOptions{UseProtoNames: true, EmitUnpopulated: true}.Marshal(m)
-	if err != nil {
-		return nil, fmt.Errorf("encode: %w", err)
+// plain turns a protobuf message into plain maps and lists for JSON and
+// YAML output: proto field names, every field present (unset messages as
+// null), numbers as numbers (64-bit ones too, unlike protojson), enums
+// spelled as the tables spell them (ROLE_HOST → "host"), times in RFC 3339.
+func plain(m proto.Message) (any, error) { return plainMessage(m.ProtoReflect()), nil }
+
+func plainMessage(m protoreflect.Message) any {
+	if !m.IsValid() {
+		return nil
 	}
-	var v any
-	if err := json.Unmarshal(b, &v); err != nil {
-		return nil, fmt.Errorf("encode: %w", err)
+	if m.Descriptor().FullName() == "google.protobuf.Timestamp" {
+		ts, _ := m.Interface().(*timestamppb.Timestamp)
+		return ts.AsTime().UTC().Format(time.RFC3339Nano)
 	}
-	return v, nil
+	out := map[string]any{}
+	fields := m.Descriptor().Fields()
+	for i := range fields.Len() {
+		fd := fields.Get(i)
+		if o := fd.ContainingOneof(); o != nil && !o.IsSynthetic() && !m.Has(fd) {
+			continue
+		}
+		name := string(fd.Name())
+		switch {
+		case fd.IsList():
+			l := m.Get(fd).List()
+			items := make([]any, l.Len())
+			for j := range l.Len() {
+				items[j] = plainValue(fd, l.Get(j))
+			}
+			out[name] = items
+		case fd.IsMap():
+			mm := map[string]any{}
+			m.Get(fd).Map().Range(func(k protoreflect.MapKey, v protoreflect.Value) bool {
+				mm[k.String()] = plainValue(fd.MapValue(), v)
+				return true
+			})
+			out[name] = mm
+		case fd.HasPresence() && !m.Has(fd):
+			out[name] = nil
+		default:
+			out[name] = plainValue(fd, m.Get(fd))
+		}
+	}
+	return out
+}
+
+func plainValue(fd protoreflect.FieldDescriptor, v protoreflect.Value) any {
+	switch fd.Kind() {
+	case protoreflect.MessageKind, protoreflect.GroupKind:
+		return plainMessage(v.Message())
+	case protoreflect.EnumKind:
+		return enumName(fd.Enum(), v.Enum())
+	case protoreflect.BytesKind:
+		return base64.StdEncoding.EncodeToString(v.Bytes())
+	}
+	return v.Interface()
+}
+
+// enumName spells an enum value without its type prefix, in lower case.
+func enumName(ed protoreflect.EnumDescriptor, n protoreflect.EnumNumber) string {
+	vd := ed.Values().ByNumber(n)
+	if vd == nil {
+		return fmt.Sprint(int32(n))
+	}
+	var prefix strings.Builder
+	for i, r := range string(ed.Name()) {
+		if i > 0 && unicode.IsUpper(r) {
+			prefix.WriteByte('_')
+		}
+		prefix.WriteRune(unicode.ToUpper(r))
+	}
+	return strings.ToLower(strings.TrimPrefix(string(vd.Name()), prefix.String()+"_"))
 }
 
 // plainList converts messages with plain.
@@ -79,6 +143,9 @@ func row(w io.Writer, cells ...any) {
 	fmt.Fprintln(w, strings.Join(parts, "\t"))
 }
 
+// listMembers is how many members a zone or alias list shows per row.
+const listMembers = 8
+
 // namedMembers is a zone or an alias as the API returns it.
 type namedMembers interface {
 	proto.Message
@@ -94,9 +161,9 @@ func listNamed[T namedMembers](a *app, revision, key, heading string, xs []T) er
 		return err
 	}
 	return a.print(map[string]any{"revision": revision, key: list}, func(w io.Writer) {
-		row(w, heading, "MEMBERS")
+		row(w, heading, "COUNT", "MEMBERS")
 		for _, x := range xs {
-			row(w, x.GetName(), strings.Join(x.GetMembers(), ", "))
+			row(w, x.GetName(), len(x.GetMembers()), truncateList(x.GetMembers(), ", ", listMembers))
 		}
 	})
 }

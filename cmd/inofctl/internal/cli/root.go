@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"time"
 
 	"github.com/spf13/cobra"
 	"google.golang.org/grpc"
@@ -32,6 +33,8 @@ type IO struct {
 	Out, Err io.Writer
 	// Environ is the environment as "KEY=value" entries.
 	Environ []string
+	// Now is the clock (time.Now if nil).
+	Now func() time.Time
 }
 
 // Main runs inofctl with args until it is done or ctx ends (events
@@ -49,6 +52,10 @@ func Main(ctx context.Context, args []string, stdio IO) int {
 		fmt.Fprintf(stdio.Err, "inofctl: cannot reach the API at %s (is inofd running? see --server)\n", a.opts.Server)
 	}
 	fmt.Fprintf(stdio.Err, "inofctl: %s\n", message(err))
+	var xe exitError
+	if errors.As(err, &xe) {
+		return xe.code
+	}
 	var re runError
 	if errors.As(err, &re) {
 		return ExitError
@@ -82,13 +89,20 @@ type app struct {
 	opts       Options
 	configFile string
 	conn       *grpc.ClientConn
+	now        func() time.Time // for the time left of a graceful-restart hold
 }
 
 // NewCommand returns the root command (for documentation and completion;
 // Main runs it).
 func NewCommand(stdio IO) *cobra.Command { return newApp(stdio).command() }
 
-func newApp(stdio IO) *app { return &app{io: stdio, opts: defaultOptions(stdio.Environ)} }
+func newApp(stdio IO) *app {
+	now := stdio.Now
+	if now == nil {
+		now = time.Now
+	}
+	return &app{io: stdio, opts: defaultOptions(stdio.Environ), now: now}
+}
 
 func (a *app) command() *cobra.Command {
 	root := &cobra.Command{
@@ -101,7 +115,8 @@ func (a *app) command() *cobra.Command {
 			"Zoning changes show the visibility changes they cause (which hosts gain or lose which\n" +
 			"targets) and ask before committing; --yes skips the question. With --stage, edits\n" +
 			"collect in a staging file until `inofctl zoning commit`.\n\n" +
-			"Exit codes: 0 success, 1 the command failed, 2 usage or configuration error.",
+			"Exit codes: 0 success, 1 the command failed, 2 usage or configuration error, 3 conflicts\n" +
+			"found (audit --conflicts).",
 		SilenceUsage:      true,
 		SilenceErrors:     true,
 		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error { return a.load(cmd) },
@@ -126,7 +141,8 @@ func (a *app) command() *cobra.Command {
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return err })
 	root.AddCommand(a.zoneCommand(), a.aliasCommand(), a.zoningCommand(), a.fabricCommand(),
 		a.deviceCommand(), a.sessionCommand(), a.bfdCommand(), a.eventsCommand(), a.losslessCommand(), a.tokenCommand(),
-		a.versionCommand())
+		a.versionCommand(), a.auditCommand(), a.backupCommand())
+	_ = root.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]string{"table", "json", "yaml"}, cobra.ShellCompDirectiveNoFileComp))
 	return root
 }
 

@@ -69,6 +69,15 @@ func (a *app) stage(ctx context.Context, c inofv1.FabricClient, es []*inofv1.Edi
 		}
 		st.Edits = append(st.Edits, b)
 	}
+	if err := a.writeStaged(st); err != nil {
+		return err
+	}
+	fmt.Fprintf(a.io.Out, "staged: %d edit(s) pending against revision %s (inofctl zoning diff | commit | abort)\n", len(all), st.Revision)
+	return nil
+}
+
+// writeStaged writes the staging file.
+func (a *app) writeStaged(st *staged) error {
 	b, err := json.MarshalIndent(st, "", "  ")
 	if err != nil {
 		return fmt.Errorf("encode staging file: %w", err)
@@ -79,7 +88,6 @@ func (a *app) stage(ctx context.Context, c inofv1.FabricClient, es []*inofv1.Edi
 	if err := os.WriteFile(a.opts.StagingFile, b, 0o600); err != nil {
 		return fmt.Errorf("staging file: %w", err)
 	}
-	fmt.Fprintf(a.io.Out, "staged: %d edit(s) pending against revision %s (inofctl zoning diff | commit | abort)\n", len(all), st.Revision)
 	return nil
 }
 

@@ -2,6 +2,8 @@ package cli
 
 import (
 	"context"
+	"fmt"
+	"io"
 
 	"github.com/spf13/cobra"
 
@@ -19,10 +21,7 @@ func (a *app) zoneCommand() *cobra.Command {
 	}
 	var f changeFlags
 	edit := func(use, short string, args cobra.PositionalArgs, build func([]string) *inofv1.Edit) *cobra.Command {
-		c := &cobra.Command{Use: use, Short: short, Args: args,
-			RunE: a.change(&f, func(args []string) ([]*inofv1.Edit, error) { return []*inofv1.Edit{build(args)}, nil })}
-		f.register(c)
-		return c
+		return a.editCommand(&f, use, short, args, build)
 	}
 	create := edit("create NAME [MEMBER...]", "Create a zone (like FC zonecreate)", cobra.MinimumNArgs(1), func(args []string) *inofv1.Edit {
 		return &inofv1.Edit{Edit: &inofv1.Edit_CreateZone{CreateZone: &inofv1.CreateZone{Name: args[0], Members: args[1:]}}}
@@ -34,10 +33,10 @@ func (a *app) zoneCommand() *cobra.Command {
 		edit("rename NAME NEW-NAME", "Rename a zone", cobra.ExactArgs(2), func(args []string) *inofv1.Edit {
 			return &inofv1.Edit{Edit: &inofv1.Edit_RenameZone{RenameZone: &inofv1.RenameZone{Name: args[0], NewName: args[1]}}}
 		}),
-		edit("add NAME MEMBER...", "Add members to a zone (like FC zoneadd)", cobra.MinimumNArgs(2), func(args []string) *inofv1.Edit {
+		edit("add NAME MEMBER...", "Add members to a zone (like FC zoneadd)", cobra.MinimumNArgs(1), func(args []string) *inofv1.Edit {
 			return &inofv1.Edit{Edit: &inofv1.Edit_AddZoneMembers{AddZoneMembers: &inofv1.ZoneMembers{Zone: args[0], Members: args[1:]}}}
 		}),
-		edit("remove NAME MEMBER...", "Remove members from a zone (like FC zoneremove)", cobra.MinimumNArgs(2), func(args []string) *inofv1.Edit {
+		edit("remove NAME MEMBER...", "Remove members from a zone (like FC zoneremove)", cobra.MinimumNArgs(1), func(args []string) *inofv1.Edit {
 			return &inofv1.Edit{Edit: &inofv1.Edit_RemoveZoneMembers{RemoveZoneMembers: &inofv1.ZoneMembers{Zone: args[0], Members: args[1:]}}}
 		}),
 		{Use: "show NAME", Short: "Show one zone", Args: cobra.ExactArgs(1), RunE: a.run(a.zoneShow)},
@@ -45,7 +44,17 @@ func (a *app) zoneCommand() *cobra.Command {
 	for _, c := range existing {
 		c.ValidArgsFunction = a.completeZones
 	}
-	cmd.AddCommand(create, &cobra.Command{Use: "list", Short: "List the zones", Args: cobra.NoArgs, RunE: a.run(a.zoneList)})
+	create.ValidArgsFunction = func(cmd *cobra.Command, args []string, _ string) ([]string, cobra.ShellCompDirective) {
+		if len(args) == 0 {
+			return nil, cobra.ShellCompDirectiveNoFileComp
+		}
+		return a.completeMembers(cmd, args, "")
+	}
+	where := &cobra.Command{Use: "where MEMBER", Short: "List the zones (and aliases) that hold a member, an alias or a device address",
+		Long: "MEMBER as written in zones (10.0.0.5, a range, a prefix, an NQN, alias:NAME). An address\n" +
+			"also finds the ranges and prefixes that cover it, and members that come through an alias.",
+		Args: cobra.ExactArgs(1), ValidArgsFunction: a.completeMembers, RunE: a.run(a.zoneWhere)}
+	cmd.AddCommand(create, &cobra.Command{Use: "list", Short: "List the zones (long member lists cut; zone show has them all)", Args: cobra.NoArgs, RunE: a.run(a.zoneList)}, where)
 	cmd.AddCommand(existing...)
 	return group(cmd)
 }
@@ -58,6 +67,27 @@ func (a *app) zoneList(ctx context.Context, c inofv1.FabricClient, _ []string) e
 	return listNamed(a, z.GetRevision(), "zones", "ZONE", z.GetZones())
 }
 
+func (a *app) zoneWhere(ctx context.Context, c inofv1.FabricClient, args []string) error {
+	resp, err := c.FindMember(ctx, &inofv1.FindMemberRequest{Member: args[0]})
+	if err != nil {
+		return err
+	}
+	list, err := plainList(resp.GetUses())
+	if err != nil {
+		return err
+	}
+	return a.print(list, func(w io.Writer) {
+		if len(resp.GetUses()) == 0 {
+			fmt.Fprintf(w, "%s is in no zone and no alias\n", args[0])
+			return
+		}
+		row(w, "ZONE", "ALIAS", "MEMBER")
+		for _, u := range resp.GetUses() {
+			row(w, u.GetZone(), u.GetAlias(), u.GetMember())
+		}
+	})
+}
+
 func (a *app) zoneShow(ctx context.Context, c inofv1.FabricClient, args []string) error {
 	z, err := c.GetZoning(ctx, &inofv1.GetZoningRequest{})
 	if err != nil {
@@ -66,11 +96,68 @@ func (a *app) zoneShow(ctx context.Context, c inofv1.FabricClient, args []string
 	return showNamed(a, "zone", z.GetZones(), args[0])
 }
 
-// completeZones completes the first argument with the zone names.
+// completeZones completes the first argument with the zone names, the
+// others with members (completeMembers).
 func (a *app) completeZones(cmd *cobra.Command, args []string, _ string) ([]string, cobra.ShellCompDirective) {
+	return completeNamesOf(a, cmd, args, (*inofv1.Zoning).GetZones)
+}
+
+// completeAliases completes the first argument with the alias names, the
+// others with members.
+func (a *app) completeAliases(cmd *cobra.Command, args []string, _ string) ([]string, cobra.ShellCompDirective) {
+	return completeNamesOf(a, cmd, args, (*inofv1.Zoning).GetAliases)
+}
+
+// completeNamesOf completes the first argument with the names of what list
+// returns, the others with members.
+func completeNamesOf[T namedMembers](a *app, cmd *cobra.Command, args []string, list func(*inofv1.Zoning) []T) ([]string, cobra.ShellCompDirective) {
 	if len(args) > 0 {
-		return nil, cobra.ShellCompDirectiveDefault
+		return a.completeMembers(cmd, args, "")
 	}
+	return a.completeWith(cmd, func(ctx context.Context, c inofv1.FabricClient) ([]string, error) {
+		z, err := c.GetZoning(ctx, &inofv1.GetZoningRequest{})
+		if err != nil {
+			return nil, err
+		}
+		var names []string
+		for _, x := range list(z) {
+			names = append(names, x.GetName())
+		}
+		return names, nil
+	})
+}
+
+// completeMembers completes members: alias:NAME for every alias, the
+// registered devices' addresses and NQNs.
+func (a *app) completeMembers(cmd *cobra.Command, _ []string, _ string) ([]string, cobra.ShellCompDirective) {
+	return a.completeWith(cmd, func(ctx context.Context, c inofv1.FabricClient) ([]string, error) {
+		z, err := c.GetZoning(ctx, &inofv1.GetZoningRequest{})
+		if err != nil {
+			return nil, err
+		}
+		var out []string
+		for _, x := range z.GetAliases() {
+			out = append(out, "alias:"+x.GetName())
+		}
+		ds, err := c.ListDevices(ctx, &inofv1.ListDevicesRequest{})
+		if err != nil {
+			return nil, err
+		}
+		seen := map[string]bool{}
+		for _, d := range ds.GetDevices() {
+			for _, m := range []string{d.GetAddress(), d.GetNqn()} {
+				if m != "" && !seen[m] {
+					seen[m] = true
+					out = append(out, m+"\t"+roleName(d.GetRole()))
+				}
+			}
+		}
+		return out, nil
+	})
+}
+
+// completeWith runs a completion query against the API.
+func (a *app) completeWith(cmd *cobra.Command, list func(context.Context, inofv1.FabricClient) ([]string, error)) ([]string, cobra.ShellCompDirective) {
 	if err := a.load(cmd); err != nil {
 		return nil, cobra.ShellCompDirectiveError
 	}
@@ -80,13 +167,9 @@ func (a *app) completeZones(cmd *cobra.Command, args []string, _ string) ([]stri
 	}
 	ctx, cancel := context.WithTimeout(cmd.Context(), a.opts.Timeout)
 	defer cancel()
-	z, err := c.GetZoning(ctx, &inofv1.GetZoningRequest{})
+	out, err := list(ctx, c)
 	if err != nil {
 		return nil, cobra.ShellCompDirectiveError
 	}
-	names := make([]string, 0, len(z.GetZones()))
-	for _, x := range z.GetZones() {
-		names = append(names, x.GetName())
-	}
-	return names, cobra.ShellCompDirectiveNoFileComp
+	return out, cobra.ShellCompDirectiveNoFileComp
 }

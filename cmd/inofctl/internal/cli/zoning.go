@@ -6,6 +6,8 @@ import (
 	"io"
 
 	"github.com/spf13/cobra"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	inofv1 "github.com/openinof/inof/inof/api/v1"
 )
@@ -13,10 +15,14 @@ import (
 func (a *app) zoningCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "zoning",
-		Short: "Review, commit or abort the staged zoning edits",
+		Short: "Whole-configuration zoning: staged edits, export and apply, history, rollback",
 		Long: "Edits made with --stage collect in the staging file (like an FC zoning transaction).\n" +
 			"`diff` shows them and the visibility changes they cause, `commit` applies them at once\n" +
-			"if nobody changed the configuration since the first was staged, `abort` drops them.",
+			"if nobody changed the configuration since the first was staged (else `rebase` moves them\n" +
+			"onto the new one), `abort` drops them.\n\n" +
+			"`export` writes the whole configuration as YAML and `apply -f` makes the fabric match such\n" +
+			"a file; `history` lists the committed revisions (the reflectors keep the last\n" +
+			"history_size), `show --revision`, `diff R1 R2` and `rollback R` work on them.",
 	}
 	var yes bool
 	commit := &cobra.Command{Use: "commit", Short: "Commit the staged edits (like FC cfgsave + cfgenable)", Args: cobra.NoArgs,
@@ -34,8 +40,30 @@ func (a *app) zoningCommand() *cobra.Command {
 			return a.unstage()
 		})}
 	commit.Flags().BoolVarP(&yes, "yes", "y", false, "commit without asking")
+	var showRev string
+	show := &cobra.Command{Use: "show", Short: "Show the whole committed configuration (or a retained revision's)", Args: cobra.NoArgs,
+		RunE: a.run(func(ctx context.Context, c inofv1.FabricClient, _ []string) error {
+			return a.zoningShow(ctx, c, showRev)
+		})}
+	show.Flags().StringVar(&showRev, "revision", "", "show this retained revision (zoning history)")
+	_ = show.RegisterFlagCompletionFunc("revision", func(cmd *cobra.Command, _ []string, _ string) ([]string, cobra.ShellCompDirective) {
+		return a.completeRevisions(cmd, nil, "")
+	})
 	cmd.AddCommand(
-		&cobra.Command{Use: "diff", Short: "Show the staged edits and the visibility changes they cause", Args: cobra.NoArgs, RunE: a.run(a.zoningDiff)},
+		&cobra.Command{Use: "diff [REVISION [REVISION]]", Short: "Show the staged edits and the visibility changes they cause, or what changed between revisions",
+			Long: "Without arguments: the staged edits and the visibility changes they cause. With one\n" +
+				"revision: what changed from it to the configuration in effect; with two: from the first\n" +
+				"to the second.",
+			Args: cobra.MaximumNArgs(2), ValidArgsFunction: a.completeRevisions,
+			RunE: a.run(func(ctx context.Context, c inofv1.FabricClient, args []string) error {
+				switch len(args) {
+				case 0:
+					return a.zoningDiff(ctx, c, args)
+				case 1:
+					return a.zoningRevisionDiff(ctx, c, args[0], "")
+				}
+				return a.zoningRevisionDiff(ctx, c, args[0], args[1])
+			})},
 		commit,
 		&cobra.Command{Use: "abort", Short: "Drop the staged edits (like FC cfgtransabort)", Args: cobra.NoArgs,
 			RunE: func(*cobra.Command, []string) error {
@@ -44,8 +72,9 @@ func (a *app) zoningCommand() *cobra.Command {
 				}
 				return nil
 			}},
-		&cobra.Command{Use: "show", Short: "Show the whole committed configuration", Args: cobra.NoArgs, RunE: a.run(a.zoningShow)},
+		show,
 	)
+	cmd.AddCommand(a.zoningDeclarativeCommands()...)
 	return group(cmd)
 }
 
@@ -59,6 +88,18 @@ func (a *app) zoningDiff(ctx context.Context, c inofv1.FabricClient, _ []string)
 		return nil
 	}
 	dry, err := c.ApplyZoning(ctx, &inofv1.ApplyZoningRequest{Edits: es, ExpectedRevision: st.Revision, DryRun: true})
+	if status.Code(err) == codes.Aborted {
+		fmt.Fprintf(a.io.Out, "%d staged edit(s) against revision %s:\n", len(es), st.Revision)
+		printEdits(a.io.Out, es)
+		cur, cerr := c.GetZoning(ctx, &inofv1.GetZoningRequest{})
+		now := "a newer one"
+		if cerr == nil {
+			now = cur.GetRevision()
+		}
+		return fmt.Errorf("someone committed since these edits were staged (revision %s, now %s): "+
+			"`inofctl zoning rebase` moves them onto the configuration in effect (then diff again), `zoning abort` drops them",
+			st.Revision, now)
+	}
 	if err != nil {
 		return err
 	}
@@ -73,8 +114,8 @@ func (a *app) zoningDiff(ctx context.Context, c inofv1.FabricClient, _ []string)
 	})
 }
 
-func (a *app) zoningShow(ctx context.Context, c inofv1.FabricClient, _ []string) error {
-	z, err := c.GetZoning(ctx, &inofv1.GetZoningRequest{})
+func (a *app) zoningShow(ctx context.Context, c inofv1.FabricClient, rev string) error {
+	z, err := a.zoningAt(ctx, c, rev)
 	if err != nil {
 		return err
 	}

@@ -49,7 +49,19 @@ from another reflector count as a change too.
 Several edits can still be collected like an FC zoning transaction: ` + "`--stage`" + ` adds an edit to a local
 staging file (checked with a dry run at once) instead of committing it; ` + "`inofctl zoning diff`" + ` shows the
 staged edits and their visibility changes, ` + "`zoning commit`" + ` applies them together against the
-revision the first was staged on, and ` + "`zoning abort`" + ` drops them.
+revision the first was staged on, and ` + "`zoning abort`" + ` drops them. If someone committed since,
+` + "`zoning diff`" + ` still lists the staged edits and ` + "`zoning rebase`" + ` moves them onto the configuration in
+effect.
+
+## Declarative zoning, history, audit, backup
+
+` + "`zoning export`" + ` writes the whole configuration as one YAML file and ` + "`zoning apply -f FILE`" + ` makes the
+fabric match it (member diff, access diff, question, one transaction; applying it again changes
+nothing). Every commit is a journal entry that both reflectors keep (the last ` + "`history_size`" + `, 100):
+` + "`zoning history`" + `, ` + "`zoning show --revision R`" + `, ` + "`zoning diff R1 R2`" + `, ` + "`zoning rollback R`" + ` and
+` + "`audit`" + ` (who, from where, when, what; lost concurrent edits as conflicts) read it. ` + "`backup FILE`" + `
+saves the store online; ` + "`inofd restore`" + ` puts it on a stopped reflector (docs/zoning.md, "Day-2
+walkthrough").
 
 | FC / Huawei | inofctl |
 |---|---|
@@ -58,12 +70,16 @@ revision the first was staged on, and ` + "`zoning abort`" + ` drops them.
 | ` + "`cfgshow`" + ` | ` + "`zoning show`, `zone list`" + ` |
 | ` + "`cfgsave` + `cfgenable`" + ` | ` + "`zoning commit`" + ` (or any change without ` + "`--stage`" + `) |
 | ` + "`cfgtransabort`" + ` | ` + "`zoning abort`" + ` |
+| ` + "`configupload`" + ` | ` + "`zoning export`" + `, ` + "`backup`" + ` |
 | ` + "`default-zone enable`" + ` | ` + "`fabric set default-zone on`" + ` |
 
 Output: ` + "`-o table`" + ` (default), ` + "`-o json`" + ` or ` + "`-o yaml`" + ` (field names as in the proto file; ` + "`events`" + `
 prints one JSON object per line). Exit codes: 0 success, 1 the command failed (including a server
-error, printed with its gRPC code), 2 usage or configuration error. Shell completion:
-` + "`inofctl completion bash|zsh|fish|powershell`" + `.
+error, printed with its gRPC code), 2 usage or configuration error, 3 conflicts found
+(` + "`audit --conflicts`" + `). JSON and YAML print numbers as numbers and enums as the tables spell them
+(` + "`host`" + `, not ` + "`ROLE_HOST`" + `). Shell completion (` + "`inofctl completion bash|zsh|fish|powershell`" + `)
+completes zone and alias names, members (aliases, registered addresses and NQNs), revisions and
+` + "`-o`" + ` values.
 
 # Commands
 `

@@ -1,0 +1,404 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	inofv1 "github.com/openinof/inof/inof/api/v1"
+)
+
+// ExitConflict is the exit code of `inofctl audit --conflicts` when the
+// journal holds conflicts (edits lost to concurrent writes).
+const ExitConflict = 3
+
+// exitError makes a command that ran end with a given exit code.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e exitError) Error() string { return e.err.Error() }
+func (e exitError) Unwrap() error { return e.err }
+
+// zoningDeclarativeCommands are export, apply, history, rollback and rebase.
+func (a *app) zoningDeclarativeCommands() []*cobra.Command {
+	var file string
+	var yes bool
+	export := &cobra.Command{Use: "export [-f FILE]", Short: "Write the whole zoning configuration as one YAML file (settings, aliases, zones)",
+		Long: "Writes the committed configuration (or the one of --revision) in the form `zoning apply -f`\n" +
+			"reads: keep it in git, review changes like code, apply them.",
+		Args: cobra.NoArgs}
+	var exportRev string
+	export.RunE = a.run(func(ctx context.Context, c inofv1.FabricClient, _ []string) error {
+		z, err := a.zoningAt(ctx, c, exportRev)
+		if err != nil {
+			return err
+		}
+		w := a.io.Out
+		if file != "" && file != "-" {
+			var sb strings.Builder
+			if err := encodeFile(&sb, fileOf(z), z.GetRevision()); err != nil {
+				return err
+			}
+			if err := writeFileAtomic(file, []byte(sb.String()), 0o644); err != nil {
+				return err
+			}
+			fmt.Fprintf(a.io.Err, "exported revision %s to %s\n", z.GetRevision(), file)
+			return nil
+		}
+		return encodeFile(w, fileOf(z), z.GetRevision())
+	})
+	export.Flags().StringVarP(&file, "file", "f", "", "write to FILE instead of standard output")
+	export.Flags().StringVar(&exportRev, "revision", "", "export this retained revision (zoning history)")
+
+	var applyFile string
+	apply := &cobra.Command{Use: "apply -f FILE", Short: "Make the zoning configuration what FILE says (shows the member and access diff, asks)",
+		Long: "Compares FILE (an `inofctl zoning export`, \"-\" for standard input) with the committed\n" +
+			"configuration, shows which zones and aliases change and which hosts gain or lose which\n" +
+			"targets, asks, and commits it all in one transaction. Applying the same file again changes\n" +
+			"nothing. With -f - the question cannot be read from standard input: use --yes.",
+		Args: cobra.NoArgs,
+		RunE: a.run(func(ctx context.Context, c inofv1.FabricClient, _ []string) error {
+			if applyFile == "" {
+				return errors.New("-f FILE is required")
+			}
+			want, err := readZoningFile(applyFile, a.io.In)
+			if err != nil {
+				return err
+			}
+			cur, err := c.GetZoning(ctx, &inofv1.GetZoningRequest{})
+			if err != nil {
+				return err
+			}
+			p := planFor(fileOf(cur), want)
+			if len(p.edits) == 0 {
+				fmt.Fprintf(a.io.Out, "no change: the fabric already matches %s (revision %s)\n", applyFile, cur.GetRevision())
+				return nil
+			}
+			return a.applyPlan(ctx, c, p, cur.GetRevision(), "apply", yes)
+		})}
+	apply.Flags().StringVarP(&applyFile, "file", "f", "", "the zoning file (\"-\": standard input)")
+	apply.Flags().BoolVarP(&yes, "yes", "y", false, "commit without asking")
+
+	var rbYes bool
+	rollback := &cobra.Command{Use: "rollback REVISION", Short: "Commit a retained revision's configuration again (with the same diff and question)",
+		Args: cobra.ExactArgs(1), ValidArgsFunction: a.completeRevisions,
+		RunE: a.run(func(ctx context.Context, c inofv1.FabricClient, args []string) error {
+			old, err := c.GetRevision(ctx, &inofv1.GetRevisionRequest{Revision: args[0]})
+			if err != nil {
+				return err
+			}
+			cur, err := c.GetZoning(ctx, &inofv1.GetZoningRequest{})
+			if err != nil {
+				return err
+			}
+			p := planFor(fileOf(cur), fileOf(old))
+			if len(p.edits) == 0 {
+				fmt.Fprintf(a.io.Out, "no change: revision %s is the configuration in effect\n", old.GetRevision())
+				return nil
+			}
+			fmt.Fprintf(a.io.Err, "rolling back to revision %s\n", old.GetRevision())
+			return a.applyPlan(ctx, c, p, cur.GetRevision(), "rollback", rbYes)
+		})}
+	rollback.Flags().BoolVarP(&rbYes, "yes", "y", false, "commit without asking")
+
+	var limit uint32
+	history := &cobra.Command{Use: "history", Short: "List the committed zoning revisions: time, identity, what changed",
+		Args: cobra.NoArgs,
+		RunE: a.run(func(ctx context.Context, c inofv1.FabricClient, _ []string) error {
+			resp, err := c.ListJournal(ctx, &inofv1.ListJournalRequest{ZoningOnly: true, Limit: limit})
+			if err != nil {
+				return err
+			}
+			cur, err := c.GetZoning(ctx, &inofv1.GetZoningRequest{})
+			if err != nil {
+				return err
+			}
+			return a.printJournal(resp, cur.GetRevision(), true)
+		})}
+	history.Flags().Uint32Var(&limit, "limit", 0, "show only the newest N revisions")
+
+	rebase := &cobra.Command{Use: "rebase", Short: "Move the staged edits onto the configuration in effect (after someone else committed)",
+		Args: cobra.NoArgs,
+		RunE: a.run(func(ctx context.Context, c inofv1.FabricClient, _ []string) error {
+			st, es, err := a.readStaged()
+			if err != nil {
+				return err
+			}
+			if len(es) == 0 {
+				return errors.New("nothing staged")
+			}
+			old := st.Revision
+			st.Revision = ""
+			if err := a.writeStaged(st); err != nil {
+				return err
+			}
+			dry, err := c.ApplyZoning(ctx, &inofv1.ApplyZoningRequest{Edits: es, DryRun: true})
+			if err != nil {
+				st.Revision = old
+				if werr := a.writeStaged(st); werr != nil {
+					return errors.Join(err, werr)
+				}
+				fmt.Fprintln(a.io.Err, "the staged edits do not apply to the configuration in effect (kept as they were; `zoning abort` drops them):")
+				return err
+			}
+			st.Revision = dry.GetRevision()
+			if err := a.writeStaged(st); err != nil {
+				return err
+			}
+			fmt.Fprintf(a.io.Out, "rebased: %d staged edit(s) moved from revision %s to %s\n", len(es), old, st.Revision)
+			printChanges(a.io.Out, dry.GetChanges())
+			return nil
+		})}
+	return []*cobra.Command{export, apply, history, rollback, rebase}
+}
+
+// zoningAt returns the committed configuration, or a retained revision's.
+func (a *app) zoningAt(ctx context.Context, c inofv1.FabricClient, rev string) (*inofv1.Zoning, error) {
+	if rev == "" {
+		return c.GetZoning(ctx, &inofv1.GetZoningRequest{})
+	}
+	return c.GetRevision(ctx, &inofv1.GetRevisionRequest{Revision: rev})
+}
+
+// zoningRevisionDiff prints what turns revision r1 into r2 (r2 "": the
+// configuration in effect).
+func (a *app) zoningRevisionDiff(ctx context.Context, c inofv1.FabricClient, r1, r2 string) error {
+	from, err := a.zoningAt(ctx, c, r1)
+	if err != nil {
+		return err
+	}
+	to, err := a.zoningAt(ctx, c, r2)
+	if err != nil {
+		return err
+	}
+	p := planFor(fileOf(from), fileOf(to))
+	out := map[string]any{"from": from.GetRevision(), "to": to.GetRevision(), "changes": p.diff}
+	if p.diff == nil {
+		out["changes"] = []string{}
+	}
+	return a.print(out, func(w io.Writer) {
+		fmt.Fprintf(w, "from revision %s to %s: ", from.GetRevision(), to.GetRevision())
+		if len(p.diff) == 0 {
+			fmt.Fprintln(w, "no change")
+			return
+		}
+		fmt.Fprintf(w, "%d change(s)\n", len(p.diff))
+		for _, l := range p.diff {
+			fmt.Fprintf(w, "  %s\n", l)
+		}
+	})
+}
+
+// printJournal prints journal entries (and the conflicts); current marks
+// the revision in effect in the history.
+func (a *app) printJournal(resp *inofv1.ListJournalResponse, current string, history bool) error {
+	v, err := plain(resp)
+	if err != nil {
+		return err
+	}
+	conflicted := map[string]string{}
+	for _, c := range resp.GetConflicts() {
+		for _, id := range c.GetEntries() {
+			conflicted[id] = "CONFLICT (lost) "
+		}
+		for _, id := range c.GetResolved() {
+			conflicted[id] = "conflict (lost, edited since) "
+		}
+	}
+	return a.print(v, func(w io.Writer) {
+		if history {
+			row(w, "", "REVISION", "TIME", "IDENTITY", "ACTION", "SUMMARY")
+		} else {
+			row(w, "TIME", "IDENTITY", "VIA", "ACTION", "REVISION", "WRITER", "SUMMARY")
+		}
+		for _, e := range resp.GetEntries() {
+			t := e.GetTime().AsTime().UTC().Format(time.RFC3339)
+			sum := e.GetSummary()
+			sum = conflicted[e.GetId()] + sum
+			if history {
+				mark := ""
+				if e.GetRevision() == current {
+					mark = "*"
+				}
+				row(w, mark, e.GetRevision(), t, e.GetIdentity(), e.GetAction(), sum)
+			} else {
+				row(w, t, e.GetIdentity(), e.GetVia(), e.GetAction(), e.GetRevision(), e.GetWriter(), sum)
+			}
+		}
+		for _, c := range resp.GetConflicts() {
+			if len(c.GetEntries()) > 0 {
+				fmt.Fprintf(w, "conflict: the edits of %s to %s were lost to a concurrent one; %s is in effect\n",
+					strings.Join(c.GetEntries(), ", "), c.GetObject(), c.GetKept())
+			}
+		}
+	})
+}
+
+func (a *app) auditCommand() *cobra.Command {
+	var req inofv1.ListJournalRequest
+	var since, until string
+	var conflicts bool
+	cmd := &cobra.Command{Use: "audit", Short: "Who changed what, when and from where (zoning, lossless, restores)",
+		Long: "Lists the journal every reflector keeps and replicates (the last history_size entries),\n" +
+			"oldest first, with the conflicts it reveals: a record two edits changed on the same base,\n" +
+			"of which last-writer-wins kept one. --since/--until take a time (RFC 3339) or a duration\n" +
+			"back from now (24h). With --conflicts only the conflicts are listed, and the exit code is 3\n" +
+			"while one is open: a lost edit on whose loss nobody has edited the object again.",
+		Args: cobra.NoArgs,
+		RunE: a.run(func(ctx context.Context, c inofv1.FabricClient, _ []string) error {
+			var err error
+			if req.Since, err = parseWhen(since); err != nil {
+				return fmt.Errorf("--since: %w", err)
+			}
+			if req.Until, err = parseWhen(until); err != nil {
+				return fmt.Errorf("--until: %w", err)
+			}
+			resp, err := c.ListJournal(ctx, &req)
+			if err != nil {
+				return err
+			}
+			if conflicts {
+				list, err := plainList(resp.GetConflicts())
+				if err != nil {
+					return err
+				}
+				open := 0
+				if err := a.print(map[string]any{"conflicts": list}, func(w io.Writer) {
+					row(w, "OBJECT", "LOST", "EDITED SINCE", "IN EFFECT")
+					for _, c := range resp.GetConflicts() {
+						row(w, c.GetObject(), strings.Join(c.GetEntries(), ", "), strings.Join(c.GetResolved(), ", "), c.GetKept())
+					}
+				}); err != nil {
+					return err
+				}
+				for _, c := range resp.GetConflicts() {
+					if len(c.GetEntries()) > 0 {
+						open++
+					}
+				}
+				if n := open; n > 0 {
+					return exitError{ExitConflict, fmt.Errorf("%d conflict(s): edits were lost to concurrent commits; check the objects and edit again", n)}
+				}
+				return nil
+			}
+			return a.printJournal(resp, "", false)
+		})}
+	f := cmd.Flags()
+	f.StringVar(&req.Identity, "identity", "", "only entries of identities containing this (user:alice, token:ci)")
+	f.StringVar(&req.Action, "action", "", "only this action: commit, apply, rollback, lossless, restore")
+	f.StringVar(&req.Object, "object", "", "only entries that wrote this object (\"zone web\", \"alias red\")")
+	f.StringVar(&since, "since", "", "only entries at or after this time (RFC 3339) or this long ago (24h)")
+	f.StringVar(&until, "until", "", "only entries at or before this time or this long ago")
+	f.Uint32Var(&req.Limit, "limit", 0, "only the newest N entries")
+	f.BoolVar(&conflicts, "conflicts", false, "list only the conflicts; exit 3 if there are any")
+	_ = cmd.RegisterFlagCompletionFunc("action", cobra.FixedCompletions(
+		[]string{"commit", "apply", "rollback", "lossless", "restore"}, cobra.ShellCompDirectiveNoFileComp))
+	return cmd
+}
+
+// parseWhen reads an RFC 3339 time or a duration back from now.
+func parseWhen(s string) (*timestamppb.Timestamp, error) {
+	if s == "" {
+		return nil, nil
+	}
+	if t, err := time.Parse(time.RFC3339, s); err == nil {
+		return timestamppb.New(t), nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		return nil, fmt.Errorf("%q: want an RFC 3339 time or a duration (24h)", s)
+	}
+	return timestamppb.New(time.Now().Add(-d)), nil
+}
+
+func (a *app) backupCommand() *cobra.Command {
+	return &cobra.Command{Use: "backup FILE", Short: "Save a consistent copy of the reflector's store (zoning, history, audit)",
+		Long: "Streams an online, consistent snapshot of the store (the reflector keeps serving) into\n" +
+			"FILE (mode 0600; written beside and renamed, so FILE is whole or absent). Restore it on a\n" +
+			"stopped reflector with `inofd restore --config FILE.yaml BACKUP`.",
+		Args: cobra.ExactArgs(1),
+		RunE: a.run(func(ctx context.Context, c inofv1.FabricClient, args []string) error {
+			stream, err := c.Backup(ctx, &inofv1.BackupRequest{})
+			if err != nil {
+				return err
+			}
+			tmp := args[0] + ".partial"
+			fh, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o600)
+			if err != nil {
+				return fmt.Errorf("backup: %w", err)
+			}
+			defer os.Remove(tmp)
+			var n int64
+			for {
+				ch, err := stream.Recv()
+				if errors.Is(err, io.EOF) {
+					break
+				}
+				if err != nil {
+					fh.Close()
+					return err
+				}
+				k, err := fh.Write(ch.GetData())
+				n += int64(k)
+				if err != nil {
+					fh.Close()
+					return fmt.Errorf("backup: %w", err)
+				}
+			}
+			if n == 0 {
+				fh.Close()
+				return status.Error(codes.DataLoss, "the server sent an empty backup")
+			}
+			if err := fh.Sync(); err != nil {
+				fh.Close()
+				return fmt.Errorf("backup: %w", err)
+			}
+			if err := fh.Close(); err != nil {
+				return fmt.Errorf("backup: %w", err)
+			}
+			if err := os.Rename(tmp, args[0]); err != nil {
+				return fmt.Errorf("backup: %w", err)
+			}
+			fmt.Fprintf(a.io.Out, "backup written to %s (%d bytes)\n", args[0], n)
+			return nil
+		})}
+}
+
+// writeFileAtomic writes b to path through a file beside it.
+func writeFileAtomic(path string, b []byte, mode os.FileMode) error {
+	tmp := filepath.Join(filepath.Dir(path), "."+filepath.Base(path)+".tmp")
+	if err := os.WriteFile(tmp, b, mode); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}
+
+// completeRevisions completes retained zoning revisions.
+func (a *app) completeRevisions(cmd *cobra.Command, args []string, _ string) ([]string, cobra.ShellCompDirective) {
+	if len(args) > 1 {
+		return nil, cobra.ShellCompDirectiveNoFileComp
+	}
+	return a.completeWith(cmd, func(ctx context.Context, c inofv1.FabricClient) ([]string, error) {
+		resp, err := c.ListJournal(ctx, &inofv1.ListJournalRequest{ZoningOnly: true})
+		if err != nil {
+			return nil, err
+		}
+		var out []string
+		for _, e := range resp.GetEntries() {
+			out = append(out, e.GetRevision()+"\t"+e.GetIdentity()+" "+e.GetSummary())
+		}
+		return out, nil
+	})
+}
