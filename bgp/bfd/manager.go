@@ -38,9 +38,10 @@ type ManagerOptions struct {
 // interface) on port 3784, one send socket per session, packets
 // demultiplexed by discriminator (or by addresses while the peer does not
 // know ours yet) and handled on the socket's receive goroutine; the
-// sessions' timers run on one engine goroutine (engine.go). Subscribers hear every state change, each from a
-// goroutine of its own (docs/design.md §8): never from a session's goroutine nor
-// under the manager's lock.
+// sessions' timers run on one engine goroutine (engine.go). Subscribers
+// hear every state change, each from a goroutine of its own
+// (docs/design.md §8): never from the engine or a receive loop nor under
+// the manager's lock.
 type Manager struct {
 	log *slog.Logger
 	net network
@@ -115,8 +116,8 @@ func (m *Manager) goLocked(wg *sync.WaitGroup, f func(), done chan struct{}) {
 // returned cancel is called or the manager is closed.
 //
 // fn runs on a goroutine of its own for this subscription, one call at a
-// time, in order for each session; never on a session's goroutine nor
-// under a lock, so it may call any method of the Manager (Add, Remove,
+// time, in order for each session; never on the engine or a receive loop
+// nor under a lock, so it may call any method of the Manager (Add, Remove,
 // Close, Subscribe, its own cancel). A slow fn delays nobody but itself:
 // while it is behind, each session's changes are coalesced (at most two
 // events pending per session; see StateChange.Coalesced and
@@ -142,8 +143,9 @@ func (m *Manager) Subscribe(fn func(StateChange)) (cancel func()) {
 }
 
 // publish hands a change to every subscription's queue; it runs on the
-// session's goroutine and never blocks on a subscriber. The daemons log
-// the changes they hear in their own words; this line is for debugging.
+// engine or a receive loop (or Add, Remove) and never blocks on a
+// subscriber. The daemons log the changes they hear in their own words;
+// this line is for debugging.
 func (m *Manager) publish(ch StateChange) {
 	m.transitions[ch.New&3].Add(1)
 	m.log.Debug("BFD session state", "session", ch.Key.String(), "from", ch.Old.String(), "to", ch.New.String(), "diag", ch.Diag.String())
