@@ -1,7 +1,6 @@
 package bfd
 
 import (
-	"net/netip"
 	"os"
 	"os/exec"
 	"runtime"
@@ -44,27 +43,7 @@ func BenchmarkBusyMachine(b *testing.B) {
 		ca := watch(ma)
 		ma.Subscribe(count)
 		mb.Subscribe(count)
-		var keys []SessionKey
-		for i := range n {
-			peer := netip.AddrFrom4([4]byte{127, 0, 6, byte(i)})
-			if i == 0 {
-				peer = netip.AddrFrom4([4]byte{127, 0, 7, 1})
-			}
-			ka, kb := SessionKey{Local: addrA, Peer: peer}, SessionKey{Local: peer, Peer: addrA}
-			cfg := func(k SessionKey) Config {
-				return Config{Key: k, DesiredMinTx: 100 * time.Millisecond, RequiredMinRx: 100 * time.Millisecond, DetectMult: 3}
-			}
-			if _, err := ma.Add(cfg(ka)); err != nil {
-				b.Fatal(err)
-			}
-			if _, err := mb.Add(cfg(kb)); err != nil {
-				b.Fatal(err)
-			}
-			keys = append(keys, ka)
-		}
-		for _, k := range keys {
-			ca.waitFor(b, k, Up, 0)
-		}
+		addPairs(b, ma, mb, ca, n, 6)
 		time.Sleep(2 * time.Second) // Poll sequences done
 		var procs []*exec.Cmd
 		for range hogs {

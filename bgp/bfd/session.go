@@ -224,14 +224,18 @@ func (s *Session) rearm(now time.Time) {
 	s.eng.push(next)
 }
 
+// isRemoved says whether Remove took the session off.
+func (s *Session) isRemoved() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.removed
+}
+
 // handle is the receive path's: a packet for this session arrived at now.
 func (s *Session) handle(p Packet, now time.Time) {
 	s.ev.Lock()
 	defer s.ev.Unlock()
-	s.mu.Lock()
-	removed := s.removed
-	s.mu.Unlock()
-	if removed {
+	if s.isRemoved() {
 		return
 	}
 	final, changed, dt := s.receive(p)
@@ -310,10 +314,7 @@ func (s *Session) onDetect(now time.Time, gen uint64, late time.Duration) {
 func (s *Session) retimed(t Timers, now time.Time) bool {
 	s.ev.Lock()
 	defer s.ev.Unlock()
-	s.mu.Lock()
-	removed := s.removed
-	s.mu.Unlock()
-	if removed {
+	if s.isRemoved() {
 		return false
 	}
 	if s.setTimers(t) {
