@@ -215,3 +215,19 @@ func (b backend) SetRecordFormat(ctx context.Context, format string) error {
 // DeviceCount is how many devices the fabric view holds (a count, cheap
 // to poll).
 func (r *Reflector) DeviceCount() int { return r.fabric.devices.Len() }
+
+// EstablishedSessions is how many BGP sessions are established, as the
+// neighbor watch last heard (a count, cheap to poll: Neighbors asks GoBGP
+// for every session's advertised count, a walk of the whole table per
+// session).
+func (r *Reflector) EstablishedSessions() int {
+	r.fabric.mu.Lock()
+	defer r.fabric.mu.Unlock()
+	n := 0
+	for _, st := range r.fabric.bgp {
+		if st.state == bgp.StateEstablished {
+			n++
+		}
+	}
+	return n
+}

@@ -169,15 +169,8 @@ func startOurs(a childArgs, log *slog.Logger) (func(context.Context) (int, int, 
 	if err != nil {
 		return nil, fmt.Errorf("commit zones: %w", err)
 	}
-	return func(ctx context.Context) (int, int, error) {
-		ns, err := r.Neighbors(ctx)
-		up := 0
-		for _, s := range ns {
-			if s.State == bgp.StateEstablished {
-				up++
-			}
-		}
-		return r.DeviceCount(), up, err
+	return func(context.Context) (int, int, error) {
+		return r.DeviceCount(), r.EstablishedSessions(), nil
 	}, nil
 }
 
