@@ -89,9 +89,10 @@ type Session struct {
 	notify func(StateChange)
 	eng    *engine
 
-	// ev orders what a session tells subscribers: the receive path, the
-	// engine and Remove each hold it from a state change to its notify, so
-	// changes reach the queues in the order they happened.
+	// ev orders what a session says: the receive path, the engine and
+	// Remove each hold it from a state change to its notify and its
+	// packets, so changes reach the queues, and packets the peer, in the
+	// order they happened.
 	ev sync.Mutex
 
 	mu                 sync.Mutex
@@ -183,6 +184,10 @@ func (s *Session) start(now time.Time) {
 // onTx is the engine's: a packet is due. It sends one (unless the peer
 // wants none now) and queues the next.
 func (s *Session) onTx(now time.Time, gen uint64) {
+	// Under ev: a packet built before a state change must not be sent
+	// after the packet that announces it (the peer would go back).
+	s.ev.Lock()
+	defer s.ev.Unlock()
 	s.mu.Lock()
 	if s.removed || gen != s.txGen {
 		s.mu.Unlock()
