@@ -1,14 +1,11 @@
 package bgp
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"slices"
 	"sync"
-	"time"
 
 	"github.com/openinof/inof/inof"
 )
@@ -129,6 +126,10 @@ func (p *DevicePublisher) Withdraw(ctx context.Context, id DeviceID) error {
 type PublishedDevice struct {
 	Record       DeviceRecord
 	RouteTargets []RouteTarget
+	// Set and Shard say which device set record holds it (SetPublisher);
+	// Set is 0 for a record of its own (DevicePublisher).
+	Set   uint64 `json:",omitempty"`
+	Shard uint16 `json:",omitempty"`
 }
 
 // Published returns every record held published, sorted by address.
@@ -178,181 +179,4 @@ func dropsAny(old, cur []RouteTarget) bool {
 		}
 	}
 	return false
-}
-
-// DefaultMaxDevices is the device table's default bound: 4 Mi (switch,
-// address) pairs, twice issue #16's largest fabric (256 switches × 8k
-// devices = 2.1 M records at one reflector), a few hundred bytes each;
-// GoBGP's own tables hold about 1 KB per record beside it.
-const DefaultMaxDevices = 1 << 22
-
-// DeviceTableOptions configure a DeviceTable.
-type DeviceTableOptions struct {
-	// MaxDevices bounds the (switch, address) pairs held (default
-	// DefaultMaxDevices); records of further devices are refused, counted
-	// and logged at a rate limit.
-	MaxDevices int
-	Logger     *slog.Logger
-}
-
-// maxEpochs bounds the epochs held per device: normally one, two while a
-// device moves between zones, a third while a restarted switch's stale
-// records wait for End-of-RIB. Beyond it the lowest epoch is dropped.
-const maxEpochs = 4
-
-// DeviceTable is a receiver's view of device records: per (switch,
-// address) the record with the highest epoch present. Feed it the events of
-// WatchRecords. It is safe for concurrent use.
-type DeviceTable struct {
-	max int
-	log *slog.Logger
-
-	mu sync.Mutex
-	// devices holds per device its records, one per epoch present, in no
-	// order (at most maxEpochs; a slice costs far less than a map here).
-	devices map[DeviceID][]DeviceRecord
-	stats   DeviceTableStats
-	refuse  rateLimit
-}
-
-// DeviceTableStats count what a DeviceTable refused.
-type DeviceTableStats struct {
-	Refused uint64 // records of devices beyond MaxDevices
-	Evicted uint64 // epochs dropped beyond the per-device bound
-}
-
-// DeviceChange is a change of a device's current record.
-type DeviceChange struct {
-	ID     DeviceID
-	Record *DeviceRecord // the record with the highest epoch; nil when gone
-	// Vanished: the device's last record was withdrawn while active, so
-	// its switch is gone (hosts get reason BFD down). A device that leaves
-	// normally is published inactive first.
-	Vanished bool
-}
-
-// NewDeviceTable returns an empty table.
-func NewDeviceTable(opts DeviceTableOptions) *DeviceTable {
-	if opts.MaxDevices <= 0 {
-		opts.MaxDevices = DefaultMaxDevices
-	}
-	if opts.Logger == nil {
-		opts.Logger = slog.Default()
-	}
-	return &DeviceTable{max: opts.MaxDevices, log: opts.Logger, devices: map[DeviceID][]DeviceRecord{},
-		refuse: rateLimit{every: time.Second}}
-}
-
-// Apply feeds one record event and reports the device's change, if its
-// current record changed. Events of other record types are ignored; a
-// malformed record counts as a withdraw of its key.
-func (t *DeviceTable) Apply(ev RecordEvent) (DeviceChange, bool) {
-	var key DeviceKey
-	var rec *DeviceRecord
-	if d, ok := ev.Record.(*DeviceRecord); ok && !ev.Withdrawn {
-		key, rec = DeviceKey{DeviceID: d.ID(), Epoch: d.Epoch}, d
-	} else if ev.Withdrawn {
-		k, err := ParseDeviceKey(ev.Key)
-		if err != nil {
-			return DeviceChange{}, false
-		}
-		key = k
-	} else {
-		return DeviceChange{}, false
-	}
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	epochs, known := t.devices[key.DeviceID]
-	before, had := current(epochs)
-	sameEpoch := func(r DeviceRecord) bool { return r.Epoch == key.Epoch }
-	if rec == nil {
-		epochs = slices.DeleteFunc(epochs, sameEpoch)
-	} else {
-		if !known && len(t.devices) >= t.max {
-			t.stats.Refused++
-			if t.refuse.allow() {
-				t.log.Warn("device table full; record refused", "device", key.Addr, "switch", key.Switch,
-					"limit", t.max, "refused_total", t.stats.Refused)
-			}
-			return DeviceChange{}, false
-		}
-		if i := slices.IndexFunc(epochs, sameEpoch); i >= 0 {
-			epochs[i] = *rec
-		} else {
-			epochs = append(epochs, *rec)
-		}
-		if len(epochs) > maxEpochs {
-			low := slices.MinFunc(epochs, func(a, b DeviceRecord) int { return cmp.Compare(a.Epoch, b.Epoch) })
-			epochs = slices.DeleteFunc(epochs, func(r DeviceRecord) bool { return r.Epoch == low.Epoch })
-			t.stats.Evicted++
-		}
-	}
-	after, has := current(epochs)
-	switch {
-	case !has && known:
-		delete(t.devices, key.DeviceID)
-	case has:
-		t.devices[key.DeviceID] = epochs
-	}
-	switch {
-	case !had && !has:
-		return DeviceChange{}, false
-	case !has:
-		return DeviceChange{ID: key.DeviceID, Vanished: before.State == inof.StateActive}, true
-	case had && before == after:
-		return DeviceChange{}, false
-	case rec != nil && after.Epoch == rec.Epoch:
-		// The event's own record is current: hand it on rather than a
-		// copy (the table keeps a copy of its own), one allocation less
-		// per record received.
-		return DeviceChange{ID: key.DeviceID, Record: rec}, true
-	}
-	cur := after // only this copy escapes
-	return DeviceChange{ID: key.DeviceID, Record: &cur}, true
-}
-
-// current returns the record with the highest epoch.
-func current(epochs []DeviceRecord) (DeviceRecord, bool) {
-	var best DeviceRecord
-	found := false
-	for _, r := range epochs {
-		if !found || r.Epoch > best.Epoch {
-			best, found = r, true
-		}
-	}
-	return best, found
-}
-
-// Get returns the device's current record.
-func (t *DeviceTable) Get(id DeviceID) (DeviceRecord, bool) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return current(t.devices[id])
-}
-
-// Reports returns what the current record of every device says.
-func (t *DeviceTable) Reports() []inof.Report {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	out := make([]inof.Report, 0, len(t.devices))
-	for _, epochs := range t.devices {
-		if r, ok := current(epochs); ok {
-			out = append(out, r.Report)
-		}
-	}
-	return out
-}
-
-// Len is the number of devices held (a count, no copy: cheap to poll).
-func (t *DeviceTable) Len() int {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return len(t.devices)
-}
-
-// Stats returns the table's counters.
-func (t *DeviceTable) Stats() DeviceTableStats {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return t.stats
 }

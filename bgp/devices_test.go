@@ -29,7 +29,7 @@ func newDeviceView() *deviceView {
 func (v *deviceView) apply(e RecordEvent) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	if ch, ok := v.table.Apply(e); ok {
+	for _, ch := range v.table.Apply(nil, e) {
 		v.history[ch.ID] = append(v.history[ch.ID], ch)
 	}
 	v.cond.Broadcast()
@@ -50,6 +50,16 @@ func (v *deviceView) waitFor(t testing.TB, what string, cond func(t *DeviceTable
 		}
 		v.cond.Wait()
 	}
+}
+
+func (v *deviceView) historyCopy() map[DeviceID][]DeviceChange {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	out := make(map[DeviceID][]DeviceChange, len(v.history))
+	for id, chs := range v.history {
+		out[id] = slices.Clone(chs)
+	}
+	return out
 }
 
 func (v *deviceView) changes(id DeviceID) []DeviceChange {
@@ -129,6 +139,20 @@ func devWithdraw(d DeviceRecord, epoch uint64) RecordEvent {
 	return RecordEvent{Key: d.Key(), Withdrawn: true}
 }
 
+// applyOne applies an event of one device record and returns its change.
+func applyOne(t testing.TB, tb *DeviceTable, ev RecordEvent) (DeviceChange, bool) {
+	t.Helper()
+	chs := tb.Apply(nil, ev)
+	switch len(chs) {
+	case 0:
+		return DeviceChange{}, false
+	case 1:
+		return chs[0], true
+	}
+	t.Fatalf("event %+v: %d changes from one device record", ev, len(chs))
+	return DeviceChange{}, false
+}
+
 // TestDeviceTable: the highest epoch present is the device's record; a
 // device whose last record is withdrawn while active has vanished, one
 // published inactive first has left; bounds are counted.
@@ -137,7 +161,7 @@ func TestDeviceTable(t *testing.T) {
 	tb := NewDeviceTable(DeviceTableOptions{MaxDevices: 2})
 	step := func(ev RecordEvent, wantChange bool, check func(DeviceChange) bool) {
 		t.Helper()
-		ch, ok := tb.Apply(ev)
+		ch, ok := applyOne(t, tb, ev)
 		if ok != wantChange || (ok && !check(ch)) {
 			t.Fatalf("event %+v: change %v %+v", ev, ok, ch)
 		}
@@ -161,13 +185,13 @@ func TestDeviceTable(t *testing.T) {
 	step(RecordEvent{Key: (&ConfigRecord{Reflector: 1}).Key(), Record: &ConfigRecord{Reflector: 1}}, false, nil)
 
 	for i := range 6 {
-		tb.Apply(devEvent(d, uint64(10+i), inof.StateActive))
+		tb.Apply(nil, devEvent(d, uint64(10+i), inof.StateActive))
 	}
 	if got, _ := tb.Get(d.ID()); got.Epoch != 15 || tb.Stats().Evicted != 6-maxEpochs {
 		t.Fatalf("epoch bound: current %d, stats %+v", got.Epoch, tb.Stats())
 	}
-	tb.Apply(devEvent(*device(1, 2), 1, inof.StateActive))
-	if _, ok := tb.Apply(devEvent(*device(1, 3), 1, inof.StateActive)); ok || tb.Stats().Refused != 1 || len(tb.Reports()) != 2 || tb.Len() != 2 {
+	tb.Apply(nil, devEvent(*device(1, 2), 1, inof.StateActive))
+	if _, ok := applyOne(t, tb, devEvent(*device(1, 3), 1, inof.StateActive)); ok || tb.Stats().Refused != 1 || len(tb.Reports()) != 2 || tb.Len() != 2 {
 		t.Fatalf("device bound: stats %+v, %d devices", tb.Stats(), len(tb.Reports()))
 	}
 }
@@ -185,16 +209,48 @@ type retagViews struct {
 // every receiver has seen the step.
 func testRetag(t *testing.T, a RecordPublisher, sw inof.RouterID, v retagViews) {
 	t.Helper()
-	ctx := context.Background()
-	red, blue := ZoneRT(testASN, "red"), ZoneRT(testASN, "blue")
 	pub, err := NewDevicePublisher(DevicePublisherOptions{Speaker: a})
 	if err != nil {
 		t.Fatal(err)
 	}
+	testRetagWith(t, pub, func() {}, sw, v, true)
+}
+
+// devicePublishing is what DevicePublisher and SetPublisher share.
+type devicePublishing interface {
+	Publish(ctx context.Context, rec DeviceRecord, rts ...RouteTarget) error
+	Withdraw(ctx context.Context, id DeviceID) error
+}
+
+// testRetagSets runs the re-tag scenario through a SetPublisher.
+func testRetagSets(t *testing.T, a RecordPublisher, sw inof.RouterID, v retagViews) {
+	t.Helper()
+	pub, err := NewSetPublisher(SetPublisherOptions{Speaker: a, Switch: sw})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pub.Close)
+	flush := func() {
+		if err := pub.Flush(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	testRetagWith(t, pub, flush, sw, v, false)
+}
+
+// testRetagWith is the scenario for one publisher; flush waits until what
+// it was given went out, and keepsEpoch says that adding a zone keeps a
+// device's epoch (per-device records; in sets the device moves to another
+// set under a new epoch).
+func testRetagWith(t *testing.T, pub devicePublishing, flush func(), sw inof.RouterID, v retagViews, keepsEpoch bool) {
+	t.Helper()
+	ctx := context.Background()
+	red, blue := ZoneRT(testASN, "red"), ZoneRT(testASN, "blue")
 	rec, marker := *device(sw, 1), *device(sw, 2)
 	all := []*deviceView{v.red, v.blue, v.both}
 	step := func(n uint16) {
 		t.Helper()
+		flush() // the device's changes go out before the marker
 		marker.Device.Port = n
 		if err := pub.Publish(ctx, marker, red, blue); err != nil {
 			t.Fatal(err)
@@ -248,8 +304,13 @@ func testRetag(t *testing.T, a RecordPublisher, sw inof.RouterID, v retagViews) 
 		t.Fatal(err)
 	}
 	step(3)
-	if got, ok := v.red.table.Get(rec.ID()); !ok || got.Epoch != now.Epoch {
+	if got, ok := v.red.table.Get(rec.ID()); !ok || got.State != inof.StateActive || (keepsEpoch && got.Epoch != now.Epoch) {
 		t.Fatalf("red-only receiver after adding red again: %+v %v", got, ok)
+	}
+	for _, ch := range v.blue.changes(rec.ID()) {
+		if ch.Record == nil || ch.Record.State != inof.StateActive {
+			t.Fatalf("blue-only receiver saw %+v while red was added", ch)
+		}
 	}
 	if err := pub.Withdraw(ctx, rec.ID()); err != nil {
 		t.Fatal(err)
@@ -267,6 +328,14 @@ func TestFakeRetag(t *testing.T) {
 	red, blue := ZoneRT(testASN, "red"), ZoneRT(testASN, "blue")
 	_, _, cs := fakeStar(t, map[string][]RouteTarget{"127.0.0.2": nil, "127.0.0.3": {red}, "127.0.0.4": {blue}, "127.0.0.5": {red, blue}})
 	testRetag(t, cs["127.0.0.2"], 0x7f000002, retagViews{red: cs["127.0.0.3"].dev, blue: cs["127.0.0.4"].dev, both: cs["127.0.0.5"].dev})
+}
+
+// TestFakeRetagSets runs the re-tag scenario through device sets on the
+// fake fabric.
+func TestFakeRetagSets(t *testing.T) {
+	red, blue := ZoneRT(testASN, "red"), ZoneRT(testASN, "blue")
+	_, _, cs := fakeStar(t, map[string][]RouteTarget{"127.0.0.2": nil, "127.0.0.3": {red}, "127.0.0.4": {blue}, "127.0.0.5": {red, blue}})
+	testRetagSets(t, cs["127.0.0.2"], 0x7f000002, retagViews{red: cs["127.0.0.3"].dev, blue: cs["127.0.0.4"].dev, both: cs["127.0.0.5"].dev})
 }
 
 // testRetagGap shows the speaker-level behaviour that DevicePublisher works

@@ -645,6 +645,12 @@ func (f *FakeFabric) export(x, n *FakeSpeaker, k string) {
 	if !x.interest[n.id].wants(p.rts) {
 		return // RT-constraint is checked before policy: nothing is sent, not even a withdraw
 	}
+	if x.opts.Role == RoleReflector && slices.Contains(p.rts, SwitchInfoRT) {
+		if had {
+			f.send(x, n, k, nil)
+		}
+		return // the export policy keeps switch records from every neighbor
+	}
 	if x.opts.Role == RoleReflector && toN.PeerReflector &&
 		(p.source.IsValid() || !slices.Contains(p.rts, ConfigRT(x.opts.ASN))) {
 		if had {

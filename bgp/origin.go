@@ -6,6 +6,8 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/openinof/inof/inof"
 )
 
 // Who may publish what (docs/security.md). Configuration records are
@@ -81,20 +83,32 @@ func (o Origins) Check(ev RecordEvent) string {
 			return RefusedConfigOrigin
 		}
 	case *DeviceRecord:
-		switch {
-		case o.Role == RoleReflector:
-			if o.PeerReflector != nil && o.PeerReflector(ev.Source) {
-				return ""
-			}
-			if ev.SourceID.Addr() != ev.Source {
-				return RefusedSwitchAddress
-			}
-			if r.Switch != ev.SourceID {
-				return RefusedOtherSwitch
-			}
-		case r.Switch.Addr() != ev.NextHop:
+		return o.checkSwitch(ev, r.Switch)
+	case *DeviceSetRecord:
+		return o.checkSwitch(ev, r.Switch)
+	case *SwitchRecord:
+		return o.checkSwitch(ev, r.Switch)
+	}
+	return ""
+}
+
+// checkSwitch applies the rule of records a switch publishes about itself
+// (device, device set and switch records): sw, the switch the key names,
+// must be the one that sent it.
+func (o Origins) checkSwitch(ev RecordEvent, sw inof.RouterID) string {
+	switch {
+	case o.Role == RoleReflector:
+		if o.PeerReflector != nil && o.PeerReflector(ev.Source) {
+			return ""
+		}
+		if ev.SourceID.Addr() != ev.Source {
+			return RefusedSwitchAddress
+		}
+		if sw != ev.SourceID {
 			return RefusedOtherSwitch
 		}
+	case sw.Addr() != ev.NextHop:
+		return RefusedOtherSwitch
 	}
 	return ""
 }
@@ -139,6 +153,10 @@ func (r *Refusals) Refuse(reason string, ev RecordEvent) {
 	switch rec := ev.Record.(type) {
 	case *DeviceRecord:
 		attrs = append(attrs, "key_switch", rec.Switch, "device", rec.Device.Addr)
+	case *DeviceSetRecord:
+		attrs = append(attrs, "key_switch", rec.Switch, "set", rec.Set, "shard", rec.Shard, "devices", len(rec.Devices))
+	case *SwitchRecord:
+		attrs = append(attrs, "key_switch", rec.Switch)
 	case *ConfigRecord:
 		attrs = append(attrs, "key_reflector", rec.Reflector, "object", rec.Object())
 	}

@@ -39,6 +39,9 @@ import (
 //
 // Clients marked NoDefaultRT do not get the default route-target membership.
 //
+// Switch records (SwitchRecord, route target SwitchInfoRT) are exported to
+// no neighbor: a reflector reads them from its Adj-RIB-In.
+//
 // GoBGP treats an empty neighbor set as "match every neighbor", so each set
 // always holds the sentinel 0.0.0.0/32, which no neighbor can have.
 
@@ -47,6 +50,7 @@ const (
 	setNoDefaultRT    = "inof-no-default-rt"
 	setConfigRT       = "inof-config-rt"
 	setQuarantine     = "inof-quarantine"
+	setSwitchRT       = "inof-switch-rt"
 	policyExport      = "inof-reflector-export"
 	policyImport      = "inof-reflector-import"
 	sentinelNeighbor  = "0.0.0.0/32"
@@ -59,6 +63,7 @@ func (g *GoBGP) definePolicies(ctx context.Context) error {
 		{DefinedType: api.DefinedType_NEIGHBOR, Name: setNoDefaultRT, List: []string{sentinelNeighbor}},
 		{DefinedType: api.DefinedType_NEIGHBOR, Name: setQuarantine, List: []string{sentinelNeighbor}},
 		{DefinedType: api.DefinedType_EXT_COMMUNITY, Name: setConfigRT, List: []string{fmt.Sprintf("rt:^%d:%d$", rt.Global, rt.Local)}},
+		{DefinedType: api.DefinedType_EXT_COMMUNITY, Name: setSwitchRT, List: []string{fmt.Sprintf("rt:^%d:%d$", SwitchInfoRT.Global, SwitchInfoRT.Local)}},
 	}
 	for _, s := range sets {
 		if err := g.srv.AddDefinedSet(ctx, &api.AddDefinedSetRequest{DefinedSet: s}); err != nil {
@@ -70,6 +75,9 @@ func (g *GoBGP) definePolicies(ctx context.Context) error {
 		return &api.Statement{Name: name, Conditions: c, Actions: &api.Actions{RouteAction: action}}
 	}
 	export := &api.Policy{Name: policyExport, Statements: []*api.Statement{
+		// Switch records are for the reflectors alone.
+		stmt(policyExport+"-no-switch-records", &api.Conditions{AfiSafiIn: []*api.Family{familyOpaque},
+			ExtCommunitySet: &api.MatchSet{Type: api.MatchSet_ANY, Name: setSwitchRT}}, api.RouteAction_REJECT),
 		stmt(policyExport+"-no-default-rt", &api.Conditions{
 			NeighborSet: &api.MatchSet{Type: api.MatchSet_ANY, Name: setNoDefaultRT},
 			AfiSafiIn:   []*api.Family{familyRTC}, RouteType: api.Conditions_ROUTE_TYPE_LOCAL}, api.RouteAction_REJECT),

@@ -26,6 +26,13 @@ type RecordType uint8
 const (
 	TypeDevice RecordType = 1 // a device a switch sees on an access port
 	TypeConfig RecordType = 2 // a configuration object a reflector holds
+	// TypeDeviceSet carries many devices of one switch that share their
+	// route targets (DeviceSetRecord).
+	TypeDeviceSet RecordType = 3
+	// TypeSwitch is a switch's announcement of what it reads
+	// (SwitchRecord); it carries no route target, so only reflectors get
+	// it.
+	TypeSwitch RecordType = 4
 )
 
 const valueVersion = 1
@@ -176,13 +183,34 @@ func (d *DeviceRecord) MarshalValue() ([]byte, error) {
 	if err := d.Validate(); err != nil {
 		return nil, err
 	}
-	v := []byte{valueVersion, byte(TypeDevice), byte(d.Device.Role), byte(d.Device.Protocol)}
+	return d.appendBody([]byte{valueVersion, byte(TypeDevice)}), nil
+}
+
+// appendBody appends what a device value and a device set entry share:
+// role(1) protocol(1) port(2) state(1) reason(1) since(8) changed(8)
+// access_port_len(1) access_port nqn_len(1) nqn.
+func (d *DeviceRecord) appendBody(v []byte) []byte {
+	v = append(v, byte(d.Device.Role), byte(d.Device.Protocol))
 	v = binary.BigEndian.AppendUint16(v, d.Device.Port)
 	v = append(v, byte(d.State), byte(d.Reason))
 	v = binary.BigEndian.AppendUint64(v, uint64(d.Since.UnixMilli()))
 	v = binary.BigEndian.AppendUint64(v, uint64(d.Changed.UnixMilli()))
 	v = append(append(v, byte(len(d.AccessPort))), d.AccessPort...)
-	return append(append(v, byte(len(d.Device.NQN))), d.Device.NQN...), nil
+	return append(append(v, byte(len(d.Device.NQN))), d.Device.NQN...)
+}
+
+// bodySize is the length of appendBody's output.
+func (d *DeviceRecord) bodySize() int { return 24 + len(d.AccessPort) + len(d.Device.NQN) }
+
+// readBody reads what appendBody wrote (the caller checks r's error).
+func (d *DeviceRecord) readBody(v *wire.Reader) {
+	d.Device.Role, d.Device.Protocol = inof.Role(v.U8()), inof.Protocol(v.U8())
+	d.Device.Port = v.U16()
+	d.State, d.Reason = inof.State(v.U8()), inof.Reason(v.U8())
+	d.Since = time.UnixMilli(int64(v.U64()))
+	d.Changed = time.UnixMilli(int64(v.U64()))
+	d.AccessPort = v.Str()
+	d.Device.NQN = v.Str()
 }
 
 // Key implements Record: type(1) reflector(4) kind(1) name_len(1) name
@@ -267,6 +295,18 @@ func DecodeRecord(key, value []byte) (Record, error) {
 			return nil, err
 		}
 		r, canon = c, c.appendKey(buf[:0])
+	case TypeDeviceSet:
+		d, err := decodeDeviceSet(key, value)
+		if err != nil {
+			return nil, err
+		}
+		r, canon = d, d.appendKey(buf[:0])
+	case TypeSwitch:
+		d, err := decodeSwitch(key, value)
+		if err != nil {
+			return nil, err
+		}
+		r, canon = d, d.appendKey(buf[:0])
 	default:
 		return nil, fmt.Errorf("%w: type %d", ErrMalformed, key[0])
 	}
@@ -287,13 +327,7 @@ func decodeDevice(key, value []byte) (*DeviceRecord, error) {
 	}
 	d := &DeviceRecord{Report: inof.Report{Switch: k.Switch, Device: inof.Device{Addr: k.Addr}}, Epoch: k.Epoch}
 	v := wire.NewReader(value[2:])
-	d.Device.Role, d.Device.Protocol = inof.Role(v.U8()), inof.Protocol(v.U8())
-	d.Device.Port = v.U16()
-	d.State, d.Reason = inof.State(v.U8()), inof.Reason(v.U8())
-	d.Since = time.UnixMilli(int64(v.U64()))
-	d.Changed = time.UnixMilli(int64(v.U64()))
-	d.AccessPort = v.Str()
-	d.Device.NQN = v.Str()
+	d.readBody(v)
 	if err := v.Done(); err != nil {
 		return nil, fmt.Errorf("%w: device value: %w", ErrMalformed, err)
 	}

@@ -45,6 +45,14 @@ func TestRetagGoBGP(t *testing.T) {
 	testRetag(t, cs[0], routerID(cs[0]), retagViews{red: dvs[1], blue: dvs[2], both: dvs[3]})
 }
 
+// TestRetagSetsGoBGP runs the re-tag scenario through device sets
+// against real GoBGP.
+func TestRetagSetsGoBGP(t *testing.T) {
+	red, blue := ZoneRT(testASN, "red"), ZoneRT(testASN, "blue")
+	_, cs, dvs := realStar(t, nil, []RouteTarget{red}, []RouteTarget{blue}, []RouteTarget{red, blue})
+	testRetagSets(t, cs[0], routerID(cs[0]), retagViews{red: dvs[1], blue: dvs[2], both: dvs[3]})
+}
+
 // TestRetagGapGoBGP pins the GoBGP behaviour the fake models and
 // DevicePublisher works around: re-publishing a key with a route target a
 // receiver does not want leaves the old value at that receiver.
@@ -52,4 +60,33 @@ func TestRetagGapGoBGP(t *testing.T) {
 	red := ZoneRT(testASN, "red")
 	_, cs, _ := realStar(t, nil, []RouteTarget{red})
 	testRetagGap(t, cs[0], routerID(cs[0]), cs[1].view)
+}
+
+// TestSwitchRecordStaysAtReflectorGoBGP: a switch record reaches the
+// reflector's Adj-RIB-In and no other client, not even one subscribed to
+// every record (the reflector's export policy), while a device record
+// published after it does reach that client.
+func TestSwitchRecordStaysAtReflectorGoBGP(t *testing.T) {
+	ctx := context.Background()
+	r, cs, _ := realStar(t, nil, []RouteTarget{AnyRT})
+	rx := newRecordView()
+	if err := r.WatchReceived(ctx, rx.apply, TypeSwitch); err != nil {
+		t.Fatal(err)
+	}
+	sw := &SwitchRecord{Switch: routerID(cs[0]), Reads: SwitchReadsDeviceSets}
+	if err := cs[0].Publish(ctx, sw, SwitchInfoRT); err != nil {
+		t.Fatal(err)
+	}
+	rx.waitFor(t, "the switch record at the reflector", hasKey(sw.Key()))
+	if got, _ := rx.get(sw.Key()); got.Record.(*SwitchRecord).Reads != SwitchReadsDeviceSets {
+		t.Fatalf("reflector got %+v", got.Record)
+	}
+	marker := device(routerID(cs[0]), 1)
+	if err := cs[0].Publish(ctx, marker, ZoneRT(testASN, "red")); err != nil {
+		t.Fatal(err)
+	}
+	cs[1].view.waitFor(t, "the device record at the other client", hasKey(marker.Key()))
+	if cs[1].view.has(sw.Key()) {
+		t.Fatal("the switch record reached another client")
+	}
 }

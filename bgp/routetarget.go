@@ -31,6 +31,14 @@ const configRTLocal = 0
 // AS is never 0).
 var AnyRT = RouteTarget{}
 
+// SwitchInfoRT tags switch records (SwitchRecord): AS 0, which no zone or
+// configuration route target has, so no switch's membership asks for it,
+// and a reflector's export policy keeps it from every neighbor (a switch
+// subscribed to AnyRT would get it otherwise). A record needs a route
+// target to reach the reflector at all: GoBGP sends none without one to an
+// RTC peer.
+var SwitchInfoRT = RouteTarget{Global: 0, Local: 1}
+
 // ConfigRT is the fabric-wide route target of configuration records.
 func ConfigRT(asn uint32) RouteTarget { return RouteTarget{Global: asn, Local: configRTLocal} }
 

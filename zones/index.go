@@ -265,6 +265,17 @@ func (ix *Index) Hosts(target netip.Addr) iter.Seq[inof.Device] {
 	return ix.directed(target, inof.Role.IsTarget, hostsOf)
 }
 
+// HostsBound is an upper bound of how many hosts Hosts(target) yields, at
+// a cost of O(the target's zones): a caller choosing between that
+// iteration and a scan of its own hosts asks it first.
+func (ix *Index) HostsBound(target netip.Addr) int {
+	e := ix.devices.m[target]
+	if e == nil || !e.dev.Role.IsTarget() {
+		return 0
+	}
+	return ix.bound(e, hostsOf)
+}
+
 // TargetsFor returns Targets as a slice sorted by address; it costs
 // O(k log k) for k targets.
 func (ix *Index) TargetsFor(host netip.Addr) []inof.Device {

@@ -49,28 +49,7 @@ func BenchmarkDetection(b *testing.B) {
 func BenchmarkCPU256(b *testing.B) {
 	for b.Loop() {
 		ma, mb, ca, _ := pair(b)
-		var keys []SessionKey
-		for i := range 256 {
-			peer := netip.AddrFrom4([4]byte{127, 0, 4, byte(i)})
-			if i == 0 {
-				peer = netip.AddrFrom4([4]byte{127, 0, 5, 1})
-			}
-			ka := SessionKey{Local: addrA, Peer: peer}
-			kb := SessionKey{Local: peer, Peer: addrA}
-			cfg := func(k SessionKey) Config {
-				return Config{Key: k, DesiredMinTx: 100 * time.Millisecond, RequiredMinRx: 100 * time.Millisecond, DetectMult: 3}
-			}
-			if _, err := ma.Add(cfg(ka)); err != nil {
-				b.Fatal(err)
-			}
-			if _, err := mb.Add(cfg(kb)); err != nil {
-				b.Fatal(err)
-			}
-			keys = append(keys, ka)
-		}
-		for _, k := range keys {
-			ca.waitFor(b, k, Up, 0)
-		}
+		addPairs(b, ma, mb, ca, 256, 4)
 		time.Sleep(time.Second)
 		var r0, r1 syscall.Rusage
 		syscall.Getrusage(syscall.RUSAGE_SELF, &r0)
@@ -90,5 +69,32 @@ func BenchmarkCPU256(b *testing.B) {
 			b.Fatalf("%d of 256 sessions Up", up)
 		}
 		b.ReportMetric(float64(up), "sessions-up")
+	}
+}
+
+// addPairs adds n sessions at 3 × 100 ms between ma (all from addrA) and
+// mb (each from its own loopback address, 127.0.net.i, the first
+// 127.0.net+1.1) and waits until ca, watching ma, heard them all Up.
+func addPairs(b *testing.B, ma, mb *Manager, ca *changes, n int, net byte) {
+	var keys []SessionKey
+	for i := range n {
+		peer := netip.AddrFrom4([4]byte{127, 0, net, byte(i)})
+		if i == 0 {
+			peer = netip.AddrFrom4([4]byte{127, 0, net + 1, 1})
+		}
+		ka, kb := SessionKey{Local: addrA, Peer: peer}, SessionKey{Local: peer, Peer: addrA}
+		cfg := func(k SessionKey) Config {
+			return Config{Key: k, DesiredMinTx: 100 * time.Millisecond, RequiredMinRx: 100 * time.Millisecond, DetectMult: 3}
+		}
+		if _, err := ma.Add(cfg(ka)); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := mb.Add(cfg(kb)); err != nil {
+			b.Fatal(err)
+		}
+		keys = append(keys, ka)
+	}
+	for _, k := range keys {
+		ca.waitFor(b, k, Up, 0)
 	}
 }

@@ -26,6 +26,10 @@ const (
 // ManagerOptions configure a Manager.
 type ManagerOptions struct {
 	Logger *slog.Logger
+	// RealTime runs the sessions' timers on one OS thread at real-time
+	// priority (SCHED_FIFO 1) where the system permits (root or
+	// CAP_SYS_NICE); otherwise, or when false, at normal priority.
+	RealTime bool
 
 	net network // nil: UDP sockets; tests use an in-memory network
 }
@@ -33,12 +37,15 @@ type ManagerOptions struct {
 // Manager runs BFD sessions: one receive socket per (local address,
 // interface) on port 3784, one send socket per session, packets
 // demultiplexed by discriminator (or by addresses while the peer does not
-// know ours yet). Subscribers hear every state change, each from a
-// goroutine of its own (docs/design.md §8): never from a session's goroutine nor
-// under the manager's lock.
+// know ours yet) and handled on the socket's receive goroutine; the
+// sessions' timers run on one engine goroutine (engine.go). Subscribers
+// hear every state change, each from a goroutine of its own
+// (docs/design.md §8): never from the engine or a receive loop nor under
+// the manager's lock.
 type Manager struct {
 	log *slog.Logger
 	net network
+	eng *engine
 
 	mu        sync.Mutex
 	sessions  map[SessionKey]*Session
@@ -50,7 +57,7 @@ type Manager struct {
 	lastQLog  time.Time
 	closed    bool
 
-	// Goroutines the manager started: workers are the sessions and the
+	// Goroutines the manager started: workers are the engine and the
 	// receive loops, delivery the subscribers' goroutines. running counts
 	// both (tests assert that Close leaves none).
 	workers, delivery sync.WaitGroup
@@ -81,8 +88,12 @@ func NewManager(opts ManagerOptions) *Manager {
 	if nw == nil {
 		nw = udpNetwork{}
 	}
-	return &Manager{log: log, net: nw, sessions: map[SessionKey]*Session{}, byDisc: map[uint32]*Session{},
+	m := &Manager{log: log, net: nw, eng: newEngine(log), sessions: map[SessionKey]*Session{}, byDisc: map[uint32]*Session{},
 		receivers: map[recvKey]*receiver{}, subs: map[*subscription]struct{}{}, drops: map[string]uint64{}}
+	m.mu.Lock()
+	m.goLocked(&m.workers, func() { m.eng.run(opts.RealTime) }, nil)
+	m.mu.Unlock()
+	return m
 }
 
 // goLocked starts a goroutine counted in wg and m.running, and closes done
@@ -105,8 +116,8 @@ func (m *Manager) goLocked(wg *sync.WaitGroup, f func(), done chan struct{}) {
 // returned cancel is called or the manager is closed.
 //
 // fn runs on a goroutine of its own for this subscription, one call at a
-// time, in order for each session; never on a session's goroutine nor
-// under a lock, so it may call any method of the Manager (Add, Remove,
+// time, in order for each session; never on the engine or a receive loop
+// nor under a lock, so it may call any method of the Manager (Add, Remove,
 // Close, Subscribe, its own cancel). A slow fn delays nobody but itself:
 // while it is behind, each session's changes are coalesced (at most two
 // events pending per session; see StateChange.Coalesced and
@@ -132,8 +143,9 @@ func (m *Manager) Subscribe(fn func(StateChange)) (cancel func()) {
 }
 
 // publish hands a change to every subscription's queue; it runs on the
-// session's goroutine and never blocks on a subscriber. The daemons log
-// the changes they hear in their own words; this line is for debugging.
+// engine or a receive loop (or Add, Remove) and never blocks on a
+// subscriber. The daemons log the changes they hear in their own words;
+// this line is for debugging.
 func (m *Manager) publish(ch StateChange) {
 	m.transitions[ch.New&3].Add(1)
 	m.log.Debug("BFD session state", "session", ch.Key.String(), "from", ch.Old.String(), "to", ch.New.String(), "diag", ch.Diag.String())
@@ -172,29 +184,37 @@ func (m *Manager) Add(cfg Config) (*Session, error) {
 	}
 	cfg.DesiredMinTx, cfg.RequiredMinRx, cfg.DetectMult = t.DesiredMinTx, t.RequiredMinRx, t.DetectMult
 	m.mu.Lock()
-	defer m.mu.Unlock()
 	if m.closed {
+		m.mu.Unlock()
 		return nil, errors.New("bfd: manager closed")
 	}
 	if m.sessions[k] != nil {
+		m.mu.Unlock()
 		return nil, fmt.Errorf("bfd: session %s exists", k)
 	}
-	if err := m.acquireReceiverLocked(recvKey{k.Local, k.Interface}); err != nil {
+	rk := recvKey{k.Local, k.Interface}
+	if err := m.acquireReceiverLocked(rk); err != nil {
+		m.mu.Unlock()
 		return nil, err
 	}
 	conn, err := m.net.dial(k)
 	if err != nil {
-		m.releaseReceiverLocked(recvKey{k.Local, k.Interface})
+		m.releaseReceiverLocked(rk)
+		m.mu.Unlock()
 		return nil, err
 	}
 	var disc uint32
 	for disc == 0 || m.byDisc[disc] != nil {
 		disc = rand.Uint32()
 	}
-	s := newSession(cfg, disc, conn, m.publish)
+	s := newSession(cfg, disc, conn, m.receivers[rk].pc, m.publish, m.eng)
+	// Nothing reaches the session before it announced itself.
+	s.ev.Lock()
 	m.sessions[k] = s
 	m.byDisc[disc] = s
-	m.goLocked(&m.workers, s.run, s.done)
+	m.mu.Unlock()
+	s.start(time.Now())
+	s.ev.Unlock()
 	return s, nil
 }
 
@@ -217,7 +237,7 @@ func checkTimers(k SessionKey, t Timers) (Timers, error) {
 
 // SetTimers changes a running session's timers; an Up session announces
 // them to its peer with a Poll sequence (RFC 5880 §6.8.3) and stays Up.
-// It returns once the session's goroutine has the change queued.
+// It returns once the change is applied.
 func (m *Manager) SetTimers(k SessionKey, t Timers) error {
 	t, err := checkTimers(k, t)
 	if err != nil {
@@ -229,25 +249,15 @@ func (m *Manager) SetTimers(k SessionKey, t Timers) error {
 	if s == nil {
 		return fmt.Errorf("bfd: no session %s", k)
 	}
-	for {
-		select {
-		case s.retime <- t:
-			return nil
-		case <-s.done:
-			return fmt.Errorf("bfd: session %s removed", k)
-		default:
-		}
-		// A change still pending is replaced by this newer one.
-		select {
-		case <-s.retime:
-		default:
-		}
+	if !s.retimed(t, time.Now()) {
+		return fmt.Errorf("bfd: session %s removed", k)
 	}
+	return nil
 }
 
 // Remove stops a session, telling the peer AdminDown first; subscribers
-// hear a change to AdminDown. It waits for the session's goroutine, never
-// for a subscriber, so a subscriber may call it.
+// hear a change to AdminDown. It never waits for a subscriber, so a
+// subscriber may call it.
 func (m *Manager) Remove(k SessionKey) error {
 	m.mu.Lock()
 	s := m.sessions[k]
@@ -259,8 +269,7 @@ func (m *Manager) Remove(k SessionKey) error {
 	delete(m.byDisc, s.myDisc)
 	m.releaseReceiverLocked(recvKey{k.Local, k.Interface})
 	m.mu.Unlock()
-	close(s.stop)
-	<-s.done
+	s.stop()
 	return s.conn.Close()
 }
 
@@ -289,11 +298,18 @@ func (m *Manager) Close() {
 	for _, k := range keys {
 		m.Remove(k)
 	}
+	m.eng.close()
 	m.workers.Wait()
 	if !deliverers.isCurrent() {
 		m.delivery.Wait()
 	}
 }
+
+// Deferred returns how many detection expiries were put off because this
+// process had not been watching (a stall, or packets not read yet): each
+// is a false down avoided or, for a peer that is really gone, a detection
+// half a detection time later.
+func (m *Manager) Deferred() uint64 { return m.eng.deferred.Load() }
 
 // Transitions returns how many state changes the sessions made, by the
 // state entered (every state present, zero or not): a rising count into
@@ -404,10 +420,7 @@ func (m *Manager) readLoop(pc packetConn) {
 			m.drop(src, err)
 			continue
 		}
-		select {
-		case s.rx <- p:
-		default: // the session is behind; BFD tolerates a lost packet
-		}
+		s.handle(p, time.Now())
 	}
 }
 

@@ -29,6 +29,31 @@ type memConn struct {
 	ch     chan memPacket
 	closed chan struct{}
 	once   sync.Once
+	// held, while not nil, keeps readFrom from reading until it is closed:
+	// a receive path that is behind.
+	mu   sync.Mutex
+	held chan struct{}
+}
+
+// hold stops the socket's reader (packets queue up) until release.
+func (c *memConn) hold() (release func()) {
+	g := make(chan struct{})
+	c.mu.Lock()
+	c.held = g
+	c.mu.Unlock()
+	return func() {
+		c.mu.Lock()
+		c.held = nil
+		c.mu.Unlock()
+		close(g)
+	}
+}
+
+// listener returns the receive socket of a local address.
+func (n *memNet) listener(a netip.Addr) *memConn {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.listeners[a]
 }
 
 func newMemNet() *memNet { return &memNet{listeners: map[netip.Addr]*memConn{}} }
@@ -52,6 +77,16 @@ func (n *memNet) listen(rk recvKey) (packetConn, error) {
 }
 
 func (c *memConn) readFrom(b []byte) (int, netip.Addr, netip.Addr, int, error) {
+	c.mu.Lock()
+	g := c.held
+	c.mu.Unlock()
+	if g != nil {
+		select {
+		case <-g:
+		case <-c.closed:
+			return 0, netip.Addr{}, netip.Addr{}, 0, net.ErrClosed
+		}
+	}
 	select {
 	case p := <-c.ch:
 		return copy(b, p.b), p.src, p.dst, p.ttl, nil
@@ -59,6 +94,8 @@ func (c *memConn) readFrom(b []byte) (int, netip.Addr, netip.Addr, int, error) {
 		return 0, netip.Addr{}, netip.Addr{}, 0, net.ErrClosed
 	}
 }
+
+func (c *memConn) pending() bool { return len(c.ch) > 0 }
 
 func (c *memConn) Close() error {
 	c.once.Do(func() {

@@ -84,12 +84,16 @@ type Timers struct {
 type Session struct {
 	cfg    Config
 	myDisc uint32
-	conn   sender // UDP: bound to a source port in 49152-65535, TTL 255
+	conn   sender     // UDP: bound to a source port in 49152-65535, TTL 255
+	rx     packetConn // the receive socket its packets arrive on
 	notify func(StateChange)
-	rx     chan Packet
-	retime chan Timers
-	stop   chan struct{}
-	done   chan struct{}
+	eng    *engine
+
+	// ev orders what a session says: the receive path, the engine and
+	// Remove each hold it from a state change to its notify and its
+	// packets, so changes reach the queues, and packets the peer, in the
+	// order they happened.
+	ev sync.Mutex
 
 	mu                 sync.Mutex
 	state, remoteState State
@@ -103,11 +107,20 @@ type Session struct {
 	pollActive         bool
 	received, sent     uint64
 	detectTime         time.Duration
+	// The engine's view (engine.go): when the next packet is due and when
+	// the peer's silence reaches the detection time, each with the
+	// generation of its heap entry (an entry of another generation is
+	// stale); deferred says a detection was already put off once since
+	// the last packet received (onDetect).
+	nextTx, detectAt  time.Time
+	detectEntry       time.Time // the at of the queued detection entry
+	txGen, detectGen  uint64
+	detectQueued      bool
+	deferred, removed bool
 }
 
-func newSession(cfg Config, disc uint32, conn sender, notify func(StateChange)) *Session {
-	s := &Session{cfg: cfg, myDisc: disc, conn: conn, notify: notify,
-		rx: make(chan Packet, 16), retime: make(chan Timers, 1), stop: make(chan struct{}), done: make(chan struct{}),
+func newSession(cfg Config, disc uint32, conn sender, rx packetConn, notify func(StateChange), eng *engine) *Session {
+	s := &Session{cfg: cfg, myDisc: disc, conn: conn, rx: rx, notify: notify, eng: eng,
 		state: Down, remoteState: Down,
 		desiredTx: max(slowTx, cfg.DesiredMinTx), remoteMinRx: time.Microsecond}
 	s.effectiveTx = s.desiredTx
@@ -134,14 +147,20 @@ func (s *Session) txIntervalLocked() time.Duration {
 }
 
 // jittered applies RFC 5880 §6.8.7 jitter: 75-100 % of the interval, at
-// most 90 % with a detect multiplier of 1.
+// most 90 % with a detect multiplier of 1. The deadline it returns is at
+// 80-100 % (80-90 %); the engine may send up to txSlack of the interval
+// before it, to serve deadlines that fall due together in one wake-up.
 func (s *Session) jittered(d time.Duration) time.Duration {
-	hi := 0.25
+	hi := 0.20
 	if s.cfg.DetectMult == 1 {
-		hi = 0.15
+		hi = 0.10
 	}
 	return time.Duration(float64(d) * (1 - 0.1*boolf(s.cfg.DetectMult == 1) - rand.Float64()*hi))
 }
+
+// txSlack is how early the engine may send a packet: a twentieth of the
+// interval, the part of the jitter band jittered leaves to it.
+func txSlack(iv time.Duration) time.Duration { return iv / 20 }
 
 func boolf(b bool) float64 {
 	if b {
@@ -150,72 +169,175 @@ func boolf(b bool) float64 {
 	return 0
 }
 
-// run is the session's goroutine; the manager closes s.done after it.
-func (s *Session) run() {
-	// A session's life, as subscribers hear it, starts from AdminDown (not
-	// there) and ends at AdminDown (removed).
-	s.notify(StateChange{Key: s.cfg.Key, Old: AdminDown, New: Down, At: time.Now()})
-	tx := time.NewTimer(0)
-	nextTx := time.Now()
-	detect := time.NewTimer(time.Hour)
-	detect.Stop()
-	defer tx.Stop()
-	defer detect.Stop()
-	// rearm brings the next periodic packet forward when the agreed
-	// interval shrank (on Up, or when the peer lowers its minimum).
-	rearm := func() {
-		s.mu.Lock()
-		iv := s.txIntervalLocked()
+// start announces the session (AdminDown→Down) and queues its first
+// packet at once; Add calls it holding s.ev.
+func (s *Session) start(now time.Time) {
+	s.notify(StateChange{Key: s.cfg.Key, Old: AdminDown, New: Down, At: now})
+	s.mu.Lock()
+	s.nextTx = now
+	s.txGen++
+	gen := s.txGen
+	s.mu.Unlock()
+	s.eng.push(deadline{at: now, s: s, tx: true, gen: gen})
+}
+
+// onTx is the engine's: a packet is due. It sends one (unless the peer
+// wants none now) and queues the next.
+func (s *Session) onTx(now time.Time, gen uint64) {
+	// Under ev: a packet built before a state change must not be sent
+	// after the packet that announces it (the peer would go back).
+	s.ev.Lock()
+	defer s.ev.Unlock()
+	s.mu.Lock()
+	if s.removed || gen != s.txGen {
 		s.mu.Unlock()
-		if iv == 0 {
-			return
+		return
+	}
+	iv := s.txIntervalLocked()
+	send := iv != 0
+	if !send {
+		iv = slowTx // the peer wants no packets now; look again later
+	}
+	s.nextTx = now.Add(s.jittered(iv))
+	s.txGen++
+	next := deadline{at: s.nextTx, slack: txSlack(iv), s: s, tx: true, gen: s.txGen}
+	s.mu.Unlock()
+	if send {
+		s.send(false)
+	}
+	s.eng.push(next)
+}
+
+// rearm brings the next packet forward when the interval got shorter
+// (after a received packet or new timers).
+func (s *Session) rearm(now time.Time) {
+	s.mu.Lock()
+	iv := s.txIntervalLocked()
+	if iv == 0 || s.removed {
+		s.mu.Unlock()
+		return
+	}
+	at := now.Add(s.jittered(iv))
+	if !at.Before(s.nextTx) {
+		s.mu.Unlock()
+		return
+	}
+	s.nextTx = at
+	s.txGen++
+	next := deadline{at: at, slack: txSlack(iv), s: s, tx: true, gen: s.txGen}
+	s.mu.Unlock()
+	s.eng.push(next)
+}
+
+// isRemoved says whether Remove took the session off.
+func (s *Session) isRemoved() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.removed
+}
+
+// handle is the receive path's: a packet for this session arrived at now.
+func (s *Session) handle(p Packet, now time.Time) {
+	s.ev.Lock()
+	defer s.ev.Unlock()
+	if s.isRemoved() {
+		return
+	}
+	final, changed, dt := s.receive(p)
+	if dt > 0 {
+		s.mu.Lock()
+		s.detectAt, s.deferred = now.Add(dt), false
+		// The queued entry stays while the deadline only moves later (it
+		// is queued again when it comes); an earlier one (the detection
+		// time shrank) needs an entry of its own.
+		queue := (!s.detectQueued || s.detectAt.Before(s.detectEntry)) && !s.removed
+		var d deadline
+		if queue {
+			s.detectQueued, s.detectEntry = true, s.detectAt
+			s.detectGen++
+			d = deadline{at: s.detectAt, s: s, gen: s.detectGen}
 		}
-		if d := s.jittered(iv); time.Now().Add(d).Before(nextTx) {
-			tx.Reset(d)
-			nextTx = time.Now().Add(d)
+		s.mu.Unlock()
+		if queue {
+			s.eng.push(d)
 		}
 	}
-	for {
-		select {
-		case <-s.stop:
-			s.notify(s.adminDown())
-			return
-		case t := <-s.retime:
-			if s.setTimers(t) {
-				s.send(false) // the Poll that announces them
-			}
-			rearm()
-		case p := <-s.rx:
-			final, changed, dt := s.receive(p)
-			if dt > 0 {
-				detect.Reset(dt)
-			}
-			if final || changed != nil {
-				s.send(final)
-			}
-			if changed != nil {
-				s.notify(*changed)
-			}
-			rearm()
-		case <-tx.C:
-			s.mu.Lock()
-			iv := s.txIntervalLocked()
-			s.mu.Unlock()
-			if iv == 0 {
-				iv = slowTx // the peer wants no packets now; look again later
-			} else {
-				s.send(false)
-			}
-			d := s.jittered(iv)
-			tx.Reset(d)
-			nextTx = time.Now().Add(d)
-		case <-detect.C:
-			if ch := s.expire(); ch != nil {
-				s.send(false)
-				s.notify(*ch)
-			}
-		}
+	if final || changed != nil {
+		s.send(final)
 	}
+	if changed != nil {
+		s.notify(*changed)
+	}
+	s.rearm(now)
+}
+
+// onDetect is the engine's: the detection deadline of an earlier packet
+// came. A packet received since moved it (the entry is queued again for
+// the new one). Silence is the peer's only if this process was watching:
+// when the engine woke a quarter of the detection time late or more (the
+// process was not scheduled: a machine-wide stall), or packets wait unread
+// in the receive socket (the receive path is behind), the peer's packets
+// may be there, so the first expiry is put off by half a detection time
+// (Manager.Deferred counts it); a peer still silent then is declared down.
+func (s *Session) onDetect(now time.Time, gen uint64, late time.Duration) {
+	s.ev.Lock()
+	defer s.ev.Unlock()
+	s.mu.Lock()
+	if s.removed || gen != s.detectGen {
+		s.mu.Unlock()
+		return
+	}
+	if now.Before(s.detectAt) {
+		s.detectGen++
+		s.detectEntry = s.detectAt
+		d := deadline{at: s.detectAt, s: s, gen: s.detectGen}
+		s.mu.Unlock()
+		s.eng.push(d)
+		return
+	}
+	if (s.state == Init || s.state == Up) && !s.deferred && (late >= s.detectTime/4 || s.rx.pending()) {
+		s.deferred = true
+		s.detectAt = now.Add(s.detectTime / 2)
+		s.detectEntry = s.detectAt
+		s.detectGen++
+		d := deadline{at: s.detectAt, s: s, gen: s.detectGen}
+		s.mu.Unlock()
+		s.eng.deferred.Add(1)
+		s.eng.push(d)
+		return
+	}
+	s.detectQueued = false
+	s.mu.Unlock()
+	if ch := s.expire(); ch != nil {
+		s.send(false)
+		s.notify(*ch)
+	}
+}
+
+// retimed applies new timers (SetTimers) and sends the Poll that
+// announces them; false: the session was removed.
+func (s *Session) retimed(t Timers, now time.Time) bool {
+	s.ev.Lock()
+	defer s.ev.Unlock()
+	if s.isRemoved() {
+		return false
+	}
+	if s.setTimers(t) {
+		s.send(false)
+	}
+	s.rearm(now)
+	return true
+}
+
+// stop tells the peer AdminDown and takes the session off the engine.
+func (s *Session) stop() {
+	s.ev.Lock()
+	defer s.ev.Unlock()
+	ch := s.adminDown()
+	s.mu.Lock()
+	s.removed = true
+	s.mu.Unlock()
+	s.notify(ch)
 }
 
 // receive applies a packet (RFC 5880 §6.8.6) and returns whether to answer
@@ -293,7 +415,7 @@ func (s *Session) toLocked(st State, d Diag) {
 	}
 }
 
-// setTimers applies new timers from the session's goroutine (RFC 5880
+// setTimers applies new timers (retimed; RFC 5880
 // §6.8.3): while Up, a Poll sequence announces them; a larger transmit
 // interval is used only once the peer answered with Final, a smaller one
 // at once. It reports whether a Poll is due.

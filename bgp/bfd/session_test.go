@@ -152,3 +152,52 @@ func TestSetTimersKeepsSessionUp(t *testing.T) {
 		}
 	})
 }
+
+// TestDetectionWaitsForUnreadPackets: when the detection time expires
+// while the peer's packets wait unread in the receive socket (the receive
+// path is behind, not the peer silent), the expiry is put off by half a
+// detection time; a reader that catches up within it keeps the session Up.
+// A reader that stays behind gets the session declared Down at the
+// deferred time, one deferral per silence.
+func TestDetectionWaitsForUnreadPackets(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		n := newMemNet()
+		ma, mb := n.manager(t), n.manager(t)
+		ca := watch(ma)
+		if _, err := ma.Add(fast(keyA)); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := mb.Add(fast(keyB)); err != nil {
+			t.Fatal(err)
+		}
+		_, next := ca.waitFor(t, keyA, Up, 0)
+		time.Sleep(time.Second) // Poll done: 3 × 50 ms
+		rx := n.listener(addrA)
+
+		// Behind for 200 ms: past the 150 ms detection time of the last
+		// packet read, within the 75 ms it is put off by.
+		release := rx.hold()
+		time.Sleep(200 * time.Millisecond)
+		release()
+		time.Sleep(time.Second)
+		if evs := ca.of(keyA); len(evs) != next {
+			t.Fatalf("session left Up while its reader was behind: %+v", evs[next:])
+		}
+		if d := ma.Deferred(); d != 1 {
+			t.Fatalf("deferred %d detections, want 1", d)
+		}
+
+		// Behind for good: Down once the deferral ran out, 150 ms + 75 ms
+		// after the last packet read (the reader, already waiting, reads
+		// the next one, ≤ 50 ms after the hold).
+		held := time.Now()
+		rx.hold()
+		down, _ := ca.waitFor(t, keyA, Down, next)
+		if took := down.At.Sub(held); down.Diag != DiagControlExpired || took < 225*time.Millisecond || took > 275*time.Millisecond {
+			t.Fatalf("reader stuck: Down (%s) after %s, want [225 ms, 275 ms]", down.Diag, took)
+		}
+		if d := ma.Deferred(); d != 2 {
+			t.Fatalf("deferred %d detections, want 2", d)
+		}
+	})
+}

@@ -29,6 +29,8 @@ type packetConn interface {
 	// destination addresses and TTL (-1 when unknown). After Close it
 	// returns an error wrapping net.ErrClosed.
 	readFrom(b []byte) (n int, src, dst netip.Addr, ttl int, err error)
+	// pending says whether packets wait in the socket, not read yet.
+	pending() bool
 	Close() error
 }
 
@@ -45,7 +47,10 @@ type udpNetwork struct{}
 
 func (udpNetwork) listen(rk recvKey) (packetConn, error) {
 	lc := net.ListenConfig{Control: func(_, _ string, c syscall.RawConn) error {
-		return controlSocket(c, rk.iface, 0)
+		if err := controlSocket(c, rk.iface, 0); err != nil {
+			return err
+		}
+		return c.Control(func(fd uintptr) { setRecvBuffer(int(fd)) })
 	}}
 	c, err := lc.ListenPacket(context.Background(), "udp4", netip.AddrPortFrom(rk.local, Port).String())
 	if err != nil {
@@ -56,10 +61,27 @@ func (udpNetwork) listen(rk recvKey) (packetConn, error) {
 		c.Close()
 		return nil, fmt.Errorf("bfd: receive TTL on %s: %w", rk.local, err)
 	}
-	return udpReceiver{pc}, nil
+	return udpReceiver{pc, c.(*net.UDPConn)}, nil
 }
 
-type udpReceiver struct{ pc *ipv4.PacketConn }
+type udpReceiver struct {
+	pc *ipv4.PacketConn
+	c  *net.UDPConn
+}
+
+// pending asks the kernel for the size of the next datagram queued
+// (SIOCINQ): non-zero while one waits.
+func (r udpReceiver) pending() bool {
+	rc, err := r.c.SyscallConn()
+	if err != nil {
+		return false
+	}
+	var n int
+	if rc.Control(func(fd uintptr) { n, _ = unix.IoctlGetInt(int(fd), unix.SIOCINQ) }) != nil {
+		return false
+	}
+	return n > 0
+}
 
 func (r udpReceiver) readFrom(b []byte) (n int, src, dst netip.Addr, ttl int, err error) {
 	n, cm, from, err := r.pc.ReadFrom(b)
@@ -111,6 +133,22 @@ func (s udpSender) send(b []byte) error {
 }
 
 func (s udpSender) Close() error { return s.c.Close() }
+
+// recvBuffer is the receive socket's buffer: every session of a local
+// address shares the socket, and a reader that was not scheduled for a
+// while must find its peers' packets there, not dropped (at the default
+// ~200 KB, some 270 packets: 256 sessions at 100 ms overflow it within a
+// tenth of a second).
+const recvBuffer = 4 << 20
+
+// setRecvBuffer asks for recvBuffer, beyond net.core.rmem_max where the
+// process may (SO_RCVBUFFORCE needs CAP_NET_ADMIN), else up to it; a
+// smaller buffer only costs packets, so failures are not errors.
+func setRecvBuffer(fd int) {
+	if unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVBUFFORCE, recvBuffer) != nil {
+		unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVBUF, recvBuffer)
+	}
+}
 
 // controlSocket binds to an interface (if named) and sets the unicast TTL
 // (if non-zero) before bind.

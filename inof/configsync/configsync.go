@@ -31,6 +31,10 @@ const (
 	// named by zones.EntryID, versioned by the entry's own version; never
 	// deleted, bounded by the store's history size (docs/records.md).
 	KindJournal Kind = 17
+	// KindRecordFormat is the fabric's record format (how switches
+	// publish devices, docs/records.md): one object (empty name, part 0),
+	// payload EncodeRecordFormat.
+	KindRecordFormat Kind = 18
 )
 
 // Owner is who keeps the objects of a kind.
@@ -38,21 +42,35 @@ type Owner uint8
 
 // Owners.
 const (
-	OwnerNone      Owner = iota // not a kind this version knows: ignored
-	OwnerZoneStore              // zones.Store (reflector) / zones.Records (switch)
-	OwnerLossless               // the lossless profile in effect
-	OwnerJournal                // the zone store's journal (reflectors only)
+	OwnerNone         Owner = iota // not a kind this version knows: ignored
+	OwnerZoneStore                 // zones.Store (reflector) / zones.Records (switch)
+	OwnerLossless                  // the lossless profile in effect
+	OwnerJournal                   // the zone store's journal (reflectors only)
+	OwnerRecordFormat              // the record format in effect
 )
 
 var kinds = map[Kind]struct {
 	name  string
 	owner Owner
 }{
-	KindSettings: {"settings", OwnerZoneStore},
-	KindZone:     {"zone", OwnerZoneStore},
-	KindAlias:    {"alias", OwnerZoneStore},
-	KindLossless: {"lossless", OwnerLossless},
-	KindJournal:  {"journal", OwnerJournal},
+	KindSettings:     {"settings", OwnerZoneStore},
+	KindZone:         {"zone", OwnerZoneStore},
+	KindAlias:        {"alias", OwnerZoneStore},
+	KindLossless:     {"lossless", OwnerLossless},
+	KindJournal:      {"journal", OwnerJournal},
+	KindRecordFormat: {"record-format", OwnerRecordFormat},
+}
+
+// EncodeRecordFormat is the payload of a KindRecordFormat record:
+// format(1).
+func EncodeRecordFormat(f bgp.RecordFormat) []byte { return []byte{byte(f)} }
+
+// DecodeRecordFormat reads a KindRecordFormat payload.
+func DecodeRecordFormat(payload []byte) (bgp.RecordFormat, error) {
+	if len(payload) != 1 || !bgp.RecordFormat(payload[0]).Valid() {
+		return 0, fmt.Errorf("configsync: record format payload %x: want one byte, 1 or 2", payload)
+	}
+	return bgp.RecordFormat(payload[0]), nil
 }
 
 // KindOf returns the kind of a configuration record.

@@ -22,7 +22,8 @@ import (
 // since when each BGP and BFD session is in its state. Each part has one
 // writer, the speaker's or BFD's watch goroutine; the API reads snapshots.
 type fabricView struct {
-	devices *bgp.DeviceTable // written by the WatchRecords goroutine only
+	devices *bgp.DeviceTable   // written by the WatchRecords goroutine only
+	changes []bgp.DeviceChange // that goroutine's buffer for the table's changes
 
 	mu       sync.Mutex
 	bgp      map[netip.Addr]sessionState  // written by the WatchNeighbors goroutine
@@ -47,24 +48,16 @@ func (r *Reflector) onRecord(ev bgp.RecordEvent) {
 	if r.origins.Check(ev) != "" {
 		return // counted by onReceived; withdrawn once its sender is quarantined
 	}
-	var id bgp.DeviceID
-	switch d, ok := ev.Record.(*bgp.DeviceRecord); {
-	case ok && !ev.Withdrawn:
-		id = d.ID()
-	case ev.Withdrawn && len(ev.Key) > 0 && bgp.RecordType(ev.Key[0]) == bgp.TypeDevice:
-		k, err := bgp.ParseDeviceKey(ev.Key)
-		if err != nil {
-			return
-		}
-		id = k.DeviceID
-	default:
-		return
+	r.fabric.changes = r.fabric.devices.Apply(r.fabric.changes[:0], ev)
+	for _, ch := range r.fabric.changes {
+		r.events.Publish(deviceEvent(ch))
 	}
-	before, had := r.fabric.devices.Get(id)
-	ch, changed := r.fabric.devices.Apply(ev)
-	if !changed {
-		return
-	}
+	clear(r.fabric.changes)
+}
+
+// deviceEvent is the event feed's entry for one device change.
+func deviceEvent(ch bgp.DeviceChange) api.Event {
+	id := ch.ID
 	sw := id.Switch.String()
 	e := api.Event{Kind: "record", Subject: id.Addr.String(), Attributes: map[string]string{"switch": sw}}
 	switch d := ch.Record; {
@@ -73,14 +66,14 @@ func (r *Reflector) onRecord(ev bgp.RecordEvent) {
 		e.Attributes["state"] = inof.StateInactive.String()
 	case d == nil:
 		e.Message = fmt.Sprintf("device left switch %s", sw)
-		e.Attributes["state"] = before.State.String()
-		e.Attributes["reason"] = before.Reason.String()
+		e.Attributes["state"] = ch.Before.State.String()
+		e.Attributes["reason"] = ch.Before.Reason.String()
 	default:
 		deviceAttributes(e.Attributes, d)
 		switch {
-		case !had:
+		case !ch.Had:
 			e.Message = fmt.Sprintf("device joined: %s on switch %s port %s, %s", d.Device, sw, d.AccessPort, d.State)
-		case before.State != d.State || before.Reason != d.Reason:
+		case ch.Before.State != d.State || ch.Before.Reason != d.Reason:
 			e.Message = fmt.Sprintf("device %s on switch %s", d.State, sw)
 			if d.State != inof.StateActive {
 				e.Message += ": " + d.Reason.String()
@@ -89,7 +82,7 @@ func (r *Reflector) onRecord(ev bgp.RecordEvent) {
 			e.Message = fmt.Sprintf("device record updated on switch %s", sw)
 		}
 	}
-	r.events.Publish(e)
+	return e
 }
 
 func deviceAttributes(a map[string]string, d *bgp.DeviceRecord) {

@@ -258,6 +258,9 @@ func TestLosslessProfileReplicates(t *testing.T) {
 	if got, _ := r2.LosslessProfile(); !reflect.DeepEqual(got, p) {
 		t.Fatalf("r2 profile %+v, want %+v", got, p)
 	}
+	// The event follows the adoption (published after the profile is in
+	// effect): wait for it, then check there is one.
+	waitCond(t, "r2's lossless event", func() bool { return len(evs2.of("lossless", "gold")) > 0 })
 	if evs := evs2.of("lossless", "gold"); len(evs) != 1 {
 		t.Fatalf("r2 lossless events %+v", evs)
 	}

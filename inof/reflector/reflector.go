@@ -85,6 +85,7 @@ type Reflector struct {
 	adopted     chan bgp.ConfigRecord
 	requests    chan reconcileRequest
 	profileReqs chan profileRequest
+	formatReqs  chan formatRequest
 	loopDone    chan struct{}
 
 	// Set by New, read-only afterwards.
@@ -113,6 +114,14 @@ type Reflector struct {
 	// start steps).
 	profileMu sync.RWMutex
 	profile   profileState
+
+	// The record format in effect, written by the sync loop (and the
+	// start steps); what each switch announced it reads, written by the
+	// Adj-RIB-In watch (recordformat.go).
+	formatMu    sync.RWMutex
+	format      formatState
+	switchesMu  sync.Mutex
+	switchReads map[inof.RouterID]uint32
 }
 
 type lifeState uint8
@@ -242,7 +251,10 @@ func (r *Reflector) openStore(_ context.Context, undo *undoStack) error {
 	}
 	r.admin, r.store = admin, admin.Store()
 	undo.push(func() { r.admin.Close() })
-	return r.loadProfile()
+	if err := r.loadProfile(); err != nil {
+		return err
+	}
+	return r.loadFormat()
 }
 
 // markRunning reads the restart marker (a "running" marker, or one that
@@ -279,7 +291,7 @@ func (r *Reflector) startSpeaker(ctx context.Context, undo *undoStack) error {
 	so := o.speakerOptions(r.restarting)
 	so.Logger = r.log
 	if o.usesBFD() {
-		r.bfd = bfd.NewManager(bfd.ManagerOptions{Logger: r.log})
+		r.bfd = bfd.NewManager(bfd.ManagerOptions{Logger: r.log, RealTime: true})
 		so.BFD = r.bfd
 		undo.push(r.bfd.Close)
 	}
@@ -327,6 +339,12 @@ func (r *Reflector) originateStored(ctx context.Context, _ *undoStack) error {
 		}
 		r.seeded++
 	}
+	if r.format.rec.Gen != 0 {
+		if _, err := r.repl.Put(ctx, r.format.rec); err != nil {
+			return fmt.Errorf("reflector: originating the record format: %w", err)
+		}
+		r.seeded++
+	}
 	return nil
 }
 
@@ -348,6 +366,7 @@ func (r *Reflector) startSync(_ context.Context, undo *undoStack) error {
 	r.adopted = make(chan bgp.ConfigRecord, adoptQueue)
 	r.requests = make(chan reconcileRequest)
 	r.profileReqs = make(chan profileRequest)
+	r.formatReqs = make(chan formatRequest)
 	r.loopDone = make(chan struct{})
 	r.quarantineDone = make(chan struct{})
 	go r.loop(lctx)
@@ -359,7 +378,7 @@ func (r *Reflector) startSync(_ context.Context, undo *undoStack) error {
 	if err := r.speaker.WatchRecords(lctx, r.onRecord); err != nil {
 		return fmt.Errorf("reflector: watching records: %w", err)
 	}
-	if err := r.speaker.WatchReceived(lctx, r.onReceived, bgp.TypeDevice, bgp.TypeConfig); err != nil {
+	if err := r.speaker.WatchReceived(lctx, r.onReceived, bgp.TypeDevice, bgp.TypeConfig, bgp.TypeDeviceSet, bgp.TypeSwitch); err != nil {
 		return fmt.Errorf("reflector: watching what neighbors send: %w", err)
 	}
 	if err := r.speaker.WatchNeighbors(lctx, r.onNeighbor); err != nil {

@@ -67,6 +67,8 @@ func (r *Reflector) loop(ctx context.Context) {
 			req.done <- err
 		case req := <-r.profileReqs:
 			req.done <- r.setProfile(ctx, req.profile, req.identity)
+		case req := <-r.formatReqs:
+			req.done <- r.setFormat(ctx, req.format, req.identity)
 		case <-prune.C:
 			r.prune(ctx)
 		}
@@ -88,6 +90,9 @@ func (r *Reflector) merge(ctx context.Context, batch []bgp.ConfigRecord) {
 		switch configsync.KindOf(c).Owner() {
 		case configsync.OwnerLossless:
 			r.adoptProfile(c)
+			continue
+		case configsync.OwnerRecordFormat:
+			r.adoptFormat(c)
 			continue
 		case configsync.OwnerJournal:
 			journal = append(journal, c)

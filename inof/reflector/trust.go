@@ -47,12 +47,18 @@ const offenceQueue = 64
 func (r *Reflector) onReceived(ev bgp.RecordEvent) {
 	reason := r.origins.Check(ev)
 	if reason == "" {
+		r.noteSwitch(ev)
 		return
 	}
 	r.refusals.Refuse(reason, ev)
 	what := "a configuration record"
-	if d, ok := ev.Record.(*bgp.DeviceRecord); ok {
+	switch d := ev.Record.(type) {
+	case *bgp.DeviceRecord:
 		what = fmt.Sprintf("a device record of switch %s (device %s)", d.Switch, d.Device.Addr)
+	case *bgp.DeviceSetRecord:
+		what = fmt.Sprintf("a device set record of switch %s (%d devices)", d.Switch, len(d.Devices))
+	case *bgp.SwitchRecord:
+		what = fmt.Sprintf("a switch record of switch %s", d.Switch)
 	}
 	select {
 	case r.offences <- offence{client: ev.Source, reason: reason, what: what}:

@@ -1,6 +1,7 @@
 package switchagent
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -60,10 +61,17 @@ type Agent struct {
 	bfd     *bfd.Manager
 	// bfdCancel ends the session log's BFD subscription.
 	bfdCancel func()
-	pub       *bgp.DevicePublisher
-	table     *bgp.DeviceTable
-	view      *bgp.ConfigView
-	asm       *configsync.Assembler
+	pub       *bgp.DevicePublisher // per-device records
+	sets      *bgp.SetPublisher    // device set records
+	// format is the record format the switch publishes in (the fabric's
+	// setting, docs/records.md); owned by the loop.
+	format bgp.RecordFormat
+	// formatShown is format for the metrics.
+	formatShown atomic.Uint32
+	table       *bgp.DeviceTable
+	changes     []bgp.DeviceChange // the loop's buffer for the table's changes
+	view        *bgp.ConfigView
+	asm         *configsync.Assembler
 	// origins and refusals check who sent each record (docs/security.md).
 	origins  bgp.Origins
 	refusals *bgp.Refusals
@@ -228,6 +236,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	a.runCtx = runCtx
 	spawn := func(name string, f func(context.Context) error) { a.spawnIn(runCtx, name, f) }
 
+	a.setFormat(cmp.Or(saved.Format, bgp.FormatDevices))
 	if a.opts.Direct() {
 		a.apply(ctx, restored)
 		a.up <- struct{}{} // no fabric to wait for: settle from the start
@@ -285,8 +294,11 @@ func (a *Agent) Run(ctx context.Context) error {
 // configuration, applies what the restore decided, watches the speaker's
 // records and sessions (until runCtx ends) and adds the reflectors.
 func (a *Agent) startFabric(ctx, runCtx context.Context, saved savedState, restored Output) error {
-	if err := a.pub.Republish(ctx, saved.ownRecords(a.self, a.log)); err != nil {
-		a.log.Warn("republishing saved records", "err", err)
+	a.republish(ctx, saved.ownRecords(a.self, a.log))
+	// Tell the reflectors what this switch reads (docs/records.md, rolling
+	// upgrade).
+	if err := a.speaker.Publish(ctx, &bgp.SwitchRecord{Switch: a.self, Reads: bgp.SwitchReadsDeviceSets}, bgp.SwitchInfoRT); err != nil {
+		return fmt.Errorf("switchagent: announcing what the switch reads: %w", err)
 	}
 	if err := a.speaker.Subscribe(ctx, bgp.ConfigRT(a.opts.ASN)); err != nil {
 		return fmt.Errorf("switchagent: subscribe to configuration: %w", err)
@@ -320,7 +332,7 @@ func (a *Agent) startSpeaker(ctx context.Context, restarting bool) error {
 	if sp == nil {
 		o := a.opts
 		if o.BFD.Enabled {
-			mgr = bfd.NewManager(bfd.ManagerOptions{Logger: a.log})
+			mgr = bfd.NewManager(bfd.ManagerOptions{Logger: a.log, RealTime: true})
 		}
 		g, err := bgp.NewGoBGP(bgp.Options{Role: bgp.RoleClient, ASN: o.ASN, RouterID: netip.MustParseAddr(o.RouterID),
 			ListenPort: -1, TTLSecurity: o.TTLSecurity, BFD: mgr, Logger: a.log,
@@ -342,15 +354,32 @@ func (a *Agent) startSpeaker(ctx context.Context, restarting bool) error {
 	if err := a.speaker.Start(ctx); err != nil {
 		return fmt.Errorf("switchagent: start BGP: %w", err)
 	}
-	pub, err := bgp.NewDevicePublisher(bgp.DevicePublisherOptions{Speaker: a.speaker})
+	clock := inof.NewClock(nil) // one for both: a switch-over keeps epochs, later moves go above them
+	pub, err := bgp.NewDevicePublisher(bgp.DevicePublisherOptions{Speaker: a.speaker, Clock: clock})
 	if err != nil {
 		return err
 	}
-	a.pub = pub
+	sets, err := bgp.NewSetPublisher(bgp.SetPublisherOptions{Speaker: a.speaker, Switch: a.self, Clock: clock, Logger: a.log})
+	if err != nil {
+		return err
+	}
+	a.mu.Lock()
+	a.pub, a.sets = pub, sets
+	a.mu.Unlock()
 	return nil
 }
 
+// stopFlush bounds the wait for device set records still to go out when
+// the agent stops.
+const stopFlush = 2 * time.Second
+
 func (a *Agent) stopSpeaker() {
+	ctx, cancel := context.WithTimeout(context.Background(), stopFlush)
+	if err := a.sets.Flush(ctx); err != nil {
+		a.log.Warn("device set records not all sent before the stop", "err", err)
+	}
+	cancel()
+	a.sets.Close()
 	a.speaker.Stop()
 	if a.bfd != nil {
 		a.bfdCancel()
@@ -585,17 +614,20 @@ func (a *Agent) onRecord(ctx context.Context, ev bgp.RecordEvent) {
 		a.refusals.Refuse(reason, ev)
 		return
 	}
-	if ch, ok := a.table.Apply(ev); ok {
-		if a.configDue {
+	if isDeviceEvent(ev) {
+		a.changes = a.table.Apply(a.changes[:0], ev)
+		if len(a.changes) > 0 && a.configDue {
 			a.applyConfig(ctx)
 		}
-		if ch.Record != nil {
-			r := ch.Record
-			a.apply(ctx, a.engine.Record(r.Report))
-		} else {
-			a.apply(ctx, a.engine.Gone(ch.ID.Switch, ch.ID.Addr))
+		for _, ch := range a.changes {
+			if ch.Record != nil {
+				a.apply(ctx, a.engine.Record(ch.Record.Report))
+			} else {
+				a.apply(ctx, a.engine.Gone(ch.ID.Switch, ch.ID.Addr))
+			}
+			a.discoveryTouch(ch.ID.Addr)
 		}
-		a.discoveryTouch(ch.ID.Addr)
+		clear(a.changes) // drop the records they point to
 		return
 	}
 	newest, ok, changed := a.view.Apply(ev)
@@ -607,8 +639,19 @@ func (a *Agent) onRecord(ctx context.Context, ev bgp.RecordEvent) {
 		a.onZoneRecord(newest)
 	case configsync.OwnerLossless:
 		a.onProfile(newest)
+	case configsync.OwnerRecordFormat:
+		a.onRecordFormat(ctx, newest)
 	}
 	// Any other kind is of a newer release: ignored.
+}
+
+// isDeviceEvent reports whether ev is about a device or device set record.
+func isDeviceEvent(ev bgp.RecordEvent) bool {
+	if len(ev.Key) == 0 {
+		return false
+	}
+	t := bgp.RecordType(ev.Key[0])
+	return t == bgp.TypeDevice || t == bgp.TypeDeviceSet
 }
 
 // onZoneRecord takes the newest version of one zone store object's part.
@@ -650,28 +693,29 @@ func (a *Agent) apply(ctx context.Context, out Output) {
 	if len(out.Publish)+len(out.Withdraw)+len(out.Notices) > 0 || out.Subscriptions != nil {
 		a.dirty = true
 	}
+	pub := a.publisher()
 	for _, p := range out.Publish {
 		r := p.Record
 		rec := bgp.DeviceRecord{Report: r.Report(a.self), AccessPort: r.Port, Since: r.Since}
 		if a.pub == nil {
-			a.table.Apply(bgp.RecordEvent{Record: &rec}) // direct mode: the API's device list
+			a.table.Apply(nil, bgp.RecordEvent{Record: &rec}) // direct mode: the API's device list
 			continue
 		}
 		rts := make([]bgp.RouteTarget, 0, len(p.Zones))
 		for _, z := range p.Zones {
 			rts = append(rts, bgp.ZoneRT(a.opts.ASN, z))
 		}
-		if err := a.pub.Publish(ctx, rec, rts...); err != nil {
+		if err := pub.Publish(ctx, rec, rts...); err != nil {
 			a.log.Error("publishing device record", "device", r.Device.String(), "err", err)
 		}
 	}
 	for _, r := range out.Withdraw {
 		if a.pub == nil {
 			gone := bgp.DeviceRecord{Report: r.Report(a.self)}
-			a.table.Apply(bgp.RecordEvent{Key: gone.Key(), Withdrawn: true})
+			a.table.Apply(nil, bgp.RecordEvent{Key: gone.Key(), Withdrawn: true})
 			continue
 		}
-		if err := a.pub.Withdraw(ctx, bgp.DeviceID{Switch: a.self, Addr: r.Device.Addr}); err != nil {
+		if err := pub.Withdraw(ctx, bgp.DeviceID{Switch: a.self, Addr: r.Device.Addr}); err != nil {
 			a.log.Error("withdrawing device record", "device", r.Device.String(), "err", err)
 		}
 	}
@@ -792,9 +836,9 @@ func (a *Agent) save(clean bool) error {
 	}
 	var published []bgp.PublishedDevice
 	if a.pub != nil {
-		published = a.pub.Published()
+		published = append(a.pub.Published(), a.sets.Published()...)
 	}
-	s := savedState{Saved: time.Now(), Clean: clean, Published: published, Local: a.engine.Published(),
+	s := savedState{Saved: time.Now(), Clean: clean, Published: published, Format: a.format, Local: a.engine.Published(),
 		Told: a.engine.Told(), Zones: z, Registrations: registrations(a.reg.Entries(), a.engine.RestoredExpiries())}
 	if err := saveState(a.opts.stateFile(), s); err != nil {
 		return fmt.Errorf("switchagent: %w", err)

@@ -236,13 +236,17 @@ func (e *Engine) refresh(addr netip.Addr, goneWhy inof.Reason) Output {
 		// in other zones: look at everything it sees.
 		out.Notices = append(out.Notices, e.portNotices(e.plan.Reconcile(addr, e.usable(addr), why))...)
 	}
-	for _, host := range e.localHosts() {
-		usable := present && cur.State == inof.StateActive && cur.Device.Role.IsTarget() && e.ix.CanSee(host, addr)
+	usableTarget := present && cur.State == inof.StateActive && cur.Device.Role.IsTarget()
+	for _, host := range e.concerned(addr, usableTarget) {
+		usable := usableTarget && e.ix.CanSee(host, addr)
 		dev := cur.Device
 		if !present {
 			dev = inof.Device{Addr: addr}
 		}
 		out.Notices = append(out.Notices, e.portNotices(e.plan.Update(host, dev, usable, why))...)
+	}
+	if !present {
+		e.plan.Drop(addr)
 	}
 	return out
 }
@@ -373,6 +377,33 @@ func (e *Engine) Restore(published []LocalRecord, told map[netip.Addr][]inof.Dev
 	e.resubscribe()
 	out.Subscriptions = e.subs // always: the speaker starts with none
 	return out
+}
+
+// concerned returns, sorted, the local hosts whose view of addr an event
+// may change: those told it is active and, if it is a target that may be
+// used, those that can see it. The cost is O(those hosts): the index's
+// hosts of the target when they are fewer than the local hosts, else the
+// local hosts (then nearly all of them see it).
+func (e *Engine) concerned(addr netip.Addr, usableTarget bool) []netip.Addr {
+	var out []netip.Addr
+	e.plan.ToldOf(addr, func(h netip.Addr) { out = append(out, h) })
+	if usableTarget {
+		if e.ix.HostsBound(addr) <= len(e.hosts) {
+			for h := range e.ix.Hosts(addr) {
+				if _, local := e.hosts[h.Addr]; local {
+					out = append(out, h.Addr)
+				}
+			}
+		} else {
+			for h := range e.hosts {
+				if e.ix.CanSee(h, addr) {
+					out = append(out, h)
+				}
+			}
+		}
+	}
+	slices.SortFunc(out, netip.Addr.Compare)
+	return slices.Compact(out)
 }
 
 func (e *Engine) localHosts() []netip.Addr {

@@ -22,6 +22,7 @@ type metrics struct {
 	badConfig      prometheus.Counter
 
 	up, registrations, refused, records, recordsRefused, untrusted, notifications, sessions, bfdSessions, bfdChanges, dropped *prometheus.Desc
+	format, setChanges, setUpdates                                                                                            *prometheus.Desc
 }
 
 func newMetrics(a *Agent) *metrics {
@@ -52,6 +53,10 @@ func newMetrics(a *Agent) *metrics {
 		bfdSessions: d("bfd_sessions", "BFD sessions by state.", "state"),
 		bfdChanges:  d("bfd_transitions_total", "BFD session state changes, by the state entered (a rising count into down: flapping).", "state"),
 		dropped:     d("frames_dropped_total", "Frames dropped on the access ports by reason.", "reason"),
+		format:      d("record_format", "1 for the record format the switch publishes in (per-device, sets), 0 for the other.", "format"),
+		setChanges: d("device_set_changes_total", "Changes made to this switch's device set records (devices published, "+
+			"withdrawn, retired, merged); divided by inof_switch_device_set_updates_total it is the changes one UPDATE carried."),
+		setUpdates: d("device_set_updates_total", "Device set records sent (UPDATEs), withdraws of emptied shards excluded."),
 	}
 }
 
@@ -64,7 +69,8 @@ func (m *metrics) notified(r l2proto.Result) {
 
 // Describe implements prometheus.Collector.
 func (m *metrics) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{m.up, m.registrations, m.refused, m.records, m.recordsRefused, m.untrusted, m.notifications, m.sessions, m.bfdSessions, m.bfdChanges, m.dropped} {
+	for _, d := range []*prometheus.Desc{m.up, m.registrations, m.refused, m.records, m.recordsRefused, m.untrusted, m.notifications,
+		m.sessions, m.bfdSessions, m.bfdChanges, m.dropped, m.format, m.setChanges, m.setUpdates} {
 		ch <- d
 	}
 	for _, c := range []prometheus.Collector{m.delivered, m.queriesDropped, m.notifyRefused, m.badConfig} {
@@ -100,6 +106,19 @@ func (m *metrics) Collect(ch chan<- prometheus.Metric) {
 	gauge(m.registrations, float64(st.Entries))
 	counter(m.refused, float64(st.Refused))
 	gauge(m.records, float64(a.table.Len()))
+	for _, f := range []bgp.RecordFormat{bgp.FormatDevices, bgp.FormatSets} {
+		v := 0.0
+		if bgp.RecordFormat(a.formatShown.Load()) == f {
+			v = 1
+		}
+		gauge(m.format, v, f.String())
+	}
+	var sst bgp.SetPublisherStats
+	if sets := a.setPublisher(); sets != nil {
+		sst = sets.Stats()
+	}
+	counter(m.setChanges, float64(sst.Changes))
+	counter(m.setUpdates, float64(sst.Updates))
 	counter(m.recordsRefused, float64(a.table.Stats().Refused))
 	for reason, v := range a.refusals.Counts() {
 		counter(m.untrusted, float64(v), reason)

@@ -22,10 +22,54 @@ type Notice struct {
 // re-sent. It is owned by one goroutine; it is not safe for concurrent use.
 type Planner struct {
 	told map[netip.Addr]map[netip.Addr]inof.Device
+	// toldOf is told the other way round: per target, the hosts told it
+	// is active.
+	toldOf map[netip.Addr]map[netip.Addr]struct{}
 }
 
 // NewPlanner returns a planner that has told nobody anything.
-func NewPlanner() *Planner { return &Planner{told: map[netip.Addr]map[netip.Addr]inof.Device{}} }
+func NewPlanner() *Planner {
+	return &Planner{told: map[netip.Addr]map[netip.Addr]inof.Device{}, toldOf: map[netip.Addr]map[netip.Addr]struct{}{}}
+}
+
+// tell records that host was told target is active.
+func (p *Planner) tell(host netip.Addr, target inof.Device) {
+	told := p.told[host]
+	if told == nil {
+		told = map[netip.Addr]inof.Device{}
+		p.told[host] = told
+	}
+	told[target.Addr] = target
+	hs := p.toldOf[target.Addr]
+	if hs == nil {
+		hs = map[netip.Addr]struct{}{}
+		p.toldOf[target.Addr] = hs
+	}
+	hs[host] = struct{}{}
+}
+
+// untell records that host was told target is no longer active.
+func (p *Planner) untell(host, target netip.Addr) {
+	delete(p.told[host], target)
+	// An emptied set stays for the target's next announcement (a target
+	// toggling would otherwise make and grow a map each time); Drop
+	// removes it.
+	delete(p.toldOf[target], host)
+}
+
+// Drop forgets the empty host set of a target that is gone.
+func (p *Planner) Drop(target netip.Addr) {
+	if hs, ok := p.toldOf[target]; ok && len(hs) == 0 {
+		delete(p.toldOf, target)
+	}
+}
+
+// ToldOf calls fn with every host told target is active.
+func (p *Planner) ToldOf(target netip.Addr, fn func(host netip.Addr)) {
+	for h := range p.toldOf[target] {
+		fn(h)
+	}
+}
 
 // Reconcile compares what host was told with usable, the targets it may use
 // now (visible by the zone rules and active). why gives the reason for a
@@ -37,7 +81,7 @@ func (p *Planner) Reconcile(host netip.Addr, usable map[netip.Addr]inof.Device, 
 	for addr, dev := range told {
 		if _, still := usable[addr]; !still {
 			out = append(out, Notice{Host: host, Target: dev, State: inof.StateInactive, Reason: why(addr)})
-			delete(told, addr)
+			p.untell(host, addr)
 		}
 	}
 	var active []Notice
@@ -45,11 +89,7 @@ func (p *Planner) Reconcile(host netip.Addr, usable map[netip.Addr]inof.Device, 
 		if prev, ok := told[addr]; ok && prev == dev {
 			continue
 		}
-		if told == nil {
-			told = map[netip.Addr]inof.Device{}
-			p.told[host] = told
-		}
-		told[addr] = dev
+		p.tell(host, dev)
 		active = append(active, Notice{Host: host, Target: dev, State: inof.StateActive})
 	}
 	sortNotices(out)
@@ -68,14 +108,10 @@ func (p *Planner) Update(host netip.Addr, dev inof.Device, usable bool, why func
 	case usable && was && prev == dev:
 		return nil
 	case usable:
-		if told == nil {
-			told = map[netip.Addr]inof.Device{}
-			p.told[host] = told
-		}
-		told[dev.Addr] = dev
+		p.tell(host, dev)
 		return []Notice{{Host: host, Target: dev, State: inof.StateActive}}
 	case was:
-		delete(told, dev.Addr)
+		p.untell(host, dev.Addr)
 		return []Notice{{Host: host, Target: prev, State: inof.StateInactive, Reason: why(dev.Addr)}}
 	}
 	return nil
@@ -97,11 +133,11 @@ func (p *Planner) WasTold(host, target netip.Addr) bool {
 // Restore sets what host was told, as saved before a restart, so the first
 // reconciliation after it sends only real changes.
 func (p *Planner) Restore(host netip.Addr, told []inof.Device) {
-	m := make(map[netip.Addr]inof.Device, len(told))
+	p.Forget(host)
+	p.told[host] = make(map[netip.Addr]inof.Device, len(told))
 	for _, d := range told {
-		m[d.Addr] = d
+		p.tell(host, d)
 	}
-	p.told[host] = m
 }
 
 // Answer is the reply to a host's zone query: an active notice for every
@@ -134,7 +170,12 @@ func (p *Planner) Told(host netip.Addr) []inof.Device {
 }
 
 // Forget drops what host was told (it left the switch).
-func (p *Planner) Forget(host netip.Addr) { delete(p.told, host) }
+func (p *Planner) Forget(host netip.Addr) {
+	for t := range p.told[host] {
+		p.untell(host, t)
+	}
+	delete(p.told, host)
+}
 
 // Hosts returns the hosts that were told anything, sorted.
 func (p *Planner) Hosts() []netip.Addr {

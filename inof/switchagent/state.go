@@ -34,6 +34,9 @@ type savedState struct {
 	// so a restored record ages out when its device's registration would
 	// have. Absent in files of older releases.
 	Registrations []savedRegistration `json:"registrations,omitempty"`
+	// Format is the record format the switch published in (absent in
+	// files of older releases: per-device).
+	Format bgp.RecordFormat `json:"format,omitempty"`
 }
 
 // savedRegistration is one registration's deadline.

@@ -112,3 +112,44 @@ func hasReflectorAPI() (bool, error) {
 	}
 	return !strings.Contains(string(out), "api"), nil
 }
+
+// BuildRelease builds this module's inofd as of commit (an older release,
+// for rolling-upgrade scenarios) into dir and returns the binary's path.
+// The commit's tree comes from the git repository the tests run in (git
+// archive), and builds with the module cache the tests use.
+func BuildRelease(commit, dir string) (string, error) {
+	src := filepath.Join(dir, "src")
+	if err := os.MkdirAll(src, 0o755); err != nil {
+		return "", err
+	}
+	top, err := exec.Command("git", "rev-parse", "--show-toplevel").Output()
+	if err != nil {
+		return "", fmt.Errorf("git rev-parse --show-toplevel: %w", err)
+	}
+	archive := exec.Command("git", "archive", "--format=tar", commit)
+	archive.Dir = strings.TrimSpace(string(top)) // from a subdirectory git archives only that
+	untar := exec.Command("tar", "-x", "-C", src)
+	pipe, err := archive.StdoutPipe()
+	if err != nil {
+		return "", err
+	}
+	untar.Stdin = pipe
+	var stderr strings.Builder
+	archive.Stderr = &stderr
+	if err := untar.Start(); err != nil {
+		return "", err
+	}
+	if err := archive.Run(); err != nil {
+		return "", fmt.Errorf("git archive %s: %w: %s", commit, err, stderr.String())
+	}
+	if err := untar.Wait(); err != nil {
+		return "", fmt.Errorf("untar %s: %w", commit, err)
+	}
+	bin := filepath.Join(dir, "inofd")
+	build := exec.Command("go", "build", "-o", bin, "./cmd/inofd")
+	build.Dir = src
+	if out, err := build.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("go build inofd at %s: %w\n%s", commit, err, out)
+	}
+	return bin, nil
+}

@@ -65,6 +65,9 @@ type Node struct {
 	Addr netip.Addr
 	// Links are a device's NICs, in Spec order; a switch's access ports.
 	Links []*Link
+	// Binary, when set, is the program Start runs instead of the one
+	// built from this tree (e.g. an older release's inofd).
+	Binary string
 
 	f       *Fabric
 	dir     string // configuration, state, fake nvme, log

@@ -10,12 +10,41 @@ import (
 
 // WaitEstablished waits until every reflector reports every switch as an
 // established client (inof_reflector_sessions).
+// With Spec.RecordFormat "sets" it then switches the fabric to device
+// sets (retrying while the reflector refuses because a switch has not
+// announced yet) and waits until every running switch publishes in sets.
 func (f *Fabric) WaitEstablished(timeout time.Duration) error {
 	want := float64(len(f.Nodes(KindSwitch)))
 	for _, r := range f.Nodes(KindReflector) {
 		if _, err := r.WaitMetric(timeout, func(v float64) bool { return v == want },
 			"inof_reflector_sessions", "kind", "client", "state", "established"); err != nil {
 			return err
+		}
+	}
+	if f.spec.recordFormat() == "per-device" {
+		return nil
+	}
+	return f.SetRecordFormat(timeout, f.spec.recordFormat())
+}
+
+// SetRecordFormat sets the fabric's record format with inofctl on the
+// first reflector, retrying until it is accepted, and waits until every
+// running switch publishes in it.
+func (f *Fabric) SetRecordFormat(timeout time.Duration, format string) error {
+	rr := f.Nodes(KindReflector)[0]
+	err := Poll(timeout, func() (bool, error) {
+		_, err := rr.Inofctl("fabric", "set", "record-format", format)
+		return err == nil, err
+	})
+	if err != nil {
+		return fmt.Errorf("topo: record format %s: %w", format, err)
+	}
+	for _, sw := range f.Nodes(KindSwitch) {
+		if !sw.Running() {
+			continue
+		}
+		if _, err := sw.WaitMetric(timeout, func(v float64) bool { return v == 1 }, "inof_switch_record_format", "format", format); err != nil {
+			return fmt.Errorf("topo: %s not publishing in %s: %w", sw.Name, format, err)
 		}
 	}
 	return nil

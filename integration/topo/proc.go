@@ -31,6 +31,9 @@ func (n *Node) Start() error {
 		return fmt.Errorf("topo: %s already runs", n.Name)
 	}
 	bin, err := Binary(n.argv[0])
+	if n.Binary != "" {
+		bin, err = n.Binary, nil
+	}
 	if err != nil {
 		n.mu.Unlock()
 		return fmt.Errorf("topo: start %s: %w", n.Name, err)

@@ -3,6 +3,7 @@ package topo
 import (
 	"fmt"
 	"net/netip"
+	"os"
 	"slices"
 )
 
@@ -36,6 +37,23 @@ type Spec struct {
 	ReflectorConfig func(name string, cfg map[string]any)
 	SwitchConfig    func(name string, cfg map[string]any)
 	HostConfig      func(name string, cfg map[string]any)
+
+	// RecordFormat is the record format (docs/records.md) the fabric is
+	// switched to once its switches are connected (Fabric.WaitEstablished
+	// does it): "per-device" (the default, nothing is set) or "sets". Empty
+	// takes $INOF_RECORD_FORMAT, so a whole suite runs in either format.
+	RecordFormat string
+}
+
+// recordFormat is the format the fabric runs in.
+func (s Spec) recordFormat() string {
+	if s.RecordFormat != "" {
+		return s.RecordFormat
+	}
+	if v := os.Getenv("INOF_RECORD_FORMAT"); v != "" {
+		return v
+	}
+	return "per-device"
 }
 
 // Device is a host or target with one or more NICs.

@@ -3375,6 +3375,200 @@ func (x *WhoSeesRequest) GetVisibleOnly() bool {
 	return false
 }
 
+type GetRecordFormatRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetRecordFormatRequest) Reset() {
+	*x = GetRecordFormatRequest{}
+	mi := &file_inof_v1_inof_proto_msgTypes[53]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetRecordFormatRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetRecordFormatRequest) ProtoMessage() {}
+
+func (x *GetRecordFormatRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_inof_v1_inof_proto_msgTypes[53]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetRecordFormatRequest.ProtoReflect.Descriptor instead.
+func (*GetRecordFormatRequest) Descriptor() ([]byte, []int) {
+	return file_inof_v1_inof_proto_rawDescGZIP(), []int{53}
+}
+
+type SetRecordFormatRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Format        string                 `protobuf:"bytes,1,opt,name=format,proto3" json:"format,omitempty"` // "per-device" or "sets"
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SetRecordFormatRequest) Reset() {
+	*x = SetRecordFormatRequest{}
+	mi := &file_inof_v1_inof_proto_msgTypes[54]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetRecordFormatRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetRecordFormatRequest) ProtoMessage() {}
+
+func (x *SetRecordFormatRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_inof_v1_inof_proto_msgTypes[54]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetRecordFormatRequest.ProtoReflect.Descriptor instead.
+func (*SetRecordFormatRequest) Descriptor() ([]byte, []int) {
+	return file_inof_v1_inof_proto_rawDescGZIP(), []int{54}
+}
+
+func (x *SetRecordFormatRequest) GetFormat() string {
+	if x != nil {
+		return x.Format
+	}
+	return ""
+}
+
+// RecordFormat is the fabric's record format and, per configured switch,
+// whether it announced that it reads device sets.
+type RecordFormat struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Format        string                 `protobuf:"bytes,1,opt,name=format,proto3" json:"format,omitempty"` // "per-device" or "sets"
+	Switches      []*SwitchReads         `protobuf:"bytes,2,rep,name=switches,proto3" json:"switches,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RecordFormat) Reset() {
+	*x = RecordFormat{}
+	mi := &file_inof_v1_inof_proto_msgTypes[55]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RecordFormat) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RecordFormat) ProtoMessage() {}
+
+func (x *RecordFormat) ProtoReflect() protoreflect.Message {
+	mi := &file_inof_v1_inof_proto_msgTypes[55]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RecordFormat.ProtoReflect.Descriptor instead.
+func (*RecordFormat) Descriptor() ([]byte, []int) {
+	return file_inof_v1_inof_proto_rawDescGZIP(), []int{55}
+}
+
+func (x *RecordFormat) GetFormat() string {
+	if x != nil {
+		return x.Format
+	}
+	return ""
+}
+
+func (x *RecordFormat) GetSwitches() []*SwitchReads {
+	if x != nil {
+		return x.Switches
+	}
+	return nil
+}
+
+type SwitchReads struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Switch        string                 `protobuf:"bytes,1,opt,name=switch,proto3" json:"switch,omitempty"`                         // router-id
+	Announced     bool                   `protobuf:"varint,2,opt,name=announced,proto3" json:"announced,omitempty"`                  // a switch record was received
+	ReadsSets     bool                   `protobuf:"varint,3,opt,name=reads_sets,json=readsSets,proto3" json:"reads_sets,omitempty"` // it reads device set records
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SwitchReads) Reset() {
+	*x = SwitchReads{}
+	mi := &file_inof_v1_inof_proto_msgTypes[56]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SwitchReads) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SwitchReads) ProtoMessage() {}
+
+func (x *SwitchReads) ProtoReflect() protoreflect.Message {
+	mi := &file_inof_v1_inof_proto_msgTypes[56]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SwitchReads.ProtoReflect.Descriptor instead.
+func (*SwitchReads) Descriptor() ([]byte, []int) {
+	return file_inof_v1_inof_proto_rawDescGZIP(), []int{56}
+}
+
+func (x *SwitchReads) GetSwitch() string {
+	if x != nil {
+		return x.Switch
+	}
+	return ""
+}
+
+func (x *SwitchReads) GetAnnounced() bool {
+	if x != nil {
+		return x.Announced
+	}
+	return false
+}
+
+func (x *SwitchReads) GetReadsSets() bool {
+	if x != nil {
+		return x.ReadsSets
+	}
+	return false
+}
+
 var File_inof_v1_inof_proto protoreflect.FileDescriptor
 
 const file_inof_v1_inof_proto_rawDesc = "" +
@@ -3617,13 +3811,23 @@ const file_inof_v1_inof_proto_rawDesc = "" +
 	"\x04uses\x18\x01 \x03(\v2\x12.inof.v1.MemberUseR\x04uses\"K\n" +
 	"\x0eWhoSeesRequest\x12\x16\n" +
 	"\x06target\x18\x01 \x01(\tR\x06target\x12!\n" +
-	"\fvisible_only\x18\x02 \x01(\bR\vvisibleOnly*K\n" +
+	"\fvisible_only\x18\x02 \x01(\bR\vvisibleOnly\"\x18\n" +
+	"\x16GetRecordFormatRequest\"0\n" +
+	"\x16SetRecordFormatRequest\x12\x16\n" +
+	"\x06format\x18\x01 \x01(\tR\x06format\"X\n" +
+	"\fRecordFormat\x12\x16\n" +
+	"\x06format\x18\x01 \x01(\tR\x06format\x120\n" +
+	"\bswitches\x18\x02 \x03(\v2\x14.inof.v1.SwitchReadsR\bswitches\"b\n" +
+	"\vSwitchReads\x12\x16\n" +
+	"\x06switch\x18\x01 \x01(\tR\x06switch\x12\x1c\n" +
+	"\tannounced\x18\x02 \x01(\bR\tannounced\x12\x1d\n" +
+	"\n" +
+	"reads_sets\x18\x03 \x01(\bR\treadsSets*K\n" +
 	"\x04Role\x12\x14\n" +
 	"\x10ROLE_UNSPECIFIED\x10\x00\x12\x0f\n" +
 	"\vROLE_TARGET\x10\x01\x12\r\n" +
 	"\tROLE_HOST\x10\x02\x12\r\n" +
-	"\tROLE_BOTH\x10\x032\xb4\n" +
-	"\n" +
+	"\tROLE_BOTH\x10\x032\xca\v\n" +
 	"\x06Fabric\x127\n" +
 	"\tGetZoning\x12\x19.inof.v1.GetZoningRequest\x1a\x0f.inof.v1.Zoning\x12H\n" +
 	"\vApplyZoning\x12\x1b.inof.v1.ApplyZoningRequest\x1a\x1c.inof.v1.ApplyZoningResponse\x12H\n" +
@@ -3644,7 +3848,9 @@ const file_inof_v1_inof_proto_rawDesc = "" +
 	"\x06Backup\x12\x16.inof.v1.BackupRequest\x1a\x14.inof.v1.BackupChunk0\x01\x12E\n" +
 	"\n" +
 	"FindMember\x12\x1a.inof.v1.FindMemberRequest\x1a\x1b.inof.v1.FindMemberResponse\x12?\n" +
-	"\aWhoSees\x12\x17.inof.v1.WhoSeesRequest\x1a\x1b.inof.v1.VisibilityResponseB-Z+github.com/openinof/inof/inof/api/v1;inofv1b\x06proto3"
+	"\aWhoSees\x12\x17.inof.v1.WhoSeesRequest\x1a\x1b.inof.v1.VisibilityResponse\x12I\n" +
+	"\x0fGetRecordFormat\x12\x1f.inof.v1.GetRecordFormatRequest\x1a\x15.inof.v1.RecordFormat\x12I\n" +
+	"\x0fSetRecordFormat\x12\x1f.inof.v1.SetRecordFormatRequest\x1a\x15.inof.v1.RecordFormatB-Z+github.com/openinof/inof/inof/api/v1;inofv1b\x06proto3"
 
 var (
 	file_inof_v1_inof_proto_rawDescOnce sync.Once
@@ -3659,7 +3865,7 @@ func file_inof_v1_inof_proto_rawDescGZIP() []byte {
 }
 
 var file_inof_v1_inof_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_inof_v1_inof_proto_msgTypes = make([]protoimpl.MessageInfo, 54)
+var file_inof_v1_inof_proto_msgTypes = make([]protoimpl.MessageInfo, 58)
 var file_inof_v1_inof_proto_goTypes = []any{
 	(Role)(0),                               // 0: inof.v1.Role
 	(*GetZoningRequest)(nil),                // 1: inof.v1.GetZoningRequest
@@ -3715,8 +3921,12 @@ var file_inof_v1_inof_proto_goTypes = []any{
 	(*MemberUse)(nil),                       // 51: inof.v1.MemberUse
 	(*FindMemberResponse)(nil),              // 52: inof.v1.FindMemberResponse
 	(*WhoSeesRequest)(nil),                  // 53: inof.v1.WhoSeesRequest
-	nil,                                     // 54: inof.v1.Event.AttributesEntry
-	(*timestamppb.Timestamp)(nil),           // 55: google.protobuf.Timestamp
+	(*GetRecordFormatRequest)(nil),          // 54: inof.v1.GetRecordFormatRequest
+	(*SetRecordFormatRequest)(nil),          // 55: inof.v1.SetRecordFormatRequest
+	(*RecordFormat)(nil),                    // 56: inof.v1.RecordFormat
+	(*SwitchReads)(nil),                     // 57: inof.v1.SwitchReads
+	nil,                                     // 58: inof.v1.Event.AttributesEntry
+	(*timestamppb.Timestamp)(nil),           // 59: google.protobuf.Timestamp
 }
 var file_inof_v1_inof_proto_depIdxs = []int32{
 	3,  // 0: inof.v1.Zoning.settings:type_name -> inof.v1.Settings
@@ -3735,66 +3945,71 @@ var file_inof_v1_inof_proto_depIdxs = []int32{
 	6,  // 13: inof.v1.ApplyZoningRequest.edits:type_name -> inof.v1.Edit
 	17, // 14: inof.v1.ApplyZoningResponse.changes:type_name -> inof.v1.VisibilityChange
 	0,  // 15: inof.v1.Device.role:type_name -> inof.v1.Role
-	55, // 16: inof.v1.Device.since:type_name -> google.protobuf.Timestamp
-	55, // 17: inof.v1.Device.held_until:type_name -> google.protobuf.Timestamp
+	59, // 16: inof.v1.Device.since:type_name -> google.protobuf.Timestamp
+	59, // 17: inof.v1.Device.held_until:type_name -> google.protobuf.Timestamp
 	0,  // 18: inof.v1.ListDevicesRequest.role:type_name -> inof.v1.Role
 	18, // 19: inof.v1.ListDevicesResponse.devices:type_name -> inof.v1.Device
 	22, // 20: inof.v1.VisibilityResponse.targets:type_name -> inof.v1.WhyResponse
-	55, // 21: inof.v1.Session.since:type_name -> google.protobuf.Timestamp
+	59, // 21: inof.v1.Session.since:type_name -> google.protobuf.Timestamp
 	26, // 22: inof.v1.ListSessionsResponse.sessions:type_name -> inof.v1.Session
-	55, // 23: inof.v1.BFDSession.since:type_name -> google.protobuf.Timestamp
+	59, // 23: inof.v1.BFDSession.since:type_name -> google.protobuf.Timestamp
 	29, // 24: inof.v1.ListBFDSessionsResponse.sessions:type_name -> inof.v1.BFDSession
-	55, // 25: inof.v1.Event.time:type_name -> google.protobuf.Timestamp
-	54, // 26: inof.v1.Event.attributes:type_name -> inof.v1.Event.AttributesEntry
+	59, // 25: inof.v1.Event.time:type_name -> google.protobuf.Timestamp
+	58, // 26: inof.v1.Event.attributes:type_name -> inof.v1.Event.AttributesEntry
 	37, // 27: inof.v1.ValidateLosslessProfileResponse.problems:type_name -> inof.v1.Problem
-	55, // 28: inof.v1.VersionResponse.started:type_name -> google.protobuf.Timestamp
-	55, // 29: inof.v1.ListJournalRequest.since:type_name -> google.protobuf.Timestamp
-	55, // 30: inof.v1.ListJournalRequest.until:type_name -> google.protobuf.Timestamp
-	55, // 31: inof.v1.JournalEntry.time:type_name -> google.protobuf.Timestamp
+	59, // 28: inof.v1.VersionResponse.started:type_name -> google.protobuf.Timestamp
+	59, // 29: inof.v1.ListJournalRequest.since:type_name -> google.protobuf.Timestamp
+	59, // 30: inof.v1.ListJournalRequest.until:type_name -> google.protobuf.Timestamp
+	59, // 31: inof.v1.JournalEntry.time:type_name -> google.protobuf.Timestamp
 	44, // 32: inof.v1.ListJournalResponse.entries:type_name -> inof.v1.JournalEntry
 	45, // 33: inof.v1.ListJournalResponse.conflicts:type_name -> inof.v1.Conflict
 	51, // 34: inof.v1.FindMemberResponse.uses:type_name -> inof.v1.MemberUse
-	1,  // 35: inof.v1.Fabric.GetZoning:input_type -> inof.v1.GetZoningRequest
-	15, // 36: inof.v1.Fabric.ApplyZoning:input_type -> inof.v1.ApplyZoningRequest
-	19, // 37: inof.v1.Fabric.ListDevices:input_type -> inof.v1.ListDevicesRequest
-	21, // 38: inof.v1.Fabric.Why:input_type -> inof.v1.WhyRequest
-	23, // 39: inof.v1.Fabric.Visibility:input_type -> inof.v1.VisibilityRequest
-	25, // 40: inof.v1.Fabric.ListSessions:input_type -> inof.v1.ListSessionsRequest
-	28, // 41: inof.v1.Fabric.ListBFDSessions:input_type -> inof.v1.ListBFDSessionsRequest
-	31, // 42: inof.v1.Fabric.WatchEvents:input_type -> inof.v1.WatchEventsRequest
-	33, // 43: inof.v1.Fabric.GetLosslessProfile:input_type -> inof.v1.GetLosslessProfileRequest
-	35, // 44: inof.v1.Fabric.SetLosslessProfile:input_type -> inof.v1.SetLosslessProfileRequest
-	36, // 45: inof.v1.Fabric.ValidateLosslessProfile:input_type -> inof.v1.ValidateLosslessProfileRequest
-	39, // 46: inof.v1.Fabric.RenderLosslessProfile:input_type -> inof.v1.RenderLosslessProfileRequest
-	41, // 47: inof.v1.Fabric.Version:input_type -> inof.v1.VersionRequest
-	43, // 48: inof.v1.Fabric.ListJournal:input_type -> inof.v1.ListJournalRequest
-	47, // 49: inof.v1.Fabric.GetRevision:input_type -> inof.v1.GetRevisionRequest
-	48, // 50: inof.v1.Fabric.Backup:input_type -> inof.v1.BackupRequest
-	50, // 51: inof.v1.Fabric.FindMember:input_type -> inof.v1.FindMemberRequest
-	53, // 52: inof.v1.Fabric.WhoSees:input_type -> inof.v1.WhoSeesRequest
-	2,  // 53: inof.v1.Fabric.GetZoning:output_type -> inof.v1.Zoning
-	16, // 54: inof.v1.Fabric.ApplyZoning:output_type -> inof.v1.ApplyZoningResponse
-	20, // 55: inof.v1.Fabric.ListDevices:output_type -> inof.v1.ListDevicesResponse
-	22, // 56: inof.v1.Fabric.Why:output_type -> inof.v1.WhyResponse
-	24, // 57: inof.v1.Fabric.Visibility:output_type -> inof.v1.VisibilityResponse
-	27, // 58: inof.v1.Fabric.ListSessions:output_type -> inof.v1.ListSessionsResponse
-	30, // 59: inof.v1.Fabric.ListBFDSessions:output_type -> inof.v1.ListBFDSessionsResponse
-	32, // 60: inof.v1.Fabric.WatchEvents:output_type -> inof.v1.Event
-	34, // 61: inof.v1.Fabric.GetLosslessProfile:output_type -> inof.v1.LosslessProfile
-	34, // 62: inof.v1.Fabric.SetLosslessProfile:output_type -> inof.v1.LosslessProfile
-	38, // 63: inof.v1.Fabric.ValidateLosslessProfile:output_type -> inof.v1.ValidateLosslessProfileResponse
-	40, // 64: inof.v1.Fabric.RenderLosslessProfile:output_type -> inof.v1.RenderLosslessProfileResponse
-	42, // 65: inof.v1.Fabric.Version:output_type -> inof.v1.VersionResponse
-	46, // 66: inof.v1.Fabric.ListJournal:output_type -> inof.v1.ListJournalResponse
-	2,  // 67: inof.v1.Fabric.GetRevision:output_type -> inof.v1.Zoning
-	49, // 68: inof.v1.Fabric.Backup:output_type -> inof.v1.BackupChunk
-	52, // 69: inof.v1.Fabric.FindMember:output_type -> inof.v1.FindMemberResponse
-	24, // 70: inof.v1.Fabric.WhoSees:output_type -> inof.v1.VisibilityResponse
-	53, // [53:71] is the sub-list for method output_type
-	35, // [35:53] is the sub-list for method input_type
-	35, // [35:35] is the sub-list for extension type_name
-	35, // [35:35] is the sub-list for extension extendee
-	0,  // [0:35] is the sub-list for field type_name
+	57, // 35: inof.v1.RecordFormat.switches:type_name -> inof.v1.SwitchReads
+	1,  // 36: inof.v1.Fabric.GetZoning:input_type -> inof.v1.GetZoningRequest
+	15, // 37: inof.v1.Fabric.ApplyZoning:input_type -> inof.v1.ApplyZoningRequest
+	19, // 38: inof.v1.Fabric.ListDevices:input_type -> inof.v1.ListDevicesRequest
+	21, // 39: inof.v1.Fabric.Why:input_type -> inof.v1.WhyRequest
+	23, // 40: inof.v1.Fabric.Visibility:input_type -> inof.v1.VisibilityRequest
+	25, // 41: inof.v1.Fabric.ListSessions:input_type -> inof.v1.ListSessionsRequest
+	28, // 42: inof.v1.Fabric.ListBFDSessions:input_type -> inof.v1.ListBFDSessionsRequest
+	31, // 43: inof.v1.Fabric.WatchEvents:input_type -> inof.v1.WatchEventsRequest
+	33, // 44: inof.v1.Fabric.GetLosslessProfile:input_type -> inof.v1.GetLosslessProfileRequest
+	35, // 45: inof.v1.Fabric.SetLosslessProfile:input_type -> inof.v1.SetLosslessProfileRequest
+	36, // 46: inof.v1.Fabric.ValidateLosslessProfile:input_type -> inof.v1.ValidateLosslessProfileRequest
+	39, // 47: inof.v1.Fabric.RenderLosslessProfile:input_type -> inof.v1.RenderLosslessProfileRequest
+	41, // 48: inof.v1.Fabric.Version:input_type -> inof.v1.VersionRequest
+	43, // 49: inof.v1.Fabric.ListJournal:input_type -> inof.v1.ListJournalRequest
+	47, // 50: inof.v1.Fabric.GetRevision:input_type -> inof.v1.GetRevisionRequest
+	48, // 51: inof.v1.Fabric.Backup:input_type -> inof.v1.BackupRequest
+	50, // 52: inof.v1.Fabric.FindMember:input_type -> inof.v1.FindMemberRequest
+	53, // 53: inof.v1.Fabric.WhoSees:input_type -> inof.v1.WhoSeesRequest
+	54, // 54: inof.v1.Fabric.GetRecordFormat:input_type -> inof.v1.GetRecordFormatRequest
+	55, // 55: inof.v1.Fabric.SetRecordFormat:input_type -> inof.v1.SetRecordFormatRequest
+	2,  // 56: inof.v1.Fabric.GetZoning:output_type -> inof.v1.Zoning
+	16, // 57: inof.v1.Fabric.ApplyZoning:output_type -> inof.v1.ApplyZoningResponse
+	20, // 58: inof.v1.Fabric.ListDevices:output_type -> inof.v1.ListDevicesResponse
+	22, // 59: inof.v1.Fabric.Why:output_type -> inof.v1.WhyResponse
+	24, // 60: inof.v1.Fabric.Visibility:output_type -> inof.v1.VisibilityResponse
+	27, // 61: inof.v1.Fabric.ListSessions:output_type -> inof.v1.ListSessionsResponse
+	30, // 62: inof.v1.Fabric.ListBFDSessions:output_type -> inof.v1.ListBFDSessionsResponse
+	32, // 63: inof.v1.Fabric.WatchEvents:output_type -> inof.v1.Event
+	34, // 64: inof.v1.Fabric.GetLosslessProfile:output_type -> inof.v1.LosslessProfile
+	34, // 65: inof.v1.Fabric.SetLosslessProfile:output_type -> inof.v1.LosslessProfile
+	38, // 66: inof.v1.Fabric.ValidateLosslessProfile:output_type -> inof.v1.ValidateLosslessProfileResponse
+	40, // 67: inof.v1.Fabric.RenderLosslessProfile:output_type -> inof.v1.RenderLosslessProfileResponse
+	42, // 68: inof.v1.Fabric.Version:output_type -> inof.v1.VersionResponse
+	46, // 69: inof.v1.Fabric.ListJournal:output_type -> inof.v1.ListJournalResponse
+	2,  // 70: inof.v1.Fabric.GetRevision:output_type -> inof.v1.Zoning
+	49, // 71: inof.v1.Fabric.Backup:output_type -> inof.v1.BackupChunk
+	52, // 72: inof.v1.Fabric.FindMember:output_type -> inof.v1.FindMemberResponse
+	24, // 73: inof.v1.Fabric.WhoSees:output_type -> inof.v1.VisibilityResponse
+	56, // 74: inof.v1.Fabric.GetRecordFormat:output_type -> inof.v1.RecordFormat
+	56, // 75: inof.v1.Fabric.SetRecordFormat:output_type -> inof.v1.RecordFormat
+	56, // [56:76] is the sub-list for method output_type
+	36, // [36:56] is the sub-list for method input_type
+	36, // [36:36] is the sub-list for extension type_name
+	36, // [36:36] is the sub-list for extension extendee
+	0,  // [0:36] is the sub-list for field type_name
 }
 
 func init() { file_inof_v1_inof_proto_init() }
@@ -3821,7 +4036,7 @@ func file_inof_v1_inof_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_inof_v1_inof_proto_rawDesc), len(file_inof_v1_inof_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   54,
+			NumMessages:   58,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

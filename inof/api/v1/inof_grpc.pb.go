@@ -41,6 +41,8 @@ const (
 	Fabric_Backup_FullMethodName                  = "/inof.v1.Fabric/Backup"
 	Fabric_FindMember_FullMethodName              = "/inof.v1.Fabric/FindMember"
 	Fabric_WhoSees_FullMethodName                 = "/inof.v1.Fabric/WhoSees"
+	Fabric_GetRecordFormat_FullMethodName         = "/inof.v1.Fabric/GetRecordFormat"
+	Fabric_SetRecordFormat_FullMethodName         = "/inof.v1.Fabric/SetRecordFormat"
 )
 
 // FabricClient is the client API for Fabric service.
@@ -93,6 +95,12 @@ type FabricClient interface {
 	FindMember(ctx context.Context, in *FindMemberRequest, opts ...grpc.CallOption) (*FindMemberResponse, error)
 	// WhoSees explains, for every registered host, whether it sees a target.
 	WhoSees(ctx context.Context, in *WhoSeesRequest, opts ...grpc.CallOption) (*VisibilityResponse, error)
+	// GetRecordFormat returns how switches publish their devices
+	// (docs/records.md) and what each switch announced it reads.
+	GetRecordFormat(ctx context.Context, in *GetRecordFormatRequest, opts ...grpc.CallOption) (*RecordFormat, error)
+	// SetRecordFormat changes it; "sets" is refused (FAILED_PRECONDITION)
+	// while a switch has not announced that it reads device sets.
+	SetRecordFormat(ctx context.Context, in *SetRecordFormatRequest, opts ...grpc.CallOption) (*RecordFormat, error)
 }
 
 type fabricClient struct {
@@ -301,6 +309,26 @@ func (c *fabricClient) WhoSees(ctx context.Context, in *WhoSeesRequest, opts ...
 	return out, nil
 }
 
+func (c *fabricClient) GetRecordFormat(ctx context.Context, in *GetRecordFormatRequest, opts ...grpc.CallOption) (*RecordFormat, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(RecordFormat)
+	err := c.cc.Invoke(ctx, Fabric_GetRecordFormat_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *fabricClient) SetRecordFormat(ctx context.Context, in *SetRecordFormatRequest, opts ...grpc.CallOption) (*RecordFormat, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(RecordFormat)
+	err := c.cc.Invoke(ctx, Fabric_SetRecordFormat_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // FabricServer is the server API for Fabric service.
 // All implementations must embed UnimplementedFabricServer
 // for forward compatibility.
@@ -351,6 +379,12 @@ type FabricServer interface {
 	FindMember(context.Context, *FindMemberRequest) (*FindMemberResponse, error)
 	// WhoSees explains, for every registered host, whether it sees a target.
 	WhoSees(context.Context, *WhoSeesRequest) (*VisibilityResponse, error)
+	// GetRecordFormat returns how switches publish their devices
+	// (docs/records.md) and what each switch announced it reads.
+	GetRecordFormat(context.Context, *GetRecordFormatRequest) (*RecordFormat, error)
+	// SetRecordFormat changes it; "sets" is refused (FAILED_PRECONDITION)
+	// while a switch has not announced that it reads device sets.
+	SetRecordFormat(context.Context, *SetRecordFormatRequest) (*RecordFormat, error)
 	mustEmbedUnimplementedFabricServer()
 }
 
@@ -414,6 +448,12 @@ func (UnimplementedFabricServer) FindMember(context.Context, *FindMemberRequest)
 }
 func (UnimplementedFabricServer) WhoSees(context.Context, *WhoSeesRequest) (*VisibilityResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method WhoSees not implemented")
+}
+func (UnimplementedFabricServer) GetRecordFormat(context.Context, *GetRecordFormatRequest) (*RecordFormat, error) {
+	return nil, status.Error(codes.Unimplemented, "method GetRecordFormat not implemented")
+}
+func (UnimplementedFabricServer) SetRecordFormat(context.Context, *SetRecordFormatRequest) (*RecordFormat, error) {
+	return nil, status.Error(codes.Unimplemented, "method SetRecordFormat not implemented")
 }
 func (UnimplementedFabricServer) mustEmbedUnimplementedFabricServer() {}
 func (UnimplementedFabricServer) testEmbeddedByValue()                {}
@@ -746,6 +786,42 @@ func _Fabric_WhoSees_Handler(srv interface{}, ctx context.Context, dec func(inte
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Fabric_GetRecordFormat_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(GetRecordFormatRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(FabricServer).GetRecordFormat(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Fabric_GetRecordFormat_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(FabricServer).GetRecordFormat(ctx, req.(*GetRecordFormatRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Fabric_SetRecordFormat_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(SetRecordFormatRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(FabricServer).SetRecordFormat(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Fabric_SetRecordFormat_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(FabricServer).SetRecordFormat(ctx, req.(*SetRecordFormatRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Fabric_ServiceDesc is the grpc.ServiceDesc for Fabric service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -816,6 +892,14 @@ var Fabric_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "WhoSees",
 			Handler:    _Fabric_WhoSees_Handler,
+		},
+		{
+			MethodName: "GetRecordFormat",
+			Handler:    _Fabric_GetRecordFormat_Handler,
+		},
+		{
+			MethodName: "SetRecordFormat",
+			Handler:    _Fabric_SetRecordFormat_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

@@ -40,11 +40,14 @@ type childArgs struct {
 
 // childFigures is what a child reports.
 type childFigures struct {
-	Count   int   // opaque records accepted from all neighbors
-	Heap    int64 // Go heap in use after a GC
-	RSS     int64
-	PeakRSS int64
-	CPUns   int64
+	// Count is what the reflector accepted from all neighbors: devices
+	// (ours, whatever the record format), opaque records (stock).
+	Count       int
+	Established int   // client sessions established
+	Heap        int64 // Go heap in use after a GC
+	RSS         int64
+	PeakRSS     int64
+	CPUns       int64
 }
 
 func runChild(kind string) {
@@ -53,7 +56,7 @@ func runChild(kind string) {
 		fail(fmt.Errorf("child args: %w", err))
 	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	var count func(context.Context) (int, error)
+	var count func(context.Context) (int, int, error)
 	var err error
 	switch kind {
 	case "ours":
@@ -96,7 +99,7 @@ func runChild(kind string) {
 	mux.HandleFunc("/figures", func(w http.ResponseWriter, r *http.Request) {
 		var f childFigures
 		var err error
-		if f.Count, err = count(r.Context()); err != nil {
+		if f.Count, f.Established, err = count(r.Context()); err != nil {
 			http.Error(w, err.Error(), http.StatusInternalServerError)
 			return
 		}
@@ -130,7 +133,7 @@ func fail(err error) {
 // startOurs runs inof/reflector as inofd would, BFD off (the feeders have
 // none), and commits the plan's zones with soft zoning (so that an unzoned
 // device sees every zone).
-func startOurs(a childArgs, log *slog.Logger) (func(context.Context) (int, error), error) {
+func startOurs(a childArgs, log *slog.Logger) (func(context.Context) (int, int, error), error) {
 	o := reflector.DefaultOptions()
 	o.StateDir, o.ASN, o.RouterID, o.LocalAddress = a.StateDir, ASN, "127.0.0.1", "127.0.0.1"
 	o.Listen = reflector.ListenOptions{Addresses: []string{"127.0.0.1"}, Port: a.Port}
@@ -166,13 +169,8 @@ func startOurs(a childArgs, log *slog.Logger) (func(context.Context) (int, error
 	if err != nil {
 		return nil, fmt.Errorf("commit zones: %w", err)
 	}
-	return func(ctx context.Context) (int, error) {
-		ns, err := r.Neighbors(ctx)
-		n := 0
-		for _, s := range ns {
-			n += int(s.Received)
-		}
-		return n, err
+	return func(context.Context) (int, int, error) {
+		return r.DeviceCount(), r.EstablishedSessions(), nil
 	}, nil
 }
 
@@ -239,7 +237,7 @@ func rtcPath(rt *bgp.RouteTarget) (*api.Path, error) {
 
 // startStock runs plain GoBGP v3.37 as the reflector, with the default
 // route-target membership when RT-constraint is on (as ours has).
-func startStock(a childArgs) (func(context.Context) (int, error), error) {
+func startStock(a childArgs) (func(context.Context) (int, int, error), error) {
 	s := server.NewBgpServer(server.LoggerOption(quiet{}))
 	go s.Serve()
 	ctx := context.Background()
@@ -261,13 +259,17 @@ func startStock(a childArgs) (func(context.Context) (int, error), error) {
 			return nil, err
 		}
 	}
-	return func(ctx context.Context) (int, error) { return stockCount(ctx, s.ListPeer) }, nil
+	return func(ctx context.Context) (int, int, error) { return stockCount(ctx, s.ListPeer) }, nil
 }
 
-// stockCount sums the opaque records accepted from every neighbor.
-func stockCount(ctx context.Context, list func(context.Context, *api.ListPeerRequest, func(*api.Peer)) error) (int, error) {
-	n := 0
+// stockCount sums the opaque records accepted from every neighbor and
+// counts the established sessions.
+func stockCount(ctx context.Context, list func(context.Context, *api.ListPeerRequest, func(*api.Peer)) error) (int, int, error) {
+	n, up := 0, 0
 	err := list(ctx, &api.ListPeerRequest{}, func(p *api.Peer) {
+		if p.GetState().GetSessionState() == api.PeerState_ESTABLISHED {
+			up++
+		}
 		for _, as := range p.GetAfiSafis() {
 			f := as.GetConfig().GetFamily()
 			if f.GetAfi() == famOpaque.Afi && f.GetSafi() == famOpaque.Safi {
@@ -275,5 +277,5 @@ func stockCount(ctx context.Context, list func(context.Context, *api.ListPeerReq
 			}
 		}
 	})
-	return n, err
+	return n, up, err
 }

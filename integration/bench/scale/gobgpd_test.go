@@ -122,7 +122,7 @@ func (g *gobgpdRefl) addr() netip.AddrPort {
 func (g *gobgpdRefl) figures(ctx context.Context, _ bool) (childFigures, error) {
 	f := childFigures{Heap: -1}
 	var err error
-	if f.Count, err = stockCount(ctx, g.listPeer); err != nil {
+	if f.Count, f.Established, err = stockCount(ctx, g.listPeer); err != nil {
 		return f, err
 	}
 	u, err := ProcUsage(g.cmd.Process.Pid)

@@ -20,6 +20,12 @@ type Plan struct {
 	Devices  int
 	Zones    int
 	Switches int
+	// Sets publishes device set records (docs/records.md): one per
+	// (switch, zone) and shard. Rack places every device of zone z on
+	// switch z mod Switches (a switch serves whole zones, as a rack's leaf
+	// does) instead of spreading each zone over every switch; without it a
+	// set holds one device.
+	Sets, Rack bool `json:",omitempty"`
 }
 
 // Sizes are the two fabrics the benchmark measures: Convergence (the new
@@ -28,6 +34,9 @@ type Plan struct {
 type Sizes struct {
 	Convergence Plan
 	Sessions    Plan
+	// Many is the fabric of many small switches: how long a reflector
+	// takes to have every session established and every record in.
+	Many Plan
 }
 
 // Full are the sizes `make bench` measures: 100k records in 1k zones (100
@@ -38,18 +47,21 @@ type Sizes struct {
 var Full = Sizes{
 	Convergence: Plan{Devices: 100_000, Zones: 1000, Switches: 100},
 	Sessions:    Plan{Devices: 256 * 1024, Zones: 1000, Switches: 256},
+	Many:        Plan{Devices: 1000 * 16, Zones: 1000, Switches: 1000},
 }
 
 // Issue is Full with the issue's 256 sessions × 8k devices.
 var Issue = Sizes{
 	Convergence: Full.Convergence,
 	Sessions:    Plan{Devices: 256 * 8192, Zones: 1000, Switches: 256},
+	Many:        Full.Many,
 }
 
 // Small is the smoke run: 10k records in 100 zones, 16 sessions.
 var Small = Sizes{
 	Convergence: Plan{Devices: 10_000, Zones: 100, Switches: 10},
 	Sessions:    Plan{Devices: 16 * 1024, Zones: 100, Switches: 16},
+	Many:        Plan{Devices: 100 * 16, Zones: 100, Switches: 100},
 }
 
 // SizesFromEnv returns Small when BENCH_SCALE=small or short is set,
@@ -118,25 +130,86 @@ type Record struct {
 	RT         bgp.RouteTarget
 }
 
-// SwitchRecords returns the records switch s publishes: devices s,
-// s+Switches, s+2·Switches…, so that every switch has devices in every
-// zone. One device in ten is a target, the rest hosts.
+// switchOf is the switch that publishes device i.
+func (p Plan) switchOf(i int) int {
+	if p.Rack {
+		return (i / p.perZone()) % p.Switches
+	}
+	return i % p.Switches
+}
+
+// SwitchRecords returns the records switch s publishes. Without Rack its
+// devices are s, s+Switches, s+2·Switches…, so that every switch has
+// devices in every zone; with Rack, every device of its zones. One device
+// in ten is a target, the rest hosts. With Sets the devices of one zone go
+// in device set records, as full as the record limit allows.
 func (p Plan) SwitchRecords(s int) ([]Record, error) {
 	sw, _ := inof.RouterIDFrom(SwitchID(s))
 	now := time.Now().Truncate(time.Millisecond)
 	var out []Record
-	for i := s; i < p.Devices; i += p.Switches {
+	var set *bgp.DeviceSetRecord
+	setZone, setSize := -1, 0
+	flush := func() error {
+		if set == nil || len(set.Devices) == 0 {
+			return nil
+		}
+		k, v, err := bgp.EncodeRecord(set, 1)
+		if err != nil {
+			return fmt.Errorf("scale: set of zone %d: %w", setZone, err)
+		}
+		out = append(out, Record{Key: k, Value: v, RT: bgp.ZoneRT(ASN, ZoneName(setZone))})
+		set.Devices = nil
+		return nil
+	}
+	for i := range p.Devices {
+		if p.switchOf(i) != s {
+			continue
+		}
 		d := inof.Device{Addr: p.addr(i), Role: inof.RoleHost, Protocol: inof.ProtocolTCP}
 		if i%10 == 0 {
 			d.Role, d.Port, d.NQN = inof.RoleTarget, 4420, fmt.Sprintf("nqn.2014-08.org.example:t%d", i)
 		}
 		r := &bgp.DeviceRecord{Report: inof.Report{Switch: sw, Device: d, Status: inof.Status{State: inof.StateActive, Changed: now}},
 			Epoch: 1, AccessPort: fmt.Sprintf("swp%d", i%48+1), Since: now}
-		k, v, err := bgp.EncodeRecord(r, 1)
-		if err != nil {
-			return nil, fmt.Errorf("scale: device %d: %w", i, err)
+		z := i / p.perZone()
+		if !p.Sets {
+			k, v, err := bgp.EncodeRecord(r, 1)
+			if err != nil {
+				return nil, fmt.Errorf("scale: device %d: %w", i, err)
+			}
+			out = append(out, Record{Key: k, Value: v, RT: bgp.ZoneRT(ASN, ZoneName(z))})
+			continue
 		}
-		out = append(out, Record{Key: k, Value: v, RT: bgp.ZoneRT(ASN, ZoneName(i/p.perZone()))})
+		size := bgp.DeviceSetEntrySize(r)
+		if z != setZone || setSize+size > bgp.DeviceSetCapacity(1) {
+			if err := flush(); err != nil {
+				return nil, err
+			}
+			if z != setZone {
+				set = &bgp.DeviceSetRecord{Switch: sw, Set: uint64(z) + 1}
+			} else {
+				set.Shard++
+			}
+			setZone, setSize = z, 0
+		}
+		set.Devices = append(set.Devices, *r)
+		setSize += size
+	}
+	if err := flush(); err != nil {
+		return nil, err
 	}
 	return out, nil
+}
+
+// Devices is how many devices recs carry.
+func Devices(recs []Record) int {
+	n := 0
+	for _, r := range recs {
+		if r.Key[0] == byte(bgp.TypeDeviceSet) {
+			n += int(r.Value[2])<<8 | int(r.Value[3])
+		} else {
+			n++
+		}
+	}
+	return n
 }

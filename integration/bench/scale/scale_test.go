@@ -165,7 +165,7 @@ func load(ctx context.Context, tb testing.TB, r refl, p Plan) (feeders []*Feeder
 			defer wg.Done()
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			recs, err := p.SwitchRecords(s)
+			recs, err := p.SwitchRecords(s) // per device or in sets, as p says
 			if err != nil {
 				errs <- err
 				return
@@ -290,7 +290,17 @@ func cpuSince(tb testing.TB, u0 Usage) time.Duration {
 func (c *countingSpeaker) WatchRecords(ctx context.Context, fn func(bgp.RecordEvent)) error {
 	return c.Speaker.WatchRecords(ctx, func(ev bgp.RecordEvent) {
 		fn(ev)
-		if _, dev := ev.Record.(*bgp.DeviceRecord); dev && !ev.Withdrawn && !ev.Local() && c.n.Add(1) == 1 {
+		if ev.Withdrawn || ev.Local() {
+			return
+		}
+		n := int64(0)
+		switch r := ev.Record.(type) {
+		case *bgp.DeviceRecord:
+			n = 1
+		case *bgp.DeviceSetRecord:
+			n = int64(len(r.Devices))
+		}
+		if n > 0 && c.n.Add(n) == n {
 			c.first.Store(time.Now().UnixNano())
 		}
 	})
@@ -501,6 +511,19 @@ type setup struct {
 	// without RT-constraint (every record would go to every other session:
 	// Sessions² UPDATEs) nor for those whose reflector another setup runs.
 	sessions bool
+	// plan adjusts the plans (the record format); nil keeps them.
+	plan func(Plan) Plan
+}
+
+// inSets publishes a plan in device sets, each switch serving whole zones.
+func inSets(p Plan) Plan { p.Sets, p.Rack = true, true; return p }
+
+// adjusted is p as setup s measures it.
+func (s setup) adjusted(p Plan) Plan {
+	if s.plan == nil {
+		return p
+	}
+	return s.plan(p)
 }
 
 func setups() []setup {
@@ -523,6 +546,9 @@ func setups() []setup {
 	}
 	return []setup{
 		{name: "ours", sessions: true,
+			start:    func(tb testing.TB, p Plan, withNew bool) refl { return startChild(tb, "ours", p, true, withNew) },
+			converge: convergeOurs},
+		{name: "ours sets", sessions: true, plan: inSets,
 			start:    func(tb testing.TB, p Plan, withNew bool) refl { return startChild(tb, "ours", p, true, withNew) },
 			converge: convergeOurs},
 		stock(true, true),
@@ -684,6 +710,7 @@ func BenchmarkScale(b *testing.B) {
 	for b.Loop() {
 		conv := map[string]convergence{}
 		sess := map[string]sessions{}
+		many := map[string]manySessions{}
 		var names []string
 		for _, s := range setups() {
 			named := strings.Contains(","+only+",", ","+s.name+",")
@@ -691,12 +718,16 @@ func BenchmarkScale(b *testing.B) {
 				continue
 			}
 			names = append(names, s.name)
-			conv[s.name] = measureConvergence(b, s, sizes.Convergence, profDir)
+			conv[s.name] = measureConvergence(b, s, s.adjusted(sizes.Convergence), profDir)
 			if os.Getenv("BENCH_SCALE_SKIP_SESSIONS") == "" && s.sessions {
-				sess[s.name] = measureSessions(b, s, sizes.Sessions)
+				sess[s.name] = measureSessions(b, s, s.adjusted(sizes.Sessions))
+			}
+			if os.Getenv("BENCH_SCALE_SKIP_MANY") == "" && s.sessions {
+				many[s.name] = measureMany(b, s, s.adjusted(sizes.Many))
 			}
 		}
 		rows := scaleRows(sizes, names, conv, sess)
+		rows = append(rows, manyRows(sizes.Many, names, many)...)
 		if err := result.Write(result.Dir(), "scale", rows); err != nil {
 			b.Fatal(err)
 		}
@@ -714,35 +745,7 @@ func scaleRows(sz Sizes, names []string, conv map[string]convergence, sess map[s
 	sessName := fmt.Sprintf("one reflector, %d sessions × %d devices", sp.Switches, sp.Devices/sp.Switches)
 	var rows []result.Row
 	add := func(name, unit, goal string, stock map[string]float64, note string) {
-		ours, hasOurs := stock["ours"]
-		if !hasOurs {
-			// Only baselines ran: one row per baseline with its value.
-			for _, n := range names {
-				if x, ok := stock[n]; ok {
-					rows = append(rows, result.Row{Group: "scale", Name: name + " [" + n + "]", Unit: unit, Value: x, Note: note})
-				}
-			}
-			return
-		}
-		first := true
-		for _, n := range names {
-			x, ok := stock[n]
-			if n == "ours" || !ok {
-				continue
-			}
-			r := result.Row{Group: "scale", Name: name, Unit: unit, Value: ours, Stock: x, Baseline: n, Note: note}
-			if x > 0 {
-				r.Ratio = ours / x
-			}
-			if first {
-				r.Goal = goal
-				first = false
-			}
-			rows = append(rows, r)
-		}
-		if first {
-			rows = append(rows, result.Row{Group: "scale", Name: name, Unit: unit, Value: ours, Goal: goal, Note: note})
-		}
+		rows = append(rows, oursVsStock(names, name, unit, goal, stock, note)...)
 	}
 	pick := func(f func(string) (float64, bool)) map[string]float64 {
 		m := map[string]float64{}
@@ -796,5 +799,52 @@ func scaleRows(sz Sizes, names []string, conv map[string]convergence, sess map[s
 	add(sessName+": reflector Go heap after GC", "MB", "", sess1(func(s sessions) float64 { return float64(s.heap) / (1 << 20) }), "")
 	add(sessName+": reflector CPU, sessions up and all records in", "s", "", sess1(func(s sessions) float64 { return s.cpu.Seconds() }), "user+system")
 	add(sessName+": load time", "s", "", sess1(func(s sessions) float64 { return s.load.Seconds() }), "")
+	return rows
+}
+
+// ourSetups are the setups that run our reflector, and what their rows
+// are called.
+var ourSetups = []struct{ name, suffix string }{{"ours", ""}, {"ours sets", " [device sets]"}}
+
+// oursVsStock is one figure's rows: each of our setups' value with each
+// stock setup's as the baseline (the goal on the first), or, when none of
+// ours ran, one row per baseline.
+func oursVsStock(names []string, name, unit, goal string, stock map[string]float64, note string) []result.Row {
+	var rows []result.Row
+	anyOurs := false
+	for _, o := range ourSetups {
+		ours, hasOurs := stock[o.name]
+		if !hasOurs {
+			continue
+		}
+		anyOurs = true
+		first := true
+		for _, n := range names {
+			x, ok := stock[n]
+			if strings.HasPrefix(n, "ours") || !ok {
+				continue
+			}
+			r := result.Row{Group: "scale", Name: name + o.suffix, Unit: unit, Value: ours, Stock: x, Baseline: n, Note: note}
+			if x > 0 {
+				r.Ratio = ours / x
+			}
+			if first {
+				r.Goal = goal
+				first = false
+			}
+			rows = append(rows, r)
+		}
+		if first {
+			rows = append(rows, result.Row{Group: "scale", Name: name + o.suffix, Unit: unit, Value: ours, Goal: goal, Note: note})
+		}
+	}
+	if anyOurs {
+		return rows
+	}
+	for _, n := range names {
+		if x, ok := stock[n]; ok {
+			rows = append(rows, result.Row{Group: "scale", Name: name + " [" + n + "]", Unit: unit, Value: x, Note: note})
+		}
+	}
 	return rows
 }

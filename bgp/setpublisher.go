@@ -1,0 +1,593 @@
+package bgp
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/openinof/inof/inof"
+)
+
+// Publishing devices in sets (docs/records.md, "Device sets"). A
+// SetPublisher keeps one set per route-target set of the switch's devices,
+// each split into shards that fit a record. Every change goes to the shard
+// at once and the shard is sent by its own flush: when nothing is in
+// flight for the shard the change goes out at once, otherwise it waits for
+// the UPDATE in flight and goes out with everything else that arrived
+// meanwhile (group commit). An idle fabric therefore adds no delay, and a
+// busy one sends one UPDATE for many events.
+//
+// Moves follow the per-device rules, entry by entry. A device whose route
+// targets change gets a new entry (a new epoch) in the set of its new
+// route targets; once that shard was sent, its old entry is published
+// inactive (reason zone change) if the move dropped a route target, and
+// once that was sent it is removed. A move that keeps every route target
+// (to a superset, or between the shards of one set when a sparse shard is
+// merged into another) removes the old entry once the new one was sent:
+// every receiver of the old entry receives the new one.
+
+// SetPublisherOptions configure a SetPublisher.
+type SetPublisherOptions struct {
+	Speaker RecordPublisher
+	// Switch is the router-id of the switch whose devices are published.
+	Switch inof.RouterID
+	// Clock issues set ids and epochs (nil: a clock on time.Now).
+	Clock  *inof.Clock
+	Logger *slog.Logger
+	// MaxRecord bounds one shard's record, key and value and 8 bytes per
+	// route target (0: MaxRecordSize). Tests set less to split shards
+	// sooner.
+	MaxRecord int
+}
+
+// SetPublisher publishes a switch's devices in device set records. Publish
+// and Withdraw only change the sets; flushes of their own send them
+// (Flush waits for that). It is safe for concurrent use.
+type SetPublisher struct {
+	speaker RecordPublisher
+	self    inof.RouterID
+	clock   *inof.Clock
+	log     *slog.Logger
+	max     int
+	ctx     context.Context // the flushes' (Close ends it)
+	cancel  context.CancelFunc
+	wg      sync.WaitGroup
+
+	mu     sync.Mutex
+	closed bool
+	sets   map[string]*deviceSet // by route-target set (rtsKey)
+	where  map[DeviceID]*setEntry
+	// old holds per device its entries that are no longer current and
+	// whose removal was not sent yet; waiting, the removals that wait for
+	// them (a copy is never taken out while an older one is still out
+	// there: receivers would fall back to the older one).
+	old     map[DeviceID][]*setEntry
+	waiting map[DeviceID][]func()
+	busy    int           // shards flushing
+	idle    chan struct{} // closed when busy drops to 0 (nil while 0)
+	stats   SetPublisherStats
+	errLog  rateLimit
+}
+
+// SetPublisherStats count a SetPublisher's work.
+type SetPublisherStats struct {
+	// Changes counts the entry changes made (a device published or
+	// withdrawn, an old entry retired, a shard merged), Updates the set
+	// records sent and Withdraws the shard keys withdrawn: Changes /
+	// Updates is how many changes one UPDATE carried.
+	Changes, Updates, Withdraws uint64
+	Errors                      uint64 // failed sends (logged at a rate limit)
+	Splits, Merges              uint64 // shards opened beside another of their set; sparse shards merged
+	Sets, Shards                int    // held now
+}
+
+type deviceSet struct {
+	id     uint64
+	key    string
+	rts    []RouteTarget // sorted
+	shards map[uint16]*shard
+}
+
+type shard struct {
+	set     *deviceSet
+	n       uint16
+	entries map[DeviceKey]*setEntry
+	size    int // the entries' encoded bytes
+	// version counts the shard's changes; sent is the version of the last
+	// send that completed; after runs once sent reaches each op's version.
+	version, sent uint64
+	after         []pendingOp
+	removing      []*setEntry // entries taken out, until their removal is sent
+	flushing      bool
+	published     bool // the key is in BGP (an empty shard must be withdrawn)
+}
+
+type setEntry struct {
+	rec   DeviceRecord
+	shard *shard
+	// goneAt is the shard version whose send takes the entry out (0 while
+	// it is in).
+	goneAt uint64
+}
+
+type pendingOp struct {
+	version uint64
+	run     func()
+}
+
+// NewSetPublisher returns a publisher; Close ends it.
+func NewSetPublisher(opts SetPublisherOptions) (*SetPublisher, error) {
+	if opts.Speaker == nil {
+		return nil, errors.New("bgp: set publisher needs a speaker")
+	}
+	if opts.Clock == nil {
+		opts.Clock = inof.NewClock(nil)
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	if opts.MaxRecord <= 0 || opts.MaxRecord > MaxRecordSize {
+		opts.MaxRecord = MaxRecordSize
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	return &SetPublisher{speaker: opts.Speaker, self: opts.Switch, clock: opts.Clock, log: opts.Logger,
+		max: opts.MaxRecord, ctx: ctx, cancel: cancel, sets: map[string]*deviceSet{},
+		where: map[DeviceID]*setEntry{}, old: map[DeviceID][]*setEntry{}, waiting: map[DeviceID][]func(){}, errLog: rateLimit{every: time.Second}}, nil
+}
+
+// ErrPublisherClosed is returned by a SetPublisher after Close.
+var ErrPublisherClosed = errors.New("bgp: set publisher closed")
+
+// Publish puts rec in the set of its route targets (the publisher sets
+// rec.Epoch): a first publication takes a new epoch, one with the same
+// route targets replaces the device's entry, one with other route targets
+// moves the device to that set (see the rules above). The send follows;
+// an error returned is the record's own (invalid, too large).
+func (p *SetPublisher) Publish(_ context.Context, rec DeviceRecord, rts ...RouteTarget) error {
+	if rec.Switch != p.self {
+		return fmt.Errorf("bgp: publish device %s: %w: record of switch %s on switch %s", rec.Device.Addr, ErrMalformed, rec.Switch, p.self)
+	}
+	if err := rec.Validate(); err != nil {
+		return fmt.Errorf("bgp: publish device %s: %w", rec.Device.Addr, err)
+	}
+	rts = sortedRTs(rts)
+	if n := deviceSetKeySize + deviceSetHeader + 8*len(rts) + entrySize(&rec); n > p.max {
+		return fmt.Errorf("bgp: publish device %s: %w: %d bytes with %d route targets (limit %d)", rec.Device.Addr, ErrTooLarge, n, len(rts), p.max)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return ErrPublisherClosed
+	}
+	id := rec.ID()
+	cur := p.where[id]
+	set := p.setFor(rts)
+	switch {
+	case cur == nil:
+		rec.Epoch = p.clock.Next()
+		p.place(set, rec)
+	case cur.shard.set == set && cur.shard.size-entrySize(&cur.rec)+entrySize(&rec) <= p.capacity(set):
+		rec.Epoch = cur.rec.Epoch
+		s := cur.shard
+		s.size += entrySize(&rec) - entrySize(&cur.rec)
+		cur.rec = rec
+		p.kick(s)
+	default:
+		// Another set (or no room left in its shard): a new entry, and
+		// the old one retired once the new one is out.
+		rec.Epoch = max(p.clock.Next(), cur.rec.Epoch+1)
+		to := p.place(set, rec)
+		p.retireAfter(cur, to, dropsAny(cur.shard.set.rts, rts))
+	}
+	return nil
+}
+
+// Withdraw removes the device's entry (publish it inactive with its reason
+// first: an entry that vanishes while active means its switch is gone).
+func (p *SetPublisher) Withdraw(_ context.Context, id DeviceID) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return ErrPublisherClosed
+	}
+	cur := p.where[id]
+	if cur == nil {
+		return nil
+	}
+	delete(p.where, id)
+	p.old[id] = append(p.old[id], cur)
+	if s := cur.shard; s.sent < s.version {
+		// The entry's last state (inactive, normally) goes out before it
+		// does, as a withdraw follows its inactive record.
+		p.after(s, func() { p.remove(cur) })
+	} else {
+		p.remove(cur)
+	}
+	return nil
+}
+
+// WithdrawAll removes every device (a switch-over to per-device records,
+// after those were published).
+func (p *SetPublisher) WithdrawAll(ctx context.Context) error {
+	p.mu.Lock()
+	ids := make([]DeviceID, 0, len(p.where))
+	for id := range p.where {
+		ids = append(ids, id)
+	}
+	p.mu.Unlock()
+	for _, id := range ids {
+		if err := p.Withdraw(ctx, id); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Flush waits until every change made so far was sent (ctx bounds the
+// wait).
+func (p *SetPublisher) Flush(ctx context.Context) error {
+	for {
+		p.mu.Lock()
+		idle := p.idle
+		p.mu.Unlock()
+		if idle == nil {
+			return nil
+		}
+		select {
+		case <-idle:
+		case <-ctx.Done():
+			return fmt.Errorf("bgp: flushing device sets: %w", ctx.Err())
+		}
+	}
+}
+
+// Close ends the flushes (a send in flight is cancelled) and waits for
+// them; later calls return ErrPublisherClosed.
+func (p *SetPublisher) Close() {
+	p.mu.Lock()
+	p.closed = true
+	p.mu.Unlock()
+	p.cancel()
+	p.wg.Wait()
+}
+
+// Stats returns the publisher's counters.
+func (p *SetPublisher) Stats() SetPublisherStats {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	st := p.stats
+	st.Sets = len(p.sets)
+	for _, s := range p.sets {
+		st.Shards += len(s.shards)
+	}
+	return st
+}
+
+// Published returns every device's current entry, with its route targets
+// and where it is (Set, Shard), sorted by address: what a switch agent
+// saves to republish after a restart.
+func (p *SetPublisher) Published() []PublishedDevice {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := make([]PublishedDevice, 0, len(p.where))
+	for _, e := range p.where {
+		out = append(out, PublishedDevice{Record: e.rec, RouteTargets: slices.Clone(e.shard.set.rts),
+			Set: e.shard.set.id, Shard: e.shard.n})
+	}
+	slices.SortFunc(out, func(a, b PublishedDevice) int { return a.Record.Device.Addr.Compare(b.Record.Device.Addr) })
+	return out
+}
+
+// Republish puts saved devices back under their saved epochs, and those
+// saved in sets (Set set) back in their set and shard, so that peers
+// holding them as stale (graceful restart) see the same keys come back; a
+// device saved as a record of its own (Set 0: a switch-over from
+// per-device records) goes to the set of its route targets under its
+// epoch. It moves the clock past the saved epochs and set ids and waits
+// until everything was sent (ctx bounds that wait).
+func (p *SetPublisher) Republish(ctx context.Context, saved []PublishedDevice) error {
+	var errs []error
+	p.mu.Lock()
+	for _, d := range saved {
+		rec := d.Record
+		rts := sortedRTs(d.RouteTargets)
+		if err := rec.Validate(); err != nil || rec.Switch != p.self || p.where[rec.ID()] != nil {
+			errs = append(errs, fmt.Errorf("device %s: not republished: %v", rec.Device.Addr, cmp.Or(err, errors.New("another switch's, or a repeat"))))
+			continue
+		}
+		p.clock.Advance(rec.Epoch)
+		set := p.sets[rtsKey(rts)]
+		if set == nil && d.Set != 0 {
+			p.clock.Advance(d.Set)
+			set = &deviceSet{id: d.Set, key: rtsKey(rts), rts: rts, shards: map[uint16]*shard{}}
+			p.sets[set.key] = set
+		} else if set == nil {
+			set = p.setFor(rts)
+		}
+		if s := set.shards[d.Shard]; d.Set == set.id && (s == nil || s.size+entrySize(&rec) <= p.capacity(set)) {
+			if s == nil {
+				s = &shard{set: set, n: d.Shard, entries: map[DeviceKey]*setEntry{}}
+				set.shards[d.Shard] = s
+			}
+			p.add(s, rec)
+			continue
+		}
+		p.place(set, rec)
+	}
+	p.mu.Unlock()
+	errs = append(errs, p.Flush(ctx))
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("bgp: republish device sets: %w", err)
+	}
+	return nil
+}
+
+// setFor returns the set of rts (sorted), made if new (under mu).
+func (p *SetPublisher) setFor(rts []RouteTarget) *deviceSet {
+	k := rtsKey(rts)
+	if s := p.sets[k]; s != nil {
+		return s
+	}
+	s := &deviceSet{id: p.clock.Next(), key: k, rts: rts, shards: map[uint16]*shard{}}
+	p.sets[k] = s
+	return s
+}
+
+// capacity is how many entry bytes one shard of set holds.
+func (p *SetPublisher) capacity(set *deviceSet) int {
+	return DeviceSetCapacity(len(set.rts)) - (MaxRecordSize - p.max)
+}
+
+// place adds rec to the first shard of set with room, or to a new one
+// (under mu), and returns the shard.
+func (p *SetPublisher) place(set *deviceSet, rec DeviceRecord) *shard {
+	need, capacity := entrySize(&rec), p.capacity(set)
+	var best *shard
+	for _, s := range set.shards {
+		if s.size+need <= capacity && (best == nil || s.n < best.n) {
+			best = s
+		}
+	}
+	if best == nil {
+		if len(set.shards) > 0 {
+			p.stats.Splits++
+		}
+		n := uint16(0)
+		for set.shards[n] != nil {
+			n++
+		}
+		best = &shard{set: set, n: n, entries: map[DeviceKey]*setEntry{}}
+		set.shards[n] = best
+	}
+	p.add(best, rec)
+	return best
+}
+
+// add puts rec in s as the device's current entry (under mu).
+func (p *SetPublisher) add(s *shard, rec DeviceRecord) {
+	e := &setEntry{rec: rec, shard: s}
+	s.entries[DeviceKey{DeviceID: rec.ID(), Epoch: rec.Epoch}] = e
+	s.size += entrySize(&rec)
+	p.where[rec.ID()] = e
+	p.kick(s)
+}
+
+// remove takes an entry that is no longer current out of its shard
+// (under mu), once every older entry of its device is out, and merges the
+// shard into another of its set if it became sparse.
+func (p *SetPublisher) remove(e *setEntry) {
+	id := e.rec.ID()
+	for _, o := range p.old[id] {
+		if o.rec.Epoch < e.rec.Epoch {
+			p.waiting[id] = append(p.waiting[id], func() { p.remove(e) })
+			return
+		}
+	}
+	s := e.shard
+	k := DeviceKey{DeviceID: id, Epoch: e.rec.Epoch}
+	if s.entries[k] != e {
+		return
+	}
+	delete(s.entries, k)
+	s.size -= entrySize(&e.rec)
+	p.kick(s)
+	e.goneAt = s.version
+	s.removing = append(s.removing, e)
+	p.mergeSparse(s)
+}
+
+// removed notes that the removals s sent up to version v are out (under
+// mu) and runs the removals that waited for them.
+func (p *SetPublisher) removed(s *shard, v uint64) {
+	var ids []DeviceID
+	s.removing = slices.DeleteFunc(s.removing, func(e *setEntry) bool {
+		if e.goneAt > v {
+			return false
+		}
+		id := e.rec.ID()
+		if p.old[id] = slices.DeleteFunc(p.old[id], func(o *setEntry) bool { return o == e }); len(p.old[id]) == 0 {
+			delete(p.old, id)
+		}
+		ids = append(ids, id)
+		return true
+	})
+	for _, id := range ids {
+		w := p.waiting[id]
+		delete(p.waiting, id)
+		for _, run := range w {
+			run()
+		}
+	}
+}
+
+// retireAfter retires old, no longer the device's current entry, once
+// shard to has sent the device's new entry: published inactive (reason
+// zone change) first if inactiveFirst, then removed (under mu).
+func (p *SetPublisher) retireAfter(old *setEntry, to *shard, inactiveFirst bool) {
+	p.old[old.rec.ID()] = append(p.old[old.rec.ID()], old)
+	p.after(to, func() {
+		if !inactiveFirst {
+			p.remove(old)
+			return
+		}
+		s := old.shard
+		old.rec.State, old.rec.Reason, old.rec.Changed = inof.StateInactive, inof.ReasonZoneChange, p.clock.Now()
+		p.kick(s)
+		p.after(s, func() { p.remove(old) })
+	})
+}
+
+// mergeSparse moves the current entries of s, if it holds less than a
+// quarter of its capacity, into a shard of its set with a lower number that
+// has room for them all (under mu): entries only ever move down, so merges
+// end. Each moves under a new epoch and its old entry goes
+// once the other shard has sent it, so no receiver misses the device.
+func (p *SetPublisher) mergeSparse(s *shard) {
+	capacity := p.capacity(s.set)
+	if len(s.entries) == 0 || s.size >= capacity/4 {
+		return
+	}
+	var into *shard
+	for _, t := range s.set.shards {
+		if t.n < s.n && t.size+s.size <= capacity && (into == nil || t.n < into.n) {
+			into = t
+		}
+	}
+	if into == nil {
+		return
+	}
+	var moved []*setEntry
+	for _, e := range s.entries {
+		if p.where[e.rec.ID()] == e {
+			moved = append(moved, e)
+		}
+	}
+	if len(moved) == 0 {
+		return
+	}
+	p.stats.Merges++
+	for _, e := range moved {
+		rec := e.rec
+		rec.Epoch = max(p.clock.Next(), rec.Epoch+1)
+		p.old[rec.ID()] = append(p.old[rec.ID()], e)
+		p.add(into, rec)
+	}
+	p.after(into, func() {
+		for _, e := range moved {
+			p.remove(e)
+		}
+	})
+}
+
+// after runs op (under mu) once s has sent its current version.
+func (p *SetPublisher) after(s *shard, op func()) {
+	s.after = append(s.after, pendingOp{version: s.version, run: op})
+}
+
+// kick marks s changed and starts its flush unless one runs (under mu).
+func (p *SetPublisher) kick(s *shard) {
+	s.version++
+	p.stats.Changes++
+	if s.flushing {
+		return
+	}
+	s.flushing = true
+	if p.busy == 0 {
+		p.idle = make(chan struct{})
+	}
+	p.busy++
+	p.wg.Add(1)
+	go p.flush(s)
+}
+
+// flush sends s until it has sent its newest version: one record with
+// every change made while the previous send was in flight.
+func (p *SetPublisher) flush(s *shard) {
+	defer p.wg.Done()
+	p.mu.Lock()
+	for s.sent < s.version {
+		v := s.version
+		rec := p.record(s)
+		withdraw, was := len(rec.Devices) == 0, s.published
+		p.mu.Unlock()
+		var err error
+		switch {
+		case !withdraw:
+			err = p.speaker.Publish(p.ctx, rec, s.set.rts...)
+		case was:
+			err = p.speaker.Withdraw(p.ctx, rec.Key())
+		}
+		p.mu.Lock()
+		switch {
+		case err != nil:
+			p.stats.Errors++
+			if p.errLog.allow() && p.ctx.Err() == nil {
+				p.log.Error("sending a device set record", "set", s.set.id, "shard", s.n, "devices", len(rec.Devices),
+					"errors_total", p.stats.Errors, "err", err)
+			}
+		case !withdraw:
+			p.stats.Updates++
+		case was:
+			p.stats.Withdraws++
+		}
+		s.published = !withdraw
+		s.sent = v
+		p.removed(s, v)
+		var due []pendingOp
+		s.after = slices.DeleteFunc(s.after, func(op pendingOp) bool {
+			if op.version <= v {
+				due = append(due, op)
+				return true
+			}
+			return false
+		})
+		for _, op := range due {
+			op.run()
+		}
+	}
+	s.flushing = false
+	if len(s.entries) == 0 && !s.published && len(s.after) == 0 && len(s.removing) == 0 && s.set.shards[s.n] == s {
+		delete(s.set.shards, s.n)
+		if len(s.set.shards) == 0 && p.sets[s.set.key] == s.set {
+			delete(p.sets, s.set.key)
+		}
+	}
+	if p.busy--; p.busy == 0 {
+		close(p.idle)
+		p.idle = nil
+	}
+	p.mu.Unlock()
+}
+
+// record is s's record now (under mu).
+func (p *SetPublisher) record(s *shard) *DeviceSetRecord {
+	r := &DeviceSetRecord{Switch: p.self, Set: s.set.id, Shard: s.n, Devices: make([]DeviceRecord, 0, len(s.entries))}
+	for _, e := range s.entries {
+		r.Devices = append(r.Devices, e.rec)
+	}
+	slices.SortFunc(r.Devices, func(a, b DeviceRecord) int { return compareEntries(&a, &b) })
+	return r
+}
+
+// sortedRTs returns rts sorted, without repeats, in a slice of its own.
+func sortedRTs(rts []RouteTarget) []RouteTarget {
+	out := slices.Clone(rts)
+	slices.SortFunc(out, func(a, b RouteTarget) int { return cmp.Compare(a.String(), b.String()) })
+	return slices.Compact(out)
+}
+
+// rtsKey names a sorted route-target set.
+func rtsKey(rts []RouteTarget) string {
+	var b strings.Builder
+	for _, rt := range rts {
+		b.WriteString(rt.String())
+		b.WriteByte(',')
+	}
+	return b.String()
+}
