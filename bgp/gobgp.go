@@ -393,6 +393,12 @@ func (g *GoBGP) onBFD(ch bfd.StateChange) {
 		return
 	}
 	g.log.Warn("BFD down: switch gone, shutting its session", "neighbor", ch.Key.Peer, "diag", ch.Diag.String())
+	// End the connection before GoBGP can say goodbye with a Hard Reset,
+	// which a switch that was only cut off would obey when its link came
+	// back (sessionclose.go).
+	if _, err := shutdownSessions(n.LocalAddress, ch.Key.Peer); err != nil {
+		g.log.Warn("BFD down: could not shut the session's socket; the switch may get a Hard Reset", "neighbor", ch.Key.Peer, "err", err)
+	}
 	// The switch's TCP session may have died first (a killed process): the
 	// session is then in graceful restart and GoBGP keeps its records stale
 	// for the restart time, which shutting the idle session does not end.
