@@ -102,6 +102,7 @@ type GoBGP struct {
 	mu      sync.Mutex
 	stopBFD func()
 	bfdDown map[netip.Addr]bool // neighbors disabled because BFD went down
+	clients clientLoss          // a reflector's switches' sessions (clientloss.go)
 	loss    reflectorLoss       // a client's lost reflectors (reflectorloss.go)
 	// reestablished is when each neighbor's session last came back up
 	// after having been established before (graceful-restart settling).
@@ -192,6 +193,12 @@ func (g *GoBGP) Start(ctx context.Context) error {
 	}
 	if g.cfg.BFD != nil {
 		g.stopBFD = g.cfg.BFD.Subscribe(g.onBFD)
+	}
+	if g.cfg.BFD != nil && g.cfg.Role == RoleReflector {
+		if err := g.watchClientLoss(); err != nil {
+			g.Stop()
+			return err
+		}
 	}
 	if g.cfg.Role == RoleReflector {
 		if err := g.definePolicies(ctx); err != nil {
