@@ -27,6 +27,12 @@ type Spec struct {
 	ReflectorConfig func(name string, cfg map[string]any)
 	SwitchConfig    func(name string, cfg map[string]any)
 	HostConfig      func(name string, cfg map[string]any)
+
+	// Wrap, when set, may return a command prefix for a node's daemon: a
+	// program that runs the daemon (the path and arguments after its own
+	// ones) and passes its signals on, e.g. a tracer. nil runs the daemon
+	// itself.
+	Wrap func(name string) []string
 }
 
 // Device is a host or target with one or more NICs.
