@@ -363,6 +363,7 @@ func bfdKey(n Neighbor) bfd.SessionKey { return bfd.SessionKey{Local: n.LocalAdd
 // routes when another reflector serves (reflectorloss.go); otherwise they
 // stay, as graceful restart keeps them if the TCP session dies.
 func (g *GoBGP) onBFD(ch bfd.StateChange) {
+	g.clients.bfdChanged(ch.Key.Peer)
 	g.mu.Lock()
 	n, ok := g.neighbors[ch.Key.Peer]
 	ok = ok && n.BFD != nil && bfdKey(n) == ch.Key
