@@ -2,6 +2,7 @@ package bgp
 
 import (
 	"context"
+	"net/netip"
 	"testing"
 	"time"
 
@@ -58,6 +59,11 @@ func TestLostReflectorDoesNotShadow(t *testing.T) {
 		return true
 	}
 	b.view.waitFor(t, "every record best from the lower-addressed reflector", fromR1)
+	// The other reflector's copies must have arrived too before r1 goes:
+	// best from r1 says nothing of them, and a record r2 has not reflected
+	// yet is withdrawn when b drops r1 (the test used to fail so, "the
+	// client saw N withdraws", on a loaded machine).
+	waitReceived(t, b, map[netip.Addr]uint64{r1.addr: n, r2.addr: n})
 
 	r1.Kill() // SIGKILL: the sessions die, graceful restart keeps r1's routes
 	waitState(t, b, r1.addr, func(s SessionState) bool { return s != StateEstablished })
@@ -96,5 +102,33 @@ func TestLostReflectorDoesNotShadow(t *testing.T) {
 	}
 	if w := b.view.withdrawCount(); w != 0 {
 		t.Fatalf("the client saw %d withdraws after the reflector came back", w)
+	}
+}
+
+// waitReceived waits until n holds, from each neighbor of want, that many
+// records (its Adj-RIB-In, after import policy).
+func waitReceived(t *testing.T, n *node, want map[netip.Addr]uint64) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		ns, err := n.Neighbors(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := map[netip.Addr]uint64{}
+		for _, s := range ns {
+			got[s.Address] = s.Received
+		}
+		done := true
+		for a, w := range want {
+			done = done && got[a] == w
+		}
+		if done {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("records received per neighbor %v, want %v", got, want)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }
