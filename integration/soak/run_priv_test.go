@@ -358,7 +358,9 @@ func (r *run) giveUp() bool {
 	return r.failed >= limit
 }
 
-var bfdGone = regexp.MustCompile(`msg="BFD down: switch gone, shutting its session" neighbor=(\S+)`)
+// bfdGone matches a reflector logging that BFD lost a switch (slog text:
+// the router_id attribute comes between the message and the neighbor).
+var bfdGone = regexp.MustCompile(`msg="BFD down: switch gone, shutting its session"[^\n]*? neighbor=(\S+)`)
 
 // scanSpontaneous finds BFD losses of switches the step did not cause (a
 // stalled machine) in the reflectors' logs.

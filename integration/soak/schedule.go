@@ -188,13 +188,18 @@ func NewSchedule(seed uint64, l *Layout, kinds ...Kind) *Schedule {
 func (s *Schedule) Next() Step {
 	s.n++
 	st := Step{N: s.n}
+	// 1 to 5 faults, 3 on average: a step's settle (restarts, sessions
+	// coming back) costs more than its faults, so faults come in
+	// combination.
 	count := 1
 	switch p := s.rng.IntN(100); {
-	case p >= 90:
-		count = 4
+	case p >= 85:
+		count = 5
 	case p >= 65:
+		count = 4
+	case p >= 40:
 		count = 3
-	case p >= 30:
+	case p >= 15:
 		count = 2
 	}
 	var busy busySet
