@@ -200,6 +200,14 @@ func (r *run) uplinkFlap(name string) (func(), bool) {
 		for _, nic := range r.m.NICsOn(sw.Name) {
 			r.hist.Cause(nic.Addr, inof.ReasonBFDDown)
 		}
+	} else {
+		// The reflector loses every switch by BFD: expected, not a stall.
+		// The switches keep what they have (the other reflector serves them,
+		// or, with none, they keep its routes), so no host may hear of it:
+		// no cause recorded.
+		for _, sw := range r.lay.Switches {
+			r.induced[sw] = true
+		}
 	}
 	return func() {
 		if err := node.SetUplink(true); err != nil {

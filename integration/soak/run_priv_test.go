@@ -483,7 +483,7 @@ func (r *run) check(full bool) {
 			r.stats.Findings[f.Kind]++
 			fmt.Fprintf(&b, "\n  %s: %s", f.Kind, f.Detail)
 		}
-		r.logf("  %s FAILED", what)
+		r.logf("  %s FAILED:%s", what, b.String())
 		r.t.Errorf("seed %d step %d %s:%s\nnotifications of the window:\n%s", r.seed, r.step, what, b.String(), noticeLines(ns))
 	}
 }

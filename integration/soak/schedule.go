@@ -62,6 +62,24 @@ func Kinds() []Kind {
 	return out
 }
 
+// KindsWithout lists every fault kind but those named in skip (comma
+// separated, as Kind.String spells them).
+func KindsWithout(skip string) ([]Kind, error) {
+	drop := map[Kind]bool{}
+	for _, name := range strings.Split(skip, ",") {
+		name = strings.TrimSpace(name)
+		if name == "" {
+			continue
+		}
+		k := slices.IndexFunc(Kinds(), func(k Kind) bool { return k.String() == name })
+		if k < 0 {
+			return nil, fmt.Errorf("no fault kind %q", name)
+		}
+		drop[Kinds()[k]] = true
+	}
+	return slices.DeleteFunc(Kinds(), func(k Kind) bool { return drop[k] }), nil
+}
+
 // weights say how often each kind is drawn: restarts cost a settle time
 // each (10 s), so they come less often than flaps and edits.
 var weights = map[Kind]int{

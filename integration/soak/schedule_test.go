@@ -164,3 +164,16 @@ func TestParseZoning(t *testing.T) {
 		t.Fatalf("got\n%swant\n%s", ConfigString(c), ConfigString(want))
 	}
 }
+
+func TestKindsWithout(t *testing.T) {
+	ks, err := KindsWithout("clock-step, both-reflectors")
+	if err != nil || len(ks) != len(Kinds())-2 || slices.Contains(ks, ClockStep) || slices.Contains(ks, BothReflectors) {
+		t.Fatalf("KindsWithout = %v, %v", ks, err)
+	}
+	if ks, err := KindsWithout(""); err != nil || len(ks) != len(Kinds()) {
+		t.Fatalf("nothing skipped: %v, %v", ks, err)
+	}
+	if _, err := KindsWithout("no-such-fault"); err == nil {
+		t.Fatal("an unknown kind accepted")
+	}
+}

@@ -21,6 +21,7 @@ const (
 	envDuration = "INOF_SOAK_DURATION"
 	envSeed     = "INOF_SOAK_SEED"
 	envSteps    = "INOF_SOAK_STEPS" // stop after this many steps (0: by duration)
+	envSkip     = "INOF_SOAK_SKIP"  // fault kinds not drawn, comma-separated names
 
 	defaultDuration = 3 * time.Minute
 )
@@ -54,8 +55,15 @@ func TestPrivSoak(t *testing.T) {
 	}
 	fmt.Fprintf(os.Stderr, "soak: seed %d, duration %s (rerun: make soak SEED=%d DURATION=%s)\n", seed, d, seed, d)
 	t.Logf("soak: seed %d, duration %s", seed, d)
+	kinds, err := KindsWithout(os.Getenv(envSkip))
+	if err != nil {
+		t.Fatalf("%s: %v", envSkip, err)
+	}
+	if len(kinds) < len(Kinds()) {
+		t.Logf("soak: drawing only %v", kinds)
+	}
 	r := startRun(t, seed)
-	sched := NewSchedule(seed, r.lay)
+	sched := NewSchedule(seed, r.lay, kinds...)
 	end := time.Now().Add(d)
 	for time.Now().Before(end) && (steps == 0 || r.step < steps) && !r.giveUp() {
 		r.runStep(sched.Next())
