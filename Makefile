@@ -41,9 +41,12 @@ test-unit:
 	$(GO) test -race -count=1 $(PKGS)
 	$(GO) test -count=1 ./bgp ./inof/reflector ./lossless/sim
 
+# The random soak (TestPrivSoak) runs only in `make soak`: it does not yet
+# converge reliably (docs/testing.md, "Soak": open findings); its scripted
+# regressions (TestPrivSoak…) run here.
 test-priv:
 ifeq ($(ROOT),0)
-	$(GO) test -tags $(PRIVTAG) -count=1 -p 1 -timeout 30m -run '^TestPriv' $(PKGS)
+	$(GO) test -tags $(PRIVTAG) -count=1 -p 1 -timeout 30m -run '^TestPriv' -skip '^TestPrivSoak$$' $(PKGS)
 else
 	@echo "NOT RUN: privileged namespace tests need root (sudo make test); CI runs them as root"
 endif

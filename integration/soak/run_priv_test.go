@@ -450,6 +450,8 @@ func (r *run) check(full bool) {
 		findings = append(findings, Finding{"unhealthy", "the fabric did not come whole again within " + timeout.String()})
 	}
 	if full && !zoning {
+		r.resolveZoning(true) // log what each holds
+		r.logReplication()
 		findings = append(findings, Finding{"zoning", "the reflectors did not agree on the zoning the edits made"})
 	}
 	for _, d := range ds {
@@ -588,6 +590,39 @@ func (r *run) resolveZoning(last bool) bool {
 		r.logf("  the reflectors hold a zoning the edits cannot have made:\n%s", ConfigString(got[0]))
 	}
 	return false
+}
+
+// logReplication logs, for a zoning the reflectors disagree on, each
+// one's sessions (records received per neighbor) and what its replication
+// adopted and refused.
+func (r *run) logReplication() {
+	for _, name := range r.lay.Reflectors {
+		n := r.f.Node(name)
+		if out, err := n.Inofctl("session", "list"); err == nil {
+			r.logf("  sessions of %s:\n%s", name, out)
+		}
+		var parts []string
+		for _, m := range []struct{ name, label, value string }{
+			{"inof_reflector_config_parts_adopted_total", "", ""},
+			{"inof_reflector_config_parts_refused_total", "reason", "future"},
+			{"inof_reflector_config_parts_refused_total", "reason", "expired"},
+			{"inof_reflector_config_parts_refused_total", "reason", "not-peer"},
+		} {
+			var v float64
+			var err error
+			if m.label == "" {
+				v, err = n.Metric(m.name)
+			} else {
+				v, err = n.Metric(m.name, m.label, m.value)
+			}
+			if err == nil && m.label == "" {
+				parts = append(parts, fmt.Sprintf("%s=%v", m.name, v))
+			} else if err == nil {
+				parts = append(parts, fmt.Sprintf("%s{%s=%q}=%v", m.name, m.label, m.value, v))
+			}
+		}
+		r.logf("  replication of %s: %s", name, strings.Join(parts, " "))
+	}
 }
 
 // report logs the run's counts and settle times.
