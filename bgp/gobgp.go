@@ -210,6 +210,14 @@ func (g *GoBGP) Start(ctx context.Context) error {
 			g.Stop()
 			return fmt.Errorf("bgp: default route target: %w", err)
 		}
+		// The peering membership: peer reflectors send us their
+		// configuration records whatever the clients subscribe to
+		// (PeeringRT).
+		peering := PeeringRT(g.cfg.ASN)
+		if err := g.addPath(ctx, rtcPath(g.cfg.ASN, &peering)); err != nil {
+			g.Stop()
+			return fmt.Errorf("bgp: peering route target: %w", err)
+		}
 	}
 	return nil
 }

@@ -132,7 +132,7 @@ func (r *ConfigReplicator) putLocked(ctx context.Context, rec ConfigRecord) (boo
 	if gone, ok := r.withdrawn[obj]; ok && !rec.Newer(&gone) {
 		return false, nil
 	}
-	if err := r.cfg.Speaker.Publish(ctx, &rec, r.cfg.RT); err != nil {
+	if err := r.cfg.Speaker.Publish(ctx, &rec, r.cfg.RT, PeeringRT(r.cfg.RT.Global)); err != nil {
 		return false, fmt.Errorf("bgp: originate %v: %w", obj, err)
 	}
 	r.objects[obj] = rec
