@@ -3,7 +3,6 @@
 package soak
 
 import (
-	"os"
 	"slices"
 	"testing"
 	"time"
@@ -133,28 +132,25 @@ func TestPrivSoakReflectorPeeringComesBack(t *testing.T) {
 		Step{Faults: []Fault{{Kind: KillReflector, Node: "rr1"}}, Hold: time.Second})
 }
 
-// TestPrivSoakBothReflectorsRestartReplicate: both reflectors stop cleanly
-// together and start again; an edit on either must then reach the other
-// (seed 8888826637319317193, step 3: after such a restart rr1 adopted
-// nothing rr2 committed, and the reflectors disagreed on the zoning).
-//
-// Open: it reproduced once in three runs here and is not fixed yet
-// (docs/testing.md, "Soak"), so it runs only with INOF_SOAK_OPEN=1.
-func TestPrivSoakBothReflectorsRestartReplicate(t *testing.T) {
-	if os.Getenv("INOF_SOAK_OPEN") != "1" {
-		t.Skip("open bug, not fixed yet: a reflector may adopt nothing from the other after both restarted; INOF_SOAK_OPEN=1 runs it")
-	}
+// TestPrivSoakReflectorRestartSoftZoning: with hard zoning off (h3 is in no
+// zone, so every switch subscribes to every zone with the default
+// route-target membership) rr1 is killed and started again; an edit on
+// either reflector must then reach the other. It never did: towards its
+// peer reflector GoBGP announced, for the default membership, a switch's
+// copy, which the export policy keeps from peers, so after the session
+// came back neither reflector announced a membership the other's
+// configuration records matched (seeds 8888826637319317193 step 3,
+// 15863183548071905311 step 3: the reflectors disagreed on the zoning
+// for good). Reflectors now also announce and tag with PeeringRT.
+func TestPrivSoakReflectorRestartSoftZoning(t *testing.T) {
 	h5 := zones.Member{Kind: zones.MemberAddr, Addr: DefaultLayout().nic("h5", 0).Pool[1]}
-	h1 := zones.Member{Kind: zones.MemberAddr, Addr: DefaultLayout().nic("h1", 0).Pool[1]}
 	scripted(t,
-		Step{Faults: []Fault{{Kind: KillReflector, Node: "rr2"}}, Hold: time.Second},
-		Step{Faults: []Fault{
-			{Kind: HardZoning, Node: "rr2", Edit: hardZoning(false)},
-			{Kind: ZoneEdit, Node: "rr2", Edit: memberEdit("zB", h1, true), After: time.Second},
-			{Kind: BothReflectors, After: time.Second},
-		}, Hold: time.Second},
+		Step{Faults: []Fault{{Kind: HardZoning, Node: "rr1", Edit: hardZoning(false)}}},
+		Step{Faults: []Fault{{Kind: KillReflector, Node: "rr1"}}, Hold: time.Second},
 		Step{Faults: []Fault{{Kind: ZoneEdit, Node: "rr2", Edit: memberEdit("zA", h5, true)}}},
-		Step{Faults: []Fault{{Kind: ZoneEdit, Node: "rr1", Edit: memberEdit("zA", h5, false)}}})
+		Step{Faults: []Fault{{Kind: ZoneEdit, Node: "rr1", Edit: memberEdit("zA", h5, false)}}},
+		Step{Faults: []Fault{{Kind: BothReflectors}}, Hold: time.Second},
+		Step{Faults: []Fault{{Kind: ZoneEdit, Node: "rr2", Edit: memberEdit("zC", h5, true)}}})
 }
 
 // hardZoning sets hard zoning on or off.
