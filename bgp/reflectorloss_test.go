@@ -104,31 +104,3 @@ func TestLostReflectorDoesNotShadow(t *testing.T) {
 		t.Fatalf("the client saw %d withdraws after the reflector came back", w)
 	}
 }
-
-// waitReceived waits until n holds, from each neighbor of want, that many
-// records (its Adj-RIB-In, after import policy).
-func waitReceived(t *testing.T, n *node, want map[netip.Addr]uint64) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		ns, err := n.Neighbors(context.Background())
-		if err != nil {
-			t.Fatal(err)
-		}
-		got := map[netip.Addr]uint64{}
-		for _, s := range ns {
-			got[s.Address] = s.Received
-		}
-		done := true
-		for a, w := range want {
-			done = done && got[a] == w
-		}
-		if done {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("records received per neighbor %v, want %v", got, want)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
