@@ -7,7 +7,7 @@ BIN     := bin
 PRIVTAG := privileged
 ROOT    := $(shell id -u)
 
-.PHONY: help build test test-unit test-priv fuzz-smoke bench demo lab-image package image lint generate clean
+.PHONY: help build test test-unit test-priv soak fuzz-smoke bench demo lab-image package image lint generate clean
 
 help:
 	@echo "make demo        as root: a whole fabric in namespaces, told step by step (discovery, zoning, link cut)"
@@ -15,6 +15,7 @@ help:
 	@echo "make build       all binaries into $(BIN)/"
 	@echo "make fuzz-smoke  each fuzz target for a few seconds"
 	@echo "make bench       benchmarks (percentiles, throughput, memory)"
+	@echo "make soak        as root: the fabric under random faults against an oracle (DURATION=30m SEED=...)"
 	@echo "make lab-image   build the containerlab lab's image (docs/containerlab.md)"
 	@echo "make package     Debian packages of inofd, inof-host and inofctl into $(DIST)/ (docs/operations.md)"
 	@echo "make image       the inofd container image $(IMAGE) (docs/operations.md)"
@@ -42,11 +43,33 @@ test-unit:
 	$(GO) test -count=1 ./bgp ./inof/reflector ./lossless/sim
 	$(GO) test -count=1 -run TestTwoReflectors ./cmd/inofctl/internal/cli
 
+# The random soak (TestPrivSoak) runs only in `make soak`: it does not yet
+# converge reliably (docs/testing.md, "Soak": open findings); its scripted
+# regressions (TestPrivSoak…) run here.
 test-priv:
 ifeq ($(ROOT),0)
-	$(GO) test -tags $(PRIVTAG) -count=1 -p 1 -timeout 30m -run '^TestPriv' $(PKGS)
+	$(GO) test -tags $(PRIVTAG) -count=1 -p 1 -timeout 30m -run '^TestPriv' -skip '^TestPrivSoak$$' $(PKGS)
 else
 	@echo "NOT RUN: privileged namespace tests need root (sudo make test); CI runs them as root"
+endif
+
+# The soak (integration/soak, docs/testing.md "Soak"): a fabric in namespaces
+# under random faults drawn from SEED (a new one, printed, when empty) for
+# DURATION, checked against the oracle after every step. SOAK_MAXFAIL steps
+# with findings end the run early; SOAK_TIMEOUT bounds the whole run;
+# SKIP_FAULTS=clock-step,both-reflectors leaves fault kinds out.
+DURATION     ?= 30m
+SEED         ?=
+SOAK_MAXFAIL ?= 5
+SKIP_FAULTS  ?=
+SOAK_TIMEOUT ?= 3h
+
+soak:
+ifeq ($(ROOT),0)
+	INOF_SOAK_DURATION=$(DURATION) INOF_SOAK_SEED=$(SEED) INOF_SOAK_MAXFAIL=$(SOAK_MAXFAIL) INOF_SOAK_SKIP=$(SKIP_FAULTS) \
+		$(GO) test -tags $(PRIVTAG) -count=1 -v -timeout $(SOAK_TIMEOUT) -run '^TestPrivSoak$$' ./integration/soak/
+else
+	@echo "NOT RUN: the soak needs root (sudo make soak)"
 endif
 
 fuzz-smoke:

@@ -102,6 +102,7 @@ type GoBGP struct {
 	mu      sync.Mutex
 	stopBFD func()
 	bfdDown map[netip.Addr]bool // neighbors disabled because BFD went down
+	clients clientLoss          // a reflector's switches' sessions (clientloss.go)
 	loss    reflectorLoss       // a client's lost reflectors (reflectorloss.go)
 	// reestablished is when each neighbor's session last came back up
 	// after having been established before (graceful-restart settling).
@@ -193,6 +194,12 @@ func (g *GoBGP) Start(ctx context.Context) error {
 	if g.cfg.BFD != nil {
 		g.stopBFD = g.cfg.BFD.Subscribe(g.onBFD)
 	}
+	if g.cfg.BFD != nil && g.cfg.Role == RoleReflector {
+		if err := g.watchClientLoss(); err != nil {
+			g.Stop()
+			return err
+		}
+	}
 	if g.cfg.Role == RoleReflector {
 		if err := g.definePolicies(ctx); err != nil {
 			g.Stop()
@@ -202,6 +209,14 @@ func (g *GoBGP) Start(ctx context.Context) error {
 		if err := g.addPath(ctx, rtcPath(0, nil)); err != nil {
 			g.Stop()
 			return fmt.Errorf("bgp: default route target: %w", err)
+		}
+		// The peering membership: peer reflectors send us their
+		// configuration records whatever the clients subscribe to
+		// (PeeringRT).
+		peering := PeeringRT(g.cfg.ASN)
+		if err := g.addPath(ctx, rtcPath(g.cfg.ASN, &peering)); err != nil {
+			g.Stop()
+			return fmt.Errorf("bgp: peering route target: %w", err)
 		}
 	}
 	return nil
@@ -356,6 +371,7 @@ func bfdKey(n Neighbor) bfd.SessionKey { return bfd.SessionKey{Local: n.LocalAdd
 // routes when another reflector serves (reflectorloss.go); otherwise they
 // stay, as graceful restart keeps them if the TCP session dies.
 func (g *GoBGP) onBFD(ch bfd.StateChange) {
+	g.clients.bfdChanged(ch.Key.Peer)
 	g.mu.Lock()
 	n, ok := g.neighbors[ch.Key.Peer]
 	ok = ok && n.BFD != nil && bfdKey(n) == ch.Key
@@ -393,6 +409,12 @@ func (g *GoBGP) onBFD(ch bfd.StateChange) {
 		return
 	}
 	g.log.Warn("BFD down: switch gone, shutting its session", "neighbor", ch.Key.Peer, "diag", ch.Diag.String())
+	// End the connection before GoBGP can say goodbye with a Hard Reset,
+	// which a switch that was only cut off would obey when its link came
+	// back (sessionclose.go).
+	if _, err := shutdownSessions(n.LocalAddress, ch.Key.Peer); err != nil {
+		g.log.Warn("BFD down: could not shut the session's socket; the switch may get a Hard Reset", "neighbor", ch.Key.Peer, "err", err)
+	}
 	// The switch's TCP session may have died first (a killed process): the
 	// session is then in graceful restart and GoBGP keeps its records stale
 	// for the restart time, which shutting the idle session does not end.

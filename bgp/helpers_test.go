@@ -187,23 +187,50 @@ func device(sw inof.RouterID, i int) *DeviceRecord {
 // waitEstablished waits until every neighbor of n is established.
 func waitEstablished(t testing.TB, n *node, count int) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		ns, err := n.Neighbors(context.Background())
-		if err != nil {
-			t.Fatal(err)
-		}
+	waitNeighbors(t, n, fmt.Sprintf("%d established sessions", count), func(ns []NeighborStatus) bool {
 		up := 0
 		for _, s := range ns {
 			if s.State == StateEstablished {
 				up++
 			}
 		}
-		if up >= count {
+		return up >= count
+	})
+}
+
+// waitReceived waits until n holds, from each neighbor of want, that many
+// records (its Adj-RIB-In, after import policy).
+func waitReceived(t testing.TB, n *node, want map[netip.Addr]uint64) {
+	t.Helper()
+	waitNeighbors(t, n, fmt.Sprintf("records received per neighbor %v", want), func(ns []NeighborStatus) bool {
+		got := map[netip.Addr]uint64{}
+		for _, s := range ns {
+			got[s.Address] = s.Received
+		}
+		for a, w := range want {
+			if got[a] != w {
+				return false
+			}
+		}
+		return true
+	})
+}
+
+// waitNeighbors polls n's sessions until ok holds over them, failing the
+// test after a generous bound that only a broken fabric reaches.
+func waitNeighbors(t testing.TB, n *node, what string, ok func([]NeighborStatus) bool) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		ns, err := n.Neighbors(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ok(ns) {
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("%s: %d of %d sessions established: %+v", n.addr, up, count, ns)
+			t.Fatalf("%s: timed out waiting for %s: %+v", n.addr, what, ns)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}

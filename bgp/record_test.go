@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
+	"hash/fnv"
 	"net/netip"
 	"reflect"
 	"testing"
@@ -90,6 +92,27 @@ func TestZoneRT(t *testing.T) {
 	}
 	if rt := ZoneRT(4200000000, "prod"); rt.Local > 0xFFFF || rt.Local == 0 {
 		t.Fatalf("four-octet AS RT %v", rt)
+	}
+	// No zone takes a reserved value: look for names whose 16-bit hash is
+	// the configuration's or the peering one (a four-octet AS keeps 16
+	// bits, so such names are found among a few hundred thousand).
+	const asn = 4200000000
+	found := map[uint32]bool{}
+	for i := 0; len(found) < 2 && i < 1<<22; i++ {
+		name := fmt.Sprintf("z%d", i)
+		h := fnv.New32a()
+		h.Write([]byte(name))
+		v := h.Sum32() & 0xFFFF
+		if v != configRTLocal && v != peeringRTLocal {
+			continue
+		}
+		found[v] = true
+		if rt := ZoneRT(asn, name); rt == ConfigRT(asn) || rt == PeeringRT(asn) {
+			t.Fatalf("zone %q got a reserved route target %v", name, rt)
+		}
+	}
+	if len(found) < 2 {
+		t.Fatal("no name hashing to a reserved value found")
 	}
 }
 

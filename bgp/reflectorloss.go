@@ -67,6 +67,14 @@ func (l *reflectorLoss) release(addr netip.Addr) {
 	delete(l.handled, addr)
 }
 
+// lost reports whether addr's loss is being handled (it was dropped, or
+// is about to be, and has not been established since).
+func (l *reflectorLoss) lost(addr netip.Addr) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.handled[addr]
+}
+
 // claim marks addr handled; l.mu is held.
 func (l *reflectorLoss) claim(addr netip.Addr) bool {
 	if l.handled[addr] {
@@ -128,7 +136,12 @@ func (g *GoBGP) servingNeighbor(ctx context.Context, lost netip.Addr) (netip.Add
 	var out netip.Addr
 	err := g.srv.ListPeer(ctx, &api.ListPeerRequest{}, func(p *api.Peer) {
 		a, err := netip.ParseAddr(p.GetConf().GetNeighborAddress())
-		if err != nil || a == lost || out.IsValid() || p.GetState().GetSessionState() != api.PeerState_ESTABLISHED {
+		// A neighbor whose own loss is being handled does not serve: when an
+		// uplink goes down BFD loses both reflectors at once, and each drop
+		// found the other still established and dropped too, withdrawing
+		// every remote record (found by the soak,
+		// TestPrivSoakUplinkFlapKeepsRemoteTargets, now and then).
+		if err != nil || a == lost || out.IsValid() || p.GetState().GetSessionState() != api.PeerState_ESTABLISHED || g.loss.lost(a) {
 			return
 		}
 		for _, as := range p.GetAfiSafis() {

@@ -2,6 +2,7 @@ package bgp
 
 import (
 	"context"
+	"net/netip"
 	"testing"
 	"time"
 
@@ -58,6 +59,11 @@ func TestLostReflectorDoesNotShadow(t *testing.T) {
 		return true
 	}
 	b.view.waitFor(t, "every record best from the lower-addressed reflector", fromR1)
+	// The other reflector's copies must have arrived too before r1 goes:
+	// best from r1 says nothing of them, and a record r2 has not reflected
+	// yet is withdrawn when b drops r1 (the test used to fail so, "the
+	// client saw N withdraws", on a loaded machine).
+	waitReceived(t, b, map[netip.Addr]uint64{r1.addr: n, r2.addr: n})
 
 	r1.Kill() // SIGKILL: the sessions die, graceful restart keeps r1's routes
 	waitState(t, b, r1.addr, func(s SessionState) bool { return s != StateEstablished })

@@ -33,8 +33,13 @@ type ReplicatorOptions struct {
 	// it; the daemon persists it there.
 	OnAdopt func(ConfigRecord)
 	// Now is the wall clock for the generation checks (default time.Now).
-	Now    func() time.Time
-	Logger *slog.Logger
+	Now func() time.Time
+	// RetryEvery is how often versions refused as too far in the future
+	// are looked at again (default 10 s): a peer whose clock was stepped
+	// ahead wrote them, and they are adopted once our clock is within
+	// inof.MaxGenerationSkew of them, not only if they are offered again.
+	RetryEvery time.Duration
+	Logger     *slog.Logger
 }
 
 // ReplicatorStats count what a ConfigReplicator adopted, refused and pruned.
@@ -75,7 +80,10 @@ type ConfigReplicator struct {
 	objects map[ConfigObject]ConfigRecord
 	// withdrawn are parts withdrawn as stale, with the version withdrawn:
 	// a peer copy of that version or older is not adopted again.
-	withdrawn  map[ConfigObject]ConfigRecord
+	withdrawn map[ConfigObject]ConfigRecord
+	// deferred are the newest versions refused as too far in the future,
+	// with the peer that sent them, looked at again every RetryEvery.
+	deferred   map[ConfigObject]deferredVersion
 	stats      ReplicatorStats
 	refuseLog  rateLimit
 	notPeerLog rateLimit
@@ -94,8 +102,12 @@ func NewConfigReplicator(opts ReplicatorOptions) (*ConfigReplicator, error) {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
+	if opts.RetryEvery <= 0 {
+		opts.RetryEvery = 10 * time.Second
+	}
 	return &ConfigReplicator{cfg: opts, log: log, objects: map[ConfigObject]ConfigRecord{},
-		withdrawn: map[ConfigObject]ConfigRecord{}, refuseLog: rateLimit{every: time.Second},
+		withdrawn: map[ConfigObject]ConfigRecord{}, deferred: map[ConfigObject]deferredVersion{},
+		refuseLog:  rateLimit{every: time.Second},
 		notPeerLog: rateLimit{every: time.Second}}, nil
 }
 
@@ -120,7 +132,7 @@ func (r *ConfigReplicator) putLocked(ctx context.Context, rec ConfigRecord) (boo
 	if gone, ok := r.withdrawn[obj]; ok && !rec.Newer(&gone) {
 		return false, nil
 	}
-	if err := r.cfg.Speaker.Publish(ctx, &rec, r.cfg.RT); err != nil {
+	if err := r.cfg.Speaker.Publish(ctx, &rec, r.cfg.RT, PeeringRT(r.cfg.RT.Global)); err != nil {
 		return false, fmt.Errorf("bgp: originate %v: %w", obj, err)
 	}
 	r.objects[obj] = rec
@@ -185,6 +197,7 @@ func (r *ConfigReplicator) Prune(ctx context.Context) (int, error) {
 // is too far in the future or if it is an expired tombstone.
 func (r *ConfigReplicator) Run(ctx context.Context) error {
 	peers := peerSet{speaker: r.cfg.Speaker}
+	go r.retryDeferred(ctx)
 	return r.cfg.Speaker.WatchReceived(ctx, func(ev RecordEvent) {
 		c, ok := ev.Record.(*ConfigRecord)
 		if !ok || ev.Withdrawn || c.Reflector == r.cfg.RouterID {
@@ -194,17 +207,55 @@ func (r *ConfigReplicator) Run(ctx context.Context) error {
 			r.refuseNotPeer(*c, ev.Source)
 			return
 		}
-		took, err := r.adopt(ctx, *c, ev.Source)
-		if err != nil {
-			r.log.Warn("re-originating configuration failed", "object", c.Object(), "err", err)
-			return
-		}
-		if took && r.cfg.OnAdopt != nil {
-			adopted := *c
-			adopted.Reflector = r.cfg.RouterID
-			r.cfg.OnAdopt(adopted)
-		}
+		r.offer(ctx, *c, ev.Source)
 	}, TypeConfig) // a reflector receives every client's device records too: skip them
+}
+
+// offer adopts a peer's version if it is newer and acceptable, and hands
+// it to OnAdopt.
+func (r *ConfigReplicator) offer(ctx context.Context, c ConfigRecord, from netip.Addr) {
+	took, err := r.adopt(ctx, c, from)
+	if err != nil {
+		r.log.Warn("re-originating configuration failed", "object", c.Object(), "err", err)
+		return
+	}
+	if took && r.cfg.OnAdopt != nil {
+		c.Reflector = r.cfg.RouterID
+		r.cfg.OnAdopt(c)
+	}
+}
+
+// deferredVersion is a peer's version refused as too far in the future.
+type deferredVersion struct {
+	rec  ConfigRecord
+	from netip.Addr
+}
+
+// retryDeferred offers the deferred versions again every RetryEvery until
+// ctx ends; those still ahead stay deferred (adopt keeps them).
+func (r *ConfigReplicator) retryDeferred(ctx context.Context) {
+	tick := time.NewTicker(r.cfg.RetryEvery)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		r.mu.Lock()
+		due := make([]deferredVersion, 0, len(r.deferred))
+		now := r.cfg.Now()
+		for obj, d := range r.deferred {
+			if inof.CheckGeneration(d.rec.Gen, now) == nil {
+				due = append(due, d)
+				delete(r.deferred, obj)
+			}
+		}
+		r.mu.Unlock()
+		for _, d := range due {
+			r.offer(ctx, d.rec, d.from)
+		}
+	}
 }
 
 // peerSet tells peer reflectors from other neighbors by the speaker's
@@ -253,6 +304,9 @@ func (r *ConfigReplicator) adopt(ctx context.Context, c ConfigRecord, from netip
 	if err := inof.CheckGeneration(c.Gen, now); err != nil {
 		r.stats.Future++
 		why = err.Error()
+		if d, ok := r.deferred[c.Object()]; !ok || c.Newer(&d.rec) {
+			r.deferred[c.Object()] = deferredVersion{rec: c, from: from}
+		}
 	} else if c.Deleted && inof.TombstoneExpired(c.Gen, now) {
 		r.stats.Expired++
 		why = "tombstone past its lifetime"

@@ -17,8 +17,12 @@ type RouteTarget struct {
 func (rt RouteTarget) String() string { return fmt.Sprintf("%d:%d", rt.Global, rt.Local) }
 
 // Reserved local values: 0 carries configuration records everyone
-// subscribes to; zone route targets never use it.
-const configRTLocal = 0
+// subscribes to; 0xFFFF carries them between reflectors (PeeringRT); zone
+// route targets use neither.
+const (
+	configRTLocal  = 0
+	peeringRTLocal = 0xFFFF
+)
 
 // AnyRT, given to Subscribe, is the default route-target membership of
 // RFC 4684 (the wildcard): the speaker receives every record, whatever its
@@ -42,6 +46,19 @@ var SwitchInfoRT = RouteTarget{Global: 0, Local: 1}
 // ConfigRT is the fabric-wide route target of configuration records.
 func ConfigRT(asn uint32) RouteTarget { return RouteTarget{Global: asn, Local: configRTLocal} }
 
+// PeeringRT is the second route target of the configuration records a
+// reflector originates, and the one membership every reflector announces
+// to its peer reflectors besides the default one. No switch subscribes to
+// it, which matters: towards a non-client peer GoBGP announces, for a
+// route-target membership, the copy a route-reflector client sent rather
+// than the reflector's own, and the export policy keeps clients'
+// memberships from peer reflectors. Once a switch subscribed to every zone
+// with the default membership (soft zoning, an unzoned device), a
+// reflector whose session to its peer came back announced no membership
+// the configuration records matched, and replication stopped both ways
+// (found by the soak, TestPrivSoakReflectorRestartSoftZoning).
+func PeeringRT(asn uint32) RouteTarget { return RouteTarget{Global: asn, Local: peeringRTLocal} }
+
 // ZoneRT is the stable route target of a zone: the 32-bit FNV-1a hash of its
 // name (16 bits with a four-octet AS), never the configuration value. Two
 // zones whose names collide share a route target; that costs bandwidth, not
@@ -54,8 +71,11 @@ func ZoneRT(asn uint32, zone string) RouteTarget {
 	if asn > 0xFFFF {
 		v &= 0xFFFF
 	}
-	if v == configRTLocal {
+	switch v {
+	case configRTLocal:
 		v = 1
+	case peeringRTLocal:
+		v = peeringRTLocal - 1
 	}
 	return RouteTarget{Global: asn, Local: v}
 }

@@ -296,6 +296,11 @@ func (o *Options) neighbors() []bgp.Neighbor {
 	for _, r := range o.Reflectors {
 		n := base(r.Address)
 		n.Port, n.PeerReflector, n.Password = uint16(r.Port), true, pw(r.Password)
+		// One side connects, the other waits: when both connected, each
+		// refused the other's connection while in its idle hold after a
+		// restart, in step, for minutes (found by the soak). The higher
+		// address waits.
+		n.Passive = local.IsValid() && n.Address.Less(local)
 		out = append(out, n)
 	}
 	for _, c := range o.Clients {

@@ -104,6 +104,12 @@ func TestOptionsToSpeaker(t *testing.T) {
 	if !c2.NoDefaultRT || c2.BFD != nil || c2.Password != "global" {
 		t.Errorf("client 2 %+v", c2)
 	}
+	// Of two reflectors, exactly one connects: the lower address.
+	o.LocalAddress = "10.0.0.3"
+	if ns := o.neighbors(); !ns[0].Passive {
+		t.Errorf("10.0.0.3 connects to the lower 10.0.0.2: %+v", ns[0])
+	}
+	o.LocalAddress = "10.0.0.1"
 	o.GracefulRestart.Enabled = false
 	if o.speakerOptions(true).GracefulRestart.Restarting {
 		t.Error("Restarting without graceful restart")

@@ -91,9 +91,14 @@ type Agent struct {
 	configDue bool
 	// nextSave is the earliest time the loop saves again (saveSpacing).
 	nextSave time.Time
-	settled  atomic.Bool   // the first Resync after start has run
-	running  atomic.Bool   // the loop runs
-	ready    chan struct{} // closed when the loop first runs
+	// deadlinesDue is when the saved registration deadlines are a quarter
+	// of the shortest TTL old: refreshes move them without changing
+	// anything else, and a restart after a crash must not find them all
+	// passed (zero: no registrations).
+	deadlinesDue time.Time
+	settled      atomic.Bool   // the first Resync after start has run
+	running      atomic.Bool   // the loop runs
+	ready        chan struct{} // closed when the loop first runs
 	// sessionLog logs BGP changes (from the neighbor watch) and BFD
 	// changes (from the BFD subscription).
 	sessionLog *peering.SessionLog
@@ -569,7 +574,8 @@ func (a *Agent) loop(ctx context.Context, errs <-chan error) error {
 			a.apply(ctx, a.engine.Resync())
 			a.settled.Store(true)
 		case now := <-save.C:
-			if a.dirty && !now.Before(a.nextSave) {
+			stale := !a.deadlinesDue.IsZero() && !now.Before(a.deadlinesDue)
+			if (a.dirty || stale) && !now.Before(a.nextSave) {
 				if err := a.save(false); err != nil {
 					a.log.Error("saving state", "err", err)
 				}
@@ -838,11 +844,18 @@ func (a *Agent) save(clean bool) error {
 	if a.pub != nil {
 		published = append(a.pub.Published(), a.sets.Published()...)
 	}
+	entries := a.reg.Entries()
 	s := savedState{Saved: time.Now(), Clean: clean, Published: published, Format: a.format, Local: a.engine.Published(),
-		Told: a.engine.Told(), Zones: z, Registrations: registrations(a.reg.Entries(), a.engine.RestoredExpiries())}
+		Told: a.engine.Told(), Zones: z, Registrations: registrations(entries, a.engine.RestoredExpiries())}
 	if err := saveState(a.opts.stateFile(), s); err != nil {
 		return fmt.Errorf("switchagent: %w", err)
 	}
 	a.dirty = false
+	a.deadlinesDue = time.Time{}
+	for _, e := range entries {
+		if due := s.Saved.Add(e.TTL / 4); a.deadlinesDue.IsZero() || due.Before(a.deadlinesDue) {
+			a.deadlinesDue = due
+		}
+	}
 	return nil
 }

@@ -66,6 +66,27 @@ type Engine struct {
 	away  map[netip.Addr]bool
 	tally *tally // zones of the active local devices
 	subs  []string
+	// retiring holds remote devices whose record was retired for a zone
+	// change while they were active (see retired): they stay as they were
+	// until their new epoch arrives or RetireGrace ends.
+	retiring map[netip.Addr]retiringDevice
+	clock    func() time.Time // time.Now; tests set it
+}
+
+// RetireGrace is how long a remote device whose record was retired for a
+// zone change (inactive with reason 4, then withdrawn: its switch moved it
+// to a new epoch with other route targets) stays as it was, waiting for the
+// new epoch. The retirement travels under the old route targets, which this
+// switch may already hold, the new epoch under the new ones, which it may
+// be subscribing to at that very moment; without the wait a host that sees
+// the device before and after would be told "inactive, zone change" and
+// then "active" (nvme-snsd deletes its controllers on reason 4).
+const RetireGrace = 3 * time.Second
+
+type retiringDevice struct {
+	dev    inof.Device
+	until  time.Time
+	reason inof.Reason
 }
 
 // NewEngine returns an engine for the switch with router-id self, starting
@@ -79,7 +100,8 @@ func NewEngine(self inof.RouterID, holdDown time.Duration, cfg *zones.Config) (*
 		return nil, fmt.Errorf("switchagent: %w", err)
 	}
 	return &Engine{self: self, local: NewLocal(holdDown), targets: NewTargets(), plan: NewPlanner(),
-		ix: ix, hosts: map[netip.Addr]string{}, away: map[netip.Addr]bool{}, tally: newTally(), subs: []string{}}, nil
+		ix: ix, hosts: map[netip.Addr]string{}, away: map[netip.Addr]bool{}, tally: newTally(), subs: []string{},
+		retiring: map[netip.Addr]retiringDevice{}, clock: time.Now}, nil
 }
 
 // Register handles a registration (new, or changed content) of dev on port.
@@ -100,12 +122,36 @@ func (e *Engine) PortDown(port string, now time.Time) Output {
 	return e.applyLocal(e.local.PortDown(port, now))
 }
 
-// Tick ages out restored registrations whose deadline passed and withdraws
-// the local records whose hold-down ended.
-func (e *Engine) Tick(now time.Time) Output { return e.applyLocal(e.local.Expire(now)) }
+// Tick ages out restored registrations whose deadline passed, withdraws
+// the local records whose hold-down ended and tells hosts about retired
+// devices whose new epoch did not come within RetireGrace.
+func (e *Engine) Tick(now time.Time) Output {
+	out := e.applyLocal(e.local.Expire(now))
+	var due []netip.Addr
+	for a, r := range e.retiring {
+		if !now.Before(r.until) {
+			due = append(due, a)
+		}
+	}
+	slices.SortFunc(due, netip.Addr.Compare)
+	for _, a := range due {
+		r := e.retiring[a]
+		delete(e.retiring, a)
+		out.merge(e.refreshFrom(a, r.reason, false))
+	}
+	return out
+}
 
 // NextTick says when Tick has work next.
-func (e *Engine) NextTick() (time.Time, bool) { return e.local.NextExpiry() }
+func (e *Engine) NextTick() (time.Time, bool) {
+	next, ok := e.local.NextExpiry()
+	for _, r := range e.retiring {
+		if !ok || r.until.Before(next) {
+			next, ok = r.until, true
+		}
+	}
+	return next, ok
+}
 
 // applyLocal turns Local's actions into output and applies them to the
 // engine's own view at once (the records come back from BGP later; applying
@@ -219,7 +265,17 @@ func (e *Engine) Gone(sw inof.RouterID, addr netip.Addr) Output {
 // hosts whose view of it changed. goneWhy, if set, is the reason for hosts
 // that lose it because its record went away.
 func (e *Engine) refresh(addr netip.Addr, goneWhy inof.Reason) Output {
+	return e.refreshFrom(addr, goneWhy, true)
+}
+
+// refreshFrom is refresh; mayWait lets a retired device wait for its new
+// epoch (retired).
+func (e *Engine) refreshFrom(addr netip.Addr, goneWhy inof.Reason, mayWait bool) Output {
 	cur, present := e.targets.Get(addr)
+	if mayWait && e.retired(addr, cur, present, goneWhy) {
+		return Output{}
+	}
+	delete(e.retiring, addr)
 	if present && cur.State == inof.StateActive {
 		if err := e.ix.Put(cur.Device); err != nil {
 			// An invalid device never becomes usable; it was validated by
@@ -249,6 +305,37 @@ func (e *Engine) refresh(addr netip.Addr, goneWhy inof.Reason) Output {
 		e.plan.Drop(addr)
 	}
 	return out
+}
+
+// retired reports whether addr's record was just retired for a zone
+// change (inactive with reason 4, or withdrawn after that) while the device
+// was active here, and keeps it as it was (in the index, unchanged for the
+// hosts) until RetireGrace ends: its switch moved it to a new epoch, which
+// is on its way. A record of the device becoming active ends the wait
+// (refreshFrom), and so does Tick at the deadline. Local devices never
+// retire here: their epochs are the publisher's business.
+func (e *Engine) retired(addr netip.Addr, cur Target, present bool, goneWhy inof.Reason) bool {
+	if present && cur.State == inof.StateActive {
+		return false
+	}
+	reason := goneWhy
+	if present {
+		reason = cur.Reason
+	}
+	if reason != inof.ReasonZoneChange {
+		return false
+	}
+	if r, ok := e.retiring[addr]; ok {
+		r.reason = reason
+		e.retiring[addr] = r
+		return true
+	}
+	dev, was := e.ix.Device(addr)
+	if !was {
+		return false // it was not usable here: nothing to keep
+	}
+	e.retiring[addr] = retiringDevice{dev: dev, until: e.clock().Add(RetireGrace), reason: reason}
+	return true
 }
 
 // why returns the reason function for notifications about addr; goneWhy

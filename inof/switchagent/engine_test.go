@@ -203,3 +203,66 @@ func TestEngineSoftZoningSubscribesEverything(t *testing.T) {
 	notices(t, "zoned target seen by an unzoned host", e.Record(inof.Report{Switch: remote, Device: tgt1, Status: inof.Status{State: inof.StateActive, Changed: at(1)}}),
 		active("swp1", hostA, tgt1))
 }
+
+// TestEngineRetiredEpochWaitsForTheNewOne: a remote target that left one of
+// its zones but still shares another with the local host is moved to a new
+// epoch by its switch; the old one is retired (inactive, reason 4, then
+// withdrawn) and may arrive first. The host is told nothing when the new
+// epoch follows within RetireGrace, and "inactive, zone change" when it
+// does not.
+func TestEngineRetiredEpochWaitsForTheNewOne(t *testing.T) {
+	hard := zones.Settings{DefaultZoneEnabled: true, HardZoning: true}
+	both := zoned(hard, map[string][]string{"red": {"10.1.0.1", "10.2.0.1"}, "blue": {"10.1.0.1", "10.2.0.1"}})
+	now := at(0)
+	e := newEngine(t, both)
+	e.clock = func() time.Time { return now }
+	e.Register("swp1", hostA, now, now)
+	e.ZoneQuery(hostA.Addr)
+	up := inof.Report{Switch: remote, Device: tgt1, Status: inof.Status{State: inof.StateActive, Changed: at(1)}}
+	notices(t, "target joins", e.Record(up), active("swp1", hostA, tgt1))
+
+	out := e.Config(zoned(hard, map[string][]string{"red": {"10.1.0.1", "10.2.0.1"}, "blue": {"10.1.0.1"}}))
+	notices(t, "the target leaves blue, still in red with the host", out)
+	retired := inof.Report{Switch: remote, Device: tgt1, Status: inof.Status{State: inof.StateInactive, Reason: inof.ReasonZoneChange, Changed: at(2)}}
+	notices(t, "old epoch retired before the new one came", e.Record(retired))
+	notices(t, "old epoch withdrawn", e.Gone(remote, tgt1.Addr))
+	if next, ok := e.NextTick(); !ok || !next.Equal(now.Add(RetireGrace)) {
+		t.Fatalf("next tick %v %v, want the end of the grace", next, ok)
+	}
+	notices(t, "a zone query meanwhile", e.ZoneQuery(hostA.Addr), active("swp1", hostA, tgt1))
+	now = now.Add(time.Second)
+	notices(t, "new epoch", e.Record(up))
+	if _, ok := e.NextTick(); ok {
+		t.Fatal("still waiting after the new epoch came")
+	}
+	notices(t, "grace over, nothing to tell", e.Tick(now.Add(RetireGrace)))
+
+	// Retired again, and no new epoch comes (this switch does not hear
+	// the device's new zones): the host is told at the end of the grace.
+	notices(t, "retired again", e.Record(retired))
+	notices(t, "withdrawn again", e.Gone(remote, tgt1.Addr))
+	notices(t, "before the end of the grace", e.Tick(now.Add(RetireGrace-time.Millisecond)))
+	notices(t, "at the end of the grace", e.Tick(now.Add(RetireGrace)), inactive("swp1", hostA, tgt1, inof.ReasonZoneChange))
+	if _, ok := e.NextTick(); ok {
+		t.Fatal("still waiting after the grace")
+	}
+}
+
+// TestEngineRetiredEpochOfAHiddenTarget: when this switch's own zoning
+// hides the target, the host is told at once (the configuration says so),
+// whatever the records do.
+func TestEngineRetiredEpochOfAHiddenTarget(t *testing.T) {
+	hard := zones.Settings{DefaultZoneEnabled: true, HardZoning: true}
+	now := at(0)
+	e := newEngine(t, zoned(hard, map[string][]string{"red": {"10.1.0.1", "10.2.0.1"}}))
+	e.clock = func() time.Time { return now }
+	e.Register("swp1", hostA, now, now)
+	e.ZoneQuery(hostA.Addr)
+	notices(t, "target joins", e.Record(inof.Report{Switch: remote, Device: tgt1, Status: inof.Status{State: inof.StateActive, Changed: at(1)}}),
+		active("swp1", hostA, tgt1))
+	notices(t, "retired first", e.Record(inof.Report{Switch: remote, Device: tgt1,
+		Status: inof.Status{State: inof.StateInactive, Reason: inof.ReasonZoneChange, Changed: at(2)}}))
+	notices(t, "the zoning hides it", e.Config(zoned(hard, map[string][]string{"red": {"10.1.0.1"}, "blue": {"10.2.0.1"}})),
+		inactive("swp1", hostA, tgt1, inof.ReasonZoneChange))
+	notices(t, "end of the grace: already told", e.Tick(now.Add(RetireGrace)))
+}

@@ -120,3 +120,50 @@ func waitRegistered(t *testing.T, s *testSwitch, port string, addr netip.Addr, w
 		time.Sleep(5 * time.Millisecond)
 	}
 }
+
+// TestSavedDeadlinesFollowRefreshes: registrations that are only refreshed
+// change nothing else, yet their deadlines move on; the state file must
+// follow (within a quarter of the TTL), or an agent that crashes a TTL
+// after the last change restarts with every restored registration past
+// its deadline and ages them all out at once (reason 6; found by the soak,
+// TestPrivSoakCrashKeepsRegistrations).
+func TestSavedDeadlinesFollowRefreshes(t *testing.T) {
+	f := bgp.NewFakeFabric()
+	ra := startReflector(t, f, "10.0.0.11")
+	dir := t.TempDir()
+	s := startSwitch(t, f, ra, "10.0.0.11", dir, "swp1")
+	target := inof.Device{Addr: netip.MustParseAddr("10.1.0.100"), Role: inof.RoleTarget, Protocol: inof.ProtocolTCP, Port: 4420}
+	tgt := newSimHost(t, s.far["swp1"], target)
+	tgt.register(4)
+	saved := func() time.Time {
+		st, ok, err := loadState(s.agent.opts.stateFile())
+		if err != nil || !ok {
+			return time.Time{}
+		}
+		for _, r := range st.Registrations {
+			if r.Addr == target.Addr {
+				return r.Expires
+			}
+		}
+		return time.Time{}
+	}
+	var first time.Time
+	deadline := time.Now().Add(30 * time.Second)
+	for first.IsZero() {
+		if time.Now().After(deadline) {
+			t.Fatal("the registration was never saved")
+		}
+		time.Sleep(50 * time.Millisecond)
+		first = saved()
+	}
+	for {
+		tgt.refresh(4)
+		if got := saved(); got.After(first) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("saved deadline still %s after refreshes for 30 s", first)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}

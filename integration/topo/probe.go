@@ -27,6 +27,7 @@ type Probe struct {
 	frames  chan Received
 	lost    atomic.Int64
 	autoAck atomic.Bool
+	addr    atomic.Value // netip.Addr: the address it registers, queries and ACKs for
 
 	mu    sync.Mutex
 	reg   *l2proto.LLDPDU // resent every `every` once set
@@ -72,6 +73,7 @@ func (n *Node) openProbes() {
 		p := &Probe{Link: l, pl: pl, mac: pl.HardwareAddr(), frames: make(chan Received, 16384), stop: make(chan struct{}),
 			ttl: l2proto.RegistrationTTL, every: RefreshInterval}
 		p.autoAck.Store(true)
+		p.addr.Store(l.Addr())
 		p.wg.Add(2)
 		go p.read()
 		go p.refresh()
@@ -79,8 +81,15 @@ func (n *Node) openProbes() {
 	}
 }
 
-// Addr is the probe NIC's address.
-func (p *Probe) Addr() netip.Addr { return p.Link.Addr() }
+// Addr is the address the probe registers, queries and ACKs for: the
+// NIC's, unless SetAddr changed it.
+func (p *Probe) Addr() netip.Addr { return p.addr.Load().(netip.Addr) }
+
+// SetAddr changes the address the probe registers, queries and ACKs for
+// (the NIC's own configuration stays: the switch sees only L2 frames).
+// The next registration carries it from the same chassis and port ID, so
+// the switch reads it as the device's address changing.
+func (p *Probe) SetAddr(a netip.Addr) { p.addr.Store(a) }
 
 // MAC is the probe NIC's hardware address.
 func (p *Probe) MAC() net.HardwareAddr { return p.mac }
@@ -125,7 +134,9 @@ func (p *Probe) sendRegistration() error {
 		return errors.New("topo: probe not registered")
 	}
 	l := *p.reg
-	l.TTL = p.ttl
+	reg := *l.Registration
+	reg.Addr = p.Addr()
+	l.Registration, l.TTL = &reg, p.ttl
 	fr, err := l2proto.LLDPFrame(p.mac, &l)
 	if err != nil {
 		return err
@@ -149,6 +160,19 @@ func (p *Probe) SetLLDP(ttl, every time.Duration) error {
 	p.ttl, p.every = uint16(ttl/time.Second), every
 	p.mu.Unlock()
 	return nil
+}
+
+// Goodbye sends the registration once with TTL 0 (the device asks to be
+// forgotten at once) and stops resending it; Register or SetLLDP and
+// Reregister start again.
+func (p *Probe) Goodbye() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	ttl := p.ttl
+	p.ttl, p.every = 0, 0
+	err := p.sendRegistration()
+	p.ttl = ttl
+	return err
 }
 
 // StopLLDP stops resending the registration, the link staying up, and

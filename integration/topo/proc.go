@@ -3,6 +3,7 @@ package topo
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"regexp"
@@ -44,7 +45,11 @@ func (n *Node) Start() error {
 		return err
 	}
 	fmt.Fprintf(logf, "=== topo: %s start %s %v\n", time.Now().Format(time.RFC3339Nano), bin, n.argv[1:])
-	cmd := n.NS.Command(append([]string{bin}, n.argv[1:]...)...)
+	argv := append([]string{bin}, n.argv[1:]...)
+	if wrap := n.f.spec.Wrap; wrap != nil {
+		argv = append(wrap(n.Name), argv...)
+	}
+	cmd := n.NS.Command(argv...)
 	cmd.Env = append(os.Environ(), n.env...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	if err := cmd.Start(); err != nil {
@@ -178,9 +183,30 @@ func (n *Node) Log() string {
 	return string(b)
 }
 
-// LogSize is the log's current length: pass it to WaitLog to look only at
-// what is logged from now on.
-func (n *Node) LogSize() int { return len(n.Log()) }
+// LogSize is the log's current length: pass it to WaitLog or LogSince to
+// look only at what is logged from now on.
+func (n *Node) LogSize() int {
+	st, err := os.Stat(n.logPath)
+	if err != nil {
+		return 0
+	}
+	return int(st.Size())
+}
+
+// LogSince returns what the node logged after byte offset off, without
+// reading what came before.
+func (n *Node) LogSince(off int) string {
+	f, err := os.Open(n.logPath)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	if _, err := f.Seek(int64(off), io.SeekStart); err != nil {
+		return ""
+	}
+	b, _ := io.ReadAll(f)
+	return string(b)
+}
 
 // WaitLog waits until the log after byte offset since matches the regular
 // expression re and returns the first match.
@@ -191,11 +217,7 @@ func (n *Node) WaitLog(since int, re string, timeout time.Duration) (string, err
 	}
 	var line string
 	err = Poll(timeout, func() (bool, error) {
-		l := n.Log()
-		if since > len(l) {
-			since = len(l)
-		}
-		line = rx.FindString(l[since:])
+		line = rx.FindString(n.LogSince(since))
 		if line == "" {
 			return false, errors.New("not logged yet")
 		}

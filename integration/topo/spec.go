@@ -43,6 +43,11 @@ type Spec struct {
 	// does it): "per-device" (the default, nothing is set) or "sets". Empty
 	// takes $INOF_RECORD_FORMAT, so a whole suite runs in either format.
 	RecordFormat string
+	// Wrap, when set, may return a command prefix for a node's daemon: a
+	// program that runs the daemon (the path and arguments after its own
+	// ones) and passes its signals on, e.g. a tracer. nil runs the daemon
+	// itself.
+	Wrap func(name string) []string
 }
 
 // recordFormat is the format the fabric runs in.

@@ -1,0 +1,485 @@
+//go:build privileged
+
+package soak
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/openinof/inof/inof"
+	"github.com/openinof/inof/integration/topo"
+)
+
+// stopTimeout bounds a SIGTERM stop.
+const stopTimeout = 20 * time.Second
+
+// inject applies fault f to the fabric and the model. It returns the heal
+// of a transient fault and whether the fault applied (a fault on something
+// already down, or an edit with nothing valid to do, does not).
+func (r *run) inject(f Fault) (heal func(), applied bool) {
+	switch f.Kind {
+	case KillReflector, TermReflector:
+		return r.stopReflectors(f.Kind == KillReflector, f.Node)
+	case BothReflectors:
+		return r.stopReflectors(f.Hard, r.lay.Reflectors...)
+	case KillSwitch, TermSwitch:
+		return r.stopSwitch(f.Kind == KillSwitch, f.Node)
+	case AccessFlap:
+		return r.accessFlap(f.NIC)
+	case UplinkFlap:
+		return r.uplinkFlap(f.Node)
+	case Partition:
+		return r.partition(f.Node, f.Peer)
+	case Impair:
+		return r.impair(f.Node, topo.Impairment{Loss: f.Loss, Delay: f.Delay})
+	case ClockStep:
+		return r.clockStep(f.Node, f.Sign)
+	case DiskFull:
+		return r.diskFull(f.Node, f.Pick)
+	case ZoneEdit, AliasChange, HardZoning:
+		if f.Edit != nil {
+			return nil, r.edit(f.Node, *f.Edit)
+		}
+	}
+	switch f.Kind {
+	case ZoneEdit:
+		e, ok := ZoneEditFor(f.Pick, r.lay, r.m.Config)
+		return nil, ok && r.edit(f.Node, e)
+	case AliasChange:
+		e, ok := AliasEditFor(f.Pick, r.lay, r.m.Config)
+		return nil, ok && r.edit(f.Node, e)
+	case HardZoning:
+		return nil, r.edit(f.Node, SettingsEditFor(f.Pick, r.m.Config))
+	case ConcurrentEdits:
+		return nil, r.concurrentEdits(f.Pick)
+	case Registration:
+		return nil, r.registration(f.NIC)
+	case AddressChange:
+		return nil, r.addressChange(f.NIC, f.Pick)
+	case AgeOut:
+		return nil, r.ageOut(f.NIC)
+	}
+	r.t.Fatalf("soak: no executor for %s", f.Kind)
+	return nil, false
+}
+
+// fail records a harness action that went wrong (the fabric refused what
+// should work: a daemon that does not stop cleanly or does not start).
+func (r *run) fail(format string, args ...any) {
+	msg := fmt.Sprintf(format, args...)
+	r.stats.Findings["action"]++
+	r.failed++
+	r.logf("  ACTION FAILED: %s", msg)
+	r.t.Errorf("seed %d step %d: %s", r.seed, r.step, msg)
+}
+
+func (r *run) stopReflectors(kill bool, names ...string) (func(), bool) {
+	var stopped []string
+	for _, name := range names {
+		n := r.f.Node(name)
+		if !n.Running() {
+			continue
+		}
+		r.m.Reflectors[name].Running = false
+		if kill {
+			if _, err := n.Kill(); err != nil {
+				r.fail("kill %s: %v", name, err)
+			}
+		} else if err := n.Stop(stopTimeout); err != nil {
+			r.fail("stop %s: %v", name, err)
+		}
+		stopped = append(stopped, name)
+	}
+	r.m.Touch()
+	if len(stopped) == 0 {
+		return nil, false
+	}
+	return func() {
+		for _, name := range stopped {
+			if err := r.f.Node(name).Start(); err != nil {
+				r.fail("start %s: %v", name, err)
+				continue
+			}
+			r.m.Reflectors[name].Running = true
+		}
+		r.m.Touch()
+	}, true
+}
+
+func (r *run) stopSwitch(kill bool, name string) (func(), bool) {
+	n := r.f.Node(name)
+	if !n.Running() {
+		return nil, false
+	}
+	sw := r.m.Switches[name]
+	sw.Running = false
+	sw.Graceful = !kill
+	if kill {
+		r.induced[name] = true
+		for _, nic := range r.m.NICsOn(name) {
+			r.hist.Cause(nic.Addr, inof.ReasonBFDDown)
+		}
+		if _, err := n.Kill(); err != nil {
+			r.fail("kill %s: %v", name, err)
+		}
+	} else if err := n.Stop(stopTimeout); err != nil {
+		r.fail("stop %s: %v", name, err)
+	}
+	r.m.Touch()
+	return func() {
+		r.restarted[name] = n.LogSize()
+		r.hist.Restarted(name)
+		if err := n.Start(); err != nil {
+			r.fail("start %s: %v", name, err)
+			return
+		}
+		sw.Running, sw.Graceful = true, false
+		r.m.Touch()
+	}, true
+}
+
+func (r *run) link(i int) *topo.Link {
+	s := r.lay.NICs[i]
+	return r.f.Node(s.Device).Links[s.Index]
+}
+
+func (r *run) accessFlap(i int) (func(), bool) {
+	n := r.m.NICs[i]
+	if !n.LinkUp {
+		return nil, false
+	}
+	if _, err := r.link(i).SetLink(false); err != nil {
+		r.fail("%v", err)
+		return nil, false
+	}
+	n.LinkUp = false
+	if n.Role.IsTarget() {
+		r.hist.Cause(n.Addr, inof.ReasonLinkDown)
+	}
+	if n.Role.IsHost() {
+		// nvme-snsd drops its controllers when its link goes down.
+		r.rec.Clear(n.Addr)
+	}
+	return func() {
+		if _, err := r.link(i).SetLink(true); err != nil {
+			r.fail("%v", err)
+			return
+		}
+		n.LinkUp = true
+		if !n.Registered {
+			return
+		}
+		if r.needQuery[i] {
+			r.needQuery[i] = false
+			if err := r.register(i); err != nil {
+				r.fail("register %s: %v", n.ID(), err)
+			}
+			return
+		}
+		r.hist.Reset(n.Addr)
+		if err := r.probes[i].Reregister(); err != nil {
+			r.fail("reregister %s: %v", n.ID(), err)
+		}
+	}, true
+}
+
+func (r *run) uplinkFlap(name string) (func(), bool) {
+	node := r.f.Node(name)
+	if err := node.SetUplink(false); err != nil {
+		r.fail("%v", err)
+		return nil, false
+	}
+	r.setUplink(name, false)
+	if sw, ok := r.m.Switches[name]; ok {
+		r.induced[name] = true
+		for _, nic := range r.m.NICsOn(sw.Name) {
+			r.hist.Cause(nic.Addr, inof.ReasonBFDDown)
+		}
+	} else {
+		// The reflector loses every switch by BFD: expected, not a stall.
+		// The switches keep what they have (the other reflector serves them,
+		// or, with none, they keep its routes), so no host may hear of it:
+		// no cause recorded.
+		for _, sw := range r.lay.Switches {
+			r.induced[sw] = true
+		}
+	}
+	return func() {
+		if err := node.SetUplink(true); err != nil {
+			r.fail("%v", err)
+			return
+		}
+		r.setUplink(name, true)
+	}, true
+}
+
+func (r *run) setUplink(name string, up bool) {
+	if sw, ok := r.m.Switches[name]; ok {
+		sw.UplinkUp = up
+	} else {
+		r.m.Reflectors[name].UplinkUp = up
+	}
+	r.m.Touch()
+}
+
+func (r *run) partition(swName, rrName string) (func(), bool) {
+	sw, rr := r.f.Node(swName), r.f.Node(rrName)
+	if err := sw.BlockBGP(rr.Addr, true); err != nil {
+		r.fail("%v", err)
+		return nil, false
+	}
+	r.m.Switches[swName].Blocked[rrName] = time.Now()
+	r.m.Touch()
+	return func() {
+		if err := sw.BlockBGP(rr.Addr, false); err != nil {
+			r.fail("%v", err)
+			return
+		}
+		delete(r.m.Switches[swName].Blocked, rrName)
+		r.m.Touch()
+	}, true
+}
+
+func (r *run) impair(name string, im topo.Impairment) (func(), bool) {
+	undo, err := r.f.Node(name).Impair(im)
+	if err != nil {
+		r.fail("%v", err)
+		return nil, false
+	}
+	r.setImpaired(name, true)
+	if sw, ok := r.m.Switches[name]; ok {
+		r.induced[name] = true
+		for _, nic := range r.m.NICsOn(sw.Name) {
+			r.hist.Cause(nic.Addr, inof.ReasonBFDDown) // loss may take BFD down
+		}
+	} else {
+		// A lossy reflector may lose any switch.
+		for _, sw := range r.lay.Switches {
+			r.induced[sw] = true
+		}
+	}
+	return func() {
+		if err := undo(); err != nil {
+			r.fail("%v", err)
+		}
+		r.setImpaired(name, false)
+	}, true
+}
+
+func (r *run) setImpaired(name string, on bool) {
+	if sw, ok := r.m.Switches[name]; ok {
+		sw.Impaired = on
+	} else {
+		r.m.Reflectors[name].Impaired = on
+	}
+	r.m.Touch()
+}
+
+// clockStep moves a reflector's clock by sign × 10 minutes until healed.
+func (r *run) clockStep(name string, sign int) (func(), bool) {
+	file, ok := r.clocks[name]
+	if !ok {
+		return nil, false // no clock tracer on this machine
+	}
+	set := func(sec int) {
+		tmp := file + ".tmp"
+		if err := os.WriteFile(tmp, []byte(fmt.Sprintf("%d\n", sec)), 0o644); err == nil {
+			err = os.Rename(tmp, file)
+		}
+	}
+	set(sign * clockStepMinutes * 60)
+	r.m.Reflectors[name].Skewed = true
+	return func() {
+		set(0)
+		r.m.Reflectors[name].Skewed = false
+	}, true
+}
+
+// diskFull fills a reflector's store file system up to a few kilobytes
+// (none, 4 KiB, 32 KiB: from pick) until healed.
+func (r *run) diskFull(name string, pick uint64) (func(), bool) {
+	dir := r.stores[name]
+	var st unix.Statfs_t
+	if err := unix.Statfs(dir, &st); err != nil {
+		r.fail("statfs %s: %v", dir, err)
+		return nil, false
+	}
+	slack := []int64{0, 4 << 10, 32 << 10}[pick%3]
+	free := int64(st.Bavail) * int64(st.Bsize)
+	path := filepath.Join(dir, "filler")
+	fill, err := os.Create(path)
+	if err != nil {
+		r.fail("%v", err)
+		return nil, false
+	}
+	if size := free - slack; size > 0 {
+		if err := unix.Fallocate(int(fill.Fd()), 0, 0, size); err != nil {
+			r.logf("  fallocate %d bytes on %s: %v", size, dir, err)
+		}
+	}
+	fill.Close()
+	r.m.Reflectors[name].DiskFull = true
+	return func() {
+		os.Remove(path)
+		r.m.Reflectors[name].DiskFull = false
+	}, true
+}
+
+// edit runs one zoning change on a reflector. The model follows when it
+// succeeds; an outcome the model did not expect is a finding, except on a
+// reflector whose store is full or whose clock is stepped, where either
+// outcome is fair.
+func (r *run) edit(name string, e Edit) bool {
+	rr := r.m.Reflectors[name]
+	if !rr.Running {
+		// Nobody to talk to: the edit must fail, and change nothing.
+		if _, err := r.f.Node(name).Inofctl(append(e.Args, "--yes")...); err == nil {
+			r.fail("inofctl %s on the stopped %s succeeded", e, name)
+		}
+		return true
+	}
+	out, err := r.f.Node(name).Inofctl(append(e.Args, "--yes")...)
+	r.edited = true
+	if err != nil {
+		if rr.DiskFull || rr.Skewed {
+			r.logf("  %s on %s refused (store full or clock stepped): %v", e, name, err)
+			return true
+		}
+		r.fail("inofctl %s on %s: %v (%s)", e, name, err, out)
+		return true
+	}
+	next := r.m.Config.Clone()
+	if err := e.Apply(next); err != nil {
+		r.fail("the model cannot apply %s: %v", e, err)
+		return true
+	}
+	r.m.SetConfig(next)
+	r.hist.Config(next)
+	return true
+}
+
+// concurrentEdits commits one edit on each reflector at the same moment;
+// the model takes every configuration that may result until it reads back
+// which one the reflectors agree on.
+func (r *run) concurrentEdits(pick uint64) bool {
+	if !r.m.Reflectors[r.lay.Reflectors[0]].Running || !r.m.Reflectors[r.lay.Reflectors[1]].Running {
+		return false
+	}
+	base := r.m.Config
+	a, okA := ZoneEditFor(pick, r.lay, base)
+	b, okB := ZoneEditFor(pick^0x5bd1e995, r.lay, base)
+	if pick%3 == 0 {
+		b, okB = AliasEditFor(pick>>3, r.lay, base)
+	}
+	if !okA || !okB {
+		return false
+	}
+	var wg sync.WaitGroup
+	errs := make([]error, 2)
+	for i, e := range []Edit{a, b} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, errs[i] = r.f.Node(r.lay.Reflectors[i]).Inofctl(append(e.Args, "--yes")...)
+		}()
+	}
+	wg.Wait()
+	r.edited = true
+	for i, err := range errs {
+		if err != nil {
+			r.logf("  concurrent edit on %s refused: %v", r.lay.Reflectors[i], err)
+		}
+	}
+	cands := Candidates(base, a, b, errs[0] == nil, errs[1] == nil)
+	if len(cands) == 1 {
+		r.m.SetConfig(cands[0])
+	} else {
+		r.m.Candidates = cands
+	}
+	for _, c := range cands {
+		r.hist.Config(c)
+	}
+	return true
+}
+
+func (r *run) registration(i int) bool {
+	n, p := r.m.NICs[i], r.probes[i]
+	if n.Registered {
+		n.Registered = false
+		if n.Role.IsTarget() {
+			r.hist.Cause(n.Addr, inof.ReasonAgeOut) // TTL 0 reads as an age-out
+		}
+		if n.Role.IsHost() {
+			r.rec.Clear(n.Addr) // it leaves on purpose: it drops what it had
+		}
+		if err := p.Goodbye(); err != nil && n.LinkUp {
+			r.fail("goodbye %s: %v", n.ID(), err)
+		}
+		r.m.Touch()
+		return true
+	}
+	n.Registered = true
+	r.m.Touch()
+	if err := r.register(i); err != nil {
+		r.fail("register %s: %v", n.ID(), err)
+	}
+	return true
+}
+
+func (r *run) addressChange(i int, pick uint64) bool {
+	n, p := r.m.NICs[i], r.probes[i]
+	cur := 0
+	for k, a := range n.Pool {
+		if a == n.Addr {
+			cur = k
+		}
+	}
+	next := n.Pool[(cur+1+int(pick%uint64(len(n.Pool)-1)))%len(n.Pool)]
+	old := n.Addr
+	n.Addr = next
+	p.SetAddr(next)
+	r.hist.Moved(old)
+	r.hist.Moved(next)
+	if n.Role.IsTarget() {
+		r.hist.Cause(old, inof.ReasonIPChange)
+		if !r.m.Switches[n.Switch].Running {
+			// The agent, down, restores the old address and lets it age out.
+			r.hist.Cause(old, inof.ReasonAgeOut)
+		}
+	}
+	r.m.Touch()
+	if !n.Registered {
+		return true
+	}
+	if n.Role.IsHost() {
+		r.rec.Clear(next)
+	}
+	if err := r.register(i); err != nil {
+		r.fail("register %s at %s: %v", n.ID(), next, err)
+	}
+	return true
+}
+
+func (r *run) ageOut(i int) bool {
+	n, p := r.m.NICs[i], r.probes[i]
+	if !n.Registered {
+		return false
+	}
+	n.Registered = false
+	if n.Role.IsTarget() {
+		r.hist.Cause(n.Addr, inof.ReasonAgeOut)
+	}
+	if err := p.SetLLDP(ageOutTTL, 0); err != nil {
+		r.fail("%v", err)
+	}
+	if err := p.Reregister(); err != nil && n.LinkUp {
+		r.fail("last registration of %s: %v", n.ID(), err)
+	}
+	r.m.Touch()
+	return true
+}

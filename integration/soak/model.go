@@ -1,0 +1,298 @@
+package soak
+
+import (
+	"net/netip"
+	"slices"
+	"time"
+
+	"github.com/openinof/inof/inof"
+	"github.com/openinof/inof/zones"
+)
+
+// NIC is a probe NIC's ground truth: what the harness made it do.
+type NIC struct {
+	*NICSpec
+	Addr netip.Addr // the address it registers now
+	// Registered: the probe sends its registration (it may still be
+	// waiting for its link). An aged-out or departed NIC is not.
+	Registered bool
+	LinkUp     bool
+}
+
+// Up reports whether the NIC is registered with its link up.
+func (n *NIC) Up() bool { return n.Registered && n.LinkUp }
+
+// DeviceAt is the NIC as the fabric knows it at address a.
+func (n *NIC) DeviceAt(a netip.Addr) inof.Device {
+	return inof.Device{Addr: a, Role: n.Role, Protocol: n.Protocol, Port: n.Port, NQN: n.NQN}
+}
+
+// Switch is a leaf's ground truth.
+type Switch struct {
+	Name    string
+	Running bool
+	// Graceful: stopped with SIGTERM; the reflectors keep its records
+	// (graceful restart) until it comes back.
+	Graceful bool
+	UplinkUp bool
+	Impaired bool
+	// Blocked are the reflectors whose BGP path to this switch is cut
+	// (BFD still passes), with when the cut began.
+	Blocked map[string]time.Time
+	// cfgSeen is the model's configuration generation when the switch last
+	// had a working path to a reflector.
+	cfgSeen int
+}
+
+// Reflector is a reflector's ground truth.
+type Reflector struct {
+	Name     string
+	Running  bool
+	UplinkUp bool
+	Impaired bool
+	Skewed   bool // its clock is stepped
+	DiskFull bool // its store's file system is full
+}
+
+// Verdict is what the oracle says a host must have been told last about a
+// target.
+type Verdict uint8
+
+// Verdicts.
+const (
+	Unknown  Verdict = iota // no path the oracle can reason about: not checked
+	Active                  // usable: the last notification must be active
+	Inactive                // not usable: none, or the last one inactive
+)
+
+func (v Verdict) String() string {
+	switch v {
+	case Active:
+		return "active"
+	case Inactive:
+		return "inactive"
+	}
+	return "unknown"
+}
+
+// Model is the ground truth of the fabric: which devices are up, where,
+// with which address, which daemons and links work, and the zoning in
+// force. The oracle (Expect) applies the zone rules to it.
+type Model struct {
+	Layout     *Layout
+	NICs       []*NIC
+	Switches   map[string]*Switch
+	Reflectors map[string]*Reflector
+	// Config is the zoning in force. Candidates, when set, are the
+	// configurations concurrent edits may have settled on until the
+	// harness read back which one the reflectors agree on.
+	Config     *zones.Config
+	Candidates []*zones.Config
+	cfgGen     int
+	// Clock, if set, replaces time.Now (unit tests).
+	Clock func() time.Time
+
+	byAddr map[netip.Addr]*NIC
+}
+
+// NewModel returns the model of a layout just started: every daemon and
+// link up, the NICs registered unless the layout says otherwise, and a new
+// fabric's zoning (no zones yet: the layout's are edits to make).
+func NewModel(l *Layout) *Model {
+	m := &Model{Layout: l, Switches: map[string]*Switch{}, Reflectors: map[string]*Reflector{},
+		Config: zones.NewConfig(zones.DefaultSettings()), byAddr: map[netip.Addr]*NIC{}}
+	for _, s := range l.NICs {
+		n := &NIC{NICSpec: s, Addr: s.Pool[0], Registered: !s.Unregistered, LinkUp: true}
+		m.NICs = append(m.NICs, n)
+		for _, a := range s.Pool {
+			m.byAddr[a] = n
+		}
+	}
+	for _, s := range l.Switches {
+		m.Switches[s] = &Switch{Name: s, Running: true, UplinkUp: true, Blocked: map[string]time.Time{}}
+	}
+	for _, r := range l.Reflectors {
+		m.Reflectors[r] = &Reflector{Name: r, Running: true, UplinkUp: true}
+	}
+	return m
+}
+
+// ByAddr returns the NIC that may take address a.
+func (m *Model) ByAddr(a netip.Addr) (*NIC, bool) {
+	n, ok := m.byAddr[a]
+	return n, ok
+}
+
+// SetConfig makes c the zoning in force.
+func (m *Model) SetConfig(c *zones.Config) {
+	m.Config, m.Candidates = c, nil
+	m.cfgGen++
+	m.Touch()
+}
+
+// Touch must follow every change of the model: switches with a working
+// path to a reflector are taken to have the configuration in force.
+func (m *Model) Touch() {
+	for _, s := range m.Switches {
+		if m.served(s.Name) {
+			s.cfgSeen = m.cfgGen
+		}
+	}
+}
+
+// pathState is what one reflector-switch path does.
+type pathState uint8
+
+const (
+	pathUp      pathState = iota // session and BFD work
+	pathDown                     // detected as gone (process, link): both ends act on it
+	pathStale                    // gone, but the reflector keeps the switch's records (graceful restart)
+	pathUnclear                  // cut without BFD noticing, or lossy: either may happen
+)
+
+// HoldExpiry is how long after its BGP path is cut a session is surely
+// over (hold time 9 s, plus a margin).
+const HoldExpiry = 12 * time.Second
+
+// path says what the session between reflector r and switch s does at
+// the model's clock.
+func (m *Model) path(r, s string) pathState {
+	rr, sw := m.Reflectors[r], m.Switches[s]
+	cut, blocked := sw.Blocked[r]
+	switch {
+	case !sw.Running && sw.Graceful && rr.Running && rr.UplinkUp:
+		return pathStale
+	case !rr.Running || !sw.Running || !rr.UplinkUp || !sw.UplinkUp:
+		return pathDown
+	case sw.Impaired || rr.Impaired:
+		return pathUnclear
+	case blocked && m.now().Sub(cut) < HoldExpiry:
+		return pathUnclear
+	case blocked:
+		return pathStale // the hold time ran out, BFD still up: the reflector may keep the records
+	}
+	return pathUp
+}
+
+// now is the model's clock (the wall clock unless a test sets Clock).
+func (m *Model) now() time.Time {
+	if m.Clock != nil {
+		return m.Clock()
+	}
+	return time.Now()
+}
+
+// served reports whether switch s has a working path to a reflector.
+func (m *Model) served(s string) bool {
+	for r := range m.Reflectors {
+		if m.path(r, s) == pathUp {
+			return true
+		}
+	}
+	return false
+}
+
+// Checkable reports whether host NIC h can be held to the oracle now: a
+// host, registered, its link up and its switch agent running.
+func (m *Model) Checkable(h *NIC) bool {
+	return h.Role.IsHost() && h.Up() && m.Switches[h.Switch].Running
+}
+
+// Expect is the oracle: what host NIC h (at its current address) must have
+// been told last about target NIC t at address a (its current one, or one
+// it had). Unknown when the fabric may legitimately still hold stale state:
+// no working path between the switches, or a configuration the host's
+// switch could not have received.
+func (m *Model) Expect(h, t *NIC, a netip.Addr) Verdict {
+	if !t.Role.IsTarget() || a == h.Addr {
+		return Unknown
+	}
+	hs := h.Switch
+	up := t.Up() && a == t.Addr && m.Switches[t.Switch].Running
+	visible, sure := m.visible(h.DeviceAt(h.Addr), t.DeviceAt(a))
+	if !sure {
+		return Unknown
+	}
+	if !m.served(hs) && m.Switches[hs].cfgSeen != m.cfgGen {
+		return Unknown // the switch may not have the configuration in force
+	}
+	if t.Switch == hs {
+		return verdict(up && visible)
+	}
+	// A remote target: what the reflectors serving h's switch say of t's.
+	// A fresh copy must win over a stale one: a reflector that lost the
+	// switch's session without BFD noticing must not shadow another
+	// reflector that still hears it.
+	fresh, gone, stale, unclear := false, false, false, false
+	for r := range m.Reflectors {
+		if m.path(r, hs) != pathUp {
+			continue
+		}
+		switch m.path(r, t.Switch) {
+		case pathUp:
+			fresh = true
+		case pathDown:
+			gone = true
+		case pathStale:
+			stale = true
+		default:
+			unclear = true
+		}
+	}
+	switch {
+	case unclear:
+		return Unknown
+	case fresh:
+		return verdict(up && visible)
+	case gone && !stale:
+		return Inactive // the reflectors withdrew t's switch
+	}
+	return Unknown
+}
+
+// visible applies the zone rules under the configuration in force, or
+// under every candidate; sure is false when candidates disagree.
+func (m *Model) visible(h, t inof.Device) (visible, sure bool) {
+	visible = zones.Visible(m.Config, h, t)
+	for _, c := range m.Candidates {
+		if zones.Visible(c, h, t) != visible {
+			return false, false
+		}
+	}
+	return visible, true
+}
+
+func verdict(active bool) Verdict {
+	if active {
+		return Active
+	}
+	return Inactive
+}
+
+// Hosts returns the host NICs, in layout order.
+func (m *Model) Hosts() []*NIC {
+	return slices.DeleteFunc(slices.Clone(m.NICs), func(n *NIC) bool { return !n.Role.IsHost() })
+}
+
+// Targets returns the target NICs, in layout order.
+func (m *Model) Targets() []*NIC {
+	return slices.DeleteFunc(slices.Clone(m.NICs), func(n *NIC) bool { return !n.Role.IsTarget() })
+}
+
+// NICsOn returns the NICs cabled to switch s.
+func (m *Model) NICsOn(s string) []*NIC {
+	return slices.DeleteFunc(slices.Clone(m.NICs), func(n *NIC) bool { return n.Switch != s })
+}
+
+// Healthy reports whether every daemon runs and every path works (the
+// state every step returns to).
+func (m *Model) Healthy() bool {
+	for r := range m.Reflectors {
+		for s := range m.Switches {
+			if m.path(r, s) != pathUp {
+				return false
+			}
+		}
+	}
+	return true
+}

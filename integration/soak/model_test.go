@@ -1,0 +1,274 @@
+package soak
+
+import (
+	"net/netip"
+	"testing"
+	"time"
+
+	"github.com/openinof/inof/inof"
+	"github.com/openinof/inof/l2proto"
+	"github.com/openinof/inof/zones"
+)
+
+func nicOf(t *testing.T, m *Model, dev string, k int) *NIC {
+	t.Helper()
+	for _, n := range m.NICs {
+		if n.Device == dev && n.Index == k {
+			return n
+		}
+	}
+	t.Fatalf("no NIC %s/%d", dev, k)
+	return nil
+}
+
+func TestLayoutIsWhatTheIssueAsks(t *testing.T) {
+	l := DefaultLayout()
+	if len(l.Reflectors) != 2 || len(l.Switches) != 4 {
+		t.Fatalf("%d reflectors, %d switches", len(l.Reflectors), len(l.Switches))
+	}
+	devs, dual := map[string]int{}, 0
+	hosts, targets := 0, 0
+	for _, n := range l.NICs {
+		devs[n.Device]++
+	}
+	for d, k := range devs {
+		if k > 1 {
+			dual++
+		}
+		n := l.nic(d, 0)
+		if n.Role.IsHost() {
+			hosts++
+		}
+		if n.Role.IsTarget() {
+			targets++
+		}
+	}
+	if len(devs) < 12 || dual < 2 || hosts == 0 || targets == 0 {
+		t.Fatalf("%d devices (%d dual-homed, %d hosts, %d targets)", len(devs), dual, hosts, targets)
+	}
+	if len(l.Config.Zones) < 4 {
+		t.Fatalf("%d zones", len(l.Config.Zones))
+	}
+	if err := l.Config.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	seen := map[netip.Addr]bool{}
+	for _, n := range l.NICs {
+		for _, a := range n.Pool {
+			if seen[a] || !n.Prefix.Contains(a) {
+				t.Fatalf("address %s of %s reused or outside %s", a, n.ID(), n.Prefix)
+			}
+			seen[a] = true
+		}
+	}
+}
+
+// healthyModel is the layout's model with its zoning in force.
+func healthyModel() *Model {
+	l := DefaultLayout()
+	m := NewModel(l)
+	m.SetConfig(l.Config.Clone())
+	return m
+}
+
+func TestOracleHealthyIsTheZoneRule(t *testing.T) {
+	m := healthyModel()
+	checked := 0
+	for _, h := range m.Hosts() {
+		if !m.Checkable(h) {
+			continue
+		}
+		for _, tg := range m.Targets() {
+			if tg == h {
+				continue
+			}
+			want := verdict(tg.Up() && zones.Visible(m.Config, h.DeviceAt(h.Addr), tg.DeviceAt(tg.Addr)))
+			if got := m.Expect(h, tg, tg.Addr); got != want {
+				t.Errorf("%s sees %s: %s, want %s", h.ID(), tg.ID(), got, want)
+			}
+			if got := m.Expect(h, tg, tg.Pool[1]); got != Inactive {
+				t.Errorf("%s sees %s at an address it does not have: %s", h.ID(), tg.ID(), got)
+			}
+			checked++
+		}
+	}
+	if checked == 0 {
+		t.Fatal("nothing checked")
+	}
+}
+
+func TestOracleUnderFaults(t *testing.T) {
+	m := healthyModel()
+	// h1 and t1 share leaf1 and zA; h4 (leaf4) sees td2's NIC on leaf3
+	// through zC.
+	t1, td2a, h1, h4 := nicOf(t, m, "t1", 0), nicOf(t, m, "td2", 0), nicOf(t, m, "h1", 0), nicOf(t, m, "h4", 0)
+	if m.Expect(h1, t1, t1.Addr) != Active || m.Expect(h4, td2a, td2a.Addr) != Active {
+		t.Fatal("layout changed: h1 must see t1, h4 td2/0")
+	}
+	at := func(want Verdict, h, tg *NIC, what string) {
+		t.Helper()
+		if got := m.Expect(h, tg, tg.Addr); got != want {
+			t.Errorf("%s: %s about %s = %s, want %s", what, h.ID(), tg.ID(), got, want)
+		}
+	}
+
+	// A killed switch: remote hosts must hear its targets go.
+	m.Switches["leaf3"].Running = false
+	m.Touch()
+	at(Inactive, h4, td2a, "leaf3 killed")
+	// Stopped cleanly, the reflectors keep its records: nothing is sure.
+	m.Switches["leaf3"].Graceful = true
+	at(Unknown, h4, td2a, "leaf3 stopped with SIGTERM")
+	m.Switches["leaf3"].Running, m.Switches["leaf3"].Graceful = true, false
+	m.Switches["leaf4"].Running = false
+	if m.Checkable(h4) {
+		t.Error("a host on a dead switch is checked")
+	}
+	m.Switches["leaf4"].Running = true
+
+	// leaf4 cut off: its own hosts keep what they had of remote targets,
+	// local ones are still told.
+	m.Switches["leaf4"].UplinkUp = false
+	m.Switches["leaf1"].UplinkUp = false
+	m.Touch()
+	at(Unknown, h4, td2a, "leaf4 uplink down")
+	at(Active, h1, t1, "leaf1 uplink down, local target")
+	m.Switches["leaf4"].UplinkUp, m.Switches["leaf1"].UplinkUp = true, true
+
+	// One reflector gone: the other serves.
+	m.Reflectors["rr1"].Running = false
+	m.Touch()
+	at(Active, h4, td2a, "rr1 down")
+	// Both gone: remote views are stale.
+	m.Reflectors["rr2"].Running = false
+	m.Touch()
+	at(Unknown, h4, td2a, "both reflectors down")
+	at(Active, h1, t1, "both reflectors down, local target")
+	m.Reflectors["rr1"].Running, m.Reflectors["rr2"].Running = true, true
+	m.Touch()
+
+	// A BGP partition of leaf3 from rr1: unclear until its hold time ran
+	// out, then rr2's fresh copy decides.
+	now := time.Now()
+	m.Clock = func() time.Time { return now }
+	m.Switches["leaf3"].Blocked["rr1"] = now
+	td2a.LinkUp = false
+	at(Unknown, h4, td2a, "partition, early")
+	now = now.Add(HoldExpiry)
+	at(Inactive, h4, td2a, "partition, after the hold time")
+	td2a.LinkUp = true
+	at(Active, h4, td2a, "partition, target back")
+	// ... unless rr2 is gone too: only rr1's stale copy is left.
+	m.Reflectors["rr2"].Running = false
+	at(Unknown, h4, td2a, "partition and the other reflector down")
+}
+
+func TestOracleCandidatesThatDisagreeAreUnknown(t *testing.T) {
+	m := healthyModel()
+	h1, t1 := nicOf(t, m, "h1", 0), nicOf(t, m, "t1", 0)
+	without := m.Config.Clone()
+	without.Zones["zA"].Members = without.Zones["zA"].Members[1:] // t1 out of zA
+	m.Candidates = []*zones.Config{without}
+	if got := m.Expect(h1, t1, t1.Addr); got != Unknown {
+		t.Fatalf("candidates disagree, got %s", got)
+	}
+	m.Candidates = []*zones.Config{m.Config.Clone()}
+	if got := m.Expect(h1, t1, t1.Addr); got != Active {
+		t.Fatalf("candidates agree, got %s", got)
+	}
+}
+
+func TestDivergedAndLost(t *testing.T) {
+	m := healthyModel()
+	h1, t1 := nicOf(t, m, "h1", 0), nicOf(t, m, "t1", 0)
+	rec := NewRecorder()
+	note := func(state inof.State, reason inof.Reason, seq uint32) l2proto.Notification {
+		return l2proto.Notification{Host: h1.Addr, Target: t1.Addr, Seq: seq, State: state, Reason: reason,
+			Role: t1.Role, Protocol: t1.Protocol, Port: t1.Port, NQN: t1.NQN}
+	}
+	has := func(ds []Divergence) (found, lost bool) {
+		for _, d := range ds {
+			if d.Host == h1 && d.Addr == t1.Addr {
+				return true, d.Lost
+			}
+		}
+		return false, false
+	}
+	if found, lost := has(Diverged(m, rec, time.Time{})); !found || !lost {
+		t.Fatal("h1 never told about t1: want a lost divergence")
+	}
+	rec.Record(h1.Addr, note(inof.StateActive, 0, 1), time.Now())
+	if found, _ := has(Diverged(m, rec, time.Time{})); found {
+		t.Fatal("h1 told t1 active: no divergence")
+	}
+	since := time.Now().Add(time.Millisecond)
+	t1.LinkUp = false
+	if found, lost := has(Diverged(m, rec, since)); !found || !lost {
+		t.Fatal("t1 down, h1 not told since: want lost")
+	}
+	rec.Record(h1.Addr, note(inof.StateInactive, inof.ReasonLinkDown, 2), since.Add(time.Millisecond))
+	if found, _ := has(Diverged(m, rec, since)); found {
+		t.Fatal("h1 told t1 inactive: no divergence")
+	}
+	rec.Record(h1.Addr, note(inof.StateInactive, inof.ReasonLinkDown, 2), since.Add(time.Millisecond))
+	if re, _ := rec.Counts(); re != 1 {
+		t.Fatalf("a retransmission counted as %d", re)
+	}
+	rec.Record(netip.MustParseAddr("10.9.9.9"), note(inof.StateActive, 0, 3), time.Now())
+	if _, stale := rec.Counts(); stale != 1 {
+		t.Fatal("a notification for an address the probe left was recorded")
+	}
+}
+
+func TestJudge(t *testing.T) {
+	m := healthyModel()
+	h := NewHistory(m.Config)
+	h3, t1, h1, t2 := nicOf(t, m, "h3", 0), nicOf(t, m, "t1", 0), nicOf(t, m, "h1", 0), nicOf(t, m, "t2", 0)
+	if zones.Visible(m.Config, h3.DeviceAt(h3.Addr), t1.DeviceAt(t1.Addr)) {
+		t.Fatal("layout changed: h3 must not see t1")
+	}
+	kinds := func(fs []Finding) map[string]int {
+		out := map[string]int{}
+		for _, f := range fs {
+			out[f.Kind]++
+		}
+		return out
+	}
+	n := func(host, tgt *NIC, state inof.State, reason inof.Reason) Notice {
+		return Notice{Host: host.Addr, Target: tgt.Addr, State: state, Reason: reason, Dev: tgt.DeviceAt(tgt.Addr)}
+	}
+	if k := kinds(h.Judge(m, []Notice{n(h3, t1, inof.StateActive, 0)})); k["leak"] != 1 {
+		t.Errorf("h3 told about t1: %v, want a leak", k)
+	}
+	if k := kinds(h.Judge(m, []Notice{n(h1, t1, inof.StateInactive, inof.ReasonBFDDown)})); k["unexpected-reason"] != 1 {
+		t.Errorf("t1 lost with reason 7 and nothing happened: %v", k)
+	}
+	h.Cause(t1.Addr, inof.ReasonLinkDown)
+	if k := kinds(h.Judge(m, []Notice{n(h1, t1, inof.StateInactive, inof.ReasonLinkDown)})); len(k) != 0 {
+		t.Errorf("t1's link went down: %v", k)
+	}
+	dup := n(h1, t2, inof.StateActive, 0)
+	dup.HadPrev, dup.Prev = true, Notice0{State: inof.StateActive, Dev: dup.Dev}
+	if !zones.Visible(m.Config, h1.DeviceAt(h1.Addr), t2.DeviceAt(t2.Addr)) {
+		// Any visible pair does; h1 and t2 share no zone in the layout.
+		dup = n(h1, t1, inof.StateActive, 0)
+		dup.HadPrev, dup.Prev = true, Notice0{State: inof.StateActive, Dev: dup.Dev}
+	}
+	if k := kinds(h.Judge(m, []Notice{dup})); k["duplicate"] != 1 {
+		t.Errorf("active twice: %v", k)
+	}
+	h.Reset(h1.Addr)
+	if k := kinds(h.Judge(m, []Notice{dup})); k["duplicate"] != 0 {
+		t.Errorf("active twice after the host returned: %v", k)
+	}
+	// A zone change that hides t1 from h1 explains reason 4.
+	if k := kinds(h.Judge(m, []Notice{n(h1, t1, inof.StateInactive, inof.ReasonZoneChange)})); k["unexpected-reason"] != 1 {
+		t.Errorf("reason 4 and the zoning did not change: %v", k)
+	}
+	c := m.Config.Clone()
+	c.Zones["zA"].Members = c.Zones["zA"].Members[1:] // t1 out of zA: unzoned, hard zoning
+	h.Config(c)
+	if k := kinds(h.Judge(m, []Notice{n(h1, t1, inof.StateInactive, inof.ReasonZoneChange)})); len(k) != 0 {
+		t.Errorf("t1 out of zA: %v", k)
+	}
+}

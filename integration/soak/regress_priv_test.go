@@ -1,0 +1,160 @@
+//go:build privileged
+
+package soak
+
+import (
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/openinof/inof/zones"
+)
+
+// Regression scenarios: each is a short scripted run of the soak driver,
+// with the same model, oracle and checker, reproducing one bug the soak
+// found (docs/testing.md, "Soak", lists them with their fixes).
+
+// scripted runs steps on a fresh fabric; the checker fails the test on any
+// finding.
+func scripted(t *testing.T, steps ...Step) {
+	r := startRun(t, 0)
+	for i, st := range steps {
+		st.N = i + 1
+		for k, f := range st.Faults {
+			if f.Kind.Transient() {
+				st.Heal = append(st.Heal, k)
+			}
+		}
+		r.runStep(st)
+	}
+	r.report()
+}
+
+// nicIndex is the index of NIC dev/k in the layout.
+func nicIndex(t *testing.T, dev string, k int) int {
+	t.Helper()
+	for i, n := range DefaultLayout().NICs {
+		if n.Device == dev && n.Index == k {
+			return i
+		}
+	}
+	t.Fatalf("no NIC %s/%d", dev, k)
+	return 0
+}
+
+// memberEdit adds (add) or removes m in zone.
+func memberEdit(zone string, m zones.Member, add bool) *Edit {
+	e := &Edit{Keys: []string{"zone:" + zone}}
+	if add {
+		e.Args = []string{"zone", "add", zone, m.String()}
+		e.Apply = func(c *zones.Config) error {
+			c.Zones[zone].Members = append(slices.Clone(c.Zones[zone].Members), m)
+			return nil
+		}
+	} else {
+		e.Args = []string{"zone", "remove", zone, m.String()}
+		e.Apply = func(c *zones.Config) error { return removeMember(&c.Zones, zone, m) }
+	}
+	return e
+}
+
+// TestPrivSoakZoneRetagKeepsVisibility: tb (leaf2) is in zB and zD, and so
+// is h5 (leaf1). Taking tb out of zD keeps h5 seeing it through zB, yet tb's
+// switch moves its record to a new epoch (it lost a route target) and
+// retires the old one as inactive with reason 4: h5's switch must not tell
+// h5 anything. It told h5 "inactive, zone change" then "active" (nvme-snsd
+// deletes its controllers on reason 4) whenever the retirement overtook the
+// new epoch, which it does while h5's switch subscribes to the zone anew.
+func TestPrivSoakZoneRetagKeepsVisibility(t *testing.T) {
+	tb := zones.Member{Kind: zones.MemberNQN, Name: NQN("tb")}
+	var steps []Step
+	for range 3 {
+		steps = append(steps,
+			Step{Faults: []Fault{{Kind: ZoneEdit, Node: "rr1", Edit: memberEdit("zD", tb, false)}}},
+			Step{Faults: []Fault{{Kind: ZoneEdit, Node: "rr2", Edit: memberEdit("zD", tb, true)}}})
+	}
+	scripted(t, steps...)
+}
+
+// TestPrivSoakUplinkFlapKeepsRemoteTargets: leaf1's uplink goes down for
+// longer than BFD's detection time, then up. The reflectors drop leaf1
+// (its targets are gone for everyone else: reason 7), but leaf1 itself,
+// cut off from both reflectors, must keep what it had of the rest of the
+// fabric: its hosts are told nothing. The reflectors' sessions used to end
+// with a Hard Reset notification that reached leaf1 once the link was
+// back, and leaf1 dropped every remote target (reason 7 to its hosts).
+func TestPrivSoakUplinkFlapKeepsRemoteTargets(t *testing.T) {
+	var steps []Step
+	for _, hold := range []time.Duration{1600 * time.Millisecond, 2500 * time.Millisecond, 4 * time.Second} {
+		steps = append(steps, Step{Faults: []Fault{{Kind: UplinkFlap, Node: "leaf1"}}, Hold: hold})
+	}
+	scripted(t, steps...)
+}
+
+// TestPrivSoakPartitionDoesNotShadow: leaf4's BGP path to rr1 is cut while
+// BFD passes. Once the session's hold time ran out, a change on leaf4 (td2's
+// link there goes down) must still reach every host through rr2. rr1 kept
+// leaf4's records as stale (graceful restart on hold-timer expiry) and, as
+// the lower-addressed reflector, its stale copy won at every other leaf:
+// nobody heard of the change until the partition healed.
+func TestPrivSoakPartitionDoesNotShadow(t *testing.T) {
+	td2 := nicIndex(t, "td2", 1)
+	scripted(t, Step{
+		Faults: []Fault{
+			{Kind: Partition, Node: "leaf4", Peer: "rr1"},
+			{Kind: AccessFlap, NIC: td2, After: HoldExpiry + time.Second},
+		},
+		Hold:     time.Second,
+		MidCheck: true,
+	})
+}
+
+// TestPrivSoakCrashKeepsRegistrations: the devices registered long ago
+// (longer than their TTL) and kept refreshing; leaf2's agent is killed and
+// started again. Its restored records must stay until the devices' next
+// LLDPDU. The agent saved the registrations' deadlines only when something
+// changed, so after a crash they had all passed: every device of leaf2 aged
+// out at once (reason 6, which nvme-snsd acts on by deleting controllers)
+// and came back with its next refresh.
+func TestPrivSoakCrashKeepsRegistrations(t *testing.T) {
+	scripted(t, Step{Faults: []Fault{{Kind: KillSwitch, Node: "leaf2", After: lldpTTL + 5*time.Second}}, Hold: time.Second})
+}
+
+// TestPrivSoakReflectorPeeringComesBack: a reflector is killed and started,
+// then the other stopped and started: the session between the reflectors
+// must come back within the check (it replicates the zoning). Both
+// reflectors connected to each other and each refused the other's
+// connection while in its idle hold, in step, for a minute or two.
+func TestPrivSoakReflectorPeeringComesBack(t *testing.T) {
+	scripted(t,
+		Step{Faults: []Fault{{Kind: KillReflector, Node: "rr2"}}, Hold: time.Second},
+		Step{Faults: []Fault{{Kind: TermReflector, Node: "rr1"}}, Hold: time.Second},
+		Step{Faults: []Fault{{Kind: KillReflector, Node: "rr1"}}, Hold: time.Second})
+}
+
+// TestPrivSoakReflectorRestartSoftZoning: with hard zoning off (h3 is in no
+// zone, so every switch subscribes to every zone with the default
+// route-target membership) rr1 is killed and started again; an edit on
+// either reflector must then reach the other. It never did: towards its
+// peer reflector GoBGP announced, for the default membership, a switch's
+// copy, which the export policy keeps from peers, so after the session
+// came back neither reflector announced a membership the other's
+// configuration records matched (seeds 8888826637319317193 step 3,
+// 15863183548071905311 step 3: the reflectors disagreed on the zoning
+// for good). Reflectors now also announce and tag with PeeringRT.
+func TestPrivSoakReflectorRestartSoftZoning(t *testing.T) {
+	h5 := zones.Member{Kind: zones.MemberAddr, Addr: DefaultLayout().nic("h5", 0).Pool[1]}
+	scripted(t,
+		Step{Faults: []Fault{{Kind: HardZoning, Node: "rr1", Edit: hardZoning(false)}}},
+		Step{Faults: []Fault{{Kind: KillReflector, Node: "rr1"}}, Hold: time.Second},
+		Step{Faults: []Fault{{Kind: ZoneEdit, Node: "rr2", Edit: memberEdit("zA", h5, true)}}},
+		Step{Faults: []Fault{{Kind: ZoneEdit, Node: "rr1", Edit: memberEdit("zA", h5, false)}}},
+		Step{Faults: []Fault{{Kind: BothReflectors}}, Hold: time.Second},
+		Step{Faults: []Fault{{Kind: ZoneEdit, Node: "rr2", Edit: memberEdit("zC", h5, true)}}})
+}
+
+// hardZoning sets hard zoning on or off.
+func hardZoning(on bool) *Edit {
+	return &Edit{Args: []string{"fabric", "set", "hard-zoning", onOff(on)}, Keys: []string{"settings"},
+		Apply: func(c *zones.Config) error { c.Settings.HardZoning = on; return nil }}
+}
