@@ -44,20 +44,30 @@ type profileRequest struct {
 
 // loadProfile reads the persisted profile, if any, into the state.
 func (r *Reflector) loadProfile() error {
-	var s savedProfile
-	ok, err := daemon.LoadState(r.opts.ProfilePath(), profileFormat, &s)
+	r.profile = profileState{profile: lossless.Default()}
+	rec, ok, err := r.loadSetting(r.opts.ProfilePath(), configsync.KindLossless)
 	if err != nil || !ok {
-		r.profile = profileState{profile: lossless.Default()}
 		return err
 	}
-	p, err := lossless.Decode(s.Payload)
+	p, err := lossless.Decode(rec.Payload)
 	if err != nil {
 		return fmt.Errorf("lossless profile %s: %w", r.opts.ProfilePath(), err)
 	}
-	r.clock.Advance(s.Gen)
-	r.profile = profileState{profile: p,
-		rec: bgp.ConfigRecord{Kind: uint8(configsync.KindLossless), Gen: s.Gen, Writer: s.Writer, Payload: s.Payload}}
+	r.profile = profileState{profile: p, rec: rec}
 	return nil
+}
+
+// loadSetting reads a fabric setting persisted at path (the envelope of
+// generation, writer and payload) as the configuration record of kind,
+// and moves the generation clock past it; false when none was saved.
+func (r *Reflector) loadSetting(path string, kind configsync.Kind) (bgp.ConfigRecord, bool, error) {
+	var s savedProfile
+	ok, err := daemon.LoadState(path, profileFormat, &s)
+	if err != nil || !ok {
+		return bgp.ConfigRecord{}, false, err
+	}
+	r.clock.Advance(s.Gen)
+	return bgp.ConfigRecord{Kind: uint8(kind), Gen: s.Gen, Writer: s.Writer, Payload: s.Payload}, true, nil
 }
 
 // setProfile (sync loop) writes a new version of the profile: persisted

@@ -41,18 +41,15 @@ type formatRequest struct {
 // loadFormat reads the persisted format, if any.
 func (r *Reflector) loadFormat() error {
 	r.format = formatState{format: bgp.FormatDevices}
-	var s savedProfile // the same envelope: generation, writer, payload
-	ok, err := daemon.LoadState(r.opts.FormatPath(), profileFormat, &s)
+	rec, ok, err := r.loadSetting(r.opts.FormatPath(), configsync.KindRecordFormat)
 	if err != nil || !ok {
 		return err
 	}
-	f, err := configsync.DecodeRecordFormat(s.Payload)
+	f, err := configsync.DecodeRecordFormat(rec.Payload)
 	if err != nil {
 		return fmt.Errorf("record format %s: %w", r.opts.FormatPath(), err)
 	}
-	r.clock.Advance(s.Gen)
-	r.format = formatState{format: f,
-		rec: bgp.ConfigRecord{Kind: uint8(configsync.KindRecordFormat), Gen: s.Gen, Writer: s.Writer, Payload: s.Payload}}
+	r.format = formatState{format: f, rec: rec}
 	return nil
 }
 

@@ -13,7 +13,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	inofv1 "github.com/openinof/inof/inof/api/v1"
 	"github.com/openinof/inof/lossless"
 	"github.com/openinof/inof/lossless/sim"
 )
@@ -163,33 +162,8 @@ func (f simulateFlags) check() error {
 // simProfile returns the profile to simulate: the file's, the server's or
 // the default.
 func (a *app) simProfile(ctx context.Context, f simulateFlags) (lossless.Profile, error) {
-	switch {
-	case f.profile != "":
-		y, err := readFile(f.profile)
-		if err != nil {
-			return lossless.Profile{}, err
-		}
-		p, err := lossless.ParseYAML([]byte(y))
-		if err != nil {
-			return lossless.Profile{}, fmt.Errorf("%s: %w", f.profile, err)
-		}
-		return p, nil
-	case f.fromServer:
-		c, err := a.client()
-		if err != nil {
-			return lossless.Profile{}, err
-		}
-		ctx, cancel := context.WithTimeout(ctx, a.opts.Timeout)
-		defer cancel()
-		resp, err := c.GetLosslessProfile(ctx, &inofv1.GetLosslessProfileRequest{})
-		if err != nil {
-			return lossless.Profile{}, err
-		}
-		p, err := lossless.ParseYAML([]byte(resp.GetYaml()))
-		if err != nil {
-			return lossless.Profile{}, fmt.Errorf("the fabric's profile: %w", err)
-		}
-		return p, nil
+	if f.profile != "" || f.fromServer {
+		return a.losslessProfile(ctx, f.profile)
 	}
 	return lossless.Default(), nil
 }
