@@ -5,13 +5,21 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"os"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
 
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
 	"github.com/openinof/inof/bgp"
 	"github.com/openinof/inof/inof"
 	"github.com/openinof/inof/inof/api"
+	"github.com/openinof/inof/inof/api/apiclient"
+	"github.com/openinof/inof/inof/api/apitest"
+	inofv1 "github.com/openinof/inof/inof/api/v1"
 	"github.com/openinof/inof/zones"
 )
 
@@ -145,5 +153,55 @@ func TestFabricSwitchReadOnly(t *testing.T) {
 	}
 	if _, ok := b.(api.JournalBackend); ok {
 		t.Fatal("a fabric switch offers a journal")
+	}
+}
+
+// TestDirectModeViewerCannotEdit: a direct-mode switch's API is the zone
+// authority, so its roles hold there as on a reflector: over real gRPC on
+// a unix socket, a viewer reads the zoning and the journal but cannot
+// commit, roll back or take a backup, and nothing it tried is in force,
+// in the store or in the journal.
+func TestDirectModeViewerCannotEdit(t *testing.T) {
+	f := bgp.NewFakeFabric()
+	ports := []string{"p1"}
+	near, _ := memPorts("10.0.0.11", ports...)
+	s := runSwitch(t, f, netip.Addr{}, "10.0.0.11", t.TempDir(), nil, directOptions(ports...), near)
+	<-s.agent.Ready()
+	b := s.agent.API()
+	commit(t, b, func(tx *zones.Tx) error { return tx.CreateZone("z1", zones.MustParseMember("10.1.0.10")) })
+	_, sock := apitest.Serve(t, b, api.ServeOptions{UnixIdentities: []api.UnixIdentity{
+		{User: strconv.Itoa(os.Getuid()), Name: "eve", Role: api.RoleViewer}}})
+	conn, err := apiclient.Dial(apiclient.DialOptions{Server: "unix://" + sock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	c := inofv1.NewFabricClient(conn)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if z, err := c.GetZoning(ctx, &inofv1.GetZoningRequest{}); err != nil || len(z.GetZones()) != 1 {
+		t.Fatalf("viewer reading the zoning: %v %v", z, err)
+	}
+	if _, err := c.ListJournal(ctx, &inofv1.ListJournalRequest{}); err != nil {
+		t.Fatalf("viewer reading the journal: %v", err)
+	}
+	create := []*inofv1.Edit{{Edit: &inofv1.Edit_CreateZone{CreateZone: &inofv1.CreateZone{Name: "z2", Members: []string{"10.1.0.20"}}}}}
+	for _, action := range []string{"commit", "rollback"} {
+		if _, err := c.ApplyZoning(ctx, &inofv1.ApplyZoningRequest{Action: action, Edits: create}); status.Code(err) != codes.PermissionDenied {
+			t.Errorf("viewer %s: %v, want PermissionDenied", action, err)
+		}
+	}
+	stream, err := c.Backup(ctx, &inofv1.BackupRequest{})
+	if err == nil {
+		_, err = stream.Recv()
+	}
+	if status.Code(err) != codes.PermissionDenied {
+		t.Errorf("viewer backup: %v, want PermissionDenied", err)
+	}
+	if cfg := b.Config(); cfg.Zones["z2"] != nil || s.agent.config.Load().Zones["z2"] != nil {
+		t.Error("the viewer's zone is in the store or in force")
+	}
+	if j, err := b.(api.JournalBackend).Journal(ctx); err != nil || len(j) != 1 {
+		t.Errorf("journal after the refused calls: %d entries (%v), want 1", len(j), err)
 	}
 }
