@@ -210,7 +210,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	restarting := loaded && a.opts.GracefulRestart.Enabled && now.Sub(saved.Saved) < a.opts.GracefulRestart.RestartTime
 	a.log.Info("switch agent starting", "router_id", a.opts.RouterID, "restarting", restarting,
 		"restored_records", len(saved.Local), "access_ports", a.opts.AccessPorts, "direct", a.opts.Direct())
-	restored := a.engine.Restore(saved.Local, saved.Told, saved.expiries(), now)
+	restored := a.engine.Restore(saved.Local, saved.Told, saved.expiries(now), now)
 
 	if !a.opts.Direct() {
 		if err := a.startSpeaker(ctx, restarting); err != nil {

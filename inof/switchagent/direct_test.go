@@ -205,3 +205,43 @@ func TestDirectModeViewerCannotEdit(t *testing.T) {
 		t.Errorf("journal after the refused calls: %d entries (%v), want 1", len(j), err)
 	}
 }
+
+// TestRestartAfterDeadlinePassed: a switch down for longer than a
+// target's TTL does not age the target out when it starts again (nobody
+// read its LLDPDUs meanwhile): the restored registration gets one TTL
+// from the restart, the target's next refresh takes it over, and the host
+// in its zone hears nothing. Before, the saved deadline, already past,
+// told the host reason 6 for a healthy target at once.
+func TestRestartAfterDeadlinePassed(t *testing.T) {
+	const id, ttl = "10.0.0.11", 3
+	dir := t.TempDir()
+	ports := []string{"p1", "p2"}
+	tgt := inof.Device{Addr: netip.MustParseAddr("10.1.0.10"), Role: inof.RoleTarget, Protocol: inof.ProtocolTCP, Port: 4420,
+		NQN: "nqn.2014-08.org.example:t"}
+	hd := inof.Device{Addr: netip.MustParseAddr("10.1.0.21"), Role: inof.RoleHost, Protocol: inof.ProtocolTCP}
+	near, far := memPorts(id, ports...)
+	s := runSwitch(t, bgp.NewFakeFabric(), netip.Addr{}, id, dir, nil, directOptions(ports...), near)
+	<-s.agent.Ready()
+	commit(t, s.agent.API(), func(tx *zones.Tx) error {
+		return tx.CreateZone("z1", zones.MustParseMember(tgt.Addr.String()), zones.MustParseMember(hd.Addr.String()))
+	})
+	newSimHost(t, far["p1"], tgt).register(ttl)
+	h := newSimHost(t, far["p2"], hd)
+	h.register(120)
+	h.waitFor("the host sees the target", last(tgt.Addr, inof.StateActive, inof.ReasonNone))
+	s.waitSettled(t)
+	s.stop()
+	time.Sleep(ttl*time.Second + 500*time.Millisecond) // the saved deadline passes while the switch is down
+
+	near2, far2 := memPorts(id, ports...)
+	h2 := newSimHost(t, far2["p2"], hd)
+	s2 := runSwitch(t, bgp.NewFakeFabric(), netip.Addr{}, id, dir, nil, directOptions(ports...), near2)
+	<-s2.agent.Ready()
+	newSimHost(t, far2["p1"], tgt).refresh(ttl)
+	h2.refresh(120)
+	s2.waitSettled(t)
+	time.Sleep(200 * time.Millisecond) // any notification would be on its way
+	if n := h2.count(); n != 0 {
+		t.Fatalf("the host was told %d notification(s) across the restart: %v", n, h2.got)
+	}
+}

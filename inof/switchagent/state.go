@@ -39,20 +39,42 @@ type savedState struct {
 	Format bgp.RecordFormat `json:"format,omitempty"`
 }
 
-// savedRegistration is one registration's deadline.
+// savedRegistration is one registration's deadline, and its TTL when the
+// registration table held it (zero for a restored one not taken over).
 type savedRegistration struct {
-	Port    string     `json:"port"`
-	Addr    netip.Addr `json:"addr"`
-	Expires time.Time  `json:"expires"`
+	Port    string        `json:"port"`
+	Addr    netip.Addr    `json:"addr"`
+	Expires time.Time     `json:"expires"`
+	TTL     time.Duration `json:"ttl,omitempty"`
 }
 
-// expiries returns the saved registration deadlines by key.
-func (s *savedState) expiries() map[RegistrationKey]time.Time {
+// expiries returns the deadlines of the saved registrations after a
+// restart at now. While the switch was down nobody read the devices'
+// LLDPDUs, so a deadline is at least one TTL after the restart (the
+// time a live device's next refresh takes at most); one saved without its
+// TTL that has passed gets RestoredTTL. A device that went silent
+// meanwhile still ages out, one TTL later than it would have.
+func (s *savedState) expiries(now time.Time) map[RegistrationKey]time.Time {
 	out := make(map[RegistrationKey]time.Time, len(s.Registrations))
 	for _, r := range s.Registrations {
-		out[RegistrationKey{Port: r.Port, Addr: r.Addr}] = r.Expires
+		at := r.Expires
+		switch {
+		case r.TTL > 0:
+			at = later(at, now.Add(r.TTL))
+		case at.Before(now):
+			at = now.Add(RestoredTTL)
+		}
+		out[RegistrationKey{Port: r.Port, Addr: r.Addr}] = at
 	}
 	return out
+}
+
+// later returns the later of two times.
+func later(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
 }
 
 // registrations lists the deadlines to save: the registration table's
@@ -60,7 +82,7 @@ func (s *savedState) expiries() map[RegistrationKey]time.Time {
 func registrations(entries []l2proto.Entry, restored map[RegistrationKey]time.Time) []savedRegistration {
 	out := make([]savedRegistration, 0, len(entries)+len(restored))
 	for _, e := range entries {
-		out = append(out, savedRegistration{Port: e.Port, Addr: e.Device.Addr, Expires: e.Expires})
+		out = append(out, savedRegistration{Port: e.Port, Addr: e.Device.Addr, Expires: e.Expires, TTL: e.TTL})
 	}
 	for k, at := range restored {
 		out = append(out, savedRegistration{Port: k.Port, Addr: k.Addr, Expires: at})
