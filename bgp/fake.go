@@ -378,6 +378,12 @@ func (s *FakeSpeaker) Neighbors(context.Context) ([]NeighborStatus, error) {
 	return out, nil
 }
 
+// NeighborsAdvertised implements Speaker; the fake counts no advertised
+// records (Advertised stays zero).
+func (s *FakeSpeaker) NeighborsAdvertised(ctx context.Context) ([]NeighborStatus, error) {
+	return s.Neighbors(ctx)
+}
+
 // Quarantine implements Speaker.
 func (s *FakeSpeaker) Quarantine(_ context.Context, addr netip.Addr, on bool) error {
 	if s.opts.Role != RoleReflector {

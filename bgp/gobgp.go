@@ -790,8 +790,19 @@ func (g *GoBGP) watchPeers(ctx context.Context, fn func(NeighborEvent)) error {
 
 // Neighbors implements Speaker.
 func (g *GoBGP) Neighbors(ctx context.Context) ([]NeighborStatus, error) {
+	return g.listNeighbors(ctx, false)
+}
+
+// NeighborsAdvertised implements Speaker.
+func (g *GoBGP) NeighborsAdvertised(ctx context.Context) ([]NeighborStatus, error) {
+	return g.listNeighbors(ctx, true)
+}
+
+// listNeighbors lists the neighbors, with the advertised counts when
+// advertised is set.
+func (g *GoBGP) listNeighbors(ctx context.Context, advertised bool) ([]NeighborStatus, error) {
 	var out []NeighborStatus
-	err := g.srv.ListPeer(ctx, &api.ListPeerRequest{EnableAdvertised: true}, func(p *api.Peer) {
+	err := g.srv.ListPeer(ctx, &api.ListPeerRequest{EnableAdvertised: advertised}, func(p *api.Peer) {
 		addr, err := netip.ParseAddr(p.GetConf().GetNeighborAddress())
 		if err != nil {
 			return

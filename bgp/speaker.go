@@ -49,8 +49,16 @@ type Speaker interface {
 	// WatchNeighbors calls fn on every session state change until ctx ends
 	// or the speaker stops.
 	WatchNeighbors(ctx context.Context, fn func(NeighborEvent)) error
-	// Neighbors lists the configured neighbors and their session states.
+	// Neighbors lists the configured neighbors and their session states,
+	// without NeighborStatus.Advertised (zero): cheap enough for metrics
+	// scrapes and loops.
 	Neighbors(ctx context.Context) ([]NeighborStatus, error)
+	// NeighborsAdvertised is Neighbors with the records advertised to each
+	// neighbor counted. GoBGP counts them by filtering every path for every
+	// session in its one main loop (over 90 s at 100 sessions and 100k
+	// records, stalling everything else): for an admin's session list,
+	// never for a periodic caller.
+	NeighborsAdvertised(ctx context.Context) ([]NeighborStatus, error)
 	// Quarantine (on a reflector) refuses every record the neighbor sent
 	// and sends, or takes them back in (on false); the session stays up.
 	// The records it had sent are withdrawn from every other neighbor at

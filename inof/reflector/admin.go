@@ -106,3 +106,15 @@ func (r *Reflector) Neighbors(ctx context.Context) ([]bgp.NeighborStatus, error)
 	}
 	return r.speaker.Neighbors(ctx)
 }
+
+// NeighborsAdvertised is Neighbors with the records advertised to each
+// neighbor counted (bgp.Speaker.NeighborsAdvertised: costly, for the
+// admin's session list only).
+func (r *Reflector) NeighborsAdvertised(ctx context.Context) ([]bgp.NeighborStatus, error) {
+	r.life.RLock()
+	defer r.life.RUnlock()
+	if r.state != stateStarted {
+		return nil, ErrNotRunning
+	}
+	return r.speaker.NeighborsAdvertised(ctx)
+}

@@ -194,7 +194,7 @@ func (b backend) Devices(context.Context) ([]api.Device, error) {
 
 // Sessions implements api.Backend with the speaker's neighbors.
 func (b backend) Sessions(ctx context.Context) ([]api.Session, error) {
-	ns, err := b.r.Neighbors(ctx)
+	ns, err := b.r.NeighborsAdvertised(ctx)
 	if err != nil {
 		return nil, err
 	}
