@@ -244,10 +244,11 @@ func TestPrivAttacks(t *testing.T) {
 		t.Fatalf("rr1 lost the honest record: %v\n%s", err, out)
 	}
 
-	// A real change: t1's link goes down. Hosts hear it, and nothing else
-	// since the attacks began.
+	// A real change: t1's link goes down. Hosts hear it (h3 too: it stays
+	// registered through its flood), and nothing else since the attacks
+	// began.
 	t1.Link.Cut(t)
-	for _, h := range []*topo.Probe{h1, h2} {
+	for _, h := range []*topo.Probe{h1, h2, h3} {
 		if _, err := h.WaitNotification(wait, func(n l2proto.Notification) bool {
 			return n.Target == t1.Addr() && n.State == inof.StateInactive && n.Reason == inof.ReasonLinkDown
 		}); err != nil {
