@@ -239,7 +239,7 @@ func TestPrivConsoleInChromium(t *testing.T) {
 	seenMatrix := time.Since(changed)
 	t.Logf("inofctl zone create → row on the open events page in %v, matrix cell ✓ in %v (inofctl's own run included)", seenEvents, seenMatrix)
 	// Pause holds new events back (and counts them); resume shows them.
-	n1, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.getElementById("pause").click(), ` + zoningRows))
+	n1, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.getElementById("pause").click(), `+zoningRows))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -288,8 +288,12 @@ func (r *run) clockStep(name string, sign int) (func(), bool) {
 	}
 	set := func(sec int) {
 		tmp := file + ".tmp"
-		if err := os.WriteFile(tmp, []byte(fmt.Sprintf("%d\n", sec)), 0o644); err == nil {
+		err := os.WriteFile(tmp, []byte(fmt.Sprintf("%d\n", sec)), 0o644)
+		if err == nil {
 			err = os.Rename(tmp, file)
+		}
+		if err != nil {
+			r.logf("  ACTION FAILED: clock of %s to %+ds: %v", name, sec, err)
 		}
 	}
 	set(sign * clockStepMinutes * 60)
