@@ -172,17 +172,5 @@ func (r *Reflector) SetLosslessProfile(ctx context.Context, p lossless.Profile) 
 		return ErrNotRunning
 	}
 	req := profileRequest{profile: p, identity: api.IdentityFrom(ctx), done: make(chan error, 1)}
-	select {
-	case r.profileReqs <- req:
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-r.loopDone:
-		return ErrNotRunning
-	}
-	select {
-	case err := <-req.done:
-		return err
-	case <-r.loopDone:
-		return ErrNotRunning
-	}
+	return askLoop(ctx, r.loopDone, r.profileReqs, req, req.done)
 }

@@ -184,19 +184,7 @@ func (r *Reflector) SetRecordFormat(ctx context.Context, name string) error {
 		}
 	}
 	req := formatRequest{format: f, identity: api.IdentityFrom(ctx), done: make(chan error, 1)}
-	select {
-	case r.formatReqs <- req:
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-r.loopDone:
-		return ErrNotRunning
-	}
-	select {
-	case err := <-req.done:
-		return err
-	case <-r.loopDone:
-		return ErrNotRunning
-	}
+	return askLoop(ctx, r.loopDone, r.formatReqs, req, req.done)
 }
 
 // RecordFormat implements api.RecordFormatBackend.

@@ -255,3 +255,23 @@ func unjoin(err error) []error {
 	}
 	return []error{err}
 }
+
+// askLoop hands req to the sync loop over reqs and waits for the loop's
+// answer on done. ctx bounds the hand-off only: once the loop has the
+// request, its answer is awaited (a setting being persisted and originated
+// is not abandoned half-way).
+func askLoop[T any](ctx context.Context, loopDone <-chan struct{}, reqs chan<- T, req T, done <-chan error) error {
+	select {
+	case reqs <- req:
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-loopDone:
+		return ErrNotRunning
+	}
+	select {
+	case err := <-done:
+		return err
+	case <-loopDone:
+		return ErrNotRunning
+	}
+}
