@@ -207,23 +207,8 @@ func (v *clientView) partsOf(kind zones.Kind, name string) []string {
 // subscribed to the configuration route target.
 func startClient(t testing.TB, f *bgp.FakeFabric, id string, reflectors ...string) *clientView {
 	t.Helper()
-	s, err := f.NewSpeaker(bgp.Options{Role: bgp.RoleClient, ASN: testASN, RouterID: netip.MustParseAddr(id)})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := clientSpeaker(t, f, id, reflectors...)
 	ctx := context.Background()
-	if err := s.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(s.Stop)
-	for _, r := range reflectors {
-		if err := s.AddNeighbor(ctx, bgp.Neighbor{Address: netip.MustParseAddr(r)}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := s.Subscribe(ctx, bgp.ConfigRT(testASN)); err != nil {
-		t.Fatal(err)
-	}
 	v := newClientView()
 	if err := s.WatchRecords(ctx, v.apply); err != nil {
 		t.Fatal(err)
@@ -296,4 +281,28 @@ func createZone(t testing.TB, r *Reflector, name string, ms []zones.Member) zone
 		t.Fatalf("commit returned %v", recs)
 	}
 	return recs[0]
+}
+
+// clientSpeaker starts a fake switch's speaker peering with the reflectors
+// and subscribed to the configuration route target.
+func clientSpeaker(t testing.TB, f *bgp.FakeFabric, id string, reflectors ...string) *bgp.FakeSpeaker {
+	t.Helper()
+	s, err := f.NewSpeaker(bgp.Options{Role: bgp.RoleClient, ASN: testASN, RouterID: netip.MustParseAddr(id)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := s.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Stop)
+	for _, r := range reflectors {
+		if err := s.AddNeighbor(ctx, bgp.Neighbor{Address: netip.MustParseAddr(r)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Subscribe(ctx, bgp.ConfigRT(testASN)); err != nil {
+		t.Fatal(err)
+	}
+	return s
 }

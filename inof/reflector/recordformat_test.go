@@ -3,7 +3,6 @@ package reflector
 import (
 	"context"
 	"errors"
-	"net/netip"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -18,23 +17,8 @@ import (
 // watches the configuration records.
 func formatClient(t *testing.T, f *bgp.FakeFabric, id string, reflectors ...string) (*bgp.FakeSpeaker, *clientView, *atomic.Int32) {
 	t.Helper()
-	s, err := f.NewSpeaker(bgp.Options{Role: bgp.RoleClient, ASN: testASN, RouterID: netip.MustParseAddr(id)})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := clientSpeaker(t, f, id, reflectors...)
 	ctx := context.Background()
-	if err := s.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(s.Stop)
-	for _, r := range reflectors {
-		if err := s.AddNeighbor(ctx, bgp.Neighbor{Address: netip.MustParseAddr(r)}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := s.Subscribe(ctx, bgp.ConfigRT(testASN)); err != nil {
-		t.Fatal(err)
-	}
 	v := newClientView()
 	var switchRecords atomic.Int32
 	if err := s.WatchRecords(ctx, func(ev bgp.RecordEvent) {
