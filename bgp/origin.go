@@ -88,13 +88,15 @@ func (o Origins) Check(ev RecordEvent) string {
 		return o.checkSwitch(ev, r.Switch)
 	case *SwitchRecord:
 		return o.checkSwitch(ev, r.Switch)
+	case *DiscoveryRecord:
+		return o.checkSwitch(ev, r.Switch)
 	}
 	return ""
 }
 
 // checkSwitch applies the rule of records a switch publishes about itself
-// (device, device set and switch records): sw, the switch the key names,
-// must be the one that sent it.
+// (device, device set, switch and discovery records): sw, the switch the
+// key names, must be the one that sent it.
 func (o Origins) checkSwitch(ev RecordEvent, sw inof.RouterID) string {
 	switch {
 	case o.Role == RoleReflector:
@@ -156,6 +158,8 @@ func (r *Refusals) Refuse(reason string, ev RecordEvent) {
 	case *DeviceSetRecord:
 		attrs = append(attrs, "key_switch", rec.Switch, "set", rec.Set, "shard", rec.Shard, "devices", len(rec.Devices))
 	case *SwitchRecord:
+		attrs = append(attrs, "key_switch", rec.Switch)
+	case *DiscoveryRecord:
 		attrs = append(attrs, "key_switch", rec.Switch)
 	case *ConfigRecord:
 		attrs = append(attrs, "key_reflector", rec.Reflector, "object", rec.Object())

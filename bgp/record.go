@@ -33,6 +33,9 @@ const (
 	// (SwitchRecord); it carries no route target, so only reflectors get
 	// it.
 	TypeSwitch RecordType = 4
+	// TypeDiscovery is a switch's announcement of its discovery
+	// controller (DiscoveryRecord), for referrals.
+	TypeDiscovery RecordType = 5
 )
 
 const valueVersion = 1
@@ -303,6 +306,12 @@ func DecodeRecord(key, value []byte) (Record, error) {
 		r, canon = d, d.appendKey(buf[:0])
 	case TypeSwitch:
 		d, err := decodeSwitch(key, value)
+		if err != nil {
+			return nil, err
+		}
+		r, canon = d, d.appendKey(buf[:0])
+	case TypeDiscovery:
+		d, err := decodeDiscovery(key, value)
 		if err != nil {
 			return nil, err
 		}

@@ -117,7 +117,8 @@ func TestZoneRT(t *testing.T) {
 }
 
 func FuzzDecodeRecord(f *testing.F) {
-	for _, r := range []Record{device(1, 1), &ConfigRecord{Reflector: 1, Kind: 2, Name: "z", Payload: []byte("x")}} {
+	for _, r := range []Record{device(1, 1), &ConfigRecord{Reflector: 1, Kind: 2, Name: "z", Payload: []byte("x")},
+		discoveryRec(1, "192.0.2.1/24", "fd00::1/64")} {
 		k, v, _ := EncodeRecord(r, 0)
 		f.Add(k, v)
 	}

@@ -43,6 +43,12 @@ var AnyRT = RouteTarget{}
 // RTC peer.
 var SwitchInfoRT = RouteTarget{Global: 0, Local: 1}
 
+// DiscoveryRT tags discovery records (DiscoveryRecord): AS 0 as
+// SwitchInfoRT, so no zone membership asks for it; a switch that serves
+// discovery subscribes to it, and reflectors reflect it to clients as any
+// client record (never to peer reflectors).
+var DiscoveryRT = RouteTarget{Global: 0, Local: 2}
+
 // ConfigRT is the fabric-wide route target of configuration records.
 func ConfigRT(asn uint32) RouteTarget { return RouteTarget{Global: asn, Local: configRTLocal} }
 

@@ -42,6 +42,9 @@ type Config struct {
 	// WatchStray reports protocol frames on interfaces that are not access
 	// ports until ctx ends (nil: an l2proto.StrayWatcher).
 	WatchStray func(ctx context.Context, fn func(ifname string, frame []byte)) error
+	// InterfaceAddrs returns an access port's addresses (nil: the
+	// system's), announced for the discovery controller's referrals.
+	InterfaceAddrs func(port string) ([]netip.Prefix, error)
 }
 
 // Agent is inofd --role switch: the access ports' registrations, the
@@ -307,6 +310,12 @@ func (a *Agent) startFabric(ctx, runCtx context.Context, saved savedState, resto
 	}
 	if err := a.speaker.Subscribe(ctx, bgp.ConfigRT(a.opts.ASN)); err != nil {
 		return fmt.Errorf("switchagent: subscribe to configuration: %w", err)
+	}
+	if a.disc != nil {
+		// The other switches' discovery controllers, for referrals.
+		if err := a.speaker.Subscribe(ctx, bgp.DiscoveryRT); err != nil {
+			return fmt.Errorf("switchagent: subscribe to discovery controllers: %w", err)
+		}
 	}
 	a.apply(ctx, restored)
 	if err := a.speaker.WatchRecords(runCtx, func(ev bgp.RecordEvent) {
@@ -634,6 +643,10 @@ func (a *Agent) onRecord(ctx context.Context, ev bgp.RecordEvent) {
 			a.discoveryTouch(ch.ID.Addr)
 		}
 		clear(a.changes) // drop the records they point to
+		return
+	}
+	if isDiscoveryEvent(ev) {
+		a.onDiscoveryRecord(ev)
 		return
 	}
 	newest, ok, changed := a.view.Apply(ev)

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/openinof/inof/bgp"
 	"github.com/openinof/inof/discovery"
 	"github.com/openinof/inof/discovery/dnssd"
 	"github.com/openinof/inof/inof"
@@ -25,22 +26,33 @@ import (
 // use: a discovery host need not be registered anywhere, so it is put in
 // for the time of one query.
 type discoverySource struct {
+	self    inof.RouterID
 	mu      sync.Mutex
 	ix      *zones.Index // the usable targets, by the configuration in force
 	changes chan struct{}
+
+	// For referrals (referrals.go): the hosts with an NQN other switches
+	// report active, by address and by NQN, and the other switches'
+	// discovery controllers.
+	hostNQN     map[netip.Addr]map[string]inof.RouterID
+	byNQN       map[string]map[remoteHost]bool
+	controllers map[inof.RouterID]*bgp.DiscoveryRecord
 }
 
-func newDiscoverySource(cfg *zones.Config) *discoverySource {
+func newDiscoverySource(self inof.RouterID, cfg *zones.Config) *discoverySource {
 	if cfg == nil {
 		cfg = zones.NewConfig(zones.DefaultSettings())
 	}
 	ix, _ := zones.NewIndex(cfg, nil) // no devices: cannot fail
-	return &discoverySource{ix: ix, changes: make(chan struct{}, 1)}
+	return &discoverySource{self: self, ix: ix, changes: make(chan struct{}, 1),
+		hostNQN: map[netip.Addr]map[string]inof.RouterID{}, byNQN: map[string]map[remoteHost]bool{},
+		controllers: map[inof.RouterID]*bgp.DiscoveryRecord{}}
 }
 
 // Visible implements discovery.Source: the targets a host with this NQN at
 // this address may see by the zone rules, as a device registered with that
-// address and NQN would.
+// address and NQN would, and the referrals to the other switches'
+// controllers where a host with this NQN is registered.
 func (s *discoverySource) Visible(hostNQN string, addr netip.Addr) []discovery.Entry {
 	addr = addr.Unmap()
 	s.mu.Lock()
@@ -64,7 +76,7 @@ func (s *discoverySource) Visible(hostNQN string, addr netip.Addr) []discovery.E
 	} else {
 		s.ix.Remove(addr)
 	}
-	return out
+	return append(out, s.referrals(hostNQN, addr)...)
 }
 
 // Changes implements discovery.Source.
@@ -93,8 +105,9 @@ func discoveryEntry(d inof.Device) (discovery.Entry, bool) {
 }
 
 // put records the merged state of one address: a usable target is indexed,
-// anything else removed. It signals when that changed anything.
-func (s *discoverySource) put(addr netip.Addr, cur Target, present bool) {
+// anything else removed; and the active host reports of other switches
+// for it (referrals). It signals when that changed anything.
+func (s *discoverySource) put(addr netip.Addr, cur Target, present bool, reports []inof.Report) {
 	usable := present && cur.State == inof.StateActive && cur.Device.Role.IsTarget()
 	if usable {
 		if _, ok := discoveryEntry(cur.Device); !ok {
@@ -109,6 +122,9 @@ func (s *discoverySource) put(addr netip.Addr, cur Target, present bool) {
 		changed = s.ix.Put(cur.Device) == nil
 	case !usable && had:
 		s.ix.Remove(addr)
+		changed = true
+	}
+	if s.hostsPut(addr, reports) {
 		changed = true
 	}
 	s.mu.Unlock()
@@ -139,7 +155,7 @@ func (a *Agent) newDiscovery() error {
 	if !o.Enabled {
 		return nil
 	}
-	src := newDiscoverySource(nil)
+	src := newDiscoverySource(a.self, nil)
 	cfg := discovery.Config{Options: o, Source: src, Registrar: dimRegistrar{a}, Logger: a.log}
 	if a.cfg.Registry != nil {
 		cfg.Registry = a.cfg.Registry
@@ -180,6 +196,9 @@ func (a *Agent) newMDNS(o discovery.Options) (*dnssd.Responder, error) {
 func (a *Agent) runDiscovery(spawn func(string, func(context.Context) error)) {
 	if a.disc != nil {
 		spawn("discovery controller", a.disc.srv.Run)
+		if a.speaker != nil {
+			spawn("discovery announcement", a.advertiseController)
+		}
 		if a.disc.mdns != nil {
 			// An advertisement that cannot run leaves the controller
 			// serving: hosts may still be told its address.
@@ -200,7 +219,7 @@ func (a *Agent) discoveryTouch(addr netip.Addr) {
 		return
 	}
 	cur, ok := a.engine.targets.Get(addr)
-	a.disc.src.put(addr, cur, ok)
+	a.disc.src.put(addr, cur, ok, a.engine.targets.Reports(addr))
 }
 
 // discoveryApply touches the local records an engine output publishes or

@@ -2,6 +2,7 @@ package switchagent
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"net/netip"
 	"path/filepath"
@@ -52,7 +53,7 @@ func TestDiscoverySourceZones(t *testing.T) {
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	s := newDiscoverySource(cfg)
+	s := newDiscoverySource(inof.RouterID(1), cfg)
 	drained(s)
 	active := func(d inof.Device) Target { return Target{Device: d, State: inof.StateActive} }
 	for _, d := range []inof.Device{
@@ -62,7 +63,7 @@ func TestDiscoverySourceZones(t *testing.T) {
 		dev("10.4.0.1", inof.RoleTarget, inof.ProtocolISCSI, ""), // no NVMe-oF transport
 		dev("10.5.0.1", inof.RoleHost, inof.ProtocolTCP, ""),     // not a target
 	} {
-		s.put(d.Addr, active(d), true)
+		s.put(d.Addr, active(d), true, nil)
 	}
 	if !drained(s) {
 		t.Fatal("adding targets did not signal")
@@ -88,11 +89,11 @@ func TestDiscoverySourceZones(t *testing.T) {
 	// The red target goes inactive: signalled and gone; the same state
 	// again is no change.
 	red := dev("10.1.0.1", inof.RoleTarget, inof.ProtocolTCP, "nqn.2024-01.io.example:red")
-	s.put(red.Addr, Target{Device: red, State: inof.StateInactive, Reason: inof.ReasonLinkDown}, true)
+	s.put(red.Addr, Target{Device: red, State: inof.StateInactive, Reason: inof.ReasonLinkDown}, true, nil)
 	if !drained(s) {
 		t.Fatal("a target going inactive did not signal")
 	}
-	s.put(red.Addr, Target{}, false)
+	s.put(red.Addr, Target{}, false, nil)
 	if drained(s) {
 		t.Fatal("removing an absent target signalled")
 	}
@@ -131,10 +132,25 @@ func startDiscoverySwitch(t *testing.T, f *bgp.FakeFabric, reflector netip.Addr,
 		a, b := l2proto.NewMemPair(p, net.HardwareAddr{2, 0, 0, 9, byte(len(id)), byte(i)}, "dev", net.HardwareAddr{2, 1, 0, 9, byte(len(id)), byte(i)})
 		near[p], s.far[p] = a, b
 	}
+	id4 := netip.MustParseAddr(id).As4()
 	s.agent, err = New(Config{Options: o, Speaker: sp,
-		OpenLink:   func(p string) (l2proto.Link, error) { return near[p], nil },
+		OpenLink: func(p string) (l2proto.Link, error) { return near[p], nil },
+		// Port i of switch a.b.c.d has the address 10.d.i.1/24.
+		InterfaceAddrs: func(p string) ([]netip.Prefix, error) {
+			i := slices.Index(ports, p)
+			return []netip.Prefix{netip.MustParsePrefix(fmt.Sprintf("10.%d.%d.1/24", id4[3], i)), netip.MustParsePrefix("fe80::1/64")}, nil
+		},
 		WatchStray: func(ctx context.Context, _ func(string, []byte)) error { <-ctx.Done(); return nil },
-		WatchLinks: func(ctx context.Context, fn func(l2proto.LinkState)) error { <-ctx.Done(); return nil }})
+		WatchLinks: func(ctx context.Context, fn func(l2proto.LinkState)) error {
+			for {
+				select {
+				case <-ctx.Done():
+					return nil
+				case st := <-s.links:
+					fn(st)
+				}
+			}
+		}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -86,6 +86,10 @@ func (t *Targets) Get(addr netip.Addr) (Target, bool) {
 	return out, true
 }
 
+// Reports returns the records held for addr, one per switch, in no order.
+// The slice is the table's: the caller must not keep or change it.
+func (t *Targets) Reports(addr netip.Addr) []inof.Report { return t.byAddr[addr] }
+
 // Len is the number of addresses held.
 func (t *Targets) Len() int { return len(t.byAddr) }
 
