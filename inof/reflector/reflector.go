@@ -378,7 +378,7 @@ func (r *Reflector) startSync(_ context.Context, undo *undoStack) error {
 	if err := r.speaker.WatchRecords(lctx, r.onRecord); err != nil {
 		return fmt.Errorf("reflector: watching records: %w", err)
 	}
-	if err := r.speaker.WatchReceived(lctx, r.onReceived, bgp.TypeDevice, bgp.TypeConfig, bgp.TypeDeviceSet, bgp.TypeSwitch); err != nil {
+	if err := r.speaker.WatchReceived(lctx, r.onReceived, bgp.TypeDevice, bgp.TypeConfig, bgp.TypeDeviceSet, bgp.TypeSwitch, bgp.TypeDiscovery); err != nil {
 		return fmt.Errorf("reflector: watching what neighbors send: %w", err)
 	}
 	if err := r.speaker.WatchNeighbors(lctx, r.onNeighbor); err != nil {

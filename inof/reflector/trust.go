@@ -59,6 +59,8 @@ func (r *Reflector) onReceived(ev bgp.RecordEvent) {
 		what = fmt.Sprintf("a device set record of switch %s (%d devices)", d.Switch, len(d.Devices))
 	case *bgp.SwitchRecord:
 		what = fmt.Sprintf("a switch record of switch %s", d.Switch)
+	case *bgp.DiscoveryRecord:
+		what = fmt.Sprintf("a discovery record of switch %s", d.Switch)
 	}
 	select {
 	case r.offences <- offence{client: ev.Source, reason: reason, what: what}:

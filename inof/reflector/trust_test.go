@@ -3,6 +3,7 @@ package reflector
 import (
 	"context"
 	"net/netip"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -93,6 +94,36 @@ func TestQuarantine(t *testing.T) {
 	})
 	if got := r.refusals.Counts()[bgp.RefusedOtherSwitch]; got != 1 {
 		t.Fatalf("%d device refusals, the honest switch's records counted?", got)
+	}
+}
+
+// TestQuarantineDiscoveryLie: a client announcing another switch's
+// discovery controller (to have hosts referred to an address of its
+// choosing) is refused and quarantined; the owner's own record is taken.
+func TestQuarantineDiscoveryLie(t *testing.T) {
+	const honest, liar = "10.0.0.11", "10.0.0.13"
+	f := bgp.NewFakeFabric()
+	evs := &eventLog{}
+	o := testOptions(t, r1ID, nil, []string{honest, liar})
+	r := startReflector(t, Config{Options: o, NewSpeaker: fakeSpeakers(f, nil), Events: evs})
+	hs, _ := startSwitch(t, f, honest, r1ID)
+	ls, _ := startSwitch(t, f, liar, r1ID)
+	ctx := context.Background()
+	own := &bgp.DiscoveryRecord{Switch: inof.MustParseRouterID(honest), Port: 8009,
+		Endpoints: []netip.Prefix{netip.MustParsePrefix("192.0.2.1/24")}}
+	if err := hs.Publish(ctx, own, bgp.DiscoveryRT); err != nil {
+		t.Fatal(err)
+	}
+	lie := &bgp.DiscoveryRecord{Switch: inof.MustParseRouterID(honest), Port: 8009,
+		Endpoints: []netip.Prefix{netip.MustParsePrefix("198.51.100.66/24")}}
+	if err := ls.Publish(ctx, lie, bgp.DiscoveryRT); err != nil {
+		t.Fatal(err)
+	}
+	waitCond(t, "the liar quarantined", func() bool {
+		return r.refusals.Counts()[bgp.RefusedOtherSwitch] == 1 && r.quarantined.Load() == 1 && len(evs.of("trust", liar)) == 1
+	})
+	if ev := evs.of("trust", liar)[0]; !strings.Contains(ev.Message, "a discovery record of switch "+honest) {
+		t.Fatalf("trust event %q", ev.Message)
 	}
 }
 
