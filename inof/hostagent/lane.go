@@ -160,7 +160,7 @@ func (l *lane) job(j job) error {
 	switch j.op {
 	case opConnect:
 		l.rejoin(j)
-		return l.connect(ctx, j.n.NQN)
+		return l.connect(ctx, j.n.NQN, j.at)
 	case opFailover:
 		l.failover(j)
 		return nil
@@ -216,7 +216,7 @@ func (l *lane) base() Path {
 // log lists for that address and port. It never connects a path that
 // already has a controller (in any state but deleting: a reconnecting
 // controller is kept for its return, the kernel reconnects it).
-func (l *lane) connect(ctx context.Context, nqn string) error {
+func (l *lane) connect(ctx context.Context, nqn string, notified time.Time) error {
 	a := l.w.a
 	existing, err := l.controllers(ctx)
 	if err != nil {
@@ -243,6 +243,7 @@ func (l *lane) connect(ctx context.Context, nqn string) error {
 		}
 		a.paths.changing()
 		cctx, cancel := l.cmd(ctx)
+		began := time.Now()
 		dev, err := a.nvme.Connect(cctx, p, ConnectParams{HostNQN: a.hostNQN, KeepAliveTmo: a.opt.NVMe.KeepAliveTmo,
 			ReconnectDelay: a.opt.NVMe.ReconnectDelay, CtrlLossTmo: a.opt.NVMe.CtrlLossTmo})
 		cancel()
@@ -251,7 +252,10 @@ func (l *lane) connect(ctx context.Context, nqn string) error {
 			errs = append(errs, err)
 			continue
 		}
-		log.Info("connected", "device", dev)
+		// Where a connect's time goes: nvme connect itself (nvme-cli and
+		// the kernel's connect), and since the notification arrived.
+		log.Info("connected", "device", dev, "took", time.Since(began).Round(time.Millisecond),
+			"notified_to_connected", time.Since(notified).Round(time.Millisecond))
 		l.owned = append(l.owned, ownedController{Path: p, Device: dev})
 		if a.opt.Failover.LastPath == LastPathFailFast {
 			if err := a.kern.FailFast(dev); err != nil {
