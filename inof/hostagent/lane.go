@@ -279,6 +279,7 @@ func (l *lane) rejoin(j job) {
 	if len(l.owned) == 0 || l.key.Protocol != inof.ProtocolTCP || a.opt.Failover.Method == FailoverNone {
 		return
 	}
+	start := time.Now()
 	var devs []string
 	for _, o := range l.owned {
 		if p, ok := l.current(o); ok && p.State == "connecting" {
@@ -288,7 +289,6 @@ func (l *lane) rejoin(j job) {
 	if len(devs) == 0 {
 		return // live already, or gone
 	}
-	start := time.Now()
 	n, err := a.kern.Rejoin(l.key.Host, l.key.Target, l.key.Port, devs)
 	if err != nil {
 		a.log.Warn("path back: hurrying the reconnect", "target", l.key.Target, "host", l.key.Host, "devices", devs, "err", err)
@@ -303,7 +303,7 @@ func (l *lane) rejoin(j job) {
 		// (a reset of a connecting controller is refused).
 		a.log.Info("path back: no reconnect attempt waiting; the kernel's next one is due within reconnect_delay",
 			"target", l.key.Target, "host", l.key.Host, "devices", devs,
-			"notified_to_checked", time.Since(j.at).Round(time.Microsecond))
+			"notified_to_checked", time.Since(j.at).Round(time.Microsecond), "check_took", time.Since(start).Round(time.Microsecond))
 	}
 }
 
