@@ -182,9 +182,10 @@ func (l *lane) cmd(ctx context.Context) (context.Context, context.CancelFunc) {
 // controllers lists the kernel's NVMe-oF controllers as sysfs shows them
 // now: what nvme list-subsys reads, without starting a process. Before a
 // connect (at link up, a zone add) that process competed with the
-// kernel's own connect work for the host's CPU, and took 1–4 s in the
-// loaded test guests (docs/realhost.md). nvme-cli lists them when sysfs
-// cannot be read.
+// kernel's own connect work for the host's CPU: in the loaded test guests
+// the kernel's reconnect took 0.3–1.1 s beside it and 0.1–0.4 s without
+// it (docs/realhost.md, "Round 3"). nvme-cli lists them when sysfs cannot
+// be read.
 func (l *lane) controllers(ctx context.Context) ([]Controller, error) {
 	ps, err := l.w.a.kern.Paths()
 	if err != nil {
