@@ -262,9 +262,12 @@ func TestSiblingANAInaccessible(t *testing.T) {
 
 // TestSysfsKernel: the real Kernel on a sysfs tree in a directory: paths
 // with state, address, subsystem and ANA; only fabrics controllers; the
-// reset and fast_io_fail_tmo writes.
+// nvme class there or not; the reset and fast_io_fail_tmo writes.
 func TestSysfsKernel(t *testing.T) {
 	root := t.TempDir()
+	if (SysfsKernel{Root: root}).HasNVMe() {
+		t.Fatal("HasNVMe without a class/nvme directory")
+	}
 	ctrl := func(dev, tr, state, addr, nqn, ana string) {
 		d := filepath.Join(root, "class", "nvme", dev)
 		files := map[string]string{"transport": tr, "state": state, "address": addr, "subsysnqn": nqn,
@@ -286,6 +289,9 @@ func TestSysfsKernel(t *testing.T) {
 	ctrl("nvme1", "rdma", "connecting", "traddr=10.0.0.200,trsvcid=4420,host_traddr=10.0.0.3", subNQN, "")
 	ctrl("nvme2", "pcie", "live", "0000:00:04.0", "nqn.local", "")
 	k := SysfsKernel{Root: root}
+	if !k.HasNVMe() {
+		t.Fatal("HasNVMe false with class/nvme")
+	}
 	ps, err := k.Paths()
 	if err != nil {
 		t.Fatal(err)

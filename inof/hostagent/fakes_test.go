@@ -424,6 +424,9 @@ func (k *fakeKernel) AbortTCP(host, target netip.Addr, port uint16) (int, error)
 	return 1, nil
 }
 
+// HasNVMe is true: the fake's controllers are its sysfs.
+func (k *fakeKernel) HasNVMe() bool { return true }
+
 func (k *fakeKernel) FailFast(dev string) error {
 	k.calls <- "failfast " + dev
 	return nil

@@ -185,9 +185,14 @@ func (l *lane) cmd(ctx context.Context) (context.Context, context.CancelFunc) {
 // kernel's own connect work for the host's CPU: in the loaded test guests
 // the kernel's reconnect took 0.3–1.1 s beside it and 0.1–0.4 s without
 // it (docs/realhost.md, "Round 3"). nvme-cli lists them when sysfs cannot
-// be read.
+// be read, or has no nvme class (a kernel without NVMe, a stand-in
+// nvme-cli in a test fabric).
 func (l *lane) controllers(ctx context.Context) ([]Controller, error) {
-	ps, err := l.w.a.kern.Paths()
+	k := l.w.a.kern
+	if !k.HasNVMe() {
+		return l.list(ctx)
+	}
+	ps, err := k.Paths()
 	if err != nil {
 		l.w.a.log.Warn("reading controllers from sysfs; asking nvme-cli", "err", err)
 		return l.list(ctx)
