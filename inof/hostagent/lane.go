@@ -288,7 +288,18 @@ func (l *lane) rejoin(j job) {
 	start := time.Now()
 	var devs []string
 	for _, o := range l.owned {
-		if p, ok := l.current(o); ok && p.State == "connecting" {
+		// The recorded device first, read alone: a controller keeps its
+		// name while it exists, and the view may be stale just now (the
+		// other paths' connects at link up), costing a read of every
+		// controller before the check.
+		p, err := a.kern.Path(o.Device)
+		if err != nil || !samePath(p.Path, o.Path) || !p.usable() {
+			var ok bool
+			if p, ok = l.current(o); !ok {
+				continue
+			}
+		}
+		if p.State == "connecting" {
 			devs = append(devs, p.Device)
 		}
 	}
