@@ -2,6 +2,7 @@ package hostagent
 
 import (
 	"bytes"
+	"errors"
 	"net/netip"
 	"os"
 	"slices"
@@ -127,7 +128,7 @@ func TestAckAndDedupe(t *testing.T) {
 	if len(acks) != 2 || acks[0].Key() != a.Key() || acks[1].Key() != b.Key() {
 		t.Fatalf("ACKs %+v", acks)
 	}
-	h.nv.expectUnordered(t, "list-subsys", "connect", "list-subsys", "connect")
+	h.nv.expectUnordered(t, "connect", "connect")
 	h.send(a) // retransmit: the switch missed the ACK
 	if acks := h.expectAck(); len(acks) != 1 || acks[0].Key() != a.Key() {
 		t.Fatalf("ACK of the retransmit %+v", acks)
@@ -135,9 +136,9 @@ func TestAckAndDedupe(t *testing.T) {
 	// A later notification is handled after the retransmit; had the
 	// retransmit reached the worker, its calls would come first.
 	h.notify(active("10.0.0.103", 0xdead0004))
-	c := h.nv.expect(t, "list-subsys", "connect")
-	if flagsOf(c[1])["-a"] != "10.0.0.103" {
-		t.Fatalf("connect %q, want 10.0.0.103", c[1])
+	c := h.nv.expect(t, "connect")
+	if flagsOf(c[0])["-a"] != "10.0.0.103" {
+		t.Fatalf("connect %q, want 10.0.0.103", c[0])
 	}
 	if err := h.stop(); err != nil { // counters are final once Run returned
 		t.Fatal(err)
@@ -199,11 +200,11 @@ func TestConnectOnActive(t *testing.T) {
 			n := active("10.0.0.100", 1)
 			n.Protocol, n.Port = tc.proto, 0 // port 0 means 4420
 			h.notify(n)
-			c := nv.expect(t, "list-subsys", "connect")
+			c := nv.expect(t, "connect")
 			want := []string{"nvme", "connect", "-t", tc.tr, "-a", "10.0.0.100", "-s", "4420", "-w", "10.0.0.2",
 				"-n", subNQN, "-q", hostNQN, "-k", "5", "-c", "2", "-l", "600", "-o", "json"}
-			if !slices.Equal(c[1], want) {
-				t.Fatalf("connect\n got %q\nwant %q", c[1], want)
+			if !slices.Equal(c[0], want) {
+				t.Fatalf("connect\n got %q\nwant %q", c[0], want)
 			}
 			if err := h.stop(); err != nil {
 				t.Fatal(err)
@@ -236,12 +237,12 @@ func TestDiscoverWhenNoNQN(t *testing.T) {
 	}
 	h := start(t, testOptions(t), newFakeClock(), nv)
 	h.notify(note("10.0.0.100", 1, inof.StateActive, inof.ReasonNone, ""))
-	c := nv.expect(t, "list-subsys", "discover", "connect", "connect")
+	c := nv.expect(t, "discover", "connect", "connect")
 	wantDisc := []string{"nvme", "discover", "-t", "tcp", "-a", "10.0.0.100", "-s", "8009", "-w", "10.0.0.2", "-q", hostNQN, "-o", "json"}
-	if !slices.Equal(c[1], wantDisc) {
-		t.Fatalf("discover %q, want %q", c[1], wantDisc)
+	if !slices.Equal(c[0], wantDisc) {
+		t.Fatalf("discover %q, want %q", c[0], wantDisc)
 	}
-	if a, b := flagsOf(c[2])["-n"], flagsOf(c[3])["-n"]; a != "nqn.x:a" || b != "nqn.x:b" {
+	if a, b := flagsOf(c[1])["-n"], flagsOf(c[2])["-n"]; a != "nqn.x:a" || b != "nqn.x:b" {
 		t.Fatalf("connected to %s and %s", a, b)
 	}
 	for _, cc := range c[2:] {
@@ -264,7 +265,7 @@ func TestDisconnectPolicy(t *testing.T) {
 				nv := newFakeNVMe()
 				h := start(t, o, newFakeClock(), nv)
 				h.notify(active("10.0.0.100", 1))
-				nv.expect(t, "list-subsys", "connect")
+				nv.expect(t, "connect")
 				h.notify(inactive("10.0.0.100", 2, r))
 				want := pol == DisconnectAll || (pol == DisconnectForced && r.Forced())
 				if want {
@@ -275,9 +276,9 @@ func TestDisconnectPolicy(t *testing.T) {
 				}
 				// Sentinel: the next notification's calls come right after.
 				h.notify(active("10.0.0.101", 3))
-				c := nv.expect(t, "list-subsys", "connect")
-				if flagsOf(c[1])["-a"] != "10.0.0.101" {
-					t.Fatalf("call %q", c[1])
+				c := nv.expect(t, "connect")
+				if flagsOf(c[0])["-a"] != "10.0.0.101" {
+					t.Fatalf("call %q", c[0])
 				}
 				if wantDevs := map[bool]int{true: 1, false: 2}[want]; len(nv.devices()) != wantDevs {
 					t.Fatalf("controllers %v", nv.devices())
@@ -298,18 +299,17 @@ func TestRestrainTime(t *testing.T) {
 	nv := newFakeNVMe()
 	h := start(t, o, clk, nv)
 	h.notify(active("10.0.0.100", 1))
-	nv.expect(t, "list-subsys", "connect")
+	nv.expect(t, "connect")
 
 	h.notify(inactive("10.0.0.100", 2, inof.ReasonZoneChange))
 	clk.WaitTimers(t, 1)
 	clk.Advance(4 * time.Second)
-	h.notify(active("10.0.0.100", 3))
-	nv.expect(t, "list-subsys") // live: no connect
+	h.notify(active("10.0.0.100", 3)) // live in sysfs: no nvme-cli, no connect
 	clk.Advance(time.Minute)
 	h.notify(active("10.0.0.101", 4)) // sentinel
-	c := nv.expect(t, "list-subsys", "connect")
-	if flagsOf(c[1])["-a"] != "10.0.0.101" {
-		t.Fatalf("call %q: the flap churned nvme", c[1])
+	c := nv.expect(t, "connect")
+	if flagsOf(c[0])["-a"] != "10.0.0.101" {
+		t.Fatalf("call %q: the flap churned nvme", c[0])
 	}
 
 	h.notify(inactive("10.0.0.100", 5, inof.ReasonZoneChange))
@@ -330,19 +330,53 @@ func TestNoDoubleConnect(t *testing.T) {
 	foreign := nv.add(fakeCtrl{transport: "tcp", traddr: "10.0.0.100", trsvcid: "4420", hostTraddr: "10.0.0.2", nqn: subNQN, hostNQN: hostNQN})
 	o := testOptions(t)
 	h := start(t, o, newFakeClock(), nv)
-	h.notify(active("10.0.0.100", 1))
-	nv.expect(t, "list-subsys")
+	h.notify(active("10.0.0.100", 1)) // sysfs shows it: no nvme-cli, no connect
 	h.notify(active("10.0.0.100", 2)) // a second active (new sequence) for the same target
-	nv.expect(t, "list-subsys")
 	h.notify(inactive("10.0.0.100", 3, inof.ReasonIPChange))
 	h.notify(active("10.0.0.101", 4)) // sentinel
-	c := nv.expect(t, "list-subsys", "connect")
-	if flagsOf(c[1])["-a"] != "10.0.0.101" {
-		t.Fatalf("call %q", c[1])
+	c := nv.expect(t, "connect")
+	if flagsOf(c[0])["-a"] != "10.0.0.101" {
+		t.Fatalf("call %q", c[0])
 	}
 	if d := nv.devices(); !slices.Contains(d, foreign) {
 		t.Fatalf("foreign controller %s removed: %v", foreign, d)
 	}
+}
+
+// TestActiveOnPathInSysfsRunsNoNVMeCLI: an active for a path whose
+// controller sysfs shows (as at link up, the agent's own kept one) runs
+// no nvme-cli at all, so nothing competes with the kernel's reconnect for
+// the CPU; a controller that is being deleted is none, and that path is
+// connected. With sysfs unreadable, nvme-cli lists the controllers.
+func TestActiveOnPathInSysfsRunsNoNVMeCLI(t *testing.T) {
+	nv := newFakeNVMe()
+	nv.add(fakeCtrl{transport: "tcp", traddr: "10.0.0.102", trsvcid: "4420", hostTraddr: "10.0.0.2", nqn: subNQN, hostNQN: hostNQN, state: "deleting"})
+	h := start(t, testOptions(t), newFakeClock(), nv)
+	h.notify(active("10.0.0.100", 1))
+	nv.expect(t, "connect")
+	dev := nv.deviceOf("10.0.0.100")
+	nv.setState(dev, "connecting") // failed over, reconnecting
+	h.notify(active("10.0.0.100", 2))
+	if c := h.kern.next(t); c != "rejoin 10.0.0.2>10.0.0.100:4420 "+dev {
+		t.Fatalf("kernel call %q, want the reconnect of %s hurried", c, dev)
+	}
+	// The same path's next job runs after that active's: its first
+	// kernel call says the active's job is over.
+	h.notify(inactive("10.0.0.100", 3, inof.ReasonLinkDown))
+	if c := h.kern.next(t); c != "abort 10.0.0.2>10.0.0.100:4420" {
+		t.Fatalf("kernel call %q, want the failover's abort", c)
+	}
+	nv.none(t)
+	h.notify(active("10.0.0.102", 4))
+	c := nv.expect(t, "connect")
+	if flagsOf(c[0])["-a"] != "10.0.0.102" {
+		t.Fatalf("call %q, want the path whose controller is being deleted connected", c[0])
+	}
+	h.kern.mu.Lock()
+	h.kern.pathsErr = errors.New("sysfs: permission denied")
+	h.kern.mu.Unlock()
+	h.notify(active("10.0.0.101", 5))
+	nv.expect(t, "list-subsys", "connect")
 }
 
 // TestRestartCleansOnlyOwn: the state file survives a restart; the new
@@ -356,7 +390,7 @@ func TestRestartCleansOnlyOwn(t *testing.T) {
 	h := start(t, o, newFakeClock(), nv)
 	h.notify(active("10.0.0.100", 1))
 	h.notify(active("10.0.0.101", 2))
-	nv.expectUnordered(t, "list-subsys", "connect", "list-subsys", "connect")
+	nv.expectUnordered(t, "connect", "connect")
 	if err := h.stop(); err != nil {
 		t.Fatal(err)
 	}
@@ -371,8 +405,7 @@ func TestRestartCleansOnlyOwn(t *testing.T) {
 	h2 := start(t, o, newFakeClock(), nv)
 	nv.expect(t, "list-subsys") // reconcile at start
 	// The worker handles notifications only after reconciling.
-	h2.notify(active("10.0.0.100", 1))
-	nv.expect(t, "list-subsys") // still live: no connect
+	h2.notify(active("10.0.0.100", 1)) // still live in sysfs: no nvme-cli, no connect
 	owned, err := loadState(o.StateFile)
 	if err != nil {
 		t.Fatal(err)
@@ -404,10 +437,10 @@ func TestConnectRetry(t *testing.T) {
 	nv.failConnect = 1
 	h := start(t, testOptions(t), clk, nv)
 	h.notify(active("10.0.0.100", 1))
-	nv.expect(t, "list-subsys", "connect")
+	nv.expect(t, "connect")
 	clk.WaitTimers(t, 1)
 	clk.Advance(time.Minute)
-	nv.expect(t, "list-subsys", "connect")
+	nv.expect(t, "connect")
 	if len(nv.devices()) != 1 {
 		t.Fatalf("controllers %v", nv.devices())
 	}
@@ -419,15 +452,15 @@ func TestConnectRetry(t *testing.T) {
 	nv.failConnect = 1
 	nv.mu.Unlock()
 	h.notify(active("10.0.0.101", 2))
-	nv.expect(t, "list-subsys", "connect")
+	nv.expect(t, "connect")
 	clk.WaitTimers(t, 1)
 	h.notify(inactive("10.0.0.101", 3, inof.ReasonLinkDown)) // supersedes the retry
 	clk.WaitNoTimers(t)
 	clk.Advance(time.Hour)
 	h.notify(active("10.0.0.102", 4)) // sentinel
-	c := nv.expect(t, "list-subsys", "connect")
-	if flagsOf(c[1])["-a"] != "10.0.0.102" {
-		t.Fatalf("call %q: the cancelled retry ran", c[1])
+	c := nv.expect(t, "connect")
+	if flagsOf(c[0])["-a"] != "10.0.0.102" {
+		t.Fatalf("call %q: the cancelled retry ran", c[0])
 	}
 }
 
@@ -465,9 +498,9 @@ func TestTargetRoleIgnoresNotifications(t *testing.T) {
 		h2.notify(n)
 	}
 	h2.notify(active("10.0.0.101", 4)) // sentinel
-	c := nv.expect(t, "list-subsys", "connect")
-	if flagsOf(c[1])["-a"] != "10.0.0.101" {
-		t.Fatalf("call %q", c[1])
+	c := nv.expect(t, "connect")
+	if flagsOf(c[0])["-a"] != "10.0.0.101" {
+		t.Fatalf("call %q", c[0])
 	}
 	for _, r := range []string{"host-notification", "bad-state", "protocol"} {
 		if got := h2.metric("inof_host_notifications_ignored_total", map[string]string{"reason": r}); got != 1 {

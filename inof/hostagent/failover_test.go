@@ -54,9 +54,9 @@ func TestFailoverPolicyTable(t *testing.T) {
 func dualPath(t *testing.T, h *harness) (a, b string) {
 	t.Helper()
 	h.notify(active("10.0.0.100", 1))
-	h.nv.expect(t, "list-subsys", "connect")
+	h.nv.expect(t, "connect")
 	h.notify(active("10.0.0.200", 2))
-	h.nv.expect(t, "list-subsys", "connect")
+	h.nv.expect(t, "connect")
 	return h.nv.deviceOf("10.0.0.100"), h.nv.deviceOf("10.0.0.200")
 }
 
@@ -88,7 +88,7 @@ func TestFailoverWithLiveSibling(t *testing.T) {
 	if c := h.kern.next(t); c != "rejoin 10.0.0.2>10.0.0.100:4420 "+a {
 		t.Fatalf("kernel call %q, want the reconnect of %s hurried", c, a)
 	}
-	h.nv.expect(t, "list-subsys")
+	// The kept controller is in sysfs (connecting): no nvme-cli at all.
 	clk.Advance(time.Minute)
 	h.notify(inactive("10.0.0.200", 5, inof.ReasonZoneChange)) // zone change: no failover
 	clk.WaitTimers(t, 1)
@@ -114,7 +114,7 @@ func TestFailoverLastPath(t *testing.T) {
 			o.DisconnectOn = DisconnectNever
 			h := start(t, o, newFakeClock(), newFakeNVMe())
 			h.notify(active("10.0.0.100", 1))
-			h.nv.expect(t, "list-subsys", "connect")
+			h.nv.expect(t, "connect")
 			dev := h.nv.deviceOf("10.0.0.100")
 			if lp == LastPathFailFast {
 				if c := h.kern.next(t); c != "failfast "+dev {
@@ -126,7 +126,7 @@ func TestFailoverLastPath(t *testing.T) {
 			// its connect comes after the failover job of the first was
 			// queued.
 			h.notify(note("10.0.0.101", 3, inof.StateActive, inof.ReasonNone, "nqn.2014-08.org.example:other"))
-			h.nv.expect(t, "list-subsys", "connect")
+			h.nv.expect(t, "connect")
 			var want []string
 			switch lp {
 			case LastPathKeep:
@@ -193,9 +193,9 @@ func TestStuckCommandBlocksOnlyItsPath(t *testing.T) {
 	h.notify(inactive("10.0.0.100", 3, inof.ReasonLinkDown))
 	h.watch.WaitTimers(t, 1) // the lane's deadline watch on the blocked reset
 	h.notify(active("10.0.0.101", 4))
-	c := h.nv.expect(t, "list-subsys", "connect")
-	if flagsOf(c[1])["-a"] != "10.0.0.101" {
-		t.Fatalf("call %q", c[1])
+	c := h.nv.expect(t, "connect")
+	if flagsOf(c[0])["-a"] != "10.0.0.101" {
+		t.Fatalf("call %q", c[0])
 	}
 	// Only the blocked reset's watch is left (the connect's has stopped).
 	h.watch.waitPending(t, func(k int) bool { return k == 1 }, "exactly 1")
@@ -222,11 +222,11 @@ func TestRDMAFailover(t *testing.T) {
 	n := active("10.0.0.100", 1)
 	n.Protocol = inof.ProtocolRoCE
 	h.notify(n)
-	c := h.nv.expect(t, "list-subsys", "connect")
+	c := h.nv.expect(t, "connect")
 	want := []string{"nvme", "connect", "-t", "rdma", "-a", "10.0.0.100", "-s", "4420", "-w", "10.0.0.2", "-n", subNQN,
 		"-q", hostNQN, "-k", "2", "-c", "1", "-l", "600", "-o", "json"}
-	if !slices.Equal(c[1], want) {
-		t.Fatalf("connect %q\nwant    %q", c[1], want)
+	if !slices.Equal(c[0], want) {
+		t.Fatalf("connect %q\nwant    %q", c[0], want)
 	}
 	dev := h.nv.deviceOf("10.0.0.100")
 	d := inactive("10.0.0.100", 2, inof.ReasonLinkDown)
@@ -262,9 +262,12 @@ func TestSiblingANAInaccessible(t *testing.T) {
 
 // TestSysfsKernel: the real Kernel on a sysfs tree in a directory: paths
 // with state, address, subsystem and ANA; only fabrics controllers; the
-// reset and fast_io_fail_tmo writes.
+// nvme class there or not; the reset and fast_io_fail_tmo writes.
 func TestSysfsKernel(t *testing.T) {
 	root := t.TempDir()
+	if (SysfsKernel{Root: root}).HasNVMe() {
+		t.Fatal("HasNVMe without a class/nvme directory")
+	}
 	ctrl := func(dev, tr, state, addr, nqn, ana string) {
 		d := filepath.Join(root, "class", "nvme", dev)
 		files := map[string]string{"transport": tr, "state": state, "address": addr, "subsysnqn": nqn,
@@ -286,6 +289,9 @@ func TestSysfsKernel(t *testing.T) {
 	ctrl("nvme1", "rdma", "connecting", "traddr=10.0.0.200,trsvcid=4420,host_traddr=10.0.0.3", subNQN, "")
 	ctrl("nvme2", "pcie", "live", "0000:00:04.0", "nqn.local", "")
 	k := SysfsKernel{Root: root}
+	if !k.HasNVMe() {
+		t.Fatal("HasNVMe false with class/nvme")
+	}
 	ps, err := k.Paths()
 	if err != nil {
 		t.Fatal(err)

@@ -364,6 +364,8 @@ type fakeKernel struct {
 	block map[string]chan struct{} // Reset of this device waits for the channel to close
 	calls chan string              // "reset nvme0", "abort 10.0.0.2>10.0.0.100:4420", "rejoin 10.0.0.2>10.0.0.100:4420 nvme0", "failfast nvme0"
 	ana   map[string]string        // ANA state per device (default none)
+	// pathsErr, when set, is what Paths returns (sysfs unreadable).
+	pathsErr error
 }
 
 func newFakeKernel(nv *fakeNVMe) *fakeKernel {
@@ -375,6 +377,9 @@ func (k *fakeKernel) Paths() ([]KernelPath, error) {
 	defer k.nv.mu.Unlock()
 	k.mu.Lock()
 	defer k.mu.Unlock()
+	if k.pathsErr != nil {
+		return nil, k.pathsErr
+	}
 	var out []KernelPath
 	for _, c := range k.nv.ctrls {
 		p := KernelPath{Controller: Controller{Device: c.dev, State: c.state,
@@ -418,6 +423,9 @@ func (k *fakeKernel) AbortTCP(host, target netip.Addr, port uint16) (int, error)
 	k.calls <- fmt.Sprintf("abort %s>%s:%d", host, target, port)
 	return 1, nil
 }
+
+// HasNVMe is true: the fake's controllers are its sysfs.
+func (k *fakeKernel) HasNVMe() bool { return true }
 
 func (k *fakeKernel) FailFast(dev string) error {
 	k.calls <- "failfast " + dev

@@ -22,6 +22,10 @@ import (
 type Kernel interface {
 	// Paths lists every NVMe-oF controller with its subsystem and state.
 	Paths() ([]KernelPath, error)
+	// HasNVMe reports whether sysfs has the kernel's nvme class at all
+	// (nvme-core is loaded). Without it Paths is empty whatever nvme-cli
+	// says: a host without NVMe-oF, or a stand-in nvme-cli in a test.
+	HasNVMe() bool
 	// Reset starts the controller's error recovery (sysfs
 	// reset_controller): its in-flight I/O is requeued on a sibling path at
 	// once, and the kernel reconnects it every reconnect_delay. It returns
@@ -86,6 +90,12 @@ func (k SysfsKernel) class() string {
 		root = "/sys"
 	}
 	return filepath.Join(root, "class", "nvme")
+}
+
+// HasNVMe implements Kernel.
+func (k SysfsKernel) HasNVMe() bool {
+	fi, err := os.Stat(k.class())
+	return err == nil && fi.IsDir()
 }
 
 // Paths implements Kernel. A missing class directory (no nvme core) is no

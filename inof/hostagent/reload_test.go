@@ -17,10 +17,10 @@ func TestReloadDisconnectPolicy(t *testing.T) {
 	h := start(t, o, newFakeClock(), nv)
 	<-h.agent.Ready()
 	h.notify(active("10.0.0.100", 1))
-	nv.expect(t, "list-subsys", "connect")
+	nv.expect(t, "connect")
 	h.notify(inactive("10.0.0.100", 2, inof.ReasonLinkDown)) // kept under forced
 	h.notify(active("10.0.0.101", 3))
-	nv.expect(t, "list-subsys", "connect") // the sentinel's calls come next: no disconnect
+	nv.expect(t, "connect") // the sentinel's calls come next: no disconnect
 
 	bad := o
 	bad.DisconnectOn = "sometimes"
