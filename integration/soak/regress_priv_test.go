@@ -153,6 +153,29 @@ func TestPrivSoakReflectorRestartSoftZoning(t *testing.T) {
 		Step{Faults: []Fault{{Kind: ZoneEdit, Node: "rr2", Edit: memberEdit("zC", h5, true)}}})
 }
 
+// TestPrivSoakRetagWhileUnsubscribing: taking the alias "arrays" out of zC
+// moves td2 (leaf3 and leaf4) and t4 (leaf4) from zC to the default zone
+// (t4 stays in zD), and leaf3, left with no local device in zC, drops its
+// zC membership. h3 (leaf3, in the default zone) sees td2's second NIC
+// (leaf4) before and after: it must be told nothing. leaf4 moves the NIC to
+// a new epoch (default zone) and retires the old one (zC); whenever the
+// reflector took leaf3's withdrawn zC membership before leaf4's new epoch,
+// it withdrew the old epoch from leaf3 while leaf3 held it active, and h3
+// was told "inactive, BFD down" (reason 7) and "active" again ms later
+// (seed 15863183548071905311 step 1). The switch now keeps a membership it
+// no longer wants for MembershipLinger (switch-agent.md).
+func TestPrivSoakRetagWhileUnsubscribing(t *testing.T) {
+	arrays := zones.Member{Kind: zones.MemberAlias, Name: "arrays"}
+	var steps []Step
+	for i := range 4 {
+		rr := []string{"rr1", "rr2"}[i%2]
+		steps = append(steps,
+			Step{Faults: []Fault{{Kind: ZoneEdit, Node: rr, Edit: memberEdit("zC", arrays, false)}}},
+			Step{Faults: []Fault{{Kind: ZoneEdit, Node: rr, Edit: memberEdit("zC", arrays, true)}}})
+	}
+	scripted(t, steps...)
+}
+
 // hardZoning sets hard zoning on or off.
 func hardZoning(on bool) *Edit {
 	return &Edit{Args: []string{"fabric", "set", "hard-zoning", onOff(on)}, Keys: []string{"settings"},
