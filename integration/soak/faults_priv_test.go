@@ -362,7 +362,7 @@ func (r *run) edit(name string, e Edit) bool {
 		r.fail("the model cannot apply %s: %v", e, err)
 		return true
 	}
-	r.m.SetConfig(next)
+	r.m.SetConfig(next, name)
 	r.hist.Config(next)
 	return true
 }
