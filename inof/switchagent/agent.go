@@ -70,6 +70,7 @@ type Agent struct {
 	formatShown atomic.Uint32
 	table       *bgp.DeviceTable
 	changes     []bgp.DeviceChange // the loop's buffer for the table's changes
+	batch       []bgp.RecordEvent  // the loop's buffer for the records queued (onRecords)
 	view        *bgp.ConfigView
 	asm         *configsync.Assembler
 	// origins and refusals check who sent each record (docs/security.md).
@@ -84,7 +85,7 @@ type Agent struct {
 	dirty    bool                   // state to save
 	// configDue says zone records changed and the configuration they make
 	// is not yet in force: it is rebuilt once the records already queued
-	// are in, or before the next device record, so a burst of zone records
+	// are in (onRecords), or before the next device record, so a burst of zone records
 	// (1,000 when a switch joins a fabric of 1,000 zones) costs one
 	// rebuild instead of one per record, and every device record is still
 	// judged under every zone record received before it.
@@ -542,13 +543,7 @@ func (a *Agent) loop(ctx context.Context, errs <-chan error) error {
 		case err := <-errs:
 			return err
 		case ev := <-a.records:
-			a.onRecord(ctx, ev)
-			for n := len(a.records); a.configDue && n > 0; n-- {
-				a.onRecord(ctx, <-a.records)
-			}
-			if a.configDue {
-				a.applyConfig(ctx)
-			}
+			a.onRecords(ctx, ev)
 		case ev, ok := <-a.reg.Events():
 			if ok {
 				a.onRegistration(ctx, ev)
@@ -616,6 +611,37 @@ func (a *Agent) onQuery(ctx context.Context, q portQuery) {
 	}
 	a.apply(ctx, a.engine.Register(e.Port, e.Device, e.Since, time.Now()))
 	a.apply(ctx, a.engine.ZoneQuery(q.q.Host))
+}
+
+// onRecords handles ev and the records queued behind it: first those that
+// are not device records, in order, and the configuration they make put in
+// force, then the device records, in order. A switch that connects (or
+// comes back) receives every configuration record at once, in the order of
+// the reflector's table, not of the edits; a device record judged between
+// two of them was judged under a zoning no edit made (two edits while
+// leaf2 restarted, one moving a target into a zone and one taking a host
+// out of an alias of that zone: the host was told the target active, and
+// inactive 3 ms later; TestPrivSoakRestartTakesWholeZoning).
+func (a *Agent) onRecords(ctx context.Context, ev bgp.RecordEvent) {
+	batch := append(a.batch[:0], ev)
+	for n := len(a.records); n > 0; n-- {
+		batch = append(batch, <-a.records)
+	}
+	for _, ev := range batch {
+		if !isDeviceEvent(ev) {
+			a.onRecord(ctx, ev)
+		}
+	}
+	if a.configDue {
+		a.applyConfig(ctx)
+	}
+	for _, ev := range batch {
+		if isDeviceEvent(ev) {
+			a.onRecord(ctx, ev)
+		}
+	}
+	clear(batch) // drop the records they point to
+	a.batch = batch[:0]
 }
 
 func (a *Agent) onRecord(ctx context.Context, ev bgp.RecordEvent) {
