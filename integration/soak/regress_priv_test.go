@@ -44,18 +44,31 @@ func nicIndex(t *testing.T, dev string, k int) int {
 
 // memberEdit adds (add) or removes m in zone.
 func memberEdit(zone string, m zones.Member, add bool) *Edit {
-	e := &Edit{Keys: []string{"zone:" + zone}}
-	if add {
-		e.Args = []string{"zone", "add", zone, m.String()}
-		e.Apply = func(c *zones.Config) error {
-			c.Zones[zone].Members = append(slices.Clone(c.Zones[zone].Members), m)
+	return listEdit("zone", zone, m, add, func(c *zones.Config) *[]zones.Member { return &c.Zones[zone].Members })
+}
+
+// aliasEdit adds (add) or removes m in alias name.
+func aliasEdit(name string, m zones.Member, add bool) *Edit {
+	return listEdit("alias", name, m, add, func(c *zones.Config) *[]zones.Member { return &c.Aliases[name].Members })
+}
+
+// listEdit adds (add) or removes m in the members of the zone or alias
+// (kind) name; members finds that list in a configuration.
+func listEdit(kind, name string, m zones.Member, add bool, members func(*zones.Config) *[]zones.Member) *Edit {
+	op := map[bool]string{true: "add", false: "remove"}[add]
+	return &Edit{Args: []string{kind, op, name, m.String()}, Keys: []string{kind + ":" + name},
+		Apply: func(c *zones.Config) error {
+			ms := members(c)
+			if add {
+				*ms = append(slices.Clone(*ms), m)
+				return nil
+			}
+			if !slices.Contains(*ms, m) {
+				return zones.ErrNotFound
+			}
+			*ms = slices.DeleteFunc(slices.Clone(*ms), func(x zones.Member) bool { return x == m })
 			return nil
-		}
-	} else {
-		e.Args = []string{"zone", "remove", zone, m.String()}
-		e.Apply = func(c *zones.Config) error { return removeMember(&c.Zones, zone, m) }
-	}
-	return e
+		}}
 }
 
 // TestPrivSoakZoneRetagKeepsVisibility: tb (leaf2) is in zB and zD, and so
@@ -223,25 +236,6 @@ func TestPrivSoakBothReflectorsStopGracefully(t *testing.T) {
 		steps = append(steps, Step{Faults: []Fault{{Kind: BothReflectors}}, Hold: time.Second})
 	}
 	scripted(t, steps...)
-}
-
-// aliasEdit adds (add) or removes m in alias name.
-func aliasEdit(name string, m zones.Member, add bool) *Edit {
-	e := &Edit{Keys: []string{"alias:" + name}}
-	if add {
-		e.Args = []string{"alias", "add", name, m.String()}
-		e.Apply = func(c *zones.Config) error {
-			c.Aliases[name].Members = append(slices.Clone(c.Aliases[name].Members), m)
-			return nil
-		}
-	} else {
-		e.Args = []string{"alias", "remove", name, m.String()}
-		e.Apply = func(c *zones.Config) error {
-			c.Aliases[name].Members = slices.DeleteFunc(slices.Clone(c.Aliases[name].Members), func(x zones.Member) bool { return x == m })
-			return nil
-		}
-	}
-	return e
 }
 
 // hardZoning sets hard zoning on or off.
