@@ -44,7 +44,7 @@ test-unit:
 	$(GO) test -count=1 -run TestTwoReflectors ./cmd/inofctl/internal/cli
 
 # The soak (integration/soak) runs in test-soak, its scripted regressions
-# (~4.5 min together) in `make soak`.
+# (~7 min together) in `make soak`.
 test-priv:
 ifeq ($(ROOT),0)
 	$(GO) test -tags $(PRIVTAG) -count=1 -p 1 -timeout 30m -run '^TestPriv' -skip '^TestPrivSoak' $(PKGS)
