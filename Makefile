@@ -7,7 +7,7 @@ BIN     := bin
 PRIVTAG := privileged
 ROOT    := $(shell id -u)
 
-.PHONY: help build test test-unit test-priv soak fuzz-smoke bench demo lab-image package image lint generate clean
+.PHONY: help build test test-unit test-priv test-soak soak fuzz-smoke bench demo lab-image package image lint generate clean
 
 help:
 	@echo "make demo        as root: a whole fabric in namespaces, told step by step (discovery, zoning, link cut)"
@@ -29,7 +29,7 @@ build:
 		$(GO) build -o $(BIN)/ ./cmd/...; \
 	else echo "no binaries under cmd/ yet"; fi
 
-test: test-unit test-priv
+test: test-unit test-priv test-soak
 
 # Everything runs with the race detector. The tests that start a real GoBGP
 # skip themselves under -race (GoBGP v3.37's WatchEvent reads paths while its
@@ -43,15 +43,34 @@ test-unit:
 	$(GO) test -count=1 ./bgp ./inof/reflector ./lossless/sim
 	$(GO) test -count=1 -run TestTwoReflectors ./cmd/inofctl/internal/cli
 
-# The soak and its scripted regressions (integration/soak) run only in
-# `make soak`: an open finding (docs/testing.md, "Soak": a reason-7 blip
-# on a zone edit) can strike any of them while its fabric is zoned, and
-# they take ~4.5 min.
+# The soak (integration/soak) runs in test-soak, its scripted regressions
+# (~7 min together) in `make soak`.
 test-priv:
 ifeq ($(ROOT),0)
 	$(GO) test -tags $(PRIVTAG) -count=1 -p 1 -timeout 30m -run '^TestPriv' -skip '^TestPrivSoak' $(PKGS)
 else
 	@echo "NOT RUN: privileged namespace tests need root (sudo make test); CI runs them as root"
+endif
+
+# A short random soak in make test (docs/testing.md, "Soak"): TestPrivSoak for
+# 3 minutes (~4 min with the fabric's start) from a new seed, printed first
+# (`make soak SEED=... DURATION=3m` runs the same faults again); it stops at
+# the first step with findings. Left out, for open findings
+# (docs/testing.md, "Soak"): clock-step (an edit on a reflector whose clock
+# is stepped ahead is refused by the other one for minutes, as designed,
+# and the model does not know that window yet), uplink-flap (reason 7 at
+# hosts when uplinks flap around a reflector's restart), kill-reflector
+# (a record that reached a switch through the killed reflector only is
+# dropped with that reflector's routes: reason 7), kill-switch and
+# term-switch (edits while a switch agent restarts can leak on its return;
+# a target whose switch is stopped while an edit moves it is told reason 7).
+CI_SOAK_SKIP ?= clock-step,uplink-flap,kill-reflector,kill-switch,term-switch
+test-soak:
+ifeq ($(ROOT),0)
+	INOF_SOAK_DURATION=3m INOF_SOAK_SEED= INOF_SOAK_MAXFAIL=1 INOF_SOAK_SKIP=$(CI_SOAK_SKIP) \
+		$(GO) test -tags $(PRIVTAG) -count=1 -v -timeout 15m -run '^TestPrivSoak$$' ./integration/soak/
+else
+	@echo "NOT RUN: the soak needs root (sudo make test); CI runs it as root"
 endif
 
 # The soak (integration/soak, docs/testing.md "Soak"): a fabric in namespaces

@@ -273,6 +273,10 @@ func (g *GoBGP) stop() {
 			// Reset); StopBgp's own Cease (Peer De-configured) would be.
 			// StopBgp writes its NOTIFICATION directly, ahead of the queued
 			// one, so wait (boundedly) until the sessions have ended.
+			if g.cfg.Role == RoleReflector {
+				g.shutdownAll()
+				g.waitSessionsDown(gracefulStopWait)
+			}
 			for _, a := range g.neighborAddrs() {
 				if err := g.srv.ResetPeer(context.Background(), &api.ResetPeerRequest{Address: a.String(), Communication: "graceful restart"}); err != nil {
 					g.log.Warn("graceful stop: reset neighbor", "neighbor", a, "err", err)
@@ -282,6 +286,30 @@ func (g *GoBGP) stop() {
 		}
 		g.srv.StopBgp(context.Background(), &api.StopBgpRequest{})
 		g.srv.Stop()
+	}
+}
+
+// shutdownAll shuts every session's socket at once (a reflector's graceful
+// stop). GoBGP handles a Cease it sent as the end of the session, not as a
+// graceful restart: it drops the client's records and withdraws them from
+// the clients still connected. Reset one by one, the sessions therefore
+// carried withdraws of the clients reset first to those reset later, and a
+// switch that had lost the other reflector already told its hosts those
+// targets were gone (reason 7; found by the soak, both reflectors stopped
+// with SIGTERM). Sockets that end without a notification are a graceful
+// restart at both ends: every record stays, stale, and nothing can be sent
+// on them any more. The Ceases that follow find the sessions down.
+func (g *GoBGP) shutdownAll() {
+	g.mu.Lock()
+	ns := make([]Neighbor, 0, len(g.neighbors))
+	for _, n := range g.neighbors {
+		ns = append(ns, n)
+	}
+	g.mu.Unlock()
+	for _, n := range ns {
+		if _, err := shutdownSessions(n.LocalAddress, n.Address); err != nil {
+			g.log.Warn("graceful stop: could not shut the session's socket", "neighbor", n.Address, "err", err)
+		}
 	}
 }
 

@@ -73,6 +73,7 @@ type Agent struct {
 	formatShown atomic.Uint32
 	table       *bgp.DeviceTable
 	changes     []bgp.DeviceChange // the loop's buffer for the table's changes
+	batch       []bgp.RecordEvent  // the loop's buffer for the records queued (onRecords)
 	view        *bgp.ConfigView
 	asm         *configsync.Assembler
 	// origins and refusals check who sent each record (docs/security.md).
@@ -83,11 +84,11 @@ type Agent struct {
 	reg      *l2proto.Registry
 	ports    map[string]*accessPort // replaced whole (under mu) by a reload
 	stray    *l2proto.StrayWatcher  // nil until watchStray opened it (or with Config.WatchStray)
-	subs     map[string]bool        // zones subscribed to
+	subs     *memberships           // zones subscribed to
 	dirty    bool                   // state to save
 	// configDue says zone records changed and the configuration they make
 	// is not yet in force: it is rebuilt once the records already queued
-	// are in, or before the next device record, so a burst of zone records
+	// are in (onRecords), or before the next device record, so a burst of zone records
 	// (1,000 when a switch joins a fabric of 1,000 zones) costs one
 	// rebuild instead of one per record, and every device record is still
 	// judged under every zone record received before it.
@@ -161,7 +162,7 @@ func New(cfg Config) (*Agent, error) {
 	}
 	a := &Agent{cfg: cfg, opts: cfg.Options, log: cfg.Logger, self: cfg.Options.routerID(),
 		table: bgp.NewDeviceTable(bgp.DeviceTableOptions{MaxDevices: cfg.Options.MaxDevices, Logger: cfg.Logger}), view: bgp.NewConfigView(),
-		asm: configsync.NewAssembler(0), subs: map[string]bool{},
+		asm: configsync.NewAssembler(0), subs: newMemberships(),
 		origins:  bgp.Origins{Role: bgp.RoleClient, ASN: cfg.Options.ASN},
 		refusals: bgp.NewRefusals(cfg.Logger),
 		records:  make(chan bgp.RecordEvent, 1024), queries: make(chan portQuery, 256),
@@ -538,7 +539,11 @@ func (a *Agent) loop(ctx context.Context, errs <-chan error) error {
 		prune = p.C
 	}
 	for {
-		if next, ok := a.engine.NextTick(); ok {
+		next, ok := a.engine.NextTick()
+		if due, dropping := a.subs.next(); dropping && (!ok || due.Before(next)) {
+			next, ok = due, true
+		}
+		if ok {
 			tick.Reset(max(time.Until(next), 0))
 		}
 		select {
@@ -547,13 +552,7 @@ func (a *Agent) loop(ctx context.Context, errs <-chan error) error {
 		case err := <-errs:
 			return err
 		case ev := <-a.records:
-			a.onRecord(ctx, ev)
-			for n := len(a.records); a.configDue && n > 0; n-- {
-				a.onRecord(ctx, <-a.records)
-			}
-			if a.configDue {
-				a.applyConfig(ctx)
-			}
+			a.onRecords(ctx, ev)
 		case ev, ok := <-a.reg.Events():
 			if ok {
 				a.onRegistration(ctx, ev)
@@ -572,6 +571,7 @@ func (a *Agent) loop(ctx context.Context, errs <-chan error) error {
 		case now := <-prune:
 			a.pruneZoneStore(now)
 		case now := <-tick.C:
+			a.unsubscribeDue(ctx, now)
 			a.apply(ctx, a.engine.Tick(now))
 		case <-a.up:
 			if !settled && settle == nil {
@@ -620,6 +620,37 @@ func (a *Agent) onQuery(ctx context.Context, q portQuery) {
 	}
 	a.apply(ctx, a.engine.Register(e.Port, e.Device, e.Since, time.Now()))
 	a.apply(ctx, a.engine.ZoneQuery(q.q.Host))
+}
+
+// onRecords handles ev and the records queued behind it: first those that
+// are not device records, in order, and the configuration they make put in
+// force, then the device records, in order. A switch that connects (or
+// comes back) receives every configuration record at once, in the order of
+// the reflector's table, not of the edits; a device record judged between
+// two of them was judged under a zoning no edit made (two edits while
+// leaf2 restarted, one moving a target into a zone and one taking a host
+// out of an alias of that zone: the host was told the target active, and
+// inactive 3 ms later; TestPrivSoakRestartTakesWholeZoning).
+func (a *Agent) onRecords(ctx context.Context, ev bgp.RecordEvent) {
+	batch := append(a.batch[:0], ev)
+	for n := len(a.records); n > 0; n-- {
+		batch = append(batch, <-a.records)
+	}
+	for _, ev := range batch {
+		if !isDeviceEvent(ev) {
+			a.onRecord(ctx, ev)
+		}
+	}
+	if a.configDue {
+		a.applyConfig(ctx)
+	}
+	for _, ev := range batch {
+		if isDeviceEvent(ev) {
+			a.onRecord(ctx, ev)
+		}
+	}
+	clear(batch) // drop the records they point to
+	a.batch = batch[:0]
 }
 
 func (a *Agent) onRecord(ctx context.Context, ev bgp.RecordEvent) {
@@ -754,35 +785,40 @@ const everyZone = ""
 // subscribe brings the memberships to want: one per zone, or, when want
 // holds every zone of the configuration in force and the default zone, the
 // single AnyRT membership (it delivers the same records, at a fraction of
-// GoBGP's cost; the zoning rules still decide who sees what).
+// GoBGP's cost; the zoning rules still decide who sees what). New ones are
+// announced at once; those no longer wanted go MembershipLinger later
+// (unsubscribeDue).
 func (a *Agent) subscribe(ctx context.Context, want []string) {
 	if coversEveryZone(a.config.Load(), want) {
 		want = []string{everyZone}
 	}
-	rt := func(z string) bgp.RouteTarget {
-		if z == everyZone {
-			return bgp.AnyRT
+	for _, z := range a.subs.want(want, time.Now()) {
+		if err := a.speaker.Subscribe(ctx, a.membershipRT(z)); err != nil {
+			a.log.Error("subscribing to zone", "zone", z, "err", err)
+			continue
 		}
-		return bgp.ZoneRT(a.opts.ASN, z)
+		a.subs.announced(z)
 	}
-	for _, z := range want {
-		if !a.subs[z] {
-			if err := a.speaker.Subscribe(ctx, rt(z)); err != nil {
-				a.log.Error("subscribing to zone", "zone", z, "err", err)
-				continue
-			}
-			a.subs[z] = true
+}
+
+// unsubscribeDue withdraws the memberships whose linger ended by now.
+func (a *Agent) unsubscribeDue(ctx context.Context, now time.Time) {
+	for _, z := range a.subs.due(now) {
+		if err := a.speaker.Unsubscribe(ctx, a.membershipRT(z)); err != nil {
+			a.log.Error("unsubscribing from zone", "zone", z, "err", err)
+			a.subs.retry(z, now)
+			continue
 		}
+		a.subs.withdrawn(z)
 	}
-	for z := range a.subs {
-		if !slices.Contains(want, z) {
-			if err := a.speaker.Unsubscribe(ctx, rt(z)); err != nil {
-				a.log.Error("unsubscribing from zone", "zone", z, "err", err)
-				continue
-			}
-			delete(a.subs, z)
-		}
+}
+
+// membershipRT is the route target of zone z's membership.
+func (a *Agent) membershipRT(z string) bgp.RouteTarget {
+	if z == everyZone {
+		return bgp.AnyRT
 	}
+	return bgp.ZoneRT(a.opts.ASN, z)
 }
 
 // coversEveryZone reports whether want holds the default zone and every

@@ -13,6 +13,7 @@ import (
 
 	"github.com/openinof/inof/inof"
 	"github.com/openinof/inof/integration/topo"
+	"github.com/openinof/inof/zones"
 )
 
 // stopTimeout bounds a SIGTERM stop.
@@ -362,7 +363,23 @@ func (r *run) edit(name string, e Edit) bool {
 		r.fail("the model cannot apply %s: %v", e, err)
 		return true
 	}
-	r.m.SetConfig(next)
+	if cands := r.m.Candidates; cands != nil {
+		// Concurrent edits not resolved yet: the edit lands on whichever
+		// of their results the reflectors settled on.
+		var after []*zones.Config
+		for _, c := range cands {
+			c = c.Clone()
+			if e.Apply(c) == nil {
+				after = append(after, c)
+				r.hist.Config(c)
+			}
+		}
+		r.m.SetConfig(next, name)
+		r.m.Candidates = after
+		r.hist.Config(next)
+		return true
+	}
+	r.m.SetConfig(next, name)
 	r.hist.Config(next)
 	return true
 }

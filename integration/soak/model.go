@@ -39,8 +39,8 @@ type Switch struct {
 	// Blocked are the reflectors whose BGP path to this switch is cut
 	// (BFD still passes), with when the cut began.
 	Blocked map[string]time.Time
-	// cfgSeen is the model's configuration generation when the switch last
-	// had a working path to a reflector.
+	// cfgSeen is the newest configuration generation the switch could have
+	// received: one a reflector it had a working path to held.
 	cfgSeen int
 }
 
@@ -52,6 +52,9 @@ type Reflector struct {
 	Impaired bool
 	Skewed   bool // its clock is stepped
 	DiskFull bool // its store's file system is full
+	// cfgHeld is the newest configuration generation the reflector holds:
+	// the one edited on it, or received from the other reflector.
+	cfgHeld int
 }
 
 // Verdict is what the oracle says a host must have been told last about a
@@ -123,21 +126,51 @@ func (m *Model) ByAddr(a netip.Addr) (*NIC, bool) {
 	return n, ok
 }
 
-// SetConfig makes c the zoning in force.
-func (m *Model) SetConfig(c *zones.Config) {
+// SetConfig makes c the zoning in force, held by the reflectors at (it was
+// edited there, or read back from them; none: every reflector).
+func (m *Model) SetConfig(c *zones.Config, at ...string) {
 	m.Config, m.Candidates = c, nil
 	m.cfgGen++
+	for name, r := range m.Reflectors {
+		if len(at) == 0 || slices.Contains(at, name) {
+			r.cfgHeld = m.cfgGen
+		}
+	}
 	m.Touch()
 }
 
-// Touch must follow every change of the model: switches with a working
-// path to a reflector are taken to have the configuration in force.
+// Touch must follow every change of the model: reflectors that reach each
+// other share the configuration in force (replication), and switches with
+// a working path to a reflector holding it are taken to have it. An edit
+// on a reflector cut off from the fabric reaches nobody until it is back.
 func (m *Model) Touch() {
-	for _, s := range m.Switches {
-		if m.served(s.Name) {
-			s.cfgSeen = m.cfgGen
+	if m.peersConnected() {
+		held := 0
+		for _, r := range m.Reflectors {
+			held = max(held, r.cfgHeld)
+		}
+		for _, r := range m.Reflectors {
+			r.cfgHeld = held
 		}
 	}
+	for _, s := range m.Switches {
+		for name, r := range m.Reflectors {
+			if r.cfgHeld == m.cfgGen && m.path(name, s.Name) == pathUp {
+				s.cfgSeen = m.cfgGen
+			}
+		}
+	}
+}
+
+// peersConnected reports whether the reflectors reach each other: all
+// running, their uplinks up and working.
+func (m *Model) peersConnected() bool {
+	for _, r := range m.Reflectors {
+		if !r.Running || !r.UplinkUp || r.Impaired {
+			return false
+		}
+	}
+	return true
 }
 
 // pathState is what one reflector-switch path does.
@@ -182,16 +215,6 @@ func (m *Model) now() time.Time {
 	return time.Now()
 }
 
-// served reports whether switch s has a working path to a reflector.
-func (m *Model) served(s string) bool {
-	for r := range m.Reflectors {
-		if m.path(r, s) == pathUp {
-			return true
-		}
-	}
-	return false
-}
-
 // Checkable reports whether host NIC h can be held to the oracle now: a
 // host, registered, its link up and its switch agent running.
 func (m *Model) Checkable(h *NIC) bool {
@@ -213,7 +236,7 @@ func (m *Model) Expect(h, t *NIC, a netip.Addr) Verdict {
 	if !sure {
 		return Unknown
 	}
-	if !m.served(hs) && m.Switches[hs].cfgSeen != m.cfgGen {
+	if m.Switches[hs].cfgSeen != m.cfgGen {
 		return Unknown // the switch may not have the configuration in force
 	}
 	if t.Switch == hs {

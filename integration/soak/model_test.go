@@ -272,3 +272,46 @@ func TestJudge(t *testing.T) {
 		t.Errorf("t1 out of zA: %v", k)
 	}
 }
+
+// TestOracleEditOnACutOffReflector: an edit made on a reflector whose
+// uplink is down reaches no switch until the uplink is back (seed
+// 8010427747319228340 step 6: hard zoning turned off on rr1 while rr1's
+// uplink was down; the oracle wanted h3 told every target at once); one
+// made on a reflector that reaches the other reaches every switch.
+func TestOracleEditOnACutOffReflector(t *testing.T) {
+	m := healthyModel()
+	h3, t1 := nicOf(t, m, "h3", 0), nicOf(t, m, "t1", 0)
+	if m.Expect(h3, t1, t1.Addr) != Inactive {
+		t.Fatal("layout changed: h3 (unzoned) must not see t1 under hard zoning")
+	}
+	soft := m.Config.Clone()
+	soft.Settings.HardZoning = false
+	m.Reflectors["rr1"].UplinkUp = false
+	m.Touch()
+	m.SetConfig(soft, "rr1")
+	if got := m.Expect(h3, t1, t1.Addr); got != Unknown {
+		t.Fatalf("edit on the cut-off rr1: h3 about t1 = %s, want unknown", got)
+	}
+	m.Reflectors["rr1"].UplinkUp = true
+	m.Touch()
+	if got := m.Expect(h3, t1, t1.Addr); got != Active {
+		t.Fatalf("rr1 back: h3 about t1 = %s, want active", got)
+	}
+	// rr2 down: an edit on rr1 reaches every switch through rr1.
+	m.Reflectors["rr2"].Running = false
+	m.Touch()
+	hard := soft.Clone()
+	hard.Settings.HardZoning = true
+	m.SetConfig(hard, "rr1")
+	if got := m.Expect(h3, t1, t1.Addr); got != Inactive {
+		t.Fatalf("edit on rr1 with rr2 down: h3 about t1 = %s, want inactive", got)
+	}
+	// rr1's uplink down now, rr2 back: rr2 gets the edit only from rr1.
+	m.Reflectors["rr1"].UplinkUp = false
+	m.Reflectors["rr2"].Running = true
+	m.Touch()
+	m.SetConfig(soft, "rr1")
+	if got := m.Expect(h3, t1, t1.Addr); got != Unknown {
+		t.Fatalf("edit on the cut-off rr1, rr2 without it: h3 about t1 = %s, want unknown", got)
+	}
+}

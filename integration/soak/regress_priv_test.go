@@ -44,18 +44,31 @@ func nicIndex(t *testing.T, dev string, k int) int {
 
 // memberEdit adds (add) or removes m in zone.
 func memberEdit(zone string, m zones.Member, add bool) *Edit {
-	e := &Edit{Keys: []string{"zone:" + zone}}
-	if add {
-		e.Args = []string{"zone", "add", zone, m.String()}
-		e.Apply = func(c *zones.Config) error {
-			c.Zones[zone].Members = append(slices.Clone(c.Zones[zone].Members), m)
+	return listEdit("zone", zone, m, add, func(c *zones.Config) *[]zones.Member { return &c.Zones[zone].Members })
+}
+
+// aliasEdit adds (add) or removes m in alias name.
+func aliasEdit(name string, m zones.Member, add bool) *Edit {
+	return listEdit("alias", name, m, add, func(c *zones.Config) *[]zones.Member { return &c.Aliases[name].Members })
+}
+
+// listEdit adds (add) or removes m in the members of the zone or alias
+// (kind) name; members finds that list in a configuration.
+func listEdit(kind, name string, m zones.Member, add bool, members func(*zones.Config) *[]zones.Member) *Edit {
+	op := map[bool]string{true: "add", false: "remove"}[add]
+	return &Edit{Args: []string{kind, op, name, m.String()}, Keys: []string{kind + ":" + name},
+		Apply: func(c *zones.Config) error {
+			ms := members(c)
+			if add {
+				*ms = append(slices.Clone(*ms), m)
+				return nil
+			}
+			if !slices.Contains(*ms, m) {
+				return zones.ErrNotFound
+			}
+			*ms = slices.DeleteFunc(slices.Clone(*ms), func(x zones.Member) bool { return x == m })
 			return nil
-		}
-	} else {
-		e.Args = []string{"zone", "remove", zone, m.String()}
-		e.Apply = func(c *zones.Config) error { return removeMember(&c.Zones, zone, m) }
-	}
-	return e
+		}}
 }
 
 // TestPrivSoakZoneRetagKeepsVisibility: tb (leaf2) is in zB and zD, and so
@@ -151,6 +164,78 @@ func TestPrivSoakReflectorRestartSoftZoning(t *testing.T) {
 		Step{Faults: []Fault{{Kind: ZoneEdit, Node: "rr1", Edit: memberEdit("zA", h5, false)}}},
 		Step{Faults: []Fault{{Kind: BothReflectors}}, Hold: time.Second},
 		Step{Faults: []Fault{{Kind: ZoneEdit, Node: "rr2", Edit: memberEdit("zC", h5, true)}}})
+}
+
+// TestPrivSoakRetagWhileUnsubscribing: taking the alias "arrays" out of zC
+// moves td2 (leaf3 and leaf4) and t4 (leaf4) from zC to the default zone
+// (t4 stays in zD), and leaf3, left with no local device in zC, drops its
+// zC membership. h3 (leaf3, in the default zone) sees td2's second NIC
+// (leaf4) before and after: it must be told nothing. leaf4 moves the NIC to
+// a new epoch (default zone) and retires the old one (zC); whenever the
+// reflector took leaf3's withdrawn zC membership before leaf4's new epoch,
+// it withdrew the old epoch from leaf3 while leaf3 held it active, and h3
+// was told "inactive, BFD down" (reason 7) and "active" again ms later
+// (seed 15863183548071905311 step 1). The switch now keeps a membership it
+// no longer wants for MembershipLinger (switch-agent.md).
+func TestPrivSoakRetagWhileUnsubscribing(t *testing.T) {
+	arrays := zones.Member{Kind: zones.MemberAlias, Name: "arrays"}
+	var steps []Step
+	for i := range 4 {
+		rr := []string{"rr1", "rr2"}[i%2]
+		steps = append(steps,
+			Step{Faults: []Fault{{Kind: ZoneEdit, Node: rr, Edit: memberEdit("zC", arrays, false)}}},
+			Step{Faults: []Fault{{Kind: ZoneEdit, Node: rr, Edit: memberEdit("zC", arrays, true)}}})
+	}
+	scripted(t, steps...)
+}
+
+// TestPrivSoakRestartTakesWholeZoning: while leaf2's agent restarts, h2
+// (leaf2) leaves the alias rackA (and so zone zA, which uses it) and td2
+// (leaf3) joins zA: h2 may see td2 under neither zoning. The restarted
+// agent receives every configuration record at once, in the reflector's
+// table order; judging a device record after zA's new record and before
+// rackA's put in force a zoning no edit made, and leaf2 told h2 td2 active
+// and then inactive (a cross-zone leak; seed 8680063805419189910 step 4,
+// where a remote target's new address came between the two records).
+// The agent now takes every configuration record queued before the
+// device records queued with them.
+func TestPrivSoakRestartTakesWholeZoning(t *testing.T) {
+	lay := DefaultLayout()
+	h2 := zones.Member{Kind: zones.MemberAddr, Addr: lay.nic("h2", 0).Pool[0]}
+	td2 := zones.Member{Kind: zones.MemberNQN, Name: NQN("td2")}
+	td1 := nicIndex(t, "td1", 0)
+	var steps []Step
+	for i := range 3 {
+		steps = append(steps,
+			Step{Faults: []Fault{
+				{Kind: TermSwitch, Node: "leaf2"},
+				{Kind: AliasChange, Node: "rr1", Edit: aliasEdit("rackA", h2, false), After: 300 * time.Millisecond},
+				{Kind: ZoneEdit, Node: "rr1", Edit: memberEdit("zA", td2, true), After: 300 * time.Millisecond},
+				{Kind: AddressChange, NIC: td1, Pick: uint64(i), After: 300 * time.Millisecond},
+			}, Hold: time.Second},
+			Step{Faults: []Fault{
+				{Kind: ZoneEdit, Node: "rr2", Edit: memberEdit("zA", td2, false)},
+				{Kind: AliasChange, Node: "rr2", Edit: aliasEdit("rackA", h2, true)},
+			}})
+	}
+	scripted(t, steps...)
+}
+
+// TestPrivSoakBothReflectorsStopGracefully: both reflectors stopped with
+// SIGTERM, one a few ms after the other, and started again: the switches
+// keep every remote target (graceful restart) and their hosts are told
+// nothing. The second reflector reset its sessions one by one, and GoBGP,
+// dropping the records of each switch it had sent a Cease to, withdrew
+// them from the switches not reset yet, which had lost the first
+// reflector already: their hosts were told reason 7 (seed
+// 12428130709269825763 step 8). A reflector's graceful stop now shuts
+// every session's socket first.
+func TestPrivSoakBothReflectorsStopGracefully(t *testing.T) {
+	var steps []Step
+	for range 4 {
+		steps = append(steps, Step{Faults: []Fault{{Kind: BothReflectors}}, Hold: time.Second})
+	}
+	scripted(t, steps...)
 }
 
 // hardZoning sets hard zoning on or off.

@@ -82,11 +82,16 @@ type run struct {
 
 // Stats are a run's counts.
 type Stats struct {
-	Faults      map[Kind]int
-	Steps       int
-	Checks      int
-	Settle      []time.Duration // fault (last action) → oracle agreeing, full checks
-	MidSettle   []time.Duration // the same while faults held
+	Faults    map[Kind]int
+	Steps     int
+	Checks    int
+	Settle    []time.Duration // fault (last action) → oracle agreeing, full checks
+	MidSettle []time.Duration // the same while faults held
+	// Whole is, for full checks, from the last action to the end of the
+	// check's wait: the oracle agreeing and the fabric whole again.
+	Whole []time.Duration
+	// StepTime is each step's wall time, faults to the end of its check.
+	StepTime    []time.Duration
 	Findings    map[string]int
 	Spontaneous int // BFD losses of a switch the harness did not cause
 	Notices     int
@@ -317,6 +322,8 @@ func (r *run) beginStep() {
 func (r *run) runStep(st Step) {
 	r.step = st.N
 	r.stats.Steps++
+	began := time.Now()
+	defer func() { r.stats.StepTime = append(r.stats.StepTime, time.Since(began)) }()
 	r.hist.Begin(st.N, r.m.Config)
 	r.rec.SetStep(st.N)
 	r.beginStep()
@@ -444,6 +451,9 @@ func (r *run) check(full bool) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+	if full {
+		r.stats.Whole = append(r.stats.Whole, time.Since(r.since))
+	}
 	r.scanSpontaneous()
 	var findings []Finding
 	if full && !healthy {
@@ -550,6 +560,7 @@ func (r *run) resolveZoning(last bool) bool {
 		return true
 	}
 	var got []*zones.Config
+	var read []string
 	for _, name := range r.lay.Reflectors {
 		if !r.m.Reflectors[name].Running {
 			continue
@@ -561,7 +572,7 @@ func (r *run) resolveZoning(last bool) bool {
 			}
 			return false
 		}
-		got = append(got, c)
+		got, read = append(got, c), append(read, name)
 	}
 	if len(got) == 0 {
 		return true
@@ -578,7 +589,7 @@ func (r *run) resolveZoning(last bool) bool {
 	for _, c := range want {
 		if SameConfig(c, got[0]) {
 			if r.m.Candidates != nil || !SameConfig(c, r.m.Config) {
-				r.m.SetConfig(c)
+				r.m.SetConfig(c, read...)
 				r.hist.Config(c)
 			}
 			r.m.Candidates = nil
@@ -642,6 +653,19 @@ func (r *run) report() {
 		r.seed, topo.Percentile(settle, 0.5).Round(time.Millisecond), topo.Percentile(settle, 0.99).Round(time.Millisecond),
 		maxDur(settle).Round(time.Millisecond), len(settle),
 		topo.Percentile(mid, 0.5).Round(time.Millisecond), topo.Percentile(mid, 0.99).Round(time.Millisecond), len(mid))
+	steps, whole := slices.Sorted(slices.Values(s.StepTime)), slices.Sorted(slices.Values(s.Whole))
+	var busy time.Duration
+	for _, d := range steps {
+		busy += d
+	}
+	stepsPerMin, faultsPerMin := 0.0, 0.0
+	if busy > 0 {
+		stepsPerMin, faultsPerMin = float64(len(steps))/busy.Minutes(), float64(total)/busy.Minutes()
+	}
+	r.logf("soak seed %d: a step took p50 %s p99 %s (%.1f steps, %.1f faults a minute); a full check waited p50 %s p99 %s after the last action for the oracle and a whole fabric",
+		r.seed, topo.Percentile(steps, 0.5).Round(time.Millisecond), topo.Percentile(steps, 0.99).Round(time.Millisecond),
+		stepsPerMin, faultsPerMin,
+		topo.Percentile(whole, 0.5).Round(time.Millisecond), topo.Percentile(whole, 0.99).Round(time.Millisecond))
 	r.logf("soak seed %d: %d notifications, %d retransmissions, %d to a dropped address, %d spontaneous BFD losses; findings %v",
 		r.seed, s.Notices, retrans, stale, s.Spontaneous, s.Findings)
 }
