@@ -151,6 +151,18 @@ type testSwitch struct {
 	links  chan l2proto.LinkState
 }
 
+// watchLinks is the agent's carrier watch: what the test sends on s.links.
+func (s *testSwitch) watchLinks(ctx context.Context, fn func(l2proto.LinkState)) error {
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case st := <-s.links:
+			fn(st)
+		}
+	}
+}
+
 func startSwitch(t *testing.T, f *bgp.FakeFabric, reflector netip.Addr, id, stateDir string, ports ...string) *testSwitch {
 	t.Helper()
 	near, far := memPorts(id, ports...)
@@ -199,16 +211,7 @@ func runSwitch(t *testing.T, f *bgp.FakeFabric, reflector netip.Addr, id, stateD
 			return nil, fmt.Errorf("no link %s", p)
 		},
 		WatchStray: func(ctx context.Context, _ func(string, []byte)) error { <-ctx.Done(); return nil },
-		WatchLinks: func(ctx context.Context, fn func(l2proto.LinkState)) error {
-			for {
-				select {
-				case <-ctx.Done():
-					return nil
-				case st := <-s.links:
-					fn(st)
-				}
-			}
-		}})
+		WatchLinks: s.watchLinks})
 	if err != nil {
 		t.Fatal(err)
 	}

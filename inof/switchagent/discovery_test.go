@@ -141,16 +141,7 @@ func startDiscoverySwitch(t *testing.T, f *bgp.FakeFabric, reflector netip.Addr,
 			return []netip.Prefix{netip.MustParsePrefix(fmt.Sprintf("10.%d.%d.1/24", id4[3], i)), netip.MustParsePrefix("fe80::1/64")}, nil
 		},
 		WatchStray: func(ctx context.Context, _ func(string, []byte)) error { <-ctx.Done(); return nil },
-		WatchLinks: func(ctx context.Context, fn func(l2proto.LinkState)) error {
-			for {
-				select {
-				case <-ctx.Done():
-					return nil
-				case st := <-s.links:
-					fn(st)
-				}
-			}
-		}})
+		WatchLinks: s.watchLinks})
 	if err != nil {
 		t.Fatal(err)
 	}
