@@ -34,7 +34,7 @@ type discoverySource struct {
 	// For referrals (referrals.go): the hosts with an NQN other switches
 	// report active, by address and by NQN, and the other switches'
 	// discovery controllers.
-	hostNQN     map[netip.Addr]map[string]inof.RouterID
+	hostsAt     map[netip.Addr][]hostNQN
 	byNQN       map[string]map[remoteHost]bool
 	controllers map[inof.RouterID]*bgp.DiscoveryRecord
 }
@@ -45,7 +45,7 @@ func newDiscoverySource(self inof.RouterID, cfg *zones.Config) *discoverySource 
 	}
 	ix, _ := zones.NewIndex(cfg, nil) // no devices: cannot fail
 	return &discoverySource{self: self, ix: ix, changes: make(chan struct{}, 1),
-		hostNQN: map[netip.Addr]map[string]inof.RouterID{}, byNQN: map[string]map[remoteHost]bool{},
+		hostsAt: map[netip.Addr][]hostNQN{}, byNQN: map[string]map[remoteHost]bool{},
 		controllers: map[inof.RouterID]*bgp.DiscoveryRecord{}}
 }
 

@@ -33,37 +33,46 @@ type remoteHost struct {
 	addr netip.Addr
 }
 
+// hostNQN is one active host report of another switch for an address.
+type hostNQN struct {
+	sw  inof.RouterID
+	nqn string
+}
+
 // hostsPut records the active host reports of addr from other switches
 // (called with s.mu held); it reports whether the referrals can have
 // changed.
 func (s *discoverySource) hostsPut(addr netip.Addr, reports []inof.Report) bool {
+	var cur []hostNQN
+	for _, r := range reports {
+		if s.referable(r) {
+			cur = append(cur, hostNQN{r.Switch, r.Device.NQN})
+		}
+	}
+	old := s.hostsAt[addr]
 	changed := false
-	for nqn, at := range s.hostNQN[addr] {
-		if !slices.ContainsFunc(reports, func(r inof.Report) bool { return s.referable(r) && r.Switch == at && r.Device.NQN == nqn }) {
-			delete(s.byNQN[nqn], remoteHost{at, addr})
-			if len(s.byNQN[nqn]) == 0 {
-				delete(s.byNQN, nqn)
+	for _, h := range old {
+		if !slices.Contains(cur, h) {
+			delete(s.byNQN[h.nqn], remoteHost{h.sw, addr})
+			if len(s.byNQN[h.nqn]) == 0 {
+				delete(s.byNQN, h.nqn)
 			}
 			changed = true
 		}
 	}
-	delete(s.hostNQN, addr)
-	for _, r := range reports {
-		if !s.referable(r) {
-			continue
-		}
-		if s.hostNQN[addr] == nil {
-			s.hostNQN[addr] = map[string]inof.RouterID{}
-		}
-		s.hostNQN[addr][r.Device.NQN] = r.Switch
-		k := remoteHost{r.Switch, addr}
-		if s.byNQN[r.Device.NQN] == nil {
-			s.byNQN[r.Device.NQN] = map[remoteHost]bool{}
-		}
-		if !s.byNQN[r.Device.NQN][k] {
-			s.byNQN[r.Device.NQN][k] = true
+	for _, h := range cur {
+		if !slices.Contains(old, h) {
+			if s.byNQN[h.nqn] == nil {
+				s.byNQN[h.nqn] = map[remoteHost]bool{}
+			}
+			s.byNQN[h.nqn][remoteHost{h.sw, addr}] = true
 			changed = true
 		}
+	}
+	if len(cur) == 0 {
+		delete(s.hostsAt, addr)
+	} else {
+		s.hostsAt[addr] = cur
 	}
 	return changed
 }

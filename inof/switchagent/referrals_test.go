@@ -88,12 +88,23 @@ func TestDiscoverySourceReferrals(t *testing.T) {
 	if got := refs(nqn, "10.1.0.5"); len(got) != 0 {
 		t.Fatalf("referred to a controller that left: %v", got)
 	}
+	// An address two switches report (a shared segment): each report
+	// counts, and going from both to one to none leaves nothing behind.
+	s.setController(sw3, &bgp.DiscoveryRecord{Switch: sw3, Port: 4420, Endpoints: []netip.Prefix{netip.MustParsePrefix("10.3.0.1/24")}})
+	put(host(sw2, "10.3.0.5", inof.StateActive, nqn), host(sw3, "10.3.0.5", inof.StateActive, nqn))
+	if got := refs(nqn, "10.1.0.5"); !slices.Equal(got, []discovery.Entry{ref("10.3.0.1", 4420)}) {
+		t.Fatalf("referrals %v, want sw3's", got)
+	}
+	put(host(sw3, "10.3.0.5", inof.StateActive, nqn)) // sw2's report goes
+	if got := refs(nqn, "10.1.0.5"); !slices.Equal(got, []discovery.Entry{ref("10.3.0.1", 4420)}) {
+		t.Fatalf("referrals %v, want sw3's", got)
+	}
 	// Nothing is kept for addresses that have no reports left.
 	for _, a := range []string{"10.2.0.5", "10.1.0.5", "10.3.0.5", "10.99.0.5", "10.22.0.9"} {
 		s.put(netip.MustParseAddr(a), Target{}, false, nil)
 	}
-	if len(s.hostNQN) != 0 || len(s.byNQN) != 0 {
-		t.Fatalf("left behind: %v %v", s.hostNQN, s.byNQN)
+	if len(s.hostsAt) != 0 || len(s.byNQN) != 0 {
+		t.Fatalf("left behind: %v %v", s.hostsAt, s.byNQN)
 	}
 }
 
