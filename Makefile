@@ -11,7 +11,7 @@ ROOT    := $(shell id -u)
 
 help:
 	@echo "make demo        as root: a whole fabric in namespaces, told step by step (discovery, zoning, link cut)"
-	@echo "make test        every unit test, then the privileged namespace tests when root"
+	@echo "make test        every unit test, then the privileged namespace tests and a 3-minute soak when root"
 	@echo "make build       all binaries into $(BIN)/"
 	@echo "make fuzz-smoke  each fuzz target for a few seconds"
 	@echo "make bench       benchmarks (percentiles, throughput, memory)"
