@@ -431,7 +431,7 @@ func (a *Agent) openPort(reg *l2proto.Registry, name string, legacyV0 bool) (*ac
 		return nil, fmt.Errorf("switchagent: access port %s: %w", name, err)
 	}
 	sp, err := l2proto.NewSwitchPort(l2proto.SwitchPortConfig{Link: link, Registry: reg, Notifier: nt,
-		Drops: a.met.drops, Logger: a.log,
+		Drops: a.met.drops, Logger: a.log, Limits: a.opts.AccessLimits.portLimits(),
 		OnQuery: func(port string, q l2proto.ZoneQuery) {
 			select {
 			case a.queries <- portQuery{port, q}:

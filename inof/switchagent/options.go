@@ -15,6 +15,7 @@ import (
 	"github.com/openinof/inof/inof/daemon"
 	"github.com/openinof/inof/inof/peering"
 	"github.com/openinof/inof/inof/zoneadmin"
+	"github.com/openinof/inof/l2proto"
 	"github.com/openinof/inof/zones"
 )
 
@@ -68,6 +69,25 @@ type Options struct {
 	// switch and address); further records are refused, counted and
 	// logged at a rate limit.
 	MaxDevices int `yaml:"max_devices"`
+	// AccessLimits bound what the hosts on one access port may send
+	// (docs/switch-agent.md, "Access port limits").
+	AccessLimits AccessLimits `yaml:"access_limits"`
+}
+
+// AccessLimits are the per-port rates of LLDP registrations and zone
+// queries beyond which frames are dropped and counted (token buckets: a
+// rate per second and a burst).
+type AccessLimits struct {
+	RegistrationsPerSecond int `yaml:"registrations_per_second"`
+	RegistrationBurst      int `yaml:"registration_burst"`
+	QueriesPerSecond       int `yaml:"queries_per_second"`
+	QueryBurst             int `yaml:"query_burst"`
+}
+
+// portLimits is the l2proto form of the limits.
+func (l AccessLimits) portLimits() l2proto.PortLimits {
+	return l2proto.PortLimits{Registrations: l2proto.Rate{PerSecond: l.RegistrationsPerSecond, Burst: l.RegistrationBurst},
+		Queries: l2proto.Rate{PerSecond: l.QueriesPerSecond, Burst: l.QueryBurst}}
 }
 
 // ReflectorOptions is one route reflector.
@@ -89,6 +109,9 @@ func DefaultOptions() Options {
 		Discovery:       discovery.DefaultOptions(),
 		MaxDevices:      bgp.DefaultMaxDevices,
 		HistorySize:     zones.DefaultHistorySize,
+		AccessLimits: AccessLimits{
+			RegistrationsPerSecond: l2proto.DefaultLimits.Registrations.PerSecond, RegistrationBurst: l2proto.DefaultLimits.Registrations.Burst,
+			QueriesPerSecond: l2proto.DefaultLimits.Queries.PerSecond, QueryBurst: l2proto.DefaultLimits.Queries.Burst},
 	}
 }
 
@@ -105,6 +128,15 @@ func (o *Options) Validate() error {
 	}
 	if o.StateDir == "" {
 		add("state_dir: must be set")
+	}
+	for _, l := range []struct {
+		key string
+		v   int
+	}{{"registrations_per_second", o.AccessLimits.RegistrationsPerSecond}, {"registration_burst", o.AccessLimits.RegistrationBurst},
+		{"queries_per_second", o.AccessLimits.QueriesPerSecond}, {"query_burst", o.AccessLimits.QueryBurst}} {
+		if l.v <= 0 {
+			add("access_limits.%s %d: must be positive", l.key, l.v)
+		}
 	}
 	if a, err := netip.ParseAddr(o.RouterID); err != nil || !a.Is4() || a.IsUnspecified() {
 		add("router_id %q: want an IPv4 address, not 0.0.0.0", o.RouterID)

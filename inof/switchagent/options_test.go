@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/openinof/inof/inof/daemon"
+	"github.com/openinof/inof/l2proto"
 )
 
 // TestExampleConfig: the example under docs/deploy loads and validates,
@@ -22,7 +23,8 @@ func TestExampleConfig(t *testing.T) {
 	}
 	def := DefaultOptions()
 	if o.HoldDown != def.HoldDown || o.Settle != def.Settle || o.BFD != def.BFD || o.GracefulRestart != def.GracefulRestart || o.Security != def.Security ||
-		o.StateDir != def.StateDir || o.MetricsListen != def.MetricsListen || o.Log != def.Log || o.MaxDevices != def.MaxDevices {
+		o.StateDir != def.StateDir || o.MetricsListen != def.MetricsListen || o.Log != def.Log || o.MaxDevices != def.MaxDevices ||
+		o.AccessLimits != def.AccessLimits {
 		t.Fatalf("example shows other defaults:\n%+v\n%+v", o, def)
 	}
 	if o.ASN != 65000 || len(o.Reflectors) != 2 || len(o.AccessPorts) != 3 || o.routerID() != 0x0a00000b {
@@ -30,6 +32,25 @@ func TestExampleConfig(t *testing.T) {
 	}
 	if o.HoldDown != 30*time.Second {
 		t.Fatalf("hold_down %s", o.HoldDown)
+	}
+}
+
+// TestAccessLimits: the per-port limits reach the ports, and a limit that
+// is not positive is refused by name.
+func TestAccessLimits(t *testing.T) {
+	o := DefaultOptions()
+	if got := o.AccessLimits.portLimits(); got != l2proto.DefaultLimits {
+		t.Fatalf("default limits %+v, l2proto's %+v", got, l2proto.DefaultLimits)
+	}
+	o.AccessLimits.RegistrationsPerSecond, o.AccessLimits.QueryBurst = 2000, 4096
+	if got := o.AccessLimits.portLimits(); got.Registrations.PerSecond != 2000 || got.Queries.Burst != 4096 {
+		t.Fatalf("limits %+v", got)
+	}
+	o.AccessLimits.RegistrationBurst, o.AccessLimits.QueriesPerSecond = 0, -1
+	err := o.Validate()
+	if err == nil || !strings.Contains(err.Error(), "access_limits.registration_burst 0") ||
+		!strings.Contains(err.Error(), "access_limits.queries_per_second -1") {
+		t.Fatalf("bad limits: %v", err)
 	}
 }
 

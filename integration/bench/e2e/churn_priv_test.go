@@ -324,7 +324,15 @@ func BenchmarkPrivChurn(b *testing.B) {
 	// BFD at 3 × 300 ms (docs/reflector.md's choice for a busy
 	// reflector): the churn saturates the CPU on purpose, and a false
 	// BFD down would reset sessions mid-step.
-	f := topo.Start(b, withBFD(topo.Spec{Reflectors: []string{"rr1"}, Switches: []string{"leaf1", "leaf2", "leaf3"}, Devices: devs}, "300ms", 3, 0))
+	spec := withBFD(topo.Spec{Reflectors: []string{"rr1"}, Switches: []string{"leaf1", "leaf2", "leaf3"}, Devices: devs}, "300ms", 3, 0)
+	bfd := spec.SwitchConfig
+	spec.SwitchConfig = func(name string, cfg map[string]any) {
+		bfd(name, cfg)
+		// The churn ports register far faster than hosts do (20/s a port by
+		// default): what is measured is the fabric, not the port's limit.
+		cfg["access_limits"] = map[string]any{"registrations_per_second": 100000, "registration_burst": 100000}
+	}
+	f := topo.Start(b, spec)
 	establish(b, f)
 	var ports, hostPorts []*topo.Probe
 	for k := range churnNICs * 2 {
