@@ -182,25 +182,7 @@ func TestAgentServesDiscovery(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []discovery.Entry{{Transport: discovery.TransportTCP, Addr: target.Addr, Port: 4421, NQN: target.NQN}}
-	for {
-		_, es, err := c.ReadLog()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if slices.Equal(es, want) {
-			break
-		}
-		if len(es) != 0 {
-			t.Fatalf("entries %+v, want %+v", es, want)
-		}
-		// Not there yet: the AER completes when it arrives.
-		if v, err := c.WaitAEN(30 * time.Second); err != nil || v != discovery.AENDiscoveryChange {
-			t.Fatalf("AEN %#x, %v", v, err)
-		}
-		if err := c.AsyncEventRequest(); err != nil {
-			t.Fatal(err)
-		}
-	}
+	readUntil(t, c, want)
 	s1.links <- l2proto.LinkState{Name: "swp1", Running: false}
 	if v, err := c.WaitAEN(30 * time.Second); err != nil || v != discovery.AENDiscoveryChange {
 		t.Fatalf("AEN after link down %#x, %v", v, err)
