@@ -331,6 +331,30 @@ func (p *editPicker) aliasEdit() (Edit, bool) {
 	}
 }
 
+// AfterEdit returns the configurations possible after edit e was made on
+// a reflector that holds one of poss (the zoning in force and, while
+// concurrent edits are unresolved, their candidates): if it was taken,
+// those on which e applies, with e applied; if it was refused, those on
+// which it does not (left as they were). Empty means no configuration
+// explains the outcome.
+func AfterEdit(poss []*zones.Config, e Edit, taken bool) []*zones.Config {
+	var out []*zones.Config
+	for _, base := range poss {
+		c := base.Clone()
+		applies := e.Apply(c) == nil && c.Validate() == nil
+		if applies != taken {
+			continue
+		}
+		if !taken {
+			c = base
+		}
+		if !slices.ContainsFunc(out, func(o *zones.Config) bool { return SameConfig(o, c) }) {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
 // Candidates are the configurations two edits committed at the same time
 // on two reflectors may leave, from base: either applied after the other
 // (the second reflector had merged the first), or each applied to base

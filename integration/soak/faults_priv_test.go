@@ -350,37 +350,35 @@ func (r *run) edit(name string, e Edit) bool {
 	}
 	out, err := r.f.Node(name).Inofctl(append(e.Args, "--yes")...)
 	r.edited = true
+	poss := append([]*zones.Config{r.m.Config}, r.m.Candidates...)
+	after := AfterEdit(poss, e, err == nil)
 	if err != nil {
-		if rr.DiskFull || rr.Skewed {
+		switch {
+		case rr.DiskFull || rr.Skewed:
 			r.logf("  %s on %s refused (store full or clock stepped): %v", e, name, err)
-			return true
+		case r.m.Candidates != nil && len(after) > 0:
+			// Drawn from the model's zoning while concurrent edits are
+			// unresolved: the reflector may hold a candidate the edit does
+			// not apply to. Nothing changed.
+			r.logf("  %s on %s refused (fair: it does not apply to every candidate of the concurrent edits): %v", e, name, err)
+		default:
+			r.fail("inofctl %s on %s: %v (%s)", e, name, err, out)
 		}
-		r.fail("inofctl %s on %s: %v (%s)", e, name, err, out)
 		return true
 	}
-	next := r.m.Config.Clone()
-	if err := e.Apply(next); err != nil {
-		r.fail("the model cannot apply %s: %v", e, err)
+	if len(after) == 0 {
+		r.fail("the model cannot apply %s to the zoning in force or any candidate", e)
 		return true
 	}
-	if cands := r.m.Candidates; cands != nil {
-		// Concurrent edits not resolved yet: the edit lands on whichever
-		// of their results the reflectors settled on.
-		var after []*zones.Config
-		for _, c := range cands {
-			c = c.Clone()
-			if e.Apply(c) == nil {
-				after = append(after, c)
-				r.hist.Config(c)
-			}
-		}
-		r.m.SetConfig(next, name)
-		r.m.Candidates = after
-		r.hist.Config(next)
-		return true
+	// While concurrent edits are unresolved the edit lands on whichever
+	// of their results the reflectors settled on.
+	r.m.SetConfig(after[0], name)
+	if len(after) > 1 {
+		r.m.Candidates = after[1:]
 	}
-	r.m.SetConfig(next, name)
-	r.hist.Config(next)
+	for _, c := range after {
+		r.hist.Config(c)
+	}
 	return true
 }
 

@@ -147,6 +147,38 @@ func TestCandidatesOfConcurrentEdits(t *testing.T) {
 	}
 }
 
+// TestAfterEditUnderCandidates: an edit drawn from the model's zoning while
+// concurrent edits are unresolved is explained by the candidates it does
+// (taken) or does not (refused) apply to.
+func TestAfterEditUnderCandidates(t *testing.T) {
+	l := DefaultLayout()
+	m := zones.MustParseMember("10.100.9.3")
+	with := l.Config.Clone()
+	with.Zones["zA"].Members = append(slices.Clone(with.Zones["zA"].Members), m)
+	remove := Edit{Args: []string{"zone", "remove", "zA", m.String()}, Keys: []string{"zone:zA"},
+		Apply: func(c *zones.Config) error {
+			z := c.Zones["zA"]
+			if !slices.Contains(z.Members, m) {
+				return zones.ErrNotFound
+			}
+			z.Members = slices.DeleteFunc(slices.Clone(z.Members), func(x zones.Member) bool { return x == m })
+			return nil
+		}}
+	poss := []*zones.Config{with, l.Config}
+	if got := AfterEdit(poss, remove, true); len(got) != 1 || !SameConfig(got[0], l.Config) {
+		t.Fatalf("taken: %d configurations", len(got))
+	}
+	if got := AfterEdit(poss, remove, false); len(got) != 1 || !SameConfig(got[0], l.Config) {
+		t.Fatalf("refused: %d configurations, want the one without the member", len(got))
+	}
+	if got := AfterEdit([]*zones.Config{with}, remove, false); len(got) != 0 {
+		t.Fatal("a refusal no configuration explains was explained")
+	}
+	if got := AfterEdit([]*zones.Config{l.Config}, remove, true); len(got) != 0 {
+		t.Fatal("an edit no configuration takes was explained")
+	}
+}
+
 func TestParseZoning(t *testing.T) {
 	out := []byte(`{"revision":"x","settings":{"default_zone_enabled":true,"hard_zoning":false},
 "zones":[{"name":"zA","members":["10.100.1.2","alias:rackA","10.100.2.0/24"]}],
