@@ -73,10 +73,12 @@ func TestReaddedClientOfRestartedReflector(t *testing.T) {
 	// BFD returns and a reconnects.
 	bfdChild.Kill()
 	waitReceived(t, b, map[netip.Addr]uint64{r1.addr: 1, r2.addr: 0})
+	// Slower than before (the session takes the slower side's intervals),
+	// so that a starved machine does not lose it again spuriously.
 	am := bfd.NewManager(bfd.ManagerOptions{})
 	defer am.Close()
-	if _, err := am.Add(bfd.Config{Key: bfd.SessionKey{Local: a.addr, Peer: r2.addr}, DesiredMinTx: fast.DesiredMinTx,
-		RequiredMinRx: fast.RequiredMinRx, DetectMult: 3}); err != nil {
+	if _, err := am.Add(bfd.Config{Key: bfd.SessionKey{Local: a.addr, Peer: r2.addr}, DesiredMinTx: 300 * time.Millisecond,
+		RequiredMinRx: 300 * time.Millisecond, DetectMult: 5}); err != nil {
 		t.Fatal(err)
 	}
 	waitState(t, r2, a.addr, func(s SessionState) bool { return s == StateEstablished })
