@@ -122,7 +122,7 @@ func (g *GoBGP) dropSilentClient(ctx context.Context, addr netip.Addr, bfdCount 
 		g.log.Error("dropping a silent switch: removing neighbor", "neighbor", addr, "err", err)
 		return
 	}
-	if err := g.srv.AddPeer(ctx, &api.AddPeerRequest{Peer: g.apiPeer(n)}); err != nil {
+	if err := g.srv.AddPeer(ctx, &api.AddPeerRequest{Peer: g.apiPeer(ctx, n)}); err != nil {
 		g.log.Error("dropping a silent switch: adding neighbor back", "neighbor", addr, "err", err)
 	}
 }

@@ -111,6 +111,9 @@ type GoBGP struct {
 	uptime        map[netip.Addr]uptimeRead
 	neighbors     map[netip.Addr]Neighbor
 
+	// restartSynced: this restart's deferral is over (restartPending).
+	restartSynced atomic.Bool
+
 	published, withdrawn, malformed atomic.Uint64
 	malformedLog, resyncLog         rateLimit
 }
@@ -371,7 +374,7 @@ func (g *GoBGP) AddNeighbor(ctx context.Context, n Neighbor) error {
 	if err := g.setNeighborSets(ctx, n, true); err != nil {
 		return errors.Join(err, g.setNeighborSets(context.Background(), n, false))
 	}
-	if err := g.srv.AddPeer(ctx, &api.AddPeerRequest{Peer: g.apiPeer(n)}); err != nil {
+	if err := g.srv.AddPeer(ctx, &api.AddPeerRequest{Peer: g.apiPeer(ctx, n)}); err != nil {
 		return errors.Join(fmt.Errorf("bgp: add neighbor %s: %w", n.Address, err),
 			g.setNeighborSets(context.Background(), n, false))
 	}
@@ -455,7 +458,7 @@ func (g *GoBGP) onBFD(ch bfd.StateChange) {
 		g.log.Error("removing neighbor after BFD down", "neighbor", ch.Key.Peer, "err", err)
 		return
 	}
-	p := g.apiPeer(n)
+	p := g.apiPeer(ctx, n)
 	p.Conf.AdminDown = true
 	if err := g.srv.AddPeer(ctx, &api.AddPeerRequest{Peer: p}); err != nil {
 		g.log.Error("adding neighbor back after BFD down", "neighbor", ch.Key.Peer, "err", err)
@@ -463,7 +466,9 @@ func (g *GoBGP) onBFD(ch bfd.StateChange) {
 	}
 }
 
-func (g *GoBGP) apiPeer(n Neighbor) *api.Peer {
+// apiPeer is GoBGP's configuration of neighbor n; ctx bounds the look-up
+// of restartPending.
+func (g *GoBGP) apiPeer(ctx context.Context, n Neighbor) *api.Peer {
 	asn := n.ASN
 	if asn == 0 {
 		asn = g.cfg.ASN
@@ -493,7 +498,7 @@ func (g *GoBGP) apiPeer(n Neighbor) *api.Peer {
 	gr := g.cfg.GracefulRestart
 	if gr.Enabled {
 		p.GracefulRestart = &api.GracefulRestart{Enabled: true, RestartTime: uint32(gr.RestartTime / time.Second),
-			LocalRestarting: gr.Restarting, NotificationEnabled: gr.Notification}
+			LocalRestarting: gr.Restarting && g.restartPending(ctx), NotificationEnabled: gr.Notification}
 	}
 	for _, f := range []*api.Family{familyOpaque, familyRTC} {
 		as := &api.AfiSafi{Config: &api.AfiSafiConfig{Family: f, Enabled: true}}
@@ -503,6 +508,40 @@ func (g *GoBGP) apiPeer(n Neighbor) *api.Peer {
 		p.AfiSafis = append(p.AfiSafis, as)
 	}
 	return p
+}
+
+// restartPending reports whether this speaker, started as a graceful
+// restart (GracefulRestart.Restarting), is still deferring its updates.
+// GoBGP marks each neighbor configured as restarting (LocalRestarting) and,
+// once the neighbors connected so far have sent End-of-RIB, clears the mark
+// on all of them at once ("sync finished"; a neighbor's deferral timer, 360
+// s, clears its own). A neighbor added after that — added back after a loss
+// (reflectorloss.go, clientloss.go, onBFD) or configured later — must not
+// be marked: GoBGP would send it nothing, not even this speaker's
+// route-target memberships, until every neighbor had sent End-of-RIB again,
+// which one that is down never does. A reflector that restarted once and
+// later added a switch back after BFD lost it so sent that switch nothing
+// for the deferral time; the switch, without the reflector's memberships,
+// sent it nothing either, and its new records reached the other switches
+// through the other reflector only and were lost with it (found by the
+// soak, seed 8496823541670719219 step 5). Once seen over, the sync stays
+// over.
+func (g *GoBGP) restartPending(ctx context.Context) bool {
+	if !g.cfg.GracefulRestart.Restarting || g.restartSynced.Load() {
+		return false
+	}
+	synced := false
+	err := g.srv.ListPeer(ctx, &api.ListPeerRequest{}, func(p *api.Peer) {
+		synced = synced || !p.GetGracefulRestart().GetLocalRestarting()
+	})
+	if err != nil {
+		g.log.Warn("graceful restart: cannot tell whether the sync is over; adding the neighbor as restarting", "err", err)
+		return true
+	}
+	if synced {
+		g.restartSynced.Store(true)
+	}
+	return !synced
 }
 
 // RemoveNeighbor implements Speaker.
