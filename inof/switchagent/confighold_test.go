@@ -226,3 +226,45 @@ func TestRestartTakesWholeZoning(t *testing.T) {
 		}
 	}
 }
+
+// TestConfigHoldDue: when the hold ends, from the times it was told.
+func TestConfigHoldDue(t *testing.T) {
+	t0 := time.Unix(1_700_000_000, 0)
+	ms := func(n int) time.Time { return t0.Add(time.Duration(n) * time.Millisecond) }
+	check := func(what string, h *configHold, at time.Time, why string) {
+		t.Helper()
+		got, gotWhy, ok := h.due()
+		if !ok || !got.Equal(at) || gotWhy != why {
+			t.Errorf("%s: due %v %q %v, want %v %q", what, got.Sub(t0), gotWhy, ok, at.Sub(t0), why)
+		}
+	}
+	var none configHold
+	if _, _, ok := none.due(); ok {
+		t.Error("no hold is due")
+	}
+	h := newConfigHold(5*time.Second, true, zones.Records{})
+	if _, _, ok := h.due(); ok {
+		t.Error("a hold is due before a session came up")
+	}
+	h.sessionUp(ms(0))
+	h.sessionUp(ms(100)) // only the first session counts
+	check("waiting for End-of-RIB", &h, ms(5000), "bound")
+	h.record(ms(300))
+	check("a record before End-of-RIB", &h, ms(5000), "bound")
+	h.endOfRIB(ms(400))
+	check("End-of-RIB", &h, ms(650), "end-of-rib")
+	h.record(ms(600))
+	check("a record after End-of-RIB", &h, ms(850), "end-of-rib")
+	h.record(ms(4900))
+	check("records up to the bound", &h, ms(5000), "bound")
+
+	h = newConfigHold(time.Second, false, zones.Records{})
+	h.sessionUp(ms(0))
+	check("no graceful restart: quiet after the session", &h, ms(250), "quiet")
+	h.record(ms(100))
+	check("no graceful restart: quiet after the last record", &h, ms(350), "quiet")
+
+	if h := newConfigHold(0, true, zones.Records{}); h.on {
+		t.Error("config_hold 0 holds")
+	}
+}
