@@ -46,12 +46,37 @@ type FakeFabric struct {
 	speakers map[netip.Addr]*FakeSpeaker
 	sessions map[[2]netip.Addr]bool
 	cut      map[[2]netip.Addr]bool
+	// eor holds, by [sender, receiver], the End-of-RIBs sent in the
+	// current sessions; eorDeferred the speakers whose sessions come up
+	// without one (DeferEndOfRIB).
+	eor         map[[2]netip.Addr]bool
+	eorDeferred map[netip.Addr]bool
 }
 
 // NewFakeFabric returns an empty fabric.
 func NewFakeFabric() *FakeFabric {
 	return &FakeFabric{speakers: map[netip.Addr]*FakeSpeaker{}, sessions: map[[2]netip.Addr]bool{},
-		cut: map[[2]netip.Addr]bool{}}
+		cut: map[[2]netip.Addr]bool{}, eor: map[[2]netip.Addr]bool{}, eorDeferred: map[netip.Addr]bool{}}
+}
+
+// DeferEndOfRIB makes the sessions of speaker from that come up from now on
+// come up without its End-of-RIB (NeighborStatus.EndOfRIB stays false at
+// the other end) until SendEndOfRIB; by default a session's End-of-RIB is
+// sent right after its initial table.
+func (f *FakeFabric) DeferEndOfRIB(from netip.Addr) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.eorDeferred[from] = true
+}
+
+// SendEndOfRIB has from send End-of-RIB to to in their current session (if
+// up), after everything it sent before.
+func (f *FakeFabric) SendEndOfRIB(from, to netip.Addr) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.sessions[pair(from, to)] {
+		f.eor[[2]netip.Addr{from, to}] = true
+	}
 }
 
 // FakeSpeaker is one speaker of a FakeFabric; it implements Speaker and
@@ -371,7 +396,7 @@ func (s *FakeSpeaker) Neighbors(context.Context) ([]NeighborStatus, error) {
 	for _, a := range sortedAddrs(s.neighbors) {
 		st := NeighborStatus{Neighbor: s.neighbors[a], State: StateActive, Received: uint64(len(s.adjIn[a]))}
 		if s.f.sessions[pair(s.id, a)] {
-			st.State, st.RouterID = StateEstablished, a
+			st.State, st.RouterID, st.EndOfRIB = StateEstablished, a, s.f.eor[[2]netip.Addr{a, s.id}]
 		}
 		out = append(out, st)
 	}
@@ -490,11 +515,16 @@ func (f *FakeFabric) up(a, b *FakeSpeaker) {
 		for _, k := range sortedKeys(x.best) {
 			f.export(x, y, k)
 		}
+		if !f.eorDeferred[x.id] {
+			f.eor[[2]netip.Addr{x.id, y.id}] = true
+		}
 	}
 }
 
 func (f *FakeFabric) down(a, b *FakeSpeaker) {
 	delete(f.sessions, pair(a.id, b.id))
+	delete(f.eor, [2]netip.Addr{a.id, b.id})
+	delete(f.eor, [2]netip.Addr{b.id, a.id})
 	for _, x := range []*FakeSpeaker{a, b} {
 		y := a
 		if x == a {

@@ -882,6 +882,7 @@ func (g *GoBGP) listNeighbors(ctx context.Context, advertised bool) ([]NeighborS
 			if isOpaque(as.GetConfig().GetFamily()) {
 				st.Received = as.GetState().GetAccepted()
 				st.Advertised = as.GetState().GetAdvertised()
+				st.EndOfRIB = as.GetMpGracefulRestart().GetState().GetEndOfRibReceived()
 			}
 		}
 		out = append(out, st)

@@ -165,6 +165,10 @@ type NeighborStatus struct {
 	Received uint64     // opaque records accepted from it
 	// Advertised counts the opaque records sent to it (its Adj-RIB-Out).
 	Advertised uint64
+	// EndOfRIB reports that the neighbor has sent End-of-RIB for the
+	// opaque family in the current session: the records before it are its
+	// initial table. Speakers send End-of-RIB with graceful restart only.
+	EndOfRIB bool
 }
 
 // Stats are counters since the speaker started.

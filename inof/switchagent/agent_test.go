@@ -3,6 +3,7 @@ package switchagent
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/netip"
 	"path/filepath"
@@ -187,6 +188,14 @@ func memPorts(id string, ports ...string) (near map[string]l2proto.Link, far map
 func runSwitch(t *testing.T, f *bgp.FakeFabric, reflector netip.Addr, id, stateDir string, reg *prometheus.Registry,
 	edit func(*Options), links map[string]l2proto.Link) *testSwitch {
 	t.Helper()
+	return runSwitchLogged(t, f, reflector, id, stateDir, reg, nil, edit, links)
+}
+
+// runSwitchLogged is runSwitch with the agent's log going to log (nil: the
+// default logger).
+func runSwitchLogged(t *testing.T, f *bgp.FakeFabric, reflector netip.Addr, id, stateDir string, reg *prometheus.Registry,
+	log *slog.Logger, edit func(*Options), links map[string]l2proto.Link) *testSwitch {
+	t.Helper()
 	sp, err := f.NewSpeaker(bgp.Options{Role: bgp.RoleClient, ASN: testASN, RouterID: netip.MustParseAddr(id)})
 	if err != nil {
 		t.Fatal(err)
@@ -203,7 +212,7 @@ func runSwitch(t *testing.T, f *bgp.FakeFabric, reflector netip.Addr, id, stateD
 	if reg != nil {
 		registry = reg // not a typed nil in the interface
 	}
-	s.agent, err = New(Config{Options: o, Speaker: sp, Registry: registry,
+	s.agent, err = New(Config{Options: o, Speaker: sp, Registry: registry, Logger: log,
 		OpenLink: func(p string) (l2proto.Link, error) {
 			if l := links[p]; l != nil {
 				return l, nil

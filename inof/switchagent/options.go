@@ -62,6 +62,11 @@ type Options struct {
 	// agent waits before comparing what hosts were told with the fabric
 	// (after a restart, the fabric's records need that long to arrive).
 	Settle time.Duration `yaml:"settle"`
+	// ConfigHold bounds how long after the first reflector session comes up
+	// the zone configuration received is held (not put in force) while the
+	// agent waits for the reflector's End-of-RIB (docs/switch-agent.md,
+	// "Configuration on return"); 0 puts every record in force at once.
+	ConfigHold time.Duration `yaml:"config_hold"`
 	// Discovery is the NVMe/TCP discovery controller hosts reach with
 	// `nvme discover` (docs/discovery.md); off by default.
 	Discovery discovery.Options `yaml:"discovery"`
@@ -106,6 +111,7 @@ func DefaultOptions() Options {
 		GracefulRestart: peering.DefaultGracefulRestart(),
 		HoldDown:        DefaultHoldDown,
 		Settle:          10 * time.Second,
+		ConfigHold:      5 * time.Second,
 		Discovery:       discovery.DefaultOptions(),
 		MaxDevices:      bgp.DefaultMaxDevices,
 		HistorySize:     zones.DefaultHistorySize,
@@ -203,6 +209,9 @@ func (o *Options) Validate() error {
 	}
 	if o.Settle < 0 {
 		add("settle %s: must not be negative", o.Settle)
+	}
+	if o.ConfigHold < 0 {
+		add("config_hold %s: must not be negative", o.ConfigHold)
 	}
 	if o.MaxDevices <= 0 {
 		add("max_devices %d: must be positive", o.MaxDevices)

@@ -22,7 +22,7 @@ func TestExampleConfig(t *testing.T) {
 		t.Fatal(err)
 	}
 	def := DefaultOptions()
-	if o.HoldDown != def.HoldDown || o.Settle != def.Settle || o.BFD != def.BFD || o.GracefulRestart != def.GracefulRestart || o.Security != def.Security ||
+	if o.HoldDown != def.HoldDown || o.Settle != def.Settle || o.ConfigHold != def.ConfigHold || o.BFD != def.BFD || o.GracefulRestart != def.GracefulRestart || o.Security != def.Security ||
 		o.StateDir != def.StateDir || o.MetricsListen != def.MetricsListen || o.Log != def.Log || o.MaxDevices != def.MaxDevices ||
 		o.AccessLimits != def.AccessLimits {
 		t.Fatalf("example shows other defaults:\n%+v\n%+v", o, def)

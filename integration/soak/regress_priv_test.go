@@ -197,8 +197,14 @@ func TestPrivSoakRetagWhileUnsubscribing(t *testing.T) {
 // rackA's put in force a zoning no edit made, and leaf2 told h2 td2 active
 // and then inactive (a cross-zone leak; seed 8680063805419189910 step 4,
 // where a remote target's new address came between the two records).
-// The agent now takes every configuration record queued before the
-// device records queued with them.
+// Taking the configuration records queued before the device records
+// queued with them did not cover a configuration record that came in a
+// later batch (seed 14179697937257672403 step 5). The agent now holds the
+// zone records after a start, the saved zoning in force, until a
+// reflector's End-of-RIB (and 250 ms without zone records), then puts the
+// whole configuration in force (docs/switch-agent.md, "Configuration on
+// return"). Without the hold this test leaked in 1 of 2 runs (step 3: h2
+// told td2 active, then inactive 4 ms later).
 func TestPrivSoakRestartTakesWholeZoning(t *testing.T) {
 	lay := DefaultLayout()
 	h2 := zones.Member{Kind: zones.MemberAddr, Addr: lay.nic("h2", 0).Pool[0]}

@@ -1,0 +1,185 @@
+package switchagent
+
+import (
+	"context"
+	"maps"
+	"time"
+
+	"github.com/openinof/inof/bgp"
+	"github.com/openinof/inof/zones"
+)
+
+// configHold keeps the zone configuration a starting agent receives out of
+// force until it is whole (docs/switch-agent.md, "Configuration on
+// return"). A switch that comes back receives every configuration record
+// at once, in the order of the reflector's table, mixed with device
+// records and split over several batches; a device record judged between
+// two configuration records is judged under a zoning no edit made (found
+// by the soak: a host was told a target active that neither the old nor
+// the new zoning let it see). Held, the records go on being taken in (the
+// zone records they make), but the zoning in force stays the saved one
+// until the reflector's End-of-RIB: then the whole new configuration goes
+// in force at once, and every device record was judged under a complete
+// zoning, the old one or the new one. Owned by the loop.
+type configHold struct {
+	on bool // zone records are held
+	// needEOR: the hold ends only after a reflector's End-of-RIB (graceful
+	// restart on; without it no speaker sends one and the hold ends
+	// configQuiet after the session came up and the last zone record).
+	needEOR bool
+	bound   time.Duration // Options.ConfigHold
+	// upAt is when the first reflector session came up, eorAt when a
+	// reflector's End-of-RIB was seen, lastRecord when the last zone
+	// record changed the zoning held; zero until then.
+	upAt, eorAt, lastRecord time.Time
+	// saved is the zoning in force when the hold began: the state file
+	// keeps it while the hold lasts (a crash must not restore a mix).
+	saved zones.Records
+	// stop ends the End-of-RIB poll (pollEndOfRIB).
+	stop context.CancelFunc
+}
+
+// configQuiet is how long after the End-of-RIB (and after the last zone
+// record that arrived) the hold still lasts. The records the reflector sent
+// before its End-of-RIB may still be on their way through the speaker's
+// watch when the End-of-RIB is seen (it is read from the session's state,
+// not from the watch); and a reflector that had not read this switch's
+// memberships when the session came up (a start that is not a graceful
+// restart) sends its End-of-RIB first and the configuration right after.
+const configQuiet = 250 * time.Millisecond
+
+// eorPoll is how often the speaker is asked whether a reflector has sent
+// End-of-RIB while the hold waits for one.
+const eorPoll = 25 * time.Millisecond
+
+// newConfigHold starts a hold of at most bound after the first session
+// comes up (none when bound is 0), of zoning in force.
+func newConfigHold(bound time.Duration, needEOR bool, zoning zones.Records) configHold {
+	if bound <= 0 {
+		return configHold{}
+	}
+	return configHold{on: true, needEOR: needEOR, bound: bound, saved: maps.Clone(zoning)}
+}
+
+// sessionUp starts the bound at the first session.
+func (h *configHold) sessionUp(now time.Time) {
+	if h.on && h.upAt.IsZero() {
+		h.upAt = now
+	}
+}
+
+// endOfRIB notes a reflector's End-of-RIB.
+func (h *configHold) endOfRIB(now time.Time) {
+	if h.on && h.eorAt.IsZero() {
+		h.eorAt = now
+	}
+}
+
+// record notes a zone record that changed the zoning held.
+func (h *configHold) record(now time.Time) {
+	if h.on {
+		h.lastRecord = now
+	}
+}
+
+// due returns when the hold ends, as far as known now, and why; false
+// while no session has come up.
+func (h *configHold) due() (time.Time, string, bool) {
+	if !h.on || h.upAt.IsZero() {
+		return time.Time{}, "", false
+	}
+	at, why := h.upAt.Add(h.bound), "bound"
+	if h.needEOR && h.eorAt.IsZero() {
+		return at, why, true
+	}
+	quiet := h.upAt
+	for _, t := range []time.Time{h.eorAt, h.lastRecord} {
+		if t.After(quiet) {
+			quiet = t
+		}
+	}
+	if q := quiet.Add(configQuiet); q.Before(at) {
+		at, why = q, "end-of-rib"
+		if !h.needEOR {
+			why = "quiet"
+		}
+	}
+	return at, why, true
+}
+
+// zoning returns the zone records whose configuration is in force: the
+// saved ones while the hold lasts, else recs.
+func (h *configHold) zoning(recs zones.Records) zones.Records {
+	if h.on {
+		return h.saved
+	}
+	return recs
+}
+
+// startConfigHold starts the hold of the zoning restored and, if it waits
+// for End-of-RIB, the poll that reports it (until runCtx ends or the hold
+// does).
+func (a *Agent) startConfigHold(runCtx context.Context) {
+	a.hold = newConfigHold(a.opts.ConfigHold, a.opts.GracefulRestart.Enabled, a.zrecs)
+	if !a.hold.on || !a.hold.needEOR {
+		return
+	}
+	ctx, cancel := context.WithCancel(runCtx)
+	a.hold.stop = cancel
+	a.spawnIn(ctx, "end-of-rib poll", a.pollEndOfRIB)
+}
+
+// pollEndOfRIB reports on a.eor, once, that a reflector whose session is
+// established has sent End-of-RIB for the opaque family; it asks the
+// speaker every eorPoll until then or until ctx ends.
+func (a *Agent) pollEndOfRIB(ctx context.Context) error {
+	t := time.NewTicker(eorPoll)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+		ns, err := a.speaker.Neighbors(ctx)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			a.log.Warn("asking for the reflectors' End-of-RIB", "err", err)
+			continue
+		}
+		for _, n := range ns {
+			if n.State == bgp.StateEstablished && n.EndOfRIB {
+				select {
+				case a.eor <- n.Address:
+				case <-ctx.Done():
+				}
+				return nil
+			}
+		}
+	}
+}
+
+// endHoldIfDue ends the hold once it is due: the zoning the records make
+// goes in force whole.
+func (a *Agent) endHoldIfDue(ctx context.Context, now time.Time) {
+	at, why, ok := a.hold.due()
+	if !ok || now.Before(at) {
+		return
+	}
+	a.log.Info("zone configuration no longer held", "why", why, "held_for", now.Sub(a.hold.upAt).String(),
+		"changed", a.configDue)
+	if a.hold.stop != nil {
+		a.hold.stop()
+	}
+	a.hold = configHold{}
+	a.dirty = true // the state file keeps the zoning in force
+	if a.configDue {
+		a.applyConfig(ctx)
+	}
+}
+
+// configReady reports whether zone records changed and their configuration
+// may go in force now (no hold).
+func (a *Agent) configReady() bool { return a.configDue && !a.hold.on }

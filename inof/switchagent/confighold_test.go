@@ -1,0 +1,270 @@
+package switchagent
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/netip"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/openinof/inof/bgp"
+	"github.com/openinof/inof/inof"
+	"github.com/openinof/inof/inof/configsync"
+	"github.com/openinof/inof/zones"
+)
+
+// logLines is a slog handler that keeps every line (message and
+// attributes) for a test to wait for.
+type logLines struct {
+	mu    sync.Mutex
+	cond  *sync.Cond
+	lines []string
+}
+
+func newLogLines() *logLines {
+	l := &logLines{}
+	l.cond = sync.NewCond(&l.mu)
+	return l
+}
+
+func (l *logLines) Enabled(context.Context, slog.Level) bool { return true }
+
+func (l *logLines) Handle(_ context.Context, r slog.Record) error {
+	var b strings.Builder
+	b.WriteString(r.Message)
+	r.Attrs(func(a slog.Attr) bool {
+		fmt.Fprintf(&b, " %s=%v", a.Key, a.Value)
+		return true
+	})
+	l.mu.Lock()
+	l.lines = append(l.lines, b.String())
+	l.cond.Broadcast()
+	l.mu.Unlock()
+	return nil
+}
+
+func (l *logLines) WithAttrs([]slog.Attr) slog.Handler { return l }
+func (l *logLines) WithGroup(string) slog.Handler      { return l }
+
+// mark is the index of the next line.
+func (l *logLines) mark() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.lines)
+}
+
+// waitFor waits for a line from index from on that holds every part.
+func (l *logLines) waitFor(t *testing.T, from int, parts ...string) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	wake := time.AfterFunc(30*time.Second, func() { l.mu.Lock(); l.cond.Broadcast(); l.mu.Unlock() })
+	defer wake.Stop()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for i := from; ; i++ {
+		for i >= len(l.lines) {
+			if time.Now().After(deadline) {
+				t.Fatalf("no log line with %q after line %d", parts, from)
+			}
+			l.cond.Wait()
+		}
+		ok := true
+		for _, p := range parts {
+			ok = ok && strings.Contains(l.lines[i], p)
+		}
+		if ok {
+			return
+		}
+	}
+}
+
+// TestRestartTakesWholeZoning: two edits are made while a switch is down,
+// one moving target T into zone z (which holds alias a) and one taking host
+// h2 out of alias a. Neither the old zoning nor the new one lets h2 see T,
+// only the mix of the two. The reflector sends the first edit and T's
+// record with its table when the switch comes back, the second edit after
+// them (the soak's case: a configuration record arriving after a device
+// record), then its End-of-RIB. h2 must never be told of T. Without the
+// hold the switch put the first edit in force alone and told h2 that T was
+// active, and inactive when the second came.
+func TestRestartTakesWholeZoning(t *testing.T) {
+	ctx := context.Background()
+	f := bgp.NewFakeFabric()
+	ra, s1Addr, s2Addr := netip.MustParseAddr("10.255.0.1"), netip.MustParseAddr("10.0.0.11"), netip.MustParseAddr("10.0.0.12")
+	raID, _ := inof.RouterIDFrom(ra)
+	s2ID, _ := inof.RouterIDFrom(s2Addr)
+	refl, err := f.NewSpeaker(bgp.Options{Role: bgp.RoleReflector, ASN: testASN, RouterID: ra})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := refl.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(refl.Stop)
+	for _, c := range []netip.Addr{s1Addr, s2Addr} {
+		if err := refl.AddNeighbor(ctx, bgp.Neighbor{Address: c, RRClient: true}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	gen := inof.GenerationAt(time.Now())
+	put := func(kind zones.Kind, name string, v uint64, members ...string) {
+		t.Helper()
+		rec := zones.Record{Key: zones.Key{Kind: kind, Name: name}, Version: zones.Version{Gen: gen + v, RouterID: raID}}
+		for _, m := range members {
+			rec.Members = append(rec.Members, zones.MustParseMember(m))
+		}
+		parts, err := configsync.Records(rec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range parts {
+			p.Reflector = raID
+			if err := refl.Publish(ctx, &p, bgp.ConfigRT(testASN)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+
+	// Switch 2 is a bare speaker: its records say what the test wants, when
+	// it wants.
+	s2, err := f.NewSpeaker(bgp.Options{Role: bgp.RoleClient, ASN: testASN, RouterID: s2Addr})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s2.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s2.Stop)
+	if err := s2.AddNeighbor(ctx, bgp.Neighbor{Address: ra}); err != nil {
+		t.Fatal(err)
+	}
+	since := time.Now().Truncate(time.Millisecond)
+	remote := func(d inof.Device, st inof.State, why inof.Reason, zs ...string) {
+		t.Helper()
+		rec := bgp.DeviceRecord{Report: inof.Report{Switch: s2ID, Device: d,
+			Status: inof.Status{State: st, Reason: why, Changed: time.Now()}}, Epoch: 1, AccessPort: "swp1", Since: since}
+		var rts []bgp.RouteTarget
+		for _, z := range zs {
+			rts = append(rts, bgp.ZoneRT(testASN, z))
+		}
+		if err := s2.Publish(ctx, &rec, rts...); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	h2 := inof.Device{Addr: netip.MustParseAddr("10.1.0.2"), Role: inof.RoleHost, Protocol: inof.ProtocolTCP}
+	h3 := inof.Device{Addr: netip.MustParseAddr("10.1.0.3"), Role: inof.RoleHost, Protocol: inof.ProtocolTCP}
+	tgt := inof.Device{Addr: netip.MustParseAddr("10.2.0.1"), Role: inof.RoleTarget, Protocol: inof.ProtocolTCP, Port: 4420}
+	t9 := inof.Device{Addr: netip.MustParseAddr("10.2.0.9"), Role: inof.RoleTarget, Protocol: inof.ProtocolTCP, Port: 4420}
+	put(zones.KindZone, "y", 0, h3.Addr.String(), tgt.Addr.String())
+	put(zones.KindZone, "z", 0, "alias:a")
+	put(zones.KindAlias, "a", 0, h2.Addr.String())
+	put(zones.KindZone, "w", 0, h2.Addr.String(), t9.Addr.String())
+	remote(tgt, inof.StateActive, inof.ReasonNone, "y")
+	remote(t9, inof.StateActive, inof.ReasonNone, "w")
+
+	logs := newLogLines()
+	dir := t.TempDir()
+	start := func() (*testSwitch, *simHost, *simHost) {
+		near, far := memPorts(s1Addr.String(), "swp1", "swp2")
+		s := runSwitchLogged(t, f, ra, s1Addr.String(), dir, nil, slog.New(logs), func(o *Options) {
+			o.AccessPorts = []string{"swp1", "swp2"}
+			o.ConfigHold = time.Minute // only the End-of-RIB ends it here
+		}, near)
+		s.far = far
+		return s, newSimHost(t, far["swp1"], h2), newSimHost(t, far["swp2"], h3)
+	}
+	s1, host2, host3 := start()
+	host2.register(120)
+	host3.register(120)
+	host3.waitFor("h3 sees T", last(tgt.Addr, inof.StateActive, inof.ReasonNone))
+	host2.waitFor("h2 sees t9", last(t9.Addr, inof.StateActive, inof.ReasonNone))
+	s1.waitSettled(t)
+	s1.stop()
+
+	// While switch 1 is down: T moves into zone z (its switch tags it so).
+	put(zones.KindZone, "z", 1, "alias:a", tgt.Addr.String())
+	remote(tgt, inof.StateActive, inof.ReasonNone, "y", "z")
+
+	f.DeferEndOfRIB(ra)
+	from := logs.mark()
+	s1, host2b, host3b := start()
+	host2b.refresh(120)
+	host3b.refresh(120)
+	// The table is in (the first edit and T's record), then the second
+	// edit: h2 out of alias a.
+	logs.waitFor(t, from, "zone configuration changed", "object=zone z")
+	from = logs.mark()
+	put(zones.KindAlias, "a", 1, "10.9.9.9")
+	logs.waitFor(t, from, "zone configuration changed", "object=alias a")
+	f.SendEndOfRIB(ra, s1Addr)
+	waitUntil(t, "the new zoning in force", func() bool {
+		cfg := s1.agent.config.Load()
+		z, a := cfg.Zones["z"], cfg.Aliases["a"]
+		return z != nil && len(z.Members) == 2 && a != nil && a.Members[0].Addr != h2.Addr
+	})
+	// A marker h2 must hear: everything before it was sent before.
+	remote(t9, inof.StateInactive, inof.ReasonLinkDown, "w")
+	host2b.waitFor("marker", last(t9.Addr, inof.StateInactive, inof.ReasonLinkDown))
+	for _, h := range []*simHost{host2, host2b} {
+		h.mu.Lock()
+		for _, n := range h.got {
+			if n.Target == tgt.Addr {
+				t.Errorf("h2 was told %s %s (reason %s), which neither zoning lets it see", n.Target, n.State, n.Reason)
+			}
+		}
+		h.mu.Unlock()
+	}
+	host3b.mu.Lock()
+	defer host3b.mu.Unlock()
+	for _, n := range host3b.got {
+		if n.Target == tgt.Addr {
+			t.Errorf("h3, which sees T under both zonings, was told %s %s again after the restart", n.Target, n.State)
+		}
+	}
+}
+
+// TestConfigHoldDue: when the hold ends, from the times it was told.
+func TestConfigHoldDue(t *testing.T) {
+	t0 := time.Unix(1_700_000_000, 0)
+	ms := func(n int) time.Time { return t0.Add(time.Duration(n) * time.Millisecond) }
+	check := func(what string, h *configHold, at time.Time, why string) {
+		t.Helper()
+		got, gotWhy, ok := h.due()
+		if !ok || !got.Equal(at) || gotWhy != why {
+			t.Errorf("%s: due %v %q %v, want %v %q", what, got.Sub(t0), gotWhy, ok, at.Sub(t0), why)
+		}
+	}
+	var none configHold
+	if _, _, ok := none.due(); ok {
+		t.Error("no hold is due")
+	}
+	h := newConfigHold(5*time.Second, true, zones.Records{})
+	if _, _, ok := h.due(); ok {
+		t.Error("a hold is due before a session came up")
+	}
+	h.sessionUp(ms(0))
+	h.sessionUp(ms(100)) // only the first session counts
+	check("waiting for End-of-RIB", &h, ms(5000), "bound")
+	h.record(ms(300))
+	check("a record before End-of-RIB", &h, ms(5000), "bound")
+	h.endOfRIB(ms(400))
+	check("End-of-RIB", &h, ms(650), "end-of-rib")
+	h.record(ms(600))
+	check("a record after End-of-RIB", &h, ms(850), "end-of-rib")
+	h.record(ms(4900))
+	check("records up to the bound", &h, ms(5000), "bound")
+
+	h = newConfigHold(time.Second, false, zones.Records{})
+	h.sessionUp(ms(0))
+	check("no graceful restart: quiet after the session", &h, ms(250), "quiet")
+	h.record(ms(100))
+	check("no graceful restart: quiet after the last record", &h, ms(350), "quiet")
+
+	if h := newConfigHold(0, true, zones.Records{}); h.on {
+		t.Error("config_hold 0 holds")
+	}
+}
