@@ -84,7 +84,7 @@ type Timers struct {
 type Session struct {
 	cfg    Config
 	myDisc uint32
-	conn   sender     // UDP: bound to a source port in 49152-65535, TTL 255
+	conn   *port      // its local address's send socket (manager.go)
 	rx     packetConn // the receive socket its packets arrive on
 	notify func(StateChange)
 	eng    *engine
@@ -117,9 +117,14 @@ type Session struct {
 	txGen, detectGen  uint64
 	detectQueued      bool
 	deferred, removed bool
+
+	// batched is the engine's alone: the session's packet waits in the
+	// engine's batch of this wake-up, and the engine holds ev until it is
+	// sent (txBatch).
+	batched bool
 }
 
-func newSession(cfg Config, disc uint32, conn sender, rx packetConn, notify func(StateChange), eng *engine) *Session {
+func newSession(cfg Config, disc uint32, conn *port, rx packetConn, notify func(StateChange), eng *engine) *Session {
 	s := &Session{cfg: cfg, myDisc: disc, conn: conn, rx: rx, notify: notify, eng: eng,
 		state: Down, remoteState: Down,
 		desiredTx: max(slowTx, cfg.DesiredMinTx), remoteMinRx: time.Microsecond}
@@ -181,16 +186,20 @@ func (s *Session) start(now time.Time) {
 	s.eng.push(deadline{at: now, s: s, tx: true, gen: gen})
 }
 
-// onTx is the engine's: a packet is due. It sends one (unless the peer
-// wants none now) and queues the next.
-func (s *Session) onTx(now time.Time, gen uint64) {
-	// Under ev: a packet built before a state change must not be sent
-	// after the packet that announces it (the peer would go back).
+// onTx is the engine's: a packet is due. It queues one in the engine's
+// batch b (unless the peer wants none now) and queues the next deadline.
+// A packet built before a state change must not reach the peer after the
+// packet that announces it (the peer would go back), so a session with a
+// packet in the batch stays under ev until the batch is sent.
+func (s *Session) onTx(now time.Time, gen uint64, b *txBatch) {
+	if s.batched {
+		return // a stale entry: this wake-up already sends its packet
+	}
 	s.ev.Lock()
-	defer s.ev.Unlock()
 	s.mu.Lock()
 	if s.removed || gen != s.txGen {
 		s.mu.Unlock()
+		s.ev.Unlock()
 		return
 	}
 	iv := s.txIntervalLocked()
@@ -201,11 +210,17 @@ func (s *Session) onTx(now time.Time, gen uint64) {
 	s.nextTx = now.Add(s.jittered(iv))
 	s.txGen++
 	next := deadline{at: s.nextTx, slack: txSlack(iv), s: s, tx: true, gen: s.txGen}
-	s.mu.Unlock()
+	var o outPacket
 	if send {
-		s.send(false)
+		s.outLocked(&o, false)
 	}
+	s.mu.Unlock()
 	s.eng.push(next)
+	if send {
+		b.add(s, o) // ev is released when the batch is sent
+	} else {
+		s.ev.Unlock()
+	}
 }
 
 // rearm brings the next packet forward when the interval got shorter
@@ -456,13 +471,21 @@ func (s *Session) packetLocked(final bool) Packet {
 		DesiredMinTx: s.desiredTx, RequiredMinRx: s.rxIntervalLocked()}
 }
 
-func (s *Session) send(final bool) {
-	s.mu.Lock()
+// outLocked builds the session's next packet into o.
+func (s *Session) outLocked(o *outPacket, final bool) {
 	p := s.packetLocked(final)
+	p.marshalTo(o.b[:])
+	o.peer = s.cfg.Key.Peer
 	s.sent++
+}
+
+// send sends one packet at once (not through the engine's batch).
+func (s *Session) send(final bool) {
+	var o [1]outPacket
+	s.mu.Lock()
+	s.outLocked(&o[0], final)
 	s.mu.Unlock()
-	// A lost packet is what BFD is built to tolerate; errors are not fatal.
-	s.conn.send(p.Marshal())
+	s.conn.send(o[:])
 }
 
 // adminDown tells the peer the session is going away (a few packets, as
@@ -471,9 +494,11 @@ func (s *Session) adminDown() StateChange {
 	s.mu.Lock()
 	ch := StateChange{Key: s.cfg.Key, Old: s.state, New: AdminDown, Diag: DiagAdminDown, At: time.Now()}
 	s.state, s.diag = AdminDown, DiagAdminDown
-	s.mu.Unlock()
-	for range 3 {
-		s.send(false)
+	var o [3]outPacket
+	for i := range o {
+		s.outLocked(&o[i], false)
 	}
+	s.mu.Unlock()
+	s.conn.send(o[:])
 	return ch
 }

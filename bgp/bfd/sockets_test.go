@@ -28,7 +28,7 @@ func TestSocketsUpDown(t *testing.T) {
 	if _, err := mb.Add(slow(keyB)); err != nil {
 		t.Fatal(err)
 	}
-	if port := sa.conn.(udpSender).c.LocalAddr().(*net.UDPAddr).Port; port < srcPortMin || port > srcPortMax {
+	if port := sa.conn.conn.(*udpSender).c.LocalAddr().(*net.UDPAddr).Port; port < srcPortMin || port > srcPortMax {
 		t.Fatalf("source port %d", port)
 	}
 	_, ia := ca.waitFor(t, keyA, Up, 0)
