@@ -94,6 +94,7 @@ func (e *engine) run(realTime bool) {
 		for len(e.h) > 0 && !e.h[0].at.Add(-e.h[0].slack).After(now) {
 			due = append(due, heap.Pop(&e.h).(deadline))
 		}
+		e.settleLocked()
 		next := time.Hour
 		if len(e.h) > 0 {
 			next = e.h[0].at.Sub(now)
@@ -124,6 +125,26 @@ func (e *engine) run(realTime bool) {
 		case <-e.wake:
 			t.Stop()
 		case <-e.stop:
+			return
+		}
+	}
+}
+
+// settleLocked moves the detection entries at the top of the heap whose
+// deadline a packet received since moved later (the entry is queued once
+// and moved lazily, Session.handle), and drops stale ones, so the engine
+// sleeps until a deadline that is really due instead of waking for each
+// session's moved detection every detection time: with 256 sessions at
+// 3 × 100 ms, some 850 wake-ups a second. e.mu is held; it takes the
+// sessions' mu (never held while taking e.mu).
+func (e *engine) settleLocked() {
+	for len(e.h) > 0 && !e.h[0].tx {
+		switch e.h[0].s.settleDetect(&e.h[0]) {
+		case detectStale:
+			heap.Pop(&e.h)
+		case detectMoved:
+			heap.Fix(&e.h, 0)
+		default:
 			return
 		}
 	}

@@ -152,26 +152,27 @@ func (s *Session) txIntervalLocked() time.Duration {
 }
 
 // jittered applies RFC 5880 §6.8.7 jitter: 75-100 % of the interval, at
-// most 90 % with a detect multiplier of 1. The deadline it returns is at
-// 80-100 % (80-90 %); the engine may send up to txSlack of the interval
-// before it, to serve deadlines that fall due together in one wake-up.
+// most 90 % with a detect multiplier of 1. The deadline it returns is in
+// the upper half of that band, 87.5-100 % (82.5-90 %); the engine may send
+// up to txSlack, the lower half, before it, so that the packets of many
+// sessions fall due together and go out in one wake-up and one system
+// call (engine.go).
 func (s *Session) jittered(d time.Duration) time.Duration {
-	hi := 0.20
+	hi, band := 1.0, 0.25
 	if s.cfg.DetectMult == 1 {
-		hi = 0.10
+		hi, band = 0.90, 0.15
 	}
-	return time.Duration(float64(d) * (1 - 0.1*boolf(s.cfg.DetectMult == 1) - rand.Float64()*hi))
+	return time.Duration(float64(d) * (hi - rand.Float64()*band/2))
 }
 
-// txSlack is how early the engine may send a packet: a twentieth of the
-// interval, the part of the jitter band jittered leaves to it.
-func txSlack(iv time.Duration) time.Duration { return iv / 20 }
-
-func boolf(b bool) float64 {
-	if b {
-		return 1
+// txSlack is how early the engine may send a packet: the lower half of
+// the jitter band, 12.5 % of the interval (7.5 % with a detect multiplier
+// of 1).
+func (s *Session) txSlack(iv time.Duration) time.Duration {
+	if s.cfg.DetectMult == 1 {
+		return iv * 3 / 40
 	}
-	return 0
+	return iv / 8
 }
 
 // start announces the session (AdminDown→Down) and queues its first
@@ -209,7 +210,7 @@ func (s *Session) onTx(now time.Time, gen uint64, b *txBatch) {
 	}
 	s.nextTx = now.Add(s.jittered(iv))
 	s.txGen++
-	next := deadline{at: s.nextTx, slack: txSlack(iv), s: s, tx: true, gen: s.txGen}
+	next := deadline{at: s.nextTx, slack: s.txSlack(iv), s: s, tx: true, gen: s.txGen}
 	var o outPacket
 	if send {
 		s.outLocked(&o, false)
@@ -239,7 +240,7 @@ func (s *Session) rearm(now time.Time) {
 	}
 	s.nextTx = at
 	s.txGen++
-	next := deadline{at: at, slack: txSlack(iv), s: s, tx: true, gen: s.txGen}
+	next := deadline{at: at, slack: s.txSlack(iv), s: s, tx: true, gen: s.txGen}
 	s.mu.Unlock()
 	s.eng.push(next)
 }
@@ -327,6 +328,31 @@ func (s *Session) onDetect(now time.Time, gen uint64, late time.Duration) {
 		s.send(false)
 		s.notify(*ch)
 	}
+}
+
+// What settleDetect found of a detection entry.
+const (
+	detectDue   = iota // the deadline stands: keep the entry
+	detectMoved        // moved later: the entry now holds the new deadline
+	detectStale        // of an older generation or a removed session: drop it
+)
+
+// settleDetect is the engine's, under its lock: it moves the detection
+// entry d to the session's current deadline if that is later (a packet
+// came since it was queued).
+func (s *Session) settleDetect(d *deadline) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.removed || d.gen != s.detectGen {
+		return detectStale
+	}
+	if !s.detectAt.After(d.at) {
+		return detectDue
+	}
+	s.detectGen++
+	s.detectEntry = s.detectAt
+	d.at, d.gen = s.detectAt, s.detectGen
+	return detectMoved
 }
 
 // retimed applies new timers (SetTimers) and sends the Poll that
