@@ -80,7 +80,14 @@ type recvKey struct {
 type receiver struct {
 	pc    packetConn
 	users int
+	// unread counts the packets of the batch its receive loop read and
+	// has not handled yet.
+	unread atomic.Int32
 }
+
+// pending says whether packets wait that the receive loop has not handled:
+// in the socket, or read in its current batch.
+func (r *receiver) pending() bool { return r.unread.Load() > 0 || r.pc.pending() }
 
 type senderRef struct {
 	conn  sendConn
@@ -245,7 +252,7 @@ func (m *Manager) Add(cfg Config) (*Session, error) {
 		m.releaseSenderLocked(rk)
 		m.mu.Unlock()
 	}}
-	s := newSession(cfg, disc, pt, m.receivers[rk].pc, m.publish, m.eng)
+	s := newSession(cfg, disc, pt, m.receivers[rk], m.publish, m.eng)
 	// Nothing reaches the session before it announced itself.
 	s.ev.Lock()
 	m.sessions[k] = s
@@ -413,8 +420,9 @@ func (m *Manager) acquireReceiverLocked(rk recvKey) error {
 	if err != nil {
 		return err
 	}
-	m.receivers[rk] = &receiver{pc: pc, users: 1}
-	m.goLocked(&m.workers, func() { m.readLoop(pc) }, nil)
+	r := &receiver{pc: pc, users: 1}
+	m.receivers[rk] = r
+	m.goLocked(&m.workers, func() { m.readLoop(r) }, nil)
 	return nil
 }
 
@@ -458,22 +466,27 @@ const maxReadBatch = 64
 
 // readLoop receives control packets on one receive socket until it
 // closes, in batches of what waits in the socket.
-func (m *Manager) readLoop(pc packetConn) {
+func (m *Manager) readLoop(r *receiver) {
 	ms := make([]inPacket, maxReadBatch)
 	for i := range ms {
 		ms[i].buf = make([]byte, 128)
 	}
 	for {
-		n, err := pc.readBatch(ms)
+		n, err := r.pc.readBatch(ms)
 		if err != nil {
 			if errors.Is(err, net.ErrClosed) {
 				return
 			}
 			continue
 		}
-		now := time.Now()
+		// A packet's time is when it is handled, as if read alone: a loop
+		// interrupted mid-batch must not date the later packets early
+		// (their detection deadlines would come early); and the engine
+		// sees the batch's unhandled packets as pending (onDetect).
+		r.unread.Store(int32(n))
 		for i := range ms[:n] {
-			m.receive(&ms[i], now)
+			m.receive(&ms[i], time.Now())
+			r.unread.Add(-1)
 		}
 	}
 }

@@ -84,8 +84,8 @@ type Timers struct {
 type Session struct {
 	cfg    Config
 	myDisc uint32
-	conn   *port      // its local address's send socket (manager.go)
-	rx     packetConn // the receive socket its packets arrive on
+	conn   *port     // its local address's send socket (manager.go)
+	rx     *receiver // the receive socket its packets arrive on
 	notify func(StateChange)
 	eng    *engine
 
@@ -124,7 +124,7 @@ type Session struct {
 	batched bool
 }
 
-func newSession(cfg Config, disc uint32, conn *port, rx packetConn, notify func(StateChange), eng *engine) *Session {
+func newSession(cfg Config, disc uint32, conn *port, rx *receiver, notify func(StateChange), eng *engine) *Session {
 	s := &Session{cfg: cfg, myDisc: disc, conn: conn, rx: rx, notify: notify, eng: eng,
 		state: Down, remoteState: Down,
 		desiredTx: max(slowTx, cfg.DesiredMinTx), remoteMinRx: time.Microsecond}
