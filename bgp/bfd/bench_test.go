@@ -73,10 +73,10 @@ func BenchmarkCPU256(b *testing.B) {
 }
 
 // addPairs adds n sessions at 3 × 100 ms between ma (all from addrA) and
-// mb (each from its own loopback address, pairKeys) and waits until ca,
-// watching ma, heard them all Up.
-func addPairs(b *testing.B, ma, mb *Manager, ca *changes, n int, net byte) {
-	near, far := pairKeys(n, net)
+// mb (each from its own loopback address, pairKeys), waits until ca,
+// watching ma, heard them all Up and returns their keys.
+func addPairs(b testing.TB, ma, mb *Manager, ca *changes, n int, net byte) (near, far []SessionKey) {
+	near, far = pairKeys(n, net)
 	for i := range near {
 		if _, err := ma.Add(cfg100(near[i])); err != nil {
 			b.Fatal(err)
@@ -88,6 +88,7 @@ func addPairs(b *testing.B, ma, mb *Manager, ca *changes, n int, net byte) {
 	for _, k := range near {
 		ca.waitFor(b, k, Up, 0)
 	}
+	return near, far
 }
 
 // pairKeys returns the keys of n session pairs: near from addrA, far from

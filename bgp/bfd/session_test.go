@@ -1,7 +1,6 @@
 package bfd
 
 import (
-	"net/netip"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -214,24 +213,7 @@ func TestEngineBatchesSends(t *testing.T) {
 		ma, mb := n.manager(t), n.manager(t)
 		ca := watch(ma)
 		const sessions = 64
-		var ka, kb []SessionKey
-		for i := range sessions {
-			peer := netip.AddrFrom4([4]byte{127, 0, 9, byte(i + 1)})
-			ka = append(ka, SessionKey{Local: addrA, Peer: peer})
-			kb = append(kb, SessionKey{Local: peer, Peer: addrA})
-			cfg := func(k SessionKey) Config {
-				return Config{Key: k, DesiredMinTx: 100 * time.Millisecond, RequiredMinRx: 100 * time.Millisecond, DetectMult: 3}
-			}
-			if _, err := ma.Add(cfg(ka[i])); err != nil {
-				t.Fatal(err)
-			}
-			if _, err := mb.Add(cfg(kb[i])); err != nil {
-				t.Fatal(err)
-			}
-		}
-		for _, k := range ka {
-			ca.waitFor(t, k, Up, 0)
-		}
+		ka, kb := addPairs(t, ma, mb, ca, sessions, 9)
 		upEvents := len(ca.of(ka[0]))
 		time.Sleep(time.Second) // Poll sequences done
 		synctest.Wait()
