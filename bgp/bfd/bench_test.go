@@ -73,28 +73,38 @@ func BenchmarkCPU256(b *testing.B) {
 }
 
 // addPairs adds n sessions at 3 × 100 ms between ma (all from addrA) and
-// mb (each from its own loopback address, 127.0.net.i, the first
-// 127.0.net+1.1) and waits until ca, watching ma, heard them all Up.
-func addPairs(b *testing.B, ma, mb *Manager, ca *changes, n int, net byte) {
-	var keys []SessionKey
+// mb (each from its own loopback address, pairKeys), waits until ca,
+// watching ma, heard them all Up and returns their keys.
+func addPairs(b testing.TB, ma, mb *Manager, ca *changes, n int, net byte) (near, far []SessionKey) {
+	near, far = pairKeys(n, net)
+	for i := range near {
+		if _, err := ma.Add(cfg100(near[i])); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := mb.Add(cfg100(far[i])); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for _, k := range near {
+		ca.waitFor(b, k, Up, 0)
+	}
+	return near, far
+}
+
+// pairKeys returns the keys of n session pairs: near from addrA, far from
+// a loopback address of its own each, 127.0.net.i (the first 127.0.net+1.1).
+func pairKeys(n int, net byte) (near, far []SessionKey) {
 	for i := range n {
 		peer := netip.AddrFrom4([4]byte{127, 0, net, byte(i)})
 		if i == 0 {
 			peer = netip.AddrFrom4([4]byte{127, 0, net + 1, 1})
 		}
-		ka, kb := SessionKey{Local: addrA, Peer: peer}, SessionKey{Local: peer, Peer: addrA}
-		cfg := func(k SessionKey) Config {
-			return Config{Key: k, DesiredMinTx: 100 * time.Millisecond, RequiredMinRx: 100 * time.Millisecond, DetectMult: 3}
-		}
-		if _, err := ma.Add(cfg(ka)); err != nil {
-			b.Fatal(err)
-		}
-		if _, err := mb.Add(cfg(kb)); err != nil {
-			b.Fatal(err)
-		}
-		keys = append(keys, ka)
+		near = append(near, SessionKey{Local: addrA, Peer: peer})
+		far = append(far, SessionKey{Local: peer, Peer: addrA})
 	}
-	for _, k := range keys {
-		ca.waitFor(b, k, Up, 0)
-	}
+	return near, far
+}
+
+func cfg100(k SessionKey) Config {
+	return Config{Key: k, DesiredMinTx: 100 * time.Millisecond, RequiredMinRx: 100 * time.Millisecond, DetectMult: 3}
 }

@@ -34,11 +34,14 @@ type ManagerOptions struct {
 	net network // nil: UDP sockets; tests use an in-memory network
 }
 
-// Manager runs BFD sessions: one receive socket per (local address,
-// interface) on port 3784, one send socket per session, packets
-// demultiplexed by discriminator (or by addresses while the peer does not
-// know ours yet) and handled on the socket's receive goroutine; the
-// sessions' timers run on one engine goroutine (engine.go). Subscribers
+// Manager runs BFD sessions: per (local address, interface) one receive
+// socket on port 3784, read in batches (recvmmsg), and one send socket
+// shared by the sessions of that address (one source port; docs/bfd.md
+// says why); packets are demultiplexed by discriminator (or by addresses
+// while the peer does not know ours yet) and handled on the socket's
+// receive goroutine; the sessions' timers run on one engine goroutine
+// (engine.go), which sends the packets due in one wake-up in one batch
+// per send socket (sendmmsg). Subscribers
 // hear every state change, each from a goroutine of its own
 // (docs/design.md §8): never from the engine or a receive loop nor under
 // the manager's lock.
@@ -51,6 +54,7 @@ type Manager struct {
 	sessions  map[SessionKey]*Session
 	byDisc    map[uint32]*Session
 	receivers map[recvKey]*receiver
+	senders   map[recvKey]*senderRef
 	subs      map[*subscription]struct{}
 	drops     map[string]uint64
 	lastLog   time.Time
@@ -76,6 +80,42 @@ type recvKey struct {
 type receiver struct {
 	pc    packetConn
 	users int
+	// unread counts the packets of the batch its receive loop read and
+	// has not handled yet.
+	unread atomic.Int32
+}
+
+// pending says whether packets wait that the receive loop has not handled:
+// in the socket, or read in its current batch.
+func (r *receiver) pending() bool { return r.unread.Load() > 0 || r.pc.pending() }
+
+type senderRef struct {
+	conn  sendConn
+	users int
+}
+
+// port is a session's use of its local address's send socket: Close ends
+// it (later packets are dropped) and gives the socket back; the last
+// session's Close closes it.
+type port struct {
+	conn    sendConn
+	closed  atomic.Bool
+	release func()
+}
+
+// send sends ps at once, unless the port is closed.
+func (p *port) send(ps []outPacket) {
+	if !p.closed.Load() {
+		p.conn.send(ps) // a lost packet is what BFD tolerates
+	}
+}
+
+// Close closes the port; again, it does nothing.
+func (p *port) Close() error {
+	if p.closed.CompareAndSwap(false, true) {
+		p.release()
+	}
+	return nil
 }
 
 // NewManager returns a manager with no sessions.
@@ -89,7 +129,7 @@ func NewManager(opts ManagerOptions) *Manager {
 		nw = udpNetwork{}
 	}
 	m := &Manager{log: log, net: nw, eng: newEngine(log), sessions: map[SessionKey]*Session{}, byDisc: map[uint32]*Session{},
-		receivers: map[recvKey]*receiver{}, subs: map[*subscription]struct{}{}, drops: map[string]uint64{}}
+		receivers: map[recvKey]*receiver{}, senders: map[recvKey]*senderRef{}, subs: map[*subscription]struct{}{}, drops: map[string]uint64{}}
 	m.mu.Lock()
 	m.goLocked(&m.workers, func() { m.eng.run(opts.RealTime) }, nil)
 	m.mu.Unlock()
@@ -197,7 +237,7 @@ func (m *Manager) Add(cfg Config) (*Session, error) {
 		m.mu.Unlock()
 		return nil, err
 	}
-	conn, err := m.net.dial(k)
+	conn, err := m.acquireSenderLocked(rk)
 	if err != nil {
 		m.releaseReceiverLocked(rk)
 		m.mu.Unlock()
@@ -207,7 +247,12 @@ func (m *Manager) Add(cfg Config) (*Session, error) {
 	for disc == 0 || m.byDisc[disc] != nil {
 		disc = rand.Uint32()
 	}
-	s := newSession(cfg, disc, conn, m.receivers[rk].pc, m.publish, m.eng)
+	pt := &port{conn: conn, release: func() {
+		m.mu.Lock()
+		m.releaseSenderLocked(rk)
+		m.mu.Unlock()
+	}}
+	s := newSession(cfg, disc, pt, m.receivers[rk], m.publish, m.eng)
 	// Nothing reaches the session before it announced itself.
 	s.ev.Lock()
 	m.sessions[k] = s
@@ -375,9 +420,34 @@ func (m *Manager) acquireReceiverLocked(rk recvKey) error {
 	if err != nil {
 		return err
 	}
-	m.receivers[rk] = &receiver{pc: pc, users: 1}
-	m.goLocked(&m.workers, func() { m.readLoop(pc) }, nil)
+	r := &receiver{pc: pc, users: 1}
+	m.receivers[rk] = r
+	m.goLocked(&m.workers, func() { m.readLoop(r) }, nil)
 	return nil
+}
+
+func (m *Manager) acquireSenderLocked(rk recvKey) (sendConn, error) {
+	if r := m.senders[rk]; r != nil {
+		r.users++
+		return r.conn, nil
+	}
+	c, err := m.net.sendSocket(rk)
+	if err != nil {
+		return nil, err
+	}
+	m.senders[rk] = &senderRef{conn: c, users: 1}
+	return c, nil
+}
+
+func (m *Manager) releaseSenderLocked(rk recvKey) {
+	r := m.senders[rk]
+	if r == nil {
+		return
+	}
+	if r.users--; r.users == 0 {
+		delete(m.senders, rk)
+		r.conn.Close()
+	}
 }
 
 func (m *Manager) releaseReceiverLocked(rk recvKey) {
@@ -391,37 +461,57 @@ func (m *Manager) releaseReceiverLocked(rk recvKey) {
 	}
 }
 
-// readLoop receives control packets on one receive socket until it closes.
-func (m *Manager) readLoop(pc packetConn) {
-	buf := make([]byte, 128)
+// maxReadBatch is how many packets a receive loop reads in one call at most.
+const maxReadBatch = 64
+
+// readLoop receives control packets on one receive socket until it
+// closes, in batches of what waits in the socket.
+func (m *Manager) readLoop(r *receiver) {
+	ms := make([]inPacket, maxReadBatch)
+	for i := range ms {
+		ms[i].buf = make([]byte, 128)
+	}
 	for {
-		n, src, dst, ttl, err := pc.readFrom(buf)
+		n, err := r.pc.readBatch(ms)
 		if err != nil {
 			if errors.Is(err, net.ErrClosed) {
 				return
 			}
 			continue
 		}
-		if ttl != 255 {
-			// RFC 5881 §5: single-hop packets arrive with TTL 255 or not at all.
-			m.drop(src, errTTL)
-			continue
+		// A packet's time is when it is handled, as if read alone: a loop
+		// interrupted mid-batch must not date the later packets early
+		// (their detection deadlines would come early); and the engine
+		// sees the batch's unhandled packets as pending (onDetect).
+		r.unread.Store(int32(n))
+		for i := range ms[:n] {
+			m.receive(&ms[i], time.Now())
+			r.unread.Add(-1)
 		}
-		var p Packet
-		if err := p.Unmarshal(buf[:n]); err != nil {
-			m.drop(src, err)
-			continue
-		}
-		if !src.IsValid() {
-			continue
-		}
-		s, err := m.demux(&p, src, dst)
-		if err != nil {
-			m.drop(src, err)
-			continue
-		}
-		s.handle(p, time.Now())
 	}
+}
+
+// receive checks one packet and hands it to its session.
+func (m *Manager) receive(in *inPacket, now time.Time) {
+	if in.ttl != 255 {
+		// RFC 5881 §5: single-hop packets arrive with TTL 255 or not at all.
+		m.drop(in.src, errTTL)
+		return
+	}
+	var p Packet
+	if err := p.Unmarshal(in.buf[:in.n]); err != nil {
+		m.drop(in.src, err)
+		return
+	}
+	if !in.src.IsValid() {
+		return
+	}
+	s, err := m.demux(&p, in.src, in.dst)
+	if err != nil {
+		m.drop(in.src, err)
+		return
+	}
+	s.handle(p, now)
 }
 
 // demux finds the session for a packet: by our discriminator when the peer

@@ -15,6 +15,7 @@ import (
 type memNet struct {
 	mu        sync.Mutex
 	listeners map[netip.Addr]*memConn
+	senders   []*memSender
 }
 
 type memPacket struct {
@@ -71,12 +72,12 @@ func (n *memNet) listen(rk recvKey) (packetConn, error) {
 	if n.listeners[rk.local] != nil {
 		return nil, fmt.Errorf("memnet: %s:%d in use", rk.local, Port)
 	}
-	c := &memConn{net: n, addr: rk.local, ch: make(chan memPacket, 64), closed: make(chan struct{})}
+	c := &memConn{net: n, addr: rk.local, ch: make(chan memPacket, 1024), closed: make(chan struct{})}
 	n.listeners[rk.local] = c
 	return c, nil
 }
 
-func (c *memConn) readFrom(b []byte) (int, netip.Addr, netip.Addr, int, error) {
+func (c *memConn) readBatch(ms []inPacket) (int, error) {
 	c.mu.Lock()
 	g := c.held
 	c.mu.Unlock()
@@ -84,15 +85,36 @@ func (c *memConn) readFrom(b []byte) (int, netip.Addr, netip.Addr, int, error) {
 		select {
 		case <-g:
 		case <-c.closed:
-			return 0, netip.Addr{}, netip.Addr{}, 0, net.ErrClosed
+			return 0, net.ErrClosed
 		}
+	}
+	fill := func(in *inPacket, p memPacket) {
+		in.n, in.src, in.dst, in.ttl = copy(in.buf, p.b), p.src, p.dst, p.ttl
 	}
 	select {
 	case p := <-c.ch:
-		return copy(b, p.b), p.src, p.dst, p.ttl, nil
+		fill(&ms[0], p)
 	case <-c.closed:
-		return 0, netip.Addr{}, netip.Addr{}, 0, net.ErrClosed
+		return 0, net.ErrClosed
 	}
+	n := 1
+	for n < len(ms) {
+		c.mu.Lock()
+		held := c.held != nil
+		c.mu.Unlock()
+		if held {
+			break
+		}
+		select {
+		case p := <-c.ch:
+			fill(&ms[n], p)
+			n++
+			continue
+		default:
+		}
+		break
+	}
+	return n, nil
 }
 
 func (c *memConn) pending() bool { return len(c.ch) > 0 }
@@ -124,29 +146,53 @@ func (n *memNet) inject(src, dst netip.Addr, ttl int, b []byte) {
 	}
 }
 
-func (n *memNet) dial(k SessionKey) (sender, error) {
-	return &memSender{net: n, key: k}, nil
+func (n *memNet) sendSocket(rk recvKey) (sendConn, error) {
+	s := &memSender{net: n, local: rk.local}
+	n.mu.Lock()
+	n.senders = append(n.senders, s)
+	n.mu.Unlock()
+	return s, nil
+}
+
+// sender returns the latest send socket opened on a local address.
+func (n *memNet) sender(a netip.Addr) *memSender {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	for i := len(n.senders) - 1; i >= 0; i-- {
+		if n.senders[i].local == a {
+			return n.senders[i]
+		}
+	}
+	return nil
 }
 
 type memSender struct {
 	net    *memNet
-	key    SessionKey
+	local  netip.Addr
 	mu     sync.Mutex
 	closed bool
+	// calls and packets count sends; most is the largest batch.
+	calls, packets, most int
 }
 
-func (s *memSender) send(b []byte) error {
+func (s *memSender) send(ps []outPacket) error {
 	s.mu.Lock()
 	closed := s.closed
+	if !closed {
+		s.calls++
+		s.packets += len(ps)
+		s.most = max(s.most, len(ps))
+	}
 	s.mu.Unlock()
 	if closed {
 		return net.ErrClosed
 	}
-	s.net.inject(s.key.Local, s.key.Peer, 255, b)
+	for i := range ps {
+		s.net.inject(s.local, ps[i].peer, 255, ps[i].b[:])
+	}
 	return nil
 }
 
-// Close silences the session: its packets go nowhere from now on.
 func (s *memSender) Close() error {
 	s.mu.Lock()
 	s.closed = true

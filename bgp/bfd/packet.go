@@ -86,6 +86,12 @@ var (
 // Marshal encodes p (Version is written as 1).
 func (p *Packet) Marshal() []byte {
 	b := make([]byte, PacketLen)
+	p.marshalTo(b)
+	return b
+}
+
+// marshalTo encodes p into b, which holds at least PacketLen bytes.
+func (p *Packet) marshalTo(b []byte) {
 	b[0] = 1<<5 | byte(p.Diag)&0x1F
 	b[1] = byte(p.State&3) << 6
 	flag := func(on bool, bit byte) {
@@ -106,7 +112,6 @@ func (p *Packet) Marshal() []byte {
 	binary.BigEndian.PutUint32(b[12:], usec(p.DesiredMinTx))
 	binary.BigEndian.PutUint32(b[16:], usec(p.RequiredMinRx))
 	binary.BigEndian.PutUint32(b[20:], usec(p.RequiredEchoRx))
-	return b
 }
 
 func usec(d time.Duration) uint32 {

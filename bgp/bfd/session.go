@@ -84,8 +84,8 @@ type Timers struct {
 type Session struct {
 	cfg    Config
 	myDisc uint32
-	conn   sender     // UDP: bound to a source port in 49152-65535, TTL 255
-	rx     packetConn // the receive socket its packets arrive on
+	conn   *port     // its local address's send socket (manager.go)
+	rx     *receiver // the receive socket its packets arrive on
 	notify func(StateChange)
 	eng    *engine
 
@@ -117,9 +117,14 @@ type Session struct {
 	txGen, detectGen  uint64
 	detectQueued      bool
 	deferred, removed bool
+
+	// batched is the engine's alone: the session's packet waits in the
+	// engine's batch of this wake-up, and the engine holds ev until it is
+	// sent (txBatch).
+	batched bool
 }
 
-func newSession(cfg Config, disc uint32, conn sender, rx packetConn, notify func(StateChange), eng *engine) *Session {
+func newSession(cfg Config, disc uint32, conn *port, rx *receiver, notify func(StateChange), eng *engine) *Session {
 	s := &Session{cfg: cfg, myDisc: disc, conn: conn, rx: rx, notify: notify, eng: eng,
 		state: Down, remoteState: Down,
 		desiredTx: max(slowTx, cfg.DesiredMinTx), remoteMinRx: time.Microsecond}
@@ -147,26 +152,27 @@ func (s *Session) txIntervalLocked() time.Duration {
 }
 
 // jittered applies RFC 5880 §6.8.7 jitter: 75-100 % of the interval, at
-// most 90 % with a detect multiplier of 1. The deadline it returns is at
-// 80-100 % (80-90 %); the engine may send up to txSlack of the interval
-// before it, to serve deadlines that fall due together in one wake-up.
+// most 90 % with a detect multiplier of 1. The deadline it returns is in
+// the upper half of that band, 87.5-100 % (82.5-90 %); the engine may send
+// up to txSlack, the lower half, before it, so that the packets of many
+// sessions fall due together and go out in one wake-up and one system
+// call (engine.go).
 func (s *Session) jittered(d time.Duration) time.Duration {
-	hi := 0.20
+	hi, band := 1.0, 0.25
 	if s.cfg.DetectMult == 1 {
-		hi = 0.10
+		hi, band = 0.90, 0.15
 	}
-	return time.Duration(float64(d) * (1 - 0.1*boolf(s.cfg.DetectMult == 1) - rand.Float64()*hi))
+	return time.Duration(float64(d) * (hi - rand.Float64()*band/2))
 }
 
-// txSlack is how early the engine may send a packet: a twentieth of the
-// interval, the part of the jitter band jittered leaves to it.
-func txSlack(iv time.Duration) time.Duration { return iv / 20 }
-
-func boolf(b bool) float64 {
-	if b {
-		return 1
+// txSlack is how early the engine may send a packet: the lower half of
+// the jitter band, 12.5 % of the interval (7.5 % with a detect multiplier
+// of 1).
+func (s *Session) txSlack(iv time.Duration) time.Duration {
+	if s.cfg.DetectMult == 1 {
+		return iv * 3 / 40
 	}
-	return 0
+	return iv / 8
 }
 
 // start announces the session (AdminDown→Down) and queues its first
@@ -181,16 +187,20 @@ func (s *Session) start(now time.Time) {
 	s.eng.push(deadline{at: now, s: s, tx: true, gen: gen})
 }
 
-// onTx is the engine's: a packet is due. It sends one (unless the peer
-// wants none now) and queues the next.
-func (s *Session) onTx(now time.Time, gen uint64) {
-	// Under ev: a packet built before a state change must not be sent
-	// after the packet that announces it (the peer would go back).
+// onTx is the engine's: a packet is due. It queues one in the engine's
+// batch b (unless the peer wants none now) and queues the next deadline.
+// A packet built before a state change must not reach the peer after the
+// packet that announces it (the peer would go back), so a session with a
+// packet in the batch stays under ev until the batch is sent.
+func (s *Session) onTx(now time.Time, gen uint64, b *txBatch) {
+	if s.batched {
+		return // a stale entry: this wake-up already sends its packet
+	}
 	s.ev.Lock()
-	defer s.ev.Unlock()
 	s.mu.Lock()
 	if s.removed || gen != s.txGen {
 		s.mu.Unlock()
+		s.ev.Unlock()
 		return
 	}
 	iv := s.txIntervalLocked()
@@ -200,12 +210,18 @@ func (s *Session) onTx(now time.Time, gen uint64) {
 	}
 	s.nextTx = now.Add(s.jittered(iv))
 	s.txGen++
-	next := deadline{at: s.nextTx, slack: txSlack(iv), s: s, tx: true, gen: s.txGen}
-	s.mu.Unlock()
+	next := deadline{at: s.nextTx, slack: s.txSlack(iv), s: s, tx: true, gen: s.txGen}
+	var o outPacket
 	if send {
-		s.send(false)
+		s.outLocked(&o, false)
 	}
+	s.mu.Unlock()
 	s.eng.push(next)
+	if send {
+		b.add(s, o) // ev is released when the batch is sent
+	} else {
+		s.ev.Unlock()
+	}
 }
 
 // rearm brings the next packet forward when the interval got shorter
@@ -224,7 +240,7 @@ func (s *Session) rearm(now time.Time) {
 	}
 	s.nextTx = at
 	s.txGen++
-	next := deadline{at: at, slack: txSlack(iv), s: s, tx: true, gen: s.txGen}
+	next := deadline{at: at, slack: s.txSlack(iv), s: s, tx: true, gen: s.txGen}
 	s.mu.Unlock()
 	s.eng.push(next)
 }
@@ -312,6 +328,31 @@ func (s *Session) onDetect(now time.Time, gen uint64, late time.Duration) {
 		s.send(false)
 		s.notify(*ch)
 	}
+}
+
+// What settleDetect found of a detection entry.
+const (
+	detectDue   = iota // the deadline stands: keep the entry
+	detectMoved        // moved later: the entry now holds the new deadline
+	detectStale        // of an older generation or a removed session: drop it
+)
+
+// settleDetect is the engine's, under its lock: it moves the detection
+// entry d to the session's current deadline if that is later (a packet
+// came since it was queued).
+func (s *Session) settleDetect(d *deadline) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.removed || d.gen != s.detectGen {
+		return detectStale
+	}
+	if !s.detectAt.After(d.at) {
+		return detectDue
+	}
+	s.detectGen++
+	s.detectEntry = s.detectAt
+	d.at, d.gen = s.detectAt, s.detectGen
+	return detectMoved
 }
 
 // retimed applies new timers (SetTimers) and sends the Poll that
@@ -456,13 +497,21 @@ func (s *Session) packetLocked(final bool) Packet {
 		DesiredMinTx: s.desiredTx, RequiredMinRx: s.rxIntervalLocked()}
 }
 
-func (s *Session) send(final bool) {
-	s.mu.Lock()
+// outLocked builds the session's next packet into o.
+func (s *Session) outLocked(o *outPacket, final bool) {
 	p := s.packetLocked(final)
+	p.marshalTo(o.b[:])
+	o.peer = s.cfg.Key.Peer
 	s.sent++
+}
+
+// send sends one packet at once (not through the engine's batch).
+func (s *Session) send(final bool) {
+	var o [1]outPacket
+	s.mu.Lock()
+	s.outLocked(&o[0], final)
 	s.mu.Unlock()
-	// A lost packet is what BFD is built to tolerate; errors are not fatal.
-	s.conn.send(p.Marshal())
+	s.conn.send(o[:])
 }
 
 // adminDown tells the peer the session is going away (a few packets, as
@@ -471,9 +520,11 @@ func (s *Session) adminDown() StateChange {
 	s.mu.Lock()
 	ch := StateChange{Key: s.cfg.Key, Old: s.state, New: AdminDown, Diag: DiagAdminDown, At: time.Now()}
 	s.state, s.diag = AdminDown, DiagAdminDown
-	s.mu.Unlock()
-	for range 3 {
-		s.send(false)
+	var o [3]outPacket
+	for i := range o {
+		s.outLocked(&o[i], false)
 	}
+	s.mu.Unlock()
+	s.conn.send(o[:])
 	return ch
 }

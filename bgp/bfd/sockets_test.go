@@ -28,7 +28,7 @@ func TestSocketsUpDown(t *testing.T) {
 	if _, err := mb.Add(slow(keyB)); err != nil {
 		t.Fatal(err)
 	}
-	if port := sa.conn.(udpSender).c.LocalAddr().(*net.UDPAddr).Port; port < srcPortMin || port > srcPortMax {
+	if port := sa.conn.conn.(*udpSender).c.LocalAddr().(*net.UDPAddr).Port; port < srcPortMin || port > srcPortMax {
 		t.Fatalf("source port %d", port)
 	}
 	_, ia := ca.waitFor(t, keyA, Up, 0)
@@ -39,9 +39,6 @@ func TestSocketsUpDown(t *testing.T) {
 	down, _ := ca.waitFor(t, keyA, Down, ia)
 	if down.Diag != DiagNeighborDown {
 		t.Fatalf("removed peer: diag %s", down.Diag)
-	}
-	if d := ma.Drops(); len(d) != 0 {
-		t.Fatalf("drops %v", d)
 	}
 }
 
@@ -137,5 +134,87 @@ func TestRemoveFromSubscriber(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatalf("the session added from the subscriber never came Up: %+v", s.Status())
 		}
+	}
+}
+
+// TestSocketsShareSendSocket: over UDP, the sessions of one local address
+// send from one socket (one source port in 49152-65535), sessions of
+// other addresses from their own; removing some sessions leaves the
+// socket to the others, which stay Up and keep receiving, and the last
+// one's removal closes it.
+func TestSocketsShareSendSocket(t *testing.T) {
+	ma, mb, ca, cb := pair(t)
+	const n = 8
+	var ka, kb []SessionKey
+	for i := range n {
+		peer := netip.AddrFrom4([4]byte{127, 0, 3, byte(10 + i)})
+		ka = append(ka, SessionKey{Local: addrA, Peer: peer})
+		kb = append(kb, SessionKey{Local: peer, Peer: addrA})
+		if _, err := ma.Add(slow(ka[i])); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := mb.Add(slow(kb[i])); err != nil {
+			t.Fatal(err)
+		}
+	}
+	heard, nextB := make([]int, n), make([]int, n)
+	for i := range n {
+		ca.waitFor(t, ka[i], Up, 0)
+		heard[i] = len(ca.of(ka[i]))
+		_, nextB[i] = cb.waitFor(t, kb[i], Up, 0)
+	}
+	localPort := func(s *Session) int { return s.conn.conn.(*udpSender).c.LocalAddr().(*net.UDPAddr).Port }
+	sa0, _ := ma.Session(ka[0])
+	port := localPort(sa0)
+	if port < srcPortMin || port > srcPortMax {
+		t.Fatalf("source port %d", port)
+	}
+	ports := map[int]bool{}
+	for i := range n {
+		sa, _ := ma.Session(ka[i])
+		if sa.conn.conn != sa0.conn.conn || localPort(sa) != port {
+			t.Fatalf("session %s sends from port %d, %s from %d", ka[i], localPort(sa), ka[0], port)
+		}
+		sb, _ := mb.Session(kb[i])
+		ports[localPort(sb)] = true
+	}
+	if len(ports) != n {
+		t.Fatalf("%d sessions of %d local addresses send from %d ports", n, n, len(ports))
+	}
+	if d := ma.Drops(); len(d) != 0 {
+		t.Fatalf("drops %v", d)
+	}
+
+	for i := range n / 2 {
+		if err := ma.Remove(ka[i]); err != nil {
+			t.Fatal(err)
+		}
+		if down, _ := cb.waitFor(t, kb[i], Down, nextB[i]); down.Diag != DiagNeighborDown {
+			t.Fatalf("removed peer: diag %s", down.Diag)
+		}
+	}
+	// The others still send from the socket: their peers keep receiving.
+	for i := n / 2; i < n; i++ {
+		sb, _ := mb.Session(kb[i])
+		from := sb.Status().Received
+		for deadline := time.Now().Add(30 * time.Second); sb.Status().Received < from+3; time.Sleep(10 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s received nothing after the other sessions were removed: %+v", kb[i], sb.Status())
+			}
+		}
+		if evs := ca.of(ka[i]); len(evs) != heard[i] {
+			t.Fatalf("%s left Up: %+v", ka[i], evs)
+		}
+	}
+	for i := n / 2; i < n; i++ {
+		if err := ma.Remove(ka[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ma.mu.Lock()
+	left := len(ma.senders)
+	ma.mu.Unlock()
+	if left != 0 {
+		t.Fatalf("%d send sockets open with no session", left)
 	}
 }

@@ -2,12 +2,15 @@ package bfd
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"math/rand/v2"
 	"net"
 	"net/netip"
+	"sync"
 	"syscall"
+	"unsafe"
 
 	"golang.org/x/net/ipv4"
 	"golang.org/x/sys/unix"
@@ -19,25 +22,45 @@ type network interface {
 	// listen opens the receive socket of port 3784 on a local address
 	// (and interface, if named).
 	listen(rk recvKey) (packetConn, error)
-	// dial opens a session's send socket towards its peer.
-	dial(k SessionKey) (sender, error)
+	// sendSocket opens the send socket of a local address (and interface,
+	// if named), shared by its sessions: one source port in
+	// 49152-65535, TTL 255.
+	sendSocket(rk recvKey) (sendConn, error)
+}
+
+// inPacket is one received datagram: buf is the buffer to read into, n
+// the length read, src and dst its addresses, ttl its TTL (-1 when
+// unknown).
+type inPacket struct {
+	buf      []byte
+	n        int
+	src, dst netip.Addr
+	ttl      int
 }
 
 // packetConn is a receive socket.
 type packetConn interface {
-	// readFrom reads one packet into b and returns its length, source and
-	// destination addresses and TTL (-1 when unknown). After Close it
-	// returns an error wrapping net.ErrClosed.
-	readFrom(b []byte) (n int, src, dst netip.Addr, ttl int, err error)
+	// readBatch blocks until at least one packet is there, then reads as
+	// many as wait, up to len(ms), and returns how many it read. After
+	// Close it returns an error wrapping net.ErrClosed.
+	readBatch(ms []inPacket) (int, error)
 	// pending says whether packets wait in the socket, not read yet.
 	pending() bool
 	Close() error
 }
 
-// sender is a session's send socket, connected in spirit to the peer's
-// port 3784.
-type sender interface {
-	send(b []byte) error
+// outPacket is one control packet to send to a peer's port 3784.
+type outPacket struct {
+	b    [PacketLen]byte
+	peer netip.Addr
+}
+
+// sendConn is a local address's send socket.
+type sendConn interface {
+	// send sends the packets, in one system call where it can. A lost
+	// packet is what BFD is built to tolerate: the error is only
+	// informative.
+	send(ps []outPacket) error
 	Close() error
 }
 
@@ -61,17 +84,20 @@ func (udpNetwork) listen(rk recvKey) (packetConn, error) {
 		c.Close()
 		return nil, fmt.Errorf("bfd: receive TTL on %s: %w", rk.local, err)
 	}
-	return udpReceiver{pc, c.(*net.UDPConn)}, nil
+	return &udpReceiver{pc: pc, c: c.(*net.UDPConn)}, nil
 }
 
+// udpReceiver reads with recvmmsg: every packet that waits in the socket
+// in one system call. Only the socket's receive loop calls readBatch.
 type udpReceiver struct {
-	pc *ipv4.PacketConn
-	c  *net.UDPConn
+	pc   *ipv4.PacketConn
+	c    *net.UDPConn
+	msgs []ipv4.Message
 }
 
 // pending asks the kernel for the size of the next datagram queued
 // (SIOCINQ): non-zero while one waits.
-func (r udpReceiver) pending() bool {
+func (r *udpReceiver) pending() bool {
 	rc, err := r.c.SyscallConn()
 	if err != nil {
 		return false
@@ -83,56 +109,127 @@ func (r udpReceiver) pending() bool {
 	return n > 0
 }
 
-func (r udpReceiver) readFrom(b []byte) (n int, src, dst netip.Addr, ttl int, err error) {
-	n, cm, from, err := r.pc.ReadFrom(b)
+func (r *udpReceiver) readBatch(ms []inPacket) (int, error) {
+	for len(r.msgs) < len(ms) {
+		r.msgs = append(r.msgs, ipv4.Message{Buffers: make([][]byte, 1), OOB: ipv4.NewControlMessage(ipv4.FlagTTL | ipv4.FlagDst)})
+	}
+	msgs := r.msgs[:len(ms)]
+	for i := range msgs {
+		msgs[i].Buffers[0] = ms[i].buf
+		msgs[i].OOB = msgs[i].OOB[:cap(msgs[i].OOB)]
+		msgs[i].Addr = nil
+	}
+	n, err := r.pc.ReadBatch(msgs, 0)
 	if err != nil {
-		return 0, src, dst, 0, err
+		return 0, err
 	}
-	ttl = -1
-	if cm != nil {
-		ttl = cm.TTL
-		dst, _ = netip.AddrFromSlice(cm.Dst)
+	for i := range msgs[:n] {
+		p := &ms[i]
+		p.n = msgs[i].N
+		p.ttl, p.dst = parseControl(msgs[i].OOB[:msgs[i].NN])
+		p.src = netip.Addr{}
+		if ua, ok := msgs[i].Addr.(*net.UDPAddr); ok {
+			p.src, _ = netip.AddrFromSlice(ua.IP)
+			p.src = p.src.Unmap()
+		}
 	}
-	if ua, ok := from.(*net.UDPAddr); ok {
-		src, _ = netip.AddrFromSlice(ua.IP)
-	}
-	return n, src.Unmap(), dst.Unmap(), ttl, nil
+	return n, nil
 }
 
-func (r udpReceiver) Close() error { return r.pc.Close() }
+// parseControl reads the TTL (IP_TTL; -1 when absent) and the destination
+// address (IP_PKTINFO) from a received packet's control messages, without
+// allocating.
+func parseControl(b []byte) (ttl int, dst netip.Addr) {
+	ttl = -1
+	hdr := unix.CmsgLen(0)
+	for len(b) >= hdr {
+		h := (*unix.Cmsghdr)(unsafe.Pointer(&b[0]))
+		l := int(h.Len)
+		if l < hdr || l > len(b) {
+			break
+		}
+		data := b[hdr:l]
+		if h.Level == unix.IPPROTO_IP {
+			switch {
+			case h.Type == unix.IP_TTL && len(data) >= 4:
+				ttl = int(binary.NativeEndian.Uint32(data))
+			case h.Type == unix.IP_PKTINFO && len(data) >= unix.SizeofInet4Pktinfo:
+				// struct in_pktinfo: ifindex, spec_dst, addr (the header's
+				// destination).
+				dst = netip.AddrFrom4([4]byte(data[8:12]))
+			}
+		}
+		next := unix.CmsgSpace(l - hdr)
+		if next > len(b) {
+			break
+		}
+		b = b[next:]
+	}
+	return ttl, dst
+}
 
-// dial opens the session's UDP socket on a free source port in
+func (r *udpReceiver) Close() error { return r.pc.Close() }
+
+// sendSocket opens a local address's send socket on a free source port in
 // 49152-65535 with TTL 255.
-func (udpNetwork) dial(k SessionKey) (sender, error) {
-	peer := net.UDPAddrFromAddrPort(netip.AddrPortFrom(k.Peer, Port))
+func (udpNetwork) sendSocket(rk recvKey) (sendConn, error) {
 	start := srcPortMin + rand.IntN(srcPortMax-srcPortMin+1)
 	for i := 0; i <= srcPortMax-srcPortMin; i++ {
 		port := srcPortMin + (start-srcPortMin+i)%(srcPortMax-srcPortMin+1)
 		lc := net.ListenConfig{Control: func(_, _ string, c syscall.RawConn) error {
-			return controlSocket(c, k.Interface, 255)
+			return controlSocket(c, rk.iface, 255)
 		}}
-		c, err := lc.ListenPacket(context.Background(), "udp4", netip.AddrPortFrom(k.Local, uint16(port)).String())
+		c, err := lc.ListenPacket(context.Background(), "udp4", netip.AddrPortFrom(rk.local, uint16(port)).String())
 		if err == nil {
-			return udpSender{c.(*net.UDPConn), peer}, nil
+			return &udpSender{c: c.(*net.UDPConn), pc: ipv4.NewPacketConn(c)}, nil
 		}
 		if !errors.Is(err, unix.EADDRINUSE) {
-			return nil, fmt.Errorf("bfd: send socket for %s: %w", k, err)
+			return nil, fmt.Errorf("bfd: send socket on %s: %w", rk.local, err)
 		}
 	}
-	return nil, fmt.Errorf("bfd: send socket for %s: no free source port", k)
+	return nil, fmt.Errorf("bfd: send socket on %s: no free source port", rk.local)
 }
 
+// udpSender sends with sendmmsg: a batch of packets in one system call.
 type udpSender struct {
-	c    *net.UDPConn
-	peer *net.UDPAddr
+	c  *net.UDPConn
+	pc *ipv4.PacketConn
+
+	mu    sync.Mutex // msgs and addrs are reused from one send to the next
+	msgs  []ipv4.Message
+	addrs []net.UDPAddr
 }
 
-func (s udpSender) send(b []byte) error {
-	_, err := s.c.WriteToUDP(b, s.peer)
+func (s *udpSender) send(ps []outPacket) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for len(s.msgs) < len(ps) {
+		s.msgs = append(s.msgs, ipv4.Message{Buffers: make([][]byte, 1)})
+		s.addrs = append(s.addrs, net.UDPAddr{IP: make(net.IP, 4), Port: Port})
+	}
+	all := s.msgs[:len(ps)]
+	for i := range ps {
+		a := &s.addrs[i]
+		ip := ps[i].peer.As4()
+		copy(a.IP, ip[:])
+		all[i].Buffers[0] = ps[i].b[:]
+		all[i].Addr = a
+	}
+	var err error
+	for rest := all; len(rest) > 0; {
+		var n int
+		if n, err = s.pc.WriteBatch(rest, 0); err != nil {
+			break
+		}
+		rest = rest[n:]
+	}
+	for i := range all {
+		all[i].Buffers[0], all[i].Addr = nil, nil // hold no caller's buffer
+	}
 	return err
 }
 
-func (s udpSender) Close() error { return s.c.Close() }
+func (s *udpSender) Close() error { return s.c.Close() }
 
 // recvBuffer is the receive socket's buffer: every session of a local
 // address shares the socket, and a reader that was not scheduled for a
