@@ -733,9 +733,15 @@ func (a *Agent) onZoneRecord(c bgp.ConfigRecord) {
 		a.met.badConfig.Inc()
 		a.log.Warn("configuration record refused", "err", err)
 	case complete && a.zrecs.Apply(rec):
-		a.log.Info("zone configuration changed", "object", rec.Key.String(), "held", a.hold.on)
 		a.configDue = true
-		a.hold.record(time.Now())
+		if a.hold.on {
+			// Logged as changed when the hold ends: tests and operators read
+			// "changed" as in force.
+			a.log.Info("zone configuration held", "object", rec.Key.String())
+			a.hold.record(time.Now(), rec.Key.String())
+			return
+		}
+		a.log.Info("zone configuration changed", "object", rec.Key.String())
 	}
 }
 

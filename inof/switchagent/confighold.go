@@ -3,6 +3,7 @@ package switchagent
 import (
 	"context"
 	"maps"
+	"slices"
 	"time"
 
 	"github.com/openinof/inof/bgp"
@@ -35,6 +36,10 @@ type configHold struct {
 	// saved is the zoning in force when the hold began: the state file
 	// keeps it while the hold lasts (a crash must not restore a mix).
 	saved zones.Records
+	// objects are the zone store objects whose records changed the zoning
+	// held, in the order they did (each once): the log says they changed
+	// when they go in force.
+	objects []string
 	// stop ends the End-of-RIB poll (pollEndOfRIB).
 	stop context.CancelFunc
 }
@@ -75,10 +80,14 @@ func (h *configHold) endOfRIB(now time.Time) {
 	}
 }
 
-// record notes a zone record that changed the zoning held.
-func (h *configHold) record(now time.Time) {
-	if h.on {
-		h.lastRecord = now
+// record notes a zone record, of object, that changed the zoning held.
+func (h *configHold) record(now time.Time, object string) {
+	if !h.on {
+		return
+	}
+	h.lastRecord = now
+	if !slices.Contains(h.objects, object) {
+		h.objects = append(h.objects, object)
 	}
 }
 
@@ -168,15 +177,21 @@ func (a *Agent) endHoldIfDue(ctx context.Context, now time.Time) {
 	if !ok || now.Before(at) {
 		return
 	}
-	a.log.Info("zone configuration no longer held", "why", why, "held_for", now.Sub(a.hold.upAt).String(),
-		"changed", a.configDue)
+	heldFor := now.Sub(a.hold.upAt).String()
+	a.log.Info("zone configuration no longer held", "why", why, "held_for", heldFor, "changed", a.configDue)
 	if a.hold.stop != nil {
 		a.hold.stop()
 	}
+	objects := a.hold.objects
 	a.hold = configHold{}
 	a.dirty = true // the state file keeps the zoning in force
 	if a.configDue {
 		a.applyConfig(ctx)
+	}
+	// Said after the fact, as for a record taken while nothing is held:
+	// "changed" means in force.
+	for _, o := range objects {
+		a.log.Info("zone configuration changed", "object", o, "held_for", heldFor)
 	}
 }
 

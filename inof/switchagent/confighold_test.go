@@ -196,11 +196,15 @@ func TestRestartTakesWholeZoning(t *testing.T) {
 	host3b.refresh(120)
 	// The table is in (the first edit and T's record), then the second
 	// edit: h2 out of alias a.
-	logs.waitFor(t, from, "zone configuration changed", "object=zone z")
+	logs.waitFor(t, from, "zone configuration held", "object=zone z")
 	from = logs.mark()
 	put(zones.KindAlias, "a", 1, "10.9.9.9")
-	logs.waitFor(t, from, "zone configuration changed", "object=alias a")
+	logs.waitFor(t, from, "zone configuration held", "object=alias a")
+	from = logs.mark()
 	f.SendEndOfRIB(ra, s1Addr)
+	// Said changed once in force, each object once.
+	logs.waitFor(t, from, "zone configuration changed", "object=zone z")
+	logs.waitFor(t, from, "zone configuration changed", "object=alias a")
 	waitUntil(t, "the new zoning in force", func() bool {
 		cfg := s1.agent.config.Load()
 		z, a := cfg.Zones["z"], cfg.Aliases["a"]
@@ -249,19 +253,19 @@ func TestConfigHoldDue(t *testing.T) {
 	h.sessionUp(ms(0))
 	h.sessionUp(ms(100)) // only the first session counts
 	check("waiting for End-of-RIB", &h, ms(5000), "bound")
-	h.record(ms(300))
+	h.record(ms(300), "zone z")
 	check("a record before End-of-RIB", &h, ms(5000), "bound")
 	h.endOfRIB(ms(400))
 	check("End-of-RIB", &h, ms(650), "end-of-rib")
-	h.record(ms(600))
+	h.record(ms(600), "zone z")
 	check("a record after End-of-RIB", &h, ms(850), "end-of-rib")
-	h.record(ms(4900))
+	h.record(ms(4900), "zone z")
 	check("records up to the bound", &h, ms(5000), "bound")
 
 	h = newConfigHold(time.Second, false, zones.Records{})
 	h.sessionUp(ms(0))
 	check("no graceful restart: quiet after the session", &h, ms(250), "quiet")
-	h.record(ms(100))
+	h.record(ms(100), "zone z")
 	check("no graceful restart: quiet after the last record", &h, ms(350), "quiet")
 
 	if h := newConfigHold(0, true, zones.Records{}); h.on {
