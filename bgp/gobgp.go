@@ -631,7 +631,7 @@ func (g *GoBGP) addPath(ctx context.Context, p *api.Path) error {
 func (g *GoBGP) WatchRecords(ctx context.Context, fn func(RecordEvent)) error {
 	var s *settler
 	if g.cfg.GracefulRestart.Enabled {
-		s = newSettler(g.cfg.GracefulRestart.SettleTime, g.reestablishedAt)
+		s = newSettler(g.cfg.GracefulRestart.SettleTime, g.settlingSince)
 	}
 	snap := func(ctx context.Context) ([]RecordEvent, error) {
 		return g.listPaths(ctx, api.TableType_GLOBAL, "", nil)
@@ -648,6 +648,36 @@ type uptimeRead struct {
 // uptimeCacheFor is how long a read of GoBGP's session uptime is reused:
 // withdraws come in bursts.
 const uptimeCacheFor = 50 * time.Millisecond
+
+// settlingSince is the time from which withdraws of records last learned
+// from src are held for the settle time: when src's session last came back
+// up, or, while src is dropped as a lost reflector (reflectorloss.go), when
+// the latest of the other neighbors did. Dropping a lost reflector
+// withdraws the records the serving one lacks; one that came back moments
+// ago may still be re-learning them (found by the soak, seed
+// 4501343603921199704 step 16: a leaf dropped a partitioned reflector 0.5 s
+// after the other came back from a restart, and its hosts were told
+// reason 7 for targets that were there).
+func (g *GoBGP) settlingSince(src netip.Addr) time.Time {
+	at := g.reestablishedAt(src)
+	if !g.loss.lost(src) {
+		return at
+	}
+	g.mu.Lock()
+	others := make([]netip.Addr, 0, len(g.firstUp))
+	for a := range g.firstUp {
+		if a != src {
+			others = append(others, a)
+		}
+	}
+	g.mu.Unlock()
+	for _, a := range others {
+		if t := g.reestablishedAt(a); t.After(at) {
+			at = t
+		}
+	}
+	return at
+}
 
 // reestablishedAt is when the session to a last came back up after having
 // been established before (zero if never). Neighbor events reach us on
