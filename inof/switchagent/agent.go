@@ -212,10 +212,15 @@ func (a *Agent) Run(ctx context.Context) error {
 	}
 	a.zrecs = zrecs
 	a.config.Store(zrecs.Config())
-	if a.engine, err = NewEngine(a.self, a.opts.HoldDown, zrecs.Config()); err != nil {
+	closed := startsClosed(a.opts, loaded, saved)
+	inForce := zrecs.Config()
+	if closed {
+		inForce = closedZoning()
+	}
+	if a.engine, err = NewEngine(a.self, a.opts.HoldDown, inForce); err != nil {
 		return err
 	}
-	a.discoveryInit(zrecs.Config())
+	a.discoveryInit(inForce)
 	now := time.Now()
 	restarting := loaded && a.opts.GracefulRestart.Enabled && now.Sub(saved.Saved) < a.opts.GracefulRestart.RestartTime
 	a.log.Info("switch agent starting", "router_id", a.opts.RouterID, "restarting", restarting,
@@ -253,7 +258,7 @@ func (a *Agent) Run(ctx context.Context) error {
 
 	a.setFormat(cmp.Or(saved.Format, bgp.FormatDevices))
 	if !a.opts.Direct() {
-		a.startConfigHold(runCtx)
+		a.startConfigHold(runCtx, closed)
 	}
 	if a.opts.Direct() {
 		a.apply(ctx, restored)
@@ -923,7 +928,8 @@ func (a *Agent) save(clean bool) error {
 	}
 	entries := a.reg.Entries()
 	s := savedState{Saved: time.Now(), Clean: clean, Published: published, Format: a.format, Local: a.engine.Published(),
-		Told: a.engine.Told(), Zones: z, Registrations: registrations(entries, a.engine.RestoredExpiries())}
+		Told: a.engine.Told(), Zones: z, Registrations: registrations(entries, a.engine.RestoredExpiries()),
+		ZoningUnknown: a.hold.on && a.hold.unknown}
 	if err := saveState(a.opts.stateFile(), s); err != nil {
 		return fmt.Errorf("switchagent: %w", err)
 	}

@@ -36,6 +36,10 @@ type configHold struct {
 	// saved is the zoning in force when the hold began: the state file
 	// keeps it while the hold lasts (a crash must not restore a mix).
 	saved zones.Records
+	// unknown: no zoning was saved (a first start, or a state file lost),
+	// so none is known: while held, the engine has closedZoning (nothing
+	// is visible) and the state file says the zoning is unknown.
+	unknown bool
 	// objects are the zone store objects whose records changed the zoning
 	// held, in the order they did (each once): the log says they changed
 	// when they go in force.
@@ -58,12 +62,32 @@ const configQuiet = 250 * time.Millisecond
 const eorPoll = 25 * time.Millisecond
 
 // newConfigHold starts a hold of at most bound after the first session
-// comes up (none when bound is 0), of zoning in force.
-func newConfigHold(bound time.Duration, needEOR bool, zoning zones.Records) configHold {
+// comes up (none when bound is 0), of zoning in force, or of none known.
+func newConfigHold(bound time.Duration, needEOR bool, zoning zones.Records, unknown bool) configHold {
 	if bound <= 0 {
 		return configHold{}
 	}
-	return configHold{on: true, needEOR: needEOR, bound: bound, saved: maps.Clone(zoning)}
+	return configHold{on: true, needEOR: needEOR, bound: bound, saved: maps.Clone(zoning), unknown: unknown}
+}
+
+// closedZoning is the zoning in force while a switch that knows none holds
+// the one it receives: no zones and no default zone, so no device sees
+// another. A switch that has never received the fabric's zoning must not
+// judge devices under the empty one, under which (the default zone on)
+// every unzoned pair is visible: a host zoned away from a target would be
+// told it active until the configuration arrived. Records are published
+// with their route targets as under the empty zoning (the default zone's
+// for every device), and the switch subscribes to no zone until the hold
+// ends.
+func closedZoning() *zones.Config {
+	return zones.NewConfig(zones.Settings{DefaultZoneEnabled: false, HardZoning: true})
+}
+
+// startsClosed reports whether an agent starts with closedZoning: it holds
+// the configuration (not direct, a hold configured) and knows no zoning
+// (no state file, or one saved while the zoning was unknown).
+func startsClosed(o Options, loaded bool, saved savedState) bool {
+	return !o.Direct() && o.ConfigHold > 0 && (!loaded || saved.ZoningUnknown)
 }
 
 // sessionUp starts the bound at the first session.
@@ -125,11 +149,15 @@ func (h *configHold) zoning(recs zones.Records) zones.Records {
 	return recs
 }
 
-// startConfigHold starts the hold of the zoning restored and, if it waits
-// for End-of-RIB, the poll that reports it (until runCtx ends or the hold
-// does).
-func (a *Agent) startConfigHold(runCtx context.Context) {
-	a.hold = newConfigHold(a.opts.ConfigHold, a.opts.GracefulRestart.Enabled, a.zrecs)
+// startConfigHold starts the hold of the zoning restored (closed: of none
+// known) and, if it waits for End-of-RIB, the poll that reports it (until
+// runCtx ends or the hold does).
+func (a *Agent) startConfigHold(runCtx context.Context, closed bool) {
+	a.hold = newConfigHold(a.opts.ConfigHold, a.opts.GracefulRestart.Enabled, a.zrecs, closed)
+	if closed {
+		a.configDue = true // the zoning received goes in force at the end, changed or not
+		a.log.Info("no zoning known yet: no device sees another until the reflectors' configuration is in force")
+	}
 	if !a.hold.on || !a.hold.needEOR {
 		return
 	}

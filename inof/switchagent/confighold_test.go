@@ -90,12 +90,16 @@ func (l *logLines) waitFor(t *testing.T, from int, parts ...string) {
 // record), then its End-of-RIB. h2 must never be told of T. Without the
 // hold the switch put the first edit in force alone and told h2 that T was
 // active, and inactive when the second came.
-func TestRestartTakesWholeZoning(t *testing.T) {
+// configFabric starts a fake fabric with one reflector serving clients
+// and returns it, the reflector's address, and put, which publishes a zone
+// store record at the reflector (version v above a base generation).
+func configFabric(t *testing.T, clients ...netip.Addr) (*bgp.FakeFabric, netip.Addr,
+	func(kind zones.Kind, name string, v uint64, members ...string)) {
+	t.Helper()
 	ctx := context.Background()
 	f := bgp.NewFakeFabric()
-	ra, s1Addr, s2Addr := netip.MustParseAddr("10.255.0.1"), netip.MustParseAddr("10.0.0.11"), netip.MustParseAddr("10.0.0.12")
+	ra := netip.MustParseAddr("10.255.0.1")
 	raID, _ := inof.RouterIDFrom(ra)
-	s2ID, _ := inof.RouterIDFrom(s2Addr)
 	refl, err := f.NewSpeaker(bgp.Options{Role: bgp.RoleReflector, ASN: testASN, RouterID: ra})
 	if err != nil {
 		t.Fatal(err)
@@ -104,7 +108,7 @@ func TestRestartTakesWholeZoning(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(refl.Stop)
-	for _, c := range []netip.Addr{s1Addr, s2Addr} {
+	for _, c := range clients {
 		if err := refl.AddNeighbor(ctx, bgp.Neighbor{Address: c, RRClient: true}); err != nil {
 			t.Fatal(err)
 		}
@@ -127,6 +131,64 @@ func TestRestartTakesWholeZoning(t *testing.T) {
 			}
 		}
 	}
+	return f, ra, put
+}
+
+// TestFirstStartJudgesUnderNoZoning: a switch that has never received the
+// fabric's zoning starts (no state file) with a host h and a target T on
+// its ports; the fabric's zoning puts T in zone z with another host only.
+// The reflector's configuration arrives held (End-of-RIB deferred). h must
+// never be told T active: judged under the empty zoning, where both are
+// unzoned, it was (the CI's TestPrivZoneIsolation, an edit within the hold
+// of a fresh switch). An unzoned target U, visible to h under the fabric's
+// zoning, is told once the hold ends.
+func TestFirstStartJudgesUnderNoZoning(t *testing.T) {
+	s1Addr := netip.MustParseAddr("10.0.0.11")
+	f, ra, put := configFabric(t, s1Addr)
+	h := inof.Device{Addr: netip.MustParseAddr("10.1.0.2"), Role: inof.RoleHost, Protocol: inof.ProtocolTCP}
+	tgt := inof.Device{Addr: netip.MustParseAddr("10.2.0.1"), Role: inof.RoleTarget, Protocol: inof.ProtocolTCP, Port: 4420}
+	u := inof.Device{Addr: netip.MustParseAddr("10.2.0.2"), Role: inof.RoleTarget, Protocol: inof.ProtocolTCP, Port: 4420}
+	put(zones.KindZone, "z", 0, "10.1.0.99", tgt.Addr.String())
+	f.DeferEndOfRIB(ra)
+
+	logs := newLogLines()
+	near, far := memPorts(s1Addr.String(), "swp1", "swp2", "swp3")
+	runSwitchLogged(t, f, ra, s1Addr.String(), t.TempDir(), nil, slog.New(logs), func(o *Options) {
+		o.AccessPorts = []string{"swp1", "swp2", "swp3"}
+		o.ConfigHold = time.Minute // only the End-of-RIB ends it here
+	}, near)
+	host := newSimHost(t, far["swp1"], h)
+	newSimHost(t, far["swp2"], tgt).register(120)
+	newSimHost(t, far["swp3"], u).register(120)
+	host.register(120)
+	logs.waitFor(t, 0, "zone configuration held", "object=zone z")
+	for _, d := range []inof.Device{tgt, u, h} {
+		logs.waitFor(t, 0, "device registered", d.Addr.String())
+	}
+	logs.mu.Lock()
+	for _, l := range logs.lines {
+		if strings.Contains(l, "zone configuration no longer held") {
+			t.Errorf("the hold ended before the End-of-RIB: %s", l)
+		}
+	}
+	logs.mu.Unlock()
+	f.SendEndOfRIB(ra, s1Addr)
+	// A marker h must hear: everything before it was sent before.
+	host.waitFor("h sees U", last(u.Addr, inof.StateActive, inof.ReasonNone))
+	host.mu.Lock()
+	defer host.mu.Unlock()
+	for _, n := range host.got {
+		if n.Target == tgt.Addr {
+			t.Errorf("h was told %s %s (reason %s), which the fabric's zoning does not let it see", n.Target, n.State, n.Reason)
+		}
+	}
+}
+
+func TestRestartTakesWholeZoning(t *testing.T) {
+	ctx := context.Background()
+	s1Addr, s2Addr := netip.MustParseAddr("10.0.0.11"), netip.MustParseAddr("10.0.0.12")
+	s2ID, _ := inof.RouterIDFrom(s2Addr)
+	f, ra, put := configFabric(t, s1Addr, s2Addr)
 
 	// Switch 2 is a bare speaker: its records say what the test wants, when
 	// it wants.
@@ -246,7 +308,7 @@ func TestConfigHoldDue(t *testing.T) {
 	if _, _, ok := none.due(); ok {
 		t.Error("no hold is due")
 	}
-	h := newConfigHold(5*time.Second, true, zones.Records{})
+	h := newConfigHold(5*time.Second, true, zones.Records{}, false)
 	if _, _, ok := h.due(); ok {
 		t.Error("a hold is due before a session came up")
 	}
@@ -262,13 +324,36 @@ func TestConfigHoldDue(t *testing.T) {
 	h.record(ms(4900), "zone z")
 	check("records up to the bound", &h, ms(5000), "bound")
 
-	h = newConfigHold(time.Second, false, zones.Records{})
+	h = newConfigHold(time.Second, false, zones.Records{}, false)
 	h.sessionUp(ms(0))
 	check("no graceful restart: quiet after the session", &h, ms(250), "quiet")
 	h.record(ms(100), "zone z")
 	check("no graceful restart: quiet after the last record", &h, ms(350), "quiet")
 
-	if h := newConfigHold(0, true, zones.Records{}); h.on {
+	if h := newConfigHold(0, true, zones.Records{}, false); h.on {
 		t.Error("config_hold 0 holds")
+	}
+}
+
+// TestStartsClosed: which starts know no zoning.
+func TestStartsClosed(t *testing.T) {
+	fabric := Options{ConfigHold: 5 * time.Second, Reflectors: []ReflectorOptions{{}}}
+	direct := Options{ConfigHold: 5 * time.Second} // no reflectors
+	for _, c := range []struct {
+		what   string
+		o      Options
+		loaded bool
+		saved  savedState
+		want   bool
+	}{
+		{"first start", fabric, false, savedState{}, true},
+		{"state file with the zoning", fabric, true, savedState{}, false},
+		{"state saved during a first start's hold", fabric, true, savedState{ZoningUnknown: true}, true},
+		{"no hold configured", Options{Reflectors: fabric.Reflectors}, false, savedState{}, false},
+		{"direct: the zoning is the switch's own", direct, false, savedState{}, false},
+	} {
+		if got := startsClosed(c.o, c.loaded, c.saved); got != c.want {
+			t.Errorf("%s: startsClosed %v, want %v", c.what, got, c.want)
+		}
 	}
 }

@@ -37,6 +37,11 @@ type savedState struct {
 	// Format is the record format the switch published in (absent in
 	// files of older releases: per-device).
 	Format bgp.RecordFormat `json:"format,omitempty"`
+	// ZoningUnknown: the agent had not received the fabric's zoning yet
+	// when it saved (the hold of a first start, confighold.go), so Zones
+	// is no zoning of the fabric and the next start holds everything
+	// closed too.
+	ZoningUnknown bool `json:"zoning_unknown,omitempty"`
 }
 
 // savedRegistration is one registration's deadline, and its TTL when the
