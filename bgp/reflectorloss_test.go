@@ -19,51 +19,8 @@ import (
 // again.
 func TestLostReflectorDoesNotShadow(t *testing.T) {
 	ctx := context.Background()
-	r1Addr, r2Addr := addr("127.0.0.1"), addr("127.0.0.4")
-	clients := []string{"127.0.0.2", "127.0.0.3"}
-	c1 := childConfig{RouterID: r1Addr.String(), Port: freePort(t, r1Addr), Clients: clients, RestartTime: 120 * time.Second}
-	c2 := childConfig{RouterID: r2Addr.String(), Port: freePort(t, r2Addr), Clients: clients, RestartTime: 120 * time.Second}
-	r1 := startChildReflector(t, c1)
-	r2 := startChildReflector(t, c2)
-	gr := Options{GracefulRestart: GracefulRestart{Enabled: true, RestartTime: 120 * time.Second}}
-	a := startClient(t, addr("127.0.0.2"), gr)
-	b := startClient(t, addr("127.0.0.3"), gr)
-	for _, c := range []*node{a, b} {
-		for _, r := range []*childReflector{r1, r2} {
-			if err := c.AddNeighbor(ctx, Neighbor{Address: r.addr, Port: r.port, LocalAddress: c.addr}); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-	waitEstablished(t, a, 2)
-	waitEstablished(t, b, 2)
-	zone := ZoneRT(testASN, "prod")
-	if err := b.Subscribe(ctx, zone); err != nil {
-		t.Fatal(err)
-	}
-	const n = 10
-	for i := range n {
-		if err := a.Publish(ctx, device(routerID(a), i), zone); err != nil {
-			t.Fatal(err)
-		}
-	}
-	fromR1 := func(m map[string]RecordEvent) bool {
-		if len(m) != n {
-			return false
-		}
-		for _, e := range m {
-			if e.Source != r1.addr {
-				return false
-			}
-		}
-		return true
-	}
-	b.view.waitFor(t, "every record best from the lower-addressed reflector", fromR1)
-	// The other reflector's copies must have arrived too before r1 goes:
-	// best from r1 says nothing of them, and a record r2 has not reflected
-	// yet is withdrawn when b drops r1 (the test used to fail so, "the
-	// client saw N withdraws", on a loaded machine).
-	waitReceived(t, b, map[netip.Addr]uint64{r1.addr: n, r2.addr: n})
+	lf := startLossFabric(t, GracefulRestart{Enabled: true, RestartTime: 120 * time.Second})
+	c1, r1, r2, a, b, zone := lf.c1, lf.r1, lf.r2, lf.a, lf.b, lf.zone
 
 	r1.Kill() // SIGKILL: the sessions die, graceful restart keeps r1's routes
 	waitState(t, b, r1.addr, func(s SessionState) bool { return s != StateEstablished })
@@ -81,14 +38,7 @@ func TestLostReflectorDoesNotShadow(t *testing.T) {
 		return ok && d.State == inof.StateInactive
 	})
 	t.Logf("change seen at the client %v after the kill (restart time 120 s)", time.Since(killed).Round(time.Millisecond))
-	b.view.waitFor(t, "every record from the surviving reflector", func(m map[string]RecordEvent) bool {
-		for _, e := range m {
-			if e.Source != r2.addr || e.Stale {
-				return false
-			}
-		}
-		return len(m) == n
-	})
+	b.view.waitFor(t, "every record from the surviving reflector", allFrom(r2.addr, lossRecords))
 	if w := b.view.withdrawCount(); w != 0 {
 		t.Fatalf("the client saw %d withdraws while the other reflector served", w)
 	}
@@ -115,60 +65,16 @@ func TestLostReflectorDoesNotShadow(t *testing.T) {
 // with every record and no withdraw.
 func TestLostReflectorWaitsForReturningOne(t *testing.T) {
 	ctx := context.Background()
-	r1Addr, r2Addr := addr("127.0.0.1"), addr("127.0.0.4")
-	clients := []string{"127.0.0.2", "127.0.0.3"}
-	c1 := childConfig{RouterID: r1Addr.String(), Port: freePort(t, r1Addr), Clients: clients, RestartTime: 120 * time.Second}
-	c2 := childConfig{RouterID: r2Addr.String(), Port: freePort(t, r2Addr), Clients: clients, RestartTime: 120 * time.Second}
-	r1 := startChildReflector(t, c1)
-	r2 := startChildReflector(t, c2)
 	// The settle time is far longer than the test: only r2 re-learning
 	// the records ends the hold.
-	gr := Options{GracefulRestart: GracefulRestart{Enabled: true, RestartTime: 120 * time.Second, SettleTime: 10 * time.Minute}}
-	a := startClient(t, addr("127.0.0.2"), gr)
-	b := startClient(t, addr("127.0.0.3"), gr)
-	peer := func(c *node, r *childReflector) {
-		t.Helper()
-		if err := c.AddNeighbor(ctx, Neighbor{Address: r.addr, Port: r.port, LocalAddress: c.addr}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for _, c := range []*node{a, b} {
-		peer(c, r1)
-		peer(c, r2)
-	}
-	waitEstablished(t, a, 2)
-	waitEstablished(t, b, 2)
-	zone := ZoneRT(testASN, "prod")
-	if err := b.Subscribe(ctx, zone); err != nil {
-		t.Fatal(err)
-	}
-	const n = 10
-	for i := range n {
-		if err := a.Publish(ctx, device(routerID(a), i), zone); err != nil {
-			t.Fatal(err)
-		}
-	}
-	from := func(r netip.Addr) func(map[string]RecordEvent) bool {
-		return func(m map[string]RecordEvent) bool {
-			if len(m) != n {
-				return false
-			}
-			for _, e := range m {
-				if e.Source != r || e.Stale {
-					return false
-				}
-			}
-			return true
-		}
-	}
-	b.view.waitFor(t, "every record best from the lower-addressed reflector", from(r1.addr))
-	waitReceived(t, b, map[netip.Addr]uint64{r1.addr: n, r2.addr: n})
+	lf := startLossFabric(t, GracefulRestart{Enabled: true, RestartTime: 120 * time.Second, SettleTime: 10 * time.Minute})
+	c2, r1, r2, a, b := lf.c2, lf.r1, lf.r2, lf.a, lf.b
 
 	// r2 restarts without a's records: a is not its neighbor meanwhile.
 	if err := a.RemoveNeighbor(ctx, r2.addr); err != nil {
 		t.Fatal(err)
 	}
-	waitReceived(t, b, map[netip.Addr]uint64{r1.addr: n, r2.addr: 0})
+	waitReceived(t, b, map[netip.Addr]uint64{r1.addr: lossRecords, r2.addr: 0})
 	r2.Kill()
 	waitState(t, b, r2.addr, func(s SessionState) bool { return s != StateEstablished })
 	c2.Restarting = true
@@ -193,9 +99,79 @@ func TestLostReflectorWaitsForReturningOne(t *testing.T) {
 	}
 
 	// r2 re-learns them.
-	peer(a, r2)
-	b.view.waitFor(t, "every record from the returned reflector", from(r2.addr))
+	if err := a.AddNeighbor(ctx, Neighbor{Address: r2.addr, Port: r2.port, LocalAddress: a.addr}); err != nil {
+		t.Fatal(err)
+	}
+	b.view.waitFor(t, "every record from the returned reflector", allFrom(r2.addr, lossRecords))
 	if w := b.view.withdrawCount(); w != 0 {
 		t.Fatalf("the client saw %d withdraws; the returned reflector re-learned every record within its settle time", w)
+	}
+}
+
+// lossFabric is two child reflectors (r1 with the lower address, whose
+// copies win GoBGP's tie-break) serving clients a and b; a published
+// lossRecords records in zone, which b subscribes to.
+type lossFabric struct {
+	c1, c2 childConfig
+	r1, r2 *childReflector
+	a, b   *node
+	zone   RouteTarget
+}
+
+const lossRecords = 10
+
+// startLossFabric starts it with the clients' graceful restart gr and waits
+// until b holds every record best from r1 and both reflectors' copies.
+func startLossFabric(t *testing.T, gr GracefulRestart) lossFabric {
+	t.Helper()
+	ctx := context.Background()
+	r1Addr, r2Addr := addr("127.0.0.1"), addr("127.0.0.4")
+	clients := []string{"127.0.0.2", "127.0.0.3"}
+	lf := lossFabric{
+		c1:   childConfig{RouterID: r1Addr.String(), Port: freePort(t, r1Addr), Clients: clients, RestartTime: 120 * time.Second},
+		c2:   childConfig{RouterID: r2Addr.String(), Port: freePort(t, r2Addr), Clients: clients, RestartTime: 120 * time.Second},
+		zone: ZoneRT(testASN, "prod"),
+	}
+	lf.r1, lf.r2 = startChildReflector(t, lf.c1), startChildReflector(t, lf.c2)
+	lf.a = startClient(t, addr("127.0.0.2"), Options{GracefulRestart: gr})
+	lf.b = startClient(t, addr("127.0.0.3"), Options{GracefulRestart: gr})
+	for _, c := range []*node{lf.a, lf.b} {
+		for _, r := range []*childReflector{lf.r1, lf.r2} {
+			if err := c.AddNeighbor(ctx, Neighbor{Address: r.addr, Port: r.port, LocalAddress: c.addr}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	waitEstablished(t, lf.a, 2)
+	waitEstablished(t, lf.b, 2)
+	if err := lf.b.Subscribe(ctx, lf.zone); err != nil {
+		t.Fatal(err)
+	}
+	for i := range lossRecords {
+		if err := lf.a.Publish(ctx, device(routerID(lf.a), i), lf.zone); err != nil {
+			t.Fatal(err)
+		}
+	}
+	lf.b.view.waitFor(t, "every record best from the lower-addressed reflector", allFrom(lf.r1.addr, lossRecords))
+	// The other reflector's copies must have arrived too before r1 goes:
+	// best from r1 says nothing of them, and a record r2 has not reflected
+	// yet is withdrawn when b drops r1 (TestLostReflectorDoesNotShadow
+	// used to fail so, "the client saw N withdraws", on a loaded machine).
+	waitReceived(t, lf.b, map[netip.Addr]uint64{lf.r1.addr: lossRecords, lf.r2.addr: lossRecords})
+	return lf
+}
+
+// allFrom: a view holds n records, each best from r and not stale.
+func allFrom(r netip.Addr, n int) func(map[string]RecordEvent) bool {
+	return func(m map[string]RecordEvent) bool {
+		if len(m) != n {
+			return false
+		}
+		for _, e := range m {
+			if e.Source != r || e.Stale {
+				return false
+			}
+		}
+		return true
 	}
 }
