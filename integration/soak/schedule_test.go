@@ -177,6 +177,15 @@ func TestAfterEditUnderCandidates(t *testing.T) {
 	if got := AfterEdit([]*zones.Config{l.Config}, remove, true); len(got) != 0 {
 		t.Fatal("an edit no configuration takes was explained")
 	}
+	// A delete refused by a reflector that holds a candidate without the
+	// zone (seed 16243500294112775592).
+	without := l.Config.Clone()
+	delete(without.Zones, "zA")
+	del := Edit{Args: []string{"zone", "delete", "zA"}, Keys: []string{"zone:zA"},
+		Apply: func(c *zones.Config) error { return deleteObject(c.Zones, "zA") }}
+	if got := AfterEdit([]*zones.Config{l.Config, without}, del, false); len(got) != 1 || !SameConfig(got[0], without) {
+		t.Fatalf("refused delete: %d configurations, want the one without the zone", len(got))
+	}
 }
 
 func TestParseZoning(t *testing.T) {
