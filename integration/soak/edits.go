@@ -430,6 +430,29 @@ func Candidates(base *zones.Config, a, b Edit, aOK, bOK bool) []*zones.Config {
 	return out
 }
 
+// Passing are the configurations the fabric may hold on the way to one of
+// the Candidates of two edits committed at the same time, beyond them: each
+// edit that succeeded applied to base alone, which its reflector held
+// until it adopted the other's, and which the switches were sent (seed
+// 15397260239042831068 step 29: a zone edit on rr1 and a rename of that
+// zone on rr2; the switches took rr1's edit first, a host lost a target for
+// 25 ms, reason zone change, and the rename's records, with the zone's old
+// members, brought it back). A notification such a configuration explains
+// is fair; what hosts are told last must still match a candidate.
+func Passing(base *zones.Config, a, b Edit, aOK, bOK bool) []*zones.Config {
+	var out []*zones.Config
+	for _, e := range []struct {
+		edit Edit
+		ok   bool
+	}{{a, aOK}, {b, bOK}} {
+		c := base.Clone()
+		if e.ok && e.edit.Apply(c) == nil {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
 // copyObject sets object key of c as it is in from.
 func copyObject(c, from *zones.Config, key string) {
 	kind, name, _ := strings.Cut(key, ":")

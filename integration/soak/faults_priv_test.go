@@ -420,7 +420,7 @@ func (r *run) concurrentEdits(pick uint64) bool {
 	} else {
 		r.m.Candidates = cands
 	}
-	for _, c := range cands {
+	for _, c := range append(cands, Passing(base, a, b, errs[0] == nil, errs[1] == nil)...) {
 		r.hist.Config(c)
 	}
 	return true

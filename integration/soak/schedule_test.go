@@ -145,6 +145,17 @@ func TestCandidatesOfConcurrentEdits(t *testing.T) {
 		!slices.Contains(got[0].Zones["zA"].Members, m1) || slices.Contains(got[0].Zones["zA"].Members, m2) {
 		t.Fatalf("one edit refused: %d candidates", len(got))
 	}
+	// On the way: each alone on base (here also the refused one's
+	// partner), never the refused one.
+	if got := Passing(base, addTo("zA", m1), addTo("zB", m2), true, true); len(got) != 2 ||
+		!slices.Contains(got[0].Zones["zA"].Members, m1) || slices.Contains(got[0].Zones["zB"].Members, m2) ||
+		!slices.Contains(got[1].Zones["zB"].Members, m2) || slices.Contains(got[1].Zones["zA"].Members, m1) {
+		t.Fatalf("passing configurations of two edits: %d", len(got))
+	}
+	if got := Passing(base, addTo("zA", m1), addTo("zB", m2), false, true); len(got) != 1 ||
+		slices.Contains(got[0].Zones["zA"].Members, m1) {
+		t.Fatalf("passing configurations with one refused: %d", len(got))
+	}
 }
 
 // TestAfterEditUnderCandidates: an edit drawn from the model's zoning while
