@@ -108,8 +108,11 @@ type GoBGP struct {
 	// after having been established before (graceful-restart settling).
 	reestablished map[netip.Addr]time.Time
 	firstUp       map[netip.Addr]time.Time // when each session was first established
-	uptime        map[netip.Addr]uptimeRead
-	neighbors     map[netip.Addr]Neighbor
+	// away are the neighbors whose established session ended and has not
+	// come back, with when it ended (graceful-restart holding).
+	away      map[netip.Addr]awayRead
+	uptime    map[netip.Addr]uptimeRead
+	neighbors map[netip.Addr]Neighbor
 
 	// restartSynced: this restart's deferral is over (restartPending).
 	restartSynced atomic.Bool
@@ -150,6 +153,7 @@ func NewGoBGP(cfg Options) (*GoBGP, error) {
 	log := cfg.Logger.With("router_id", cfg.RouterID.String())
 	return &GoBGP{cfg: cfg, log: log, neighbors: map[netip.Addr]Neighbor{}, done: make(chan struct{}),
 		reestablished: map[netip.Addr]time.Time{}, firstUp: map[netip.Addr]time.Time{}, uptime: map[netip.Addr]uptimeRead{},
+		away:         map[netip.Addr]awayRead{},
 		bfdDown:      map[netip.Addr]bool{},
 		malformedLog: rateLimit{every: time.Second}, resyncLog: rateLimit{every: time.Second}}, nil
 }
@@ -553,6 +557,7 @@ func (g *GoBGP) RemoveNeighbor(ctx context.Context, addr netip.Addr) error {
 	n := g.neighbors[addr]
 	delete(g.neighbors, addr)
 	delete(g.bfdDown, addr)
+	delete(g.away, addr)
 	g.mu.Unlock()
 	if n.BFD != nil {
 		if err := g.cfg.BFD.Remove(bfdKey(n)); err != nil {
@@ -626,12 +631,14 @@ func (g *GoBGP) addPath(ctx context.Context, p *api.Path) error {
 
 // WatchRecords implements Speaker with the best-path table. With graceful
 // restart, withdraws from a neighbor that just came back are held for the
-// settle time (see GracefulRestart.SettleTime). The watch ends with ctx or
-// Stop; fn runs on the watch's own goroutine.
+// settle time (see GracefulRestart.SettleTime), and on a client those of
+// records kept stale while their neighbor is away, until its restart time
+// ends (holdUntil). The watch ends with ctx or Stop; fn runs on the
+// watch's own goroutine.
 func (g *GoBGP) WatchRecords(ctx context.Context, fn func(RecordEvent)) error {
 	var s *settler
 	if g.cfg.GracefulRestart.Enabled {
-		s = newSettler(g.cfg.GracefulRestart.SettleTime, g.settlingSince)
+		s = newSettler(g.holdUntil)
 	}
 	snap := func(ctx context.Context) ([]RecordEvent, error) {
 		return g.listPaths(ctx, api.TableType_GLOBAL, "", nil)
@@ -718,13 +725,84 @@ func (g *GoBGP) reestablishedAt(a netip.Addr) time.Time {
 func (g *GoBGP) trackRestarts(ev NeighborEvent) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if ev.State == StateEstablished {
+	switch {
+	case ev.State == StateEstablished:
+		delete(g.away, ev.Address)
 		if g.firstUp[ev.Address].IsZero() {
 			g.firstUp[ev.Address] = time.Now()
 		} else {
 			g.reestablished[ev.Address] = time.Now()
 		}
+	case !g.firstUp[ev.Address].IsZero():
+		if _, ok := g.away[ev.Address]; !ok {
+			g.away[ev.Address] = awayRead{since: time.Now()}
+		}
 	}
+}
+
+// awayRead is when a neighbor's session ended and the restart time it had
+// announced (zero until read).
+type awayRead struct {
+	since   time.Time
+	restart time.Duration
+}
+
+// holdUntil is the settler's rule (see WatchRecords): until when a
+// withdraw of a record last delivered from o is held. Withdraws of records
+// from a neighbor that came back are held for the settle time
+// (settlingSince). On a client, withdraws of records graceful restart kept
+// stale are held too, until the neighbor's restart time is over, while it
+// is away and not dropped as a lost reflector: GoBGP drops a restarting
+// neighbor's stale routes as soon as one attempt to reconnect fails after
+// the TCP connection is up (OpenSent to Idle), not when the restart time
+// ends — and a reflector accepts and closes the connection of a switch it
+// holds down after BFD loss, or one it has not configured yet while it
+// starts (TestRefusedReconnectKeepsStaleRecords).
+func (g *GoBGP) holdUntil(o origin, now time.Time) time.Time {
+	until := g.settlingSince(o.src).Add(g.cfg.GracefulRestart.SettleTime)
+	if !o.stale || g.cfg.Role != RoleClient || g.loss.lost(o.src) {
+		return until
+	}
+	// Asked again at least every settle time: the neighbor's return may
+	// reach us after its End-of-RIB's withdraws (another GoBGP watcher),
+	// and from then on only the settle time holds.
+	end := g.restartEnds(o.src)
+	if next := now.Add(g.cfg.GracefulRestart.SettleTime); end.After(next) {
+		end = next
+	}
+	if end.After(until) {
+		until = end
+	}
+	return until
+}
+
+// restartEnds is when the restart time of an away neighbor ends (zero if
+// it is not away): the restart time it announced, read from GoBGP once per
+// absence, or ours.
+func (g *GoBGP) restartEnds(a netip.Addr) time.Time {
+	g.mu.Lock()
+	away, ok := g.away[a]
+	_, configured := g.neighbors[a]
+	g.mu.Unlock()
+	if !ok || !configured {
+		return time.Time{}
+	}
+	if away.restart == 0 {
+		away.restart = g.cfg.GracefulRestart.RestartTime
+		err := g.srv.ListPeer(context.Background(), &api.ListPeerRequest{Address: a.String()}, func(p *api.Peer) {
+			if t := p.GetGracefulRestart().GetPeerRestartTime(); t > 0 {
+				away.restart = time.Duration(t) * time.Second
+			}
+		})
+		if err == nil {
+			g.mu.Lock()
+			if cur, still := g.away[a]; still && cur.since.Equal(away.since) {
+				g.away[a] = away
+			}
+			g.mu.Unlock()
+		}
+	}
+	return away.since.Add(away.restart)
 }
 
 // WatchReceived calls fn for every opaque record received from any neighbor

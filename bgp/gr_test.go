@@ -3,6 +3,7 @@ package bgp
 import (
 	"context"
 	"encoding/json"
+	"net"
 	"net/netip"
 	"testing"
 	"time"
@@ -167,5 +168,125 @@ func TestGracefulStopNotification(t *testing.T) {
 				t.Fatalf("b saw %d withdraws across a's stop and restart", w)
 			}
 		})
+	}
+}
+
+// refuser stands in for a reflector that accepts a switch's connection and
+// closes it at once: one that holds the switch down after BFD loss, or
+// has not configured it yet while it starts. It counts the connections.
+type refuser struct {
+	ln       net.Listener
+	accepted chan struct{}
+}
+
+func startRefuser(t *testing.T, at netip.AddrPort) *refuser {
+	t.Helper()
+	ln, err := net.Listen("tcp", at.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &refuser{ln: ln, accepted: make(chan struct{}, 64)}
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+			select {
+			case r.accepted <- struct{}{}:
+			default:
+			}
+		}
+	}()
+	t.Cleanup(func() { ln.Close() })
+	return r
+}
+
+// waitRefused waits until n connections were refused.
+func (r *refuser) waitRefused(t *testing.T, n int) {
+	t.Helper()
+	for range n {
+		select {
+		case <-r.accepted:
+		case <-time.After(60 * time.Second):
+			t.Fatalf("fewer than %d reconnects reached the refusing listener in a minute", n)
+		}
+	}
+}
+
+// killedWithRefuser starts a reflector (restart time rt) with two clients,
+// a publishing 20 records that b receives, then kills the reflector and
+// puts a refuser on its port.
+func killedWithRefuser(t *testing.T, rt time.Duration) (cc childConfig, b *node, ref *refuser) {
+	t.Helper()
+	ctx := context.Background()
+	rAddr := addr("127.0.0.1")
+	cc = childConfig{RouterID: rAddr.String(), Port: freePort(t, rAddr), Clients: []string{"127.0.0.2", "127.0.0.3"},
+		RestartTime: rt}
+	r := startChildReflector(t, cc)
+	gr := Options{GracefulRestart: GracefulRestart{Enabled: true, RestartTime: rt}}
+	a := startClient(t, addr("127.0.0.2"), gr)
+	b = startClient(t, addr("127.0.0.3"), gr)
+	for _, c := range []*node{a, b} {
+		if err := c.AddNeighbor(ctx, Neighbor{Address: r.addr, Port: r.port, LocalAddress: c.addr}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	zone := ZoneRT(testASN, "prod")
+	if err := b.Subscribe(ctx, zone); err != nil {
+		t.Fatal(err)
+	}
+	for i := range refusedRecords {
+		if err := a.Publish(ctx, device(routerID(a), i), zone); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b.view.waitFor(t, "records before the kill", func(m map[string]RecordEvent) bool { return len(m) == refusedRecords })
+	r.Kill()
+	waitState(t, b, r.addr, func(s SessionState) bool { return s != StateEstablished })
+	return cc, b, startRefuser(t, netip.AddrPortFrom(r.addr, r.port))
+}
+
+const refusedRecords = 20
+
+// TestRefusedReconnectKeepsStaleRecords: the only reflector is killed and
+// its address accepts the client's reconnects and closes them (as a
+// reflector does for a switch it holds down, or has not configured yet).
+// GoBGP drops a restarting neighbor's stale routes at the first such
+// attempt (OpenSent to Idle), long before the restart time; the client's
+// record watch must hold those withdraws (without the hold, every record
+// was withdrawn at the first refused reconnect in 2 of 2 runs), and the
+// reflector, back, must refresh them all with no withdraw.
+func TestRefusedReconnectKeepsStaleRecords(t *testing.T) {
+	cc, b, ref := killedWithRefuser(t, 120*time.Second)
+	ref.waitRefused(t, 2)
+	if w := b.view.withdrawCount(); w != 0 {
+		t.Fatalf("the client saw %d withdraws after refused reconnects, within the restart time", w)
+	}
+	ref.ln.Close()
+	b.view.mu.Lock()
+	eventsBefore := b.view.events
+	b.view.mu.Unlock()
+	cc.Restarting = true
+	startChildReflector(t, cc)
+	waitEstablished(t, b, 1)
+	b.view.waitFor(t, "records refreshed after the restart", func(m map[string]RecordEvent) bool {
+		return b.view.events >= eventsBefore+refusedRecords && len(m) == refusedRecords
+	})
+	if w := b.view.withdrawCount(); w != 0 {
+		t.Fatalf("the client saw %d withdraws across the refused reconnects and the restart", w)
+	}
+}
+
+// TestRefusedReconnectHoldEnds: the hold of
+// TestRefusedReconnectKeepsStaleRecords lasts the restart time, not
+// longer: a reflector that never comes back loses its records then.
+func TestRefusedReconnectHoldEnds(t *testing.T) {
+	_, b, ref := killedWithRefuser(t, 5*time.Second)
+	ref.waitRefused(t, 1)
+	b.view.waitFor(t, "every record withdrawn once the restart time is over", func(m map[string]RecordEvent) bool { return len(m) == 0 })
+	if w := b.view.withdrawCount(); w != refusedRecords {
+		t.Fatalf("the client saw %d withdraws, want %d", w, refusedRecords)
 	}
 }

@@ -219,23 +219,33 @@ func (w *recordWatch) deliver(ev RecordEvent) {
 	w.fn(ev)
 }
 
-// settler holds back withdraws of records last learned from a neighbor whose
-// session came back less than the settle time ago; a withdraw is delivered
-// only if the record has not come back when that time is over. It is used
-// by one watch goroutine only.
+// settler holds back withdraws of records from a neighbor that is coming
+// back or has just come back: until holdUntil says, a withdraw waits, and
+// the record coming back in that time cancels it. When the time is over
+// holdUntil is asked again (the neighbor may have come back meanwhile, and
+// then re-learns for a while). It is used by one watch goroutine only.
 type settler struct {
-	settle        time.Duration
-	reestablished func(netip.Addr) time.Time
-	held          map[string]heldWithdraw
+	// holdUntil is until when a withdraw from o is held (not after now:
+	// deliver it).
+	holdUntil func(o origin, now time.Time) time.Time
+	held      map[string]heldWithdraw
+}
+
+// origin is the neighbor a withdrawn record was last delivered from, and
+// whether graceful restart had kept it stale.
+type origin struct {
+	src   netip.Addr
+	stale bool
 }
 
 type heldWithdraw struct {
-	ev RecordEvent
-	at time.Time
+	ev   RecordEvent
+	from origin
+	at   time.Time
 }
 
-func newSettler(settle time.Duration, reestablished func(netip.Addr) time.Time) *settler {
-	return &settler{settle: settle, reestablished: reestablished, held: map[string]heldWithdraw{}}
+func newSettler(holdUntil func(origin, time.Time) time.Time) *settler {
+	return &settler{holdUntil: holdUntil, held: map[string]heldWithdraw{}}
 }
 
 // pass reports whether ev is to be delivered now; src is the neighbor the
@@ -246,11 +256,12 @@ func (s *settler) pass(ev RecordEvent, src netip.Addr, now time.Time) bool {
 	if !ev.Withdrawn || ev.Err != nil || !src.IsValid() {
 		return true
 	}
-	since := now.Sub(s.reestablished(src))
-	if since >= s.settle {
+	from := origin{src: src, stale: ev.Stale}
+	until := s.holdUntil(from, now)
+	if !until.After(now) {
 		return true
 	}
-	s.held[string(ev.Key)] = heldWithdraw{ev: ev, at: now.Add(s.settle - since)}
+	s.held[string(ev.Key)] = heldWithdraw{ev: ev, from: from, at: until}
 	return false
 }
 
@@ -258,10 +269,16 @@ func (s *settler) pass(ev RecordEvent, src netip.Addr, now time.Time) bool {
 func (s *settler) due(now time.Time) []RecordEvent {
 	var out []RecordEvent
 	for k, h := range s.held {
-		if !now.Before(h.at) {
-			out = append(out, h.ev)
-			delete(s.held, k)
+		if now.Before(h.at) {
+			continue
 		}
+		if until := s.holdUntil(h.from, now); until.After(now) {
+			h.at = until
+			s.held[k] = h
+			continue
+		}
+		out = append(out, h.ev)
+		delete(s.held, k)
 	}
 	return out
 }
