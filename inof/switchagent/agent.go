@@ -77,15 +77,19 @@ type Agent struct {
 	view        *bgp.ConfigView
 	asm         *configsync.Assembler
 	// origins and refusals check who sent each record (docs/security.md).
-	origins  bgp.Origins
-	refusals *bgp.Refusals
-	zrecs    zones.Records
-	engine   *Engine
-	reg      *l2proto.Registry
-	ports    map[string]*accessPort // replaced whole (under mu) by a reload
-	stray    *l2proto.StrayWatcher  // nil until watchStray opened it (or with Config.WatchStray)
-	subs     *memberships           // zones subscribed to
-	dirty    bool                   // state to save
+	origins        bgp.Origins
+	refusals       *bgp.Refusals
+	zrecs          zones.Records
+	engine         *Engine
+	reg            *l2proto.Registry
+	ports          map[string]*accessPort // replaced whole (under mu) by a reload
+	stray          *l2proto.StrayWatcher  // nil until watchStray opened it (or with Config.WatchStray)
+	subs           *memberships           // zones subscribed to
+	carried        *carriers              // route targets of the remote device records held (carriers.go)
+	keptSubs       map[string]bool        // memberships kept past their linger for carried records
+	dirty          bool                   // state to save
+	journal        *toldJournal           // notices since the last save (toldjournal.go)
+	journalFailing bool                   // the last journal write failed (logged once)
 	// configDue says zone records changed and the configuration they make
 	// is not yet in force: it is rebuilt once the records already queued
 	// are in (onRecords), or before the next device record, so a burst of zone records
@@ -168,7 +172,7 @@ func New(cfg Config) (*Agent, error) {
 	}
 	a := &Agent{cfg: cfg, opts: cfg.Options, log: cfg.Logger, self: cfg.Options.routerID(),
 		table: bgp.NewDeviceTable(bgp.DeviceTableOptions{MaxDevices: cfg.Options.MaxDevices, Logger: cfg.Logger}), view: bgp.NewConfigView(),
-		asm: configsync.NewAssembler(0), subs: newMemberships(),
+		asm: configsync.NewAssembler(0), subs: newMemberships(), carried: newCarriers(), keptSubs: map[string]bool{},
 		origins:  bgp.Origins{Role: bgp.RoleClient, ASN: cfg.Options.ASN},
 		refusals: bgp.NewRefusals(cfg.Logger),
 		records:  make(chan bgp.RecordEvent, 1024), queries: make(chan portQuery, 256),
@@ -195,6 +199,16 @@ func (a *Agent) Run(ctx context.Context) error {
 	saved, loaded, err := loadState(a.opts.stateFile())
 	if err != nil {
 		return fmt.Errorf("switchagent: %w", err)
+	}
+	journal, told, bad, err := openToldJournal(a.opts.toldJournalFile())
+	if err != nil {
+		return fmt.Errorf("switchagent: %w", err)
+	}
+	defer journal.close()
+	a.journal = journal
+	if len(told) > 0 || bad > 0 {
+		a.log.Info("notifications since the last save replayed from the journal", "notices", len(told), "torn", bad)
+		saved.Told = replayTold(saved.Told, told)
 	}
 	zrecs, err := saved.zoneRecords()
 	if err != nil {
@@ -687,6 +701,7 @@ func (a *Agent) onRecord(ctx context.Context, ev bgp.RecordEvent) {
 		return
 	}
 	if isDeviceEvent(ev) {
+		a.carried.apply(ev)
 		a.changes = a.table.Apply(a.changes[:0], ev)
 		if len(a.changes) > 0 && a.configReady() {
 			a.applyConfig(ctx)
@@ -806,9 +821,25 @@ func (a *Agent) apply(ctx context.Context, out Output) {
 	if out.Subscriptions != nil && a.speaker != nil {
 		a.subscribe(ctx, a.discoveryZones(out.Subscriptions))
 	}
+	a.journalNotices(out.Notices)
 	for _, n := range out.Notices {
 		a.notify(n)
 	}
+}
+
+// journalNotices journals notices before they are sent; a failure is
+// logged when it starts and when it ends.
+func (a *Agent) journalNotices(ns []PortNotice) {
+	err := a.journal.record(ns)
+	switch {
+	case err != nil && !a.journalFailing:
+		a.log.Error("notifications not journalled: a crash before the next save may leave hosts uncorrected", "err", err)
+	case err == nil && a.journalFailing && len(ns) > 0:
+		a.log.Info("notifications journalled again")
+	default:
+		return
+	}
+	a.journalFailing = err != nil
 }
 
 // everyZone stands in a.subs for the one AnyRT membership that replaces
@@ -836,12 +867,30 @@ func (a *Agent) subscribe(ctx context.Context, want []string) {
 
 // unsubscribeDue withdraws the memberships whose linger ended by now.
 func (a *Agent) unsubscribeDue(ctx context.Context, now time.Time) {
-	for _, z := range a.subs.due(now) {
+	due := a.subs.due(now)
+	if len(due) == 0 {
+		return
+	}
+	var kept []bgp.RouteTarget
+	for _, z := range a.subs.kept() {
+		kept = append(kept, a.membershipRT(z))
+	}
+	for _, z := range due {
+		if d, ok := a.carried.needs(a.membershipRT(z), kept, a.engine.Used); ok {
+			if !a.keptSubs[z] {
+				a.log.Info("keeping a zone membership: a record hosts here use still carries only its route target (its switch has not re-tagged it yet)",
+					"zone", z, "device", d)
+			}
+			a.keptSubs[z] = true
+			a.subs.retry(z, now)
+			continue
+		}
 		if err := a.speaker.Unsubscribe(ctx, a.membershipRT(z)); err != nil {
 			a.log.Error("unsubscribing from zone", "zone", z, "err", err)
 			a.subs.retry(z, now)
 			continue
 		}
+		delete(a.keptSubs, z)
 		a.subs.withdrawn(z)
 	}
 }
@@ -931,6 +980,9 @@ func (a *Agent) save(clean bool) error {
 		Told: a.engine.Told(), Zones: z, Registrations: registrations(entries, a.engine.RestoredExpiries()),
 		ZoningUnknown: a.hold.on && a.hold.unknown}
 	if err := saveState(a.opts.stateFile(), s); err != nil {
+		return fmt.Errorf("switchagent: %w", err)
+	}
+	if err := a.journal.reset(); err != nil {
 		return fmt.Errorf("switchagent: %w", err)
 	}
 	a.dirty = false

@@ -426,6 +426,13 @@ func (e *Engine) RestoredExpiries() map[RegistrationKey]time.Time { return e.loc
 // Published returns the local records as published (for the state file).
 func (e *Engine) Published() []LocalRecord { return e.local.Published() }
 
+// Used reports whether a local host was told target addr is active.
+func (e *Engine) Used(addr netip.Addr) bool {
+	used := false
+	e.plan.ToldOf(addr, func(netip.Addr) { used = true })
+	return used
+}
+
 // Told returns what each local host was told is active (for the state
 // file).
 func (e *Engine) Told() map[netip.Addr][]inof.Device {

@@ -74,6 +74,18 @@ func (m *memberships) withdrawn(z string) {
 	delete(m.drop, z)
 }
 
+// kept returns the held zones still wanted (none due to go), sorted.
+func (m *memberships) kept() []string {
+	var out []string
+	for z := range m.held {
+		if _, dropping := m.drop[z]; !dropping {
+			out = append(out, z)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
 // retry puts the withdrawal of z off until MembershipLinger after now (the
 // last one failed).
 func (m *memberships) retry(z string, now time.Time) { m.drop[z] = now.Add(MembershipLinger) }

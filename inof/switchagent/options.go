@@ -228,6 +228,9 @@ func (o *Options) storeFile() string { return filepath.Join(o.StateDir, zoneadmi
 // stateFile is the path of the state file.
 func (o *Options) stateFile() string { return filepath.Join(o.StateDir, "switch.state") }
 
+// toldJournalFile is where the notices since the last save are journalled.
+func (o *Options) toldJournalFile() string { return filepath.Join(o.StateDir, "switch.told") }
+
 // routerID returns the router-id as a number (valid after Validate).
 func (o *Options) routerID() inof.RouterID {
 	return inof.MustParseRouterID(o.RouterID)

@@ -1,0 +1,127 @@
+package switchagent
+
+import (
+	"context"
+	"log/slog"
+	"net/netip"
+	"testing"
+	"time"
+
+	"github.com/openinof/inof/bgp"
+	"github.com/openinof/inof/inof"
+	"github.com/openinof/inof/zones"
+)
+
+func TestCarriersNeeds(t *testing.T) {
+	y, z, w := bgp.ZoneRT(testASN, "y"), bgp.ZoneRT(testASN, "z"), bgp.ZoneRT(testASN, "w")
+	c := newCarriers()
+	rec := func(key string, d netip.Addr, rts ...bgp.RouteTarget) bgp.RecordEvent {
+		return bgp.RecordEvent{Key: []byte(key), Record: &bgp.DeviceRecord{Report: inof.Report{Device: inof.Device{Addr: d}}},
+			Source: netip.MustParseAddr("10.255.0.1"), RouteTargets: rts}
+	}
+	a, b := netip.MustParseAddr("10.2.0.1"), netip.MustParseAddr("10.2.0.2")
+	c.apply(rec("a", a, y))
+	c.apply(rec("b", b, y, w))
+	used := func(d netip.Addr) bool { return d == a || d == b }
+	if d, ok := c.needs(y, []bgp.RouteTarget{z}, func(d netip.Addr) bool { return d == a }); !ok || d != a {
+		t.Fatalf("needs(y) = %v %v, want a", d, ok)
+	}
+	if _, ok := c.needs(y, []bgp.RouteTarget{bgp.AnyRT}, used); ok {
+		t.Fatal("AnyRT kept covers every record")
+	}
+	if d, ok := c.needs(y, []bgp.RouteTarget{z}, func(d netip.Addr) bool { return d == b }); !ok || d != b {
+		t.Fatalf("only b in use, w not kept: needs(y) = %v %v, want b", d, ok)
+	}
+	if _, ok := c.needs(y, []bgp.RouteTarget{w}, func(d netip.Addr) bool { return d == b }); ok {
+		t.Fatal("b also comes under w, which is kept")
+	}
+	c.apply(rec("a", a, z)) // re-tagged
+	if _, ok := c.needs(y, []bgp.RouteTarget{z}, func(d netip.Addr) bool { return d == a }); ok {
+		t.Fatal("a re-tagged into z: y no longer needed for it")
+	}
+	c.apply(bgp.RecordEvent{Key: []byte("b"), Withdrawn: true})
+	if len(c.byKey) != 1 {
+		t.Fatalf("after the withdraw: %v", c.byKey)
+	}
+}
+
+// TestMembershipKeptForStaleRecord: a zone edit moves target T from zone y
+// into zone z (host h sees it under both) while T's switch is down and
+// cannot re-tag T's record, which stays under y's route target alone. h's
+// switch no longer wants y; withdrawing y's membership after the linger
+// would have the reflector withdraw T's record from it, and h would be
+// told T's switch is gone (reason 7). The membership must stay until T's
+// switch re-tags, and then go.
+func TestMembershipKeptForStaleRecord(t *testing.T) {
+	ctx := context.Background()
+	s1Addr, s2Addr := netip.MustParseAddr("10.0.0.11"), netip.MustParseAddr("10.0.0.12")
+	s2ID, _ := inof.RouterIDFrom(s2Addr)
+	f, ra, put := configFabric(t, s1Addr, s2Addr)
+	s2, err := f.NewSpeaker(bgp.Options{Role: bgp.RoleClient, ASN: testASN, RouterID: s2Addr})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s2.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s2.Stop)
+	if err := s2.AddNeighbor(ctx, bgp.Neighbor{Address: ra}); err != nil {
+		t.Fatal(err)
+	}
+	since := time.Now().Truncate(time.Millisecond)
+	remote := func(d inof.Device, zs ...string) {
+		t.Helper()
+		rec := bgp.DeviceRecord{Report: inof.Report{Switch: s2ID, Device: d,
+			Status: inof.Status{State: inof.StateActive, Changed: time.Now()}}, Epoch: 1, AccessPort: "swp1", Since: since}
+		var rts []bgp.RouteTarget
+		for _, z := range zs {
+			rts = append(rts, bgp.ZoneRT(testASN, z))
+		}
+		if err := s2.Publish(ctx, &rec, rts...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h := inof.Device{Addr: netip.MustParseAddr("10.1.0.2"), Role: inof.RoleHost, Protocol: inof.ProtocolTCP}
+	tgt := inof.Device{Addr: netip.MustParseAddr("10.2.0.1"), Role: inof.RoleTarget, Protocol: inof.ProtocolTCP, Port: 4420}
+	// t2 stays in y: s1 holds its record only while it holds y's membership.
+	t2 := inof.Device{Addr: netip.MustParseAddr("10.2.0.2"), Role: inof.RoleTarget, Protocol: inof.ProtocolTCP, Port: 4420}
+	put(zones.KindZone, "y", 0, h.Addr.String(), tgt.Addr.String(), t2.Addr.String())
+	put(zones.KindZone, "w", 0, "10.9.9.7", "10.9.9.8") // so that s1 never wants every zone
+	remote(tgt, "y")
+	remote(t2, "y")
+
+	logs := newLogLines()
+	near, far := memPorts(s1Addr.String(), "swp1")
+	s1 := runSwitchLogged(t, f, ra, s1Addr.String(), t.TempDir(), nil, slog.New(logs), func(o *Options) {
+		o.AccessPorts = []string{"swp1"}
+	}, near)
+	host := newSimHost(t, far["swp1"], h)
+	host.register(120)
+	host.waitFor("h sees T", last(tgt.Addr, inof.StateActive, inof.ReasonNone))
+	s1.waitSettled(t)
+
+	// The edit, with T's switch down: T's record keeps y's route target.
+	from := logs.mark()
+	put(zones.KindZone, "z", 0, h.Addr.String(), tgt.Addr.String())
+	put(zones.KindZone, "y", 1, t2.Addr.String())
+	host.waitFor("h no longer sees t2", last(t2.Addr, inof.StateInactive, inof.ReasonZoneChange))
+	logs.waitFor(t, from, "keeping a zone membership", "zone=y", "device="+tgt.Addr.String())
+	t2ID := bgp.DeviceID{Switch: s2ID, Addr: t2.Addr}
+	if _, ok := s1.agent.table.Get(t2ID); !ok {
+		t.Fatal("y's membership kept, but t2's record (under y) is gone")
+	}
+
+	// T's switch is back and re-tags: y's membership goes.
+	remote(tgt, "z")
+	waitUntil(t, "y's membership withdrawn (t2's record gone)", func() bool {
+		_, ok := s1.agent.table.Get(t2ID)
+		return !ok
+	})
+	host.mu.Lock()
+	defer host.mu.Unlock()
+	for _, n := range host.got {
+		if n.Target == tgt.Addr && n.State != inof.StateActive {
+			t.Errorf("h was told T %s (reason %s); it sees T under both zonings", n.State, n.Reason)
+		}
+	}
+}

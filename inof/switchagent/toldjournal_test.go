@@ -1,0 +1,154 @@
+package switchagent
+
+import (
+	"net/netip"
+	"os"
+	"path/filepath"
+	"reflect"
+	"testing"
+
+	"github.com/openinof/inof/bgp"
+	"github.com/openinof/inof/inof"
+	"github.com/openinof/inof/zones"
+)
+
+func TestToldJournal(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "state", "switch.told")
+	j, got, bad, err := openToldJournal(path)
+	if err != nil || len(got) != 0 || bad != 0 {
+		t.Fatalf("new journal: %v %d %v", got, bad, err)
+	}
+	down := PortNotice{Port: "swp1", Notice: Notice{Host: hostA.Addr, Target: tgt1, State: inof.StateInactive, Reason: inof.ReasonBFDDown}}
+	up := PortNotice{Port: "swp1", Notice: Notice{Host: hostA.Addr, Target: tgt2, State: inof.StateActive}}
+	if err := j.record([]PortNotice{down, up}); err != nil {
+		t.Fatal(err)
+	}
+	if err := j.record(nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := j.close(); err != nil {
+		t.Fatal(err)
+	}
+	// A crash tore the last line.
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteString(`{"host":"10.1.0.1","tar`); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+
+	j, got, bad, err = openToldJournal(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []toldEntry{{Host: hostA.Addr, Target: tgt1}, {Host: hostA.Addr, Target: tgt2, Active: true}}
+	if !reflect.DeepEqual(got, want) || bad != 1 {
+		t.Fatalf("reopened: %+v (torn %d), want %+v and one torn line", got, bad, want)
+	}
+	if err := j.reset(); err != nil {
+		t.Fatal(err)
+	}
+	if err := j.record([]PortNotice{up}); err != nil {
+		t.Fatal(err)
+	}
+	j.close()
+	if _, got, bad, err = openToldJournal(path); err != nil || bad != 0 || !reflect.DeepEqual(got, want[1:]) {
+		t.Fatalf("after reset and one more: %+v (torn %d) %v", got, bad, err)
+	}
+}
+
+func TestReplayTold(t *testing.T) {
+	saved := map[netip.Addr][]inof.Device{hostA.Addr: {tgt1}}
+	got := replayTold(saved, []toldEntry{
+		{Host: hostA.Addr, Target: tgt1},               // told inactive
+		{Host: hostA.Addr, Target: tgt2, Active: true}, // then tgt2 active
+		{Host: hostA.Addr, Target: tgt1, Active: true}, // then tgt1 again
+		{Host: hostA.Addr, Target: tgt2},               // and tgt2 gone
+	})
+	if want := []inof.Device{tgt1}; !reflect.DeepEqual(got[hostA.Addr], want) {
+		t.Fatalf("replayed %v, want %v", got[hostA.Addr], want)
+	}
+	if !reflect.DeepEqual(saved[hostA.Addr], []inof.Device{tgt1}) {
+		t.Fatalf("the saved map changed: %v", saved)
+	}
+}
+
+// TestEngineRestoreAfterCrash: the agent told the host a target inactive
+// and was killed before the state file saved it; back, with the journal
+// replayed, the target's record (active again) must be told to the host.
+// Restored from the state file alone the engine believes the host knows.
+func TestEngineRestoreAfterCrash(t *testing.T) {
+	e := newEngine(t, nil)
+	e.Register("swp1", hostA, at(0), at(0))
+	e.ZoneQuery(hostA.Addr)
+	up := inof.Report{Switch: remote, Device: tgt1, Status: inof.Status{State: inof.StateActive, Changed: at(1)}}
+	e.Record(up)
+	published, saved := e.Published(), e.Told() // the last save
+	out := e.Gone(remote, tgt1.Addr)
+	notices(t, "the target's switch is lost", out, inactive("swp1", hostA, tgt1, inof.ReasonBFDDown))
+	var journal []toldEntry
+	for _, n := range out.Notices {
+		journal = append(journal, toldEntry{Host: n.Host, Target: n.Target, Active: n.State == inof.StateActive})
+	}
+
+	for _, c := range []struct {
+		name string
+		told map[netip.Addr][]inof.Device
+		want []want
+	}{
+		{"with the journal", replayTold(saved, journal), []want{active("swp1", hostA, tgt1)}},
+		{"from the state file alone", saved, nil},
+	} {
+		r := newEngine(t, nil)
+		notices(t, c.name+": restore", r.Restore(published, c.told, nil, at(10)))
+		notices(t, c.name+": the host's LLDPDU", r.Register("swp1", hostA, at(0), at(11)))
+		notices(t, c.name+": the target back", r.Record(up), c.want...)
+	}
+}
+
+// TestRestartReplaysToldJournal: an agent was killed after telling a host
+// a target inactive and before its state file saved that (the journal
+// holds the notice, the state file says "active"). Started again with the
+// target healthy, it must tell the host the target is active; from the
+// state file alone it believed the host knew.
+func TestRestartReplaysToldJournal(t *testing.T) {
+	const id = "10.0.0.11"
+	dir := t.TempDir()
+	ports := []string{"p1", "p2"}
+	tgt := inof.Device{Addr: netip.MustParseAddr("10.1.0.10"), Role: inof.RoleTarget, Protocol: inof.ProtocolTCP, Port: 4420,
+		NQN: "nqn.2014-08.org.example:t"}
+	hd := inof.Device{Addr: netip.MustParseAddr("10.1.0.21"), Role: inof.RoleHost, Protocol: inof.ProtocolTCP}
+	near, far := memPorts(id, ports...)
+	s := runSwitch(t, bgp.NewFakeFabric(), netip.Addr{}, id, dir, nil, directOptions(ports...), near)
+	<-s.agent.Ready()
+	commit(t, s.agent.API(), func(tx *zones.Tx) error {
+		return tx.CreateZone("z1", zones.MustParseMember(tgt.Addr.String()), zones.MustParseMember(hd.Addr.String()))
+	})
+	newSimHost(t, far["p1"], tgt).register(120)
+	h := newSimHost(t, far["p2"], hd)
+	h.register(120)
+	h.waitFor("the host sees the target", last(tgt.Addr, inof.StateActive, inof.ReasonNone))
+	s.waitSettled(t)
+	s.stop()
+
+	// What the killed agent had journalled after its last save.
+	j, _, _, err := openToldJournal(s.agent.opts.toldJournalFile())
+	if err != nil {
+		t.Fatal(err)
+	}
+	lost := PortNotice{Port: "p2", Notice: Notice{Host: hd.Addr, Target: tgt, State: inof.StateInactive, Reason: inof.ReasonLinkDown}}
+	if err := j.record([]PortNotice{lost}); err != nil {
+		t.Fatal(err)
+	}
+	j.close()
+
+	near2, far2 := memPorts(id, ports...)
+	h2 := newSimHost(t, far2["p2"], hd)
+	s2 := runSwitch(t, bgp.NewFakeFabric(), netip.Addr{}, id, dir, nil, directOptions(ports...), near2)
+	<-s2.agent.Ready()
+	newSimHost(t, far2["p1"], tgt).refresh(120)
+	h2.refresh(120)
+	h2.waitFor("the host told the target is active again", last(tgt.Addr, inof.StateActive, inof.ReasonNone))
+}
