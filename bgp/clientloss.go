@@ -6,8 +6,6 @@ import (
 	"sync"
 	"time"
 
-	api "github.com/osrg/gobgp/v3/api"
-
 	"github.com/openinof/inof/bgp/bfd"
 )
 
@@ -24,9 +22,15 @@ import (
 // the lower neighbor address: a change on the switch reaches no host until
 // the path heals (found by the soak, TestPrivSoakPartitionDoesNotShadow).
 // So once BFD had time to say otherwise and the session is still down,
-// the neighbor is deleted (its records withdrawn: the other switches use
-// the other reflector's identical copies, without a withdraw) and added
-// back, to reconnect when the path heals.
+// the switch's records are demoted (policy.go, the silent set): imported
+// again with a lower LOCAL_PREF, they lose to another reflector's
+// identical copies at every other switch, without a withdraw, and still
+// serve where no other copy is left — the other reflector down too, or cut
+// from the switch as well. (Deleting the neighbor instead, as before,
+// withdrew them: with the other reflector's uplink down too, every other
+// switch told its hosts the switch's targets were gone, reason 7; soak
+// seed 2359243392859386603 step 18.) When the session is back the
+// records are promoted again; graceful restart's timer still ends them.
 //
 // Only a loss BFD says nothing about is such a partition: BFD Up when the
 // session ended and no BFD change since. A switch that stops on purpose
@@ -40,6 +44,14 @@ type clientLoss struct {
 	est map[netip.Addr]bool // clients whose session is established
 	// bfd counts each client's BFD state changes (onBFD).
 	bfd map[netip.Addr]uint64
+	// demoted are the clients in the silent set.
+	demoted map[netip.Addr]bool
+}
+
+func (c *clientLoss) init() {
+	if c.est == nil {
+		c.est, c.bfd, c.demoted = map[netip.Addr]bool{}, map[netip.Addr]uint64{}, map[netip.Addr]bool{}
+	}
 }
 
 // lost records a session state change and reports whether it ends an
@@ -47,21 +59,34 @@ type clientLoss struct {
 func (c *clientLoss) lost(ev NeighborEvent) (bool, uint64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.est == nil {
-		c.est, c.bfd = map[netip.Addr]bool{}, map[netip.Addr]uint64{}
-	}
+	c.init()
 	was := c.est[ev.Address]
 	c.est[ev.Address] = ev.State == StateEstablished
 	return was && ev.State != StateEstablished, c.bfd[ev.Address]
+}
+
+// setDemoted records whether a is in the silent set and reports whether
+// that changed.
+func (c *clientLoss) setDemoted(a netip.Addr, on bool) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.init()
+	if c.demoted[a] == on {
+		return false
+	}
+	if on {
+		c.demoted[a] = true
+	} else {
+		delete(c.demoted, a)
+	}
+	return true
 }
 
 // bfdChanged counts a BFD state change towards a.
 func (c *clientLoss) bfdChanged(a netip.Addr) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.bfd == nil {
-		c.est, c.bfd = map[netip.Addr]bool{}, map[netip.Addr]uint64{}
-	}
+	c.init()
 	c.bfd[a]++
 }
 
@@ -82,19 +107,27 @@ func (c *clientLoss) established(a netip.Addr) bool {
 func (g *GoBGP) watchClientLoss() error {
 	return g.watchPeers(g.watches.lifetime(), func(ev NeighborEvent) {
 		lost, bfdCount := g.clients.lost(ev)
-		if !lost {
-			return
+		switch {
+		case lost:
+			ctx, cancel := g.watches.context(context.Background())
+			g.watches.goWatch(ctx, cancel, func(ctx context.Context) { g.demoteSilentClient(ctx, ev.Address, bfdCount) })
+		case ev.State == StateEstablished && g.clients.setDemoted(ev.Address, false):
+			ctx, cancel := g.watches.context(context.Background())
+			g.watches.goWatch(ctx, cancel, func(ctx context.Context) {
+				g.log.Info("session to a silent switch back; its records no longer demoted", "neighbor", ev.Address)
+				if err := g.demoteClient(ctx, ev.Address, false); err != nil {
+					g.log.Error("promoting a switch's records again", "neighbor", ev.Address, "err", err)
+				}
+			})
 		}
-		ctx, cancel := g.watches.context(context.Background())
-		g.watches.goWatch(ctx, cancel, func(ctx context.Context) { g.dropSilentClient(ctx, ev.Address, bfdCount) })
 	})
 }
 
-// dropSilentClient waits BFD's detection time (plus a second) after a
-// switch's session ended and drops the switch's records if the session is
-// still down while BFD stayed up all along (no change since its count was
-// bfdCount).
-func (g *GoBGP) dropSilentClient(ctx context.Context, addr netip.Addr, bfdCount uint64) {
+// demoteSilentClient waits BFD's detection time (plus a second) after a
+// switch's session ended and demotes the switch's records if the session
+// is still down while BFD stayed up all along (no change since its count
+// was bfdCount).
+func (g *GoBGP) demoteSilentClient(ctx context.Context, addr netip.Addr, bfdCount uint64) {
 	g.mu.Lock()
 	n, ok := g.neighbors[addr]
 	g.mu.Unlock()
@@ -117,12 +150,19 @@ func (g *GoBGP) dropSilentClient(ctx context.Context, addr netip.Addr, bfdCount 
 	if disabled || !ok || s.Status().State != bfd.Up || g.clients.bfdSince(addr, bfdCount) || g.clients.established(addr) {
 		return
 	}
-	g.log.Warn("session to a switch lost while BFD still sees it; dropping its stale records", "neighbor", addr)
-	if err := g.srv.DeletePeer(ctx, &api.DeletePeerRequest{Address: addr.String()}); err != nil {
-		g.log.Error("dropping a silent switch: removing neighbor", "neighbor", addr, "err", err)
+	if !g.clients.setDemoted(addr, true) {
 		return
 	}
-	if err := g.srv.AddPeer(ctx, &api.AddPeerRequest{Peer: g.apiPeer(ctx, n)}); err != nil {
-		g.log.Error("dropping a silent switch: adding neighbor back", "neighbor", addr, "err", err)
+	g.log.Warn("session to a switch lost while BFD still sees it; its stale records now lose to other reflectors' copies", "neighbor", addr)
+	if err := g.demoteClient(ctx, addr, true); err != nil {
+		g.clients.setDemoted(addr, false)
+		g.log.Error("demoting a silent switch's records", "neighbor", addr, "err", err)
+		return
+	}
+	// Back meanwhile: the promotion may have run before the set had it.
+	if g.clients.established(addr) && g.clients.setDemoted(addr, false) {
+		if err := g.demoteClient(ctx, addr, false); err != nil {
+			g.log.Error("promoting a switch's records again", "neighbor", addr, "err", err)
+		}
 	}
 }

@@ -559,6 +559,11 @@ func (g *GoBGP) RemoveNeighbor(ctx context.Context, addr netip.Addr) error {
 	delete(g.bfdDown, addr)
 	delete(g.away, addr)
 	g.mu.Unlock()
+	if g.clients.setDemoted(addr, false) {
+		if err := g.neighborSet(ctx, setSilent, addr, false); err != nil {
+			return fmt.Errorf("bgp: remove neighbor %s: %w", addr, err)
+		}
+	}
 	if n.BFD != nil {
 		if err := g.cfg.BFD.Remove(bfdKey(n)); err != nil {
 			return fmt.Errorf("bgp: neighbor %s: %w", addr, err)

@@ -37,33 +37,8 @@ func startChildReflector(t *testing.T, c childConfig) *childReflector {
 // that receives the records sees zero withdraw events throughout, and the
 // records are refreshed from the new session.
 func TestGracefulRestart(t *testing.T) {
-	ctx := context.Background()
-	rAddr := addr("127.0.0.1")
-	cc := childConfig{RouterID: rAddr.String(), Port: freePort(t, rAddr), Clients: []string{"127.0.0.2", "127.0.0.3"},
-		RestartTime: 60 * time.Second}
-	r := startChildReflector(t, cc)
-	gr := Options{GracefulRestart: GracefulRestart{Enabled: true, RestartTime: 60 * time.Second}}
-	a := startClient(t, addr("127.0.0.2"), gr)
-	b := startClient(t, addr("127.0.0.3"), gr)
-	for _, c := range []*node{a, b} {
-		if err := c.AddNeighbor(ctx, Neighbor{Address: r.addr, Port: r.port, LocalAddress: c.addr}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	zone := ZoneRT(testASN, "prod")
-	if err := b.Subscribe(ctx, zone); err != nil {
-		t.Fatal(err)
-	}
 	const n = 20
-	for i := range n {
-		if err := a.Publish(ctx, device(routerID(a), i), zone); err != nil {
-			t.Fatal(err)
-		}
-	}
-	count := func(want int) func(map[string]RecordEvent) bool {
-		return func(m map[string]RecordEvent) bool { return len(m) == want }
-	}
-	b.view.waitFor(t, "records before the kill", count(n))
+	cc, r, a, b := grStar(t, 60*time.Second, n)
 	b.view.mu.Lock()
 	eventsBefore := b.view.events
 	b.view.mu.Unlock()
@@ -126,16 +101,8 @@ func TestGracefulStopNotification(t *testing.T) {
 			b := startClient(t, addr("127.0.0.3"), Options{GracefulRestart: gr})
 			connect(t, r, a, nil)
 			connect(t, r, b, nil)
-			zone := ZoneRT(testASN, "prod")
-			if err := b.Subscribe(ctx, zone); err != nil {
-				t.Fatal(err)
-			}
 			const n = 10
-			for i := range n {
-				if err := a.Publish(ctx, device(routerID(a), i), zone); err != nil {
-					t.Fatal(err)
-				}
-			}
+			zone := publishTo(t, a, b, n)
 			b.view.waitFor(t, "records", func(m map[string]RecordEvent) bool { return len(m) == n })
 
 			a.Stop() // a Cease to the reflector
@@ -215,34 +182,34 @@ func (r *refuser) waitRefused(t *testing.T, n int) {
 	}
 }
 
-// killedWithRefuser starts a reflector (restart time rt) with two clients,
-// a publishing 20 records that b receives, then kills the reflector and
-// puts a refuser on its port.
-func killedWithRefuser(t *testing.T, rt time.Duration) (cc childConfig, b *node, ref *refuser) {
+// grStar starts a reflector in its own process and two clients a and b,
+// all with graceful restart (restart time rt); a publishes n records in a
+// zone b subscribes to, and grStar returns once b holds them all.
+func grStar(t *testing.T, rt time.Duration, n int) (cc childConfig, r *childReflector, a, b *node) {
 	t.Helper()
 	ctx := context.Background()
 	rAddr := addr("127.0.0.1")
 	cc = childConfig{RouterID: rAddr.String(), Port: freePort(t, rAddr), Clients: []string{"127.0.0.2", "127.0.0.3"},
 		RestartTime: rt}
-	r := startChildReflector(t, cc)
+	r = startChildReflector(t, cc)
 	gr := Options{GracefulRestart: GracefulRestart{Enabled: true, RestartTime: rt}}
-	a := startClient(t, addr("127.0.0.2"), gr)
+	a = startClient(t, addr("127.0.0.2"), gr)
 	b = startClient(t, addr("127.0.0.3"), gr)
 	for _, c := range []*node{a, b} {
 		if err := c.AddNeighbor(ctx, Neighbor{Address: r.addr, Port: r.port, LocalAddress: c.addr}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	zone := ZoneRT(testASN, "prod")
-	if err := b.Subscribe(ctx, zone); err != nil {
-		t.Fatal(err)
-	}
-	for i := range refusedRecords {
-		if err := a.Publish(ctx, device(routerID(a), i), zone); err != nil {
-			t.Fatal(err)
-		}
-	}
-	b.view.waitFor(t, "records before the kill", func(m map[string]RecordEvent) bool { return len(m) == refusedRecords })
+	publishTo(t, a, b, n)
+	b.view.waitFor(t, "the records at the receiving client", func(m map[string]RecordEvent) bool { return len(m) == n })
+	return cc, r, a, b
+}
+
+// killedWithRefuser starts grStar's fabric, kills the reflector and puts a
+// refuser on its port.
+func killedWithRefuser(t *testing.T, rt time.Duration) (cc childConfig, b *node, ref *refuser) {
+	t.Helper()
+	cc, r, _, b := grStar(t, rt, refusedRecords)
 	r.Kill()
 	waitState(t, b, r.addr, func(s SessionState) bool { return s != StateEstablished })
 	return cc, b, startRefuser(t, netip.AddrPortFrom(r.addr, r.port))

@@ -236,6 +236,23 @@ func waitNeighbors(t testing.TB, n *node, what string, ok func([]NeighborStatus)
 	}
 }
 
+// publishTo subscribes b to the zone "prod" and has a publish n device
+// records in it; it returns the zone's route target.
+func publishTo(t testing.TB, a, b *node, n int) RouteTarget {
+	t.Helper()
+	ctx := context.Background()
+	zone := ZoneRT(testASN, "prod")
+	if err := b.Subscribe(ctx, zone); err != nil {
+		t.Fatal(err)
+	}
+	for i := range n {
+		if err := a.Publish(ctx, device(routerID(a), i), zone); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return zone
+}
+
 // star starts one reflector and two clients a and b connected to it, with
 // b subscribed to the given zones, and waits for both sessions.
 func star(t *testing.T, zones ...RouteTarget) (r, a, b *node) {

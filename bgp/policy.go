@@ -37,6 +37,12 @@ import (
 // A quarantined client (Quarantine) has every record refused by the first
 // import statement; its session stays up.
 //
+// A silent client (clientloss.go: its session ended while BFD still sees
+// it) has its records, kept stale by graceful restart, imported with a
+// lower LOCAL_PREF (demotedLocalPref), so that at the other switches
+// another reflector's fresh copies win over them and they serve only where
+// no other copy is left.
+//
 // Clients marked NoDefaultRT do not get the default route-target membership.
 //
 // Switch records (SwitchRecord, route target SwitchInfoRT) are exported to
@@ -50,10 +56,14 @@ const (
 	setNoDefaultRT    = "inof-no-default-rt"
 	setConfigRT       = "inof-config-rt"
 	setQuarantine     = "inof-quarantine"
+	setSilent         = "inof-silent-clients"
 	setSwitchRT       = "inof-switch-rt"
 	policyExport      = "inof-reflector-export"
 	policyImport      = "inof-reflector-import"
 	sentinelNeighbor  = "0.0.0.0/32"
+	// demotedLocalPref is the LOCAL_PREF of a silent client's records
+	// (GoBGP's default, which every other record has, is 100).
+	demotedLocalPref = 50
 )
 
 func (g *GoBGP) definePolicies(ctx context.Context) error {
@@ -62,6 +72,7 @@ func (g *GoBGP) definePolicies(ctx context.Context) error {
 		{DefinedType: api.DefinedType_NEIGHBOR, Name: setPeerReflectors, List: []string{sentinelNeighbor}},
 		{DefinedType: api.DefinedType_NEIGHBOR, Name: setNoDefaultRT, List: []string{sentinelNeighbor}},
 		{DefinedType: api.DefinedType_NEIGHBOR, Name: setQuarantine, List: []string{sentinelNeighbor}},
+		{DefinedType: api.DefinedType_NEIGHBOR, Name: setSilent, List: []string{sentinelNeighbor}},
 		{DefinedType: api.DefinedType_EXT_COMMUNITY, Name: setConfigRT, List: []string{fmt.Sprintf("rt:^%d:%d$", rt.Global, rt.Local)}},
 		{DefinedType: api.DefinedType_EXT_COMMUNITY, Name: setSwitchRT, List: []string{fmt.Sprintf("rt:^%d:%d$", SwitchInfoRT.Global, SwitchInfoRT.Local)}},
 	}
@@ -94,6 +105,11 @@ func (g *GoBGP) definePolicies(ctx context.Context) error {
 			NeighborSet: &api.MatchSet{Type: api.MatchSet_ANY, Name: setQuarantine}}, api.RouteAction_REJECT),
 		stmt(policyImport+"-no-relay", &api.Conditions{NeighborSet: peers, AfiSafiIn: []*api.Family{familyOpaque}},
 			api.RouteAction_REJECT),
+		// A silent client's records lose to other reflectors' copies; the
+		// policy goes on.
+		{Name: policyImport + "-silent", Conditions: &api.Conditions{AfiSafiIn: []*api.Family{familyOpaque},
+			NeighborSet: &api.MatchSet{Type: api.MatchSet_ANY, Name: setSilent}},
+			Actions: &api.Actions{LocalPref: &api.LocalPrefAction{Value: demotedLocalPref}}},
 		// Configuration comes from reflectors only: a client's record with
 		// the configuration route target is never reflected to the others.
 		stmt(policyImport+"-no-client-config", &api.Conditions{AfiSafiIn: []*api.Family{familyOpaque},
@@ -130,21 +146,42 @@ func (g *GoBGP) setNeighborSets(ctx context.Context, n Neighbor, add bool) error
 		if !s.in {
 			continue
 		}
-		set := &api.DefinedSet{DefinedType: api.DefinedType_NEIGHBOR, Name: s.name, List: []string{hostPrefix(n.Address)}}
-		var err error
-		if add {
-			err = g.srv.AddDefinedSet(ctx, &api.AddDefinedSetRequest{DefinedSet: set})
-		} else {
-			err = g.srv.DeleteDefinedSet(ctx, &api.DeleteDefinedSetRequest{DefinedSet: set})
-		}
-		if err != nil {
-			return fmt.Errorf("bgp: neighbor set %s: %w", s.name, err)
+		if err := g.neighborSet(ctx, s.name, n.Address, add); err != nil {
+			return err
 		}
 	}
 	return nil
 }
 
 func hostPrefix(a netip.Addr) string { return netip.PrefixFrom(a, a.BitLen()).String() }
+
+// demoteClient puts a client into the silent set (or takes it out) and
+// applies the import policy again to what it sent.
+func (g *GoBGP) demoteClient(ctx context.Context, addr netip.Addr, on bool) error {
+	if err := g.neighborSet(ctx, setSilent, addr, on); err != nil {
+		return err
+	}
+	if err := g.srv.ResetPeer(ctx, &api.ResetPeerRequest{Address: addr.String(), Soft: true,
+		Direction: api.ResetPeerRequest_IN}); err != nil {
+		return fmt.Errorf("bgp: silent set %s: re-applying the import policy: %w", addr, err)
+	}
+	return nil
+}
+
+// neighborSet adds addr to the neighbor set name or removes it.
+func (g *GoBGP) neighborSet(ctx context.Context, name string, addr netip.Addr, add bool) error {
+	set := &api.DefinedSet{DefinedType: api.DefinedType_NEIGHBOR, Name: name, List: []string{hostPrefix(addr)}}
+	var err error
+	if add {
+		err = g.srv.AddDefinedSet(ctx, &api.AddDefinedSetRequest{DefinedSet: set})
+	} else {
+		err = g.srv.DeleteDefinedSet(ctx, &api.DeleteDefinedSetRequest{DefinedSet: set})
+	}
+	if err != nil {
+		return fmt.Errorf("bgp: neighbor set %s: %w", name, err)
+	}
+	return nil
+}
 
 // Quarantine implements Speaker: the neighbor enters (or leaves) the
 // quarantine set, and its received records go through the import policy
@@ -153,14 +190,7 @@ func (g *GoBGP) Quarantine(ctx context.Context, addr netip.Addr, on bool) error 
 	if g.cfg.Role != RoleReflector {
 		return errors.New("bgp: quarantine is a reflector's")
 	}
-	set := &api.DefinedSet{DefinedType: api.DefinedType_NEIGHBOR, Name: setQuarantine, List: []string{hostPrefix(addr)}}
-	var err error
-	if on {
-		err = g.srv.AddDefinedSet(ctx, &api.AddDefinedSetRequest{DefinedSet: set})
-	} else {
-		err = g.srv.DeleteDefinedSet(ctx, &api.DeleteDefinedSetRequest{DefinedSet: set})
-	}
-	if err != nil {
+	if err := g.neighborSet(ctx, setQuarantine, addr, on); err != nil {
 		return fmt.Errorf("bgp: quarantine %s: %w", addr, err)
 	}
 	if err := g.srv.ResetPeer(ctx, &api.ResetPeerRequest{Address: addr.String(), Soft: true,

@@ -135,6 +135,12 @@ type Agent struct {
 	// (a discovery connection ending) gives up then.
 	loopDone chan struct{}
 	up       chan struct{} // a reflector session came up
+	// reach carries, in order, whether the switch has a reflector session:
+	// false when it lost the last one, true when one came up again.
+	reach chan bool
+	// upReflectors are the reflectors whose session is established (the
+	// neighbor watch's own).
+	upReflectors map[netip.Addr]bool
 	// downs carries access ports without carrier to the loop, for the
 	// restored registrations the registration table does not hold.
 	downs  chan string
@@ -177,7 +183,7 @@ func New(cfg Config) (*Agent, error) {
 		refusals: bgp.NewRefusals(cfg.Logger),
 		records:  make(chan bgp.RecordEvent, 1024), queries: make(chan portQuery, 256),
 		dims: make(chan dimEvent, 256), loopDone: make(chan struct{}),
-		up: make(chan struct{}, 1), eor: make(chan netip.Addr, 1), downs: make(chan string, 64),
+		up: make(chan struct{}, 1), reach: make(chan bool, 16), upReflectors: map[netip.Addr]bool{}, eor: make(chan netip.Addr, 1), downs: make(chan string, 64),
 		ready: make(chan struct{}), reconf: make(chan reconfRequest), commits: make(chan chan struct{})}
 	a.sessionLog = &peering.SessionLog{Log: a.log, Kind: func(netip.Addr) string { return "reflector" }}
 	a.met = newMetrics(a)
@@ -357,10 +363,20 @@ func (a *Agent) startFabric(ctx, runCtx context.Context, saved savedState, resto
 	}
 	if err := a.speaker.WatchNeighbors(runCtx, func(ev bgp.NeighborEvent) {
 		a.sessionLog.BGP(ev)
+		had := len(a.upReflectors) > 0
 		if ev.State == bgp.StateEstablished {
+			a.upReflectors[ev.Address] = true
 			select {
 			case a.up <- struct{}{}:
 			default:
+			}
+		} else {
+			delete(a.upReflectors, ev.Address)
+		}
+		if has := len(a.upReflectors) > 0; has != had {
+			select {
+			case a.reach <- has:
+			case <-runCtx.Done():
 			}
 		}
 	}); err != nil {
@@ -605,6 +621,8 @@ func (a *Agent) loop(ctx context.Context, errs <-chan error) error {
 			a.unsubscribeDue(ctx, now)
 			a.endHoldIfDue(ctx, now)
 			a.apply(ctx, a.engine.Tick(now))
+		case has := <-a.reach:
+			a.holdWhileAway(has, time.Now())
 		case <-a.up:
 			a.hold.sessionUp(time.Now())
 			if !settled && settle == nil {

@@ -1,11 +1,9 @@
 package switchagent
 
 import (
-	"context"
 	"log/slog"
 	"net/netip"
 	"testing"
-	"time"
 
 	"github.com/openinof/inof/bgp"
 	"github.com/openinof/inof/inof"
@@ -53,34 +51,11 @@ func TestCarriersNeeds(t *testing.T) {
 // told T's switch is gone (reason 7). The membership must stay until T's
 // switch re-tags, and then go.
 func TestMembershipKeptForStaleRecord(t *testing.T) {
-	ctx := context.Background()
 	s1Addr, s2Addr := netip.MustParseAddr("10.0.0.11"), netip.MustParseAddr("10.0.0.12")
 	s2ID, _ := inof.RouterIDFrom(s2Addr)
 	f, ra, put := configFabric(t, s1Addr, s2Addr)
-	s2, err := f.NewSpeaker(bgp.Options{Role: bgp.RoleClient, ASN: testASN, RouterID: s2Addr})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s2.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(s2.Stop)
-	if err := s2.AddNeighbor(ctx, bgp.Neighbor{Address: ra}); err != nil {
-		t.Fatal(err)
-	}
-	since := time.Now().Truncate(time.Millisecond)
-	remote := func(d inof.Device, zs ...string) {
-		t.Helper()
-		rec := bgp.DeviceRecord{Report: inof.Report{Switch: s2ID, Device: d,
-			Status: inof.Status{State: inof.StateActive, Changed: time.Now()}}, Epoch: 1, AccessPort: "swp1", Since: since}
-		var rts []bgp.RouteTarget
-		for _, z := range zs {
-			rts = append(rts, bgp.ZoneRT(testASN, z))
-		}
-		if err := s2.Publish(ctx, &rec, rts...); err != nil {
-			t.Fatal(err)
-		}
-	}
+	publish := remoteSwitch(t, f, ra, s2Addr)
+	remote := func(d inof.Device, zs ...string) { t.Helper(); publish(d, inof.StateActive, inof.ReasonNone, zs...) }
 	h := inof.Device{Addr: netip.MustParseAddr("10.1.0.2"), Role: inof.RoleHost, Protocol: inof.ProtocolTCP}
 	tgt := inof.Device{Addr: netip.MustParseAddr("10.2.0.1"), Role: inof.RoleTarget, Protocol: inof.ProtocolTCP, Port: 4420}
 	// t2 stays in y: s1 holds its record only while it holds y's membership.

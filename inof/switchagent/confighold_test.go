@@ -81,15 +81,6 @@ func (l *logLines) waitFor(t *testing.T, from int, parts ...string) {
 	}
 }
 
-// TestRestartTakesWholeZoning: two edits are made while a switch is down,
-// one moving target T into zone z (which holds alias a) and one taking host
-// h2 out of alias a. Neither the old zoning nor the new one lets h2 see T,
-// only the mix of the two. The reflector sends the first edit and T's
-// record with its table when the switch comes back, the second edit after
-// them (the soak's case: a configuration record arriving after a device
-// record), then its End-of-RIB. h2 must never be told of T. Without the
-// hold the switch put the first edit in force alone and told h2 that T was
-// active, and inactive when the second came.
 // configFabric starts a fake fabric with one reflector serving clients
 // and returns it, the reflector's address, and put, which publishes a zone
 // store record at the reflector (version v above a base generation).
@@ -184,38 +175,55 @@ func TestFirstStartJudgesUnderNoZoning(t *testing.T) {
 	}
 }
 
-func TestRestartTakesWholeZoning(t *testing.T) {
+// remoteSwitch starts a bare speaker for switch addr, a client of
+// reflector ra, and returns publish: it publishes a device record of that
+// switch (epoch 1, state st, reason why) under the route targets of zones
+// zs, replacing the device's last one.
+func remoteSwitch(t *testing.T, f *bgp.FakeFabric, ra, addr netip.Addr) (publish func(d inof.Device, st inof.State, why inof.Reason, zs ...string)) {
+	t.Helper()
 	ctx := context.Background()
-	s1Addr, s2Addr := netip.MustParseAddr("10.0.0.11"), netip.MustParseAddr("10.0.0.12")
-	s2ID, _ := inof.RouterIDFrom(s2Addr)
-	f, ra, put := configFabric(t, s1Addr, s2Addr)
-
-	// Switch 2 is a bare speaker: its records say what the test wants, when
-	// it wants.
-	s2, err := f.NewSpeaker(bgp.Options{Role: bgp.RoleClient, ASN: testASN, RouterID: s2Addr})
+	id, _ := inof.RouterIDFrom(addr)
+	sp, err := f.NewSpeaker(bgp.Options{Role: bgp.RoleClient, ASN: testASN, RouterID: addr})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := s2.Start(ctx); err != nil {
+	if err := sp.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(s2.Stop)
-	if err := s2.AddNeighbor(ctx, bgp.Neighbor{Address: ra}); err != nil {
+	t.Cleanup(sp.Stop)
+	if err := sp.AddNeighbor(ctx, bgp.Neighbor{Address: ra}); err != nil {
 		t.Fatal(err)
 	}
 	since := time.Now().Truncate(time.Millisecond)
-	remote := func(d inof.Device, st inof.State, why inof.Reason, zs ...string) {
+	return func(d inof.Device, st inof.State, why inof.Reason, zs ...string) {
 		t.Helper()
-		rec := bgp.DeviceRecord{Report: inof.Report{Switch: s2ID, Device: d,
+		rec := bgp.DeviceRecord{Report: inof.Report{Switch: id, Device: d,
 			Status: inof.Status{State: st, Reason: why, Changed: time.Now()}}, Epoch: 1, AccessPort: "swp1", Since: since}
 		var rts []bgp.RouteTarget
 		for _, z := range zs {
 			rts = append(rts, bgp.ZoneRT(testASN, z))
 		}
-		if err := s2.Publish(ctx, &rec, rts...); err != nil {
+		if err := sp.Publish(ctx, &rec, rts...); err != nil {
 			t.Fatal(err)
 		}
 	}
+}
+
+// TestRestartTakesWholeZoning: two edits are made while a switch is down,
+// one moving target T into zone z (which holds alias a) and one taking host
+// h2 out of alias a. Neither the old zoning nor the new one lets h2 see T,
+// only the mix of the two. The reflector sends the first edit and T's
+// record with its table when the switch comes back, the second edit after
+// them (the soak's case: a configuration record arriving after a device
+// record), then its End-of-RIB. h2 must never be told of T. Without the
+// hold the switch put the first edit in force alone and told h2 that T was
+// active, and inactive when the second came.
+func TestRestartTakesWholeZoning(t *testing.T) {
+	s1Addr, s2Addr := netip.MustParseAddr("10.0.0.11"), netip.MustParseAddr("10.0.0.12")
+	f, ra, put := configFabric(t, s1Addr, s2Addr)
+	// Switch 2 is a bare speaker: its records say what the test wants, when
+	// it wants.
+	remote := remoteSwitch(t, f, ra, s2Addr)
 
 	h2 := inof.Device{Addr: netip.MustParseAddr("10.1.0.2"), Role: inof.RoleHost, Protocol: inof.ProtocolTCP}
 	h3 := inof.Device{Addr: netip.MustParseAddr("10.1.0.3"), Role: inof.RoleHost, Protocol: inof.ProtocolTCP}
@@ -354,6 +362,64 @@ func TestStartsClosed(t *testing.T) {
 	} {
 		if got := startsClosed(c.o, c.loaded, c.saved); got != c.want {
 			t.Errorf("%s: startsClosed %v, want %v", c.what, got, c.want)
+		}
+	}
+}
+
+// TestReturnTakesWholeZoning: TestRestartTakesWholeZoning's two edits,
+// made while switch 1 has lost its only reflector (the link cut, not the
+// agent restarted). Back, the switch receives the first edit and T's
+// record with the reflector's table and the second edit after them; held
+// until the End-of-RIB, h2 is never told of T. Without the hold on return
+// the first edit went in force alone and h2 was told T active.
+func TestReturnTakesWholeZoning(t *testing.T) {
+	s1Addr, s2Addr := netip.MustParseAddr("10.0.0.11"), netip.MustParseAddr("10.0.0.12")
+	f, ra, put := configFabric(t, s1Addr, s2Addr)
+	remote := remoteSwitch(t, f, ra, s2Addr)
+	h2 := inof.Device{Addr: netip.MustParseAddr("10.1.0.2"), Role: inof.RoleHost, Protocol: inof.ProtocolTCP}
+	tgt := inof.Device{Addr: netip.MustParseAddr("10.2.0.1"), Role: inof.RoleTarget, Protocol: inof.ProtocolTCP, Port: 4420}
+	t9 := inof.Device{Addr: netip.MustParseAddr("10.2.0.9"), Role: inof.RoleTarget, Protocol: inof.ProtocolTCP, Port: 4420}
+	put(zones.KindZone, "y", 0, "10.1.0.3", tgt.Addr.String())
+	put(zones.KindZone, "z", 0, "alias:a")
+	put(zones.KindAlias, "a", 0, h2.Addr.String())
+	put(zones.KindZone, "w", 0, h2.Addr.String(), t9.Addr.String())
+	remote(tgt, inof.StateActive, inof.ReasonNone, "y")
+	remote(t9, inof.StateActive, inof.ReasonNone, "w")
+
+	logs := newLogLines()
+	near, far := memPorts(s1Addr.String(), "swp1")
+	s1 := runSwitchLogged(t, f, ra, s1Addr.String(), t.TempDir(), nil, slog.New(logs), func(o *Options) {
+		o.AccessPorts = []string{"swp1"}
+		o.ConfigHold = time.Minute // only the End-of-RIB ends it here
+	}, near)
+	host2 := newSimHost(t, far["swp1"], h2)
+	host2.register(120)
+	host2.waitFor("h2 sees t9", last(t9.Addr, inof.StateActive, inof.ReasonNone))
+	s1.waitSettled(t)
+
+	from := logs.mark()
+	f.Cut(ra, s1Addr)
+	logs.waitFor(t, from, "every reflector session lost")
+	// While switch 1 is cut off: T moves into zone z (its switch tags it so).
+	put(zones.KindZone, "z", 1, "alias:a", tgt.Addr.String())
+	remote(tgt, inof.StateActive, inof.ReasonNone, "y", "z")
+	f.DeferEndOfRIB(ra)
+	from = logs.mark()
+	f.Mend(ra, s1Addr)
+	logs.waitFor(t, from, "zone configuration held", "object=zone z")
+	from = logs.mark()
+	put(zones.KindAlias, "a", 1, "10.9.9.9") // h2 out of alias a
+	logs.waitFor(t, from, "zone configuration held", "object=alias a")
+	f.SendEndOfRIB(ra, s1Addr)
+	logs.waitFor(t, from, "zone configuration changed", "object=alias a")
+	// A marker h2 must hear: everything before it was sent before.
+	remote(t9, inof.StateInactive, inof.ReasonLinkDown, "w")
+	host2.waitFor("marker", last(t9.Addr, inof.StateInactive, inof.ReasonLinkDown))
+	host2.mu.Lock()
+	defer host2.mu.Unlock()
+	for _, n := range host2.got {
+		if n.Target == tgt.Addr {
+			t.Errorf("h2 was told %s %s (reason %s), which neither zoning lets it see", n.Target, n.State, n.Reason)
 		}
 	}
 }

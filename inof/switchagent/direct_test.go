@@ -206,19 +206,16 @@ func TestDirectModeViewerCannotEdit(t *testing.T) {
 	}
 }
 
-// TestRestartAfterDeadlinePassed: a switch down for longer than a
-// target's TTL does not age the target out when it starts again (nobody
-// read its LLDPDUs meanwhile): the restored registration gets one TTL
-// from the restart, the target's next refresh takes it over, and the host
-// in its zone hears nothing. Before, the saved deadline, already past,
-// told the host reason 6 for a healthy target at once.
-func TestRestartAfterDeadlinePassed(t *testing.T) {
-	const id, ttl = "10.0.0.11", 3
-	dir := t.TempDir()
-	ports := []string{"p1", "p2"}
-	tgt := inof.Device{Addr: netip.MustParseAddr("10.1.0.10"), Role: inof.RoleTarget, Protocol: inof.ProtocolTCP, Port: 4420,
+// directPair runs a direct-mode switch, target tgt on port p1 (LLDP TTL
+// ttl) and host hd on p2 in one zone, until hd has seen tgt and the
+// switch settled, and stops it: its state directory is then ready for a
+// restart (runSwitch with id, dir and ports).
+func directPair(t *testing.T, ttl uint16) (dir, id string, ports []string, tgt, hd inof.Device) {
+	t.Helper()
+	id, dir, ports = "10.0.0.11", t.TempDir(), []string{"p1", "p2"}
+	tgt = inof.Device{Addr: netip.MustParseAddr("10.1.0.10"), Role: inof.RoleTarget, Protocol: inof.ProtocolTCP, Port: 4420,
 		NQN: "nqn.2014-08.org.example:t"}
-	hd := inof.Device{Addr: netip.MustParseAddr("10.1.0.21"), Role: inof.RoleHost, Protocol: inof.ProtocolTCP}
+	hd = inof.Device{Addr: netip.MustParseAddr("10.1.0.21"), Role: inof.RoleHost, Protocol: inof.ProtocolTCP}
 	near, far := memPorts(id, ports...)
 	s := runSwitch(t, bgp.NewFakeFabric(), netip.Addr{}, id, dir, nil, directOptions(ports...), near)
 	<-s.agent.Ready()
@@ -231,6 +228,18 @@ func TestRestartAfterDeadlinePassed(t *testing.T) {
 	h.waitFor("the host sees the target", last(tgt.Addr, inof.StateActive, inof.ReasonNone))
 	s.waitSettled(t)
 	s.stop()
+	return dir, id, ports, tgt, hd
+}
+
+// TestRestartAfterDeadlinePassed: a switch down for longer than a
+// target's TTL does not age the target out when it starts again (nobody
+// read its LLDPDUs meanwhile): the restored registration gets one TTL
+// from the restart, the target's next refresh takes it over, and the host
+// in its zone hears nothing. Before, the saved deadline, already past,
+// told the host reason 6 for a healthy target at once.
+func TestRestartAfterDeadlinePassed(t *testing.T) {
+	const ttl = 3
+	dir, id, ports, tgt, hd := directPair(t, ttl)
 	time.Sleep(ttl*time.Second + 500*time.Millisecond) // the saved deadline passes while the switch is down
 
 	near2, far2 := memPorts(id, ports...)

@@ -1,6 +1,7 @@
 package switchagent
 
 import (
+	"fmt"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -9,7 +10,6 @@ import (
 
 	"github.com/openinof/inof/bgp"
 	"github.com/openinof/inof/inof"
-	"github.com/openinof/inof/zones"
 )
 
 func TestToldJournal(t *testing.T) {
@@ -114,27 +114,11 @@ func TestEngineRestoreAfterCrash(t *testing.T) {
 // target healthy, it must tell the host the target is active; from the
 // state file alone it believed the host knew.
 func TestRestartReplaysToldJournal(t *testing.T) {
-	const id = "10.0.0.11"
-	dir := t.TempDir()
-	ports := []string{"p1", "p2"}
-	tgt := inof.Device{Addr: netip.MustParseAddr("10.1.0.10"), Role: inof.RoleTarget, Protocol: inof.ProtocolTCP, Port: 4420,
-		NQN: "nqn.2014-08.org.example:t"}
-	hd := inof.Device{Addr: netip.MustParseAddr("10.1.0.21"), Role: inof.RoleHost, Protocol: inof.ProtocolTCP}
-	near, far := memPorts(id, ports...)
-	s := runSwitch(t, bgp.NewFakeFabric(), netip.Addr{}, id, dir, nil, directOptions(ports...), near)
-	<-s.agent.Ready()
-	commit(t, s.agent.API(), func(tx *zones.Tx) error {
-		return tx.CreateZone("z1", zones.MustParseMember(tgt.Addr.String()), zones.MustParseMember(hd.Addr.String()))
-	})
-	newSimHost(t, far["p1"], tgt).register(120)
-	h := newSimHost(t, far["p2"], hd)
-	h.register(120)
-	h.waitFor("the host sees the target", last(tgt.Addr, inof.StateActive, inof.ReasonNone))
-	s.waitSettled(t)
-	s.stop()
+	dir, id, ports, tgt, hd := directPair(t, 120)
+	opts := Options{StateDir: dir}
 
 	// What the killed agent had journalled after its last save.
-	j, _, _, err := openToldJournal(s.agent.opts.toldJournalFile())
+	j, _, _, err := openToldJournal(opts.toldJournalFile())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -151,4 +135,34 @@ func TestRestartReplaysToldJournal(t *testing.T) {
 	newSimHost(t, far2["p1"], tgt).refresh(120)
 	h2.refresh(120)
 	h2.waitFor("the host told the target is active again", last(tgt.Addr, inof.StateActive, inof.ReasonNone))
+}
+
+// BenchmarkToldJournal measures journalling one batch of notices: one, and
+// the 64 of a target that changed for 64 local hosts.
+func BenchmarkToldJournal(b *testing.B) {
+	for _, n := range []int{1, 64} {
+		b.Run(fmt.Sprintf("notices=%d", n), func(b *testing.B) {
+			j, _, _, err := openToldJournal(filepath.Join(b.TempDir(), "switch.told"))
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer j.close()
+			ns := make([]PortNotice, n)
+			for i := range ns {
+				ns[i] = PortNotice{Port: "swp1", Notice: Notice{Host: netip.AddrFrom4([4]byte{10, 1, byte(i / 250), byte(i%250 + 1)}),
+					Target: tgt1, State: inof.StateInactive, Reason: inof.ReasonLinkDown}}
+			}
+			b.ReportAllocs()
+			for i := 0; b.Loop(); i++ {
+				if i%1024 == 0 {
+					if err := j.reset(); err != nil { // as the saves do
+						b.Fatal(err)
+					}
+				}
+				if err := j.record(ns); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
 }

@@ -122,6 +122,24 @@ func TestPrivSoakPartitionDoesNotShadow(t *testing.T) {
 	})
 }
 
+// TestPrivSoakPartitionWithOtherReflectorDown: leaf3's BGP path to rr2 is
+// cut while BFD passes, and rr1's uplink goes down before leaf3's session to
+// rr2 runs out of hold time, so rr2 is the only reflector the other leaves
+// have (seed 2359243392859386603 step 18). rr2 used to drop leaf3's records
+// once the session was gone with BFD up, and every other leaf told its
+// hosts leaf3's targets were gone (reason 7) until rr1 came back; it now
+// demotes them, and they serve where no other copy is left.
+func TestPrivSoakPartitionWithOtherReflectorDown(t *testing.T) {
+	scripted(t, Step{
+		Faults: []Fault{
+			{Kind: Partition, Node: "leaf3", Peer: "rr2"},
+			{Kind: UplinkFlap, Node: "rr1", After: 2 * time.Second},
+		},
+		Hold:     HoldExpiry + 4*time.Second,
+		MidCheck: true,
+	})
+}
+
 // TestPrivSoakCrashKeepsRegistrations: the devices registered long ago
 // (longer than their TTL) and kept refreshing; leaf2's agent is killed and
 // started again. Its restored records must stay until the devices' next
@@ -240,6 +258,34 @@ func TestPrivSoakBothReflectorsStopGracefully(t *testing.T) {
 	var steps []Step
 	for range 4 {
 		steps = append(steps, Step{Faults: []Fault{{Kind: BothReflectors}}, Hold: time.Second})
+	}
+	scripted(t, steps...)
+}
+
+// TestPrivSoakUplinkFlapTakesWholeZoning: TestPrivSoakRestartTakesWholeZoning's
+// edits while leaf2's uplink is down (seed 2359243392859386603 step 35:
+// leaf1's uplink flapped while an alias and a zone were edited, and back,
+// it told hd2/1 two targets active that neither zoning let it see, and
+// inactive 2 ms later). The configuration hold covered a start only; it
+// now also starts when a switch loses its last reflector session.
+func TestPrivSoakUplinkFlapTakesWholeZoning(t *testing.T) {
+	lay := DefaultLayout()
+	h2 := zones.Member{Kind: zones.MemberAddr, Addr: lay.nic("h2", 0).Pool[0]}
+	td2 := zones.Member{Kind: zones.MemberNQN, Name: NQN("td2")}
+	td1 := nicIndex(t, "td1", 0)
+	var steps []Step
+	for i := range 3 {
+		steps = append(steps,
+			Step{Faults: []Fault{
+				{Kind: UplinkFlap, Node: "leaf2"},
+				{Kind: AliasChange, Node: "rr1", Edit: aliasEdit("rackA", h2, false), After: 300 * time.Millisecond},
+				{Kind: ZoneEdit, Node: "rr1", Edit: memberEdit("zA", td2, true), After: 300 * time.Millisecond},
+				{Kind: AddressChange, NIC: td1, Pick: uint64(i), After: 300 * time.Millisecond},
+			}, Hold: 3 * time.Second},
+			Step{Faults: []Fault{
+				{Kind: ZoneEdit, Node: "rr2", Edit: memberEdit("zA", td2, false)},
+				{Kind: AliasChange, Node: "rr2", Edit: aliasEdit("rackA", h2, true)},
+			}})
 	}
 	scripted(t, steps...)
 }
