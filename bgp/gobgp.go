@@ -429,7 +429,7 @@ func (g *GoBGP) onBFD(ch bfd.StateChange) {
 		if ok && ch.Old == bfd.Up && ch.New != bfd.Up {
 			g.log.Warn("BFD down towards neighbor", "neighbor", ch.Key.Peer, "diag", ch.Diag.String())
 			if g.cfg.Role == RoleClient && !ch.PeerAdminDown && g.loss.bfdDown(ch.Key.Peer) {
-				g.goDropLost(ch.Key.Peer, "BFD down")
+				g.goDropLost(ch.Key.Peer, whyBFD)
 			}
 		}
 		return

@@ -89,10 +89,16 @@ func (l *reflectorLoss) claim(addr netip.Addr) bool {
 func (g *GoBGP) watchReflectorLoss() error {
 	return g.watchPeers(g.watches.lifetime(), func(ev NeighborEvent) {
 		if g.loss.observe(ev) {
-			g.goDropLost(ev.Address, "session down")
+			g.goDropLost(ev.Address, whySession)
 		}
 	})
 }
+
+// Why a reflector is lost (goDropLost).
+const (
+	whySession = "session down"
+	whyBFD     = "BFD down"
+)
 
 // goDropLost drops addr's routes on a goroutine of its own (GoBGP's API
 // must not be called from its watcher), if another reflector still serves.
@@ -116,6 +122,20 @@ func (g *GoBGP) dropLost(ctx context.Context, addr netip.Addr, why string) {
 	if !other.IsValid() {
 		g.loss.release(addr) // a later event of this loss may find one
 		g.log.Info("reflector lost; keeping its routes (no other reflector serves)", "neighbor", addr, "why", why)
+		// After BFD loss the session may live on until its hold time, and
+		// deliver, once the path is back, what the reflector sent while
+		// cut off: a reflector whose own uplink went down lost every
+		// switch by BFD and withdrew their records, queued towards this
+		// one; its only copies gone, its hosts were told reason 7 for
+		// targets that were there (found by the soak, seed
+		// 16268759559226152336 step 115). Ended here, the session keeps
+		// the routes stale under graceful restart, as a dead connection
+		// does.
+		if why == whyBFD && n.LocalAddress.IsValid() {
+			if _, err := shutdownSessions(n.LocalAddress, addr); err != nil {
+				g.log.Warn("reflector lost: could not end its session", "neighbor", addr, "err", err)
+			}
+		}
 		return
 	}
 	g.log.Warn("reflector lost; dropping its routes, another reflector serves", "neighbor", addr, "why", why, "serving", other)

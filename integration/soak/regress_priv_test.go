@@ -140,6 +140,27 @@ func TestPrivSoakPartitionWithOtherReflectorDown(t *testing.T) {
 	})
 }
 
+// TestPrivSoakReflectorCutOffWhileOtherRestarts: rr1's uplink goes down,
+// and rr2 is stopped (SIGTERM) and started again while it is (seed
+// 16268759559226152336 step 115). Cut off, rr1 lost every switch by BFD and
+// withdrew their records; the withdraws, queued towards leaf1, whose
+// session to rr1 lived on after BFD loss, reached leaf1 when the uplink came
+// back, before that session ended. rr2 was back but had not re-learned
+// leaf2's records yet, so leaf1 held no other copy and told its hosts
+// reason 7 for td1, active again 270 ms later. A switch now ends its
+// session to a reflector it lost by BFD when no other serves (graceful
+// restart keeps the routes).
+func TestPrivSoakReflectorCutOffWhileOtherRestarts(t *testing.T) {
+	var steps []Step
+	for range 3 {
+		steps = append(steps, Step{Faults: []Fault{
+			{Kind: UplinkFlap, Node: "rr1"},
+			{Kind: TermReflector, Node: "rr2", After: 1200 * time.Millisecond},
+		}, Hold: 850 * time.Millisecond})
+	}
+	scripted(t, steps...)
+}
+
 // TestPrivSoakCrashKeepsRegistrations: the devices registered long ago
 // (longer than their TTL) and kept refreshing; leaf2's agent is killed and
 // started again. Its restored records must stay until the devices' next
