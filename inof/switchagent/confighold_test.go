@@ -219,22 +219,7 @@ func remoteSwitch(t *testing.T, f *bgp.FakeFabric, ra, addr netip.Addr) (publish
 // hold the switch put the first edit in force alone and told h2 that T was
 // active, and inactive when the second came.
 func TestRestartTakesWholeZoning(t *testing.T) {
-	s1Addr, s2Addr := netip.MustParseAddr("10.0.0.11"), netip.MustParseAddr("10.0.0.12")
-	f, ra, put := configFabric(t, s1Addr, s2Addr)
-	// Switch 2 is a bare speaker: its records say what the test wants, when
-	// it wants.
-	remote := remoteSwitch(t, f, ra, s2Addr)
-
-	h2 := inof.Device{Addr: netip.MustParseAddr("10.1.0.2"), Role: inof.RoleHost, Protocol: inof.ProtocolTCP}
-	h3 := inof.Device{Addr: netip.MustParseAddr("10.1.0.3"), Role: inof.RoleHost, Protocol: inof.ProtocolTCP}
-	tgt := inof.Device{Addr: netip.MustParseAddr("10.2.0.1"), Role: inof.RoleTarget, Protocol: inof.ProtocolTCP, Port: 4420}
-	t9 := inof.Device{Addr: netip.MustParseAddr("10.2.0.9"), Role: inof.RoleTarget, Protocol: inof.ProtocolTCP, Port: 4420}
-	put(zones.KindZone, "y", 0, h3.Addr.String(), tgt.Addr.String())
-	put(zones.KindZone, "z", 0, "alias:a")
-	put(zones.KindAlias, "a", 0, h2.Addr.String())
-	put(zones.KindZone, "w", 0, h2.Addr.String(), t9.Addr.String())
-	remote(tgt, inof.StateActive, inof.ReasonNone, "y")
-	remote(t9, inof.StateActive, inof.ReasonNone, "w")
+	s1Addr, f, ra, put, remote, h2, h3, tgt, t9 := wholeZoningFabric(t)
 
 	logs := newLogLines()
 	dir := t.TempDir()
@@ -280,18 +265,7 @@ func TestRestartTakesWholeZoning(t *testing.T) {
 		z, a := cfg.Zones["z"], cfg.Aliases["a"]
 		return z != nil && len(z.Members) == 2 && a != nil && a.Members[0].Addr != h2.Addr
 	})
-	// A marker h2 must hear: everything before it was sent before.
-	remote(t9, inof.StateInactive, inof.ReasonLinkDown, "w")
-	host2b.waitFor("marker", last(t9.Addr, inof.StateInactive, inof.ReasonLinkDown))
-	for _, h := range []*simHost{host2, host2b} {
-		h.mu.Lock()
-		for _, n := range h.got {
-			if n.Target == tgt.Addr {
-				t.Errorf("h2 was told %s %s (reason %s), which neither zoning lets it see", n.Target, n.State, n.Reason)
-			}
-		}
-		h.mu.Unlock()
-	}
+	neverTold(t, remote, t9, tgt, host2b, host2)
 	host3b.mu.Lock()
 	defer host3b.mu.Unlock()
 	for _, n := range host3b.got {
@@ -373,18 +347,7 @@ func TestStartsClosed(t *testing.T) {
 // until the End-of-RIB, h2 is never told of T. Without the hold on return
 // the first edit went in force alone and h2 was told T active.
 func TestReturnTakesWholeZoning(t *testing.T) {
-	s1Addr, s2Addr := netip.MustParseAddr("10.0.0.11"), netip.MustParseAddr("10.0.0.12")
-	f, ra, put := configFabric(t, s1Addr, s2Addr)
-	remote := remoteSwitch(t, f, ra, s2Addr)
-	h2 := inof.Device{Addr: netip.MustParseAddr("10.1.0.2"), Role: inof.RoleHost, Protocol: inof.ProtocolTCP}
-	tgt := inof.Device{Addr: netip.MustParseAddr("10.2.0.1"), Role: inof.RoleTarget, Protocol: inof.ProtocolTCP, Port: 4420}
-	t9 := inof.Device{Addr: netip.MustParseAddr("10.2.0.9"), Role: inof.RoleTarget, Protocol: inof.ProtocolTCP, Port: 4420}
-	put(zones.KindZone, "y", 0, "10.1.0.3", tgt.Addr.String())
-	put(zones.KindZone, "z", 0, "alias:a")
-	put(zones.KindAlias, "a", 0, h2.Addr.String())
-	put(zones.KindZone, "w", 0, h2.Addr.String(), t9.Addr.String())
-	remote(tgt, inof.StateActive, inof.ReasonNone, "y")
-	remote(t9, inof.StateActive, inof.ReasonNone, "w")
+	s1Addr, f, ra, put, remote, h2, _, tgt, t9 := wholeZoningFabric(t)
 
 	logs := newLogLines()
 	near, far := memPorts(s1Addr.String(), "swp1")
@@ -412,14 +375,48 @@ func TestReturnTakesWholeZoning(t *testing.T) {
 	logs.waitFor(t, from, "zone configuration held", "object=alias a")
 	f.SendEndOfRIB(ra, s1Addr)
 	logs.waitFor(t, from, "zone configuration changed", "object=alias a")
-	// A marker h2 must hear: everything before it was sent before.
+	neverTold(t, remote, t9, tgt, host2)
+}
+
+// wholeZoningFabric sets up the two-edit case of TestRestartTakesWholeZoning
+// on a fake fabric: switch 1 (s1Addr, not started) and switch 2, a bare
+// speaker whose records say what the test wants, when it wants (remote);
+// zone y holds h3 and target T, zone z the alias a, which holds h2, and
+// zone w h2 and t9; T and t9 are published.
+func wholeZoningFabric(t *testing.T) (s1Addr netip.Addr, f *bgp.FakeFabric, ra netip.Addr,
+	put func(zones.Kind, string, uint64, ...string), remote func(inof.Device, inof.State, inof.Reason, ...string),
+	h2, h3, tgt, t9 inof.Device) {
+	t.Helper()
+	s1Addr, s2Addr := netip.MustParseAddr("10.0.0.11"), netip.MustParseAddr("10.0.0.12")
+	f, ra, put = configFabric(t, s1Addr, s2Addr)
+	remote = remoteSwitch(t, f, ra, s2Addr)
+	h2 = inof.Device{Addr: netip.MustParseAddr("10.1.0.2"), Role: inof.RoleHost, Protocol: inof.ProtocolTCP}
+	h3 = inof.Device{Addr: netip.MustParseAddr("10.1.0.3"), Role: inof.RoleHost, Protocol: inof.ProtocolTCP}
+	tgt = inof.Device{Addr: netip.MustParseAddr("10.2.0.1"), Role: inof.RoleTarget, Protocol: inof.ProtocolTCP, Port: 4420}
+	t9 = inof.Device{Addr: netip.MustParseAddr("10.2.0.9"), Role: inof.RoleTarget, Protocol: inof.ProtocolTCP, Port: 4420}
+	put(zones.KindZone, "y", 0, h3.Addr.String(), tgt.Addr.String())
+	put(zones.KindZone, "z", 0, "alias:a")
+	put(zones.KindAlias, "a", 0, h2.Addr.String())
+	put(zones.KindZone, "w", 0, h2.Addr.String(), t9.Addr.String())
+	remote(tgt, inof.StateActive, inof.ReasonNone, "y")
+	remote(t9, inof.StateActive, inof.ReasonNone, "w")
+	return s1Addr, f, ra, put, remote, h2, h3, tgt, t9
+}
+
+// neverTold publishes a marker (t9 inactive) that hosts[0] must hear, and
+// then checks that none of hosts was ever told of tgt.
+func neverTold(t *testing.T, remote func(inof.Device, inof.State, inof.Reason, ...string), t9, tgt inof.Device, hosts ...*simHost) {
+	t.Helper()
+	// Everything before the marker was sent before it.
 	remote(t9, inof.StateInactive, inof.ReasonLinkDown, "w")
-	host2.waitFor("marker", last(t9.Addr, inof.StateInactive, inof.ReasonLinkDown))
-	host2.mu.Lock()
-	defer host2.mu.Unlock()
-	for _, n := range host2.got {
-		if n.Target == tgt.Addr {
-			t.Errorf("h2 was told %s %s (reason %s), which neither zoning lets it see", n.Target, n.State, n.Reason)
+	hosts[0].waitFor("marker", last(t9.Addr, inof.StateInactive, inof.ReasonLinkDown))
+	for _, h := range hosts {
+		h.mu.Lock()
+		for _, n := range h.got {
+			if n.Target == tgt.Addr {
+				t.Errorf("h2 was told %s %s (reason %s), which neither zoning lets it see", n.Target, n.State, n.Reason)
+			}
 		}
+		h.mu.Unlock()
 	}
 }

@@ -245,6 +245,14 @@ func TestPrivSoakRetagWhileUnsubscribing(t *testing.T) {
 // return"). Without the hold this test leaked in the one run made (step 3:
 // h2 told td2 active, then inactive 4 ms later); with it, 2 of 2 passed.
 func TestPrivSoakRestartTakesWholeZoning(t *testing.T) {
+	scripted(t, wholeZoningSteps(t, TermSwitch, time.Second)...)
+}
+
+// wholeZoningSteps: three times, leaf2 goes away (cut: a fault kind on
+// it) while h2 (leaf2) leaves the alias rackA (and so zone zA, which uses
+// it) and td2 (leaf3) joins zA, and td1 changes address, held hold; then
+// both edits are undone. h2 may see td2 under neither zoning.
+func wholeZoningSteps(t *testing.T, cut Kind, hold time.Duration) []Step {
 	lay := DefaultLayout()
 	h2 := zones.Member{Kind: zones.MemberAddr, Addr: lay.nic("h2", 0).Pool[0]}
 	td2 := zones.Member{Kind: zones.MemberNQN, Name: NQN("td2")}
@@ -253,17 +261,17 @@ func TestPrivSoakRestartTakesWholeZoning(t *testing.T) {
 	for i := range 3 {
 		steps = append(steps,
 			Step{Faults: []Fault{
-				{Kind: TermSwitch, Node: "leaf2"},
+				{Kind: cut, Node: "leaf2"},
 				{Kind: AliasChange, Node: "rr1", Edit: aliasEdit("rackA", h2, false), After: 300 * time.Millisecond},
 				{Kind: ZoneEdit, Node: "rr1", Edit: memberEdit("zA", td2, true), After: 300 * time.Millisecond},
 				{Kind: AddressChange, NIC: td1, Pick: uint64(i), After: 300 * time.Millisecond},
-			}, Hold: time.Second},
+			}, Hold: hold},
 			Step{Faults: []Fault{
 				{Kind: ZoneEdit, Node: "rr2", Edit: memberEdit("zA", td2, false)},
 				{Kind: AliasChange, Node: "rr2", Edit: aliasEdit("rackA", h2, true)},
 			}})
 	}
-	scripted(t, steps...)
+	return steps
 }
 
 // TestPrivSoakBothReflectorsStopGracefully: both reflectors stopped with
@@ -290,25 +298,7 @@ func TestPrivSoakBothReflectorsStopGracefully(t *testing.T) {
 // inactive 2 ms later). The configuration hold covered a start only; it
 // now also starts when a switch loses its last reflector session.
 func TestPrivSoakUplinkFlapTakesWholeZoning(t *testing.T) {
-	lay := DefaultLayout()
-	h2 := zones.Member{Kind: zones.MemberAddr, Addr: lay.nic("h2", 0).Pool[0]}
-	td2 := zones.Member{Kind: zones.MemberNQN, Name: NQN("td2")}
-	td1 := nicIndex(t, "td1", 0)
-	var steps []Step
-	for i := range 3 {
-		steps = append(steps,
-			Step{Faults: []Fault{
-				{Kind: UplinkFlap, Node: "leaf2"},
-				{Kind: AliasChange, Node: "rr1", Edit: aliasEdit("rackA", h2, false), After: 300 * time.Millisecond},
-				{Kind: ZoneEdit, Node: "rr1", Edit: memberEdit("zA", td2, true), After: 300 * time.Millisecond},
-				{Kind: AddressChange, NIC: td1, Pick: uint64(i), After: 300 * time.Millisecond},
-			}, Hold: 3 * time.Second},
-			Step{Faults: []Fault{
-				{Kind: ZoneEdit, Node: "rr2", Edit: memberEdit("zA", td2, false)},
-				{Kind: AliasChange, Node: "rr2", Edit: aliasEdit("rackA", h2, true)},
-			}})
-	}
-	scripted(t, steps...)
+	scripted(t, wholeZoningSteps(t, UplinkFlap, 3*time.Second)...)
 }
 
 // hardZoning sets hard zoning on or off.
