@@ -298,10 +298,10 @@ func (r *run) clockStep(name string, sign int) (func(), bool) {
 		}
 	}
 	set(sign * clockStepMinutes * 60)
-	r.m.Reflectors[name].Skewed = true
+	r.m.Reflectors[name].ClockOffset = time.Duration(sign*clockStepMinutes) * time.Minute
 	return func() {
 		set(0)
-		r.m.Reflectors[name].Skewed = false
+		r.m.Reflectors[name].ClockOffset = 0
 	}, true
 }
 
@@ -338,7 +338,8 @@ func (r *run) diskFull(name string, pick uint64) (func(), bool) {
 // edit runs one zoning change on a reflector. The model follows when it
 // succeeds; an outcome the model did not expect is a finding, except on a
 // reflector whose store is full or whose clock is stepped, where either
-// outcome is fair.
+// outcome is fair. No edit is made where an older version from another
+// reflector may overrule it, or it the newer one (Model.EditHeldBack).
 func (r *run) edit(name string, e Edit) bool {
 	rr := r.m.Reflectors[name]
 	if !rr.Running {
@@ -348,13 +349,17 @@ func (r *run) edit(name string, e Edit) bool {
 		}
 		return true
 	}
+	if why := r.m.EditHeldBack(name); why != "" {
+		r.logf("  %s on %s not made: %s", e, name, why)
+		return false
+	}
 	out, err := r.f.Node(name).Inofctl(append(e.Args, "--yes")...)
 	r.edited = true
 	poss := append([]*zones.Config{r.m.Config}, r.m.Candidates...)
 	after := AfterEdit(poss, e, err == nil)
 	if err != nil {
 		switch {
-		case rr.DiskFull || rr.Skewed:
+		case rr.DiskFull || rr.ClockOffset != 0:
 			r.logf("  %s on %s refused (store full or clock stepped): %v", e, name, err)
 		case r.m.Candidates != nil && len(after) > 0:
 			// Drawn from the model's zoning while concurrent edits are
@@ -372,6 +377,7 @@ func (r *run) edit(name string, e Edit) bool {
 	}
 	// While concurrent edits are unresolved the edit lands on whichever
 	// of their results the reflectors settled on.
+	r.m.Wrote(name)
 	r.m.SetConfig(after[0], name)
 	if len(after) > 1 {
 		r.m.Candidates = after[1:]
@@ -388,6 +394,12 @@ func (r *run) edit(name string, e Edit) bool {
 func (r *run) concurrentEdits(pick uint64) bool {
 	if !r.m.Reflectors[r.lay.Reflectors[0]].Running || !r.m.Reflectors[r.lay.Reflectors[1]].Running {
 		return false
+	}
+	for _, name := range r.lay.Reflectors {
+		if why := r.m.EditHeldBack(name); why != "" {
+			r.logf("  concurrent edits not made: on %s, %s", name, why)
+			return false
+		}
 	}
 	base := r.m.Config
 	a, okA := ZoneEditFor(pick, r.lay, base)

@@ -1,6 +1,7 @@
 package soak
 
 import (
+	"fmt"
 	"net/netip"
 	"slices"
 	"time"
@@ -50,8 +51,14 @@ type Reflector struct {
 	Running  bool
 	UplinkUp bool
 	Impaired bool
-	Skewed   bool // its clock is stepped
-	DiskFull bool // its store's file system is full
+	// ClockOffset is how far its clock is stepped (0: right).
+	ClockOffset time.Duration
+	DiskFull    bool // its store's file system is full
+	// AheadUntil is when the other reflectors take its writes again: an
+	// edit made while its clock was ahead carries a generation more than
+	// inof.MaxGenerationSkew ahead of theirs, and so does every later one
+	// (its generation clock never goes back), until their clocks catch up.
+	AheadUntil time.Time
 	// cfgHeld is the newest configuration generation the reflector holds:
 	// the one edited on it, or received from the other reflector.
 	cfgHeld int
@@ -139,12 +146,69 @@ func (m *Model) SetConfig(c *zones.Config, at ...string) {
 	m.Touch()
 }
 
+// ReplicationWait is how long after its clock catches up a reflector takes
+// a version it refused as too far ahead: the replicator looks at refused
+// versions again every 10 s (bgp.ReplicatorOptions.RetryEvery), plus a
+// margin.
+const ReplicationWait = 20 * time.Second
+
+// Wrote records an edit made on reflector name: one made while its clock
+// is ahead by more than inof.MaxGenerationSkew is refused by the other
+// reflectors until their clocks reach its generation.
+func (m *Model) Wrote(name string) {
+	r := m.Reflectors[name]
+	if skew := r.ClockOffset - inof.MaxGenerationSkew; skew > 0 {
+		r.AheadUntil = later(r.AheadUntil, m.now().Add(skew+ReplicationWait))
+	}
+}
+
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
+
+// Lags reports whether reflector name may not hold the zoning in force
+// yet: it refuses another reflector's edits as too far ahead.
+func (m *Model) Lags(name string) bool {
+	for other, r := range m.Reflectors {
+		if other != name && m.now().Before(r.AheadUntil) {
+			return true
+		}
+	}
+	return false
+}
+
+// EditHeldBack says why the harness must not edit on reflector name now,
+// or "" if it may. The reflectors order the versions of an object by
+// generation (the last writer wins), so an edit made where the newest
+// zoning has not arrived yet (the reflector that has it is cut off, or
+// its generations are refused as too far ahead) or while another
+// reflector's clock is stepped can lose to an older one made elsewhere, or
+// overrule it, by clocks the model cannot follow. Concurrent edits are the
+// one race the model does follow (Candidates).
+func (m *Model) EditHeldBack(name string) string {
+	if m.Reflectors[name].cfgHeld != m.cfgGen {
+		return "it does not hold the zoning in force yet (the reflector edited last has not reached it)"
+	}
+	for other, r := range m.Reflectors {
+		if other != name && r.ClockOffset != 0 {
+			return fmt.Sprintf("the clock of %s is stepped %s", other, r.ClockOffset)
+		}
+	}
+	return ""
+}
+
 // Touch must follow every change of the model: reflectors that reach each
 // other share the configuration in force (replication), and switches with
 // a working path to a reflector holding it are taken to have it. An edit
-// on a reflector cut off from the fabric reaches nobody until it is back.
+// on a reflector cut off from the fabric reaches nobody until it is back,
+// and one whose generation is too far ahead for the other reflectors
+// reaches them only once their clocks catch up (Wrote); switches take it
+// from it alone meanwhile.
 func (m *Model) Touch() {
-	if m.peersConnected() {
+	if m.peersConnected() && !m.anyAhead() {
 		held := 0
 		for _, r := range m.Reflectors {
 			held = max(held, r.cfgHeld)
@@ -160,6 +224,38 @@ func (m *Model) Touch() {
 			}
 		}
 	}
+}
+
+// AheadEnded reports whether a reflector's writes are taken again after
+// being refused as too far ahead: the reflectors must be read back
+// agreeing.
+func (m *Model) AheadEnded() bool {
+	for _, r := range m.Reflectors {
+		if !r.AheadUntil.IsZero() && !m.now().Before(r.AheadUntil) {
+			return true
+		}
+	}
+	return false
+}
+
+// ForgetAhead drops the windows that AheadEnded reported, once the
+// reflectors were read back agreeing.
+func (m *Model) ForgetAhead() {
+	for _, r := range m.Reflectors {
+		if !m.now().Before(r.AheadUntil) {
+			r.AheadUntil = time.Time{}
+		}
+	}
+}
+
+// anyAhead reports whether some reflector's writes are refused now.
+func (m *Model) anyAhead() bool {
+	for _, r := range m.Reflectors {
+		if m.now().Before(r.AheadUntil) {
+			return true
+		}
+	}
+	return false
 }
 
 // peersConnected reports whether the reflectors reach each other: all

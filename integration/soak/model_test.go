@@ -315,3 +315,93 @@ func TestOracleEditOnACutOffReflector(t *testing.T) {
 		t.Fatalf("edit on the cut-off rr1, rr2 without it: h3 about t1 = %s, want unknown", got)
 	}
 }
+
+// An edit on a reflector whose clock is 10 minutes ahead: the other
+// reflector refuses it until its clock reaches the edit's generation (5
+// minutes later, plus the replicator's retry); meanwhile the switches take
+// it from the ahead reflector alone, the other is not read back and not
+// edited, and then both must agree again.
+func TestOracleEditUnderAClockAhead(t *testing.T) {
+	m := healthyModel()
+	now := time.Date(2026, 12, 3, 12, 0, 0, 0, time.UTC)
+	m.Clock = func() time.Time { return now }
+	h3, t1 := nicOf(t, m, "h3", 0), nicOf(t, m, "t1", 0)
+	soft := m.Config.Clone()
+	soft.Settings.HardZoning = false
+
+	rr1, rr2 := m.Reflectors["rr1"], m.Reflectors["rr2"]
+	rr1.ClockOffset = 10 * time.Minute
+	if why := m.EditHeldBack("rr2"); why == "" {
+		t.Fatal("rr1's clock stepped: an edit on rr2 must be held back (rr1 orders versions by a wrong clock)")
+	}
+	if why := m.EditHeldBack("rr1"); why != "" {
+		t.Fatalf("an edit on the stepped rr1 itself is fair: %s", why)
+	}
+	m.Wrote("rr1")
+	m.SetConfig(soft, "rr1")
+	rr1.ClockOffset = 0 // healed: its generation clock stays ahead
+	if !m.Lags("rr2") || m.Lags("rr1") {
+		t.Fatalf("after the edit: rr2 lags %v, rr1 lags %v; want rr2 only", m.Lags("rr2"), m.Lags("rr1"))
+	}
+	m.Touch()
+	if rr2.cfgHeld == m.cfgGen {
+		t.Fatal("rr2 took the edit it refuses as too far ahead")
+	}
+	if got := m.Expect(h3, t1, t1.Addr); got != Active {
+		t.Fatalf("every switch hears rr1: h3 about t1 = %s, want active", got)
+	}
+	if m.EditHeldBack("rr2") == "" || m.AheadEnded() {
+		t.Fatal("within the window: rr2 must stay unedited and the window open")
+	}
+
+	// rr1's uplink down: a leaf hears only rr2, which does not hold it.
+	rr1.UplinkUp = false
+	m.Touch()
+	m.Wrote("rr1")
+	harder := soft.Clone()
+	harder.Settings.HardZoning = true
+	m.SetConfig(harder, "rr1")
+	if got := m.Expect(h3, t1, t1.Addr); got != Unknown {
+		t.Fatalf("edit on the cut-off, ahead rr1: h3 about t1 = %s, want unknown", got)
+	}
+	rr1.UplinkUp = true
+
+	now = now.Add(inof.MaxGenerationSkew + ReplicationWait)
+	if m.Lags("rr2") || !m.AheadEnded() {
+		t.Fatalf("past the window: rr2 lags %v, ended %v; want false, true", m.Lags("rr2"), m.AheadEnded())
+	}
+	m.Touch()
+	if rr2.cfgHeld != m.cfgGen {
+		t.Fatal("past the window rr2 must take rr1's edits")
+	}
+	if got := m.Expect(h3, t1, t1.Addr); got != Inactive {
+		t.Fatalf("past the window: h3 about t1 = %s, want inactive (hard zoning)", got)
+	}
+	m.ForgetAhead()
+	if m.AheadEnded() || m.EditHeldBack("rr2") != "" {
+		t.Fatal("once read back, the window is over")
+	}
+
+	// rr1 cut off: an edit there leaves rr2 behind, which is not edited
+	// until it has the edit.
+	rr1.UplinkUp = false
+	m.Touch()
+	m.SetConfig(soft, "rr1")
+	if m.EditHeldBack("rr2") == "" || m.EditHeldBack("rr1") != "" {
+		t.Fatalf("edit on the cut-off rr1: held back on rr2 %q (want a reason), on rr1 %q (want none)",
+			m.EditHeldBack("rr2"), m.EditHeldBack("rr1"))
+	}
+	rr1.UplinkUp = true
+	m.Touch()
+	if m.EditHeldBack("rr2") != "" {
+		t.Fatalf("rr1 back: rr2 still held back: %s", m.EditHeldBack("rr2"))
+	}
+
+	// Behind: nothing rr1 writes is refused, but rr1 refuses rr2's.
+	rr1.ClockOffset = -10 * time.Minute
+	m.Wrote("rr1")
+	if m.Lags("rr2") || m.EditHeldBack("rr2") == "" {
+		t.Fatalf("rr1 behind: rr2 lags %v (want false), edits on rr2 held back %q (want a reason)",
+			m.Lags("rr2"), m.EditHeldBack("rr2"))
+	}
+}

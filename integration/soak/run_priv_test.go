@@ -427,6 +427,7 @@ func (r *run) check(full bool) {
 		now := time.Now()
 		if full && !now.Before(nextPoll) {
 			nextPoll = now.Add(500 * time.Millisecond)
+			r.m.Touch() // a reflector's writes may be taken again (Model.Wrote)
 			healthy = r.healthy(now, changed, lastSnap)
 			if healthy && healthyAt.IsZero() {
 				healthyAt = now
@@ -556,13 +557,20 @@ func (r *run) healthy(now time.Time, changed map[string]time.Time, last map[stri
 // (which it then adopts). It reports whether they do; at the deadline
 // (last) it logs what they hold.
 func (r *run) resolveZoning(last bool) bool {
-	if !r.edited && r.m.Candidates == nil {
+	caught := r.m.AheadEnded()
+	if !r.edited && r.m.Candidates == nil && !caught {
 		return true
 	}
 	var got []*zones.Config
 	var read []string
 	for _, name := range r.lay.Reflectors {
 		if !r.m.Reflectors[name].Running {
+			continue
+		}
+		if r.m.Lags(name) {
+			if last {
+				r.logf("  zoning of %s not read: it refuses the other's edits as too far ahead", name)
+			}
 			continue
 		}
 		c, err := r.readZoning(name)
@@ -594,6 +602,9 @@ func (r *run) resolveZoning(last bool) bool {
 			}
 			r.m.Candidates = nil
 			r.edited = false
+			if caught {
+				r.m.ForgetAhead()
+			}
 			return true
 		}
 	}

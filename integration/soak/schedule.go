@@ -81,10 +81,12 @@ func KindsWithout(skip string) ([]Kind, error) {
 }
 
 // weights say how often each kind is drawn: restarts cost a settle time
-// each (10 s), so they come less often than flaps and edits.
+// each (10 s), so they come less often than flaps and edits; a clock
+// stepped ahead keeps the other reflector from being edited for 5 minutes
+// (Model.EditHeldBack), so it comes least often.
 var weights = map[Kind]int{
 	KillReflector: 4, TermReflector: 3, BothReflectors: 2, KillSwitch: 4, TermSwitch: 3,
-	AccessFlap: 10, UplinkFlap: 5, Partition: 4, Impair: 4, ClockStep: 2, DiskFull: 2,
+	AccessFlap: 10, UplinkFlap: 5, Partition: 4, Impair: 4, ClockStep: 1, DiskFull: 2,
 	ZoneEdit: 10, ConcurrentEdits: 4, HardZoning: 3, AliasChange: 5,
 	Registration: 8, AddressChange: 5, AgeOut: 4,
 }
@@ -206,19 +208,19 @@ func NewSchedule(seed uint64, l *Layout, kinds ...Kind) *Schedule {
 func (s *Schedule) Next() Step {
 	s.n++
 	st := Step{N: s.n}
-	// 1 to 5 faults, 3 on average: a step's settle (restarts, sessions
-	// coming back) costs more than its faults, so faults come in
+	// 2 to 6 faults, 4 on average: a step's settle (restarts, sessions
+	// coming back: 11 s) costs more than its faults, so faults come in
 	// combination.
-	count := 1
+	count := 2
 	switch p := s.rng.IntN(100); {
 	case p >= 85:
-		count = 5
+		count = 6
 	case p >= 65:
+		count = 5
+	case p >= 35:
 		count = 4
-	case p >= 40:
+	case p >= 10:
 		count = 3
-	case p >= 15:
-		count = 2
 	}
 	var busy busySet
 	for tries := 0; len(st.Faults) < count && tries < 50; tries++ {
@@ -232,7 +234,7 @@ func (s *Schedule) Next() Step {
 		st.Faults = append(st.Faults, f)
 		// A clock step or a full disk matters for what the reflector
 		// writes: give it an edit on that reflector to take.
-		if (f.Kind == ClockStep || f.Kind == DiskFull) && len(st.Faults) < 5 {
+		if (f.Kind == ClockStep || f.Kind == DiskFull) && len(st.Faults) < 6 {
 			e := Fault{Kind: ZoneEdit, Node: f.Node, Pick: s.rng.Uint64(), After: s.dur(100*time.Millisecond, time.Second)}
 			if s.rng.IntN(3) == 0 {
 				e.Kind = AliasChange
