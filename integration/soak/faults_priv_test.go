@@ -97,6 +97,7 @@ func (r *run) stopReflectors(kill bool, names ...string) (func(), bool) {
 		stopped = append(stopped, name)
 	}
 	r.m.Touch()
+	r.noteLossyAlone()
 	if len(stopped) == 0 {
 		return nil, false
 	}
@@ -209,6 +210,7 @@ func (r *run) uplinkFlap(name string) (func(), bool) {
 		for _, sw := range r.lay.Switches {
 			r.induced[sw] = true
 		}
+		r.noteLossyAlone()
 	}
 	return func() {
 		if err := node.SetUplink(true); err != nil {
@@ -263,6 +265,7 @@ func (r *run) impair(name string, im topo.Impairment) (func(), bool) {
 		for _, sw := range r.lay.Switches {
 			r.induced[sw] = true
 		}
+		r.noteLossyAlone()
 	}
 	return func() {
 		if err := undo(); err != nil {
@@ -270,6 +273,32 @@ func (r *run) impair(name string, im topo.Impairment) (func(), bool) {
 		}
 		r.setImpaired(name, false)
 	}, true
+}
+
+// noteLossyAlone records, while a lossy reflector is the only one that
+// may serve, that any remote target may be told "BFD down": the lossy
+// reflector may lose any switch by BFD and withdraw its records, and with
+// no other reflector holding them (stopped, cut off, lossy too) a switch
+// has nothing else to go by. While another reflector serves, the switches
+// keep its copies, and no host may hear of it (seed 6560826109537930245
+// step 10: rr2 lossy lost leaf4, rr1 stopped, and leaf1's and leaf2's
+// hosts were told leaf4's targets reason 7 for a second).
+func (r *run) noteLossyAlone() {
+	lossy, away := 0, 0
+	for _, rr := range r.m.Reflectors {
+		switch {
+		case !rr.Running || !rr.UplinkUp:
+			away++
+		case rr.Impaired:
+			lossy++
+		}
+	}
+	if lossy == 0 || lossy+away < len(r.m.Reflectors) {
+		return
+	}
+	for _, nic := range r.m.Targets() {
+		r.hist.Cause(nic.Addr, inof.ReasonBFDDown)
+	}
 }
 
 func (r *run) setImpaired(name string, on bool) {

@@ -50,6 +50,21 @@ func (k Kind) String() string {
 	return fmt.Sprintf("kind(%d)", uint8(k))
 }
 
+// settlesSlowly reports whether a fault makes its step wait for the
+// fabric's settle times: a restart, or sessions that go down and come back
+// (graceful restart's 10 s settle).
+func (k Kind) settlesSlowly() bool {
+	switch k {
+	case KillReflector, TermReflector, BothReflectors, KillSwitch, TermSwitch, UplinkFlap, Partition:
+		return true
+	}
+	return false
+}
+
+// riders is how many faults that settle fast a step with one that settles
+// slowly takes beyond its drawn count.
+const riders = 3
+
 // Transient reports whether the fault is healed within its step.
 func (k Kind) Transient() bool { return k >= KillReflector && k <= DiskFull }
 
@@ -247,6 +262,20 @@ func (s *Schedule) Next() Step {
 			if nic, ok := s.targetOn(f.Node, &busy); ok {
 				st.Faults = append(st.Faults, Fault{Kind: AccessFlap, NIC: nic, After: s.dur(0, 12*time.Second)})
 			}
+		}
+	}
+	// A step that waits for sessions or a restart anyway (11 s and more)
+	// takes riders: more faults of the other kinds, which settle within
+	// that wait.
+	if slices.ContainsFunc(st.Faults, func(f Fault) bool { return f.Kind.settlesSlowly() }) {
+		for added, tries := 0, 0; added < riders && tries < 50; tries++ {
+			f := s.draw()
+			if f.Kind.settlesSlowly() || !busy.admit(s.layout, f) {
+				continue
+			}
+			f.After = s.dur(0, time.Second)
+			st.Faults = append(st.Faults, f)
+			added++
 		}
 	}
 	for i, f := range st.Faults {
