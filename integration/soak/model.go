@@ -172,12 +172,19 @@ func later(a, b time.Time) time.Time {
 // Lags reports whether reflector name may not hold the zoning in force
 // yet: it refuses another reflector's edits as too far ahead.
 func (m *Model) Lags(name string) bool {
+	_, ok := m.aheadOf(name)
+	return ok
+}
+
+// aheadOf returns the reflector other than name whose edits the others
+// refuse as too far ahead now, if any.
+func (m *Model) aheadOf(name string) (*Reflector, bool) {
 	for other, r := range m.Reflectors {
 		if other != name && m.now().Before(r.AheadUntil) {
-			return true
+			return r, true
 		}
 	}
-	return false
+	return nil, false
 }
 
 // EditHeldBack says why the harness must not edit on reflector name now,
@@ -190,6 +197,9 @@ func (m *Model) Lags(name string) bool {
 // one race the model does follow (Candidates).
 func (m *Model) EditHeldBack(name string) string {
 	if m.Reflectors[name].cfgHeld != m.cfgGen {
+		if r, ok := m.aheadOf(name); ok {
+			return fmt.Sprintf("it refuses the edits of %s as too far ahead until about %s", r.Name, r.AheadUntil.Format("15:04:05"))
+		}
 		return "it does not hold the zoning in force yet (the reflector edited last has not reached it)"
 	}
 	for other, r := range m.Reflectors {
@@ -250,12 +260,8 @@ func (m *Model) ForgetAhead() {
 
 // anyAhead reports whether some reflector's writes are refused now.
 func (m *Model) anyAhead() bool {
-	for _, r := range m.Reflectors {
-		if m.now().Before(r.AheadUntil) {
-			return true
-		}
-	}
-	return false
+	_, ok := m.aheadOf("")
+	return ok
 }
 
 // peersConnected reports whether the reflectors reach each other: all
