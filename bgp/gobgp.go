@@ -201,6 +201,8 @@ func (g *GoBGP) Start(ctx context.Context) error {
 	if g.cfg.BFD != nil {
 		g.stopBFD = g.cfg.BFD.Subscribe(g.onBFD)
 	}
+	wctx, cancel := g.watches.context(context.Background())
+	g.watches.goWatch(wctx, cancel, g.watchWallClock)
 	if g.cfg.BFD != nil && g.cfg.Role == RoleReflector {
 		if err := g.watchClientLoss(); err != nil {
 			g.Stop()
@@ -508,11 +510,28 @@ func (g *GoBGP) apiPeer(ctx context.Context, n Neighbor) *api.Peer {
 		as := &api.AfiSafi{Config: &api.AfiSafiConfig{Family: f, Enabled: true}}
 		if gr.Enabled {
 			as.MpGracefulRestart = &api.MpGracefulRestart{Config: &api.MpGracefulRestartConfig{Enabled: true}}
+			if f == familyRTC && g.cfg.Role == RoleClient {
+				as.RouteTargetMembership = &api.RouteTargetMembership{
+					Config: &api.RouteTargetMembershipConfig{DeferralTime: uint32(membershipDeferral / time.Second)}}
+			}
 		}
 		p.AfiSafis = append(p.AfiSafis, as)
 	}
 	return p
 }
+
+// membershipDeferral bounds how long a client waits, on a new session to a
+// reflector, for the reflector's route-target memberships (their End-of-RIB,
+// RFC 4684 §6) before it sends its records. Without the wait GoBGP sends
+// its table at once, filtered by memberships it does not hold yet: nothing,
+// then End-of-RIB. A reflector that keeps the client's records stale
+// (graceful restart) drops them all at that End-of-RIB and takes them back
+// when they follow: a withdraw at every other switch. A restarting client's
+// first sessions are deferred anyway (GoBGP's restart sync); this covers a
+// session that comes up after that sync (TestRestartedClientLateReflectorKeepsRecords).
+// A reflector sends its End-of-RIB right after its memberships, so the wait
+// is a round trip; GoBGP also sends the table again when it ends.
+const membershipDeferral = 5 * time.Second
 
 // restartPending reports whether this speaker, started as a graceful
 // restart (GracefulRestart.Restarting), is still deferring its updates.

@@ -257,3 +257,68 @@ func TestRefusedReconnectHoldEnds(t *testing.T) {
 		t.Fatalf("the client saw %d withdraws, want %d", w, refusedRecords)
 	}
 }
+
+// TestRestartedClientLateReflectorKeepsRecords: a switch stopped
+// gracefully (both reflectors keep its records stale) comes back as a
+// restarting speaker; one reflector's session comes up and sends
+// End-of-RIB, which ends GoBGP's restart sync, and the other's session only
+// later, as a normal one. The switch must send that reflector its records
+// before its End-of-RIB: GoBGP sent its table at once, filtered by the
+// reflector's route-target memberships, which it did not hold yet, so the
+// End-of-RIB came first and the reflector dropped every stale record,
+// withdrawn from its other clients until the records followed ms later
+// (soak seed 2266060917834395947 step 66: 6 × reason 7 at remote hosts).
+func TestRestartedClientLateReflectorKeepsRecords(t *testing.T) {
+	const n = 20
+	ctx := context.Background()
+	gr := GracefulRestart{Enabled: true, RestartTime: 60 * time.Second, Notification: true}
+	r1 := startReflector(t, addr("127.0.0.1"), Options{GracefulRestart: gr})
+	r2 := startReflector(t, addr("127.0.0.4"), Options{GracefulRestart: gr})
+	a := startClient(t, addr("127.0.0.2"), Options{GracefulRestart: gr})
+	b := startClient(t, addr("127.0.0.3"), Options{GracefulRestart: gr})
+	connect(t, r1, a, nil)
+	connect(t, r2, a, nil)
+	connect(t, r1, b, nil) // b hears a only through r1
+	publishTo(t, a, b, n)
+	b.view.waitFor(t, "a's records at b", func(m map[string]RecordEvent) bool { return len(m) == n })
+	waitEstablished(t, a, 2)
+
+	a.Stop() // Cease with the N bit: both reflectors keep a's records stale
+	waitState(t, b, r1.addr, func(s SessionState) bool { return s == StateEstablished })
+
+	restarted := gr
+	restarted.Restarting = true
+	a2 := startClient(t, addr("127.0.0.2"), Options{GracefulRestart: restarted})
+	if err := a2.AddNeighbor(ctx, Neighbor{Address: r2.addr, Port: r2.port, LocalAddress: a2.addr}); err != nil {
+		t.Fatal(err)
+	}
+	zone := ZoneRT(testASN, "prod")
+	for i := range n {
+		if err := a2.Publish(ctx, device(routerID(a2), i), zone); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitEstablished(t, a2, 1)
+	waitNeighbors(t, a2, "the restart sync over", func([]NeighborStatus) bool { return !a2.restartPending(ctx) })
+	if w := b.view.withdrawCount(); w != 0 {
+		t.Fatalf("b saw %d withdraws before a's late session to r1 came up", w)
+	}
+	if err := a2.AddNeighbor(ctx, Neighbor{Address: r1.addr, Port: r1.port, LocalAddress: a2.addr}); err != nil {
+		t.Fatal(err)
+	}
+	waitEstablished(t, a2, 2)
+	b.view.waitFor(t, "a's records refreshed at b", func(m map[string]RecordEvent) bool {
+		if len(m) != n {
+			return false
+		}
+		for _, e := range m {
+			if e.Stale {
+				return false
+			}
+		}
+		return true
+	})
+	if w := b.view.withdrawCount(); w != 0 {
+		t.Fatalf("b saw %d withdraws of a's records when a's late session to r1 came up", w)
+	}
+}
