@@ -56,8 +56,9 @@ endif
 # 3 minutes (~4 min with the fabric's start) from a new seed, printed first
 # (`make soak SEED=... DURATION=3m` runs the same faults again); it stops at
 # the first step with findings. It draws every fault kind: each came back
-# after its findings were fixed and 30-minute soaks with it (seed
-# 2681725595441393429: 561 faults of all 18 kinds, 0 findings).
+# after its findings were fixed and 30-minute soaks with it (seeds
+# 2681725595441393429 and 4099024674192578550: 561 and 521 faults of all
+# 18 kinds, 0 findings).
 # CI_SOAK_SKIP=kind,... leaves kinds out.
 CI_SOAK_SKIP ?=
 test-soak:
