@@ -530,7 +530,8 @@ func (g *GoBGP) apiPeer(ctx context.Context, n Neighbor) *api.Peer {
 // first sessions are deferred anyway (GoBGP's restart sync); this covers a
 // session that comes up after that sync (TestRestartedClientLateReflectorKeepsRecords).
 // A reflector sends its End-of-RIB right after its memberships, so the wait
-// is a round trip; GoBGP also sends the table again when it ends.
+// is a round trip; the deferral timer does nothing once that End-of-RIB
+// came (GoBGP's softResetOut), and sends the table if it never does.
 const membershipDeferral = 5 * time.Second
 
 // restartPending reports whether this speaker, started as a graceful
