@@ -104,6 +104,11 @@ func (p *DevicePublisher) Publish(ctx context.Context, rec DeviceRecord, rts ...
 	return nil
 }
 
+// Batch runs fn. A DevicePublisher sends each record within its Publish
+// or Withdraw call, so there is nothing to hold back; it is here so that a
+// switch's two publishers share one interface with SetPublisher.
+func (p *DevicePublisher) Batch(fn func()) { fn() }
+
 // Withdraw withdraws the device's record (publish it as inactive with its
 // reason first: a record that vanishes while active means its switch is
 // gone).

@@ -1,7 +1,10 @@
 package bgp
 
 import (
+	"bytes"
+	"cmp"
 	"log/slog"
+	"net/netip"
 	"slices"
 	"sync"
 	"time"
@@ -37,37 +40,54 @@ const maxEpochs = 4
 // entries it differs in, and a withdrawn set removes all of its entries,
 // so a device reads the same whichever format its switch publishes in
 // (docs/records.md). It is safe for concurrent use.
+//
+// The records are held in their wire encoding, each set's entries as its
+// record carried them, and decoded when asked for: a reflector holds
+// millions of devices (docs/reflector.md, "Memory of a large reflector"),
+// and a new value of a set whose entries mostly did not change costs a
+// comparison of bytes per unchanged entry.
 type DeviceTable struct {
 	max int
 	log *slog.Logger
 
 	mu sync.Mutex
 	// devices holds per device its copies, one per (epoch, source)
-	// present, in no order (at most maxEpochs; a slice costs far less than
-	// a map here).
-	devices map[DeviceID][]heldRecord
-	// sets holds what each device set key brought, to tell the entries a
-	// new value drops.
+	// present (at most maxEpochs).
+	devices deviceIndex
+	// sets holds what each device set key brought (bySrc: by its source
+	// number), singles the encoding of each device record's copy.
 	sets    map[DeviceSetKey]*heldSet
-	nextSrc uint32 // the source number of the next new set key
-	seq     uint64 // write order, for copies of equal epoch
-	stats   DeviceTableStats
-	refuse  rateLimit
+	bySrc   map[uint32]*heldSet
+	singles map[DeviceKey][]byte
+	// applying is the set whose new value is being applied: its copies
+	// are read from what the value put so far, then from its old entries.
+	applying *applyingSet
+	nextSrc  uint32 // the source number of the next new set key
+	stats    DeviceTableStats
+	refuse   rateLimit
 }
 
-// heldRecord is one copy of a device's record: from its own device key
-// (src 0) or an entry of the device set key numbered src.
-type heldRecord struct {
-	rec DeviceRecord
-	src uint32
-	seq uint64
+// heldCopy is one copy of a device's record: from its own device key
+// (src 0, its encoding in singles) or an entry of the device set key
+// numbered src. A device's copies are kept in the order they were written.
+type heldCopy struct {
+	epoch uint64
+	src   uint32
 }
 
 // heldSet is what one device set key holds: its source number and the
-// (address, epoch) of its entries, sorted.
+// entries it brought that the table took (all but those refused).
 type heldSet struct {
 	src     uint32
-	entries []DeviceKey
+	entries setEntries
+}
+
+// applyingSet is the state of applySet while it runs.
+type applyingSet struct {
+	src uint32
+	put []DeviceRecord // the new entries put so far (sorted)
+	enc setEntries     // the new entries' encoding (put's too)
+	old setEntries     // the set's entries before the new value
 }
 
 // DeviceTableStats count what a DeviceTable refused.
@@ -98,8 +118,9 @@ func NewDeviceTable(opts DeviceTableOptions) *DeviceTable {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	return &DeviceTable{max: opts.MaxDevices, log: opts.Logger, devices: map[DeviceID][]heldRecord{},
-		sets: map[DeviceSetKey]*heldSet{}, nextSrc: 1, refuse: rateLimit{every: time.Second}}
+	return &DeviceTable{max: opts.MaxDevices, log: opts.Logger, devices: newDeviceIndex(),
+		sets: map[DeviceSetKey]*heldSet{}, bySrc: map[uint32]*heldSet{}, singles: map[DeviceKey][]byte{},
+		nextSrc: 1, refuse: rateLimit{every: time.Second}}
 }
 
 // Apply feeds one record event and appends to dst the change of every
@@ -112,14 +133,18 @@ func (t *DeviceTable) Apply(dst []DeviceChange, ev RecordEvent) []DeviceChange {
 		if !ev.Withdrawn {
 			t.mu.Lock()
 			defer t.mu.Unlock()
-			dst, _ = t.change(dst, r.ID(), r.Epoch, 0, r)
+			dst, _ = t.change(dst, r.ID(), r.Epoch, 0, r, appendEntry(nil, r))
 			return dst
 		}
 	case *DeviceSetRecord:
 		if !ev.Withdrawn {
 			t.mu.Lock()
 			defer t.mu.Unlock()
-			return t.applySet(dst, DeviceSetKey{Switch: r.Switch, Set: r.Set, Shard: r.Shard}, r.Devices)
+			enc := r.encoded
+			if enc.len() != len(r.Devices) {
+				enc = encodeEntries(r.Devices) // not received: made here
+			}
+			return t.applySet(dst, DeviceSetKey{Switch: r.Switch, Set: r.Set, Shard: r.Shard}, r.Devices, enc)
 		}
 	}
 	if !ev.Withdrawn || len(ev.Key) == 0 {
@@ -130,24 +155,25 @@ func (t *DeviceTable) Apply(dst []DeviceChange, ev RecordEvent) []DeviceChange {
 		if k, err := ParseDeviceKey(ev.Key); err == nil {
 			t.mu.Lock()
 			defer t.mu.Unlock()
-			dst, _ = t.change(dst, k.DeviceID, k.Epoch, 0, nil)
+			dst, _ = t.change(dst, k.DeviceID, k.Epoch, 0, nil, nil)
 			return dst
 		}
 	case TypeDeviceSet:
 		if k, err := ParseDeviceSetKey(ev.Key); err == nil {
 			t.mu.Lock()
 			defer t.mu.Unlock()
-			return t.applySet(dst, k, nil)
+			return t.applySet(dst, k, nil, setEntries{})
 		}
 	}
 	return dst
 }
 
-// applySet makes devs (sorted by address and epoch) what set key k holds
-// (under mu): the entries put first, then those it no longer holds
-// removed, so a device whose entry moves within the set to a new epoch
-// never seems gone in between.
-func (t *DeviceTable) applySet(dst []DeviceChange, k DeviceSetKey, devs []DeviceRecord) []DeviceChange {
+// applySet makes devs (sorted by address and epoch, enc their encoding)
+// what set key k holds (under mu): the entries new or changed put first,
+// then those it no longer holds removed, so a device whose entry moves
+// within the set to a new epoch never seems gone in between. An entry
+// whose encoding is what the key held before costs a comparison.
+func (t *DeviceTable) applySet(dst []DeviceChange, k DeviceSetKey, devs []DeviceRecord, enc setEntries) []DeviceChange {
 	held := t.sets[k]
 	if held == nil {
 		if len(devs) == 0 {
@@ -156,49 +182,112 @@ func (t *DeviceTable) applySet(dst []DeviceChange, k DeviceSetKey, devs []Device
 		held = &heldSet{src: t.nextSrc}
 		t.nextSrc++
 		t.sets[k] = held
+		t.bySrc[held.src] = held
 	}
 	old := held.entries
-	kept := make([]DeviceKey, 0, len(devs))
+	a := &applyingSet{src: held.src, enc: enc, old: old}
+	t.applying = a
+	defer func() { t.applying = nil }()
+	var refused []int // entries of devs not taken
+	j := 0            // the next old entry
 	for i := range devs {
 		d := &devs[i]
-		var refused bool
-		if dst, refused = t.change(dst, d.ID(), d.Epoch, held.src, d); !refused {
-			kept = append(kept, DeviceKey{DeviceID: d.ID(), Epoch: d.Epoch})
+		a.put = devs[:i]
+		for j < old.len() && compareKey(old, j, d) < 0 {
+			j++
+		}
+		if j < old.len() && compareKey(old, j, d) == 0 && bytes.Equal(old.at(j), enc.at(i)) {
+			continue // unchanged
+		}
+		var no bool
+		if dst, no = t.change(dst, d.ID(), d.Epoch, held.src, d, enc.at(i)); no {
+			refused = append(refused, i)
 		}
 	}
-	for _, o := range old {
-		if _, found := slices.BinarySearchFunc(kept, o, compareDeviceKeys); !found {
-			dst, _ = t.change(dst, o.DeviceID, o.Epoch, held.src, nil)
+	kept := enc
+	if len(refused) > 0 {
+		kept = setEntries{}
+		for i := range devs {
+			if len(refused) > 0 && refused[0] == i {
+				refused = refused[1:]
+				continue
+			}
+			kept.offs = append(kept.offs, uint32(len(kept.raw)))
+			kept.raw = append(kept.raw, enc.at(i)...)
 		}
-	}
-	if len(kept) == 0 {
-		delete(t.sets, k)
-		return dst
 	}
 	held.entries = kept
+	a.put = devs
+	for j := range old.len() {
+		addr, epoch := old.key(j)
+		if _, found := kept.find(addr, epoch); !found {
+			dst, _ = t.change(dst, DeviceID{Switch: k.Switch, Addr: addr}, epoch, held.src, nil, nil)
+		}
+	}
+	if kept.len() == 0 {
+		delete(t.sets, k)
+		delete(t.bySrc, held.src)
+	}
 	return dst
+}
+
+// compareKey orders old entry j against d by (address, epoch).
+func compareKey(old setEntries, j int, d *DeviceRecord) int {
+	addr, epoch := old.key(j)
+	if c := addr.Compare(d.Device.Addr); c != 0 {
+		return c
+	}
+	return cmp.Compare(epoch, d.Epoch)
 }
 
 func compareDeviceKeys(a, b DeviceKey) int {
 	if c := a.Addr.Compare(b.Addr); c != 0 {
 		return c
 	}
-	switch {
-	case a.Epoch < b.Epoch:
-		return -1
-	case a.Epoch > b.Epoch:
-		return 1
-	}
-	return 0
+	return cmp.Compare(a.Epoch, b.Epoch)
 }
 
-// change puts rec as the copy (epoch, src) of device id, or removes that
-// copy when rec is nil, and appends the device's change if its current
-// record changed (under mu). It reports whether it refused rec because the
-// table is full.
-func (t *DeviceTable) change(dst []DeviceChange, id DeviceID, epoch uint64, src uint32, rec *DeviceRecord) ([]DeviceChange, bool) {
-	copies, known := t.devices[id]
-	if rec != nil && !known && len(t.devices) >= t.max {
+// encoding returns the bytes copy c of device id holds (under mu), nil if
+// it holds none (it cannot happen: every copy's source keeps its bytes).
+func (t *DeviceTable) encoding(id DeviceID, c heldCopy) []byte {
+	if c.src == 0 {
+		return t.singles[DeviceKey{DeviceID: id, Epoch: c.epoch}]
+	}
+	if a := t.applying; a != nil && a.src == c.src {
+		if i, ok := slices.BinarySearchFunc(a.put, DeviceKey{DeviceID: id, Epoch: c.epoch}, func(d DeviceRecord, k DeviceKey) int {
+			return compareDeviceKeys(DeviceKey{DeviceID: d.ID(), Epoch: d.Epoch}, k)
+		}); ok {
+			return a.enc.at(i)
+		}
+		if i, ok := a.old.find(id.Addr, c.epoch); ok {
+			return a.old.at(i)
+		}
+	}
+	if s := t.bySrc[c.src]; s != nil {
+		if i, ok := s.entries.find(id.Addr, c.epoch); ok {
+			return s.entries.at(i)
+		}
+	}
+	return nil
+}
+
+// record decodes copy c of device id (under mu).
+func (t *DeviceTable) record(id DeviceID, c heldCopy) DeviceRecord {
+	b := t.encoding(id, c)
+	if b == nil {
+		return DeviceRecord{Report: inof.Report{Switch: id.Switch, Device: inof.Device{Addr: id.Addr}}, Epoch: c.epoch}
+	}
+	return decodeEntry(b, id.Switch)
+}
+
+// change puts rec, whose entry encoding is enc, as the copy (epoch, src)
+// of device id, or removes that copy when rec is nil, and appends the
+// device's change if its current record changed (under mu). It reports
+// whether it refused rec because the table is full.
+func (t *DeviceTable) change(dst []DeviceChange, id DeviceID, epoch uint64, src uint32, rec *DeviceRecord, enc []byte) ([]DeviceChange, bool) {
+	var buf [maxEpochs + 1]heldCopy
+	copies, known := t.devices.get(id, buf[:0])
+	if rec != nil && !known && t.devices.len() >= t.max {
 		t.stats.Refused++
 		if t.refuse.allow() {
 			t.log.Warn("device table full; record refused", "device", id.Addr, "switch", id.Switch,
@@ -206,96 +295,119 @@ func (t *DeviceTable) change(dst []DeviceChange, id DeviceID, epoch uint64, src 
 		}
 		return dst, true
 	}
-	before, had := current(copies)
-	same := func(h heldRecord) bool { return h.rec.Epoch == epoch && h.src == src }
+	cur, had := current(copies)
+	var before []byte
+	if had {
+		before = t.encoding(id, cur)
+	}
+	same := func(h heldCopy) bool { return h.epoch == epoch && h.src == src }
+	dropSingle := func(h heldCopy) {
+		if h.src == 0 {
+			delete(t.singles, DeviceKey{DeviceID: id, Epoch: h.epoch})
+		}
+	}
 	if rec == nil {
-		copies = slices.DeleteFunc(copies, same)
-	} else {
-		t.seq++
-		h := heldRecord{rec: *rec, src: src, seq: t.seq}
 		if i := slices.IndexFunc(copies, same); i >= 0 {
-			copies[i] = h
-		} else {
-			copies = append(copies, h)
+			dropSingle(copies[i])
+			copies = slices.Delete(copies, i, i+1)
+		}
+	} else {
+		if i := slices.IndexFunc(copies, same); i >= 0 {
+			copies = slices.Delete(copies, i, i+1) // written again: goes last
+		}
+		copies = append(copies, heldCopy{epoch: epoch, src: src})
+		if src == 0 {
+			t.singles[DeviceKey{DeviceID: id, Epoch: epoch}] = enc
 		}
 		if len(copies) > maxEpochs {
-			low := slices.MinFunc(copies, func(a, b heldRecord) int { return compareCopies(a, b) })
-			copies = slices.DeleteFunc(copies, func(h heldRecord) bool { return h.rec.Epoch == low.rec.Epoch && h.src == low.src })
+			// The lowest epoch goes; of equal ones, the one written first.
+			low := slices.MinFunc(copies, func(a, b heldCopy) int { return cmp.Compare(a.epoch, b.epoch) })
+			copies = slices.DeleteFunc(copies, func(h heldCopy) bool { return h == low })
+			dropSingle(low)
 			t.stats.Evicted++
 		}
 	}
-	after, has := current(copies)
+	now, has := current(copies)
 	switch {
 	case !has && known:
-		delete(t.devices, id)
+		t.devices.del(id)
 	case has:
-		t.devices[id] = copies
+		t.devices.set(id, copies)
+	}
+	var beforeRec DeviceRecord
+	if had {
+		beforeRec = decodeEntry(before, id.Switch)
 	}
 	switch {
 	case !had && !has:
 		return dst, false
 	case !has:
-		return append(dst, DeviceChange{ID: id, Vanished: before.State == inof.StateActive, Had: true, Before: before.Status}), false
-	case had && before == after:
+		return append(dst, DeviceChange{ID: id, Vanished: beforeRec.State == inof.StateActive, Had: true, Before: beforeRec.Status}), false
+	}
+	mine := rec != nil && now.epoch == epoch && now.src == src
+	after := enc
+	if !mine {
+		after = t.encoding(id, now)
+	}
+	if had && now.epoch == cur.epoch && now.src == cur.src && bytes.Equal(before, after) {
 		return dst, false
 	}
-	ch := DeviceChange{ID: id, Had: had, Before: before.Status}
-	if rec != nil && after == *rec {
+	ch := DeviceChange{ID: id, Had: had, Before: beforeRec.Status}
+	if mine {
 		// The event's own record is current: hand it on rather than a
-		// copy (the table keeps a copy of its own), one allocation less
-		// per record received.
+		// decoded copy.
 		ch.Record = rec
 	} else {
-		cur := after // only this copy escapes
-		ch.Record = &cur
+		r := decodeEntry(after, id.Switch)
+		ch.Record = &r
 	}
 	return append(dst, ch), false
-}
-
-// compareCopies orders copies by epoch, then by write order: the greatest
-// is current.
-func compareCopies(a, b heldRecord) int {
-	switch {
-	case a.rec.Epoch != b.rec.Epoch:
-		if a.rec.Epoch < b.rec.Epoch {
-			return -1
-		}
-		return 1
-	case a.seq < b.seq:
-		return -1
-	case a.seq > b.seq:
-		return 1
-	}
-	return 0
 }
 
 // current returns the copy with the highest epoch (of equal epochs, the
 // one written last: copies of one epoch in two set records are the same
 // device moving between the shards of its set).
-func current(copies []heldRecord) (DeviceRecord, bool) {
+func current(copies []heldCopy) (heldCopy, bool) {
 	if len(copies) == 0 {
-		return DeviceRecord{}, false
+		return heldCopy{}, false
 	}
-	return slices.MaxFunc(copies, compareCopies).rec, true
+	best := copies[0]
+	for _, c := range copies[1:] {
+		if c.epoch >= best.epoch {
+			best = c
+		}
+	}
+	return best, true
 }
 
 // Get returns the device's current record.
 func (t *DeviceTable) Get(id DeviceID) (DeviceRecord, bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return current(t.devices[id])
+	var buf [maxEpochs]heldCopy
+	copies, _ := t.devices.get(id, buf[:0])
+	return t.currentRecord(id, copies)
+}
+
+// currentRecord decodes the current copy of copies (under mu).
+func (t *DeviceTable) currentRecord(id DeviceID, copies []heldCopy) (DeviceRecord, bool) {
+	c, ok := current(copies)
+	if !ok {
+		return DeviceRecord{}, false
+	}
+	return t.record(id, c), true
 }
 
 // Reports returns what the current record of every device says.
 func (t *DeviceTable) Reports() []inof.Report {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	out := make([]inof.Report, 0, len(t.devices))
-	for _, copies := range t.devices {
-		if r, ok := current(copies); ok {
+	out := make([]inof.Report, 0, t.devices.len())
+	t.devices.each(func(id DeviceID, copies []heldCopy) {
+		if r, ok := t.currentRecord(id, copies); ok {
 			out = append(out, r.Report)
 		}
-	}
+	})
 	return out
 }
 
@@ -304,12 +416,12 @@ func (t *DeviceTable) Reports() []inof.Report {
 func (t *DeviceTable) Records() []DeviceRecord {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	out := make([]DeviceRecord, 0, len(t.devices))
-	for _, copies := range t.devices {
-		if r, ok := current(copies); ok {
+	out := make([]DeviceRecord, 0, t.devices.len())
+	t.devices.each(func(id DeviceID, copies []heldCopy) {
+		if r, ok := t.currentRecord(id, copies); ok {
 			out = append(out, r)
 		}
-	}
+	})
 	slices.SortFunc(out, func(a, b DeviceRecord) int {
 		if a.Switch != b.Switch {
 			if a.Switch < b.Switch {
@@ -326,7 +438,7 @@ func (t *DeviceTable) Records() []DeviceRecord {
 func (t *DeviceTable) Len() int {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return len(t.devices)
+	return t.devices.len()
 }
 
 // Stats returns the table's counters.
@@ -334,4 +446,83 @@ func (t *DeviceTable) Stats() DeviceTableStats {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return t.stats
+}
+
+// deviceIndex holds each device's copies: a device with one copy (nearly
+// every one) in a map of single copies under a compact key, one with more
+// (while it moves, or while a restarted switch's stale records wait) in a
+// map of slices. A reflector holds millions of devices; this is ~40 bytes
+// of map a device instead of ~90 for a map of slices keyed by DeviceID.
+type deviceIndex struct {
+	one  map[deviceKey]heldCopy
+	many map[deviceKey][]heldCopy
+}
+
+// deviceKey is a DeviceID in 24 bytes rather than 32 (netip.Addr carries
+// a zone pointer; device addresses have no zone).
+type deviceKey struct {
+	sw  inof.RouterID
+	a   [16]byte
+	is4 bool
+}
+
+func keyOf(id DeviceID) deviceKey {
+	return deviceKey{sw: id.Switch, a: id.Addr.As16(), is4: id.Addr.Is4()}
+}
+
+func (k deviceKey) id() DeviceID {
+	a := netip.AddrFrom16(k.a)
+	if k.is4 {
+		a = a.Unmap()
+	}
+	return DeviceID{Switch: k.sw, Addr: a}
+}
+
+func newDeviceIndex() deviceIndex {
+	return deviceIndex{one: map[deviceKey]heldCopy{}, many: map[deviceKey][]heldCopy{}}
+}
+
+// get appends id's copies to buf.
+func (x deviceIndex) get(id DeviceID, buf []heldCopy) ([]heldCopy, bool) {
+	k := keyOf(id)
+	if c, ok := x.one[k]; ok {
+		return append(buf, c), true
+	}
+	if cs, ok := x.many[k]; ok {
+		return append(buf, cs...), true
+	}
+	return buf, false
+}
+
+// set makes copies (one at least) id's copies; it keeps none of the slice.
+func (x deviceIndex) set(id DeviceID, copies []heldCopy) {
+	k := keyOf(id)
+	if len(copies) == 1 {
+		x.one[k] = copies[0]
+		delete(x.many, k)
+		return
+	}
+	x.many[k] = slices.Clone(copies)
+	delete(x.one, k)
+}
+
+func (x deviceIndex) del(id DeviceID) {
+	k := keyOf(id)
+	delete(x.one, k)
+	delete(x.many, k)
+}
+
+func (x deviceIndex) len() int { return len(x.one) + len(x.many) }
+
+// each calls fn with every device's copies (the slice is fn's only while
+// it runs).
+func (x deviceIndex) each(fn func(DeviceID, []heldCopy)) {
+	var buf [1]heldCopy
+	for k, c := range x.one {
+		buf[0] = c
+		fn(k.id(), buf[:])
+	}
+	for k, cs := range x.many {
+		fn(k.id(), cs)
+	}
 }

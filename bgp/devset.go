@@ -4,6 +4,8 @@ import (
 	"cmp"
 	"encoding/binary"
 	"fmt"
+	"net/netip"
+	"slices"
 
 	"github.com/openinof/inof/inof"
 	"github.com/openinof/inof/internal/wire"
@@ -26,6 +28,80 @@ type DeviceSetRecord struct {
 	// Devices are the entries, sorted by (address, epoch) with no two
 	// alike; each one's Switch is the record's.
 	Devices []DeviceRecord
+	// encoded is what a received record carried of Devices (set by
+	// DecodeRecord): a DeviceTable keeps and compares these bytes instead
+	// of encoding Devices again.
+	encoded setEntries
+}
+
+// setEntries is a device set's entries in their wire encoding, back to
+// back and sorted by (address, epoch), with where each one starts.
+type setEntries struct {
+	raw  []byte
+	offs []uint32
+}
+
+func (e setEntries) len() int { return len(e.offs) }
+
+// at is entry i's encoding.
+func (e setEntries) at(i int) []byte {
+	end := len(e.raw)
+	if i+1 < len(e.offs) {
+		end = int(e.offs[i+1])
+	}
+	return e.raw[e.offs[i]:end]
+}
+
+// key is entry i's address and epoch.
+func (e setEntries) key(i int) (netip.Addr, uint64) { return entryKey(e.at(i)) }
+
+// find returns the index of the entry of a at epoch.
+func (e setEntries) find(a netip.Addr, epoch uint64) (int, bool) {
+	return slices.BinarySearchFunc(e.offs, struct{}{}, func(off uint32, _ struct{}) int {
+		ea, ee := entryKey(e.raw[off:])
+		if c := ea.Compare(a); c != 0 {
+			return c
+		}
+		return cmp.Compare(ee, epoch)
+	})
+}
+
+// encodeEntries encodes devs (sorted) as setEntries.
+func encodeEntries(devs []DeviceRecord) setEntries {
+	n := 0
+	for i := range devs {
+		n += entrySize(&devs[i])
+	}
+	e := setEntries{raw: make([]byte, 0, n), offs: make([]uint32, len(devs))}
+	for i := range devs {
+		e.offs[i] = uint32(len(e.raw))
+		e.raw = appendEntry(e.raw, &devs[i])
+	}
+	return e
+}
+
+// appendEntry appends d's set entry: epoch(8) address(1+4|16) body.
+func appendEntry(b []byte, d *DeviceRecord) []byte {
+	return d.appendBody(wire.AppendAddr(binary.BigEndian.AppendUint64(b, d.Epoch), d.Device.Addr))
+}
+
+// entryKey reads the address and epoch of a valid entry's encoding.
+func entryKey(b []byte) (netip.Addr, uint64) {
+	epoch := binary.BigEndian.Uint64(b)
+	if b[8] == 4 {
+		return netip.AddrFrom4([4]byte(b[9:13])), epoch
+	}
+	return netip.AddrFrom16([16]byte(b[9:25])), epoch
+}
+
+// decodeEntry reads a valid entry's encoding as a record of switch sw.
+func decodeEntry(b []byte, sw inof.RouterID) DeviceRecord {
+	v := wire.NewReader(b)
+	d := DeviceRecord{Epoch: v.U64()}
+	d.Switch = sw
+	d.Device.Addr = v.Addr()
+	d.readBody(v)
+	return d
 }
 
 // DeviceSetKey is the decoded key of a device set record.
@@ -123,9 +199,7 @@ func (s *DeviceSetRecord) MarshalValue() ([]byte, error) {
 	v := make([]byte, 0, n)
 	v = binary.BigEndian.AppendUint16(append(v, valueVersion, byte(TypeDeviceSet)), uint16(len(s.Devices)))
 	for i := range s.Devices {
-		d := &s.Devices[i]
-		v = wire.AppendAddr(binary.BigEndian.AppendUint64(v, d.Epoch), d.Device.Addr)
-		v = d.appendBody(v)
+		v = appendEntry(v, &s.Devices[i])
 	}
 	return v, nil
 }
@@ -141,8 +215,14 @@ func decodeDeviceSet(key, value []byte) (*DeviceSetRecord, error) {
 	if n > v.Len()/minEntrySize {
 		return nil, fmt.Errorf("%w: device set of %d entries in %d bytes", ErrMalformed, n, v.Len())
 	}
+	if v.Err() != nil {
+		return nil, fmt.Errorf("%w: device set value: %w", ErrMalformed, v.Err())
+	}
 	s.Devices = make([]DeviceRecord, n)
+	raw := value[deviceSetHeader:]
+	s.encoded = setEntries{raw: raw, offs: make([]uint32, n)}
 	for i := range s.Devices {
+		s.encoded.offs[i] = uint32(len(raw) - v.Len())
 		d := &s.Devices[i]
 		d.Switch, d.Epoch = k.Switch, v.U64()
 		d.Device.Addr = v.Addr()

@@ -86,8 +86,11 @@ func runSetProperty(t *testing.T, seed uint64, ops int) SetPublisherStats {
 		t.Fatal(err)
 	}
 	slow := slowPublisher{RecordPublisher: sets.pub, rnd: func() time.Duration { return time.Duration(rand.IntN(300)) * time.Microsecond }}
+	// Half the seeds space a shard's sends (group commit over an
+	// interval, as switches run it), the others send as soon as they can.
+	spacing := time.Duration(seed%2) * time.Millisecond
 	newSetPub := func(clock *inof.Clock) *SetPublisher {
-		p, err := NewSetPublisher(SetPublisherOptions{Speaker: slow, Switch: sw, Clock: clock, MaxRecord: 420})
+		p, err := NewSetPublisher(SetPublisherOptions{Speaker: slow, Switch: sw, Clock: clock, MaxRecord: 420, MinInterval: spacing})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -18,10 +18,13 @@ import (
 // SetPublisher keeps one set per route-target set of the switch's devices,
 // each split into shards that fit a record. Every change goes to the shard
 // at once and the shard is sent by its own flush: when nothing is in
-// flight for the shard the change goes out at once, otherwise it waits for
-// the UPDATE in flight and goes out with everything else that arrived
-// meanwhile (group commit). An idle fabric therefore adds no delay, and a
-// busy one sends one UPDATE for many events.
+// flight for the shard and its last send began at least MinInterval ago,
+// the change goes out at once; otherwise it waits for the UPDATE in flight
+// and for the rest of the interval, and goes out with everything else that
+// arrived meanwhile (group commit, spaced like BGP's MinRouteAdvertisement-
+// Interval, but per shard and with the first change of a quiet shard sent
+// at once). An idle fabric therefore adds no delay, and a busy one sends
+// one UPDATE for many events.
 //
 // Moves follow the per-device rules, entry by entry. A device whose route
 // targets change gets a new entry (a new epoch) in the set of its new
@@ -44,6 +47,15 @@ type SetPublisherOptions struct {
 	// route target (0: MaxRecordSize). Tests set less to split shards
 	// sooner.
 	MaxRecord int
+	// MinInterval is the least time between the starts of two sends of one
+	// shard (0: none, every send starts once the previous one returned).
+	// A change to a shard whose last send began less than MinInterval ago
+	// waits for the rest of it, batched with the changes made meanwhile.
+	MinInterval time.Duration
+	// Now and After are the clock the interval is kept on (nil: time.Now
+	// and time.After); tests pass a fake.
+	Now   func() time.Time
+	After func(time.Duration) <-chan time.Time
 }
 
 // SetPublisher publishes a switch's devices in device set records. Publish
@@ -55,6 +67,9 @@ type SetPublisher struct {
 	clock   *inof.Clock
 	log     *slog.Logger
 	max     int
+	spacing time.Duration
+	now     func() time.Time
+	timer   func(time.Duration) <-chan time.Time
 	ctx     context.Context // the flushes' (Close ends it)
 	cancel  context.CancelFunc
 	wg      sync.WaitGroup
@@ -69,8 +84,10 @@ type SetPublisher struct {
 	// there: receivers would fall back to the older one).
 	old     map[DeviceID][]*setEntry
 	waiting map[DeviceID][]func()
-	busy    int           // shards flushing
-	idle    chan struct{} // closed when busy drops to 0 (nil while 0)
+	busy    int                 // shards flushing
+	idle    chan struct{}       // closed when busy drops to 0 (nil while 0)
+	holding int                 // Batch calls running
+	held    map[*shard]struct{} // shards changed while holding, their flushes not started
 	stats   SetPublisherStats
 	errLog  rateLimit
 }
@@ -105,7 +122,8 @@ type shard struct {
 	after         []pendingOp
 	removing      []*setEntry // entries taken out, until their removal is sent
 	flushing      bool
-	published     bool // the key is in BGP (an empty shard must be withdrawn)
+	published     bool      // the key is in BGP (an empty shard must be withdrawn)
+	lastSend      time.Time // when the last send began (zero: never)
 }
 
 type setEntry struct {
@@ -135,10 +153,20 @@ func NewSetPublisher(opts SetPublisherOptions) (*SetPublisher, error) {
 	if opts.MaxRecord <= 0 || opts.MaxRecord > MaxRecordSize {
 		opts.MaxRecord = MaxRecordSize
 	}
+	if opts.MinInterval < 0 {
+		return nil, fmt.Errorf("bgp: set publisher: negative interval %v", opts.MinInterval)
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.After == nil {
+		opts.After = time.After
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	return &SetPublisher{speaker: opts.Speaker, self: opts.Switch, clock: opts.Clock, log: opts.Logger,
-		max: opts.MaxRecord, ctx: ctx, cancel: cancel, sets: map[string]*deviceSet{},
-		where: map[DeviceID]*setEntry{}, old: map[DeviceID][]*setEntry{}, waiting: map[DeviceID][]func(){}, errLog: rateLimit{every: time.Second}}, nil
+		max: opts.MaxRecord, spacing: opts.MinInterval, now: opts.Now, timer: opts.After, ctx: ctx, cancel: cancel, sets: map[string]*deviceSet{},
+		where: map[DeviceID]*setEntry{}, old: map[DeviceID][]*setEntry{}, waiting: map[DeviceID][]func(){},
+		held: map[*shard]struct{}{}, errLog: rateLimit{every: time.Second}}, nil
 }
 
 // ErrPublisherClosed is returned by a SetPublisher after Close.
@@ -227,6 +255,30 @@ func (p *SetPublisher) WithdrawAll(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// Batch runs fn and holds back the sends of the shards that its Publish
+// and Withdraw calls change until it returns, so that changes made
+// together (the devices of a port that went down) go out in one UPDATE
+// per shard, none of them behind another's interval. Batches may nest.
+func (p *SetPublisher) Batch(fn func()) {
+	p.mu.Lock()
+	p.holding++
+	p.mu.Unlock()
+	defer func() {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		if p.holding--; p.holding > 0 {
+			return
+		}
+		for s := range p.held {
+			if !s.flushing && !p.closed {
+				p.startFlush(s)
+			}
+		}
+		clear(p.held)
+	}()
+	fn()
 }
 
 // Flush waits until every change made so far was sent (ctx bounds the
@@ -490,13 +542,22 @@ func (p *SetPublisher) after(s *shard, op func()) {
 	s.after = append(s.after, pendingOp{version: s.version, run: op})
 }
 
-// kick marks s changed and starts its flush unless one runs (under mu).
+// kick marks s changed and starts its flush unless one runs or a Batch
+// holds it back (under mu).
 func (p *SetPublisher) kick(s *shard) {
 	s.version++
 	p.stats.Changes++
-	if s.flushing {
-		return
+	switch {
+	case s.flushing:
+	case p.holding > 0:
+		p.held[s] = struct{}{}
+	default:
+		p.startFlush(s)
 	}
+}
+
+// startFlush starts s's flush (under mu).
+func (p *SetPublisher) startFlush(s *shard) {
 	s.flushing = true
 	if p.busy == 0 {
 		p.idle = make(chan struct{})
@@ -507,12 +568,14 @@ func (p *SetPublisher) kick(s *shard) {
 }
 
 // flush sends s until it has sent its newest version: one record with
-// every change made while the previous send was in flight.
+// every change made while the previous send was in flight or the shard
+// waited for its interval.
 func (p *SetPublisher) flush(s *shard) {
 	defer p.wg.Done()
 	p.mu.Lock()
-	for s.sent < s.version {
+	for s.sent < s.version && p.spaced(s) {
 		v := s.version
+		s.lastSend = p.now()
 		rec := p.record(s)
 		withdraw, was := len(rec.Devices) == 0, s.published
 		p.mu.Unlock()
@@ -563,6 +626,27 @@ func (p *SetPublisher) flush(s *shard) {
 		p.idle = nil
 	}
 	p.mu.Unlock()
+}
+
+// spaced waits until s may be sent: MinInterval after its last send began
+// (called under mu, which it releases while it waits). It reports false
+// when the publisher was closed meanwhile.
+func (p *SetPublisher) spaced(s *shard) bool {
+	if p.spacing <= 0 || s.lastSend.IsZero() {
+		return true
+	}
+	wait := p.spacing - p.now().Sub(s.lastSend)
+	if wait <= 0 {
+		return true
+	}
+	p.mu.Unlock()
+	defer p.mu.Lock()
+	select {
+	case <-p.timer(wait):
+		return true
+	case <-p.ctx.Done():
+		return false
+	}
 }
 
 // record is s's record now (under mu).

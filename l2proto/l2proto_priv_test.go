@@ -520,7 +520,8 @@ func TestPrivPortAdminDownUp(t *testing.T) {
 
 // TestPrivStrayFrames: a registration on an interface that is not an
 // access port is reported by the StrayWatcher (for counting); one on an
-// access port is not (its PacketLink reads it).
+// access port is not (its PacketLink reads it), and the kernel's filter
+// keeps it from the watcher's socket altogether.
 func TestPrivStrayFrames(t *testing.T) {
 	swNS := netns.New(t, "sw")
 	hostNS := netns.New(t, "host")
@@ -559,6 +560,9 @@ func TestPrivStrayFrames(t *testing.T) {
 		case name := <-stray:
 			if name != "sw2" {
 				t.Fatalf("a frame on %s reported as stray; want only sw2", name)
+			}
+			if n := w.skipped.Load(); n != 0 {
+				t.Fatalf("%d frames of the access port reached the watcher's socket past its filter", n)
 			}
 			return
 		case <-time.After(200 * time.Millisecond):

@@ -418,7 +418,8 @@ func (a *Agent) startSpeaker(ctx context.Context, restarting bool) error {
 	if err != nil {
 		return err
 	}
-	sets, err := bgp.NewSetPublisher(bgp.SetPublisherOptions{Speaker: a.speaker, Switch: a.self, Clock: clock, Logger: a.log})
+	sets, err := bgp.NewSetPublisher(bgp.SetPublisherOptions{Speaker: a.speaker, Switch: a.self, Clock: clock, Logger: a.log,
+		MinInterval: a.opts.SetInterval})
 	if err != nil {
 		return err
 	}
@@ -809,14 +810,29 @@ func (a *Agent) apply(ctx context.Context, out Output) {
 	if len(out.Publish)+len(out.Withdraw)+len(out.Notices) > 0 || out.Subscriptions != nil {
 		a.dirty = true
 	}
-	pub := a.publisher()
+	if a.pub == nil {
+		a.publishDirect(out)
+	} else {
+		// One engine step's changes (a port's devices gone down together)
+		// go out together, none behind another's set interval.
+		pub := a.publisher()
+		pub.Batch(func() { a.publish(ctx, pub, out) })
+	}
+	a.discoveryApply(out)
+	if out.Subscriptions != nil && a.speaker != nil {
+		a.subscribe(ctx, a.discoveryZones(out.Subscriptions))
+	}
+	a.journalNotices(out.Notices)
+	for _, n := range out.Notices {
+		a.notify(n)
+	}
+}
+
+// publish hands out's records to pub.
+func (a *Agent) publish(ctx context.Context, pub devicePublishing, out Output) {
 	for _, p := range out.Publish {
 		r := p.Record
 		rec := bgp.DeviceRecord{Report: r.Report(a.self), AccessPort: r.Port, Since: r.Since}
-		if a.pub == nil {
-			a.table.Apply(nil, bgp.RecordEvent{Record: &rec}) // direct mode: the API's device list
-			continue
-		}
 		rts := make([]bgp.RouteTarget, 0, len(p.Zones))
 		for _, z := range p.Zones {
 			rts = append(rts, bgp.ZoneRT(a.opts.ASN, z))
@@ -826,22 +842,23 @@ func (a *Agent) apply(ctx context.Context, out Output) {
 		}
 	}
 	for _, r := range out.Withdraw {
-		if a.pub == nil {
-			gone := bgp.DeviceRecord{Report: r.Report(a.self)}
-			a.table.Apply(nil, bgp.RecordEvent{Key: gone.Key(), Withdrawn: true})
-			continue
-		}
 		if err := pub.Withdraw(ctx, bgp.DeviceID{Switch: a.self, Addr: r.Device.Addr}); err != nil {
 			a.log.Error("withdrawing device record", "device", r.Device.String(), "err", err)
 		}
 	}
-	a.discoveryApply(out)
-	if out.Subscriptions != nil && a.speaker != nil {
-		a.subscribe(ctx, a.discoveryZones(out.Subscriptions))
+}
+
+// publishDirect puts out's records in the device table (direct mode: no
+// BGP; the table is the API's device list).
+func (a *Agent) publishDirect(out Output) {
+	for _, p := range out.Publish {
+		r := p.Record
+		rec := bgp.DeviceRecord{Report: r.Report(a.self), AccessPort: r.Port, Since: r.Since}
+		a.table.Apply(nil, bgp.RecordEvent{Record: &rec})
 	}
-	a.journalNotices(out.Notices)
-	for _, n := range out.Notices {
-		a.notify(n)
+	for _, r := range out.Withdraw {
+		gone := bgp.DeviceRecord{Report: r.Report(a.self)}
+		a.table.Apply(nil, bgp.RecordEvent{Key: gone.Key(), Withdrawn: true})
 	}
 }
 

@@ -20,6 +20,8 @@ import (
 type devicePublishing interface {
 	Publish(ctx context.Context, rec bgp.DeviceRecord, rts ...bgp.RouteTarget) error
 	Withdraw(ctx context.Context, id bgp.DeviceID) error
+	// Batch runs fn, whose changes go out together.
+	Batch(fn func())
 }
 
 // setPublisher returns the set publisher once the speaker started (for

@@ -77,7 +77,18 @@ type Options struct {
 	// AccessLimits bound what the hosts on one access port may send
 	// (docs/switch-agent.md, "Access port limits").
 	AccessLimits AccessLimits `yaml:"access_limits"`
+	// SetInterval is the least time between two UPDATEs of one device set
+	// shard when the fabric publishes in sets (docs/records.md, "Group
+	// commit"): the first change of a quiet shard goes out at once, the
+	// changes that follow within the interval go out together at its end.
+	// 0 sends every change as soon as the previous UPDATE was handed to BGP.
+	SetInterval time.Duration `yaml:"set_interval"`
 }
+
+// DefaultSetInterval is set_interval's default: a shard that changes
+// constantly sends at most 50 UPDATEs a second, each with every change
+// since the last, while a lone change (a link down) goes out at once.
+const DefaultSetInterval = 20 * time.Millisecond
 
 // AccessLimits are the per-port rates of LLDP registrations and zone
 // queries beyond which frames are dropped and counted (token buckets: a
@@ -114,6 +125,7 @@ func DefaultOptions() Options {
 		ConfigHold:      5 * time.Second,
 		Discovery:       discovery.DefaultOptions(),
 		MaxDevices:      bgp.DefaultMaxDevices,
+		SetInterval:     DefaultSetInterval,
 		HistorySize:     zones.DefaultHistorySize,
 		AccessLimits: AccessLimits{
 			RegistrationsPerSecond: l2proto.DefaultLimits.Registrations.PerSecond, RegistrationBurst: l2proto.DefaultLimits.Registrations.Burst,
@@ -215,6 +227,9 @@ func (o *Options) Validate() error {
 	}
 	if o.MaxDevices <= 0 {
 		add("max_devices %d: must be positive", o.MaxDevices)
+	}
+	if o.SetInterval < 0 || o.SetInterval > time.Second {
+		add("set_interval %s: want 0 to 1s", o.SetInterval)
 	}
 	if err := o.Discovery.Validate(); err != nil {
 		errs = append(errs, err)
