@@ -89,19 +89,29 @@ func (c *fakeTimer) waitAsked(t *testing.T) time.Duration {
 	return 0
 }
 
+// spacedPublisher is a publisher of switch testSwitch with interval on a
+// fake clock, sending into a sendLog.
+func spacedPublisher(t *testing.T, interval time.Duration) (*SetPublisher, *sendLog, *fakeTimer) {
+	t.Helper()
+	log, clk := newSendLog(), newFakeTimer()
+	pub, err := NewSetPublisher(SetPublisherOptions{Speaker: log, Switch: testSwitch, MinInterval: interval, Now: clk.Now, After: clk.After})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pub, log, clk
+}
+
+// testSwitch is the publishing switch of these tests.
+const testSwitch = inof.RouterID(0x7f000002)
+
 // TestSetPublisherSpacesSends: the first change of a quiet shard goes out
 // at once; changes within MinInterval of that send wait for the rest of
 // the interval and go out in one record; a change after a quiet interval
 // goes out at once again.
 func TestSetPublisherSpacesSends(t *testing.T) {
-	ctx := context.Background()
-	const sw = inof.RouterID(0x7f000002)
+	ctx, sw := context.Background(), testSwitch
 	const interval = 20 * time.Millisecond
-	log, clk := newSendLog(), newFakeTimer()
-	pub, err := NewSetPublisher(SetPublisherOptions{Speaker: log, Switch: sw, MinInterval: interval, Now: clk.Now, After: clk.After})
-	if err != nil {
-		t.Fatal(err)
-	}
+	pub, log, clk := spacedPublisher(t, interval)
 	t.Cleanup(pub.Close)
 	red := ZoneRT(testASN, "red")
 
@@ -159,13 +169,8 @@ func TestSetPublisherSpacesSends(t *testing.T) {
 // TestSetPublisherCloseEndsWait: Close ends a flush that waits for its
 // interval, and Flush returns.
 func TestSetPublisherCloseEndsWait(t *testing.T) {
-	ctx := context.Background()
-	const sw = inof.RouterID(0x7f000002)
-	log, clk := newSendLog(), newFakeTimer()
-	pub, err := NewSetPublisher(SetPublisherOptions{Speaker: log, Switch: sw, MinInterval: time.Second, Now: clk.Now, After: clk.After})
-	if err != nil {
-		t.Fatal(err)
-	}
+	ctx, sw := context.Background(), testSwitch
+	pub, log, clk := spacedPublisher(t, time.Second)
 	red := ZoneRT(testASN, "red")
 	for i := 1; i <= 2; i++ {
 		if err := pub.Publish(ctx, *device(sw, i), red); err != nil {
@@ -194,13 +199,8 @@ func TestSetPublisherRefusesNegativeInterval(t *testing.T) {
 // TestSetPublisherBatch: the changes of one Batch go out in one UPDATE a
 // shard, none of them behind the interval.
 func TestSetPublisherBatch(t *testing.T) {
-	ctx := context.Background()
-	const sw = inof.RouterID(0x7f000002)
-	log, clk := newSendLog(), newFakeTimer()
-	pub, err := NewSetPublisher(SetPublisherOptions{Speaker: log, Switch: sw, MinInterval: time.Second, Now: clk.Now, After: clk.After})
-	if err != nil {
-		t.Fatal(err)
-	}
+	ctx, sw := context.Background(), testSwitch
+	pub, log, clk := spacedPublisher(t, time.Second)
 	t.Cleanup(pub.Close)
 	red, blue := ZoneRT(testASN, "red"), ZoneRT(testASN, "blue")
 	pub.Batch(func() {

@@ -12,7 +12,9 @@ import (
 // established client (inof_reflector_sessions).
 // With Spec.RecordFormat "sets" it then switches the fabric to device
 // sets (retrying while the reflector refuses because a switch has not
-// announced yet) and waits until every running switch publishes in sets.
+// announced yet) and waits until every running switch publishes in sets;
+// a fabric without reflectors (direct mode) publishes nothing and keeps
+// none.
 func (f *Fabric) WaitEstablished(timeout time.Duration) error {
 	want := float64(len(f.Nodes(KindSwitch)))
 	for _, r := range f.Nodes(KindReflector) {
@@ -21,7 +23,7 @@ func (f *Fabric) WaitEstablished(timeout time.Duration) error {
 			return err
 		}
 	}
-	if f.spec.recordFormat() == "per-device" {
+	if f.spec.recordFormat() == "per-device" || len(f.Nodes(KindReflector)) == 0 {
 		return nil
 	}
 	return f.SetRecordFormat(timeout, f.spec.recordFormat())
