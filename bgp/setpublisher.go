@@ -260,7 +260,8 @@ func (p *SetPublisher) WithdrawAll(ctx context.Context) error {
 // Batch runs fn and holds back the sends of the shards that its Publish
 // and Withdraw calls change until it returns, so that changes made
 // together (the devices of a port that went down) go out in one UPDATE
-// per shard, none of them behind another's interval. Batches may nest.
+// per shard, none of them behind another's interval. Batches may nest;
+// Flush does not wait for what a running Batch holds back.
 func (p *SetPublisher) Batch(fn func()) {
 	p.mu.Lock()
 	p.holding++
