@@ -575,10 +575,21 @@ func (p *SetPublisher) flush(s *shard) {
 	defer p.wg.Done()
 	p.mu.Lock()
 	for s.sent < s.version && p.spaced(s) {
+		if p.holding > 0 {
+			// A Batch began while the shard waited: its changes go
+			// with the batch's, when it ends (it starts this flush again).
+			p.held[s] = struct{}{}
+			s.flushing = false
+			p.idled()
+			p.mu.Unlock()
+			return
+		}
 		v := s.version
-		s.lastSend = p.now()
 		rec := p.record(s)
 		withdraw, was := len(rec.Devices) == 0, s.published
+		if !withdraw || was {
+			s.lastSend = p.now() // a record that was never sent is not withdrawn
+		}
 		p.mu.Unlock()
 		var err error
 		switch {
@@ -622,11 +633,16 @@ func (p *SetPublisher) flush(s *shard) {
 			delete(p.sets, s.set.key)
 		}
 	}
+	p.idled()
+	p.mu.Unlock()
+}
+
+// idled notes that a flush ended (under mu).
+func (p *SetPublisher) idled() {
 	if p.busy--; p.busy == 0 {
 		close(p.idle)
 		p.idle = nil
 	}
-	p.mu.Unlock()
 }
 
 // spaced waits until s may be sent: MinInterval after its last send began

@@ -235,3 +235,39 @@ func TestSetPublisherBatch(t *testing.T) {
 	}
 	log.none(t, "after the batch's sends")
 }
+
+// TestSetPublisherBatchHoldsWaitingShard: a shard whose interval ends
+// while a Batch runs waits for the batch and goes out with its changes in
+// one UPDATE.
+func TestSetPublisherBatchHoldsWaitingShard(t *testing.T) {
+	ctx, sw := context.Background(), testSwitch
+	pub, log, clk := spacedPublisher(t, time.Second)
+	t.Cleanup(pub.Close)
+	red := ZoneRT(testASN, "red")
+	if err := pub.Publish(ctx, *device(sw, 1), red); err != nil {
+		t.Fatal(err)
+	}
+	log.next(t)
+	if err := pub.Publish(ctx, *device(sw, 2), red); err != nil {
+		t.Fatal(err)
+	}
+	clk.waitAsked(t) // device 2 waits for the interval
+	pub.Batch(func() {
+		clk.Add(time.Second)
+		clk.fire <- clk.Now() // the interval ends inside the batch
+		if err := pub.Publish(ctx, *device(sw, 3), red); err != nil {
+			t.Fatal(err)
+		}
+		log.none(t, "inside the batch")
+	})
+	if got := log.next(t); len(got.Devices) != 3 {
+		t.Fatalf("the send after the batch carries %d devices, want 3", len(got.Devices))
+	}
+	if err := pub.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	log.none(t, "after the batch's send")
+	if st := pub.Stats(); st.Updates != 2 {
+		t.Fatalf("%d updates, want 2", st.Updates)
+	}
+}

@@ -46,7 +46,9 @@ func ListenStray(accessPorts []string) (*StrayWatcher, error) {
 	for _, ifi := range ifs {
 		w.names[ifi.Index] = ifi.Name
 	}
-	fd, err := unix.Socket(unix.AF_PACKET, unix.SOCK_RAW|unix.SOCK_CLOEXEC, int(htons(unix.ETH_P_ALL)))
+	// Protocol 0: the socket receives nothing until it is bound, after
+	// its filter is on, so no frame gets past the filter in between.
+	fd, err := unix.Socket(unix.AF_PACKET, unix.SOCK_RAW|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
 		return nil, fmt.Errorf("l2proto: packet socket on all interfaces: %w", err)
 	}
@@ -59,12 +61,21 @@ func ListenStray(accessPorts []string) (*StrayWatcher, error) {
 		unix.Close(fd)
 		return nil, fmt.Errorf("l2proto: packet socket on all interfaces: %w", err)
 	}
+	if err := unix.Bind(fd, &unix.SockaddrLinklayer{Protocol: htons(unix.ETH_P_ALL)}); err != nil {
+		unix.Close(fd)
+		return nil, fmt.Errorf("l2proto: bind packet socket to all interfaces: %w", err)
+	}
 	return w, nil
 }
 
+// maxFilterPorts bounds the access ports the kernel filter names (two
+// instructions each, within classic BPF's 4,096); with more, Run alone
+// leaves them out.
+const maxFilterPorts = 2000
+
 // SetAccessPorts replaces the access ports (a reload), looked up in the
 // namespace of the calling thread; they must exist. It may be called while
-// Run runs.
+// Run runs; after Run returned it only records them.
 func (w *StrayWatcher) SetAccessPorts(accessPorts []string) error {
 	access := map[int]bool{}
 	var indexes []uint32
@@ -76,6 +87,9 @@ func (w *StrayWatcher) SetAccessPorts(accessPorts []string) error {
 		access[ifi.Index] = true
 		indexes = append(indexes, uint32(ifi.Index))
 	}
+	if len(indexes) > maxFilterPorts {
+		indexes = nil
+	}
 	filter, err := bpf.Assemble(strayFilter(indexes))
 	if err != nil {
 		return fmt.Errorf("l2proto: filter of %d access ports: %w", len(indexes), err)
@@ -84,8 +98,14 @@ func (w *StrayWatcher) SetAccessPorts(accessPorts []string) error {
 	defer w.mu.Unlock()
 	// Run checks the ports too, for the frames queued before the new
 	// filter took effect.
-	w.access.Store(&access)
+	prev := w.access.Swap(&access)
+	if w.fd < 0 {
+		return nil // Run closed the socket
+	}
 	if err := attachFilter(w.fd, filter); err != nil {
+		if prev != nil {
+			w.access.Store(prev) // the old filter is still the kernel's
+		}
 		return fmt.Errorf("l2proto: packet socket on all interfaces: %w", err)
 	}
 	return nil
@@ -130,10 +150,18 @@ func htons(v uint16) uint16 { return v<<8 | v>>8 }
 // interface that is not an access port. It closes the socket when it
 // returns.
 func (w *StrayWatcher) Run(ctx context.Context, fn func(ifname string, frame []byte)) error {
-	defer unix.Close(w.fd)
+	w.mu.Lock()
+	fd := w.fd
+	w.mu.Unlock()
+	defer func() {
+		w.mu.Lock()
+		unix.Close(fd)
+		w.fd = -1 // SetAccessPorts must not touch a number the kernel may reuse
+		w.mu.Unlock()
+	}()
 	buf := make([]byte, MaxFrameLen+4)
 	for ctx.Err() == nil {
-		n, from, err := unix.Recvfrom(w.fd, buf, 0)
+		n, from, err := unix.Recvfrom(fd, buf, 0)
 		switch {
 		case errors.Is(err, unix.EAGAIN) || errors.Is(err, unix.EINTR):
 			continue
