@@ -134,6 +134,22 @@ func BenchmarkReconfigure(b *testing.B) {
 				b.ReportMetric(float64(changes), "changes")
 			})
 		}
+		// A switch's first zoning: its devices were indexed under none
+		// (no zones, the default zone off) while it held the zoning it
+		// received; every zone is new.
+		b.Run(f.name+"/first-zoning", func(b *testing.B) {
+			none := NewConfig(Settings{HardZoning: true})
+			b.ReportAllocs()
+			for b.Loop() {
+				b.StopTimer()
+				ix := mustIndex(b, none, ds)
+				b.StartTimer()
+				d := Diff(ix, ix.WithConfig(c))
+				for _, h := range local {
+					_ = d.For(h)
+				}
+			}
+		})
 	}
 }
 

@@ -105,19 +105,70 @@ func targetsOf(g *group) map[netip.Addr]*entry { return g.targets.m }
 func NewIndex(c *Config, devs []inof.Device) (*Index, error) {
 	tok := new(int)
 	ix := &Index{cfg: c, ids: make(map[string]zoneID, len(c.Zones)), tok: tok,
-		devices: &cowMap[*entry]{tok, make(map[netip.Addr]*entry, len(devs))},
-		unzoned: newGroup(tok), zoned: newGroup(tok)}
+		devices: &cowMap[*entry]{tok, make(map[netip.Addr]*entry, len(devs))}}
 	for i, name := range c.ZoneNames() {
 		ix.ids[name] = zoneID(i)
 		ix.names = append(ix.names, name)
-		ix.zones = append(ix.zones, newGroup(tok))
 	}
-	for _, d := range devs {
-		if err := ix.Put(d); err != nil {
+	// Every device's zones first, so that each class is made at its size:
+	// growing a map step by step costs more than filling it.
+	es := make([]*entry, len(devs))
+	size := newClassSizes(len(ix.names))
+	for i, d := range devs {
+		if err := putable(d); err != nil {
 			return nil, err
 		}
+		es[i] = &entry{dev: d, zones: ix.matcher().zonesOf(d)}
+		size.count(es[i])
+	}
+	ix.unzoned, ix.zoned = size.unzoned.group(tok), size.zoned.group(tok)
+	ix.zones = make([]group, len(ix.names))
+	for i := range ix.zones {
+		ix.zones[i] = size.zones[i].group(tok)
+	}
+	for _, e := range es {
+		ix.Remove(e.dev.Addr) // a later device of the same address replaces it, as Put does
+		ix.devices.m[e.dev.Addr] = e
+		ix.classAdd(e)
 	}
 	return ix, nil
+}
+
+// classSize counts the hosts and targets of one class (RoleBoth in both).
+type classSize struct{ hosts, targets int }
+
+func (n *classSize) add(r inof.Role) {
+	if r.IsHost() {
+		n.hosts++
+	}
+	if r.IsTarget() {
+		n.targets++
+	}
+}
+
+// group makes an empty group with room for the counted devices.
+func (n classSize) group(tok *int) group {
+	return group{hosts: &cowMap[*entry]{tok, make(map[netip.Addr]*entry, n.hosts)},
+		targets: &cowMap[*entry]{tok, make(map[netip.Addr]*entry, n.targets)}}
+}
+
+// classSizes counts the devices of every class of an index being built.
+type classSizes struct {
+	zones          []classSize // by zoneID
+	unzoned, zoned classSize
+}
+
+func newClassSizes(zones int) *classSizes { return &classSizes{zones: make([]classSize, zones)} }
+
+func (s *classSizes) count(e *entry) {
+	if len(e.zones) == 0 {
+		s.unzoned.add(e.dev.Role)
+		return
+	}
+	s.zoned.add(e.dev.Role)
+	for _, z := range e.zones {
+		s.zones[z].add(e.dev.Role)
+	}
 }
 
 // Config returns the configuration the index was built for.
@@ -134,16 +185,24 @@ func (ix *Index) matcher() *matcher {
 // plain unicast address (no IPv6 zone, not IPv4-mapped) and the role one of
 // host, target or both.
 func (ix *Index) Put(d inof.Device) error {
+	if err := putable(d); err != nil {
+		return err
+	}
+	ix.Remove(d.Addr)
+	e := &entry{dev: d, zones: ix.matcher().zonesOf(d)}
+	writable(ix, &ix.devices)[d.Addr] = e
+	ix.classAdd(e)
+	return nil
+}
+
+// putable checks what Put asks of a device.
+func putable(d inof.Device) error {
 	if !usableAddr(d.Addr) {
 		return fmt.Errorf("zones: %w: address %s (need a unicast address without zone, not IPv4-mapped)", ErrDevice, d.Addr)
 	}
 	if !d.Role.Valid() {
 		return fmt.Errorf("zones: %w: %s has role %d", ErrDevice, d.Addr, d.Role)
 	}
-	ix.Remove(d.Addr)
-	e := &entry{dev: d, zones: ix.matcher().zonesOf(d)}
-	writable(ix, &ix.devices)[d.Addr] = e
-	ix.classAdd(e)
 	return nil
 }
 
@@ -357,16 +416,35 @@ func (ix *Index) bound(e *entry, pick func(*group) map[netip.Addr]*entry) int {
 // costs one scan of the devices against the members of the changed zones,
 // plus the work for the devices they hold. ix stays valid and unchanged.
 func (ix *Index) WithConfig(c *Config) *Index {
-	if retired := len(ix.names) - len(ix.ids); retired > 64 && retired > len(ix.ids) {
-		// Too many retired ids: start afresh (the devices are valid).
-		devs := make([]inof.Device, 0, ix.Len())
-		for _, e := range ix.devices.m {
-			devs = append(devs, e.dev)
-		}
-		nx, _ := NewIndex(c, devs)
-		return nx
-	}
 	changed := changedZones(ix.cfg, c)
+	kept := len(c.Zones)
+	for _, name := range changed {
+		if c.Zones[name] != nil {
+			kept--
+		}
+	}
+	// Start afresh when there are too many retired ids, or when most
+	// zones of c changed (a first zoning: every zone is new): sharing
+	// little, a derived index would cost more than a new one.
+	if retired := len(ix.names) - len(ix.ids); retired > 64 && retired > len(ix.ids) || 2*kept < len(c.Zones) {
+		return ix.afresh(c)
+	}
+	return ix.derive(c, changed)
+}
+
+// afresh indexes ix's devices (valid: ix took them) under c.
+func (ix *Index) afresh(c *Config) *Index {
+	devs := make([]inof.Device, 0, ix.Len())
+	for _, e := range ix.devices.m {
+		devs = append(devs, e.dev)
+	}
+	nx, _ := NewIndex(c, devs)
+	return nx
+}
+
+// derive is WithConfig sharing what c does not change; changed are the
+// zones whose members may differ (changedZones).
+func (ix *Index) derive(c *Config, changed []string) *Index {
 	tok := new(int)
 	nx := &Index{cfg: c, ids: ix.ids, names: ix.names, mt: ix.mt, tok: tok, devices: ix.devices,
 		zones: slices.Clone(ix.zones), unzoned: ix.unzoned, zoned: ix.zoned}

@@ -307,7 +307,7 @@ func TestPropertyDiff(t *testing.T) {
 		if g.r.IntN(2) == 0 {
 			nix = mustIndex(t, next, nds)
 		} else {
-			nix = oix.WithConfig(next)
+			nix = derived(g, oix, next)
 			from := ds
 			if g.r.IntN(2) == 0 { // edit the old index after deriving
 				ds = g.mutateDevices(ds)
@@ -410,6 +410,35 @@ func TestIndexPutRemove(t *testing.T) {
 	}
 }
 
+// derived returns ix under c by WithConfig or, as often, by derive: with
+// the few zones the generator makes, WithConfig mostly starts afresh, and
+// derive must be exercised as much.
+func derived(g gen, ix *Index, c *Config) *Index {
+	if g.r.IntN(2) == 0 {
+		return ix.derive(c, changedZones(ix.cfg, c))
+	}
+	return ix.WithConfig(c)
+}
+
+// TestNewIndexLaterDeviceReplaces: NewIndex given two devices of one
+// address keeps the later, as Put would, in every class.
+func TestNewIndexLaterDeviceReplaces(t *testing.T) {
+	c := NewConfig(Settings{DefaultZoneEnabled: true, HardZoning: true})
+	c.Zones["z"] = &Zone{Name: "z", Members: []Member{MustParseMember("10.0.0.0/30")}}
+	h := inof.Device{Addr: netip.MustParseAddr("10.0.0.1"), Role: inof.RoleHost}
+	zoned := inof.Device{Addr: netip.MustParseAddr("10.0.0.2"), Role: inof.RoleTarget}
+	asHost := inof.Device{Addr: zoned.Addr, Role: inof.RoleHost} // the same address, now a host
+	ix := mustIndex(t, c, []inof.Device{h, zoned, asHost})
+	if ix.Len() != 2 || len(ix.TargetsFor(h.Addr)) != 0 {
+		t.Fatalf("%d devices, host sees %v; want 2 and nothing (the target became a host)", ix.Len(), ix.TargetsFor(h.Addr))
+	}
+	ix = mustIndex(t, c, []inof.Device{h, asHost, zoned})
+	if got := ix.TargetsFor(h.Addr); ix.Len() != 2 || len(got) != 1 || got[0] != zoned {
+		t.Fatalf("%d devices, host sees %v; want 2 and the target", ix.Len(), got)
+	}
+	checkIndex(t, "later replaces", ix, c, []inof.Device{h, zoned})
+}
+
 // TestPropertyDeriveChain: an index derived through a long chain of
 // configurations (zones come and go, so retired zone ids pile up until the
 // index starts afresh) answers like one built for the last configuration,
@@ -428,7 +457,7 @@ func TestPropertyDeriveChain(t *testing.T) {
 				name := fmt.Sprintf("r%d", step)
 				next.Zones[name] = &Zone{Name: name, Members: z.Members}
 			}
-			nx := ix.WithConfig(next)
+			nx := derived(g, ix, next)
 			what := fmt.Sprintf("seed %d step %d", seed, step)
 			checkIndex(t, what, nx, next, ds)
 			have, want := visiblePairs(c, ds), visiblePairs(next, ds)

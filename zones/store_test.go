@@ -264,14 +264,19 @@ func TestStoreClockSteppedBack(t *testing.T) {
 
 // TestStoreReplication: two reflectors take writes independently and
 // exchange records in different orders; both converge, the newer write wins
-// per zone, and a deletion is not undone by an old copy.
+// per zone, and a deletion is not undone by an old copy. The two share a
+// manual clock that moves a millisecond a commit: on the wall clock two
+// commits within a millisecond have the same generation, and which one is
+// "later" would be the tie-break's (the test failed one run in ~20).
 func TestStoreReplication(t *testing.T) {
 	dir := t.TempDir()
-	a := openStore(t, filepath.Join(dir, "a.db"), 1)
-	b := openStore(t, filepath.Join(dir, "b.db"), 2)
+	clock := &manualClock{t: time.Now()}
+	a := openStoreAt(t, filepath.Join(dir, "a.db"), 1, clock)
+	b := openStoreAt(t, filepath.Join(dir, "b.db"), 2, clock)
 	m := MustParseMember
 	commit := func(s *Store, f func(tx *Tx) error) []Record {
 		t.Helper()
+		clock.add(time.Millisecond)
 		tx := s.Begin()
 		if err := f(tx); err != nil {
 			t.Fatal(err)

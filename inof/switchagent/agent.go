@@ -111,6 +111,7 @@ type Agent struct {
 	// passed (zero: no registrations).
 	deadlinesDue time.Time
 	settled      atomic.Bool   // the first Resync after start has run
+	configHeld   atomic.Bool   // the zone configuration received is held (confighold.go)
 	running      atomic.Bool   // the loop runs
 	ready        chan struct{} // closed when the loop first runs
 	// sessionLog logs BGP changes (from the neighbor watch) and BFD
@@ -591,6 +592,9 @@ func (a *Agent) loop(ctx context.Context, errs <-chan error) error {
 		if due, _, held := a.hold.due(); held && (!ok || due.Before(next)) {
 			next, ok = due, true
 		}
+		if due, ahead := a.hold.aheadAt(); ahead && (!ok || due.Before(next)) {
+			next, ok = due, true
+		}
 		if ok {
 			tick.Reset(max(time.Until(next), 0))
 		}
@@ -647,6 +651,7 @@ func (a *Agent) loop(ctx context.Context, errs <-chan error) error {
 				a.nextSave = now.Add(saveSpacing(time.Since(now)))
 			}
 		}
+		a.subscribeAhead(ctx, time.Now())
 	}
 }
 
@@ -810,6 +815,9 @@ func (a *Agent) apply(ctx context.Context, out Output) {
 	if len(out.Publish)+len(out.Withdraw)+len(out.Notices) > 0 || out.Subscriptions != nil {
 		a.dirty = true
 	}
+	if len(out.Publish)+len(out.Withdraw) > 0 {
+		a.hold.localChanged() // the memberships taken ahead follow the local devices
+	}
 	if a.pub == nil {
 		a.publishDirect(out)
 	} else {
@@ -820,7 +828,7 @@ func (a *Agent) apply(ctx context.Context, out Output) {
 	}
 	a.discoveryApply(out)
 	if out.Subscriptions != nil && a.speaker != nil {
-		a.subscribe(ctx, a.discoveryZones(out.Subscriptions))
+		a.subscribe(ctx, out.Subscriptions)
 	}
 	a.journalNotices(out.Notices)
 	for _, n := range out.Notices {
@@ -881,23 +889,36 @@ func (a *Agent) journalNotices(ns []PortNotice) {
 // the zones' own when the switch wants every zone; no zone has this name.
 const everyZone = ""
 
-// subscribe brings the memberships to want: one per zone, or, when want
-// holds every zone of the configuration in force and the default zone, the
-// single AnyRT membership (it delivers the same records, at a fraction of
-// GoBGP's cost; the zoning rules still decide who sees what). New ones are
-// announced at once; those no longer wanted go MembershipLinger later
-// (unsubscribeDue).
+// subscribe brings the memberships to those the local devices want (want:
+// zones, by Subscriptions' rules under the configuration in force), with
+// the memberships taken ahead while the configuration is held
+// (subscribeAhead). New ones are announced at once; those no longer wanted
+// go MembershipLinger later (unsubscribeDue).
 func (a *Agent) subscribe(ctx context.Context, want []string) {
-	if coversEveryZone(a.config.Load(), want) {
-		want = []string{everyZone}
+	ms := a.memberships(a.config.Load(), want)
+	if a.hold.on && len(a.hold.ahead) > 0 {
+		ms = slices.Concat(ms, a.hold.ahead)
 	}
-	for _, z := range a.subs.want(want, time.Now()) {
+	for _, z := range a.subs.want(ms, time.Now()) {
 		if err := a.speaker.Subscribe(ctx, a.membershipRT(z)); err != nil {
 			a.log.Error("subscribing to zone", "zone", z, "err", err)
 			continue
 		}
 		a.subs.announced(z)
 	}
+}
+
+// memberships returns the memberships that hold the zones want under cfg
+// (with every zone when the discovery controller runs, discoveryZones):
+// one per zone or, when they are every zone of cfg and the default zone,
+// the single AnyRT membership (it delivers the same records, at a fraction
+// of GoBGP's cost; the zoning rules still decide who sees what).
+func (a *Agent) memberships(cfg *zones.Config, want []string) []string {
+	want = a.discoveryZones(cfg, want)
+	if coversEveryZone(cfg, want) {
+		return []string{everyZone}
+	}
+	return want
 }
 
 // unsubscribeDue withdraws the memberships whose linger ended by now.

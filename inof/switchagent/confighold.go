@@ -44,6 +44,12 @@ type configHold struct {
 	// held, in the order they did (each once): the log says they changed
 	// when they go in force.
 	objects []string
+	// ahead are the memberships taken before the hold ends (subscribeAhead),
+	// aheadDue that the zoning held or the local devices changed since,
+	// aheadNext the earliest time they are taken again.
+	ahead     []string
+	aheadDue  bool
+	aheadNext time.Time
 	// stop ends the End-of-RIB poll (pollEndOfRIB).
 	stop context.CancelFunc
 }
@@ -77,8 +83,8 @@ func newConfigHold(bound time.Duration, needEOR bool, zoning zones.Records, unkn
 // every unzoned pair is visible: a host zoned away from a target would be
 // told it active until the configuration arrived. Records are published
 // with their route targets as under the empty zoning (the default zone's
-// for every device), and the switch subscribes to no zone until the hold
-// ends.
+// for every device); the switch subscribes to the zones the held zoning
+// will want (subscribeAhead).
 func closedZoning() *zones.Config {
 	return zones.NewConfig(zones.Settings{DefaultZoneEnabled: false, HardZoning: true})
 }
@@ -110,8 +116,29 @@ func (h *configHold) record(now time.Time, object string) {
 		return
 	}
 	h.lastRecord = now
+	h.aheadDue = h.unknown // the zoning held changed
 	if !slices.Contains(h.objects, object) {
 		h.objects = append(h.objects, object)
+	}
+}
+
+// aheadSpacing is the least time between two rounds of subscribeAhead,
+// which builds the held configuration (O(zones)): zone records that arrive
+// one batch at a time must not each pay for it. A round that took longer
+// waits four times its cost, so that it never takes more than a fifth of
+// the loop.
+const aheadSpacing = 25 * time.Millisecond
+
+// aheadAt returns when subscribeAhead is due, false if it is not.
+func (h *configHold) aheadAt() (time.Time, bool) {
+	return h.aheadNext, h.on && h.aheadDue
+}
+
+// localChanged notes that the local devices changed: the memberships
+// taken ahead are due again.
+func (h *configHold) localChanged() {
+	if h.on && h.unknown {
+		h.aheadDue = true
 	}
 }
 
@@ -154,6 +181,7 @@ func (h *configHold) zoning(recs zones.Records) zones.Records {
 // runCtx ends or the hold does).
 func (a *Agent) startConfigHold(runCtx context.Context, closed bool) {
 	a.hold = newConfigHold(a.opts.ConfigHold, a.opts.GracefulRestart.Enabled, a.zrecs, closed)
+	a.configHeld.Store(a.hold.on)
 	if closed {
 		a.configDue = true // the zoning received goes in force at the end, changed or not
 		a.log.Info("no zoning known yet: no device sees another until the reflectors' configuration is in force")
@@ -220,6 +248,31 @@ func (a *Agent) pollEndOfRIB(ctx context.Context) error {
 	}
 }
 
+// subscribeAhead, while a switch that knew no zoning holds the one it
+// receives, takes the memberships that zoning will want, so that the device
+// records arrive during the hold instead of after it (a new switch's table
+// fills a hold earlier). Nothing received is visible before the hold ends
+// (closedZoning), so records taken early change nothing a host is told;
+// a switch that holds a zoning it had in force does not do this, since
+// records of zones it did not want would be judged under that zoning. What
+// the zoning in force at the end does not want lingers and goes
+// (endHoldIfDue). Called by the loop after every event; it does something
+// once the zoning held or the local devices changed, at most every
+// aheadSpacing.
+func (a *Agent) subscribeAhead(ctx context.Context, now time.Time) {
+	if at, due := a.hold.aheadAt(); !due || now.Before(at) {
+		return
+	}
+	a.hold.aheadDue = false
+	if a.speaker == nil {
+		return
+	}
+	defer func() { a.hold.aheadNext = time.Now().Add(max(aheadSpacing, 4*time.Since(now))) }()
+	cfg := a.zrecs.Config()
+	a.hold.ahead = a.memberships(cfg, a.engine.SubscriptionsUnder(cfg))
+	a.subscribe(ctx, a.engine.subs)
+}
+
 // endHoldIfDue ends the hold once it is due: the zoning the records make
 // goes in force whole.
 func (a *Agent) endHoldIfDue(ctx context.Context, now time.Time) {
@@ -232,11 +285,17 @@ func (a *Agent) endHoldIfDue(ctx context.Context, now time.Time) {
 	if a.hold.stop != nil {
 		a.hold.stop()
 	}
-	objects := a.hold.objects
+	objects, ahead := a.hold.objects, a.hold.ahead
 	a.hold = configHold{}
+	a.configHeld.Store(false)
 	a.dirty = true // the state file keeps the zoning in force
 	if a.configDue {
 		a.applyConfig(ctx)
+	}
+	if len(ahead) > 0 && a.speaker != nil {
+		// The memberships the zoning in force wants (applyConfig subscribed
+		// only if they changed); any other taken ahead lingers and goes.
+		a.subscribe(ctx, a.engine.subs)
 	}
 	// Said after the fact, as for a record taken while nothing is held:
 	// "changed" means in force.
@@ -244,6 +303,12 @@ func (a *Agent) endHoldIfDue(ctx context.Context, now time.Time) {
 		a.log.Info("zone configuration changed", "object", o, "held_for", heldFor)
 	}
 }
+
+// ConfigHeld reports whether the zone configuration the agent receives is
+// held out of force (after a start or the loss of every reflector session,
+// until the reflectors' End-of-RIB; docs/switch-agent.md, "Configuration on
+// return"). The metric inof_switch_zone_config_held says the same.
+func (a *Agent) ConfigHeld() bool { return a.configHeld.Load() }
 
 // configReady reports whether zone records changed and their configuration
 // may go in force now (no hold).

@@ -13,6 +13,7 @@ import (
 	"github.com/openinof/inof/bgp"
 	"github.com/openinof/inof/inof"
 	"github.com/openinof/inof/inof/configsync"
+	"github.com/openinof/inof/l2proto"
 	"github.com/openinof/inof/zones"
 )
 
@@ -143,11 +144,7 @@ func TestFirstStartJudgesUnderNoZoning(t *testing.T) {
 	f.DeferEndOfRIB(ra)
 
 	logs := newLogLines()
-	near, far := memPorts(s1Addr.String(), "swp1", "swp2", "swp3")
-	runSwitchLogged(t, f, ra, s1Addr.String(), t.TempDir(), nil, slog.New(logs), func(o *Options) {
-		o.AccessPorts = []string{"swp1", "swp2", "swp3"}
-		o.ConfigHold = time.Minute // only the End-of-RIB ends it here
-	}, near)
+	_, far := runHeldSwitch(t, f, ra, s1Addr, logs, "swp1", "swp2", "swp3")
 	host := newSimHost(t, far["swp1"], h)
 	newSimHost(t, far["swp2"], tgt).register(120)
 	newSimHost(t, far["swp3"], u).register(120)
@@ -173,6 +170,20 @@ func TestFirstStartJudgesUnderNoZoning(t *testing.T) {
 			t.Errorf("h was told %s %s (reason %s), which the fabric's zoning does not let it see", n.Target, n.State, n.Reason)
 		}
 	}
+}
+
+// runHeldSwitch starts switch addr, new (no state), a client of reflector
+// ra, logging to logs, with the access ports given, whose configuration
+// hold only the End-of-RIB ends (a minute's bound); it returns the switch
+// and the device ends of its ports.
+func runHeldSwitch(t *testing.T, f *bgp.FakeFabric, ra, addr netip.Addr, logs *logLines, ports ...string) (*testSwitch, map[string]*l2proto.MemLink) {
+	t.Helper()
+	near, far := memPorts(addr.String(), ports...)
+	s := runSwitchLogged(t, f, ra, addr.String(), t.TempDir(), nil, slog.New(logs), func(o *Options) {
+		o.AccessPorts = ports
+		o.ConfigHold = time.Minute
+	}, near)
+	return s, far
 }
 
 // remoteSwitch starts a bare speaker for switch addr, a client of
@@ -350,11 +361,7 @@ func TestReturnTakesWholeZoning(t *testing.T) {
 	s1Addr, f, ra, put, remote, h2, _, tgt, t9 := wholeZoningFabric(t)
 
 	logs := newLogLines()
-	near, far := memPorts(s1Addr.String(), "swp1")
-	s1 := runSwitchLogged(t, f, ra, s1Addr.String(), t.TempDir(), nil, slog.New(logs), func(o *Options) {
-		o.AccessPorts = []string{"swp1"}
-		o.ConfigHold = time.Minute // only the End-of-RIB ends it here
-	}, near)
+	s1, far := runHeldSwitch(t, f, ra, s1Addr, logs, "swp1")
 	host2 := newSimHost(t, far["swp1"], h2)
 	host2.register(120)
 	host2.waitFor("h2 sees t9", last(t9.Addr, inof.StateActive, inof.ReasonNone))
@@ -418,5 +425,55 @@ func neverTold(t *testing.T, remote func(inof.Device, inof.State, inof.Reason, .
 			}
 		}
 		h.mu.Unlock()
+	}
+}
+
+// TestFirstStartSubscribesAhead: a switch that knows no zoning takes, while
+// it holds the zoning it receives, the memberships that zoning will want.
+// The record of a remote target in its host's zone arrives during the hold
+// (it is in the device table before the End-of-RIB ends the hold), the host
+// is told nothing of it while the zoning is held, and is told it active
+// once the zoning is in force. The record of a remote target in a zone no
+// local device is in never arrives.
+func TestFirstStartSubscribesAhead(t *testing.T) {
+	s1Addr, s2Addr := netip.MustParseAddr("10.0.0.11"), netip.MustParseAddr("10.0.0.12")
+	f, ra, put := configFabric(t, s1Addr, s2Addr)
+	h := inof.Device{Addr: netip.MustParseAddr("10.1.0.2"), Role: inof.RoleHost, Protocol: inof.ProtocolTCP}
+	tgt := inof.Device{Addr: netip.MustParseAddr("10.2.0.1"), Role: inof.RoleTarget, Protocol: inof.ProtocolTCP, Port: 4420}
+	other := inof.Device{Addr: netip.MustParseAddr("10.3.0.1"), Role: inof.RoleTarget, Protocol: inof.ProtocolTCP, Port: 4420}
+	put(zones.KindZone, "z", 0, h.Addr.String(), tgt.Addr.String())
+	put(zones.KindZone, "y", 0, "10.1.0.99", other.Addr.String())
+	publish := remoteSwitch(t, f, ra, s2Addr)
+	publish(tgt, inof.StateActive, inof.ReasonNone, "z")
+	publish(other, inof.StateActive, inof.ReasonNone, "y")
+	f.DeferEndOfRIB(ra)
+
+	logs := newLogLines()
+	sw, far := runHeldSwitch(t, f, ra, s1Addr, logs, "swp1")
+	host := newSimHost(t, far["swp1"], h)
+	host.register(120)
+	logs.waitFor(t, 0, "device registered", h.Addr.String())
+	s2, _ := inof.RouterIDFrom(s2Addr)
+	waitUntil(t, "T's record taken during the hold", func() bool {
+		_, ok := sw.agent.table.Get(bgp.DeviceID{Switch: s2, Addr: tgt.Addr})
+		return ok
+	})
+	if !sw.agent.ConfigHeld() {
+		t.Fatal("the hold ended before the End-of-RIB")
+	}
+	host.mu.Lock()
+	for _, n := range host.got {
+		if n.Target == tgt.Addr {
+			t.Errorf("h was told %s %s while the zoning was held", n.Target, n.State)
+		}
+	}
+	host.mu.Unlock()
+	f.SendEndOfRIB(ra, s1Addr)
+	host.waitFor("h sees T", last(tgt.Addr, inof.StateActive, inof.ReasonNone))
+	if sw.agent.ConfigHeld() {
+		t.Error("h was told T active while the zoning was held")
+	}
+	if _, ok := sw.agent.table.Get(bgp.DeviceID{Switch: s2, Addr: other.Addr}); ok {
+		t.Error("the record of a target in zone y, which no local device is in, arrived")
 	}
 }

@@ -251,20 +251,20 @@ func (a *Agent) discoveryConfig(ctx context.Context, cfg *zones.Config) {
 		return
 	}
 	a.disc.src.setConfig(cfg)
-	a.subscribe(ctx, a.discoveryZones(a.engine.subs))
+	a.subscribe(ctx, a.engine.subs)
 }
 
-// discoveryZones extends the zones the local devices need with every zone
-// of the configuration in force and the default zone when the discovery
-// controller runs: a discovery host need not be registered, so it may be
-// in any zone, and the switch must hold the records of them all.
-func (a *Agent) discoveryZones(want []string) []string {
+// discoveryZones extends the zones the local devices need under cfg with
+// every zone of cfg and the default zone when the discovery controller
+// runs: a discovery host need not be registered, so it may be in any zone,
+// and the switch must hold the records of them all.
+func (a *Agent) discoveryZones(cfg *zones.Config, want []string) []string {
 	if a.disc == nil {
 		return want
 	}
 	out := slices.Clone(want)
 	out = append(out, zones.DefaultZone)
-	if cfg := a.config.Load(); cfg != nil {
+	if cfg != nil {
 		out = append(out, cfg.ZoneNames()...)
 	}
 	slices.Sort(out)

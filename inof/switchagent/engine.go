@@ -237,6 +237,19 @@ func (e *Engine) resubscribe() []string {
 	return subs
 }
 
+// SubscriptionsUnder returns the zones the engine would subscribe to
+// (Subscriptions' rules) if cfg were in force, its local devices as they
+// are; it changes nothing.
+func (e *Engine) SubscriptionsUnder(cfg *zones.Config) []string {
+	ix, _ := zones.NewIndex(cfg, nil) // no devices: nothing to refuse
+	t := newTally()
+	for _, r := range e.local.Published() {
+		t.set(r.Device.Addr, ix.ZonesOf(r.Device), r.State == inof.StateActive)
+	}
+	subs, _ := t.subscriptions(cfg.Settings, cfg.ZoneNames)
+	return subs
+}
+
 // Record handles a device record that was published or changed anywhere in
 // the fabric (this switch's own included).
 func (e *Engine) Record(r inof.Report) Output {

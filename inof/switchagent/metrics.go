@@ -22,7 +22,7 @@ type metrics struct {
 	badConfig      prometheus.Counter
 
 	up, registrations, refused, records, recordsRefused, untrusted, notifications, sessions, bfdSessions, bfdChanges, dropped *prometheus.Desc
-	format, setChanges, setUpdates                                                                                            *prometheus.Desc
+	format, setChanges, setUpdates, configHeld                                                                                *prometheus.Desc
 }
 
 func newMetrics(a *Agent) *metrics {
@@ -57,6 +57,8 @@ func newMetrics(a *Agent) *metrics {
 		setChanges: d("device_set_changes_total", "Changes made to this switch's device set records (devices published, "+
 			"withdrawn, retired, merged); divided by inof_switch_device_set_updates_total it is the changes one UPDATE carried."),
 		setUpdates: d("device_set_updates_total", "Device set records sent (UPDATEs), withdraws of emptied shards excluded."),
+		configHeld: d("zone_config_held", "1 while the zone configuration received is held out of force (after a start or the loss of "+
+			"every reflector session, until the reflectors' table is whole), 0 otherwise."),
 	}
 }
 
@@ -70,7 +72,7 @@ func (m *metrics) notified(r l2proto.Result) {
 // Describe implements prometheus.Collector.
 func (m *metrics) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{m.up, m.registrations, m.refused, m.records, m.recordsRefused, m.untrusted, m.notifications,
-		m.sessions, m.bfdSessions, m.bfdChanges, m.dropped, m.format, m.setChanges, m.setUpdates} {
+		m.sessions, m.bfdSessions, m.bfdChanges, m.dropped, m.format, m.setChanges, m.setUpdates, m.configHeld} {
 		ch <- d
 	}
 	for _, c := range []prometheus.Collector{m.delivered, m.queriesDropped, m.notifyRefused, m.badConfig} {
@@ -119,6 +121,11 @@ func (m *metrics) Collect(ch chan<- prometheus.Metric) {
 	}
 	counter(m.setChanges, float64(sst.Changes))
 	counter(m.setUpdates, float64(sst.Updates))
+	held := 0.0
+	if a.ConfigHeld() {
+		held = 1
+	}
+	gauge(m.configHeld, held)
 	counter(m.recordsRefused, float64(a.table.Stats().Refused))
 	for reason, v := range a.refusals.Counts() {
 		counter(m.untrusted, float64(v), reason)

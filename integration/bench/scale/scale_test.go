@@ -383,33 +383,39 @@ func convergeOurs(ctx context.Context, tb testing.TB, r refl, p Plan) synced {
 		}
 	}
 	handed := time.Since(start)
-	for {
-		// The count is cheap; the device list (which tells the records of
-		// other switches from the agent's own) copies and sorts them all,
-		// so it is read only once the count is there.
-		time.Sleep(2 * time.Millisecond)
-		if agent.DeviceCount() < p.Devices && ctx.Err() == nil {
-			continue
+	// The count is cheap (the device list copies and sorts every record,
+	// and would be timed with them); it holds the agent's own device too,
+	// so p.Devices+1 means every remote one. Records taken while the zone
+	// configuration is held are not judged yet: the count is not enough
+	// until the configuration is in force.
+	for agent.DeviceCount() < p.Devices+1 || agent.ConfigHeld() {
+		select {
+		case <-ctx.Done():
+			tb.Fatalf("agent table holds %d of %d records (and its own), configuration held %v: %v",
+				agent.DeviceCount(), p.Devices, agent.ConfigHeld(), ctx.Err())
+		case err := <-done:
+			tb.Fatalf("agent stopped: %v", err)
+		case <-time.After(2 * time.Millisecond):
 		}
-		devs, _ := agent.API().Devices(ctx)
-		n := 0
-		for _, d := range devs {
-			if d.Switch.Addr() != newClient {
-				n++
-			}
-		}
-		if n >= p.Devices {
-			s := synced{total: time.Since(start), up: since(start, cs.up.Load()), cpu: cpuSince(tb, u0)}
-			tb.Logf("agent: session up after %v, subscribed to every record after %v (%d subscription changes), first device record after %v, all handed to the agent after %v, all in its table after %v",
-				s.up.Round(time.Millisecond), since(start, cs.anyRT.Load()).Round(time.Millisecond), cs.subs.Load(),
-				since(start, cs.first.Load()).Round(time.Millisecond), handed.Round(time.Millisecond), s.total.Round(time.Millisecond))
-			return s
-		}
-		if ctx.Err() != nil {
-			tb.Fatalf("agent table holds %d of %d records", n, p.Devices)
-		}
-		time.Sleep(20 * time.Millisecond) // the agent's own device counted: one more is due
 	}
+	s := synced{total: time.Since(start), up: since(start, cs.up.Load()), cpu: cpuSince(tb, u0)}
+	devs, err := agent.API().Devices(ctx)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	n := 0
+	for _, d := range devs {
+		if d.Switch.Addr() != newClient {
+			n++
+		}
+	}
+	if n < p.Devices {
+		tb.Fatalf("agent's device list holds %d of the %d remote records its table counted", n, p.Devices)
+	}
+	tb.Logf("agent: session up after %v, subscribed to every record after %v (%d subscription changes), first device record after %v, all handed to the agent after %v, all in its table, configuration in force, after %v",
+		s.up.Round(time.Millisecond), since(start, cs.anyRT.Load()).Round(time.Millisecond), cs.subs.Load(),
+		since(start, cs.first.Load()).Round(time.Millisecond), handed.Round(time.Millisecond), s.total.Round(time.Millisecond))
+	return s
 }
 
 // convergeStock starts a plain GoBGP v3.37 server as the new client and
