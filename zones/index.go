@@ -416,20 +416,15 @@ func (ix *Index) bound(e *entry, pick func(*group) map[netip.Addr]*entry) int {
 // costs one scan of the devices against the members of the changed zones,
 // plus the work for the devices they hold. ix stays valid and unchanged.
 func (ix *Index) WithConfig(c *Config) *Index {
-	changed := changedZones(ix.cfg, c)
-	kept := len(c.Zones)
-	for _, name := range changed {
-		if c.Zones[name] != nil {
-			kept--
-		}
-	}
-	// Start afresh when there are too many retired ids, or when most
-	// zones of c changed (a first zoning: every zone is new): sharing
-	// little, a derived index would cost more than a new one.
-	if retired := len(ix.names) - len(ix.ids); retired > 64 && retired > len(ix.ids) || 2*kept < len(c.Zones) {
+	// Start afresh when there are too many retired ids, or for a first
+	// zoning (no zones before, some now): every zoned device would move out
+	// of the unzoned class one by one, at several times the cost of a new
+	// index. An edit of a few zones derives, sharing the rest (and Diff's
+	// shortcut for an unchanged device map).
+	if retired := len(ix.names) - len(ix.ids); retired > 64 && retired > len(ix.ids) || len(ix.ids) == 0 && len(c.Zones) > 0 {
 		return ix.afresh(c)
 	}
-	return ix.derive(c, changed)
+	return ix.derive(c, changedZones(ix.cfg, c))
 }
 
 // afresh indexes ix's devices (valid: ix took them) under c.

@@ -410,9 +410,10 @@ func TestIndexPutRemove(t *testing.T) {
 	}
 }
 
-// derived returns ix under c by WithConfig or, as often, by derive: with
-// the few zones the generator makes, WithConfig mostly starts afresh, and
-// derive must be exercised as much.
+// derived returns ix under c by WithConfig or, as often, by derive
+// itself: WithConfig starts afresh for a first zoning (which the generator
+// makes often: a config of no zones) and when retired ids pile up, and the
+// derived index must be checked as much.
 func derived(g gen, ix *Index, c *Config) *Index {
 	if g.r.IntN(2) == 0 {
 		return ix.derive(c, changedZones(ix.cfg, c))

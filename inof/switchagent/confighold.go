@@ -129,9 +129,11 @@ func (h *configHold) record(now time.Time, object string) {
 // the loop.
 const aheadSpacing = 25 * time.Millisecond
 
-// aheadAt returns when subscribeAhead is due, false if it is not.
+// aheadAt returns when subscribeAhead is due, false if it is not. Nothing
+// is due before the first zone record: the zoning held would be the empty
+// one, whose memberships (the default zone's) the real zoning may not want.
 func (h *configHold) aheadAt() (time.Time, bool) {
-	return h.aheadNext, h.on && h.aheadDue
+	return h.aheadNext, h.on && h.aheadDue && !h.lastRecord.IsZero()
 }
 
 // localChanged notes that the local devices changed: the memberships
@@ -287,7 +289,6 @@ func (a *Agent) endHoldIfDue(ctx context.Context, now time.Time) {
 	}
 	objects, ahead := a.hold.objects, a.hold.ahead
 	a.hold = configHold{}
-	a.configHeld.Store(false)
 	a.dirty = true // the state file keeps the zoning in force
 	if a.configDue {
 		a.applyConfig(ctx)
@@ -297,6 +298,7 @@ func (a *Agent) endHoldIfDue(ctx context.Context, now time.Time) {
 		// only if they changed); any other taken ahead lingers and goes.
 		a.subscribe(ctx, a.engine.subs)
 	}
+	a.configHeld.Store(false) // once in force: the engine judged every record under it
 	// Said after the fact, as for a record taken while nothing is held:
 	// "changed" means in force.
 	for _, o := range objects {

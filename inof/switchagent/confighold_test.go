@@ -428,6 +428,60 @@ func neverTold(t *testing.T, remote func(inof.Device, inof.State, inof.Reason, .
 	}
 }
 
+// aheadFabric is a new switch s1 (no state, one access port with host h)
+// in its configuration hold, which only the End-of-RIB the fabric defers
+// ends; a remote switch publishes target tz in zone z (with h) and target
+// tw in zone w (without h).
+type aheadFabric struct {
+	f        *bgp.FakeFabric
+	ra, s1   netip.Addr
+	put      func(kind zones.Kind, name string, v uint64, members ...string)
+	h        inof.Device
+	tz, tw   inof.Device
+	sw       *testSwitch
+	host     *simHost
+	remoteID inof.RouterID
+}
+
+func startAheadFabric(t *testing.T) aheadFabric {
+	t.Helper()
+	s1, s2 := netip.MustParseAddr("10.0.0.11"), netip.MustParseAddr("10.0.0.12")
+	f, ra, put := configFabric(t, s1, s2)
+	af := aheadFabric{f: f, ra: ra, s1: s1, put: put,
+		h:  inof.Device{Addr: netip.MustParseAddr("10.1.0.2"), Role: inof.RoleHost, Protocol: inof.ProtocolTCP},
+		tz: inof.Device{Addr: netip.MustParseAddr("10.2.0.1"), Role: inof.RoleTarget, Protocol: inof.ProtocolTCP, Port: 4420},
+		tw: inof.Device{Addr: netip.MustParseAddr("10.3.0.1"), Role: inof.RoleTarget, Protocol: inof.ProtocolTCP, Port: 4420}}
+	af.remoteID, _ = inof.RouterIDFrom(s2)
+	put(zones.KindZone, "z", 0, af.h.Addr.String(), af.tz.Addr.String())
+	put(zones.KindZone, "w", 0, "10.1.0.99", af.tw.Addr.String())
+	publish := remoteSwitch(t, f, ra, s2)
+	publish(af.tz, inof.StateActive, inof.ReasonNone, "z")
+	publish(af.tw, inof.StateActive, inof.ReasonNone, "w")
+	f.DeferEndOfRIB(ra)
+	sw, far := runHeldSwitch(t, f, ra, s1, newLogLines(), "swp1")
+	af.sw, af.host = sw, newSimHost(t, far["swp1"], af.h)
+	af.host.register(120)
+	return af
+}
+
+// has reports whether s1's device table holds the remote switch's record of d.
+func (af aheadFabric) has(d inof.Device) bool {
+	_, ok := af.sw.agent.table.Get(bgp.DeviceID{Switch: af.remoteID, Addr: d.Addr})
+	return ok
+}
+
+// neverTold fails the test if h was told anything of target d.
+func (af aheadFabric) neverTold(t *testing.T, d inof.Device, why string) {
+	t.Helper()
+	af.host.mu.Lock()
+	defer af.host.mu.Unlock()
+	for _, n := range af.host.got {
+		if n.Target == d.Addr {
+			t.Errorf("h was told %s %s %s", n.Target, n.State, why)
+		}
+	}
+}
+
 // TestFirstStartSubscribesAhead: a switch that knows no zoning takes, while
 // it holds the zoning it receives, the memberships that zoning will want.
 // The record of a remote target in its host's zone arrives during the hold
@@ -436,44 +490,59 @@ func neverTold(t *testing.T, remote func(inof.Device, inof.State, inof.Reason, .
 // once the zoning is in force. The record of a remote target in a zone no
 // local device is in never arrives.
 func TestFirstStartSubscribesAhead(t *testing.T) {
-	s1Addr, s2Addr := netip.MustParseAddr("10.0.0.11"), netip.MustParseAddr("10.0.0.12")
-	f, ra, put := configFabric(t, s1Addr, s2Addr)
-	h := inof.Device{Addr: netip.MustParseAddr("10.1.0.2"), Role: inof.RoleHost, Protocol: inof.ProtocolTCP}
-	tgt := inof.Device{Addr: netip.MustParseAddr("10.2.0.1"), Role: inof.RoleTarget, Protocol: inof.ProtocolTCP, Port: 4420}
-	other := inof.Device{Addr: netip.MustParseAddr("10.3.0.1"), Role: inof.RoleTarget, Protocol: inof.ProtocolTCP, Port: 4420}
-	put(zones.KindZone, "z", 0, h.Addr.String(), tgt.Addr.String())
-	put(zones.KindZone, "y", 0, "10.1.0.99", other.Addr.String())
-	publish := remoteSwitch(t, f, ra, s2Addr)
-	publish(tgt, inof.StateActive, inof.ReasonNone, "z")
-	publish(other, inof.StateActive, inof.ReasonNone, "y")
-	f.DeferEndOfRIB(ra)
-
-	logs := newLogLines()
-	sw, far := runHeldSwitch(t, f, ra, s1Addr, logs, "swp1")
-	host := newSimHost(t, far["swp1"], h)
-	host.register(120)
-	logs.waitFor(t, 0, "device registered", h.Addr.String())
-	s2, _ := inof.RouterIDFrom(s2Addr)
-	waitUntil(t, "T's record taken during the hold", func() bool {
-		_, ok := sw.agent.table.Get(bgp.DeviceID{Switch: s2, Addr: tgt.Addr})
-		return ok
-	})
-	if !sw.agent.ConfigHeld() {
+	af := startAheadFabric(t)
+	waitUntil(t, "Tz's record taken during the hold", func() bool { return af.has(af.tz) })
+	if !af.sw.agent.ConfigHeld() {
 		t.Fatal("the hold ended before the End-of-RIB")
 	}
-	host.mu.Lock()
-	for _, n := range host.got {
-		if n.Target == tgt.Addr {
-			t.Errorf("h was told %s %s while the zoning was held", n.Target, n.State)
+	af.neverTold(t, af.tz, "while the zoning was held")
+	af.f.SendEndOfRIB(af.ra, af.s1)
+	af.host.waitFor("h sees Tz", last(af.tz.Addr, inof.StateActive, inof.ReasonNone))
+	waitUntil(t, "the hold's end", func() bool { return !af.sw.agent.ConfigHeld() })
+	if af.has(af.tw) {
+		t.Error("the record of a target in zone w, which no local device is in, arrived")
+	}
+}
+
+// TestSubscribeAheadOnlyWhenClosed: only a hold of no zoning known takes
+// memberships ahead, and only once a zone record came. A hold of a zoning
+// that was in force (a restart with a state file, a return) must not:
+// the records of zones it did not want would be judged under the old
+// zoning, and a host told of a target the new one does not let it see.
+func TestSubscribeAheadOnlyWhenClosed(t *testing.T) {
+	now := time.Now()
+	for _, unknown := range []bool{true, false} {
+		h := newConfigHold(time.Minute, true, nil, unknown)
+		h.sessionUp(now)
+		h.localChanged()
+		if _, due := h.aheadAt(); due {
+			t.Errorf("unknown %v: memberships due ahead before any zone record", unknown)
+		}
+		h.record(now, "zone z")
+		if _, due := h.aheadAt(); due != unknown {
+			t.Errorf("unknown %v: memberships due ahead after a zone record: %v, want %v", unknown, due, unknown)
+		}
+		h.aheadDue = false
+		h.localChanged()
+		if _, due := h.aheadAt(); due != unknown {
+			t.Errorf("unknown %v: memberships due ahead after a local change: %v, want %v", unknown, due, unknown)
 		}
 	}
-	host.mu.Unlock()
-	f.SendEndOfRIB(ra, s1Addr)
-	host.waitFor("h sees T", last(tgt.Addr, inof.StateActive, inof.ReasonNone))
-	if sw.agent.ConfigHeld() {
-		t.Error("h was told T active while the zoning was held")
-	}
-	if _, ok := sw.agent.table.Get(bgp.DeviceID{Switch: s2, Addr: other.Addr}); ok {
-		t.Error("the record of a target in zone y, which no local device is in, arrived")
-	}
+}
+
+// TestAheadMembershipLingersAndGoes: a zone the held zoning wanted when the
+// switch subscribed ahead, and a later version of it no longer wants, is
+// not kept: its membership lingers (MembershipLinger) and goes, and with it
+// the record of a remote target only in that zone.
+func TestAheadMembershipLingersAndGoes(t *testing.T) {
+	af := startAheadFabric(t)
+	waitUntil(t, "Tz's record taken ahead", func() bool { return af.has(af.tz) })
+	// Still held: h leaves z for w.
+	af.put(zones.KindZone, "z", 1, "10.1.0.98", af.tz.Addr.String())
+	af.put(zones.KindZone, "w", 1, "10.1.0.99", af.h.Addr.String(), af.tw.Addr.String())
+	waitUntil(t, "Tw's record taken ahead", func() bool { return af.has(af.tw) })
+	af.f.SendEndOfRIB(af.ra, af.s1)
+	af.host.waitFor("h sees Tw", last(af.tw.Addr, inof.StateActive, inof.ReasonNone))
+	waitUntil(t, "Tz's record gone with zone z's membership", func() bool { return !af.has(af.tz) })
+	af.neverTold(t, af.tz, "which neither zoning in force let it see")
 }
