@@ -55,13 +55,21 @@ func (c *carriers) apply(ev bgp.RecordEvent) {
 
 // needs returns a device in use (inUse) whose record carries rt and none
 // of the route targets of the memberships kept (AnyRT covers all): one
-// that withdrawing rt's membership would take from this switch.
+// that withdrawing rt's membership would take from this switch. Every
+// record comes under AnyRT: dropping it (the switch went from wanting every
+// zone to wanting some) takes each record that carries no kept route
+// target (soak seed 14344280810485850043 step 9: leaf1 stopped with
+// SIGTERM, an alias edit let leaf4's hosts see its target td1, whose stale
+// record still carried only its old zone's route target; leaf4, no longer
+// wanting every zone after an address change, dropped AnyRT three seconds
+// later and its hosts were told td1's switch was gone).
 func (c *carriers) needs(rt bgp.RouteTarget, kept []bgp.RouteTarget, inUse func(netip.Addr) bool) (netip.Addr, bool) {
 	if slices.Contains(kept, bgp.AnyRT) {
 		return netip.Addr{}, false
 	}
 	for _, r := range c.byKey {
-		if !slices.Contains(r.rts, rt) || slices.ContainsFunc(r.rts, func(x bgp.RouteTarget) bool { return slices.Contains(kept, x) }) {
+		carries := rt == bgp.AnyRT || slices.Contains(r.rts, rt)
+		if !carries || slices.ContainsFunc(r.rts, func(x bgp.RouteTarget) bool { return slices.Contains(kept, x) }) {
 			continue
 		}
 		if i := slices.IndexFunc(r.devices, inUse); i >= 0 {

@@ -33,6 +33,14 @@ func TestCarriersNeeds(t *testing.T) {
 	if _, ok := c.needs(y, []bgp.RouteTarget{w}, func(d netip.Addr) bool { return d == b }); ok {
 		t.Fatal("b also comes under w, which is kept")
 	}
+	// Dropping AnyRT (every zone) for z alone: a record under y only
+	// came under AnyRT, and goes with it.
+	if d, ok := c.needs(bgp.AnyRT, []bgp.RouteTarget{z}, func(d netip.Addr) bool { return d == a }); !ok || d != a {
+		t.Fatalf("needs(AnyRT) keeping z = %v %v, want a", d, ok)
+	}
+	if _, ok := c.needs(bgp.AnyRT, []bgp.RouteTarget{y}, used); ok {
+		t.Fatal("a and b come under y, which is kept: AnyRT not needed")
+	}
 	c.apply(rec("a", a, z)) // re-tagged
 	if _, ok := c.needs(y, []bgp.RouteTarget{z}, func(d netip.Addr) bool { return d == a }); ok {
 		t.Fatal("a re-tagged into z: y no longer needed for it")
