@@ -901,7 +901,7 @@ func (a *Agent) subscribe(ctx context.Context, want []string) {
 	}
 	for _, z := range a.subs.want(ms, time.Now()) {
 		if err := a.speaker.Subscribe(ctx, a.membershipRT(z)); err != nil {
-			a.log.Error("subscribing to zone", "zone", z, "err", err)
+			a.log.Error("subscribing to zone", "zone", membershipName(z), "err", err)
 			continue
 		}
 		a.subs.announced(z)
@@ -935,20 +935,29 @@ func (a *Agent) unsubscribeDue(ctx context.Context, now time.Time) {
 		if d, ok := a.carried.needs(a.membershipRT(z), kept, a.engine.Used); ok {
 			if !a.keptSubs[z] {
 				a.log.Info("keeping a zone membership: a record hosts here use still carries only its route target (its switch has not re-tagged it yet)",
-					"zone", z, "device", d)
+					"zone", membershipName(z), "device", d)
 			}
 			a.keptSubs[z] = true
 			a.subs.retry(z, now)
 			continue
 		}
 		if err := a.speaker.Unsubscribe(ctx, a.membershipRT(z)); err != nil {
-			a.log.Error("unsubscribing from zone", "zone", z, "err", err)
+			a.log.Error("unsubscribing from zone", "zone", membershipName(z), "err", err)
 			a.subs.retry(z, now)
 			continue
 		}
 		delete(a.keptSubs, z)
 		a.subs.withdrawn(z)
 	}
+}
+
+// membershipName is how the logs name membership z: its zone, or "every
+// zone" for AnyRT.
+func membershipName(z string) string {
+	if z == everyZone {
+		return "every zone"
+	}
+	return z
 }
 
 // membershipRT is the route target of zone z's membership.

@@ -1,6 +1,7 @@
 package switchagent
 
 import (
+	"fmt"
 	"log/slog"
 	"net/netip"
 	"testing"
@@ -74,14 +75,7 @@ func TestMembershipKeptForStaleRecord(t *testing.T) {
 	remote(t2, "y")
 
 	logs := newLogLines()
-	near, far := memPorts(s1Addr.String(), "swp1")
-	s1 := runSwitchLogged(t, f, ra, s1Addr.String(), t.TempDir(), nil, slog.New(logs), func(o *Options) {
-		o.AccessPorts = []string{"swp1"}
-	}, near)
-	host := newSimHost(t, far["swp1"], h)
-	host.register(120)
-	host.waitFor("h sees T", last(tgt.Addr, inof.StateActive, inof.ReasonNone))
-	s1.waitSettled(t)
+	s1, host := runSeeing(t, f, ra, s1Addr, logs, h, tgt)
 
 	// The edit, with T's switch down: T's record keeps y's route target.
 	from := logs.mark()
@@ -107,4 +101,68 @@ func TestMembershipKeptForStaleRecord(t *testing.T) {
 			t.Errorf("h was told T %s (reason %s); it sees T under both zonings", n.State, n.Reason)
 		}
 	}
+}
+
+// TestAnyRTKeptForStaleRecord: the same with the AnyRT membership. s1
+// wants every zone (h is in every custom zone, the unzoned target u wants
+// the default zone), so it holds AnyRT alone. A zone edit, made while T's
+// switch is down, moves h and T from zone x into a new zone y: s1 now
+// wants the default zone, w and y, not x, and trades AnyRT for those. T's
+// record still carries only x's route target and came under AnyRT alone:
+// dropped after the linger, AnyRT would take T's record with it and h
+// would be told T's switch is gone (reason 7; soak seed
+// 14344280810485850043 step 9).
+func TestAnyRTKeptForStaleRecord(t *testing.T) {
+	s1Addr, s2Addr := netip.MustParseAddr("10.0.0.11"), netip.MustParseAddr("10.0.0.12")
+	f, ra, put := configFabric(t, s1Addr, s2Addr)
+	publish := remoteSwitch(t, f, ra, s2Addr)
+	h := inof.Device{Addr: netip.MustParseAddr("10.1.0.2"), Role: inof.RoleHost, Protocol: inof.ProtocolTCP}
+	u := inof.Device{Addr: netip.MustParseAddr("10.1.0.3"), Role: inof.RoleTarget, Protocol: inof.ProtocolTCP, Port: 4420}
+	tgt := inof.Device{Addr: netip.MustParseAddr("10.2.0.1"), Role: inof.RoleTarget, Protocol: inof.ProtocolTCP, Port: 4420}
+	put(zones.KindZone, "x", 0, h.Addr.String(), tgt.Addr.String())
+	put(zones.KindZone, "w", 0, h.Addr.String(), "10.9.9.7")
+	publish(tgt, inof.StateActive, inof.ReasonNone, "x")
+
+	logs := newLogLines()
+	s1, host := runSeeing(t, f, ra, s1Addr, logs, h, tgt, u)
+
+	// The edit, with T's switch down: T's record keeps x's route target.
+	from := logs.mark()
+	put(zones.KindZone, "y", 0, h.Addr.String(), tgt.Addr.String())
+	put(zones.KindZone, "x", 1, "10.9.9.6")
+	logs.waitFor(t, from, "keeping a zone membership", "zone=every zone", "device="+tgt.Addr.String())
+	s2, _ := inof.RouterIDFrom(s2Addr)
+	if _, ok := s1.agent.table.Get(bgp.DeviceID{Switch: s2, Addr: tgt.Addr}); !ok {
+		t.Fatal("AnyRT kept, but T's record is gone")
+	}
+	host.mu.Lock()
+	defer host.mu.Unlock()
+	for _, n := range host.got {
+		if n.Target == tgt.Addr && n.State != inof.StateActive {
+			t.Errorf("h was told T %s (reason %s); it sees T under both zonings", n.State, n.Reason)
+		}
+	}
+}
+
+// runSeeing starts switch addr, a client of ra logging to logs, with host h
+// on port swp1 and the devices others on swp2, swp3, …, registered before
+// h, and waits until h sees tgt and the switch settled.
+func runSeeing(t *testing.T, f *bgp.FakeFabric, ra, addr netip.Addr, logs *logLines, h, tgt inof.Device, others ...inof.Device) (*testSwitch, *simHost) {
+	t.Helper()
+	ports := []string{"swp1"}
+	for i := range others {
+		ports = append(ports, fmt.Sprintf("swp%d", i+2))
+	}
+	near, far := memPorts(addr.String(), ports...)
+	s := runSwitchLogged(t, f, ra, addr.String(), t.TempDir(), nil, slog.New(logs), func(o *Options) {
+		o.AccessPorts = ports
+	}, near)
+	for i, d := range others {
+		newSimHost(t, far[ports[i+1]], d).register(120)
+	}
+	host := newSimHost(t, far["swp1"], h)
+	host.register(120)
+	host.waitFor("h sees T", last(tgt.Addr, inof.StateActive, inof.ReasonNone))
+	s.waitSettled(t)
+	return s, host
 }
