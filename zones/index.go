@@ -74,10 +74,8 @@ type group struct {
 	hosts, targets *cowMap[*entry]
 }
 
-func newGroup(tok *int) group {
-	return group{hosts: &cowMap[*entry]{tok, map[netip.Addr]*entry{}},
-		targets: &cowMap[*entry]{tok, map[netip.Addr]*entry{}}}
-}
+// newGroup makes an empty group.
+func newGroup(tok *int) group { return classSize{}.group(tok) }
 
 func (g *group) add(ix *Index, e *entry) {
 	if e.dev.Role.IsHost() {

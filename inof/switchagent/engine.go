@@ -218,11 +218,15 @@ func (e *Engine) zonesOf(d inof.Device) []string { return e.ix.ZonesOf(d) }
 
 // retally counts the zones of the active local devices afresh (after the
 // configuration changed).
-func (e *Engine) retally() {
-	e.tally = newTally()
+func (e *Engine) retally() { e.tally = e.tallyBy(e.zonesOf) }
+
+// tallyBy counts the zones (zonesOf) of the active local devices.
+func (e *Engine) tallyBy(zonesOf func(inof.Device) []string) *tally {
+	t := newTally()
 	for _, r := range e.local.Published() {
-		e.tally.set(r.Device.Addr, e.zonesOf(r.Device), r.State == inof.StateActive)
+		t.set(r.Device.Addr, zonesOf(r.Device), r.State == inof.StateActive)
 	}
+	return t
 }
 
 // resubscribe returns the zones to subscribe to (Subscriptions' rules) if
@@ -242,11 +246,7 @@ func (e *Engine) resubscribe() []string {
 // are; it changes nothing.
 func (e *Engine) SubscriptionsUnder(cfg *zones.Config) []string {
 	ix, _ := zones.NewIndex(cfg, nil) // no devices: nothing to refuse
-	t := newTally()
-	for _, r := range e.local.Published() {
-		t.set(r.Device.Addr, ix.ZonesOf(r.Device), r.State == inof.StateActive)
-	}
-	subs, _ := t.subscriptions(cfg.Settings, cfg.ZoneNames)
+	subs, _ := e.tallyBy(ix.ZonesOf).subscriptions(cfg.Settings, cfg.ZoneNames)
 	return subs
 }
 
