@@ -116,6 +116,7 @@ func run(sig *daemon.Signals, notify *daemon.Notifier, opts hostagent.Options, l
 	if err != nil {
 		return err
 	}
+	defer p.Close()
 	log := p.Log
 	agent, err := hostagent.New(hostagent.Config{Options: opts, Registry: p.Registry, Logger: log})
 	if err != nil {

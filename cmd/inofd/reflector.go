@@ -42,8 +42,10 @@ func runReflector(env runEnv) error {
 	if err != nil {
 		return err
 	}
+	defer p.Close()
 	log := p.Log
 	warnings.Log(log)
+	defer daemon.StartRuntime(opts.Runtime, log)()
 	events := api.NewFeed(api.FeedOptions{})
 	r, err := reflector.New(reflector.Config{Options: opts, Registry: p.Registry, Events: events, Logger: log})
 	if err != nil {

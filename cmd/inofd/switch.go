@@ -39,8 +39,10 @@ func runSwitch(env runEnv) error {
 	if err != nil {
 		return err
 	}
+	defer p.Close()
 	log := p.Log
 	warnings.Log(log)
+	defer daemon.StartRuntime(opts.Runtime, log)()
 	agent, err := switchagent.New(switchagent.Config{Options: opts, Registry: p.Registry, Logger: log})
 	if err != nil {
 		return err

@@ -52,7 +52,10 @@ func NewLogger(w io.Writer, o LogOptions) (*slog.Logger, error) {
 // runs (a reload): every logger derived from it (With, WithGroup), before
 // or after the change, follows.
 type Logging struct {
-	w     io.Writer
+	w io.Writer
+	// sink, if set, is w: records of level warn and above are written at
+	// once, the others gathered (logsink.go).
+	sink  *logSink
 	level slog.LevelVar
 	// base is the handler of the current format, without attributes.
 	base atomic.Pointer[slog.Handler]
@@ -118,7 +121,11 @@ func (s *switchHandler) current() slog.Handler {
 func (s *switchHandler) Enabled(_ context.Context, l slog.Level) bool { return l >= s.lg.level.Level() }
 
 func (s *switchHandler) Handle(ctx context.Context, r slog.Record) error {
-	return s.current().Handle(ctx, r)
+	err := s.current().Handle(ctx, r)
+	if r.Level >= slog.LevelWarn && s.lg.sink != nil {
+		s.lg.sink.Flush()
+	}
+	return err
 }
 
 func (s *switchHandler) derive(f func(slog.Handler) slog.Handler) slog.Handler {

@@ -27,19 +27,27 @@ type Process struct {
 
 // Setup makes the daemon's logger, writing to w (it also becomes the
 // process's default logger, for the few libraries that log through
-// slog.Default), and its registry. program names the binary in
-// inof_build_info.
+// slog.Default), and its registry. Log lines below warn are gathered into
+// few writes, each written at most 10 ms after it was logged; warnings and
+// errors go out at once, with what was gathered before them (Close at
+// exit). program names the binary in inof_build_info.
 func Setup(w io.Writer, program string, lo LogOptions) (*Process, error) {
-	lg, err := NewLogging(w, lo)
+	sink := newLogSink(w, logFlushDelay, logFlushSize)
+	lg, err := NewLogging(sink, lo)
 	if err != nil {
 		return nil, err
 	}
+	lg.sink = sink
 	slog.SetDefault(lg.Logger())
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		buildInfoGauge(program, buildinfo.Read()))
 	return &Process{Logging: lg, Log: lg.Logger(), Registry: reg}, nil
 }
+
+// Close writes the log lines still gathered; what is logged after goes
+// out at once. Call it before the process exits.
+func (p *Process) Close() { p.Logging.sink.Close() }
 
 // buildInfoGauge is inof_build_info: 1, labelled with what the binary was
 // built from.

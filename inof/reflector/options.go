@@ -19,6 +19,8 @@ import (
 // (docs/reflector.md lists every key with its default).
 type Options struct {
 	Log daemon.LogOptions `yaml:"log"`
+	// Runtime tunes the Go runtime (the collector's headroom).
+	Runtime daemon.RuntimeOptions `yaml:"runtime"`
 	// MetricsListen is the address of /metrics and /healthz; empty disables.
 	MetricsListen string `yaml:"metrics_listen"`
 	// StateDir holds the zone store (zones.db) and the restart marker
@@ -109,6 +111,7 @@ type PeerOptions struct {
 func DefaultOptions() Options {
 	return Options{
 		Log:             daemon.DefaultLogOptions(),
+		Runtime:         daemon.DefaultRuntimeOptions(),
 		MetricsListen:   "127.0.0.1:9465",
 		StateDir:        "/var/lib/inofd-reflector",
 		HistorySize:     zones.DefaultHistorySize,
@@ -128,6 +131,9 @@ func DefaultOptions() Options {
 func (o *Options) Validate() error {
 	var errs []error
 	add := func(format string, a ...any) { errs = append(errs, fmt.Errorf(format, a...)) }
+	if err := o.Runtime.Validate(); err != nil {
+		errs = append(errs, err)
+	}
 	if err := o.Log.Validate(); err != nil {
 		errs = append(errs, err)
 	}

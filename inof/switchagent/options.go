@@ -22,6 +22,8 @@ import (
 // Options is the whole configuration of inofd --role switch.
 type Options struct {
 	Log daemon.LogOptions `yaml:"log"`
+	// Runtime tunes the Go runtime (the collector's headroom).
+	Runtime daemon.RuntimeOptions `yaml:"runtime"`
 	// MetricsListen is the address of /metrics and /healthz; empty disables.
 	MetricsListen string `yaml:"metrics_listen"`
 	// StateDir holds the state file (switch.state): the published records,
@@ -116,6 +118,7 @@ type ReflectorOptions struct {
 func DefaultOptions() Options {
 	return Options{
 		Log:             daemon.DefaultLogOptions(),
+		Runtime:         daemon.DefaultRuntimeOptions(),
 		MetricsListen:   "127.0.0.1:9466",
 		StateDir:        "/var/lib/inofd-switch",
 		BFD:             peering.DefaultBFD(),
@@ -141,6 +144,9 @@ func (o *Options) Direct() bool { return len(o.Reflectors) == 0 }
 func (o *Options) Validate() error {
 	var errs []error
 	add := func(format string, a ...any) { errs = append(errs, fmt.Errorf(format, a...)) }
+	if err := o.Runtime.Validate(); err != nil {
+		errs = append(errs, err)
+	}
 	if err := o.Log.Validate(); err != nil {
 		errs = append(errs, err)
 	}

@@ -77,6 +77,7 @@ func daemonMetrics(t *testing.T) (map[string]bool, *recorder) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(p.Close)
 	if _, err := p.Registry.Gather(); err != nil {
 		t.Fatal(err)
 	}

@@ -5,7 +5,9 @@ package e2e
 import (
 	"fmt"
 	"net/netip"
+	"os"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -14,8 +16,10 @@ import (
 	"time"
 
 	"github.com/openinof/inof/inof"
+	"github.com/openinof/inof/inof/daemon"
 	"github.com/openinof/inof/integration/bench/result"
 	"github.com/openinof/inof/integration/topo"
+	"github.com/openinof/inof/internal/gcheadroom"
 	"github.com/openinof/inof/l2proto"
 )
 
@@ -302,6 +306,9 @@ func BenchmarkPrivChurn(b *testing.B) {
 		b.Skipf("reflector API (api.socket) not built (%v): the churn zones are made with inofctl", err)
 	}
 	rows := []result.Row{machineRow(b, "churn, start")}
+	// The probes run in this process: with the daemons' collector
+	// headroom, its GC interrupts their reads less often.
+	defer gcheadroom.Start(daemon.DefaultGCHeadroomMiB << 20).Stop()
 	var devs []topo.Device
 	for _, name := range []string{"tg1", "tg2"} {
 		d := topo.Device{Name: name, Probe: true}
@@ -396,7 +403,12 @@ func BenchmarkPrivChurn(b *testing.B) {
 
 	var best churnStep
 	var steps []churnStep
-	if quick() {
+	if rate, err := strconv.ParseFloat(os.Getenv("BENCH_CHURN_RATE"), 64); err == nil && rate > 0 {
+		// One rate, held as long as the search's last step: for comparing
+		// two builds or settings at the same load.
+		best = cb.step(b, rate, churnHold)
+		steps = append(steps, best)
+	} else if quick() {
 		best = cb.step(b, 200, 3*time.Second)
 		steps = append(steps, best)
 	} else {
@@ -500,6 +512,9 @@ func BenchmarkPrivChurn(b *testing.B) {
 	name := "highest rate held 60 s, 0 lost (16 hosts, one zone each)"
 	if quick() {
 		name = "quick: 200 events/s for 3 s, 0 lost?"
+	}
+	if os.Getenv("BENCH_CHURN_RATE") != "" {
+		name = fmt.Sprintf("one rate (BENCH_CHURN_RATE): %.0f events/s for %v, 0 lost?", best.rate, best.d)
 	}
 	held := result.Row{Group: "churn", Name: name, Unit: "events/s", Goal: "≥ 10000/s, 0 lost", Note: "steps: " + tried + cpu}
 	if best.held() {

@@ -18,6 +18,7 @@ import (
 
 	"github.com/openinof/inof/bgp"
 	inofapi "github.com/openinof/inof/inof/api"
+	"github.com/openinof/inof/inof/daemon"
 	"github.com/openinof/inof/inof/reflector"
 	"github.com/openinof/inof/zones"
 )
@@ -60,6 +61,8 @@ func runChild(kind string) {
 	var err error
 	switch kind {
 	case "ours":
+		// As inofd runs it: with the collector's headroom.
+		defer daemon.StartRuntime(daemon.DefaultRuntimeOptions(), log)()
 		count, err = startOurs(a, log)
 	case "stock":
 		count, err = startStock(a)

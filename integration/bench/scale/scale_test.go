@@ -24,6 +24,7 @@ import (
 
 	"github.com/openinof/inof/bgp"
 	"github.com/openinof/inof/inof"
+	"github.com/openinof/inof/inof/daemon"
 	"github.com/openinof/inof/inof/switchagent"
 	"github.com/openinof/inof/integration/bench/result"
 	"github.com/openinof/inof/integration/selfexec"
@@ -321,6 +322,7 @@ func convergeOurs(ctx context.Context, tb testing.TB, r refl, p Plan) synced {
 	o.Reflectors = []switchagent.ReflectorOptions{{Address: r.addr().Addr().String(), Port: r.addr().Port()}}
 	o.BFD.Enabled, o.MetricsListen, o.AccessPorts = false, "", []string{"swp1"}
 	log := quietLog()
+	defer daemon.StartRuntime(o.Runtime, log)() // as inofd runs it
 	near, far := l2proto.NewMemPair("swp1", net.HardwareAddr{2, 0, 0, 0, 0, 1}, "dev", net.HardwareAddr{2, 0, 0, 0, 0, 2})
 	go func() {
 		buf := make([]byte, 2048)
