@@ -17,10 +17,11 @@ type RuntimeOptions struct {
 	GCHeadroomMiB int `yaml:"gc_headroom_mib"`
 }
 
-// DefaultGCHeadroomMiB is gc_headroom_mib's default: under churn a fifth
-// of a daemon's CPU went to the collector with Go's default pacing
-// (docs/performance.md, "Churn"); at most this much more memory is its
-// price, and none for a heap already larger.
+// DefaultGCHeadroomMiB is gc_headroom_mib's default: under churn the
+// collector took 12 % of a switch agent's CPU and 28 % of a reflector's
+// with Go's default pacing (docs/performance.md, "Churn, fourth round");
+// about this much more memory is its price, and none once the live heap is
+// larger.
 const DefaultGCHeadroomMiB = 64
 
 // maxGCHeadroomMiB bounds gc_headroom_mib (64 GiB): a larger value is a

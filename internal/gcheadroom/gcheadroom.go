@@ -5,8 +5,8 @@
 // has doubled since the last cycle. A daemon whose live heap is small
 // (a switch agent's is a few tens of MB) but which makes a lot of
 // short-lived garbage at high event rates then collects many times a
-// second, and the collector takes a fifth of its CPU (docs/performance.md,
-// "Churn"). Headroom raises GOGC after every cycle so that the next goal
+// second: the collector took 12 % of a switch agent's CPU and 28 % of a
+// reflector's under churn (docs/performance.md, "Churn, fourth round"). Headroom raises GOGC after every cycle so that the next goal
 // is at least live + headroom, and never lowers it below the process's
 // own setting: a heap larger than the headroom keeps Go's behaviour, so a
 // reflector holding millions of devices grows no further than before.
@@ -22,11 +22,12 @@ import (
 	"sync"
 )
 
-// liveMetric is the heap the last completed cycle marked live.
-const liveMetric = "/gc/heap/live:bytes"
+// The runtime's heap goal is live + (live + stacks + globals)·GOGC/100
+// (runtime/mgcpacer.go): the tuner reads all three, the live heap first.
+var samples = []string{"/gc/heap/live:bytes", "/gc/scan/stack:bytes", "/gc/scan/globals:bytes"}
 
-// minLive is the Go runtime's heap minimum at GOGC 100.
-const minLive = 4 << 20
+// minScan is the Go runtime's heap minimum at GOGC 100.
+const minScan = 4 << 20
 
 // Tuner re-computes GOGC after every garbage collection cycle. It changes
 // a process-wide setting: run at most one.
@@ -48,37 +49,37 @@ func Start(headroom uint64) *Tuner {
 	if headroom == 0 || os.Getenv("GOGC") != "" {
 		return nil
 	}
-	base := debug.SetGCPercent(100)
-	debug.SetGCPercent(base)
+	s := []metrics.Sample{{Name: "/gc/gogc:percent"}}
+	metrics.Read(s)
+	base := int(int32(s[0].Value.Uint64())) // -1 (off) wraps around as a uint64
 	if base < 0 {
 		return nil
 	}
-	t := &Tuner{headroom: headroom, base: base, percent: base,
-		sample: []metrics.Sample{{Name: liveMetric}}}
+	t := &Tuner{headroom: headroom, base: base, percent: base}
+	for _, name := range samples {
+		t.sample = append(t.sample, metrics.Sample{Name: name})
+	}
 	t.tune()
 	t.arm()
 	return t
 }
 
 // sentinel is garbage the collector finds once a cycle: its cleanup is
-// how the tuner learns that a cycle ended. It holds a pointer so that it
-// is not batched with other tiny objects (whose cleanups may never run).
-type sentinel struct {
-	_ *byte
-	_ [8]byte
-}
+// how the tuner learns that a cycle ended. 16 bytes, so that the tiny
+// allocator (below 16 bytes, objects share a block and their cleanups may
+// never run) leaves it alone.
+type sentinel [16]byte
 
 // arm allocates the next sentinel and drops it.
 func (t *Tuner) arm() {
-	s := &sentinel{}
-	runtime.AddCleanup(s, func(t *Tuner) {
+	runtime.AddCleanup(new(sentinel), func(t *Tuner) {
 		if t.tune() {
 			t.arm()
 		}
 	}, t)
 }
 
-// tune sets GOGC from the live heap; false once stopped.
+// tune sets GOGC from the last cycle's figures; false once stopped.
 func (t *Tuner) tune() bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -86,38 +87,35 @@ func (t *Tuner) tune() bool {
 		return false
 	}
 	metrics.Read(t.sample)
-	if t.sample[0].Value.Kind() != metrics.KindUint64 {
-		return true
+	var scan uint64
+	for _, s := range t.sample {
+		if s.Value.Kind() == metrics.KindUint64 {
+			scan += s.Value.Uint64()
+		}
 	}
-	p := Percent(t.sample[0].Value.Uint64(), t.headroom, t.base)
-	// Small moves are not worth a change of the runtime's pacing.
-	if p != t.percent && (p > t.percent+t.percent/10 || p < t.percent-t.percent/10 || p == t.base) {
+	p := Percent(t.sample[0].Value.Uint64(), scan, t.headroom, t.base)
+	// A goal short of the headroom is raised at once; one a little above
+	// it is left (small moves are not worth a change of the pacing).
+	if p > t.percent || p < t.percent-t.percent/10 || p == t.base && p != t.percent {
 		debug.SetGCPercent(p)
 		t.percent = p
 	}
 	return true
 }
 
-// Percent is the GOGC that makes the heap goal live + headroom, and at
-// least base: live·(1 + GOGC/100) ≥ live + headroom.
-func Percent(live, headroom uint64, base int) int {
-	// The runtime's goal is never below 4 MB·GOGC/100 (its heap minimum
-	// scales with GOGC): a live heap under 4 MB, or none yet before the
-	// first cycle, counts as 4 MB, so that minimum is the headroom.
-	live = max(live, minLive)
-	p := math.Ceil(float64(headroom) * 100 / float64(live))
+// Percent is the GOGC that makes the heap goal at least live + headroom,
+// and at least base. scan is the live heap with the stacks and globals the
+// collector scans: the runtime's goal is live + scan·GOGC/100, but never
+// below its heap minimum, 4 MiB·GOGC/100, which decides for a small heap.
+func Percent(live, scan, headroom uint64, base int) int {
+	p := math.Ceil(float64(live+headroom) * 100 / minScan) // by the heap minimum
+	if scan > 0 {
+		p = min(p, math.Ceil(float64(headroom)*100/float64(scan)))
+	}
 	if p > math.MaxInt32 {
 		p = math.MaxInt32
 	}
 	return max(int(p), base)
-}
-
-// GOGC is the setting last made (the process's own until the first
-// change).
-func (t *Tuner) GOGC() int {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return t.percent
 }
 
 // Stop puts GOGC back to what it was before Start; the tuner changes
@@ -137,6 +135,9 @@ func (t *Tuner) Stop() {
 // String says what the tuner keeps, for the daemon's start-up log.
 func (t *Tuner) String() string {
 	if t == nil {
+		if os.Getenv("GOGC") != "" {
+			return "off: GOGC is set"
+		}
 		return "off"
 	}
 	return fmt.Sprintf("%d MiB above the live heap, GOGC at least %d", t.headroom>>20, t.base)

@@ -305,6 +305,10 @@ func BenchmarkPrivChurn(b *testing.B) {
 	if ok, err := topo.HasReflectorAPI(); err != nil || !ok {
 		b.Skipf("reflector API (api.socket) not built (%v): the churn zones are made with inofctl", err)
 	}
+	oneRate, err := churnRate()
+	if err != nil {
+		b.Fatal(err)
+	}
 	rows := []result.Row{machineRow(b, "churn, start")}
 	// The probes run in this process: with the daemons' collector
 	// headroom, its GC interrupts their reads less often.
@@ -403,10 +407,10 @@ func BenchmarkPrivChurn(b *testing.B) {
 
 	var best churnStep
 	var steps []churnStep
-	if rate, err := strconv.ParseFloat(os.Getenv("BENCH_CHURN_RATE"), 64); err == nil && rate > 0 {
+	if oneRate > 0 {
 		// One rate, held as long as the search's last step: for comparing
 		// two builds or settings at the same load.
-		best = cb.step(b, rate, churnHold)
+		best = cb.step(b, oneRate, churnHold)
 		steps = append(steps, best)
 	} else if quick() {
 		best = cb.step(b, 200, 3*time.Second)
@@ -471,7 +475,7 @@ func BenchmarkPrivChurn(b *testing.B) {
 		cpu += fmt.Sprintf("%s %.0f%%, ", n, 100*used.Seconds()/wall.Seconds())
 		per += fmt.Sprintf("%s %.0f, ", n, float64(used.Microseconds())/events)
 	}
-	cpu = "daemons' CPU over the search (% of one core): " + strings.TrimSuffix(cpu, ", ")
+	cpu = "daemons' CPU over the run (% of one core): " + strings.TrimSuffix(cpu, ", ")
 	b.Log(cpu)
 	perEvent := float64(total.Microseconds()) / events
 	bench := float64((selfCPU(b) - self0).Microseconds()) / events
@@ -513,7 +517,7 @@ func BenchmarkPrivChurn(b *testing.B) {
 	if quick() {
 		name = "quick: 200 events/s for 3 s, 0 lost?"
 	}
-	if os.Getenv("BENCH_CHURN_RATE") != "" {
+	if oneRate > 0 {
 		name = fmt.Sprintf("one rate (BENCH_CHURN_RATE): %.0f events/s for %v, 0 lost?", best.rate, best.d)
 	}
 	held := result.Row{Group: "churn", Name: name, Unit: "events/s", Goal: "≥ 10000/s, 0 lost", Note: "steps: " + tried + cpu}
@@ -525,6 +529,20 @@ func BenchmarkPrivChurn(b *testing.B) {
 	b.ReportMetric(held.Value, "events/s")
 	rows = append(rows, held, lat, cost, burst, machineRow(b, "churn, end"))
 	writeRows(b, "churn", rows)
+}
+
+// churnRate is BENCH_CHURN_RATE, the one rate to run instead of the
+// search (0: unset).
+func churnRate() (float64, error) {
+	v := os.Getenv("BENCH_CHURN_RATE")
+	if v == "" {
+		return 0, nil
+	}
+	rate, err := strconv.ParseFloat(v, 64)
+	if err != nil || rate <= 0 || rate > 1e6 {
+		return 0, fmt.Errorf("BENCH_CHURN_RATE=%q: want events a second, a number above 0", v)
+	}
+	return rate, nil
 }
 
 // selfCPU is the CPU time the benchmark process has used (its probes'
