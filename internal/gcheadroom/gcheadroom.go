@@ -87,13 +87,17 @@ func (t *Tuner) tune() bool {
 		return false
 	}
 	metrics.Read(t.sample)
-	var scan uint64
-	for _, s := range t.sample {
-		if s.Value.Kind() == metrics.KindUint64 {
-			scan += s.Value.Uint64()
+	var live, scan uint64
+	for i, s := range t.sample {
+		if s.Value.Kind() != metrics.KindUint64 {
+			continue // not in this runtime: the goal counts what is
+		}
+		scan += s.Value.Uint64()
+		if i == 0 {
+			live = s.Value.Uint64()
 		}
 	}
-	p := Percent(t.sample[0].Value.Uint64(), scan, t.headroom, t.base)
+	p := Percent(live, scan, t.headroom, t.base)
 	// A goal short of the headroom is raised at once; one a little above
 	// it is left (small moves are not worth a change of the pacing).
 	if p > t.percent || p < t.percent-t.percent/10 || p == t.base && p != t.percent {
