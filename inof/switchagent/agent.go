@@ -88,6 +88,8 @@ type Agent struct {
 	carried        *carriers              // route targets of the remote device records held (carriers.go)
 	keptSubs       map[string]bool        // memberships kept past their linger for carried records
 	dirty          bool                   // state to save
+	saving         bool                   // a save is being written (statesave.go)
+	saved          chan saveResult        // a written save's outcome, to the loop
 	journal        *toldJournal           // notices since the last save (toldjournal.go)
 	journalFailing bool                   // the last journal write failed (logged once)
 	// configDue says zone records changed and the configuration they make
@@ -183,7 +185,7 @@ func New(cfg Config) (*Agent, error) {
 		origins:  bgp.Origins{Role: bgp.RoleClient, ASN: cfg.Options.ASN},
 		refusals: bgp.NewRefusals(cfg.Logger),
 		records:  make(chan bgp.RecordEvent, 1024), queries: make(chan portQuery, 256),
-		dims: make(chan dimEvent, 256), loopDone: make(chan struct{}),
+		dims: make(chan dimEvent, 256), loopDone: make(chan struct{}), saved: make(chan saveResult, 1),
 		up: make(chan struct{}, 1), reach: make(chan bool, 16), upReflectors: map[netip.Addr]bool{}, eor: make(chan netip.Addr, 1), downs: make(chan string, 64),
 		ready: make(chan struct{}), reconf: make(chan reconfRequest), commits: make(chan chan struct{})}
 	a.sessionLog = &peering.SessionLog{Log: a.log, Kind: func(netip.Addr) string { return "reflector" }}
@@ -644,12 +646,11 @@ func (a *Agent) loop(ctx context.Context, errs <-chan error) error {
 			a.settled.Store(true)
 		case now := <-save.C:
 			stale := !a.deadlinesDue.IsZero() && !now.Before(a.deadlinesDue)
-			if (a.dirty || stale) && !now.Before(a.nextSave) {
-				if err := a.save(false); err != nil {
-					a.log.Error("saving state", "err", err)
-				}
-				a.nextSave = now.Add(saveSpacing(time.Since(now)))
+			if (a.dirty || stale) && !a.saving && !now.Before(a.nextSave) {
+				a.startSave(now)
 			}
+		case r := <-a.saved:
+			a.finishSave(r)
 		}
 		a.subscribeAhead(ctx, time.Now())
 	}
@@ -1011,51 +1012,4 @@ func (a *Agent) notify(n PortNotice) {
 		return
 	}
 	a.log.Info("notify", "port", n.Port, "host", n.Host, "target", t.Addr, "state", n.State.String(), "reason", n.Reason.String())
-}
-
-// Saving the state file while the agent runs: at most every
-// minSaveSpacing, and never more than 1/saveShare of the loop's time (a
-// save of n records costs O(n), ~9 ms for 2,048), but at least every
-// maxSaveSpacing while something changed. A crash loses at most that much:
-// after a restart the registrations come back over LLDP and Resync
-// corrects what hosts were told.
-const (
-	minSaveSpacing = 200 * time.Millisecond
-	maxSaveSpacing = 2 * time.Second
-	saveShare      = 20
-)
-
-// saveSpacing is the wait before the next save after one that took took.
-func saveSpacing(took time.Duration) time.Duration {
-	return min(max(saveShare*took, minSaveSpacing), maxSaveSpacing)
-}
-
-// save writes the state file; clean marks a stop.
-func (a *Agent) save(clean bool) error {
-	z, err := encodeZones(a.hold.zoning(a.zrecs))
-	if err != nil {
-		return err
-	}
-	var published []bgp.PublishedDevice
-	if a.pub != nil {
-		published = append(a.pub.Published(), a.sets.Published()...)
-	}
-	entries := a.reg.Entries()
-	s := savedState{Saved: time.Now(), Clean: clean, Published: published, Format: a.format, Local: a.engine.Published(),
-		Told: a.engine.Told(), Zones: z, Registrations: registrations(entries, a.engine.RestoredExpiries()),
-		ZoningUnknown: a.hold.on && a.hold.unknown}
-	if err := saveState(a.opts.stateFile(), s); err != nil {
-		return fmt.Errorf("switchagent: %w", err)
-	}
-	if err := a.journal.reset(); err != nil {
-		return fmt.Errorf("switchagent: %w", err)
-	}
-	a.dirty = false
-	a.deadlinesDue = time.Time{}
-	for _, e := range entries {
-		if due := s.Saved.Add(e.TTL / 4); a.deadlinesDue.IsZero() || due.Before(a.deadlinesDue) {
-			a.deadlinesDue = due
-		}
-	}
-	return nil
 }

@@ -11,24 +11,35 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
+	"strings"
 
 	"github.com/openinof/inof/inof"
 )
 
 // toldJournal records each batch of notifications before it is sent,
-// until the next save of the state file has them in its Told. The state
-// file is saved at most every minSaveSpacing (up to maxSaveSpacing later):
-// without the journal, an agent killed in between restarts believing what
-// the last save said and never corrects a host told otherwise since (seed
+// until a save of the state file has them in its Told. The state file is
+// saved at most every minSaveSpacing (up to maxSaveSpacing later): without
+// the journal, an agent killed in between restarts believing what the last
+// save said and never corrects a host told otherwise since (seed
 // 630883987523050148 step 3: leaf1 told three hosts a target inactive and
 // was killed 90 ms later; back, it restored "active", found the target
 // active, and the hosts were left with inactive). It is written, not
 // synced: it survives the process, not the machine (whose ports go down
-// with it). One JSON line per notice; a torn last line is ignored. It is
-// owned by the agent's loop goroutine.
+// with it). One JSON line per notice; a torn last line is ignored.
+//
+// A save is written beside the loop (statesave.go), so the journal comes
+// in generations: when the loop takes a save's snapshot it renames the
+// journal to path.N (rotate) and goes on in a new one; once the state file
+// is written, the save removes every generation up to N (releaseTold). A
+// crash in between leaves them to be replayed over the older state file.
+// It is owned by the agent's loop goroutine; releaseTold touches only
+// files the loop no longer writes.
 type toldJournal struct {
-	f   *os.File
-	buf []byte
+	path string
+	f    *os.File
+	gen  uint64 // the newest generation (path.gen), 0 before the first
+	buf  []byte
 }
 
 // toldEntry is one notice in the journal.
@@ -38,33 +49,150 @@ type toldEntry struct {
 	Active bool        `json:"active"`
 }
 
-// openToldJournal reads the journal at path (absent: none) and opens it
-// for appending. The entries are returned in the order they were written;
-// reading stops at a line that does not parse (torn by a crash), reported
-// as bad.
+// openToldJournal reads the journal at path: the generations no save has
+// covered yet, oldest first, then path itself (absent: none). Entries are
+// returned in the order they were written; reading a file stops at a line
+// that does not parse (torn by a crash), counted in bad. What was read
+// becomes a generation of its own, and the journal goes on in a new file,
+// so a line torn before a restart never hides what is written after it.
 func openToldJournal(path string) (j *toldJournal, entries []toldEntry, bad int, err error) {
+	gens, err := toldGenerations(path)
+	if err != nil {
+		return nil, nil, 0, err
+	}
+	for _, g := range gens {
+		es, torn, err := readTold(toldGenPath(path, g))
+		if err != nil {
+			return nil, nil, 0, err
+		}
+		entries, bad = append(entries, es...), bad+torn
+	}
+	es, torn, err := readTold(path)
+	if err != nil {
+		return nil, nil, 0, err
+	}
+	entries, bad = append(entries, es...), bad+torn
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, nil, 0, fmt.Errorf("told journal: %w", err)
+	}
+	j = &toldJournal{path: path}
+	if len(gens) > 0 {
+		j.gen = gens[len(gens)-1]
+	}
+	if len(es) > 0 || torn > 0 {
+		next := j.gen + 1
+		if err := os.Rename(path, toldGenPath(path, next)); err != nil {
+			return nil, nil, 0, fmt.Errorf("told journal: %w", err)
+		}
+		j.gen = next
+	}
+	if j.f, err = openToldFile(path); err != nil {
+		return nil, nil, 0, err
+	}
+	return j, entries, bad, nil
+}
+
+// readTold reads the entries of one journal file (absent: none), up to a
+// torn line (torn 1).
+func readTold(path string) (entries []toldEntry, torn int, err error) {
 	b, err := os.ReadFile(path)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return nil, nil, 0, fmt.Errorf("told journal: %w", err)
+		return nil, 0, fmt.Errorf("told journal: %w", err)
 	}
 	sc := bufio.NewScanner(bytes.NewReader(b))
 	sc.Buffer(nil, 1<<20)
 	for sc.Scan() {
 		var e toldEntry
 		if err := json.Unmarshal(sc.Bytes(), &e); err != nil || !e.Host.IsValid() {
-			bad++
-			break
+			return entries, 1, nil
 		}
 		entries = append(entries, e)
 	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return nil, nil, 0, fmt.Errorf("told journal: %w", err)
-	}
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	return entries, 0, nil
+}
+
+// openToldFile opens a new, empty journal file at path for appending.
+func openToldFile(path string) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC|os.O_APPEND, 0o600)
 	if err != nil {
-		return nil, nil, 0, fmt.Errorf("told journal: %w", err)
+		return nil, fmt.Errorf("told journal: %w", err)
 	}
-	return &toldJournal{f: f}, entries, bad, nil
+	return f, nil
+}
+
+// toldGenPath names generation gen of the journal at path.
+func toldGenPath(path string, gen uint64) string { return path + "." + strconv.FormatUint(gen, 10) }
+
+// toldGenerations lists the generations of the journal at path, oldest
+// first.
+func toldGenerations(path string) ([]uint64, error) {
+	des, err := os.ReadDir(filepath.Dir(path))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("told journal: %w", err)
+	}
+	var gens []uint64
+	prefix := filepath.Base(path) + "."
+	for _, de := range des {
+		rest, ok := strings.CutPrefix(de.Name(), prefix)
+		if !ok {
+			continue
+		}
+		if g, err := strconv.ParseUint(rest, 10, 64); err == nil && g > 0 {
+			gens = append(gens, g)
+		}
+	}
+	slices.Sort(gens)
+	return gens, nil
+}
+
+// rotate ends the current generation: what was journalled so far is
+// renamed to path.N, N returned, and the journal goes on in a new file.
+// On an error the journal goes on where it was.
+func (j *toldJournal) rotate() (uint64, error) {
+	next := j.gen + 1
+	gp := toldGenPath(j.path, next)
+	if err := os.Rename(j.path, gp); err != nil {
+		return 0, fmt.Errorf("told journal: %w", err)
+	}
+	f, err := openToldFile(j.path)
+	if err != nil {
+		if back := os.Rename(gp, j.path); back != nil {
+			// The open file was renamed and cannot go back: the journal
+			// goes on under path.N, which only a save after the next
+			// one's rotation removes.
+			j.gen = next
+			return 0, errors.Join(err, fmt.Errorf("told journal: %w", back))
+		}
+		return 0, err
+	}
+	old := j.f
+	j.f, j.gen = f, next
+	if err := old.Close(); err != nil {
+		return 0, fmt.Errorf("told journal: %w", err)
+	}
+	return next, nil
+}
+
+// releaseTold removes the generations of the journal at path up to gen: a
+// state file was written after them. It is safe beside the loop's writes.
+func releaseTold(path string, gen uint64) error {
+	gens, err := toldGenerations(path)
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, g := range gens {
+		if g > gen {
+			break
+		}
+		if err := os.Remove(toldGenPath(path, g)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			errs = append(errs, fmt.Errorf("told journal: %w", err))
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // record appends ns in one write.
@@ -81,14 +209,6 @@ func (j *toldJournal) record(ns []PortNotice) error {
 		j.buf = append(append(j.buf, b...), '\n')
 	}
 	if _, err := j.f.Write(j.buf); err != nil {
-		return fmt.Errorf("told journal: %w", err)
-	}
-	return nil
-}
-
-// reset empties the journal: a save holds everything it recorded.
-func (j *toldJournal) reset() error {
-	if err := j.f.Truncate(0); err != nil {
 		return fmt.Errorf("told journal: %w", err)
 	}
 	return nil

@@ -47,15 +47,34 @@ func TestToldJournal(t *testing.T) {
 	if !reflect.DeepEqual(got, want) || bad != 1 {
 		t.Fatalf("reopened: %+v (torn %d), want %+v and one torn line", got, bad, want)
 	}
-	if err := j.reset(); err != nil {
-		t.Fatal(err)
-	}
+	// What comes after a restart goes to a new file: the torn line does
+	// not hide it.
 	if err := j.record([]PortNotice{up}); err != nil {
 		t.Fatal(err)
 	}
 	j.close()
-	if _, got, bad, err = openToldJournal(path); err != nil || bad != 0 || !reflect.DeepEqual(got, want[1:]) {
-		t.Fatalf("after reset and one more: %+v (torn %d) %v", got, bad, err)
+	j, got, bad, err = openToldJournal(path)
+	if err != nil || bad != 1 || !reflect.DeepEqual(got, append(want, want[1])) {
+		t.Fatalf("after a restart and one more: %+v (torn %d) %v", got, bad, err)
+	}
+	// A save's snapshot ends a generation; the written save drops it and
+	// every one before it, and what came after stays.
+	gen, err := j.rotate()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := j.record([]PortNotice{down}); err != nil {
+		t.Fatal(err)
+	}
+	if gens, err := toldGenerations(path); err != nil || len(gens) != 3 || gens[2] != gen {
+		t.Fatalf("before the save is written: generations %v (%v), want three (two restarts, one save), the newest %d", gens, err, gen)
+	}
+	if err := releaseTold(path, gen); err != nil {
+		t.Fatal(err)
+	}
+	j.close()
+	if _, got, bad, err = openToldJournal(path); err != nil || bad != 0 || !reflect.DeepEqual(got, want[:1]) {
+		t.Fatalf("after the save: %+v (torn %d) %v, want %+v", got, bad, err, want[:1])
 	}
 }
 
@@ -154,8 +173,12 @@ func BenchmarkToldJournal(b *testing.B) {
 			}
 			b.ReportAllocs()
 			for i := 0; b.Loop(); i++ {
-				if i%1024 == 0 {
-					if err := j.reset(); err != nil { // as the saves do
+				if i%1024 == 0 { // as the saves do
+					gen, err := j.rotate()
+					if err != nil {
+						b.Fatal(err)
+					}
+					if err := releaseTold(j.path, gen); err != nil {
 						b.Fatal(err)
 					}
 				}
