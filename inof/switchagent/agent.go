@@ -209,7 +209,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("switchagent: %w", err)
 	}
-	journal, told, bad, err := openToldJournal(a.opts.toldJournalFile())
+	journal, told, bad, err := openToldJournal(a.opts.toldJournalFile(), saved.ToldGen)
 	if err != nil {
 		return fmt.Errorf("switchagent: %w", err)
 	}

@@ -42,6 +42,10 @@ type savedState struct {
 	// is no zoning of the fabric and the next start holds everything
 	// closed too.
 	ZoningUnknown bool `json:"zoning_unknown,omitempty"`
+	// ToldGen is the newest told-journal generation this file holds
+	// (toldjournal.go): a start replays only the newer ones. Absent in
+	// files of older releases.
+	ToldGen uint64 `json:"told_gen,omitempty"`
 }
 
 // savedRegistration is one registration's deadline, and its TTL when the

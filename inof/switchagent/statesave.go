@@ -57,6 +57,7 @@ func (a *Agent) snapshot(clean bool) (savedState, uint64, error) {
 	if err != nil {
 		return savedState{}, 0, fmt.Errorf("switchagent: %w", err)
 	}
+	s.ToldGen = gen
 	a.dirty = false
 	a.deadlinesDue = time.Time{}
 	for _, e := range entries {

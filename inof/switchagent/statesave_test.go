@@ -1,6 +1,7 @@
 package switchagent
 
 import (
+	"log/slog"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -18,6 +19,7 @@ import (
 // told journal's generations in place, so that a crash then still replays
 // what hosts were told, and the agent must try again: once the way is
 // clear, a save holds the notice and the journal's generations are gone.
+// Failed saves with nothing journalled meanwhile add no generations.
 func TestSaveFailsBesideLoop(t *testing.T) {
 	id, dir, ports := "10.0.0.11", t.TempDir(), []string{"p1", "p2"}
 	tgt := inof.Device{Addr: netip.MustParseAddr("10.1.0.10"), Role: inof.RoleTarget, Protocol: inof.ProtocolTCP, Port: 4420,
@@ -25,7 +27,8 @@ func TestSaveFailsBesideLoop(t *testing.T) {
 	hd := inof.Device{Addr: netip.MustParseAddr("10.1.0.21"), Role: inof.RoleHost, Protocol: inof.ProtocolTCP}
 	opts := Options{StateDir: dir}
 	near, far := memPorts(id, ports...)
-	s := runSwitch(t, bgp.NewFakeFabric(), netip.Addr{}, id, dir, nil, directOptions(ports...), near)
+	logs := newLogLines()
+	s := runSwitchLogged(t, bgp.NewFakeFabric(), netip.Addr{}, id, dir, nil, slog.New(logs), directOptions(ports...), near)
 	defer s.stop()
 	<-s.agent.Ready()
 	// A save may be written meanwhile: the directory goes where it left
@@ -39,16 +42,18 @@ func TestSaveFailsBesideLoop(t *testing.T) {
 	commit(t, s.agent.API(), func(tx *zones.Tx) error {
 		return tx.CreateZone("z1", zones.MustParseMember(tgt.Addr.String()), zones.MustParseMember(hd.Addr.String()))
 	})
-	newSimHost(t, far["p1"], tgt).register(120)
+	// TTLs long enough that no deadline makes a save within the test:
+	// only the retry of the failed one can.
+	newSimHost(t, far["p1"], tgt).register(600)
 	h := newSimHost(t, far["p2"], hd)
-	h.register(120)
+	h.register(600)
 	h.waitFor("the host sees the target", last(tgt.Addr, inof.StateActive, inof.ReasonNone))
 
 	// Saves fail meanwhile; the notice stays journalled across them.
 	journal := opts.toldJournalFile()
 	waitFor(t, "a failed save's generations kept, with the notice", func() bool {
 		gens, err := toldGenerations(journal)
-		if err != nil || len(gens) < 2 {
+		if err != nil || len(gens) == 0 {
 			return false
 		}
 		var all []toldEntry
@@ -64,13 +69,23 @@ func TestSaveFailsBesideLoop(t *testing.T) {
 	if _, ok, err := loadState(opts.stateFile()); ok || err == nil {
 		t.Fatalf("a state file was read (%v, %v) where a directory stands", ok, err)
 	}
+	kept, err := toldGenerations(journal)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 2 { // two more failed saves
+		logs.waitFor(t, logs.mark(), "saving state")
+	}
+	if gens, err := toldGenerations(journal); err != nil || len(gens) != len(kept) {
+		t.Fatalf("failed saves with nothing journalled: generations %v (%v), were %v", gens, err, kept)
+	}
 
 	if err := os.RemoveAll(opts.stateFile()); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, "a save with the notice, and no generation left", func() bool {
 		st, ok, err := loadState(opts.stateFile())
-		if err != nil || !ok || !slices.Contains(st.Told[hd.Addr], tgt) {
+		if err != nil || !ok || !slices.Contains(st.Told[hd.Addr], tgt) || st.ToldGen < kept[len(kept)-1] {
 			return false
 		}
 		gens, err := toldGenerations(journal)

@@ -30,16 +30,20 @@ import (
 //
 // A save is written beside the loop (statesave.go), so the journal comes
 // in generations: when the loop takes a save's snapshot it renames the
-// journal to path.N (rotate) and goes on in a new one; once the state file
-// is written, the save removes every generation up to N (releaseTold). A
-// crash in between leaves them to be replayed over the older state file.
-// It is owned by the agent's loop goroutine; releaseTold touches only
-// files the loop no longer writes.
+// journal to path.N (rotate) and goes on in a new one; the state file
+// records N (savedState.ToldGen) and, once written, the save removes every
+// generation up to N (releaseTold). A start replays only the generations
+// newer than the state file's, so one a crash (or a failed removal) left
+// behind is never replayed over a state that already holds it: it could
+// undo what happened after it without a notice (a host that left and came
+// back). It is owned by the agent's loop goroutine; releaseTold touches
+// only files the loop no longer writes.
 type toldJournal struct {
-	path string
-	f    *os.File
-	gen  uint64 // the newest generation (path.gen), 0 before the first
-	buf  []byte
+	path    string
+	f       *os.File
+	gen     uint64 // the newest generation (path.gen), or the state file's
+	written bool   // something was written to f since it was opened
+	buf     []byte
 }
 
 // toldEntry is one notice in the journal.
@@ -49,23 +53,31 @@ type toldEntry struct {
 	Active bool        `json:"active"`
 }
 
-// openToldJournal reads the journal at path: the generations no save has
-// covered yet, oldest first, then path itself (absent: none). Entries are
-// returned in the order they were written; reading a file stops at a line
-// that does not parse (torn by a crash), counted in bad. What was read
-// becomes a generation of its own, and the journal goes on in a new file,
-// so a line torn before a restart never hides what is written after it.
-func openToldJournal(path string) (j *toldJournal, entries []toldEntry, bad int, err error) {
+// openToldJournal reads the journal at path: the generations newer than
+// saved (the state file's ToldGen), oldest first, then path itself (absent:
+// none). Entries are returned in the order they were written; reading a
+// file stops at a line that does not parse (torn by a crash), counted in
+// bad. Generations the state file holds are removed. What was read becomes
+// a generation of its own, and the journal goes on in a new file, so a
+// line torn before a restart never hides what is written after it.
+func openToldJournal(path string, saved uint64) (j *toldJournal, entries []toldEntry, bad int, err error) {
 	gens, err := toldGenerations(path)
 	if err != nil {
 		return nil, nil, 0, err
 	}
+	if err := releaseTold(path, saved); err != nil {
+		return nil, nil, 0, err
+	}
+	j = &toldJournal{path: path, gen: saved}
 	for _, g := range gens {
+		if g <= saved {
+			continue
+		}
 		es, torn, err := readTold(toldGenPath(path, g))
 		if err != nil {
 			return nil, nil, 0, err
 		}
-		entries, bad = append(entries, es...), bad+torn
+		entries, bad, j.gen = append(entries, es...), bad+torn, g
 	}
 	es, torn, err := readTold(path)
 	if err != nil {
@@ -74,10 +86,6 @@ func openToldJournal(path string) (j *toldJournal, entries []toldEntry, bad int,
 	entries, bad = append(entries, es...), bad+torn
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, nil, 0, fmt.Errorf("told journal: %w", err)
-	}
-	j = &toldJournal{path: path}
-	if len(gens) > 0 {
-		j.gen = gens[len(gens)-1]
 	}
 	if len(es) > 0 || torn > 0 {
 		next := j.gen + 1
@@ -148,32 +156,46 @@ func toldGenerations(path string) ([]uint64, error) {
 	return gens, nil
 }
 
-// rotate ends the current generation: what was journalled so far is
-// renamed to path.N, N returned, and the journal goes on in a new file.
-// On an error the journal goes on where it was.
+// rotate ends the current generation: what was journalled since the last
+// rotation is renamed to path.N, N returned, and the journal goes on in a
+// new file. With nothing journalled since, it returns the current
+// generation and renames nothing, so saves that keep failing add no files.
+// A journal file that went missing (deleted under the agent) is opened
+// anew: what it held is in the caller's snapshot. On an error the journal
+// goes on in its file, whatever its name, and a later rotation ends it.
 func (j *toldJournal) rotate() (uint64, error) {
+	if !j.written {
+		return j.gen, nil
+	}
 	next := j.gen + 1
 	gp := toldGenPath(j.path, next)
-	if err := os.Rename(j.path, gp); err != nil {
+	renamed := true
+	if err := os.Rename(j.path, gp); errors.Is(err, fs.ErrNotExist) {
+		renamed = false
+	} else if err != nil {
 		return 0, fmt.Errorf("told journal: %w", err)
 	}
 	f, err := openToldFile(j.path)
 	if err != nil {
-		if back := os.Rename(gp, j.path); back != nil {
-			// The open file was renamed and cannot go back: the journal
-			// goes on under path.N, which only a save after the next
-			// one's rotation removes.
-			j.gen = next
-			return 0, errors.Join(err, fmt.Errorf("told journal: %w", back))
+		if renamed {
+			if back := os.Rename(gp, j.path); back != nil {
+				// The open file keeps its new name; the next
+				// rotation finds path missing and ends it there.
+				j.gen = next
+				return 0, errors.Join(err, fmt.Errorf("told journal: %w", back))
+			}
 		}
 		return 0, err
 	}
 	old := j.f
-	j.f, j.gen = f, next
+	j.f, j.written = f, false
+	if renamed {
+		j.gen = next
+	}
 	if err := old.Close(); err != nil {
 		return 0, fmt.Errorf("told journal: %w", err)
 	}
-	return next, nil
+	return j.gen, nil
 }
 
 // releaseTold removes the generations of the journal at path up to gen: a
@@ -208,6 +230,7 @@ func (j *toldJournal) record(ns []PortNotice) error {
 		}
 		j.buf = append(append(j.buf, b...), '\n')
 	}
+	j.written = true
 	if _, err := j.f.Write(j.buf); err != nil {
 		return fmt.Errorf("told journal: %w", err)
 	}

@@ -14,7 +14,7 @@ import (
 
 func TestToldJournal(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "state", "switch.told")
-	j, got, bad, err := openToldJournal(path)
+	j, got, bad, err := openToldJournal(path, 0)
 	if err != nil || len(got) != 0 || bad != 0 {
 		t.Fatalf("new journal: %v %d %v", got, bad, err)
 	}
@@ -39,7 +39,7 @@ func TestToldJournal(t *testing.T) {
 	}
 	f.Close()
 
-	j, got, bad, err = openToldJournal(path)
+	j, got, bad, err = openToldJournal(path, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,28 +53,62 @@ func TestToldJournal(t *testing.T) {
 		t.Fatal(err)
 	}
 	j.close()
-	j, got, bad, err = openToldJournal(path)
+	j, got, bad, err = openToldJournal(path, 0)
 	if err != nil || bad != 1 || !reflect.DeepEqual(got, append(want, want[1])) {
 		t.Fatalf("after a restart and one more: %+v (torn %d) %v", got, bad, err)
 	}
-	// A save's snapshot ends a generation; the written save drops it and
-	// every one before it, and what came after stays.
+	// A save's snapshot ends a generation; with nothing journalled since
+	// the last one it ends none (saves that keep failing add no files).
+	if gen, err := j.rotate(); err != nil || gen != 2 {
+		t.Fatalf("rotation with nothing journalled: generation %d (%v), want the restart's 2", gen, err)
+	}
+	if err := j.record([]PortNotice{down}); err != nil {
+		t.Fatal(err)
+	}
 	gen, err := j.rotate()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := j.record([]PortNotice{down}); err != nil {
+	if err := j.record([]PortNotice{up}); err != nil {
 		t.Fatal(err)
 	}
 	if gens, err := toldGenerations(path); err != nil || len(gens) != 3 || gens[2] != gen {
 		t.Fatalf("before the save is written: generations %v (%v), want three (two restarts, one save), the newest %d", gens, err, gen)
 	}
-	if err := releaseTold(path, gen); err != nil {
+	j.close()
+	// A crash after the state file holding gen was written and before
+	// its generations were removed: they are not replayed over it, and
+	// go; only what came after is replayed.
+	j, got, bad, err = openToldJournal(path, gen)
+	if err != nil || bad != 0 || !reflect.DeepEqual(got, want[1:]) {
+		t.Fatalf("after the save: %+v (torn %d) %v, want %+v", got, bad, err, want[1:])
+	}
+	if gens, err := toldGenerations(path); err != nil || len(gens) != 1 || gens[0] != gen+1 {
+		t.Fatalf("after the save: generations %v (%v), want only %d, the live file read at the start", gens, err, gen+1)
+	}
+	if err := j.record([]PortNotice{down}); err != nil {
+		t.Fatal(err)
+	}
+	if next, err := j.rotate(); err != nil || next != gen+2 {
+		t.Fatalf("the next rotation: generation %d (%v), want %d", next, err, gen+2)
+	}
+	// The journal file deleted under the agent: the rotation opens a new
+	// one (the snapshot holds what it had).
+	if err := os.Remove(path); err != nil {
+		t.Fatal(err)
+	}
+	if err := j.record([]PortNotice{up}); err != nil {
+		t.Fatal(err)
+	}
+	if g, err := j.rotate(); err != nil || g != gen+2 {
+		t.Fatalf("rotation of a deleted journal: generation %d (%v), want %d", g, err, gen+2)
+	}
+	if err := j.record([]PortNotice{down}); err != nil {
 		t.Fatal(err)
 	}
 	j.close()
-	if _, got, bad, err = openToldJournal(path); err != nil || bad != 0 || !reflect.DeepEqual(got, want[:1]) {
-		t.Fatalf("after the save: %+v (torn %d) %v, want %+v", got, bad, err, want[:1])
+	if _, got, _, err := openToldJournal(path, gen+2); err != nil || !reflect.DeepEqual(got, want[:1]) {
+		t.Fatalf("after the deleted journal: %+v %v, want %+v", got, err, want[:1])
 	}
 }
 
@@ -137,7 +171,7 @@ func TestRestartReplaysToldJournal(t *testing.T) {
 	opts := Options{StateDir: dir}
 
 	// What the killed agent had journalled after its last save.
-	j, _, _, err := openToldJournal(opts.toldJournalFile())
+	j, _, _, err := openToldJournal(opts.toldJournalFile(), 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -161,7 +195,7 @@ func TestRestartReplaysToldJournal(t *testing.T) {
 func BenchmarkToldJournal(b *testing.B) {
 	for _, n := range []int{1, 64} {
 		b.Run(fmt.Sprintf("notices=%d", n), func(b *testing.B) {
-			j, _, _, err := openToldJournal(filepath.Join(b.TempDir(), "switch.told"))
+			j, _, _, err := openToldJournal(filepath.Join(b.TempDir(), "switch.told"), 0)
 			if err != nil {
 				b.Fatal(err)
 			}
