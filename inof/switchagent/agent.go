@@ -76,6 +76,11 @@ type Agent struct {
 	batch       []bgp.RecordEvent  // the loop's buffer for the records queued (onRecords)
 	view        *bgp.ConfigView
 	asm         *configsync.Assembler
+	// held gathers the notices of a batch's device records while holding
+	// is set (onRecords): they are journalled in one write and sent once
+	// the batch is judged.
+	held    []PortNotice
+	holding bool
 	// origins and refusals check who sent each record (docs/security.md).
 	origins        bgp.Origins
 	refusals       *bgp.Refusals
@@ -695,7 +700,9 @@ func (a *Agent) onQuery(ctx context.Context, q portQuery) {
 // told the target active, and inactive 3 ms later;
 // TestPrivSoakRestartTakesWholeZoning). Taking the batch's configuration
 // first covers the records that arrive together; the hold, those that
-// arrive after the device record.
+// arrive after the device record. The notices of the device records are
+// journalled in one write and sent once the batch is judged (a write per
+// changed device was ~6 % of a receiving leaf's CPU under churn).
 func (a *Agent) onRecords(ctx context.Context, ev bgp.RecordEvent) {
 	batch := append(a.batch[:0], ev)
 	for n := len(a.records); n > 0; n-- {
@@ -709,11 +716,16 @@ func (a *Agent) onRecords(ctx context.Context, ev bgp.RecordEvent) {
 	if a.configReady() {
 		a.applyConfig(ctx)
 	}
+	a.holding = true
 	for _, ev := range batch {
 		if isDeviceEvent(ev) {
 			a.onRecord(ctx, ev)
 		}
 	}
+	a.holding = false
+	a.sendNotices(a.held)
+	clear(a.held)
+	a.held = a.held[:0]
 	clear(batch) // drop the records they point to
 	a.batch = batch[:0]
 }
@@ -831,8 +843,18 @@ func (a *Agent) apply(ctx context.Context, out Output) {
 	if out.Subscriptions != nil && a.speaker != nil {
 		a.subscribe(ctx, out.Subscriptions)
 	}
-	a.journalNotices(out.Notices)
-	for _, n := range out.Notices {
+	if a.holding {
+		a.held = append(a.held, out.Notices...)
+		return
+	}
+	a.sendNotices(out.Notices)
+}
+
+// sendNotices journals ns in one write and then hands them to their ports'
+// notifiers, in order.
+func (a *Agent) sendNotices(ns []PortNotice) {
+	a.journalNotices(ns)
+	for _, n := range ns {
 		a.notify(n)
 	}
 }
