@@ -38,12 +38,12 @@ type saveResult struct {
 }
 
 // snapshot copies what the state file holds (clean marks a stop) and ends
-// the told journal's generation, which the state file will cover. It runs
-// in the loop; nothing in the result is shared with the loop's tables.
-func (a *Agent) snapshot(clean bool) (savedState, uint64, error) {
+// the told journal's generation, which the state file covers (ToldGen). It
+// runs in the loop; nothing in the result is shared with the loop's tables.
+func (a *Agent) snapshot(clean bool) (savedState, error) {
 	z, err := encodeZones(a.hold.zoning(a.zrecs))
 	if err != nil {
-		return savedState{}, 0, err
+		return savedState{}, err
 	}
 	var published []bgp.PublishedDevice
 	if a.pub != nil {
@@ -53,11 +53,9 @@ func (a *Agent) snapshot(clean bool) (savedState, uint64, error) {
 	s := savedState{Saved: time.Now(), Clean: clean, Published: published, Format: a.format, Local: a.engine.Published(),
 		Told: a.engine.Told(), Zones: z, Registrations: registrations(entries, a.engine.RestoredExpiries()),
 		ZoningUnknown: a.hold.on && a.hold.unknown}
-	gen, err := a.journal.rotate()
-	if err != nil {
-		return savedState{}, 0, fmt.Errorf("switchagent: %w", err)
+	if s.ToldGen, err = a.journal.rotate(); err != nil {
+		return savedState{}, fmt.Errorf("switchagent: %w", err)
 	}
-	s.ToldGen = gen
 	a.dirty = false
 	a.deadlinesDue = time.Time{}
 	for _, e := range entries {
@@ -65,16 +63,16 @@ func (a *Agent) snapshot(clean bool) (savedState, uint64, error) {
 			a.deadlinesDue = due
 		}
 	}
-	return s, gen, nil
+	return s, nil
 }
 
 // writeState writes s to the state file, crash-safely, and then drops the
-// told journal's generations up to gen, which s covers.
-func writeState(state, journal string, s savedState, gen uint64) error {
+// told journal's generations it covers (up to s.ToldGen).
+func writeState(state, journal string, s savedState) error {
 	if err := saveState(state, s); err != nil {
 		return fmt.Errorf("switchagent: %w", err)
 	}
-	if err := releaseTold(journal, gen); err != nil {
+	if err := releaseTold(journal, s.ToldGen); err != nil {
 		return fmt.Errorf("switchagent: state saved, but: %w", err)
 	}
 	return nil
@@ -83,7 +81,7 @@ func writeState(state, journal string, s savedState, gen uint64) error {
 // startSave takes a snapshot in the loop and writes it beside it; the
 // loop takes the outcome from a.saved (finishSave).
 func (a *Agent) startSave(now time.Time) {
-	s, gen, err := a.snapshot(false)
+	s, err := a.snapshot(false)
 	if err != nil {
 		a.log.Error("saving state", "err", err)
 		a.nextSave = now.Add(saveSpacing(time.Since(now)))
@@ -92,7 +90,7 @@ func (a *Agent) startSave(now time.Time) {
 	a.saving = true
 	state, journal := a.opts.stateFile(), a.opts.toldJournalFile()
 	go func() {
-		err := writeState(state, journal, s, gen)
+		err := writeState(state, journal, s)
 		a.saved <- saveResult{err: err, took: time.Since(now)}
 	}()
 }
@@ -114,9 +112,9 @@ func (a *Agent) save(clean bool) error {
 	if a.saving {
 		a.finishSave(<-a.saved)
 	}
-	s, gen, err := a.snapshot(clean)
+	s, err := a.snapshot(clean)
 	if err != nil {
 		return err
 	}
-	return writeState(a.opts.stateFile(), a.opts.toldJournalFile(), s, gen)
+	return writeState(a.opts.stateFile(), a.opts.toldJournalFile(), s)
 }

@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"slices"
 	"testing"
-	"time"
 
 	"github.com/openinof/inof/bgp"
 	"github.com/openinof/inof/inof"
@@ -33,7 +32,7 @@ func TestSaveFailsBesideLoop(t *testing.T) {
 	<-s.agent.Ready()
 	// A save may be written meanwhile: the directory goes where it left
 	// its file.
-	waitFor(t, "a directory where the state file goes", func() bool {
+	waitUntil(t, "a directory where the state file goes", func() bool {
 		if err := os.RemoveAll(opts.stateFile()); err != nil {
 			t.Fatal(err)
 		}
@@ -51,7 +50,7 @@ func TestSaveFailsBesideLoop(t *testing.T) {
 
 	// Saves fail meanwhile; the notice stays journalled across them.
 	journal := opts.toldJournalFile()
-	waitFor(t, "a failed save's generations kept, with the notice", func() bool {
+	waitUntil(t, "a failed save's generations kept, with the notice", func() bool {
 		gens, err := toldGenerations(journal)
 		if err != nil || len(gens) == 0 {
 			return false
@@ -83,7 +82,7 @@ func TestSaveFailsBesideLoop(t *testing.T) {
 	if err := os.RemoveAll(opts.stateFile()); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "a save with the notice, and no generation left", func() bool {
+	waitUntil(t, "a save with the notice, and no generation left", func() bool {
 		st, ok, err := loadState(opts.stateFile())
 		if err != nil || !ok || !slices.Contains(st.Told[hd.Addr], tgt) || st.ToldGen < kept[len(kept)-1] {
 			return false
@@ -91,14 +90,4 @@ func TestSaveFailsBesideLoop(t *testing.T) {
 		gens, err := toldGenerations(journal)
 		return err == nil && len(gens) == 0
 	})
-}
-
-// waitFor polls cond for up to 30 s.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	for deadline := time.Now().Add(30 * time.Second); !cond(); time.Sleep(20 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within 30 s", what)
-		}
-	}
 }
