@@ -3,7 +3,9 @@ package bgp
 import (
 	"context"
 	"net/netip"
+	"slices"
 	"sync"
+	"time"
 
 	api "github.com/osrg/gobgp/v3/api"
 )
@@ -23,7 +25,11 @@ import (
 // its routes go, the other reflector's identical copies become best with no
 // withdraw, and the session comes back by itself. Graceful restart still
 // does what it is for: the only (or last) reflector restarting keeps its
-// routes.
+// routes. A loss is judged again every lostRecheck while its session stays
+// down and no other reflector served: one that was passed over as stalled
+// may deliver again, and one that was down may be back with its table
+// (left alone, the lost reflector's stale copies would shadow it until the
+// restart time ends).
 type reflectorLoss struct {
 	mu sync.Mutex
 	// state is each neighbor's last session state.
@@ -31,6 +37,9 @@ type reflectorLoss struct {
 	// handled marks neighbors dropped since they were last established,
 	// so the BFD and session events of one loss act once.
 	handled map[netip.Addr]bool
+	// ups counts each neighbor's sessions established: a loss is judged
+	// again (goDropLost) only while no new session came since.
+	ups map[netip.Addr]uint64
 }
 
 // observe records a session state change and reports whether it is the
@@ -38,13 +47,14 @@ type reflectorLoss struct {
 func (l *reflectorLoss) observe(ev NeighborEvent) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.state == nil {
-		l.state, l.handled = map[netip.Addr]SessionState{}, map[netip.Addr]bool{}
-	}
+	l.init()
 	prev := l.state[ev.Address]
 	l.state[ev.Address] = ev.State
 	if ev.State == StateEstablished {
 		delete(l.handled, ev.Address)
+		if prev != StateEstablished {
+			l.ups[ev.Address]++
+		}
 		return false
 	}
 	return prev == StateEstablished && l.claim(ev.Address)
@@ -54,10 +64,23 @@ func (l *reflectorLoss) observe(ev NeighborEvent) bool {
 func (l *reflectorLoss) bfdDown(addr netip.Addr) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.state == nil {
-		l.state, l.handled = map[netip.Addr]SessionState{}, map[netip.Addr]bool{}
-	}
+	l.init()
 	return l.claim(addr)
+}
+
+// init makes the maps; l.mu is held.
+func (l *reflectorLoss) init() {
+	if l.state == nil {
+		l.state, l.handled, l.ups = map[netip.Addr]SessionState{}, map[netip.Addr]bool{}, map[netip.Addr]uint64{}
+	}
+}
+
+// session returns how many sessions to addr were established so far.
+func (l *reflectorLoss) session(addr netip.Addr) uint64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.init()
+	return l.ups[addr]
 }
 
 // release forgets that addr's loss was handled.
@@ -73,6 +96,19 @@ func (l *reflectorLoss) lost(addr netip.Addr) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.handled[addr]
+}
+
+// stillDown reports whether addr's session, lost after session
+// sessions, is still down with no new one since and its loss not being
+// handled, and claims it if so.
+func (l *reflectorLoss) stillDown(addr netip.Addr, session uint64) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.init()
+	if l.ups[addr] != session || l.state[addr] == StateEstablished {
+		return false
+	}
+	return l.claim(addr)
 }
 
 // claim marks addr handled; l.mu is held.
@@ -100,27 +136,54 @@ const (
 	whyBFD     = "BFD down"
 )
 
+// lostRecheck is how often a session loss is judged again while the
+// lost reflector's routes are kept.
+const lostRecheck = time.Second
+
 // goDropLost drops addr's routes on a goroutine of its own (GoBGP's API
 // must not be called from its watcher), if another reflector still serves.
+// A session loss whose routes are kept is judged again every lostRecheck
+// until they are dropped, the session is back or the speaker stops. (A BFD
+// loss ends the session when its routes are kept, and that loss is judged
+// then.)
 func (g *GoBGP) goDropLost(addr netip.Addr, why string) {
+	session := g.loss.session(addr)
 	ctx, cancel := g.watches.context(context.Background())
-	g.watches.goWatch(ctx, cancel, func(ctx context.Context) { g.dropLost(ctx, addr, why) })
+	g.watches.goWatch(ctx, cancel, func(ctx context.Context) {
+		for first := true; !g.dropLost(ctx, addr, why, first) && why == whySession; first = false {
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(lostRecheck):
+			}
+			if !g.loss.stillDown(addr, session) {
+				return
+			}
+		}
+	})
 }
 
-func (g *GoBGP) dropLost(ctx context.Context, addr netip.Addr, why string) {
+// dropLost judges addr's loss and reports whether it is done with: the
+// routes dropped, or the neighbor no longer configured. first says it is
+// the loss's first judgement (later ones log only what they do).
+func (g *GoBGP) dropLost(ctx context.Context, addr netip.Addr, why string, first bool) bool {
 	g.mu.Lock()
 	n, ok := g.neighbors[addr]
 	g.mu.Unlock()
 	if !ok {
-		return
+		return true
 	}
-	other, err := g.servingNeighbor(ctx, addr)
+	other, err := g.servingNeighbor(ctx, addr, first)
 	if err != nil {
 		g.log.Error("reflector lost: cannot list sessions", "neighbor", addr, "err", err)
-		return
+		g.loss.release(addr)
+		return false
 	}
 	if !other.IsValid() {
-		g.loss.release(addr) // a later event of this loss may find one
+		g.loss.release(addr) // a later judgement of this loss may find one
+		if !first {
+			return false
+		}
 		g.log.Info("reflector lost; keeping its routes (no other reflector serves)", "neighbor", addr, "why", why)
 		// After BFD loss the session may live on until its hold time, and
 		// deliver, once the path is back, what the reflector sent while
@@ -136,24 +199,31 @@ func (g *GoBGP) dropLost(ctx context.Context, addr netip.Addr, why string) {
 				g.log.Warn("reflector lost: could not end its session", "neighbor", addr, "err", err)
 			}
 		}
-		return
+		return false
 	}
 	g.log.Warn("reflector lost; dropping its routes, another reflector serves", "neighbor", addr, "why", why, "serving", other)
 	a := addr.String()
 	if err := g.srv.DeletePeer(ctx, &api.DeletePeerRequest{Address: a}); err != nil {
 		g.log.Error("reflector lost: removing neighbor", "neighbor", addr, "err", err)
-		return
+		return true
 	}
 	if err := g.srv.AddPeer(ctx, &api.AddPeerRequest{Peer: g.apiPeer(ctx, n)}); err != nil {
 		g.log.Error("reflector lost: adding neighbor back", "neighbor", addr, "err", err)
 	}
+	return true
 }
 
 // servingNeighbor returns a neighbor other than lost whose session is
 // established and, with graceful restart, has sent End-of-RIB for the
-// opaque family (so it holds the whole table); invalid if there is none.
-func (g *GoBGP) servingNeighbor(ctx context.Context, lost netip.Addr) (netip.Addr, error) {
-	var out netip.Addr
+// opaque family (so it holds the whole table), and whose connection shows
+// that it delivers (stalledSession); invalid if there is none. Those
+// passed over as stalled are logged when logStalled is set.
+func (g *GoBGP) servingNeighbor(ctx context.Context, lost netip.Addr, logStalled bool) (netip.Addr, error) {
+	type candidate struct {
+		addr      netip.Addr
+		keepalive time.Duration
+	}
+	var cands []candidate
 	err := g.srv.ListPeer(ctx, &api.ListPeerRequest{}, func(p *api.Peer) {
 		a, err := netip.ParseAddr(p.GetConf().GetNeighborAddress())
 		// A neighbor whose own loss is being handled does not serve: when an
@@ -161,7 +231,7 @@ func (g *GoBGP) servingNeighbor(ctx context.Context, lost netip.Addr) (netip.Add
 		// found the other still established and dropped too, withdrawing
 		// every remote record (found by the soak,
 		// TestPrivSoakUplinkFlapKeepsRemoteTargets, now and then).
-		if err != nil || a == lost || out.IsValid() || p.GetState().GetSessionState() != api.PeerState_ESTABLISHED || g.loss.lost(a) {
+		if err != nil || a == lost || p.GetState().GetSessionState() != api.PeerState_ESTABLISHED || g.loss.lost(a) {
 			return
 		}
 		for _, as := range p.GetAfiSafis() {
@@ -169,9 +239,52 @@ func (g *GoBGP) servingNeighbor(ctx context.Context, lost netip.Addr) (netip.Add
 				continue
 			}
 			if !g.cfg.GracefulRestart.Enabled || as.GetMpGracefulRestart().GetState().GetEndOfRibReceived() {
-				out = a
+				// The peer keeps a keepalive interval of at most a third
+				// of the hold time both sides agreed.
+				hold := time.Duration(p.GetTimers().GetState().GetNegotiatedHoldTime()) * time.Second
+				cands = append(cands, candidate{a, hold / 3})
 			}
 		}
 	})
-	return out, err
+	if err != nil {
+		return netip.Addr{}, err
+	}
+	slices.SortFunc(cands, func(x, y candidate) int { return x.addr.Compare(y.addr) })
+	for _, c := range cands {
+		g.mu.Lock()
+		n := g.neighbors[c.addr]
+		g.mu.Unlock()
+		if why := stalledSession(n.LocalAddress, c.addr, c.keepalive); why != "" {
+			if logStalled {
+				g.log.Warn("reflector lost: another is established but does not count as serving", "lost", lost, "other", c.addr, "why", why)
+			}
+			continue
+		}
+		return c.addr, nil
+	}
+	return netip.Addr{}, nil
+}
+
+// stalledSession says why the session to peer (from local, when valid)
+// cannot be counted on to deliver, "" if nothing says so. The session is
+// up until its hold time runs out, 9 s by default, but a connection cut
+// off (its BGP traffic dropped on the way, found by the soak, seed
+// 12092418969741957540 step 4) or a reflector that hangs stops delivering
+// at once: a client that lost the other reflector and dropped its routes
+// for this one's would lose every record this one did not send before it
+// went quiet (the memberships the client took since), and tell its hosts
+// their targets are gone. One live connection is enough; none found (the
+// tables unreadable) leaves the session's state to judge.
+func stalledSession(local, peer netip.Addr, keepalive time.Duration) string {
+	qs, err := sessionQuiet(local, peer)
+	if err != nil || len(qs) == 0 {
+		return ""
+	}
+	var why string
+	for _, q := range qs {
+		if why = stalled(q, keepalive); why == "" {
+			return ""
+		}
+	}
+	return why
 }

@@ -2,11 +2,15 @@ package bgp
 
 import (
 	"context"
+	"log/slog"
 	"net/netip"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/openinof/inof/inof"
+	"github.com/openinof/inof/internal/syncbuf"
 )
 
 // TestLostReflectorDoesNotShadow: two reflectors serve two clients with
@@ -19,7 +23,7 @@ import (
 // again.
 func TestLostReflectorDoesNotShadow(t *testing.T) {
 	ctx := context.Background()
-	lf := startLossFabric(t, GracefulRestart{Enabled: true, RestartTime: 120 * time.Second})
+	lf := startLossFabric(t, Options{GracefulRestart: GracefulRestart{Enabled: true, RestartTime: 120 * time.Second}})
 	c1, r1, r2, a, b, zone := lf.c1, lf.r1, lf.r2, lf.a, lf.b, lf.zone
 
 	r1.Kill() // SIGKILL: the sessions die, graceful restart keeps r1's routes
@@ -67,7 +71,7 @@ func TestLostReflectorWaitsForReturningOne(t *testing.T) {
 	ctx := context.Background()
 	// The settle time is far longer than the test: only r2 re-learning
 	// the records ends the hold.
-	lf := startLossFabric(t, GracefulRestart{Enabled: true, RestartTime: 120 * time.Second, SettleTime: 10 * time.Minute})
+	lf := startLossFabric(t, Options{GracefulRestart: GracefulRestart{Enabled: true, RestartTime: 120 * time.Second, SettleTime: 10 * time.Minute}})
 	c2, r1, r2, a, b := lf.c2, lf.r1, lf.r2, lf.a, lf.b
 
 	// r2 restarts without a's records: a is not its neighbor meanwhile.
@@ -108,6 +112,78 @@ func TestLostReflectorWaitsForReturningOne(t *testing.T) {
 	}
 }
 
+// TestLostReflectorNotDroppedForStalledOne: the soak's seed
+// 12092418969741957540 step 4 in two reflectors and two clients. The
+// reflector that would serve (r2) hangs: its sessions stay established
+// until their hold time runs out, but it delivers nothing. A record changes
+// meanwhile and reaches the receiving client only through r1; then r1 is
+// lost. Dropping r1's routes for r2's would take the client back to r2's
+// older copy (in the soak: records of memberships taken while cut off from
+// one reflector, gone when the other restarted, and hosts told their
+// targets were lost). The client must keep r1's routes, and drop them for
+// r2's once r2 delivers again.
+func TestLostReflectorNotDroppedForStalledOne(t *testing.T) {
+	ctx := context.Background()
+	var logged syncbuf.Buffer
+	logger := slog.New(slog.NewTextHandler(&logged, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	lf := startLossFabric(t, Options{Logger: logger, GracefulRestart: GracefulRestart{Enabled: true, RestartTime: 120 * time.Second}})
+	r1, r2, a, b, zone := lf.r1, lf.r2, lf.a, lf.b, lf.zone
+
+	if err := r2.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	changed := device(routerID(a), 0)
+	changed.State, changed.Reason, changed.Changed = inof.StateInactive, inof.ReasonLinkDown, time.UnixMilli(3000)
+	if err := a.Publish(ctx, changed, zone); err != nil {
+		t.Fatal(err)
+	}
+	key := string(changed.Key())
+	isChanged := func(m map[string]RecordEvent) bool {
+		d, ok := m[key].Record.(*DeviceRecord)
+		return ok && d.State == inof.StateInactive
+	}
+	b.view.waitFor(t, "the change, through r1", isChanged)
+	// r2's keepalives stop: after the interval and the margin its session
+	// to b reads as stalled, while still established (hold time 9 s).
+	deadline := time.Now().Add(30 * time.Second)
+	for stalledSession(b.addr, r2.addr, 3*time.Second) == "" {
+		if time.Now().After(deadline) {
+			t.Fatal("b's session to the hung r2 never read as stalled")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	r1.Kill()
+	waitState(t, b, r1.addr, func(s SessionState) bool { return s != StateEstablished })
+	deadline = time.Now().Add(30 * time.Second)
+	for !strings.Contains(logged.String(), `msg="reflector lost; keeping its routes (no other reflector serves)" router_id=127.0.0.3 neighbor=127.0.0.1`) {
+		if strings.Contains(logged.String(), `msg="reflector lost; dropping its routes, another reflector serves" router_id=127.0.0.3`) {
+			t.Fatalf("b dropped r1 for the hung r2:\n%s", logged.String())
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("b never judged r1's loss:\n%s", logged.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	b.view.mu.Lock()
+	kept := isChanged(b.view.records)
+	b.view.mu.Unlock()
+	if !kept {
+		t.Fatal("b went back to r2's older copy of the changed record")
+	}
+
+	// r2 delivers again (before its hold time ran out at b, or after, back
+	// with its table): b takes it, and the changed record stays.
+	if err := r2.Signal(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	b.view.waitFor(t, "every record from r2, the changed one too", func(m map[string]RecordEvent) bool {
+		return allFrom(r2.addr, lossRecords)(m) && isChanged(m)
+	})
+	if w := b.view.withdrawCount(); w != 0 {
+		t.Fatalf("the client saw %d withdraws", w)
+	}
+}
+
 // lossFabric is two child reflectors (r1 with the lower address, whose
 // copies win GoBGP's tie-break) serving clients a and b; a published
 // lossRecords records in zone, which b subscribes to.
@@ -120,9 +196,9 @@ type lossFabric struct {
 
 const lossRecords = 10
 
-// startLossFabric starts it with the clients' graceful restart gr and waits
-// until b holds every record best from r1 and both reflectors' copies.
-func startLossFabric(t *testing.T, gr GracefulRestart) lossFabric {
+// startLossFabric starts it with the clients' options opts and waits until
+// b holds every record best from r1 and both reflectors' copies.
+func startLossFabric(t *testing.T, opts Options) lossFabric {
 	t.Helper()
 	ctx := context.Background()
 	r1Addr, r2Addr := addr("127.0.0.1"), addr("127.0.0.4")
@@ -133,8 +209,8 @@ func startLossFabric(t *testing.T, gr GracefulRestart) lossFabric {
 		zone: ZoneRT(testASN, "prod"),
 	}
 	lf.r1, lf.r2 = startChildReflector(t, lf.c1), startChildReflector(t, lf.c2)
-	lf.a = startClient(t, addr("127.0.0.2"), Options{GracefulRestart: gr})
-	lf.b = startClient(t, addr("127.0.0.3"), Options{GracefulRestart: gr})
+	lf.a = startClient(t, addr("127.0.0.2"), opts)
+	lf.b = startClient(t, addr("127.0.0.3"), opts)
 	for _, c := range []*node{lf.a, lf.b} {
 		for _, r := range []*childReflector{lf.r1, lf.r2} {
 			if err := c.AddNeighbor(ctx, Neighbor{Address: r.addr, Port: r.port, LocalAddress: c.addr}); err != nil {

@@ -1,14 +1,9 @@
 package bgp
 
 import (
-	"bufio"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"net/netip"
-	"os"
-	"strconv"
-	"strings"
 
 	"golang.org/x/sys/unix"
 )
@@ -31,82 +26,18 @@ import (
 // carries no notification: the switch sees the session end without one and
 // keeps the routes under graceful restart until the reflector is back.
 func shutdownSessions(local, peer netip.Addr) (int, error) {
-	inodes := map[string]bool{}
-	var errs []error
-	for _, table := range []string{"/proc/self/net/tcp", "/proc/self/net/tcp6"} {
-		if err := socketInodes(table, local, peer, inodes); err != nil && !errors.Is(err, os.ErrNotExist) {
-			errs = append(errs, err)
-		}
-	}
-	if len(inodes) == 0 {
-		return 0, errors.Join(errs...)
-	}
-	fds, err := os.ReadDir("/proc/self/fd")
-	if err != nil {
-		return 0, errors.Join(append(errs, fmt.Errorf("bgp: list descriptors: %w", err))...)
-	}
+	socks, err := sessionSockets(local, peer, false)
 	n := 0
-	for _, e := range fds {
-		target, err := os.Readlink("/proc/self/fd/" + e.Name())
-		if err != nil || !strings.HasPrefix(target, "socket:[") {
-			continue
-		}
-		if !inodes[strings.TrimSuffix(strings.TrimPrefix(target, "socket:["), "]")] {
-			continue
-		}
-		fd, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		if err := unix.Shutdown(fd, unix.SHUT_RDWR); err != nil && !errors.Is(err, unix.ENOTCONN) {
+	var errs []error
+	if err != nil {
+		errs = append(errs, err)
+	}
+	for _, s := range socks {
+		if err := unix.Shutdown(s.fd, unix.SHUT_RDWR); err != nil && !errors.Is(err, unix.ENOTCONN) {
 			errs = append(errs, fmt.Errorf("bgp: shut down session socket to %s: %w", peer, err))
 			continue
 		}
 		n++
 	}
 	return n, errors.Join(errs...)
-}
-
-// socketInodes adds to inodes those of the TCP sockets of a /proc net
-// table connected to peer (from local, when valid).
-func socketInodes(table string, local, peer netip.Addr, inodes map[string]bool) error {
-	f, err := os.Open(table)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	sc.Scan() // header
-	for sc.Scan() {
-		fields := strings.Fields(sc.Text())
-		if len(fields) < 10 {
-			continue
-		}
-		l, lok := procAddr(fields[1])
-		r, rok := procAddr(fields[2])
-		if !lok || !rok || r != peer || local.IsValid() && l != local {
-			continue
-		}
-		inodes[fields[9]] = true
-	}
-	return sc.Err()
-}
-
-// procAddr parses the address of a /proc/net/tcp{,6} "ADDR:PORT" field:
-// hex, each 32-bit word in host (little-endian) order. IPv4-mapped IPv6
-// addresses come back as IPv4.
-func procAddr(s string) (netip.Addr, bool) {
-	h, _, ok := strings.Cut(s, ":")
-	if !ok {
-		return netip.Addr{}, false
-	}
-	b, err := hex.DecodeString(h)
-	if err != nil || len(b) != 4 && len(b) != 16 {
-		return netip.Addr{}, false
-	}
-	for i := 0; i < len(b); i += 4 {
-		b[i], b[i+1], b[i+2], b[i+3] = b[i+3], b[i+2], b[i+1], b[i]
-	}
-	a, ok := netip.AddrFromSlice(b)
-	return a.Unmap(), ok
 }

@@ -47,6 +47,11 @@ func Start(tb testing.TB, env ...string) (*Child, string) {
 	return c, strings.TrimSuffix(line, "\n")
 }
 
+// Signal sends sig to the child: SIGSTOP makes it hang as a stuck process
+// does (its sockets stay open, its kernel still acknowledges what arrives),
+// SIGCONT lets it go on.
+func (c *Child) Signal(sig os.Signal) error { return c.cmd.Process.Signal(sig) }
+
 // Kill sends SIGKILL (no clean shutdown of any kind) and reaps the child.
 func (c *Child) Kill() {
 	c.once.Do(func() {

@@ -76,7 +76,7 @@ func (r *run) fail(format string, args ...any) {
 	r.stats.Findings["action"]++
 	r.failed++
 	r.logf("  ACTION FAILED: %s", msg)
-	r.t.Errorf("seed %d step %d: %s", r.seed, r.step, msg)
+	r.errorf("action: %s", msg)
 }
 
 func (r *run) stopReflectors(kill bool, names ...string) (func(), bool) {

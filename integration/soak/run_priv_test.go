@@ -68,6 +68,9 @@ type run struct {
 	step   int
 	failed int             // steps with findings
 	known  map[string]bool // divergences reported already (not counted again)
+	// errs are the run's failures as reported, printed again once the
+	// fabric's logs are out (errorf).
+	errs []string
 
 	// per step
 	since      time.Time      // the step's last action
@@ -115,6 +118,10 @@ func startRun(t *testing.T, seed uint64) *run {
 		stores: map[string]string{}, clocks: map[string]string{}, impaired: map[string]func() error{},
 		known: map[string]bool{}, stop: make(chan struct{}),
 		stats: Stats{Faults: map[Kind]int{}, Findings: map[string]int{}}}
+	// Registered first, so it runs last: after the fabric printed the tail
+	// of every log, a reader of the output's end (CI keeps only that) sees
+	// the findings and the seed.
+	t.Cleanup(r.repeatErrors)
 	spec := lay.Spec()
 	// Stores on their own small file systems (DiskFull), mounted before
 	// the fabric starts so that they are unmounted after it is gone.
@@ -497,8 +504,27 @@ func (r *run) check(full bool) {
 			fmt.Fprintf(&b, "\n  %s: %s", f.Kind, f.Detail)
 		}
 		r.logf("  %s FAILED:%s", what, b.String())
-		r.t.Errorf("seed %d step %d %s:%s\nnotifications of the window:\n%s", r.seed, r.step, what, b.String(), noticeLines(ns))
+		r.errorf("%s:%s", what, b.String())
+		r.t.Logf("notifications of the window:\n%s", noticeLines(ns))
 	}
+}
+
+// errorf fails the test with a finding of the current step and keeps it
+// for repeatErrors.
+func (r *run) errorf(format string, args ...any) {
+	msg := fmt.Sprintf("seed %d step %d ", r.seed, r.step) + fmt.Sprintf(format, args...)
+	r.errs = append(r.errs, msg)
+	r.t.Error(msg)
+}
+
+// repeatErrors prints the run's failures again, with the command that
+// replays the run.
+func (r *run) repeatErrors() {
+	if len(r.errs) == 0 {
+		return
+	}
+	r.t.Logf("soak: %d failures (rerun: make soak SEED=%d), repeated after the logs:\n%s",
+		len(r.errs), r.seed, strings.Join(r.errs, "\n"))
 }
 
 func noticeLines(ns []Notice) string {
