@@ -2,7 +2,6 @@ package bgp
 
 import (
 	"io"
-	"net"
 	"net/netip"
 	"testing"
 	"time"
@@ -30,25 +29,7 @@ func TestProcAddr(t *testing.T) {
 // TestShutdownSessionsEndsOwnConnection: a connection this process holds is
 // found through /proc and shut down; the far end reads EOF at once.
 func TestShutdownSessionsEndsOwnConnection(t *testing.T) {
-	l, err := net.Listen("tcp4", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	accepted := make(chan net.Conn, 1)
-	go func() {
-		c, err := l.Accept()
-		if err == nil {
-			accepted <- c
-		}
-	}()
-	c, err := net.Dial("tcp4", l.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	far := <-accepted
-	defer far.Close()
+	_, far := loopbackConn(t, netip.MustParseAddr("127.0.0.1"), netip.MustParseAddr("127.0.0.1"))
 	n, err := shutdownSessions(netip.Addr{}, netip.MustParseAddr("127.0.0.1"))
 	if err != nil || n == 0 {
 		t.Fatalf("shut down %d connections: %v", n, err)

@@ -34,25 +34,7 @@ func TestStalled(t *testing.T) {
 // acknowledged, data received is recent; a closed connection is gone.
 func TestSessionQuietReadsOwnConnection(t *testing.T) {
 	local, peer := netip.MustParseAddr("127.0.0.8"), netip.MustParseAddr("127.0.0.9")
-	l, err := net.Listen("tcp4", netip.AddrPortFrom(peer, 0).String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	accepted := make(chan net.Conn, 1)
-	go func() {
-		c, err := l.Accept()
-		if err == nil {
-			accepted <- c
-		}
-	}()
-	d := net.Dialer{LocalAddr: net.TCPAddrFromAddrPort(netip.AddrPortFrom(local, 0))}
-	c, err := d.Dial("tcp4", l.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	far := <-accepted
-	defer far.Close()
+	c, far := loopbackConn(t, local, peer)
 	if _, err := far.Write([]byte("keepalive")); err != nil {
 		t.Fatal(err)
 	}
@@ -85,4 +67,30 @@ func TestSessionQuietReadsOwnConnection(t *testing.T) {
 	if qs, err := sessionQuiet(local, peer); err != nil || len(qs) != 0 {
 		t.Fatalf("after close: sessionQuiet = %+v, %v; want none", qs, err)
 	}
+}
+
+// loopbackConn connects local to a listener on peer (loopback addresses)
+// and returns both ends, closed when the test ends.
+func loopbackConn(t *testing.T, local, peer netip.Addr) (near, far net.Conn) {
+	t.Helper()
+	l, err := net.Listen("tcp4", netip.AddrPortFrom(peer, 0).String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	accepted := make(chan net.Conn, 1)
+	go func() {
+		c, err := l.Accept()
+		if err == nil {
+			accepted <- c
+		}
+	}()
+	d := net.Dialer{LocalAddr: net.TCPAddrFromAddrPort(netip.AddrPortFrom(local, 0))}
+	near, err = d.Dial("tcp4", l.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	far = <-accepted
+	t.Cleanup(func() { near.Close(); far.Close() })
+	return near, far
 }
