@@ -243,6 +243,7 @@ func (g *GoBGP) servingNeighbor(ctx context.Context, lost netip.Addr, logStalled
 				// of the hold time both sides agreed.
 				hold := time.Duration(p.GetTimers().GetState().GetNegotiatedHoldTime()) * time.Second
 				cands = append(cands, candidate{a, hold / 3})
+				return
 			}
 		}
 	})
