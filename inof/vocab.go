@@ -2,7 +2,9 @@ package inof
 
 import (
 	"fmt"
+	"log/slog"
 	"net/netip"
+	"strconv"
 )
 
 // Role is what a device does on the fabric. The numeric values are the ones
@@ -156,12 +158,23 @@ type Device struct {
 }
 
 func (d Device) String() string {
-	s := fmt.Sprintf("%s %s/%s", d.Role, d.Addr, d.Protocol)
+	b := make([]byte, 0, 40+len(d.NQN))
+	b = append(append(b, d.Role.String()...), ' ')
+	if d.Addr.IsValid() {
+		b = d.Addr.AppendTo(b)
+	} else {
+		b = append(b, d.Addr.String()...)
+	}
+	b = append(append(b, '/'), d.Protocol.String()...)
 	if d.Port != 0 {
-		s += fmt.Sprintf(":%d", d.Port)
+		b = strconv.AppendUint(append(b, ':'), uint64(d.Port), 10)
 	}
 	if d.NQN != "" {
-		s += " " + d.NQN
+		b = append(append(b, ' '), d.NQN...)
 	}
-	return s
+	return string(b)
 }
+
+// LogValue is the device as a log attribute: its String, made only when
+// the line is written (a switch's event lines are held back in a storm).
+func (d Device) LogValue() slog.Value { return slog.StringValue(d.String()) }

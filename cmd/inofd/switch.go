@@ -43,7 +43,8 @@ func runSwitch(env runEnv) error {
 	log := p.Log
 	warnings.Log(log)
 	defer daemon.StartRuntime(opts.Runtime, log)()
-	agent, err := switchagent.New(switchagent.Config{Options: opts, Registry: p.Registry, Logger: log})
+	agent, err := switchagent.New(switchagent.Config{Options: opts, Registry: p.Registry, Logger: log,
+		EventLogger: p.Logging.Events()})
 	if err != nil {
 		return err
 	}

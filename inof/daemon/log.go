@@ -8,16 +8,26 @@ import (
 	"log/slog"
 	"strings"
 	"sync/atomic"
+	"time"
 )
 
 // LogOptions configures the daemon's logger.
 type LogOptions struct {
 	Level  string `yaml:"level"`  // debug, info, warn or error
 	Format string `yaml:"format"` // text or json
+	// EventLines is how many lines a second the daemon writes about single
+	// device events (a switch's "device registered", "device left",
+	// "notify"), after a burst of ten seconds' worth; the others are
+	// counted and their counts logged once a second (eventlog.go). 0:
+	// every one is written.
+	EventLines int `yaml:"event_lines"`
 }
 
-// DefaultLogOptions logs at info level as text.
-func DefaultLogOptions() LogOptions { return LogOptions{Level: "info", Format: "text"} }
+// DefaultLogOptions logs at info level as text, and at most
+// DefaultEventLines event lines a second.
+func DefaultLogOptions() LogOptions {
+	return LogOptions{Level: "info", Format: "text", EventLines: DefaultEventLines}
+}
 
 // Validate reports every invalid field.
 func (o LogOptions) Validate() error {
@@ -27,6 +37,9 @@ func (o LogOptions) Validate() error {
 	}
 	if f := strings.ToLower(o.Format); f != "text" && f != "json" {
 		errs = append(errs, fmt.Errorf("log.format %q: want text or json", o.Format))
+	}
+	if o.EventLines < 0 {
+		errs = append(errs, fmt.Errorf("log.event_lines %d: want 0 (every line) or more", o.EventLines))
 	}
 	return errors.Join(errs...)
 }
@@ -60,20 +73,32 @@ type Logging struct {
 	// base is the handler of the current format, without attributes.
 	base atomic.Pointer[slog.Handler]
 	log  *slog.Logger
+	// budget limits the lines of events (Events).
+	budget *eventBudget
+	events *slog.Logger
 }
 
 // NewLogging returns a Logging writing to w as o says.
 func NewLogging(w io.Writer, o LogOptions) (*Logging, error) {
+	if err := o.Validate(); err != nil {
+		return nil, err
+	}
 	lg := &Logging{w: w}
+	lg.log = slog.New(&switchHandler{lg: lg})
+	lg.budget = newEventBudget(lg.log.Handler(), time.Now)
+	lg.events = slog.New(&eventHandler{next: lg.log.Handler(), budget: lg.budget})
 	if err := lg.Apply(o); err != nil {
 		return nil, err
 	}
-	lg.log = slog.New(&switchHandler{lg: lg})
 	return lg, nil
 }
 
 // Logger returns the logger.
 func (lg *Logging) Logger() *slog.Logger { return lg.log }
+
+// Events returns the logger for lines about single device events: the
+// same output, within log.event_lines a second.
+func (lg *Logging) Events() *slog.Logger { return lg.events }
 
 // Apply switches to o's level and format.
 func (lg *Logging) Apply(o LogOptions) error {
@@ -88,6 +113,7 @@ func (lg *Logging) Apply(o LogOptions) error {
 		h = slog.NewJSONHandler(lg.w, ho)
 	}
 	lg.base.Store(&h)
+	lg.budget.setRate(o.EventLines)
 	return nil
 }
 

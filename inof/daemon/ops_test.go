@@ -54,7 +54,7 @@ func TestPlanReload(t *testing.T) {
 	}
 	live := []string{"log.", "ports"}
 	start := opts{Log: DefaultLogOptions(), Port: 1, Ports: []string{"a"}}
-	next := opts{Log: LogOptions{Level: "debug", Format: "text"}, Port: 2, Ports: []string{"a", "b"}}
+	next := opts{Log: LogOptions{Level: "debug", Format: "text", EventLines: DefaultEventLines}, Port: 2, Ports: []string{"a", "b"}}
 	p, err := PlanReload(start, start, next, live)
 	if err != nil {
 		t.Fatal(err)

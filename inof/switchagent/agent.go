@@ -31,6 +31,10 @@ type Config struct {
 	Options  Options
 	Registry prometheus.Registerer // nil: no metrics
 	Logger   *slog.Logger
+	// EventLogger writes the lines about single device events ("device
+	// registered", "device left", "notify"); a daemon's limits how many a
+	// second (daemon.Logging.Events). nil: Logger.
+	EventLogger *slog.Logger
 	// Speaker replaces the GoBGP speaker built from Options (tests: the
 	// fake fabric). The agent starts and stops it; direct mode has none.
 	Speaker bgp.Speaker
@@ -56,8 +60,10 @@ type Agent struct {
 	// mu guards the parts Run sets up (speaker, bfd, reg, ports, stray)
 	// against the metrics collector and the watchers; after setup only a
 	// reload changes ports, from the loop.
-	mu      sync.Mutex
-	log     *slog.Logger
+	mu  sync.Mutex
+	log *slog.Logger
+	// evlog is Config.EventLogger.
+	evlog   *slog.Logger
 	self    inof.RouterID
 	met     *metrics
 	speaker bgp.Speaker
@@ -181,10 +187,13 @@ func New(cfg Config) (*Agent, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
+	if cfg.EventLogger == nil {
+		cfg.EventLogger = cfg.Logger
+	}
 	if cfg.OpenLink == nil {
 		cfg.OpenLink = func(port string) (l2proto.Link, error) { return l2proto.ListenPacket(port) }
 	}
-	a := &Agent{cfg: cfg, opts: cfg.Options, log: cfg.Logger, self: cfg.Options.routerID(),
+	a := &Agent{cfg: cfg, opts: cfg.Options, log: cfg.Logger, evlog: cfg.EventLogger, self: cfg.Options.routerID(),
 		table: bgp.NewDeviceTable(bgp.DeviceTableOptions{MaxDevices: cfg.Options.MaxDevices, Logger: cfg.Logger}), view: bgp.NewConfigView(),
 		asm: configsync.NewAssembler(0), subs: newMemberships(), carried: newCarriers(), keptSubs: map[string]bool{},
 		origins:  bgp.Origins{Role: bgp.RoleClient, ASN: cfg.Options.ASN},
@@ -665,10 +674,10 @@ func (a *Agent) onRegistration(ctx context.Context, ev l2proto.Event) {
 	e := ev.Entry
 	switch ev.Kind {
 	case l2proto.Registered, l2proto.Updated:
-		a.log.Info("device registered", "port", e.Port, "device", e.Device.String(), "event", ev.Kind.String())
+		a.evlog.Info("device registered", "port", e.Port, "device", e.Device, "event", ev.Kind.String())
 		a.apply(ctx, a.engine.Register(e.Port, e.Device, e.Since, time.Now()))
 	case l2proto.Removed:
-		a.log.Info("device left", "port", e.Port, "device", e.Device.String(), "reason", ev.Reason.String())
+		a.evlog.Info("device left", "port", e.Port, "device", e.Device, "reason", ev.Reason.String())
 		a.apply(ctx, a.engine.Unregister(e.Port, e.Device.Addr, ev.Reason, time.Now()))
 	}
 }
@@ -1033,5 +1042,5 @@ func (a *Agent) notify(n PortNotice) {
 		a.log.Warn("notification refused", "port", n.Port, "host", n.Host, "target", t.Addr, "err", err)
 		return
 	}
-	a.log.Info("notify", "port", n.Port, "host", n.Host, "target", t.Addr, "state", n.State.String(), "reason", n.Reason.String())
+	a.evlog.Info("notify", "port", n.Port, "host", n.Host, "target", t.Addr, "state", n.State.String(), "reason", n.Reason.String())
 }

@@ -310,10 +310,10 @@ func (a *Agent) onDIM(ctx context.Context, ev dimEvent) {
 	dev := inof.Device{Addr: ev.reg.Addr.Unmap(), Role: inof.RoleHost, Protocol: inof.ProtocolTCP, NQN: ev.reg.HostNQN}
 	now := time.Now()
 	if ev.gone {
-		a.log.Info("device left", "port", dimPort, "device", dev.String(), "reason", inof.ReasonAgeOut.String(), "why", ev.why)
+		a.evlog.Info("device left", "port", dimPort, "device", dev, "reason", inof.ReasonAgeOut.String(), "why", ev.why)
 		a.apply(ctx, a.engine.Unregister(dimPort, dev.Addr, inof.ReasonAgeOut, now))
 		return
 	}
-	a.log.Info("device registered", "port", dimPort, "device", dev.String(), "name", ev.reg.Name, "symbolic", ev.reg.Symbolic)
+	a.evlog.Info("device registered", "port", dimPort, "device", dev, "name", ev.reg.Name, "symbolic", ev.reg.Symbolic)
 	a.apply(ctx, a.engine.Register(dimPort, dev, now, now))
 }
