@@ -1,6 +1,7 @@
 package bgp
 
 import (
+	"context"
 	"testing"
 
 	api "github.com/osrg/gobgp/v3/api"
@@ -66,5 +67,44 @@ func BenchmarkDeviceTableApply(b *testing.B) {
 			b.Fatal("no change")
 		}
 		i++
+	}
+}
+
+// discardPublisher takes every send and keeps nothing.
+type discardPublisher struct{}
+
+func (discardPublisher) Publish(context.Context, Record, ...RouteTarget) error { return nil }
+func (discardPublisher) Withdraw(context.Context, []byte) error             { return nil }
+
+// BenchmarkSetRecord measures building one shard's record (its devices
+// sorted), what every send of a set costs before it is encoded: a shard as
+// full as the churn benchmark's (~40 devices).
+func BenchmarkSetRecord(b *testing.B) {
+	pub, err := NewSetPublisher(SetPublisherOptions{Speaker: discardPublisher{}, Switch: testSwitch})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(pub.Close)
+	ctx, red := context.Background(), ZoneRT(testASN, "red")
+	for i := range 40 {
+		if err := pub.Publish(ctx, *device(testSwitch, 40-i), red); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := pub.Flush(ctx); err != nil {
+		b.Fatal(err)
+	}
+	var s *shard
+	for _, set := range pub.sets {
+		s = set.shards[0]
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		pub.mu.Lock()
+		r := pub.record(s)
+		pub.mu.Unlock()
+		if len(r.Devices) != 40 {
+			b.Fatalf("%d devices in the record, want 40", len(r.Devices))
+		}
 	}
 }

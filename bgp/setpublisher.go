@@ -90,6 +90,8 @@ type SetPublisher struct {
 	held    map[*shard]struct{} // shards changed while holding, their flushes not started
 	stats   SetPublisherStats
 	errLog  rateLimit
+	// sorting is record's scratch space.
+	sorting []*setEntry
 }
 
 // SetPublisherStats count a SetPublisher's work.
@@ -668,11 +670,18 @@ func (p *SetPublisher) spaced(s *shard) bool {
 
 // record is s's record now (under mu).
 func (p *SetPublisher) record(s *shard) *DeviceSetRecord {
-	r := &DeviceSetRecord{Switch: p.self, Set: s.set.id, Shard: s.n, Devices: make([]DeviceRecord, 0, len(s.entries))}
+	// Sorted as pointers: a device record is large, and sorting the
+	// records themselves copied two of them per comparison.
+	p.sorting = p.sorting[:0]
 	for _, e := range s.entries {
-		r.Devices = append(r.Devices, e.rec)
+		p.sorting = append(p.sorting, e)
 	}
-	slices.SortFunc(r.Devices, func(a, b DeviceRecord) int { return compareEntries(&a, &b) })
+	slices.SortFunc(p.sorting, func(a, b *setEntry) int { return compareEntries(&a.rec, &b.rec) })
+	r := &DeviceSetRecord{Switch: p.self, Set: s.set.id, Shard: s.n, Devices: make([]DeviceRecord, len(p.sorting))}
+	for i, e := range p.sorting {
+		r.Devices[i] = e.rec
+	}
+	clear(p.sorting)
 	return r
 }
 
