@@ -80,9 +80,6 @@ type Logging struct {
 
 // NewLogging returns a Logging writing to w as o says.
 func NewLogging(w io.Writer, o LogOptions) (*Logging, error) {
-	if err := o.Validate(); err != nil {
-		return nil, err
-	}
 	lg := &Logging{w: w}
 	lg.log = slog.New(&switchHandler{lg: lg})
 	lg.budget = newEventBudget(lg.log.Handler(), time.Now)
@@ -100,7 +97,7 @@ func (lg *Logging) Logger() *slog.Logger { return lg.log }
 // same output, within log.event_lines a second.
 func (lg *Logging) Events() *slog.Logger { return lg.events }
 
-// Apply switches to o's level and format.
+// Apply switches to o's level, format and event line budget.
 func (lg *Logging) Apply(o LogOptions) error {
 	if err := o.Validate(); err != nil {
 		return err

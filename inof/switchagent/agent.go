@@ -32,8 +32,9 @@ type Config struct {
 	Registry prometheus.Registerer // nil: no metrics
 	Logger   *slog.Logger
 	// EventLogger writes the lines about single device events ("device
-	// registered", "device left", "notify"); a daemon's limits how many a
-	// second (daemon.Logging.Events). nil: Logger.
+	// registered", "device left", "notify"); inofd's writes at most
+	// log.event_lines of them a second (daemon.Logging.Events). nil:
+	// Logger.
 	EventLogger *slog.Logger
 	// Speaker replaces the GoBGP speaker built from Options (tests: the
 	// fake fabric). The agent starts and stops it; direct mode has none.
