@@ -333,3 +333,25 @@ func (p *Probe) refresh() {
 		}
 	}
 }
+
+// TargetFrames are the LLDPDUs an NVMe/TCP target (port 4420) sends for
+// addr from mac: its registration (TTL 120 s) and its goodbye (TTL 0: the
+// switch forgets it at once, reason 6). portID tells the switch which
+// sender slot it is, so one NIC may register many addresses.
+func TargetFrames(mac net.HardwareAddr, addr netip.Addr, portID, nqn string) (reg, bye []byte, err error) {
+	l := &l2proto.LLDPDU{
+		ChassisSubtype: l2proto.ChassisIDMAC, ChassisID: mac,
+		PortSubtype: l2proto.PortIDIfaceName, PortID: []byte(portID),
+		TTL: l2proto.RegistrationTTL,
+		Registration: &l2proto.Registration{Version: l2proto.RegistrationVer, Addr: addr,
+			Role: inof.RoleTarget, Protocol: inof.ProtocolTCP, ProtoVer: l2proto.ProtocolVersion1, Port: 4420, NQN: nqn},
+	}
+	if reg, err = l2proto.LLDPFrame(mac, l); err != nil {
+		return nil, nil, fmt.Errorf("topo: registration of %s: %w", addr, err)
+	}
+	l.TTL = 0
+	if bye, err = l2proto.LLDPFrame(mac, l); err != nil {
+		return nil, nil, fmt.Errorf("topo: goodbye of %s: %w", addr, err)
+	}
+	return reg, bye, nil
+}

@@ -84,7 +84,7 @@ func newChurner(ports []*topo.Probe) (*churner, error) {
 	for g, p := range ports {
 		for j := range churnPerPort {
 			a := churnAddr(g, j)
-			reg, bye, err := targetFrames(p.MAC(), a, fmt.Sprintf("churn_%d_%d", g, j), fmt.Sprintf("nqn.2014-08.org.example:churn:%d", idx(g, j)))
+			reg, bye, err := topo.TargetFrames(p.MAC(), a, fmt.Sprintf("churn_%d_%d", g, j), fmt.Sprintf("nqn.2014-08.org.example:churn:%d", idx(g, j)))
 			if err != nil {
 				return nil, err
 			}

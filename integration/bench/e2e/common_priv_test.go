@@ -4,7 +4,6 @@ package e2e
 
 import (
 	"fmt"
-	"net"
 	"net/netip"
 	"os"
 	"strconv"
@@ -127,28 +126,6 @@ func durations(b *testing.B, r result.Row, samples []time.Duration) result.Row {
 		b.Fatal(err)
 	}
 	return r
-}
-
-// targetFrames are the LLDPDUs a target sends for addr from mac: its
-// registration (TTL 120 s) and its goodbye (TTL 0: the switch forgets it
-// at once, reason 6). portID tells the switch which sender slot it is, so
-// one NIC may register many addresses.
-func targetFrames(mac net.HardwareAddr, addr netip.Addr, portID, nqn string) (reg, bye []byte, err error) {
-	l := &l2proto.LLDPDU{
-		ChassisSubtype: l2proto.ChassisIDMAC, ChassisID: mac,
-		PortSubtype: l2proto.PortIDIfaceName, PortID: []byte(portID),
-		TTL: l2proto.RegistrationTTL,
-		Registration: &l2proto.Registration{Version: l2proto.RegistrationVer, Addr: addr,
-			Role: inof.RoleTarget, Protocol: inof.ProtocolTCP, ProtoVer: l2proto.ProtocolVersion1, Port: 4420, NQN: nqn},
-	}
-	if reg, err = l2proto.LLDPFrame(mac, l); err != nil {
-		return nil, nil, fmt.Errorf("registration of %s: %w", addr, err)
-	}
-	l.TTL = 0
-	if bye, err = l2proto.LLDPFrame(mac, l); err != nil {
-		return nil, nil, fmt.Errorf("goodbye of %s: %w", addr, err)
-	}
-	return reg, bye, nil
 }
 
 // notice is one notification a host probe received.

@@ -58,7 +58,7 @@ func startE2E(b *testing.B) *e2eFabric {
 	e.hs = listen(b, e.probes...)
 	e.tp = e.f.Node("tp").Probe(0)
 	var err error
-	if e.reg, e.bye, err = targetFrames(e.tp.MAC(), e.tp.Addr(), "probe_eth0_01", subNQN); err != nil {
+	if e.reg, e.bye, err = topo.TargetFrames(e.tp.MAC(), e.tp.Addr(), "probe_eth0_01", subNQN); err != nil {
 		b.Fatal(err)
 	}
 	e.up(b, e.all)

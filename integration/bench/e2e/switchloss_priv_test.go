@@ -51,7 +51,7 @@ func BenchmarkPrivSwitchLoss(b *testing.B) {
 	establish(b, f)
 	hs := listen(b, f.Node("hq").Probe(0))
 	tp := f.Node("tp").Probe(0)
-	reg, _, err := targetFrames(tp.MAC(), tp.Addr(), "probe_eth0_01", subNQN)
+	reg, _, err := topo.TargetFrames(tp.MAC(), tp.Addr(), "probe_eth0_01", subNQN)
 	if err != nil {
 		b.Fatal(err)
 	}
