@@ -20,7 +20,10 @@ const (
 	// wait bounds every wait for something the fabric should do at once;
 	// generous, because two shared cores may be busy with other tests.
 	wait = 30 * time.Second
-	// deployTimeout bounds containerlab deploy and destroy.
+	// buildTimeout bounds the image build alone: on a fresh clone it compiles
+	// the binaries, ~12 s on a quiet machine and near 3 min under load.
+	buildTimeout = 10 * time.Minute
+	// deployTimeout bounds containerlab deploy, and destroy, each on its own.
 	deployTimeout = 3 * time.Minute
 )
 
@@ -158,11 +161,11 @@ func TestPrivClabLab(t *testing.T) {
 	}
 	begin := time.Now()
 	EnsureDocker(t)
-	ctx, cancel := context.WithTimeout(context.Background(), deployTimeout)
-	defer cancel()
-
 	tag := fmt.Sprintf("inof-lab:test-%d", os.Getpid())
-	if err := BuildImage(ctx, ImageOptions{Tag: tag}); err != nil {
+	buildCtx, cancelBuild := context.WithTimeout(context.Background(), buildTimeout)
+	err := BuildImage(buildCtx, ImageOptions{Tag: tag})
+	cancelBuild()
+	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
@@ -184,7 +187,10 @@ func TestPrivClabLab(t *testing.T) {
 	r := &running{t: t, lab: lab}
 	t.Cleanup(func() { r.destroy(file) })
 	deployed := time.Now()
-	if out, err := clab(ctx, "deploy", "-t", file); err != nil {
+	deployCtx, cancelDeploy := context.WithTimeout(context.Background(), deployTimeout)
+	out, err := clab(deployCtx, "deploy", "-t", file)
+	cancelDeploy()
+	if err != nil {
 		t.Fatalf("containerlab deploy: %v\n%s", err, out)
 	}
 	t.Logf("containerlab deploy of %d nodes and %d links took %v", len(lab.Nodes), len(lab.Nodes)-1+len(lab.Links),
