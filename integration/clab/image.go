@@ -1,8 +1,6 @@
 package clab
 
 import (
-	"archive/tar"
-	"bytes"
 	"context"
 	"debug/elf"
 	"fmt"
@@ -10,9 +8,9 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"time"
 
 	"github.com/openinof/inof/integration/topo"
+	"github.com/openinof/inof/internal/rootfs"
 )
 
 // fakeNVMePath is where the image keeps topo's fake nvme-cli; it logs to
@@ -76,20 +74,14 @@ func BuildImage(ctx context.Context, opts ImageOptions) error {
 	if err != nil {
 		return fmt.Errorf("clab: %s --list: %w", opts.Busybox, err)
 	}
-	var rootfs bytes.Buffer
-	if err := packRootFS(&rootfs, dir, opts.Busybox, strings.Fields(string(list))); err != nil {
+	fs, err := imageRootFS(dir, opts.Busybox, strings.Fields(string(list)))
+	if err != nil {
 		return err
 	}
-	imp := exec.CommandContext(ctx, opts.Docker, "import",
-		"--change", "ENV PATH=/usr/sbin:/usr/bin:/bin",
-		"--change", "ENV FAKE_NVME_DIR="+StateDir+"/nvme",
-		"--change", `CMD ["/bin/sh"]`,
-		"-", opts.Tag)
-	imp.Stdin = &rootfs
-	if out, err := imp.CombinedOutput(); err != nil {
-		return fmt.Errorf("clab: docker import %s: %w\n%s", opts.Tag, err, out)
-	}
-	return nil
+	return fs.Import(ctx, opts.Docker, opts.Tag,
+		"ENV PATH=/usr/sbin:/usr/bin:/bin",
+		"ENV FAKE_NVME_DIR="+StateDir+"/nvme",
+		`CMD ["/bin/sh"]`)
 }
 
 // requireStatic fails unless path is an ELF executable without an
@@ -108,68 +100,34 @@ func requireStatic(path string) error {
 	return nil
 }
 
-// packRootFS writes the image's root file system as a tar stream.
-func packRootFS(buf *bytes.Buffer, binDir, busybox string, applets []string) error {
-	tw := tar.NewWriter(buf)
-	now := time.Now()
-	hdr := func(h *tar.Header) error {
-		h.ModTime, h.Format = now, tar.FormatPAX
-		if err := tw.WriteHeader(h); err != nil {
-			return fmt.Errorf("clab: image %s: %w", h.Name, err)
-		}
-		return nil
+// imageRootFS lays out the image's root file system: busybox and its
+// applets, the binaries from binDir, the fake nvme-cli, a root user.
+func imageRootFS(binDir, busybox string, applets []string) (*rootfs.FS, error) {
+	fs := rootfs.New()
+	for _, d := range []string{"bin/", "etc/", "usr/", "usr/bin/", "usr/sbin/", "var/", "var/lib/", "var/lib/inof/", "run/", "run/inof/"} {
+		fs.Dir(d, 0o755)
 	}
-	file := func(name string, mode int64, body []byte) error {
-		if err := hdr(&tar.Header{Name: name, Mode: mode, Size: int64(len(body)), Typeflag: tar.TypeReg}); err != nil {
-			return err
-		}
-		_, err := tw.Write(body)
-		return err
-	}
-	for _, d := range []struct {
-		name string
-		mode int64
-	}{{"bin/", 0o755}, {"etc/", 0o755}, {"usr/", 0o755}, {"usr/bin/", 0o755}, {"usr/sbin/", 0o755},
-		{"var/", 0o755}, {"var/lib/", 0o755}, {"var/lib/inof/", 0o755}, {"run/", 0o755}, {"run/inof/", 0o755}, {"tmp/", 0o1777}, {"root/", 0o700}} {
-		if err := hdr(&tar.Header{Name: d.name, Mode: d.mode, Typeflag: tar.TypeDir}); err != nil {
-			return err
-		}
-	}
+	fs.Dir("tmp/", 0o1777)
+	fs.Dir("root/", 0o700)
 	bb, err := os.ReadFile(busybox)
 	if err != nil {
-		return fmt.Errorf("clab: %w", err)
+		return nil, fmt.Errorf("clab: %w", err)
 	}
-	if err := file("bin/busybox", 0o755, bb); err != nil {
-		return err
-	}
+	fs.File("bin/busybox", 0o755, bb)
 	for _, a := range applets {
-		if a == "busybox" || strings.Contains(a, "/") {
-			continue
-		}
-		if err := hdr(&tar.Header{Name: "bin/" + a, Linkname: "busybox", Mode: 0o777, Typeflag: tar.TypeSymlink}); err != nil {
-			return err
+		if a != "busybox" && !strings.Contains(a, "/") {
+			fs.Symlink("bin/"+a, "busybox")
 		}
 	}
 	for _, b := range binaries {
 		body, err := os.ReadFile(filepath.Join(binDir, b))
 		if err != nil {
-			return fmt.Errorf("clab: %w", err)
+			return nil, fmt.Errorf("clab: %w", err)
 		}
-		if err := file("usr/bin/"+b, 0o755, body); err != nil {
-			return err
-		}
+		fs.File("usr/bin/"+b, 0o755, body)
 	}
-	if err := file(strings.TrimPrefix(fakeNVMePath, "/"), 0o755, []byte(topo.FakeNVMeScript())); err != nil {
-		return err
-	}
-	if err := file("etc/passwd", 0o644, []byte("root:x:0:0:root:/root:/bin/sh\n")); err != nil {
-		return err
-	}
-	if err := file("etc/group", 0o644, []byte("root:x:0:\n")); err != nil {
-		return err
-	}
-	if err := tw.Close(); err != nil {
-		return fmt.Errorf("clab: image: %w", err)
-	}
-	return nil
+	fs.File(strings.TrimPrefix(fakeNVMePath, "/"), 0o755, []byte(topo.FakeNVMeScript()))
+	fs.File("etc/passwd", 0o644, []byte("root:x:0:0:root:/root:/bin/sh\n"))
+	fs.File("etc/group", 0o644, []byte("root:x:0:\n"))
+	return fs, nil
 }
