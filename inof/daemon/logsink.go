@@ -8,7 +8,7 @@ import (
 
 // A daemon logs a line per device registration and per notification: at
 // thousands of events a second one write(2) a line was 6–11 % of a switch
-// agent's CPU (docs/performance.md, "Churn, fourth round"). The log sink
+// agent's CPU (docs/history/performance.md, "Churn, fourth round"). The log sink
 // gathers lines into few writes without holding one back for long.
 const (
 	// logFlushDelay is the longest a line waits in the sink.

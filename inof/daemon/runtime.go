@@ -19,7 +19,7 @@ type RuntimeOptions struct {
 
 // DefaultGCHeadroomMiB is gc_headroom_mib's default: under churn the
 // collector took 12 % of a switch agent's CPU and 28 % of a reflector's
-// with Go's default pacing (docs/performance.md, "Churn, fourth round");
+// with Go's default pacing (docs/history/performance.md, "Churn, fourth round");
 // about this much more memory is its price, and none once the live heap is
 // larger.
 const DefaultGCHeadroomMiB = 64

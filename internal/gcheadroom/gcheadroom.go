@@ -6,7 +6,7 @@
 // (a switch agent's is a few tens of MB) but which makes a lot of
 // short-lived garbage at high event rates then collects many times a
 // second: the collector took 12 % of a switch agent's CPU and 28 % of a
-// reflector's under churn (docs/performance.md, "Churn, fourth round"). Headroom raises GOGC after every cycle so that the next goal
+// reflector's under churn (docs/history/performance.md, "Churn, fourth round"). Headroom raises GOGC after every cycle so that the next goal
 // is at least live + headroom, and never lowers it below the process's
 // own setting: a heap larger than the headroom keeps Go's behaviour, so a
 // reflector holding millions of devices grows no further than before.
