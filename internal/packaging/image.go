@@ -48,11 +48,11 @@ func BuildImage(ctx context.Context, o ImageOptions) error {
 		return fmt.Errorf("packaging: %w", err)
 	}
 	defer os.RemoveAll(work)
-	bins, err := buildBinaries(ctx, Options{Root: o.Root, Go: o.Go, Arch: debianArch(runtime.GOARCH)}, work)
+	version, err := Version(ctx, o.Root)
 	if err != nil {
 		return err
 	}
-	version, err := Version(ctx, o.Root)
+	bins, err := buildBinaries(ctx, Options{Root: o.Root, Go: o.Go, Arch: debianArch(runtime.GOARCH), Version: version}, work)
 	if err != nil {
 		return err
 	}
