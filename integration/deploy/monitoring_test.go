@@ -231,7 +231,7 @@ func TestAlertRules(t *testing.T) {
 		}
 	}
 	for _, want := range []string{"InofSwitchDown", "InofBFDFlapping", "InofNotificationsGivenUp", "InofReflectorAlone",
-		"InofReplicationRefused", "InofStoreErrors", "InofHostFailoverErrors", "InofHostLastPathLost",
+		"InofReplicationRefused", "InofStoreErrors", "InofHostFailoverErrors", "InofHostLastPathLost", "InofHostFailoverSlow",
 		"InofHostNVMeFailures", "InofHostNVMeStuck", "InofDiscoveryConnectionsRefused", "InofDiscoveryRegistrationsRefused"} {
 		if !slices.Contains(alerts, want) {
 			t.Errorf("no alert %s", want)
@@ -370,6 +370,7 @@ func TestDashboard(t *testing.T) {
 		"inof_switch_notifications_total", "inof_switch_notification_ack_seconds_bucket", "inof_switch_device_records",
 		"inof_reflector_config_commit_seconds_bucket", "inof_reflector_config_parts_refused_total",
 		"inof_switch_device_records_refused_total", "inof_host_failovers_total", "inof_host_nvme_operations_total",
+		"inof_host_failover_action_seconds_bucket",
 		"inof_host_nvme_stuck", "inof_host_nvme_stuck_total", "inof_discovery_connections",
 		"inof_discovery_registrations_total", "inof_discovery_connections_refused_total"} {
 		if !used[want] {
