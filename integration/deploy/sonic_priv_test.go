@@ -6,6 +6,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -17,6 +18,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/openinof/inof/inof"
 	"github.com/openinof/inof/integration/netns"
@@ -71,7 +74,14 @@ func switchDocker(t *testing.T, sw *netns.NS) string {
 			b, _ := os.ReadFile(filepath.Join(dir, "dockerd.log"))
 			t.Logf("the switch's dockerd log:\n%s", tail(b))
 		}
-		os.RemoveAll(dir)
+		// dockerd leaves its bind mount of the namespace behind.
+		if err := unix.Unmount(filepath.Join(dir, "exec", "netns", "default"), unix.MNT_DETACH); err != nil && !errors.Is(err, unix.EINVAL) &&
+			!errors.Is(err, unix.ENOENT) {
+			t.Errorf("unmount the switch's dockerd namespace file: %v", err)
+		}
+		if err := os.RemoveAll(dir); err != nil {
+			t.Errorf("remove the switch's dockerd files: %v", err)
+		}
 	})
 	if err := topo.Poll(60*time.Second, func() (bool, error) {
 		select {
