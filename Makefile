@@ -6,8 +6,16 @@ BIN     := bin
 # named TestPriv*/BenchmarkPriv*; they run only as root.
 PRIVTAG := privileged
 ROOT    := $(shell id -u)
+# The version and commit the binaries of `make build` declare to
+# internal/buildinfo (--version, inof_build_info), also when the toolchain
+# records no VCS information (-buildvcs=false, a tree git cannot read);
+# `make package` declares the package's version the same way.
+VERSION  ?=
+BUILDVER := $(or $(VERSION),$(shell git describe --tags --match 'v[0-9]*' --always --dirty 2>/dev/null))
+LDFLAGS  := -X github.com/openinof/inof/internal/buildinfo.version=$(BUILDVER) \
+	-X github.com/openinof/inof/internal/buildinfo.revision=$(shell git rev-parse HEAD 2>/dev/null)
 
-.PHONY: help build test test-unit test-priv test-soak soak fuzz-smoke bench demo lab-image package image lint generate clean
+.PHONY: help build test test-unit test-priv test-soak soak fuzz-smoke bench demo lab-image package image sonic-image lint generate clean
 
 help:
 	@echo "make demo        as root: a whole fabric in namespaces, told step by step (discovery, zoning, link cut)"
@@ -19,6 +27,7 @@ help:
 	@echo "make lab-image   build the containerlab lab's image (docs/containerlab.md)"
 	@echo "make package     Debian packages of inofd, inof-host and inofctl into $(DIST)/ (docs/operations.md)"
 	@echo "make image       the inofd container image $(IMAGE) (docs/operations.md)"
+	@echo "make sonic-image the switch agent as a SONiC application extension $(SONIC_IMAGE) (docs/operations.md)"
 	@echo "make lint        gofmt check, go vet, staticcheck"
 	@echo "make generate    regenerate generated code (go tool dependencies only)"
 
@@ -26,7 +35,7 @@ build:
 	$(GO) build $(PKGS)
 	@mkdir -p $(BIN)
 	@if $(GO) list ./cmd/... >/dev/null 2>&1 && [ -n "$$($(GO) list ./cmd/... 2>/dev/null)" ]; then \
-		$(GO) build -o $(BIN)/ ./cmd/...; \
+		$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/ ./cmd/...; \
 	else echo "no binaries under cmd/ yet"; fi
 
 test: test-unit test-priv test-soak
@@ -118,13 +127,16 @@ lab-image:
 # VERSION overrides the version taken from git.
 DIST    ?= dist
 IMAGE   ?= inof/inofd:latest
-VERSION ?=
+SONIC_IMAGE ?= inof/inofd-sonic:latest
 
 package:
 	$(GO) run ./internal/packaging/mkpkg deb -out $(DIST) $(if $(VERSION),-version $(VERSION))
 
 image:
 	$(GO) run ./internal/packaging/mkpkg image -tag $(IMAGE)
+
+sonic-image:
+	$(GO) run ./internal/packaging/mkpkg image -sonic -tag $(SONIC_IMAGE)
 
 demo:
 ifneq ($(ROOT),0)

@@ -7,7 +7,7 @@ type metrics struct {
 	accepted prometheus.Counter
 	refused  *prometheus.CounterVec // reason: host, total
 	active   prometheus.Gauge
-	errors   *prometheus.CounterVec // kind: malformed, digest, timeout, sequence
+	errors   *prometheus.CounterVec // kind: malformed, digest, timeout
 	connects *prometheus.CounterVec // result: ok, wrong-nqn, invalid
 	commands *prometheus.CounterVec // status: success, error
 	aens     prometheus.Counter
@@ -15,7 +15,7 @@ type metrics struct {
 }
 
 func newMetrics() *metrics {
-	return &metrics{
+	m := &metrics{
 		accepted: prometheus.NewCounter(prometheus.CounterOpts{Name: "inof_discovery_connections_accepted_total",
 			Help: "Host connections the discovery controller accepted."}),
 		refused: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "inof_discovery_connections_refused_total",
@@ -33,6 +33,20 @@ func newMetrics() *metrics {
 		dims: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "inof_discovery_registrations_total",
 			Help: "Discovery Information Management commands (TP 8010) by outcome (register, deregister, refused)."}, []string{"outcome"}),
 	}
+	// Every labelled series at zero from the start, so that increase()
+	// and the alerts see the first event (docs/operations.md, "Metrics").
+	for vec, values := range map[*prometheus.CounterVec][]string{
+		m.refused:  {"host", "total"},
+		m.errors:   {"malformed", "digest", "timeout"},
+		m.connects: {"ok", "wrong-nqn", "invalid"},
+		m.commands: {"success", "error"},
+		m.dims:     {"register", "deregister", "refused"},
+	} {
+		for _, v := range values {
+			vec.WithLabelValues(v)
+		}
+	}
+	return m
 }
 
 func (m *metrics) all() []prometheus.Collector {

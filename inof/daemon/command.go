@@ -44,7 +44,7 @@ func (e runError) Error() string { return e.err.Error() }
 func (e runError) Unwrap() error { return e.err }
 
 // Command prepares a daemon's root command: --version prints the build
-// (internal/buildinfo), a hidden --man-page its manual page, positional
+// (internal/buildinfo), a hidden --man-pages DIR its manual pages, positional
 // arguments are refused, and errors are
 // sorted for Execute: those of RunE are runtime failures (or ConfigError),
 // every other one (flags, arguments) a usage error.
@@ -60,7 +60,7 @@ func Command(cmd *cobra.Command) *cobra.Command {
 	}
 	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
 	if run := cmd.RunE; run != nil {
-		run = addManPageFlag(cmd, run)
+		run = addManPagesFlag(cmd, run)
 		cmd.RunE = func(c *cobra.Command, args []string) error {
 			if err := run(c, args); err != nil {
 				var ce ConfigError

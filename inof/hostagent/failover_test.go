@@ -79,7 +79,10 @@ func TestFailoverWithLiveSibling(t *testing.T) {
 	}
 	clk.WaitTimers(t, 1) // the removal waits
 	h.nv.none(t)
-	waitMetric(t, h, "inof_host_failovers_total", map[string]string{"result": "sibling"}, 1)
+	waitMetric(t, h, "inof_host_failovers_total", map[string]string{"reason": "link-down", "result": "sibling"}, 1)
+	if n := histogramCount(t, h, "inof_host_failover_action_seconds"); n != 1 {
+		t.Fatalf("inof_host_failover_action_seconds: %d observations, want 1 (the path failed over)", n)
+	}
 	// Link back within the restrain time: the removal is cancelled and
 	// the kept (reconnecting) controller is not connected again: the
 	// kernel reconnects it, once the attempt it began while the link was
@@ -130,7 +133,7 @@ func TestFailoverLastPath(t *testing.T) {
 			var want []string
 			switch lp {
 			case LastPathKeep:
-				waitMetric(t, h, "inof_host_failovers_total", map[string]string{"result": "kept"}, 1)
+				waitMetric(t, h, "inof_host_failovers_total", map[string]string{"reason": "link-down", "result": "kept"}, 1)
 				h.kern.none(t)
 				return
 			case LastPathFailFast:
@@ -147,7 +150,7 @@ func TestFailoverLastPath(t *testing.T) {
 			if !slices.Equal(got, want) {
 				t.Fatalf("kernel calls %q, want %q", got, want)
 			}
-			waitMetric(t, h, "inof_host_failovers_total", map[string]string{"result": "last-path"}, 1)
+			waitMetric(t, h, "inof_host_failovers_total", map[string]string{"reason": "link-down", "result": "last-path"}, 1)
 		})
 	}
 }
@@ -256,7 +259,7 @@ func TestSiblingANAInaccessible(t *testing.T) {
 		h.agent.paths.refresh()
 	}
 	h.notify(inactive("10.0.0.100", 3, inof.ReasonLinkDown))
-	waitMetric(t, h, "inof_host_failovers_total", map[string]string{"result": "kept"}, 1)
+	waitMetric(t, h, "inof_host_failovers_total", map[string]string{"reason": "link-down", "result": "kept"}, 1)
 	h.kern.none(t)
 }
 
@@ -327,6 +330,23 @@ func TestSysfsKernel(t *testing.T) {
 	}
 }
 
+// histogramCount is the number of observations of an unlabelled
+// histogram.
+func histogramCount(t *testing.T, h *harness, name string) uint64 {
+	t.Helper()
+	fams, err := h.reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range fams {
+		if f.GetName() == name && len(f.GetMetric()) == 1 {
+			return f.GetMetric()[0].GetHistogram().GetSampleCount()
+		}
+	}
+	t.Fatalf("no histogram %s", name)
+	return 0
+}
+
 // waitMetric waits until a series reaches v.
 func waitMetric(t *testing.T, h *harness, name string, labels map[string]string, v float64) {
 	t.Helper()
@@ -366,7 +386,7 @@ func TestFailoverFromOtherHostAddress(t *testing.T) {
 			t.Fatalf("kernel call %q, want %q (only reason 7 fails the other address's path over)", c, w)
 		}
 	}
-	waitMetric(t, h, "inof_host_failovers_total", map[string]string{"result": "last-path"}, 1)
+	waitMetric(t, h, "inof_host_failovers_total", map[string]string{"reason": "bfd-down", "result": "last-path"}, 1)
 	h.kern.none(t)
 }
 

@@ -399,7 +399,7 @@ func (l *lane) failover(j job) {
 	paths, err := a.paths.paths()
 	viewed := time.Since(start)
 	if err != nil {
-		a.m.failovers.WithLabelValues("error").Inc()
+		a.m.failover(r, "error")
 		a.log.Error("failover: read controllers from sysfs", "target", l.key.Target, "err", err)
 		return
 	}
@@ -415,7 +415,7 @@ func (l *lane) failover(j job) {
 		if act != failPath {
 			log.Info("path kept for keep-alive", "device", p.Device, "state", p.State, "live_sibling", sib,
 				"last_path", a.opt.Failover.LastPath)
-			a.m.failovers.WithLabelValues("kept").Inc()
+			a.m.failover(r, "kept")
 			continue
 		}
 		cur, ok := l.current(o)
@@ -426,7 +426,7 @@ func (l *lane) failover(j job) {
 		acted := early
 		if early.IsZero() && cur.State != "live" {
 			log.Info("failover: path already not live", "device", cur.Device, "state", cur.State)
-			a.m.failovers.WithLabelValues("not-live").Inc()
+			a.m.failover(r, "not-live")
 			continue
 		}
 		if early.IsZero() {
@@ -436,14 +436,15 @@ func (l *lane) failover(j job) {
 		}
 		if err != nil {
 			log.Error("failover failed", "device", cur.Device, "err", err)
-			a.m.failovers.WithLabelValues("error").Inc()
+			a.m.failover(r, "error")
 			continue
 		}
 		kind := "last-path"
 		if sib {
 			kind = "sibling"
 		}
-		a.m.failovers.WithLabelValues(kind).Inc()
+		a.m.failoverActed.Observe(acted.Sub(j.at).Seconds()) // before the count, which tests wait for
+		a.m.failover(r, kind)
 		// Where a failover's time goes: from the notification's arrival
 		// to the first action (which moves the I/O), the view of sysfs,
 		// all done.

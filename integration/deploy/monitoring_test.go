@@ -231,9 +231,37 @@ func TestAlertRules(t *testing.T) {
 		}
 	}
 	for _, want := range []string{"InofSwitchDown", "InofBFDFlapping", "InofNotificationsGivenUp", "InofReflectorAlone",
-		"InofReplicationRefused", "InofStoreErrors"} {
+		"InofReplicationRefused", "InofStoreErrors", "InofHostFailoverErrors", "InofHostLastPathLost", "InofHostFailoverSlow",
+		"InofHostNVMeFailures", "InofHostNVMeStuck", "InofDiscoveryConnectionsRefused", "InofDiscoveryRegistrationsRefused"} {
 		if !slices.Contains(alerts, want) {
 			t.Errorf("no alert %s", want)
+		}
+	}
+	// Every alert has a test case where it fires and one where it does not.
+	var tests struct {
+		Tests []struct {
+			AlertRuleTest []struct {
+				Alertname string           `yaml:"alertname"`
+				ExpAlerts []map[string]any `yaml:"exp_alerts"`
+			} `yaml:"alert_rule_test"`
+		}
+	}
+	if err := readYAML(filepath.Join(dir, "inof-alerts.test.yml"), &tests); err != nil {
+		t.Fatal(err)
+	}
+	fires, quiet := map[string]bool{}, map[string]bool{}
+	for _, tc := range tests.Tests {
+		for _, a := range tc.AlertRuleTest {
+			if len(a.ExpAlerts) > 0 {
+				fires[a.Alertname] = true
+			} else {
+				quiet[a.Alertname] = true
+			}
+		}
+	}
+	for _, a := range alerts {
+		if !fires[a] || !quiet[a] {
+			t.Errorf("alert %s: a test case where it fires %v, one where it does not %v", a, fires[a], quiet[a])
 		}
 	}
 }
@@ -341,7 +369,10 @@ func TestDashboard(t *testing.T) {
 	for _, want := range []string{"inof_switch_bgp_sessions", "inof_switch_bfd_sessions", "inof_switch_registrations",
 		"inof_switch_notifications_total", "inof_switch_notification_ack_seconds_bucket", "inof_switch_device_records",
 		"inof_reflector_config_commit_seconds_bucket", "inof_reflector_config_parts_refused_total",
-		"inof_switch_device_records_refused_total"} {
+		"inof_switch_device_records_refused_total", "inof_host_failovers_total", "inof_host_nvme_operations_total",
+		"inof_host_failover_action_seconds_bucket",
+		"inof_host_nvme_stuck", "inof_host_nvme_stuck_total", "inof_discovery_connections",
+		"inof_discovery_registrations_total", "inof_discovery_connections_refused_total"} {
 		if !used[want] {
 			t.Errorf("the dashboard shows no %s", want)
 		}
@@ -349,7 +380,7 @@ func TestDashboard(t *testing.T) {
 	promtool := requireTool(t, "promtool", "prometheus")
 	// promtool parses PromQL in rule files: each query becomes a recording
 	// rule, Grafana's variables replaced by what they stand for.
-	vr := strings.NewReplacer("$__rate_interval", "5m", "$switch", ".*", "$reflector", ".*")
+	vr := strings.NewReplacer("$__rate_interval", "5m", "$switch", ".*", "$reflector", ".*", "$host", ".*")
 	var rules strings.Builder
 	rules.WriteString("groups:\n  - name: dashboard\n    rules:\n")
 	for i, e := range exprs {

@@ -1,7 +1,13 @@
 // Package buildinfo tells what a binary was built from: the module version,
 // the VCS revision and time, and the Go version, as the Go toolchain
-// records them in every binary (runtime/debug.ReadBuildInfo). It is what
-// `--version`, `inofctl version` and the inof_build_info metric print.
+// records them in every binary (runtime/debug.ReadBuildInfo), or as the
+// build declared them with the linker (make build, make package):
+//
+//	go build -ldflags "-X github.com/openinof/inof/internal/buildinfo.version=1.2.0
+//	    -X github.com/openinof/inof/internal/buildinfo.revision=0123abcd..."
+//
+// It is what `--version`, `inofctl version`, the manual pages' footers and
+// the inof_build_info metric print.
 package buildinfo
 
 import (
@@ -10,10 +16,18 @@ import (
 	"strings"
 )
 
+// version and revision are set by the linker (-X): the version and commit
+// the build declares, e.g. the Debian package's version. They win over the
+// toolchain's "(devel)" and fill in a revision it did not record
+// (-buildvcs=false, or a work tree git cannot read).
+var version, revision string
+
 // Info describes one build.
 type Info struct {
-	// Version is the main module's version: a release tag (v1.2.3), a
-	// pseudo-version, or "(devel)" for a build from a work tree.
+	// Version is the version the build declared with the linker (a
+	// package's 1.2.0 or 0.0.0~git20261130120000.0123456789ab), else the
+	// main module's: a release tag (v1.2.3), a pseudo-version, or
+	// "(devel)" for a build from a work tree.
 	Version string
 	// Revision is the VCS commit ("" when built without VCS information,
 	// e.g. with -buildvcs=false); Modified says the work tree had
@@ -34,11 +48,16 @@ func Read() Info {
 	if !ok {
 		return Info{Version: "unknown", GoVersion: "unknown"}
 	}
-	return fromBuildInfo(bi)
+	return fromBuildInfo(bi, version, revision)
 }
 
-func fromBuildInfo(bi *debug.BuildInfo) Info {
+// fromBuildInfo reads bi; linkVersion and linkRevision are what the linker
+// set ("" when nothing).
+func fromBuildInfo(bi *debug.BuildInfo, linkVersion, linkRevision string) Info {
 	in := Info{Version: bi.Main.Version, GoVersion: bi.GoVersion}
+	if linkVersion != "" {
+		in.Version = linkVersion
+	}
 	if in.Version == "" {
 		in.Version = "(devel)"
 	}
@@ -51,6 +70,9 @@ func fromBuildInfo(bi *debug.BuildInfo) Info {
 		case "vcs.modified":
 			in.Modified = s.Value == "true"
 		}
+	}
+	if in.Revision == "" {
+		in.Revision = linkRevision
 	}
 	return in
 }
@@ -85,3 +107,17 @@ func (i Info) String() string {
 // Line is what `PROGRAM --version` prints: the program name and String,
 // ending in a newline.
 func (i Info) Line(program string) string { return program + " " + i.String() + "\n" }
+
+// LinkerFlags are the -ldflags that declare a build's version and revision
+// (either may be empty), for `go build -ldflags`.
+func LinkerFlags(version, revision string) string {
+	const pkg = "github.com/openinof/inof/internal/buildinfo"
+	var flags []string
+	if version != "" {
+		flags = append(flags, "-X "+pkg+".version="+version)
+	}
+	if revision != "" {
+		flags = append(flags, "-X "+pkg+".revision="+revision)
+	}
+	return strings.Join(flags, " ")
+}

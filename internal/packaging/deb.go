@@ -7,12 +7,17 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"runtime"
+	"slices"
 	"strings"
 	"time"
+
+	"github.com/openinof/inof/internal/buildinfo"
 )
 
 // Options say what to build and where.
@@ -75,11 +80,12 @@ func Build(ctx context.Context, o Options) ([]string, error) {
 		return nil, fmt.Errorf("packaging: %w", err)
 	}
 	defer os.RemoveAll(work)
-	bins, err := buildBinaries(ctx, o, filepath.Join(work, "bin"))
+	binDir := filepath.Join(work, "bin")
+	bins, err := buildBinaries(ctx, o, binDir)
 	if err != nil {
 		return nil, err
 	}
-	pkgs, err := packages(ctx, o, bins)
+	pkgs, err := packages(ctx, o, bins, binDir)
 	if err != nil {
 		return nil, err
 	}
@@ -136,10 +142,11 @@ func debianArch(goarch string) string {
 }
 
 // buildBinaries builds the three commands, static (CGO_ENABLED=0) and with
-// trimmed paths, into dir.
+// trimmed paths, into dir, declaring o.Version and the work tree's revision
+// to internal/buildinfo (--version, the manual pages' footers).
 func buildBinaries(ctx context.Context, o Options, dir string) (map[string][]byte, error) {
-	cmd := exec.CommandContext(ctx, o.Go, "build", "-trimpath", "-ldflags=-s -w", "-o", dir+string(filepath.Separator),
-		"./cmd/inofd", "./cmd/inof-host", "./cmd/inofctl")
+	cmd := exec.CommandContext(ctx, o.Go, "build", "-trimpath", "-ldflags=-s -w "+linkerFlags(ctx, o),
+		"-o", dir+string(filepath.Separator), "./cmd/inofd", "./cmd/inof-host", "./cmd/inofctl")
 	cmd.Dir = o.Root
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOARCH="+goArch(o.Arch))
 	if out, err := cmd.CombinedOutput(); err != nil {
@@ -156,6 +163,18 @@ func buildBinaries(ctx context.Context, o Options, dir string) (map[string][]byt
 	return bins, nil
 }
 
+// linkerFlags declare o.Version and the revision of the work tree at
+// o.Root (none when git cannot tell) to internal/buildinfo.
+func linkerFlags(ctx context.Context, o Options) string {
+	cmd := exec.CommandContext(ctx, "git", "rev-parse", "HEAD")
+	cmd.Dir = o.Root
+	rev, err := cmd.Output()
+	if err != nil {
+		rev = nil
+	}
+	return buildinfo.LinkerFlags(o.Version, strings.TrimSpace(string(rev)))
+}
+
 func goArch(debArch string) string {
 	switch debArch {
 	case "i386":
@@ -167,59 +186,118 @@ func goArch(debArch string) string {
 }
 
 // manPages generates the manual pages, gzipped as Debian ships them: the
-// daemons' from their hidden --man-page flag (run on this machine, so only
-// for a native build), inofctl's from its command tree (gendoc -man).
-func manPages(ctx context.Context, o Options, bins map[string][]byte) (map[string][]byte, error) {
+// daemons' from their hidden --man-pages flag (run on this machine, so only
+// for a native build), inofctl's from its command tree (gendoc -man), all
+// with o.Version in their footers. The keys are "man8/inofd.8" and alike.
+func manPages(ctx context.Context, o Options, binDir string) (map[string][]byte, error) {
 	dir, err := os.MkdirTemp("", "inof-man-")
 	if err != nil {
 		return nil, fmt.Errorf("packaging: %w", err)
 	}
 	defer os.RemoveAll(dir)
 	env := append(os.Environ(), "SOURCE_DATE_EPOCH="+sourceDate(ctx, o.Root))
-	pages := map[string][]byte{}
 	for _, d := range []string{"inofd", "inof-host"} {
-		bin := filepath.Join(dir, d)
-		if err := os.WriteFile(bin, bins[d], 0o755); err != nil {
-			return nil, fmt.Errorf("packaging: %w", err)
-		}
-		cmd := exec.CommandContext(ctx, bin, "--man-page")
+		cmd := exec.CommandContext(ctx, filepath.Join(binDir, d), "--man-pages", filepath.Join(dir, "man8"))
 		cmd.Env = env
-		page, err := cmd.Output()
-		if err != nil {
-			return nil, fmt.Errorf("packaging: %s --man-page: %w", d, err)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return nil, fmt.Errorf("packaging: %s --man-pages: %w\n%s", d, err, out)
 		}
-		pages["man8/"+d+".8"] = page
 	}
-	mdir := filepath.Join(dir, "man1")
-	cmd := exec.CommandContext(ctx, o.Go, "run", "./cmd/inofctl/internal/gendoc", "-man", mdir)
+	cmd := exec.CommandContext(ctx, o.Go, "run", "-ldflags="+linkerFlags(ctx, o), "./cmd/inofctl/internal/gendoc",
+		"-man", filepath.Join(dir, "man1"))
 	cmd.Dir, cmd.Env = o.Root, env
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return nil, fmt.Errorf("packaging: inofctl manual pages: %w\n%s", err, out)
 	}
-	ents, err := os.ReadDir(mdir)
-	if err != nil {
-		return nil, fmt.Errorf("packaging: %w", err)
-	}
-	for _, e := range ents {
-		page, err := os.ReadFile(filepath.Join(mdir, e.Name()))
+	pages := map[string][]byte{}
+	for _, sec := range []string{"man1", "man8"} {
+		ents, err := os.ReadDir(filepath.Join(dir, sec))
 		if err != nil {
 			return nil, fmt.Errorf("packaging: %w", err)
 		}
-		pages["man1/"+e.Name()] = page
-	}
-	for name, page := range pages {
-		var z bytes.Buffer
-		w, _ := gzip.NewWriterLevel(&z, gzip.BestCompression)
-		w.ModTime = time.Unix(0, 0) // reproducible: no name, no time
-		if _, err := w.Write(page); err != nil {
-			return nil, err
+		for _, e := range ents {
+			page, err := os.ReadFile(filepath.Join(dir, sec, e.Name()))
+			if err != nil {
+				return nil, fmt.Errorf("packaging: %w", err)
+			}
+			pages[sec+"/"+e.Name()] = page
 		}
-		if err := w.Close(); err != nil {
-			return nil, err
-		}
-		pages[name] = z.Bytes()
 	}
 	return pages, nil
+}
+
+// docRef is a reference of a manual page to the repository's
+// documentation, which the packages install under /usr/share/doc.
+var docRef = regexp.MustCompile(`docs/([a-z0-9-]+\.md)`)
+
+// seeAlso is a manual page's reference to another one: \fBinofd-restore(8)\fP.
+var seeAlso = regexp.MustCompile(`\\fB([a-z0-9-]+)\((\d)\)\\fP`)
+
+// installDocs points the manual pages of p to the documents they cite
+// (docs/operations.md becomes /usr/share/doc/inofd/operations.md), adds
+// those documents to p and gzips the pages. A page citing a page that no
+// package ships is an error.
+func installDocs(p *pkg, pages map[string][]byte, names []string, shipped map[string]bool, read func(string) ([]byte, error)) error {
+	docs := map[string]bool{}
+	for _, name := range names {
+		page := docRef.ReplaceAllFunc(pages[name], func(m []byte) []byte {
+			doc := string(docRef.FindSubmatch(m)[1])
+			docs[doc] = true
+			return []byte("/usr/share/doc/" + p.name + "/" + doc)
+		})
+		for _, ref := range seeAlso.FindAllSubmatch(page, -1) {
+			if want := "man" + string(ref[2]) + "/" + string(ref[1]) + "." + string(ref[2]); !shipped[want] {
+				return fmt.Errorf("packaging: %s refers to %s(%s), which no package ships", name, ref[1], ref[2])
+			}
+		}
+		z, err := gzipped(page)
+		if err != nil {
+			return err
+		}
+		p.files = append(p.files, file{"/usr/share/man/" + name + ".gz", z, 0o644})
+	}
+	for _, doc := range slices.Sorted(maps.Keys(docs)) {
+		body, err := read("docs/" + doc)
+		if err != nil {
+			return fmt.Errorf("packaging: %w", err)
+		}
+		p.files = append(p.files, file{"/usr/share/doc/" + p.name + "/" + doc, body, 0o644})
+	}
+	return nil
+}
+
+// gzipped is b compressed as Debian ships manual pages: reproducible, with
+// no name and no time.
+func gzipped(b []byte) ([]byte, error) {
+	var z bytes.Buffer
+	w, _ := gzip.NewWriterLevel(&z, gzip.BestCompression)
+	w.ModTime = time.Unix(0, 0)
+	if _, err := w.Write(b); err != nil {
+		return nil, fmt.Errorf("packaging: %w", err)
+	}
+	if err := w.Close(); err != nil {
+		return nil, fmt.Errorf("packaging: %w", err)
+	}
+	return z.Bytes(), nil
+}
+
+// completions runs bin's completion command for bash, zsh and fish and
+// returns the scripts at the paths the shells load them from.
+func completions(ctx context.Context, bin, name string) ([]file, error) {
+	paths := map[string]string{
+		"bash": "/usr/share/bash-completion/completions/" + name,
+		"zsh":  "/usr/share/zsh/vendor-completions/_" + name,
+		"fish": "/usr/share/fish/vendor_completions.d/" + name + ".fish",
+	}
+	var out []file
+	for _, sh := range []string{"bash", "zsh", "fish"} {
+		script, err := exec.CommandContext(ctx, bin, "completion", sh).Output()
+		if err != nil || len(script) == 0 {
+			return nil, fmt.Errorf("packaging: %s completion %s: %w", name, sh, err)
+		}
+		out = append(out, file{paths[sh], script, 0o644})
+	}
+	return out, nil
 }
 
 // sourceDate is the commit time in seconds (SOURCE_DATE_EPOCH), so that the
@@ -234,8 +312,9 @@ func sourceDate(ctx context.Context, root string) string {
 	return strings.TrimSpace(string(b))
 }
 
-// packages lays out the three packages.
-func packages(ctx context.Context, o Options, bins map[string][]byte) ([]pkg, error) {
+// packages lays out the three packages; binDir holds bins, run to make the
+// manual pages and the shell completions.
+func packages(ctx context.Context, o Options, bins map[string][]byte, binDir string) ([]pkg, error) {
 	read := func(rel string) ([]byte, error) { return os.ReadFile(filepath.Join(o.Root, rel)) }
 	var errs []error
 	must := func(rel string) []byte {
@@ -245,9 +324,31 @@ func packages(ctx context.Context, o Options, bins map[string][]byte) ([]pkg, er
 		}
 		return b
 	}
-	pages, err := manPages(ctx, o, bins)
+	pages, err := manPages(ctx, o, binDir)
 	if err != nil {
 		return nil, err
+	}
+	ctlCompletions, err := completions(ctx, filepath.Join(binDir, "inofctl"), "inofctl")
+	if err != nil {
+		return nil, err
+	}
+	inofdCompletions, err := completions(ctx, filepath.Join(binDir, "inofd"), "inofd")
+	if err != nil {
+		return nil, err
+	}
+	// Examples and monitoring beside the documentation: the configurations
+	// of the other topologies (docs/operations.md, "Topologies"), the
+	// Grafana dashboard and the Prometheus rules with their tests.
+	examples := []file{}
+	for _, f := range []struct{ src, dst string }{
+		{"docs/deploy/inofd-switch-direct.yaml", "examples/inofd-switch-direct.yaml"},
+		{"docs/deploy/inofd-switch-on-reflector.yaml", "examples/inofd-switch-on-reflector.yaml"},
+		{"docs/deploy/grafana/inof-fabric.json", "monitoring/grafana/inof-fabric.json"},
+		{"docs/deploy/prometheus/inof-alerts.yml", "monitoring/prometheus/inof-alerts.yml"},
+		{"docs/deploy/prometheus/inof-alerts.test.yml", "monitoring/prometheus/inof-alerts.test.yml"},
+		{"docs/deploy/prometheus/scrape.yml", "monitoring/prometheus/scrape.yml"},
+	} {
+		examples = append(examples, file{"/usr/share/doc/inofd/" + f.dst, must(f.src), 0o644})
 	}
 	license := must("LICENSE")
 	copyright := func(name string) file {
@@ -270,7 +371,6 @@ func packages(ctx context.Context, o Options, bins map[string][]byte) ([]pkg, er
 			{"/etc/inof/inofd-reflector.yaml", must("docs/deploy/inofd-reflector.yaml"), 0o640},
 			{"/etc/inof/inofd-switch.yaml", must("docs/deploy/inofd-switch.yaml"), 0o640},
 			{"/usr/lib/sysusers.d/inofd.conf", must("internal/packaging/debian/inofd.sysusers"), 0o644},
-			{"/usr/share/man/man8/inofd.8.gz", pages["man8/inofd.8"], 0o644},
 			copyright("inofd"),
 		},
 		conffiles: []string{"/etc/inof/inofd-reflector.yaml", "/etc/inof/inofd-switch.yaml"},
@@ -285,7 +385,6 @@ func packages(ctx context.Context, o Options, bins map[string][]byte) ([]pkg, er
 			{"/usr/bin/inof-host", bins["inof-host"], 0o755},
 			{"/lib/systemd/system/inof-host.service", must("docs/deploy/inof-host.service"), 0o644},
 			{"/etc/inof/inof-host.yaml", must("docs/deploy/inof-host.yaml"), 0o640},
-			{"/usr/share/man/man8/inof-host.8.gz", pages["man8/inof-host.8"], 0o644},
 			copyright("inof-host"),
 		},
 		conffiles: []string{"/etc/inof/inof-host.yaml"},
@@ -295,9 +394,30 @@ func packages(ctx context.Context, o Options, bins map[string][]byte) ([]pkg, er
 		" inofctl talks to the gRPC API of inofd (the local unix socket\n" +
 		" /run/inofd/api.sock by default, or TLS with a bearer token).",
 		files: []file{{"/usr/bin/inofctl", bins["inofctl"], 0o755}, copyright("inofctl")}}
-	for name, page := range pages {
-		if strings.HasPrefix(name, "man1/") {
-			ctl.files = append(ctl.files, file{"/usr/share/man/" + name + ".gz", page, 0o644})
+	inofd.files = append(append(inofd.files, inofdCompletions...), examples...)
+	ctl.files = append(ctl.files, ctlCompletions...)
+	shipped := map[string]bool{}
+	for name := range pages {
+		shipped[name] = true
+	}
+	owner := func(name string) *pkg {
+		switch {
+		case strings.HasPrefix(name, "man1/"):
+			return &ctl
+		case strings.HasPrefix(name, "man8/inof-host"):
+			return &host
+		}
+		return &inofd
+	}
+	for _, p := range []*pkg{&inofd, &host, &ctl} {
+		var names []string
+		for _, name := range slices.Sorted(maps.Keys(pages)) {
+			if owner(name) == p {
+				names = append(names, name)
+			}
+		}
+		if err := installDocs(p, pages, names, shipped, read); err != nil {
+			return nil, err
 		}
 	}
 	return []pkg{inofd, host, ctl}, errors.Join(errs...)

@@ -2,10 +2,12 @@ package packaging
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 
 	"github.com/openinof/inof/internal/rootfs"
 )
@@ -21,6 +23,11 @@ type ImageOptions struct {
 	Root string
 	// Go and Docker are the commands run; empty: "go" and "docker".
 	Go, Docker string
+	// SONiC builds the switch agent's SONiC application extension instead
+	// (make sonic-image): the same root file system, the manifest label
+	// (NewSONiCManifest) and the switch role's command line, reading
+	// SONiCConfigFile. Its default tag is DefaultSONiCImage.
+	SONiC bool
 }
 
 // BuildImage builds the inofd container image without a registry or a
@@ -29,10 +36,13 @@ type ImageOptions struct {
 // /var/lib, the API socket's under /run), packed into a root file system
 // that `docker import` turns into an image whose entrypoint is inofd.
 // docs/operations.md, "Container image", shows docker run and
-// containerlab use.
+// containerlab use; "Installing on SONiC" the SONiC variant (o.SONiC).
 func BuildImage(ctx context.Context, o ImageOptions) error {
 	if o.Tag == "" {
 		o.Tag = DefaultImage
+		if o.SONiC {
+			o.Tag = DefaultSONiCImage
+		}
 	}
 	if o.Root == "" {
 		o.Root = "."
@@ -48,11 +58,11 @@ func BuildImage(ctx context.Context, o ImageOptions) error {
 		return fmt.Errorf("packaging: %w", err)
 	}
 	defer os.RemoveAll(work)
-	bins, err := buildBinaries(ctx, Options{Root: o.Root, Go: o.Go, Arch: debianArch(runtime.GOARCH)}, work)
+	version, err := Version(ctx, o.Root)
 	if err != nil {
 		return err
 	}
-	version, err := Version(ctx, o.Root)
+	bins, err := buildBinaries(ctx, Options{Root: o.Root, Go: o.Go, Arch: debianArch(runtime.GOARCH), Version: version}, work)
 	if err != nil {
 		return err
 	}
@@ -75,9 +85,23 @@ func BuildImage(ctx context.Context, o ImageOptions) error {
 	}
 	fs.File("etc/passwd", 0o644, []byte("root:x:0:0:root:/root:/usr/sbin/nologin\n"))
 	fs.File("etc/group", 0o644, []byte("root:x:0:\n"))
-	return fs.Import(ctx, o.Docker, o.Tag,
+	changes := []string{
 		`ENTRYPOINT ["/usr/bin/inofd"]`,
 		"ENV INOF_LOG_FORMAT=json",
-		"LABEL org.opencontainers.image.title=inofd org.opencontainers.image.version="+version+
-			" org.opencontainers.image.source=https://github.com/openinof/inof")
+		"LABEL org.opencontainers.image.title=inofd org.opencontainers.image.version=" + version +
+			" org.opencontainers.image.source=https://github.com/openinof/inof",
+	}
+	if o.SONiC {
+		manifest, err := json.Marshal(NewSONiCManifest(version))
+		if err != nil {
+			return fmt.Errorf("packaging: %w", err)
+		}
+		if err := ValidateSONiCManifest(manifest); err != nil {
+			return fmt.Errorf("packaging: %w", err)
+		}
+		quote := strings.NewReplacer(`\`, `\\`, `"`, `\"`)
+		changes = append(changes, `CMD ["--role", "switch", "--config", "`+SONiCConfigFile+`"]`,
+			"LABEL "+SONiCManifestLabel+`="`+quote.Replace(string(manifest))+`"`)
+	}
+	return fs.Import(ctx, o.Docker, o.Tag, changes...)
 }

@@ -1,8 +1,9 @@
-// Command mkpkg builds the Debian packages (make package) or the inofd
-// container image (make image) from the repository it runs in.
+// Command mkpkg builds the Debian packages (make package), the inofd
+// container image (make image) or the switch agent's SONiC application
+// extension (make sonic-image) from the repository it runs in.
 //
 //	go run ./internal/packaging/mkpkg deb [-out DIR] [-version V]
-//	go run ./internal/packaging/mkpkg image [-tag TAG]
+//	go run ./internal/packaging/mkpkg image [-tag TAG] [-sonic]
 package main
 
 import (
@@ -36,9 +37,16 @@ func main() {
 			fmt.Println(d)
 		}
 	case "image":
-		tag := fs.String("tag", packaging.DefaultImage, "image tag")
+		tag := fs.String("tag", "", "image tag (default "+packaging.DefaultImage+", with -sonic "+packaging.DefaultSONiCImage+")")
+		sonic := fs.Bool("sonic", false, "the SONiC application extension of the switch agent")
 		fs.Parse(os.Args[2:])
-		if err := packaging.BuildImage(ctx, packaging.ImageOptions{Tag: *tag}); err != nil {
+		if *tag == "" {
+			*tag = packaging.DefaultImage
+			if *sonic {
+				*tag = packaging.DefaultSONiCImage
+			}
+		}
+		if err := packaging.BuildImage(ctx, packaging.ImageOptions{Tag: *tag, SONiC: *sonic}); err != nil {
 			fail(err)
 		}
 		fmt.Println(*tag)
@@ -48,7 +56,7 @@ func main() {
 }
 
 func usage() {
-	fmt.Fprintln(os.Stderr, "usage: mkpkg deb [-out DIR] [-version V] | mkpkg image [-tag TAG]")
+	fmt.Fprintln(os.Stderr, "usage: mkpkg deb [-out DIR] [-version V] | mkpkg image [-tag TAG] [-sonic]")
 	os.Exit(2)
 }
 
