@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/openinof/inof/inof"
+	"github.com/openinof/inof/internal/ratelimit"
 )
 
 // DefaultMaxDevices is the device table's default bound: 4 Mi (switch,
@@ -64,7 +65,7 @@ type DeviceTable struct {
 	applying *applyingSet
 	nextSrc  uint32 // the source number of the next new set key
 	stats    DeviceTableStats
-	refuse   rateLimit
+	refuse   ratelimit.Limit
 }
 
 // heldCopy is one copy of a device's record: from its own device key
@@ -79,15 +80,15 @@ type heldCopy struct {
 // entries it brought that the table took (all but those refused).
 type heldSet struct {
 	src     uint32
-	entries setEntries
+	entries SetEntries
 }
 
 // applyingSet is the state of applySet while it runs.
 type applyingSet struct {
 	src uint32
 	put []DeviceRecord // the new entries put so far (sorted)
-	enc setEntries     // the new entries' encoding (put's too)
-	old setEntries     // the set's entries before the new value
+	enc SetEntries     // the new entries' encoding (put's too)
+	old SetEntries     // the set's entries before the new value
 }
 
 // DeviceTableStats count what a DeviceTable refused.
@@ -120,7 +121,7 @@ func NewDeviceTable(opts DeviceTableOptions) *DeviceTable {
 	}
 	return &DeviceTable{max: opts.MaxDevices, log: opts.Logger, devices: newDeviceIndex(),
 		sets: map[DeviceSetKey]*heldSet{}, bySrc: map[uint32]*heldSet{}, singles: map[DeviceKey][]byte{},
-		nextSrc: 1, refuse: rateLimit{every: time.Second}}
+		nextSrc: 1, refuse: ratelimit.Limit{Every: time.Second}}
 }
 
 // Apply feeds one record event and appends to dst the change of every
@@ -133,16 +134,16 @@ func (t *DeviceTable) Apply(dst []DeviceChange, ev RecordEvent) []DeviceChange {
 		if !ev.Withdrawn {
 			t.mu.Lock()
 			defer t.mu.Unlock()
-			dst, _ = t.change(dst, r.ID(), r.Epoch, 0, r, appendEntry(nil, r))
+			dst, _ = t.change(dst, r.ID(), r.Epoch, 0, r, AppendEntry(nil, r))
 			return dst
 		}
 	case *DeviceSetRecord:
 		if !ev.Withdrawn {
 			t.mu.Lock()
 			defer t.mu.Unlock()
-			enc := r.encoded
-			if enc.len() != len(r.Devices) {
-				enc = encodeEntries(r.Devices) // not received: made here
+			enc := r.Encoded()
+			if enc.Len() != len(r.Devices) {
+				enc = EncodeEntries(r.Devices) // not received: made here
 			}
 			return t.applySet(dst, DeviceSetKey{Switch: r.Switch, Set: r.Set, Shard: r.Shard}, r.Devices, enc)
 		}
@@ -162,7 +163,7 @@ func (t *DeviceTable) Apply(dst []DeviceChange, ev RecordEvent) []DeviceChange {
 		if k, err := ParseDeviceSetKey(ev.Key); err == nil {
 			t.mu.Lock()
 			defer t.mu.Unlock()
-			return t.applySet(dst, k, nil, setEntries{})
+			return t.applySet(dst, k, nil, SetEntries{})
 		}
 	}
 	return dst
@@ -173,7 +174,7 @@ func (t *DeviceTable) Apply(dst []DeviceChange, ev RecordEvent) []DeviceChange {
 // then those it no longer holds removed, so a device whose entry moves
 // within the set to a new epoch never seems gone in between. An entry
 // whose encoding is what the key held before costs a comparison.
-func (t *DeviceTable) applySet(dst []DeviceChange, k DeviceSetKey, devs []DeviceRecord, enc setEntries) []DeviceChange {
+func (t *DeviceTable) applySet(dst []DeviceChange, k DeviceSetKey, devs []DeviceRecord, enc SetEntries) []DeviceChange {
 	held := t.sets[k]
 	if held == nil {
 		if len(devs) == 0 {
@@ -193,38 +194,37 @@ func (t *DeviceTable) applySet(dst []DeviceChange, k DeviceSetKey, devs []Device
 	for i := range devs {
 		d := &devs[i]
 		a.put = devs[:i]
-		for j < old.len() && compareKey(old, j, d) < 0 {
+		for j < old.Len() && compareKey(old, j, d) < 0 {
 			j++
 		}
-		if j < old.len() && compareKey(old, j, d) == 0 && bytes.Equal(old.at(j), enc.at(i)) {
+		if j < old.Len() && compareKey(old, j, d) == 0 && bytes.Equal(old.At(j), enc.At(i)) {
 			continue // unchanged
 		}
 		var no bool
-		if dst, no = t.change(dst, d.ID(), d.Epoch, held.src, d, enc.at(i)); no {
+		if dst, no = t.change(dst, d.ID(), d.Epoch, held.src, d, enc.At(i)); no {
 			refused = append(refused, i)
 		}
 	}
 	kept := enc
 	if len(refused) > 0 {
-		kept = setEntries{}
+		kept = SetEntries{}
 		for i := range devs {
 			if len(refused) > 0 && refused[0] == i {
 				refused = refused[1:]
 				continue
 			}
-			kept.offs = append(kept.offs, uint32(len(kept.raw)))
-			kept.raw = append(kept.raw, enc.at(i)...)
+			kept.Append(enc.At(i))
 		}
 	}
 	held.entries = kept
 	a.put = devs
-	for j := range old.len() {
-		addr, epoch := old.key(j)
-		if _, found := kept.find(addr, epoch); !found {
+	for j := range old.Len() {
+		addr, epoch := old.Key(j)
+		if _, found := kept.Find(addr, epoch); !found {
 			dst, _ = t.change(dst, DeviceID{Switch: k.Switch, Addr: addr}, epoch, held.src, nil, nil)
 		}
 	}
-	if kept.len() == 0 {
+	if kept.Len() == 0 {
 		delete(t.sets, k)
 		delete(t.bySrc, held.src)
 	}
@@ -232,8 +232,8 @@ func (t *DeviceTable) applySet(dst []DeviceChange, k DeviceSetKey, devs []Device
 }
 
 // compareKey orders old entry j against d by (address, epoch).
-func compareKey(old setEntries, j int, d *DeviceRecord) int {
-	addr, epoch := old.key(j)
+func compareKey(old SetEntries, j int, d *DeviceRecord) int {
+	addr, epoch := old.Key(j)
 	if c := addr.Compare(d.Device.Addr); c != 0 {
 		return c
 	}
@@ -257,15 +257,15 @@ func (t *DeviceTable) encoding(id DeviceID, c heldCopy) []byte {
 		if i, ok := slices.BinarySearchFunc(a.put, DeviceKey{DeviceID: id, Epoch: c.epoch}, func(d DeviceRecord, k DeviceKey) int {
 			return compareDeviceKeys(DeviceKey{DeviceID: d.ID(), Epoch: d.Epoch}, k)
 		}); ok {
-			return a.enc.at(i)
+			return a.enc.At(i)
 		}
-		if i, ok := a.old.find(id.Addr, c.epoch); ok {
-			return a.old.at(i)
+		if i, ok := a.old.Find(id.Addr, c.epoch); ok {
+			return a.old.At(i)
 		}
 	}
 	if s := t.bySrc[c.src]; s != nil {
-		if i, ok := s.entries.find(id.Addr, c.epoch); ok {
-			return s.entries.at(i)
+		if i, ok := s.entries.Find(id.Addr, c.epoch); ok {
+			return s.entries.At(i)
 		}
 	}
 	return nil
@@ -277,7 +277,7 @@ func (t *DeviceTable) record(id DeviceID, c heldCopy) DeviceRecord {
 	if b == nil {
 		return DeviceRecord{Report: inof.Report{Switch: id.Switch, Device: inof.Device{Addr: id.Addr}}, Epoch: c.epoch}
 	}
-	return decodeEntry(b, id.Switch)
+	return DecodeEntry(b, id.Switch)
 }
 
 // change puts rec, whose entry encoding is enc, as the copy (epoch, src)
@@ -289,7 +289,7 @@ func (t *DeviceTable) change(dst []DeviceChange, id DeviceID, epoch uint64, src 
 	copies, known := t.devices.get(id, buf[:0])
 	if rec != nil && !known && t.devices.len() >= t.max {
 		t.stats.Refused++
-		if t.refuse.allow() {
+		if t.refuse.Allow() {
 			t.log.Warn("device table full; record refused", "device", id.Addr, "switch", id.Switch,
 				"limit", t.max, "refused_total", t.stats.Refused)
 		}
@@ -336,7 +336,7 @@ func (t *DeviceTable) change(dst []DeviceChange, id DeviceID, epoch uint64, src 
 	}
 	var beforeRec DeviceRecord
 	if had {
-		beforeRec = decodeEntry(before, id.Switch)
+		beforeRec = DecodeEntry(before, id.Switch)
 	}
 	switch {
 	case !had && !has:
@@ -358,7 +358,7 @@ func (t *DeviceTable) change(dst []DeviceChange, id DeviceID, epoch uint64, src 
 		// decoded copy.
 		ch.Record = rec
 	} else {
-		r := decodeEntry(after, id.Switch)
+		r := DecodeEntry(after, id.Switch)
 		ch.Record = &r
 	}
 	return append(dst, ch), false

@@ -31,20 +31,33 @@ type DeviceSetRecord struct {
 	// encoded is what a received record carried of Devices (set by
 	// DecodeRecord): a DeviceTable keeps and compares these bytes instead
 	// of encoding Devices again.
-	encoded setEntries
+	encoded SetEntries
 }
 
-// setEntries is a device set's entries in their wire encoding, back to
-// back and sorted by (address, epoch), with where each one starts.
-type setEntries struct {
+// Encoded is what a received record carried of Devices, in its wire
+// encoding; empty for a record not decoded from the wire.
+func (s *DeviceSetRecord) Encoded() SetEntries { return s.encoded }
+
+// SetEntries is a device set's entries in their wire encoding, back to
+// back and sorted by (address, epoch), with where each one starts. A
+// DeviceTable keeps and compares these bytes instead of records.
+type SetEntries struct {
 	raw  []byte
 	offs []uint32
 }
 
-func (e setEntries) len() int { return len(e.offs) }
+// Len is the number of entries.
+func (e SetEntries) Len() int { return len(e.offs) }
 
-// at is entry i's encoding.
-func (e setEntries) at(i int) []byte {
+// Append adds one entry's encoding (from At of a sorted SetEntries) at the
+// end; the caller keeps the order.
+func (e *SetEntries) Append(entry []byte) {
+	e.offs = append(e.offs, uint32(len(e.raw)))
+	e.raw = append(e.raw, entry...)
+}
+
+// At is entry i's encoding.
+func (e SetEntries) At(i int) []byte {
 	end := len(e.raw)
 	if i+1 < len(e.offs) {
 		end = int(e.offs[i+1])
@@ -52,11 +65,11 @@ func (e setEntries) at(i int) []byte {
 	return e.raw[e.offs[i]:end]
 }
 
-// key is entry i's address and epoch.
-func (e setEntries) key(i int) (netip.Addr, uint64) { return entryKey(e.at(i)) }
+// Key is entry i's address and epoch.
+func (e SetEntries) Key(i int) (netip.Addr, uint64) { return entryKey(e.At(i)) }
 
-// find returns the index of the entry of a at epoch.
-func (e setEntries) find(a netip.Addr, epoch uint64) (int, bool) {
+// Find returns the index of the entry of a at epoch.
+func (e SetEntries) Find(a netip.Addr, epoch uint64) (int, bool) {
 	return slices.BinarySearchFunc(e.offs, struct{}{}, func(off uint32, _ struct{}) int {
 		ea, ee := entryKey(e.raw[off:])
 		if c := ea.Compare(a); c != 0 {
@@ -66,22 +79,22 @@ func (e setEntries) find(a netip.Addr, epoch uint64) (int, bool) {
 	})
 }
 
-// encodeEntries encodes devs (sorted) as setEntries.
-func encodeEntries(devs []DeviceRecord) setEntries {
+// EncodeEntries encodes devs (sorted) as SetEntries.
+func EncodeEntries(devs []DeviceRecord) SetEntries {
 	n := 0
 	for i := range devs {
 		n += entrySize(&devs[i])
 	}
-	e := setEntries{raw: make([]byte, 0, n), offs: make([]uint32, len(devs))}
+	e := SetEntries{raw: make([]byte, 0, n), offs: make([]uint32, len(devs))}
 	for i := range devs {
 		e.offs[i] = uint32(len(e.raw))
-		e.raw = appendEntry(e.raw, &devs[i])
+		e.raw = AppendEntry(e.raw, &devs[i])
 	}
 	return e
 }
 
-// appendEntry appends d's set entry: epoch(8) address(1+4|16) body.
-func appendEntry(b []byte, d *DeviceRecord) []byte {
+// AppendEntry appends d's set entry: epoch(8) address(1+4|16) body.
+func AppendEntry(b []byte, d *DeviceRecord) []byte {
 	return d.appendBody(wire.AppendAddr(binary.BigEndian.AppendUint64(b, d.Epoch), d.Device.Addr))
 }
 
@@ -94,8 +107,8 @@ func entryKey(b []byte) (netip.Addr, uint64) {
 	return netip.AddrFrom16([16]byte(b[9:25])), epoch
 }
 
-// decodeEntry reads a valid entry's encoding as a record of switch sw.
-func decodeEntry(b []byte, sw inof.RouterID) DeviceRecord {
+// DecodeEntry reads a valid entry's encoding as a record of switch sw.
+func DecodeEntry(b []byte, sw inof.RouterID) DeviceRecord {
 	v := wire.NewReader(b)
 	d := DeviceRecord{Epoch: v.U64()}
 	d.Switch = sw
@@ -155,8 +168,8 @@ func DeviceSetCapacity(rts int) int {
 	return MaxRecordSize - deviceSetKeySize - deviceSetHeader - 8*rts
 }
 
-// compareEntries orders entries by (address, epoch).
-func compareEntries(a, b *DeviceRecord) int {
+// CompareEntries orders entries by (address, epoch).
+func CompareEntries(a, b *DeviceRecord) int {
 	if c := a.Device.Addr.Compare(b.Device.Addr); c != 0 {
 		return c
 	}
@@ -177,7 +190,7 @@ func (s *DeviceSetRecord) Validate() error {
 		if err := d.Validate(); err != nil {
 			return err
 		}
-		if i > 0 && compareEntries(&s.Devices[i-1], d) >= 0 {
+		if i > 0 && CompareEntries(&s.Devices[i-1], d) >= 0 {
 			return fmt.Errorf("%w: set entries out of order at %s epoch %d", ErrMalformed, d.Device.Addr, d.Epoch)
 		}
 	}
@@ -199,7 +212,7 @@ func (s *DeviceSetRecord) MarshalValue() ([]byte, error) {
 	v := make([]byte, 0, n)
 	v = binary.BigEndian.AppendUint16(append(v, valueVersion, byte(TypeDeviceSet)), uint16(len(s.Devices)))
 	for i := range s.Devices {
-		v = appendEntry(v, &s.Devices[i])
+		v = AppendEntry(v, &s.Devices[i])
 	}
 	return v, nil
 }
@@ -220,7 +233,7 @@ func decodeDeviceSet(key, value []byte) (*DeviceSetRecord, error) {
 	}
 	s.Devices = make([]DeviceRecord, n)
 	raw := value[deviceSetHeader:]
-	s.encoded = setEntries{raw: raw, offs: make([]uint32, n)}
+	s.encoded = SetEntries{raw: raw, offs: make([]uint32, n)}
 	for i := range s.Devices {
 		s.encoded.offs[i] = uint32(len(raw) - v.Len())
 		d := &s.Devices[i]

@@ -79,8 +79,7 @@ func (f *FakeFabric) SendEndOfRIB(from, to netip.Addr) {
 	}
 }
 
-// FakeSpeaker is one speaker of a FakeFabric; it implements Speaker and
-// ConfigSpeaker.
+// FakeSpeaker is one speaker of a FakeFabric; it implements Speaker.
 type FakeSpeaker struct {
 	f       *FakeFabric
 	opts    Options
@@ -143,7 +142,6 @@ func (in fakeInterest) equal(o fakeInterest) bool {
 }
 
 var _ Speaker = (*FakeSpeaker)(nil)
-var _ ConfigSpeaker = (*FakeSpeaker)(nil)
 
 // NewSpeaker adds a speaker with the options' Role, ASN and RouterID
 // (listen, GR, security and BFD options are ignored); call Start. A
@@ -331,7 +329,7 @@ func (s *FakeSpeaker) WatchRecords(ctx context.Context, fn func(RecordEvent)) er
 	return s.watch(ctx, w, &s.recWatches)
 }
 
-// WatchReceived implements ConfigSpeaker: every record received from a
+// WatchReceived implements Speaker: every record received from a
 // neighbor, before import policy; explicit withdraws are reported, session
 // loss is not.
 func (s *FakeSpeaker) WatchReceived(ctx context.Context, fn func(RecordEvent), types ...RecordType) error {

@@ -223,7 +223,7 @@ func TestFakeWatchResync(t *testing.T) {
 
 // testWatchResync runs the slow-consumer scenario on any speakers: a
 // publishes, b's extra watch blocks until b counted a resync.
-func testWatchResync(t *testing.T, a RecordPublisher, b Speaker, rt RouteTarget, resynced func() bool) {
+func testWatchResync(t *testing.T, a Speaker, b Speaker, rt RouteTarget, resynced func() bool) {
 	t.Helper()
 	ctx := context.Background()
 	gate, entered := make(chan struct{}), make(chan struct{}, 1)

@@ -18,6 +18,7 @@ import (
 
 	"github.com/openinof/inof/bgp/bfd"
 	"github.com/openinof/inof/inof"
+	"github.com/openinof/inof/internal/ratelimit"
 )
 
 // SpeakerRole is what a speaker is in the fabric (not a device's
@@ -118,7 +119,7 @@ type GoBGP struct {
 	restartSynced atomic.Bool
 
 	published, withdrawn, malformed atomic.Uint64
-	malformedLog, resyncLog         rateLimit
+	malformedLog, resyncLog         ratelimit.Limit
 }
 
 var _ Speaker = (*GoBGP)(nil)
@@ -155,7 +156,7 @@ func NewGoBGP(cfg Options) (*GoBGP, error) {
 		reestablished: map[netip.Addr]time.Time{}, firstUp: map[netip.Addr]time.Time{}, uptime: map[netip.Addr]uptimeRead{},
 		away:         map[netip.Addr]awayRead{},
 		bfdDown:      map[netip.Addr]bool{},
-		malformedLog: rateLimit{every: time.Second}, resyncLog: rateLimit{every: time.Second}}, nil
+		malformedLog: ratelimit.Limit{Every: time.Second}, resyncLog: ratelimit.Limit{Every: time.Second}}, nil
 }
 
 // Start implements Speaker. ctx bounds the start-up only; the speaker runs
@@ -889,7 +890,7 @@ func (g *GoBGP) watchTable(ctx context.Context, typ api.WatchEventRequest_Table_
 			if isOpaque(p.Family) {
 				if ev, ok := g.recordEvent(p, w.keep); ok && w.q.push(ev) {
 					n := g.watches.resyncs.Add(1)
-					if g.resyncLog.allow() {
+					if g.resyncLog.Allow() {
 						g.log.Warn("watch consumer too slow; resynchronising from the table",
 							"queue", g.cfg.WatchQueue, "resyncs_total", n)
 					}
@@ -928,7 +929,7 @@ func (g *GoBGP) recordEvent(p *api.Path, keep func([]byte) bool) (RecordEvent, b
 	rec, err := DecodeRecord(key, value)
 	if err != nil {
 		g.malformed.Add(1)
-		if g.malformedLog.allow() {
+		if g.malformedLog.Allow() {
 			g.log.Warn("malformed record treated as withdrawn", "from", ev.Source, "err", err,
 				"malformed_total", g.malformed.Load())
 		}
@@ -1124,21 +1125,4 @@ func rtAny(rt RouteTarget) (*anypb.Any, error) {
 		return anypb.New(&api.TwoOctetAsSpecificExtended{IsTransitive: true, SubType: 0x02, Asn: rt.Global, LocalAdmin: rt.Local})
 	}
 	return anypb.New(&api.FourOctetAsSpecificExtended{IsTransitive: true, SubType: 0x02, Asn: rt.Global, LocalAdmin: rt.Local & 0xFFFF})
-}
-
-// rateLimit allows one event per interval.
-type rateLimit struct {
-	mu    sync.Mutex
-	every time.Duration
-	last  time.Time
-}
-
-func (r *rateLimit) allow() bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if now := time.Now(); now.Sub(r.last) >= r.every {
-		r.last = now
-		return true
-	}
-	return false
 }

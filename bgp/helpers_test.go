@@ -271,3 +271,5 @@ func star(t *testing.T, zones ...RouteTarget) (r, a, b *node) {
 	waitEstablished(t, b, 1)
 	return r, a, b
 }
+
+func routerID(n *node) inof.RouterID { return ridOf(n.addr) }

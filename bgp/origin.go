@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/openinof/inof/inof"
+	"github.com/openinof/inof/internal/ratelimit"
 )
 
 // Who may publish what (docs/security.md). Configuration records are
@@ -122,15 +123,15 @@ type Refusals struct {
 
 	mu     sync.Mutex
 	counts map[string]uint64
-	limits map[string]*rateLimit // one per reason
+	limits map[string]*ratelimit.Limit // one per reason
 }
 
 // NewRefusals returns zeroed counters for every reason.
 func NewRefusals(log *slog.Logger) *Refusals {
-	r := &Refusals{log: log, counts: map[string]uint64{}, limits: map[string]*rateLimit{}}
+	r := &Refusals{log: log, counts: map[string]uint64{}, limits: map[string]*ratelimit.Limit{}}
 	for _, reason := range RefusalReasons() {
 		r.counts[reason] = 0
-		r.limits[reason] = &rateLimit{every: time.Second}
+		r.limits[reason] = &ratelimit.Limit{Every: time.Second}
 	}
 	return r
 }
@@ -142,10 +143,10 @@ func (r *Refusals) Refuse(reason string, ev RecordEvent) {
 	r.counts[reason]++
 	lim := r.limits[reason]
 	if lim == nil {
-		lim = &rateLimit{every: time.Second}
+		lim = &ratelimit.Limit{Every: time.Second}
 		r.limits[reason] = lim
 	}
-	n, logIt := r.counts[reason], lim.allow()
+	n, logIt := r.counts[reason], lim.Allow()
 	r.mu.Unlock()
 	if !logIt {
 		return

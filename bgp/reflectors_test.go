@@ -10,8 +10,6 @@ import (
 	"github.com/openinof/inof/inof"
 )
 
-func routerID(n *node) inof.RouterID { return ridOf(n.addr) }
-
 // fabric2 is two reflectors (one cluster) and two clients peering with both.
 type fabric2 struct {
 	r1, r2, a, b *node

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/openinof/inof/inof"
+	"github.com/openinof/inof/internal/ratelimit"
 )
 
 // ConfigSpeaker is what configuration replication needs from a speaker:
@@ -85,8 +86,8 @@ type ConfigReplicator struct {
 	// with the peer that sent them, looked at again every RetryEvery.
 	deferred   map[ConfigObject]deferredVersion
 	stats      ReplicatorStats
-	refuseLog  rateLimit
-	notPeerLog rateLimit
+	refuseLog  ratelimit.Limit
+	notPeerLog ratelimit.Limit
 }
 
 // NewConfigReplicator returns a replicator; seed it with Put (from the
@@ -107,8 +108,8 @@ func NewConfigReplicator(opts ReplicatorOptions) (*ConfigReplicator, error) {
 	}
 	return &ConfigReplicator{cfg: opts, log: log, objects: map[ConfigObject]ConfigRecord{},
 		withdrawn: map[ConfigObject]ConfigRecord{}, deferred: map[ConfigObject]deferredVersion{},
-		refuseLog:  rateLimit{every: time.Second},
-		notPeerLog: rateLimit{every: time.Second}}, nil
+		refuseLog:  ratelimit.Limit{Every: time.Second},
+		notPeerLog: ratelimit.Limit{Every: time.Second}}, nil
 }
 
 // Put originates a version written locally (a commit, or the store's content
@@ -290,7 +291,7 @@ func (r *ConfigReplicator) refuseNotPeer(c ConfigRecord, from netip.Addr) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.stats.NotPeer++
-	if r.notPeerLog.allow() {
+	if r.notPeerLog.Allow() {
 		r.log.Warn("configuration record from a neighbor that is not a peer reflector refused", "object", c.Object(),
 			"from", from, "claimed_reflector", c.Reflector, "not_peer_total", r.stats.NotPeer)
 	}
@@ -312,7 +313,7 @@ func (r *ConfigReplicator) adopt(ctx context.Context, c ConfigRecord, from netip
 		why = "tombstone past its lifetime"
 	}
 	if why != "" {
-		if r.refuseLog.allow() {
+		if r.refuseLog.Allow() {
 			r.log.Warn("configuration from a peer reflector refused", "object", c.Object(), "from", from,
 				"reason", why, "future_total", r.stats.Future, "expired_total", r.stats.Expired)
 		}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/openinof/inof/inof"
+	"github.com/openinof/inof/internal/ratelimit"
 )
 
 // Publishing devices in sets (docs/records.md, "Device sets"). A
@@ -89,7 +90,7 @@ type SetPublisher struct {
 	holding int                 // Batch calls running
 	held    map[*shard]struct{} // shards changed while holding, their flushes not started
 	stats   SetPublisherStats
-	errLog  rateLimit
+	errLog  ratelimit.Limit
 	// sorting is record's scratch space.
 	sorting []*setEntry
 }
@@ -168,7 +169,7 @@ func NewSetPublisher(opts SetPublisherOptions) (*SetPublisher, error) {
 	return &SetPublisher{speaker: opts.Speaker, self: opts.Switch, clock: opts.Clock, log: opts.Logger,
 		max: opts.MaxRecord, spacing: opts.MinInterval, now: opts.Now, timer: opts.After, ctx: ctx, cancel: cancel, sets: map[string]*deviceSet{},
 		where: map[DeviceID]*setEntry{}, old: map[DeviceID][]*setEntry{}, waiting: map[DeviceID][]func(){},
-		held: map[*shard]struct{}{}, errLog: rateLimit{every: time.Second}}, nil
+		held: map[*shard]struct{}{}, errLog: ratelimit.Limit{Every: time.Second}}, nil
 }
 
 // ErrPublisherClosed is returned by a SetPublisher after Close.
@@ -187,7 +188,7 @@ func (p *SetPublisher) Publish(_ context.Context, rec DeviceRecord, rts ...Route
 		return fmt.Errorf("bgp: publish device %s: %w", rec.Device.Addr, err)
 	}
 	rts = sortedRTs(rts)
-	if n := deviceSetKeySize + deviceSetHeader + 8*len(rts) + entrySize(&rec); n > p.max {
+	if n := MaxRecordSize - DeviceSetCapacity(len(rts)) + DeviceSetEntrySize(&rec); n > p.max {
 		return fmt.Errorf("bgp: publish device %s: %w: %d bytes with %d route targets (limit %d)", rec.Device.Addr, ErrTooLarge, n, len(rts), p.max)
 	}
 	p.mu.Lock()
@@ -202,10 +203,10 @@ func (p *SetPublisher) Publish(_ context.Context, rec DeviceRecord, rts ...Route
 	case cur == nil:
 		rec.Epoch = p.clock.Next()
 		p.place(set, rec)
-	case cur.shard.set == set && cur.shard.size-entrySize(&cur.rec)+entrySize(&rec) <= p.capacity(set):
+	case cur.shard.set == set && cur.shard.size-DeviceSetEntrySize(&cur.rec)+DeviceSetEntrySize(&rec) <= p.capacity(set):
 		rec.Epoch = cur.rec.Epoch
 		s := cur.shard
-		s.size += entrySize(&rec) - entrySize(&cur.rec)
+		s.size += DeviceSetEntrySize(&rec) - DeviceSetEntrySize(&cur.rec)
 		cur.rec = rec
 		p.kick(s)
 	default:
@@ -365,7 +366,7 @@ func (p *SetPublisher) Republish(ctx context.Context, saved []PublishedDevice) e
 		} else if set == nil {
 			set = p.setFor(rts)
 		}
-		if s := set.shards[d.Shard]; d.Set == set.id && (s == nil || s.size+entrySize(&rec) <= p.capacity(set)) {
+		if s := set.shards[d.Shard]; d.Set == set.id && (s == nil || s.size+DeviceSetEntrySize(&rec) <= p.capacity(set)) {
 			if s == nil {
 				s = &shard{set: set, n: d.Shard, entries: map[DeviceKey]*setEntry{}}
 				set.shards[d.Shard] = s
@@ -402,7 +403,7 @@ func (p *SetPublisher) capacity(set *deviceSet) int {
 // place adds rec to the first shard of set with room, or to a new one
 // (under mu), and returns the shard.
 func (p *SetPublisher) place(set *deviceSet, rec DeviceRecord) *shard {
-	need, capacity := entrySize(&rec), p.capacity(set)
+	need, capacity := DeviceSetEntrySize(&rec), p.capacity(set)
 	var best *shard
 	for _, s := range set.shards {
 		if s.size+need <= capacity && (best == nil || s.n < best.n) {
@@ -428,7 +429,7 @@ func (p *SetPublisher) place(set *deviceSet, rec DeviceRecord) *shard {
 func (p *SetPublisher) add(s *shard, rec DeviceRecord) {
 	e := &setEntry{rec: rec, shard: s}
 	s.entries[DeviceKey{DeviceID: rec.ID(), Epoch: rec.Epoch}] = e
-	s.size += entrySize(&rec)
+	s.size += DeviceSetEntrySize(&rec)
 	p.where[rec.ID()] = e
 	p.kick(s)
 }
@@ -450,7 +451,7 @@ func (p *SetPublisher) remove(e *setEntry) {
 		return
 	}
 	delete(s.entries, k)
-	s.size -= entrySize(&e.rec)
+	s.size -= DeviceSetEntrySize(&e.rec)
 	p.kick(s)
 	e.goneAt = s.version
 	s.removing = append(s.removing, e)
@@ -604,7 +605,7 @@ func (p *SetPublisher) flush(s *shard) {
 		switch {
 		case err != nil:
 			p.stats.Errors++
-			if p.errLog.allow() && p.ctx.Err() == nil {
+			if p.errLog.Allow() && p.ctx.Err() == nil {
 				p.log.Error("sending a device set record", "set", s.set.id, "shard", s.n, "devices", len(rec.Devices),
 					"errors_total", p.stats.Errors, "err", err)
 			}
@@ -676,7 +677,7 @@ func (p *SetPublisher) record(s *shard) *DeviceSetRecord {
 	for _, e := range s.entries {
 		p.sorting = append(p.sorting, e)
 	}
-	slices.SortFunc(p.sorting, func(a, b *setEntry) int { return compareEntries(&a.rec, &b.rec) })
+	slices.SortFunc(p.sorting, func(a, b *setEntry) int { return CompareEntries(&a.rec, &b.rec) })
 	r := &DeviceSetRecord{Switch: p.self, Set: s.set.id, Shard: s.n, Devices: make([]DeviceRecord, len(p.sorting))}
 	for i, e := range p.sorting {
 		r.Devices[i] = e.rec
