@@ -11,6 +11,7 @@ import (
 	"sort"
 	"sync"
 
+	"github.com/openinof/inof/bgp/record"
 	"github.com/openinof/inof/inof"
 )
 
@@ -91,7 +92,7 @@ type FakeSpeaker struct {
 	// Everything below is guarded by f.mu.
 	running, stopped bool
 	neighbors        map[netip.Addr]Neighbor
-	subs             map[RouteTarget]bool
+	subs             map[record.RouteTarget]bool
 	local            map[string]fakePath
 	adjIn            map[netip.Addr]map[string]fakePath
 	adjOut           map[netip.Addr]map[string]fakePath
@@ -106,7 +107,7 @@ type FakeSpeaker struct {
 
 type fakePath struct {
 	key, value []byte
-	rts        []RouteTarget
+	rts        []record.RouteTarget
 	source     netip.Addr // invalid when local
 	nextHop    netip.Addr // invalid on a local path: the session address is used
 }
@@ -117,10 +118,10 @@ func (p fakePath) same(o fakePath) bool {
 
 type fakeInterest struct {
 	def bool
-	rts map[RouteTarget]bool
+	rts map[record.RouteTarget]bool
 }
 
-func (in fakeInterest) wants(rts []RouteTarget) bool {
+func (in fakeInterest) wants(rts []record.RouteTarget) bool {
 	for _, rt := range rts {
 		if in.def || in.rts[rt] {
 			return true
@@ -168,7 +169,7 @@ func (f *FakeFabric) NewSpeaker(opts Options) (*FakeSpeaker, error) {
 		return nil, fmt.Errorf("bgp: fake fabric already has a running speaker %s", opts.RouterID)
 	}
 	s := &FakeSpeaker{f: f, opts: opts, id: opts.RouterID, log: opts.Logger.With("router_id", opts.RouterID.String()),
-		done: make(chan struct{}), neighbors: map[netip.Addr]Neighbor{}, subs: map[RouteTarget]bool{},
+		done: make(chan struct{}), neighbors: map[netip.Addr]Neighbor{}, subs: map[record.RouteTarget]bool{},
 		local: map[string]fakePath{}, adjIn: map[netip.Addr]map[string]fakePath{}, adjOut: map[netip.Addr]map[string]fakePath{},
 		interest: map[netip.Addr]fakeInterest{}, best: map[string]fakePath{}, quarantined: map[netip.Addr]bool{}}
 	f.speakers[opts.RouterID] = s
@@ -268,8 +269,8 @@ func (s *FakeSpeaker) RemoveNeighbor(_ context.Context, addr netip.Addr) error {
 }
 
 // Publish implements Speaker.
-func (s *FakeSpeaker) Publish(_ context.Context, r Record, rts ...RouteTarget) error {
-	key, value, err := EncodeRecord(r, len(rts))
+func (s *FakeSpeaker) Publish(_ context.Context, r record.Record, rts ...record.RouteTarget) error {
+	key, value, err := record.Encode(r, len(rts))
 	if err != nil {
 		return err
 	}
@@ -298,7 +299,7 @@ func (s *FakeSpeaker) Withdraw(_ context.Context, key []byte) error {
 }
 
 // Subscribe implements Speaker.
-func (s *FakeSpeaker) Subscribe(_ context.Context, rt RouteTarget) error {
+func (s *FakeSpeaker) Subscribe(_ context.Context, rt record.RouteTarget) error {
 	s.f.mu.Lock()
 	defer s.f.mu.Unlock()
 	s.subs[rt] = true
@@ -307,7 +308,7 @@ func (s *FakeSpeaker) Subscribe(_ context.Context, rt RouteTarget) error {
 }
 
 // Unsubscribe implements Speaker.
-func (s *FakeSpeaker) Unsubscribe(_ context.Context, rt RouteTarget) error {
+func (s *FakeSpeaker) Unsubscribe(_ context.Context, rt record.RouteTarget) error {
 	s.f.mu.Lock()
 	defer s.f.mu.Unlock()
 	delete(s.subs, rt)
@@ -332,7 +333,7 @@ func (s *FakeSpeaker) WatchRecords(ctx context.Context, fn func(RecordEvent)) er
 // WatchReceived implements Speaker: every record received from a
 // neighbor, before import policy; explicit withdraws are reported, session
 // loss is not.
-func (s *FakeSpeaker) WatchReceived(ctx context.Context, fn func(RecordEvent), types ...RecordType) error {
+func (s *FakeSpeaker) WatchReceived(ctx context.Context, fn func(RecordEvent), types ...record.Type) error {
 	w := newRecordWatch(s.opts.WatchQueue, fn, func(context.Context) ([]RecordEvent, error) {
 		s.f.mu.Lock()
 		defer s.f.mu.Unlock()
@@ -445,7 +446,7 @@ func (s *FakeSpeaker) event(p fakePath, withdrawn bool) RecordEvent {
 	}
 	ev.RouteTargets = slices.Clone(p.rts)
 	ev.NextHop = p.nextHop
-	rec, err := DecodeRecord(p.key, p.value)
+	rec, err := record.Decode(p.key, p.value)
 	if err != nil {
 		s.stats.Malformed++
 		ev.Withdrawn, ev.Err = true, err
@@ -546,9 +547,9 @@ func (f *FakeFabric) down(a, b *FakeSpeaker) {
 
 // advertised is the RT-constraint interest n advertises to x.
 func (f *FakeFabric) advertised(n, x *FakeSpeaker) fakeInterest {
-	in := fakeInterest{rts: map[RouteTarget]bool{}}
+	in := fakeInterest{rts: map[record.RouteTarget]bool{}}
 	for rt := range n.subs {
-		if rt == AnyRT {
+		if rt == record.AnyRT {
 			in.def = true
 			continue
 		}
@@ -571,7 +572,7 @@ func (f *FakeFabric) advertised(n, x *FakeSpeaker) fakeInterest {
 			continue
 		}
 		for rt := range f.speakers[c].subs {
-			if rt != AnyRT {
+			if rt != record.AnyRT {
 				in.rts[rt] = true
 			}
 		}
@@ -644,7 +645,7 @@ func (x *FakeSpeaker) selectBest(k string) (fakePath, bool) {
 			switch {
 			case x.quarantined[na], x.neighbors[na].PeerReflector:
 				continue // import policy: refused
-			case slices.Contains(p.rts, ConfigRT(x.opts.ASN)):
+			case slices.Contains(p.rts, record.ConfigRT(x.opts.ASN)):
 				continue // import policy: configuration comes from reflectors only
 			}
 			p.nextHop = na // import policy: a client's address is its records' next hop
@@ -679,14 +680,14 @@ func (f *FakeFabric) export(x, n *FakeSpeaker, k string) {
 	if !x.interest[n.id].wants(p.rts) {
 		return // RT-constraint is checked before policy: nothing is sent, not even a withdraw
 	}
-	if x.opts.Role == RoleReflector && slices.Contains(p.rts, SwitchInfoRT) {
+	if x.opts.Role == RoleReflector && slices.Contains(p.rts, record.SwitchInfoRT) {
 		if had {
 			f.send(x, n, k, nil)
 		}
 		return // the export policy keeps switch records from every neighbor
 	}
 	if x.opts.Role == RoleReflector && toN.PeerReflector &&
-		(p.source.IsValid() || !slices.Contains(p.rts, ConfigRT(x.opts.ASN))) {
+		(p.source.IsValid() || !slices.Contains(p.rts, record.ConfigRT(x.opts.ASN))) {
 		if had {
 			f.send(x, n, k, nil) // rejected by export policy: the old one is withdrawn
 		}

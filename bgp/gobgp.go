@@ -17,6 +17,7 @@ import (
 	"google.golang.org/protobuf/types/known/anypb"
 
 	"github.com/openinof/inof/bgp/bfd"
+	"github.com/openinof/inof/bgp/record"
 	"github.com/openinof/inof/inof"
 	"github.com/openinof/inof/internal/ratelimit"
 )
@@ -223,7 +224,7 @@ func (g *GoBGP) Start(ctx context.Context) error {
 		// The peering membership: peer reflectors send us their
 		// configuration records whatever the clients subscribe to
 		// (PeeringRT).
-		peering := PeeringRT(g.cfg.ASN)
+		peering := record.PeeringRT(g.cfg.ASN)
 		if err := g.addPath(ctx, rtcPath(g.cfg.ASN, &peering)); err != nil {
 			g.Stop()
 			return fmt.Errorf("bgp: peering route target: %w", err)
@@ -594,8 +595,8 @@ func (g *GoBGP) RemoveNeighbor(ctx context.Context, addr netip.Addr) error {
 }
 
 // Publish implements Speaker.
-func (g *GoBGP) Publish(ctx context.Context, r Record, rts ...RouteTarget) error {
-	key, value, err := EncodeRecord(r, len(rts))
+func (g *GoBGP) Publish(ctx context.Context, r record.Record, rts ...record.RouteTarget) error {
+	key, value, err := record.Encode(r, len(rts))
 	if err != nil {
 		return err
 	}
@@ -626,7 +627,7 @@ func (g *GoBGP) Withdraw(ctx context.Context, key []byte) error {
 }
 
 // Subscribe implements Speaker; AnyRT subscribes to every record.
-func (g *GoBGP) Subscribe(ctx context.Context, rt RouteTarget) error {
+func (g *GoBGP) Subscribe(ctx context.Context, rt record.RouteTarget) error {
 	if err := g.addPath(ctx, g.membership(rt)); err != nil {
 		return fmt.Errorf("bgp: subscribe %s: %w", rt, err)
 	}
@@ -634,15 +635,15 @@ func (g *GoBGP) Subscribe(ctx context.Context, rt RouteTarget) error {
 }
 
 // membership is the RT-constraint path of a subscription.
-func (g *GoBGP) membership(rt RouteTarget) *api.Path {
-	if rt == AnyRT {
+func (g *GoBGP) membership(rt record.RouteTarget) *api.Path {
+	if rt == record.AnyRT {
 		return rtcPath(0, nil)
 	}
 	return rtcPath(g.cfg.ASN, &rt)
 }
 
 // Unsubscribe implements Speaker.
-func (g *GoBGP) Unsubscribe(ctx context.Context, rt RouteTarget) error {
+func (g *GoBGP) Unsubscribe(ctx context.Context, rt record.RouteTarget) error {
 	p := g.membership(rt)
 	if err := g.srv.DeletePath(ctx, &api.DeletePathRequest{Family: familyRTC, Path: p}); err != nil {
 		return fmt.Errorf("bgp: unsubscribe %s: %w", rt, err)
@@ -837,7 +838,7 @@ func (g *GoBGP) restartEnds(a netip.Addr) time.Time {
 // Reflectors use it to learn their peers' configuration. Given types, it
 // reports only records of those types and decodes no other. The watch ends
 // with ctx or Stop.
-func (g *GoBGP) WatchReceived(ctx context.Context, fn func(RecordEvent), types ...RecordType) error {
+func (g *GoBGP) WatchReceived(ctx context.Context, fn func(RecordEvent), types ...record.Type) error {
 	keep := typeFilter(types)
 	snap := func(ctx context.Context) ([]RecordEvent, error) {
 		g.mu.Lock()
@@ -926,7 +927,7 @@ func (g *GoBGP) recordEvent(p *api.Path, keep func([]byte) bool) (RecordEvent, b
 	}
 	ev.RouteTargets = pathRouteTargets(p)
 	ev.NextHop = pathNextHop(p)
-	rec, err := DecodeRecord(key, value)
+	rec, err := record.Decode(key, value)
 	if err != nil {
 		g.malformed.Add(1)
 		if g.malformedLog.Allow() {
@@ -1059,7 +1060,7 @@ func sessionState(s api.PeerState_SessionState) SessionState {
 
 // opaquePath builds the GoBGP path of one record: ORIGIN, MP_REACH (next
 // hop 0.0.0.0) and the route targets.
-func opaquePath(key, value []byte, rts []RouteTarget) (*api.Path, error) {
+func opaquePath(key, value []byte, rts []record.RouteTarget) (*api.Path, error) {
 	nlri, err := anypb.New(&api.OpaqueNLRI{Key: key, Value: value})
 	if err != nil {
 		return nil, err
@@ -1100,7 +1101,7 @@ func baseAttrs(f *api.Family, nlri *anypb.Any) ([]*anypb.Any, error) {
 
 // rtcPath builds an RT-constraint membership path; rt nil is the default
 // route target (every route target).
-func rtcPath(asn uint32, rt *RouteTarget) *api.Path {
+func rtcPath(asn uint32, rt *record.RouteTarget) *api.Path {
 	m := &api.RouteTargetMembershipNLRI{Asn: asn}
 	if rt != nil {
 		a, err := rtAny(*rt)
@@ -1120,7 +1121,7 @@ func rtcPath(asn uint32, rt *RouteTarget) *api.Path {
 	return &api.Path{Family: familyRTC, Nlri: nlri, Pattrs: attrs}
 }
 
-func rtAny(rt RouteTarget) (*anypb.Any, error) {
+func rtAny(rt record.RouteTarget) (*anypb.Any, error) {
 	if rt.Global <= 0xFFFF {
 		return anypb.New(&api.TwoOctetAsSpecificExtended{IsTransitive: true, SubType: 0x02, Asn: rt.Global, LocalAdmin: rt.Local})
 	}

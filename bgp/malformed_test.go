@@ -4,6 +4,8 @@ import (
 	"context"
 	"testing"
 	"time"
+
+	"github.com/openinof/inof/bgp/record"
 )
 
 // TestMalformedFromPeer: a malformed record from a client is counted and
@@ -11,13 +13,13 @@ import (
 // value under the same key later is taken normally.
 func TestMalformedFromPeer(t *testing.T) {
 	ctx := context.Background()
-	zone := ZoneRT(testASN, "prod")
+	zone := record.ZoneRT(testASN, "prod")
 	r, a, b := star(t, zone)
 
 	bad := device(routerID(a), 1)
-	k, v, _ := EncodeRecord(bad, 1)
+	k, v, _ := record.Encode(bad, 1)
 	v[2] = 0 // role 0
-	p, err := opaquePath(k, v, []RouteTarget{zone})
+	p, err := opaquePath(k, v, []record.RouteTarget{zone})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,17 +5,19 @@ import (
 
 	api "github.com/osrg/gobgp/v3/api"
 	"google.golang.org/protobuf/types/known/anypb"
+
+	"github.com/openinof/inof/bgp/record"
 )
 
 // watchedPath is a device record as a client's watch gets it from GoBGP:
 // the attributes a switch sends plus those its reflector adds.
 func watchedPath(tb testing.TB) *api.Path {
 	tb.Helper()
-	key, value, err := EncodeRecord(device(0x7f010001, 7), 1)
+	key, value, err := record.Encode(device(0x7f010001, 7), 1)
 	if err != nil {
 		tb.Fatal(err)
 	}
-	p, err := opaquePath(key, value, []RouteTarget{ZoneRT(65000, "z0007")})
+	p, err := opaquePath(key, value, []record.RouteTarget{record.ZoneRT(65000, "z0007")})
 	if err != nil {
 		tb.Fatal(err)
 	}

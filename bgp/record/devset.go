@@ -1,4 +1,4 @@
-package bgp
+package record
 
 import (
 	"cmp"
@@ -19,7 +19,7 @@ import (
 // a route target under one key" holds by construction. Receivers read each
 // entry as the device record (switch, address, epoch) it stands for:
 // DeviceTable turns a new value into the entries added, changed and gone.
-type DeviceSetRecord struct {
+type DeviceSet struct {
 	Switch inof.RouterID
 	// Set names the route-target set on this switch: the publisher takes
 	// it from its clock when the set first has a device.
@@ -27,7 +27,7 @@ type DeviceSetRecord struct {
 	Shard uint16
 	// Devices are the entries, sorted by (address, epoch) with no two
 	// alike; each one's Switch is the record's.
-	Devices []DeviceRecord
+	Devices []Device
 	// encoded is what a received record carried of Devices (set by
 	// DecodeRecord): a DeviceTable keeps and compares these bytes instead
 	// of encoding Devices again.
@@ -36,7 +36,7 @@ type DeviceSetRecord struct {
 
 // Encoded is what a received record carried of Devices, in its wire
 // encoding; empty for a record not decoded from the wire.
-func (s *DeviceSetRecord) Encoded() SetEntries { return s.encoded }
+func (s *DeviceSet) Encoded() SetEntries { return s.encoded }
 
 // SetEntries is a device set's entries in their wire encoding, back to
 // back and sorted by (address, epoch), with where each one starts. A
@@ -80,7 +80,7 @@ func (e SetEntries) Find(a netip.Addr, epoch uint64) (int, bool) {
 }
 
 // EncodeEntries encodes devs (sorted) as SetEntries.
-func EncodeEntries(devs []DeviceRecord) SetEntries {
+func EncodeEntries(devs []Device) SetEntries {
 	n := 0
 	for i := range devs {
 		n += entrySize(&devs[i])
@@ -94,7 +94,7 @@ func EncodeEntries(devs []DeviceRecord) SetEntries {
 }
 
 // AppendEntry appends d's set entry: epoch(8) address(1+4|16) body.
-func AppendEntry(b []byte, d *DeviceRecord) []byte {
+func AppendEntry(b []byte, d *Device) []byte {
 	return d.appendBody(wire.AppendAddr(binary.BigEndian.AppendUint64(b, d.Epoch), d.Device.Addr))
 }
 
@@ -108,9 +108,9 @@ func entryKey(b []byte) (netip.Addr, uint64) {
 }
 
 // DecodeEntry reads a valid entry's encoding as a record of switch sw.
-func DecodeEntry(b []byte, sw inof.RouterID) DeviceRecord {
+func DecodeEntry(b []byte, sw inof.RouterID) Device {
 	v := wire.NewReader(b)
-	d := DeviceRecord{Epoch: v.U64()}
+	d := Device{Epoch: v.U64()}
 	d.Switch = sw
 	d.Device.Addr = v.Addr()
 	d.readBody(v)
@@ -132,9 +132,9 @@ const deviceSetKeySize = 1 + 4 + 8 + 2
 const deviceSetHeader = 4
 
 // Key implements Record: type(1)=3 switch(4) set(8) shard(2).
-func (s *DeviceSetRecord) Key() []byte { return s.appendKey(nil) }
+func (s *DeviceSet) Key() []byte { return s.appendKey(nil) }
 
-func (s *DeviceSetRecord) appendKey(k []byte) []byte {
+func (s *DeviceSet) appendKey(k []byte) []byte {
 	return DeviceSetKey{Switch: s.Switch, Set: s.Set, Shard: s.Shard}.append(k)
 }
 
@@ -149,7 +149,7 @@ func (k DeviceSetKey) append(b []byte) []byte {
 // ParseDeviceSetKey decodes the key of a device set record. Errors wrap
 // ErrMalformed.
 func ParseDeviceSetKey(key []byte) (DeviceSetKey, error) {
-	if len(key) != deviceSetKeySize || RecordType(key[0]) != TypeDeviceSet {
+	if len(key) != deviceSetKeySize || Type(key[0]) != TypeDeviceSet {
 		return DeviceSetKey{}, fmt.Errorf("%w: not a device set key", ErrMalformed)
 	}
 	return DeviceSetKey{Switch: inof.RouterID(binary.BigEndian.Uint32(key[1:])),
@@ -157,19 +157,19 @@ func ParseDeviceSetKey(key []byte) (DeviceSetKey, error) {
 }
 
 // entrySize is the encoded size of one entry: epoch(8) address(5|17) body.
-func entrySize(d *DeviceRecord) int { return 8 + wire.AddrLen(d.Device.Addr) + d.bodySize() }
+func entrySize(d *Device) int { return 8 + wire.AddrLen(d.Device.Addr) + d.bodySize() }
 
 // DeviceSetEntrySize is the bytes d takes in a device set record.
-func DeviceSetEntrySize(d *DeviceRecord) int { return entrySize(d) }
+func DeviceSetEntrySize(d *Device) int { return entrySize(d) }
 
 // DeviceSetCapacity is how many entry bytes one device set record with
 // rts route targets holds within MaxRecordSize.
 func DeviceSetCapacity(rts int) int {
-	return MaxRecordSize - deviceSetKeySize - deviceSetHeader - 8*rts
+	return MaxSize - deviceSetKeySize - deviceSetHeader - 8*rts
 }
 
 // CompareEntries orders entries by (address, epoch).
-func CompareEntries(a, b *DeviceRecord) int {
+func CompareEntries(a, b *Device) int {
 	if c := a.Device.Addr.Compare(b.Device.Addr); c != 0 {
 		return c
 	}
@@ -178,7 +178,7 @@ func CompareEntries(a, b *DeviceRecord) int {
 
 // Validate applies the rules every receiver applies to a device set
 // record (MarshalValue and DecodeRecord both use it).
-func (s *DeviceSetRecord) Validate() error {
+func (s *DeviceSet) Validate() error {
 	if len(s.Devices) > 0xFFFF {
 		return fmt.Errorf("%w: %d devices in one set record", ErrTooLarge, len(s.Devices))
 	}
@@ -201,7 +201,7 @@ func (s *DeviceSetRecord) Validate() error {
 // count entries of epoch(8) address(1+4|16) and the device value's fields
 // from role on (role, protocol, port, state, reason, since, changed,
 // access port, NQN).
-func (s *DeviceSetRecord) MarshalValue() ([]byte, error) {
+func (s *DeviceSet) MarshalValue() ([]byte, error) {
 	if err := s.Validate(); err != nil {
 		return nil, err
 	}
@@ -217,12 +217,12 @@ func (s *DeviceSetRecord) MarshalValue() ([]byte, error) {
 	return v, nil
 }
 
-func decodeDeviceSet(key, value []byte) (*DeviceSetRecord, error) {
+func decodeDeviceSet(key, value []byte) (*DeviceSet, error) {
 	k, err := ParseDeviceSetKey(key)
 	if err != nil {
 		return nil, err
 	}
-	s := &DeviceSetRecord{Switch: k.Switch, Set: k.Set, Shard: k.Shard}
+	s := &DeviceSet{Switch: k.Switch, Set: k.Set, Shard: k.Shard}
 	v := wire.NewReader(value[2:])
 	n := int(v.U16())
 	if n > v.Len()/minEntrySize {
@@ -231,7 +231,7 @@ func decodeDeviceSet(key, value []byte) (*DeviceSetRecord, error) {
 	if v.Err() != nil {
 		return nil, fmt.Errorf("%w: device set value: %w", ErrMalformed, v.Err())
 	}
-	s.Devices = make([]DeviceRecord, n)
+	s.Devices = make([]Device, n)
 	raw := value[deviceSetHeader:]
 	s.encoded = SetEntries{raw: raw, offs: make([]uint32, n)}
 	for i := range s.Devices {
@@ -258,7 +258,7 @@ const minEntrySize = 8 + 5 + 24
 // no switch receives it (a record without a route target is never sent to
 // an RTC peer). A reflector refuses to switch the fabric to device sets
 // while a switch has not announced that it reads them.
-type SwitchRecord struct {
+type Switch struct {
 	Switch inof.RouterID
 	// Reads is a bit set of what the switch understands (SwitchReads…);
 	// bits unknown here are kept, a newer release's.
@@ -272,33 +272,33 @@ const (
 )
 
 // Key implements Record: type(1)=4 switch(4).
-func (w *SwitchRecord) Key() []byte { return w.appendKey(nil) }
+func (w *Switch) Key() []byte { return w.appendKey(nil) }
 
-func (w *SwitchRecord) appendKey(k []byte) []byte {
+func (w *Switch) appendKey(k []byte) []byte {
 	return binary.BigEndian.AppendUint32(append(k, byte(TypeSwitch)), uint32(w.Switch))
 }
 
 // ParseSwitchKey decodes the key of a switch record. Errors wrap
 // ErrMalformed.
 func ParseSwitchKey(key []byte) (inof.RouterID, error) {
-	if len(key) != 5 || RecordType(key[0]) != TypeSwitch {
+	if len(key) != 5 || Type(key[0]) != TypeSwitch {
 		return 0, fmt.Errorf("%w: not a switch key", ErrMalformed)
 	}
 	return inof.RouterID(binary.BigEndian.Uint32(key[1:])), nil
 }
 
 // MarshalValue implements Record: version(1)=1 type(1)=4 reads(4).
-func (w *SwitchRecord) MarshalValue() ([]byte, error) {
+func (w *Switch) MarshalValue() ([]byte, error) {
 	return binary.BigEndian.AppendUint32([]byte{valueVersion, byte(TypeSwitch)}, w.Reads), nil
 }
 
-func decodeSwitch(key, value []byte) (*SwitchRecord, error) {
+func decodeSwitch(key, value []byte) (*Switch, error) {
 	sw, err := ParseSwitchKey(key)
 	if err != nil {
 		return nil, err
 	}
 	v := wire.NewReader(value[2:])
-	w := &SwitchRecord{Switch: sw, Reads: v.U32()}
+	w := &Switch{Switch: sw, Reads: v.U32()}
 	if err := v.Done(); err != nil {
 		return nil, fmt.Errorf("%w: switch value: %w", ErrMalformed, err)
 	}
@@ -307,20 +307,20 @@ func decodeSwitch(key, value []byte) (*SwitchRecord, error) {
 
 // RecordFormat is how switches publish their devices: the fabric setting
 // of docs/records.md ("Rolling upgrade").
-type RecordFormat uint8
+type Format uint8
 
 // Record formats.
 const (
 	// FormatDevices: one device record per device (type 1), the default.
-	FormatDevices RecordFormat = 1
+	FormatDevices Format = 1
 	// FormatSets: device set records (type 3).
-	FormatSets RecordFormat = 2
+	FormatSets Format = 2
 )
 
 // RecordFormats lists the formats by name, as inofctl spells them.
-func RecordFormats() []string { return []string{FormatDevices.String(), FormatSets.String()} }
+func Formats() []string { return []string{FormatDevices.String(), FormatSets.String()} }
 
-func (f RecordFormat) String() string {
+func (f Format) String() string {
 	switch f {
 	case FormatDevices:
 		return "per-device"
@@ -331,11 +331,11 @@ func (f RecordFormat) String() string {
 }
 
 // Valid reports whether f is a known format.
-func (f RecordFormat) Valid() bool { return f == FormatDevices || f == FormatSets }
+func (f Format) Valid() bool { return f == FormatDevices || f == FormatSets }
 
 // ParseRecordFormat parses a format's name.
-func ParseRecordFormat(s string) (RecordFormat, error) {
-	for _, f := range []RecordFormat{FormatDevices, FormatSets} {
+func ParseFormat(s string) (Format, error) {
+	for _, f := range []Format{FormatDevices, FormatSets} {
 		if s == f.String() {
 			return f, nil
 		}

@@ -1,17 +1,20 @@
-package bgp
+package table
 
 import (
 	"context"
 	"testing"
+
+	"github.com/openinof/inof/bgp"
+	"github.com/openinof/inof/bgp/record"
 )
 
 // BenchmarkDeviceTableApply is a receiving table's work per new device.
 func BenchmarkDeviceTableApply(b *testing.B) {
-	evs := make([]RecordEvent, 1<<16)
+	evs := make([]bgp.RecordEvent, 1<<16)
 	for i := range evs {
 		d := device(1, i)
 		d.Epoch = 1
-		evs[i] = RecordEvent{Key: d.Key(), Record: d}
+		evs[i] = bgp.RecordEvent{Key: d.Key(), Record: d}
 	}
 	b.ReportAllocs()
 	t := NewDeviceTable(DeviceTableOptions{})
@@ -38,7 +41,7 @@ func BenchmarkSetRecord(b *testing.B) {
 		b.Fatal(err)
 	}
 	b.Cleanup(pub.Close)
-	ctx, red := context.Background(), ZoneRT(testASN, "red")
+	ctx, red := context.Background(), record.ZoneRT(testASN, "red")
 	for i := range 40 {
 		if err := pub.Publish(ctx, *device(testSwitch, 40-i), red); err != nil {
 			b.Fatal(err)

@@ -1,4 +1,4 @@
-package bgp
+package table
 
 import (
 	"cmp"
@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/openinof/inof/bgp/record"
 	"github.com/openinof/inof/inof"
 	"github.com/openinof/inof/internal/ratelimit"
 )
@@ -78,13 +79,13 @@ type SetPublisher struct {
 	mu     sync.Mutex
 	closed bool
 	sets   map[string]*deviceSet // by route-target set (rtsKey)
-	where  map[DeviceID]*setEntry
+	where  map[record.DeviceID]*setEntry
 	// old holds per device its entries that are no longer current and
 	// whose removal was not sent yet; waiting, the removals that wait for
 	// them (a copy is never taken out while an older one is still out
 	// there: receivers would fall back to the older one).
-	old     map[DeviceID][]*setEntry
-	waiting map[DeviceID][]func()
+	old     map[record.DeviceID][]*setEntry
+	waiting map[record.DeviceID][]func()
 	busy    int                 // shards flushing
 	idle    chan struct{}       // closed when busy drops to 0 (nil while 0)
 	holding int                 // Batch calls running
@@ -110,14 +111,14 @@ type SetPublisherStats struct {
 type deviceSet struct {
 	id     uint64
 	key    string
-	rts    []RouteTarget // sorted
+	rts    []record.RouteTarget // sorted
 	shards map[uint16]*shard
 }
 
 type shard struct {
 	set     *deviceSet
 	n       uint16
-	entries map[DeviceKey]*setEntry
+	entries map[record.DeviceKey]*setEntry
 	size    int // the entries' encoded bytes
 	// version counts the shard's changes; sent is the version of the last
 	// send that completed; after runs once sent reaches each op's version.
@@ -130,7 +131,7 @@ type shard struct {
 }
 
 type setEntry struct {
-	rec   DeviceRecord
+	rec   record.Device
 	shard *shard
 	// goneAt is the shard version whose send takes the entry out (0 while
 	// it is in).
@@ -153,8 +154,8 @@ func NewSetPublisher(opts SetPublisherOptions) (*SetPublisher, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	if opts.MaxRecord <= 0 || opts.MaxRecord > MaxRecordSize {
-		opts.MaxRecord = MaxRecordSize
+	if opts.MaxRecord <= 0 || opts.MaxRecord > record.MaxSize {
+		opts.MaxRecord = record.MaxSize
 	}
 	if opts.MinInterval < 0 {
 		return nil, fmt.Errorf("bgp: set publisher: negative interval %v", opts.MinInterval)
@@ -168,7 +169,7 @@ func NewSetPublisher(opts SetPublisherOptions) (*SetPublisher, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	return &SetPublisher{speaker: opts.Speaker, self: opts.Switch, clock: opts.Clock, log: opts.Logger,
 		max: opts.MaxRecord, spacing: opts.MinInterval, now: opts.Now, timer: opts.After, ctx: ctx, cancel: cancel, sets: map[string]*deviceSet{},
-		where: map[DeviceID]*setEntry{}, old: map[DeviceID][]*setEntry{}, waiting: map[DeviceID][]func(){},
+		where: map[record.DeviceID]*setEntry{}, old: map[record.DeviceID][]*setEntry{}, waiting: map[record.DeviceID][]func(){},
 		held: map[*shard]struct{}{}, errLog: ratelimit.Limit{Every: time.Second}}, nil
 }
 
@@ -180,16 +181,16 @@ var ErrPublisherClosed = errors.New("bgp: set publisher closed")
 // route targets replaces the device's entry, one with other route targets
 // moves the device to that set (see the rules above). The send follows;
 // an error returned is the record's own (invalid, too large).
-func (p *SetPublisher) Publish(_ context.Context, rec DeviceRecord, rts ...RouteTarget) error {
+func (p *SetPublisher) Publish(_ context.Context, rec record.Device, rts ...record.RouteTarget) error {
 	if rec.Switch != p.self {
-		return fmt.Errorf("bgp: publish device %s: %w: record of switch %s on switch %s", rec.Device.Addr, ErrMalformed, rec.Switch, p.self)
+		return fmt.Errorf("bgp: publish device %s: %w: record of switch %s on switch %s", rec.Device.Addr, record.ErrMalformed, rec.Switch, p.self)
 	}
 	if err := rec.Validate(); err != nil {
 		return fmt.Errorf("bgp: publish device %s: %w", rec.Device.Addr, err)
 	}
 	rts = sortedRTs(rts)
-	if n := MaxRecordSize - DeviceSetCapacity(len(rts)) + DeviceSetEntrySize(&rec); n > p.max {
-		return fmt.Errorf("bgp: publish device %s: %w: %d bytes with %d route targets (limit %d)", rec.Device.Addr, ErrTooLarge, n, len(rts), p.max)
+	if n := record.MaxSize - record.DeviceSetCapacity(len(rts)) + record.DeviceSetEntrySize(&rec); n > p.max {
+		return fmt.Errorf("bgp: publish device %s: %w: %d bytes with %d route targets (limit %d)", rec.Device.Addr, record.ErrTooLarge, n, len(rts), p.max)
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -203,10 +204,10 @@ func (p *SetPublisher) Publish(_ context.Context, rec DeviceRecord, rts ...Route
 	case cur == nil:
 		rec.Epoch = p.clock.Next()
 		p.place(set, rec)
-	case cur.shard.set == set && cur.shard.size-DeviceSetEntrySize(&cur.rec)+DeviceSetEntrySize(&rec) <= p.capacity(set):
+	case cur.shard.set == set && cur.shard.size-record.DeviceSetEntrySize(&cur.rec)+record.DeviceSetEntrySize(&rec) <= p.capacity(set):
 		rec.Epoch = cur.rec.Epoch
 		s := cur.shard
-		s.size += DeviceSetEntrySize(&rec) - DeviceSetEntrySize(&cur.rec)
+		s.size += record.DeviceSetEntrySize(&rec) - record.DeviceSetEntrySize(&cur.rec)
 		cur.rec = rec
 		p.kick(s)
 	default:
@@ -221,7 +222,7 @@ func (p *SetPublisher) Publish(_ context.Context, rec DeviceRecord, rts ...Route
 
 // Withdraw removes the device's entry (publish it inactive with its reason
 // first: an entry that vanishes while active means its switch is gone).
-func (p *SetPublisher) Withdraw(_ context.Context, id DeviceID) error {
+func (p *SetPublisher) Withdraw(_ context.Context, id record.DeviceID) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.closed {
@@ -247,7 +248,7 @@ func (p *SetPublisher) Withdraw(_ context.Context, id DeviceID) error {
 // after those were published).
 func (p *SetPublisher) WithdrawAll(ctx context.Context) error {
 	p.mu.Lock()
-	ids := make([]DeviceID, 0, len(p.where))
+	ids := make([]record.DeviceID, 0, len(p.where))
 	for id := range p.where {
 		ids = append(ids, id)
 	}
@@ -366,9 +367,9 @@ func (p *SetPublisher) Republish(ctx context.Context, saved []PublishedDevice) e
 		} else if set == nil {
 			set = p.setFor(rts)
 		}
-		if s := set.shards[d.Shard]; d.Set == set.id && (s == nil || s.size+DeviceSetEntrySize(&rec) <= p.capacity(set)) {
+		if s := set.shards[d.Shard]; d.Set == set.id && (s == nil || s.size+record.DeviceSetEntrySize(&rec) <= p.capacity(set)) {
 			if s == nil {
-				s = &shard{set: set, n: d.Shard, entries: map[DeviceKey]*setEntry{}}
+				s = &shard{set: set, n: d.Shard, entries: map[record.DeviceKey]*setEntry{}}
 				set.shards[d.Shard] = s
 			}
 			p.add(s, rec)
@@ -385,7 +386,7 @@ func (p *SetPublisher) Republish(ctx context.Context, saved []PublishedDevice) e
 }
 
 // setFor returns the set of rts (sorted), made if new (under mu).
-func (p *SetPublisher) setFor(rts []RouteTarget) *deviceSet {
+func (p *SetPublisher) setFor(rts []record.RouteTarget) *deviceSet {
 	k := rtsKey(rts)
 	if s := p.sets[k]; s != nil {
 		return s
@@ -397,13 +398,13 @@ func (p *SetPublisher) setFor(rts []RouteTarget) *deviceSet {
 
 // capacity is how many entry bytes one shard of set holds.
 func (p *SetPublisher) capacity(set *deviceSet) int {
-	return DeviceSetCapacity(len(set.rts)) - (MaxRecordSize - p.max)
+	return record.DeviceSetCapacity(len(set.rts)) - (record.MaxSize - p.max)
 }
 
 // place adds rec to the first shard of set with room, or to a new one
 // (under mu), and returns the shard.
-func (p *SetPublisher) place(set *deviceSet, rec DeviceRecord) *shard {
-	need, capacity := DeviceSetEntrySize(&rec), p.capacity(set)
+func (p *SetPublisher) place(set *deviceSet, rec record.Device) *shard {
+	need, capacity := record.DeviceSetEntrySize(&rec), p.capacity(set)
 	var best *shard
 	for _, s := range set.shards {
 		if s.size+need <= capacity && (best == nil || s.n < best.n) {
@@ -418,7 +419,7 @@ func (p *SetPublisher) place(set *deviceSet, rec DeviceRecord) *shard {
 		for set.shards[n] != nil {
 			n++
 		}
-		best = &shard{set: set, n: n, entries: map[DeviceKey]*setEntry{}}
+		best = &shard{set: set, n: n, entries: map[record.DeviceKey]*setEntry{}}
 		set.shards[n] = best
 	}
 	p.add(best, rec)
@@ -426,10 +427,10 @@ func (p *SetPublisher) place(set *deviceSet, rec DeviceRecord) *shard {
 }
 
 // add puts rec in s as the device's current entry (under mu).
-func (p *SetPublisher) add(s *shard, rec DeviceRecord) {
+func (p *SetPublisher) add(s *shard, rec record.Device) {
 	e := &setEntry{rec: rec, shard: s}
-	s.entries[DeviceKey{DeviceID: rec.ID(), Epoch: rec.Epoch}] = e
-	s.size += DeviceSetEntrySize(&rec)
+	s.entries[record.DeviceKey{DeviceID: rec.ID(), Epoch: rec.Epoch}] = e
+	s.size += record.DeviceSetEntrySize(&rec)
 	p.where[rec.ID()] = e
 	p.kick(s)
 }
@@ -446,12 +447,12 @@ func (p *SetPublisher) remove(e *setEntry) {
 		}
 	}
 	s := e.shard
-	k := DeviceKey{DeviceID: id, Epoch: e.rec.Epoch}
+	k := record.DeviceKey{DeviceID: id, Epoch: e.rec.Epoch}
 	if s.entries[k] != e {
 		return
 	}
 	delete(s.entries, k)
-	s.size -= DeviceSetEntrySize(&e.rec)
+	s.size -= record.DeviceSetEntrySize(&e.rec)
 	p.kick(s)
 	e.goneAt = s.version
 	s.removing = append(s.removing, e)
@@ -461,7 +462,7 @@ func (p *SetPublisher) remove(e *setEntry) {
 // removed notes that the removals s sent up to version v are out (under
 // mu) and runs the removals that waited for them.
 func (p *SetPublisher) removed(s *shard, v uint64) {
-	var ids []DeviceID
+	var ids []record.DeviceID
 	s.removing = slices.DeleteFunc(s.removing, func(e *setEntry) bool {
 		if e.goneAt > v {
 			return false
@@ -670,15 +671,15 @@ func (p *SetPublisher) spaced(s *shard) bool {
 }
 
 // record is s's record now (under mu).
-func (p *SetPublisher) record(s *shard) *DeviceSetRecord {
+func (p *SetPublisher) record(s *shard) *record.DeviceSet {
 	// Sorted as pointers: a device record is large, and sorting the
 	// records themselves copied two of them per comparison.
 	p.sorting = p.sorting[:0]
 	for _, e := range s.entries {
 		p.sorting = append(p.sorting, e)
 	}
-	slices.SortFunc(p.sorting, func(a, b *setEntry) int { return CompareEntries(&a.rec, &b.rec) })
-	r := &DeviceSetRecord{Switch: p.self, Set: s.set.id, Shard: s.n, Devices: make([]DeviceRecord, len(p.sorting))}
+	slices.SortFunc(p.sorting, func(a, b *setEntry) int { return record.CompareEntries(&a.rec, &b.rec) })
+	r := &record.DeviceSet{Switch: p.self, Set: s.set.id, Shard: s.n, Devices: make([]record.Device, len(p.sorting))}
 	for i, e := range p.sorting {
 		r.Devices[i] = e.rec
 	}
@@ -687,14 +688,14 @@ func (p *SetPublisher) record(s *shard) *DeviceSetRecord {
 }
 
 // sortedRTs returns rts sorted, without repeats, in a slice of its own.
-func sortedRTs(rts []RouteTarget) []RouteTarget {
+func sortedRTs(rts []record.RouteTarget) []record.RouteTarget {
 	out := slices.Clone(rts)
-	slices.SortFunc(out, func(a, b RouteTarget) int { return cmp.Compare(a.String(), b.String()) })
+	slices.SortFunc(out, func(a, b record.RouteTarget) int { return cmp.Compare(a.String(), b.String()) })
 	return slices.Compact(out)
 }
 
 // rtsKey names a sorted route-target set.
-func rtsKey(rts []RouteTarget) string {
+func rtsKey(rts []record.RouteTarget) string {
 	var b strings.Builder
 	for _, rt := range rts {
 		b.WriteString(rt.String())

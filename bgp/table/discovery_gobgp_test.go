@@ -1,9 +1,12 @@
-package bgp
+package table
 
 import (
 	"context"
 	"reflect"
 	"testing"
+
+	"github.com/openinof/inof/bgp"
+	"github.com/openinof/inof/bgp/record"
 )
 
 // TestDiscoveryRecordReachesSubscribersGoBGP: a discovery record reaches,
@@ -12,18 +15,18 @@ import (
 // takes it from its owner, and refuses one that names another switch.
 func TestDiscoveryRecordReachesSubscribersGoBGP(t *testing.T) {
 	ctx := context.Background()
-	red := ZoneRT(testASN, "red")
-	r, cs, _ := realStar(t, nil, []RouteTarget{DiscoveryRT}, []RouteTarget{red}, []RouteTarget{AnyRT})
+	red := record.ZoneRT(testASN, "red")
+	r, cs, _ := realStar(t, nil, []record.RouteTarget{record.DiscoveryRT}, []record.RouteTarget{red}, []record.RouteTarget{record.AnyRT})
 	rx := newRecordView()
-	if err := r.WatchReceived(ctx, rx.apply, TypeDiscovery); err != nil {
+	if err := r.WatchReceived(ctx, rx.apply, record.TypeDiscovery); err != nil {
 		t.Fatal(err)
 	}
 	d := discoveryRec(routerID(cs[0]), "192.0.2.1/24")
-	if err := cs[0].Publish(ctx, d, DiscoveryRT); err != nil {
+	if err := cs[0].Publish(ctx, d, record.DiscoveryRT); err != nil {
 		t.Fatal(err)
 	}
 	rx.waitFor(t, "the discovery record at the reflector", hasKey(d.Key()))
-	origins := Origins{Role: RoleReflector, ASN: testASN}
+	origins := Origins{Role: bgp.RoleReflector, ASN: testASN}
 	if got, _ := rx.get(d.Key()); origins.Check(got) != "" {
 		t.Fatalf("the reflector refused its owner's discovery record: %s", origins.Check(got))
 	}
@@ -43,10 +46,10 @@ func TestDiscoveryRecordReachesSubscribersGoBGP(t *testing.T) {
 
 	// Another client announcing the first one's controller is refused.
 	forged := discoveryRec(routerID(cs[0]), "198.51.100.1/24")
-	if err := cs[2].Publish(ctx, forged, DiscoveryRT); err != nil {
+	if err := cs[2].Publish(ctx, forged, record.DiscoveryRT); err != nil {
 		t.Fatal(err)
 	}
-	rx.waitFor(t, "the forged discovery record at the reflector", func(m map[string]RecordEvent) bool {
+	rx.waitFor(t, "the forged discovery record at the reflector", func(m map[string]bgp.RecordEvent) bool {
 		return m[string(forged.Key())].Source == cs[2].addr
 	})
 	if got, _ := rx.get(forged.Key()); origins.Check(got) != RefusedOtherSwitch {

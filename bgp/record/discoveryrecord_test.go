@@ -1,4 +1,4 @@
-package bgp
+package record
 
 import (
 	"errors"
@@ -9,8 +9,8 @@ import (
 	"github.com/openinof/inof/inof"
 )
 
-func discoveryRec(sw inof.RouterID, eps ...string) *DiscoveryRecord {
-	d := &DiscoveryRecord{Switch: sw, Port: 8009}
+func discoveryRec(sw inof.RouterID, eps ...string) *Discovery {
+	d := &Discovery{Switch: sw, Port: 8009}
 	for _, e := range eps {
 		d.Endpoints = append(d.Endpoints, netip.MustParsePrefix(e))
 	}
@@ -19,15 +19,15 @@ func discoveryRec(sw inof.RouterID, eps ...string) *DiscoveryRecord {
 }
 
 func TestDiscoveryRecordRoundTrip(t *testing.T) {
-	for _, d := range []*DiscoveryRecord{
+	for _, d := range []*Discovery{
 		discoveryRec(0x0a000001),
 		discoveryRec(0x0a000001, "192.0.2.1/24", "198.51.100.1/24", "fd00:1::1/64"),
 	} {
-		k, v, err := EncodeRecord(d, 1)
+		k, v, err := Encode(d, 1)
 		if err != nil {
 			t.Fatal(err)
 		}
-		got, err := DecodeRecord(k, v)
+		got, err := Decode(k, v)
 		if err != nil {
 			t.Fatalf("%+v: %v", d, err)
 		}
@@ -41,7 +41,7 @@ func TestDiscoveryRecordRoundTrip(t *testing.T) {
 // refuses to encode, and a value edited on the wire is refused with
 // ErrMalformed.
 func TestDiscoveryRecordRefused(t *testing.T) {
-	bad := map[string]*DiscoveryRecord{
+	bad := map[string]*Discovery{
 		"no port":   {Switch: 1, Endpoints: []netip.Prefix{netip.MustParsePrefix("192.0.2.1/24")}},
 		"unsorted":  {Switch: 1, Port: 8009, Endpoints: []netip.Prefix{netip.MustParsePrefix("192.0.2.9/24"), netip.MustParsePrefix("192.0.2.1/24")}},
 		"repeated":  {Switch: 1, Port: 8009, Endpoints: []netip.Prefix{netip.MustParsePrefix("192.0.2.1/24"), netip.MustParsePrefix("192.0.2.1/24")}},
@@ -55,7 +55,7 @@ func TestDiscoveryRecordRefused(t *testing.T) {
 		}
 	}
 	good := discoveryRec(1, "192.0.2.1/24")
-	k, v, err := EncodeRecord(good, 1)
+	k, v, err := Encode(good, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,7 +67,7 @@ func TestDiscoveryRecordRefused(t *testing.T) {
 		"count beyond the value":         func(v []byte) []byte { v[4] = 2; return v },
 	} {
 		val := edit(append([]byte(nil), v...))
-		if _, err := DecodeRecord(k, val); !errors.Is(err, ErrMalformed) {
+		if _, err := Decode(k, val); !errors.Is(err, ErrMalformed) {
 			t.Errorf("%s: decoded (err %v)", name, err)
 		}
 	}
