@@ -47,7 +47,7 @@ import (
 //
 // Clients marked NoDefaultRT do not get the default route-target membership.
 //
-// Switch records (SwitchRecord, route target SwitchInfoRT) are exported to
+// Switch records (record.Switch, route target record.SwitchInfoRT) are exported to
 // no neighbor: a reflector reads them from its Adj-RIB-In.
 //
 // GoBGP treats an empty neighbor set as "match every neighbor", so each set

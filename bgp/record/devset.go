@@ -11,7 +11,7 @@ import (
 	"github.com/openinof/inof/internal/wire"
 )
 
-// DeviceSetRecord carries many devices of one switch in one BGP record:
+// DeviceSet carries many devices of one switch in one BGP record:
 // those that share exactly one set of route targets, or a shard of them
 // when they do not fit in one record (docs/records.md, "Device sets"). The
 // key is (switch, set, shard); a set's route targets never change (a
@@ -29,7 +29,7 @@ type DeviceSet struct {
 	// alike; each one's Switch is the record's.
 	Devices []Device
 	// encoded is what a received record carried of Devices (set by
-	// DecodeRecord): a DeviceTable keeps and compares these bytes instead
+	// Decode): a DeviceTable keeps and compares these bytes instead
 	// of encoding Devices again.
 	encoded SetEntries
 }
@@ -163,7 +163,7 @@ func entrySize(d *Device) int { return 8 + wire.AddrLen(d.Device.Addr) + d.bodyS
 func DeviceSetEntrySize(d *Device) int { return entrySize(d) }
 
 // DeviceSetCapacity is how many entry bytes one device set record with
-// rts route targets holds within MaxRecordSize.
+// rts route targets holds within MaxSize.
 func DeviceSetCapacity(rts int) int {
 	return MaxSize - deviceSetKeySize - deviceSetHeader - 8*rts
 }
@@ -177,7 +177,7 @@ func CompareEntries(a, b *Device) int {
 }
 
 // Validate applies the rules every receiver applies to a device set
-// record (MarshalValue and DecodeRecord both use it).
+// record (MarshalValue and Decode both use it).
 func (s *DeviceSet) Validate() error {
 	if len(s.Devices) > 0xFFFF {
 		return fmt.Errorf("%w: %d devices in one set record", ErrTooLarge, len(s.Devices))
@@ -253,7 +253,7 @@ func decodeDeviceSet(key, value []byte) (*DeviceSet, error) {
 // minEntrySize is the smallest entry: an IPv4 device with empty strings.
 const minEntrySize = 8 + 5 + 24
 
-// SwitchRecord is a switch's announcement of the record formats it reads.
+// Switch is a switch's announcement of the record formats it reads.
 // It carries no route target: reflectors take it from every client, and
 // no switch receives it (a record without a route target is never sent to
 // an RTC peer). A reflector refuses to switch the fabric to device sets
@@ -265,7 +265,7 @@ type Switch struct {
 	Reads uint32
 }
 
-// What a switch reads (SwitchRecord.Reads).
+// What a switch reads (Switch.Reads).
 const (
 	// SwitchReadsDeviceSets: the switch takes device set records (type 3).
 	SwitchReadsDeviceSets uint32 = 1 << 0
@@ -305,7 +305,7 @@ func decodeSwitch(key, value []byte) (*Switch, error) {
 	return w, nil
 }
 
-// RecordFormat is how switches publish their devices: the fabric setting
+// Format is how switches publish their devices: the fabric setting
 // of docs/records.md ("Rolling upgrade").
 type Format uint8
 
@@ -317,7 +317,7 @@ const (
 	FormatSets Format = 2
 )
 
-// RecordFormats lists the formats by name, as inofctl spells them.
+// Formats lists the formats by name, as inofctl spells them.
 func Formats() []string { return []string{FormatDevices.String(), FormatSets.String()} }
 
 func (f Format) String() string {
@@ -333,7 +333,7 @@ func (f Format) String() string {
 // Valid reports whether f is a known format.
 func (f Format) Valid() bool { return f == FormatDevices || f == FormatSets }
 
-// ParseRecordFormat parses a format's name.
+// ParseFormat parses a format's name.
 func ParseFormat(s string) (Format, error) {
 	for _, f := range []Format{FormatDevices, FormatSets} {
 		if s == f.String() {

@@ -11,7 +11,7 @@ import (
 	"github.com/openinof/inof/internal/wire"
 )
 
-// DiscoveryRecord is a switch's announcement of its NVMe/TCP discovery
+// Discovery is a switch's announcement of its NVMe/TCP discovery
 // controller (docs/discovery.md, "Referrals"): the addresses, with their
 // prefixes, it serves on its access segments and the port it listens on.
 // Another switch's controller refers a dual-homed host to it: when the host
@@ -29,7 +29,7 @@ type Discovery struct {
 }
 
 // MaxDiscoveryEndpoints bounds a discovery record's endpoints (the record
-// stays far below MaxRecordSize: 64 IPv6 endpoints take 1,152 bytes).
+// stays far below MaxSize: 64 IPv6 endpoints take 1,152 bytes).
 const MaxDiscoveryEndpoints = 64
 
 // Key implements Record: type(1)=5 switch(4).
@@ -69,7 +69,7 @@ func comparePrefix(a, b netip.Prefix) int {
 	return a.Bits() - b.Bits()
 }
 
-// SortEndpoints sorts endpoints as a DiscoveryRecord holds them and drops
+// SortEndpoints sorts endpoints as a Discovery holds them and drops
 // repeats.
 func SortEndpoints(ps []netip.Prefix) []netip.Prefix {
 	ps = slices.Clone(ps)

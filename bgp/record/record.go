@@ -12,14 +12,14 @@ import (
 	"github.com/openinof/inof/internal/wire"
 )
 
-// MaxRecordSize bounds key + value + 8 bytes per route target of one record.
+// MaxSize bounds key + value + 8 bytes per route target of one record.
 // GoBGP v3 sends one NLRI per UPDATE and has no extended messages (4096
 // bytes); after the BGP header and the attributes a reflector adds, ~3.9 KB
 // are left. A larger record would be dropped silently by GoBGP, so it is
 // refused here with ErrTooLarge.
 const MaxSize = 3900
 
-// RecordType is the first byte of every key and the second of every value.
+// Type is the first byte of every key and the second of every value.
 type Type uint8
 
 // Record types.
@@ -27,14 +27,14 @@ const (
 	TypeDevice Type = 1 // a device a switch sees on an access port
 	TypeConfig Type = 2 // a configuration object a reflector holds
 	// TypeDeviceSet carries many devices of one switch that share their
-	// route targets (DeviceSetRecord).
+	// route targets (DeviceSet).
 	TypeDeviceSet Type = 3
 	// TypeSwitch is a switch's announcement of what it reads
-	// (SwitchRecord); it carries no route target, so only reflectors get
+	// (Switch); it carries no route target, so only reflectors get
 	// it.
 	TypeSwitch Type = 4
 	// TypeDiscovery is a switch's announcement of its discovery
-	// controller (DiscoveryRecord), for referrals.
+	// controller (Discovery), for referrals.
 	TypeDiscovery Type = 5
 )
 
@@ -51,11 +51,11 @@ type Record interface {
 	// Key returns the canonical NLRI key: the type and the identity.
 	Key() []byte
 	// MarshalValue encodes the value; it refuses (with ErrMalformed or
-	// ErrTooLarge) exactly what a receiver's DecodeRecord would refuse.
+	// ErrTooLarge) exactly what a receiver's Decode would refuse.
 	MarshalValue() ([]byte, error)
 }
 
-// DeviceRecord is published by the switch that sees a device on one of its
+// Device is published by the switch that sees a device on one of its
 // access ports (draft-lin-idr-bgp-nof-nlri "Device Discovery"). The key is
 // (switch, address, epoch): two switches that see one device publish two
 // records, and a switch moves a device to other zones (route targets) under
@@ -86,7 +86,7 @@ type DeviceKey struct {
 // ID returns the device the record is about.
 func (d *Device) ID() DeviceID { return DeviceID{Switch: d.Switch, Addr: d.Device.Addr} }
 
-// ConfigRecord carries one configuration object (zone, alias, settings,
+// Config carries one configuration object (zone, alias, settings,
 // lossless profile), or one part of an object too large for one record, as
 // re-originated by one reflector. The payload is opaque here; Gen, Writer
 // and Deleted are the object's version and deletion flag (the one source of
@@ -157,7 +157,7 @@ func checkDeviceAddr(a netip.Addr) error {
 }
 
 // Validate applies the rules every receiver applies to a device record;
-// MarshalValue and DecodeRecord both use it, so what one side sends the
+// MarshalValue and Decode both use it, so what one side sends the
 // other accepts.
 func (d *Device) Validate() error {
 	if err := checkDeviceAddr(d.Device.Addr); err != nil {
@@ -227,7 +227,7 @@ func (c *Config) appendKey(k []byte) []byte {
 }
 
 // Validate applies the rules every receiver applies to a configuration
-// record (MarshalValue and DecodeRecord both use it).
+// record (MarshalValue and Decode both use it).
 func (c *Config) Validate() error {
 	switch {
 	case len(c.Name) > 255:
@@ -255,7 +255,7 @@ func (c *Config) MarshalValue() ([]byte, error) {
 	return append(v, c.Payload...), nil
 }
 
-// EncodeRecord returns key and value and checks the size limit with rts
+// Encode returns key and value and checks the size limit with rts
 // route targets attached.
 func Encode(r Record, rts int) (key, value []byte, err error) {
 	key = r.Key()
@@ -268,7 +268,7 @@ func Encode(r Record, rts int) (key, value []byte, err error) {
 	return key, value, nil
 }
 
-// DecodeRecord decodes a record received in an opaque NLRI. Every error
+// Decode decodes a record received in an opaque NLRI. Every error
 // wraps ErrMalformed.
 func Decode(key, value []byte) (Record, error) {
 	if len(key) == 0 || len(value) < 2 {

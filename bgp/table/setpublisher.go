@@ -46,7 +46,7 @@ type SetPublisherOptions struct {
 	Clock  *inof.Clock
 	Logger *slog.Logger
 	// MaxRecord bounds one shard's record, key and value and 8 bytes per
-	// route target (0: MaxRecordSize). Tests set less to split shards
+	// route target (0: record.MaxSize). Tests set less to split shards
 	// sooner.
 	MaxRecord int
 	// MinInterval is the least time between the starts of two sends of one

@@ -1,5 +1,5 @@
 // Package configsync maps the zone store's records (zones.Record) to the
-// configuration records that replicate them in BGP (bgp.ConfigRecord) and
+// configuration records that replicate them in BGP (record.Config) and
 // back. A record travels as one or more parts (zones.Part); the envelope of
 // each part carries the version and the deletion flag, the payload only
 // content (docs/records.md, "Config").
@@ -13,7 +13,7 @@ import (
 	"github.com/openinof/inof/zones"
 )
 
-// Kind is a configuration record's kind (bgp.ConfigRecord.Kind): what its
+// Kind is a configuration record's kind (record.Config.Kind): what its
 // payload is and who keeps the object. kinds is the one table of them
 // (docs/records.md lists the numbers).
 type Kind uint8
@@ -88,7 +88,7 @@ func (k Kind) String() string {
 
 // PartPayload is the payload limit records are split with. With the
 // longest key (a 63-byte zone name), the config value header and one route
-// target, a part stays well inside bgp.MaxRecordSize.
+// target, a part stays well inside record.MaxSize.
 const PartPayload = 3700
 
 // Records returns the config records that carry r, one per part. Their
