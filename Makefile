@@ -43,13 +43,14 @@ test: test-unit test-priv test-soak
 # Everything runs with the race detector. The tests that start a real GoBGP
 # skip themselves under -race (GoBGP v3.37's WatchEvent reads paths while its
 # server loop marks them stale, a race inside GoBGP, not in our code) and run
-# in the second, race-free pass over bgp, the reflector and inofctl's two-reflector
+# in the second, race-free pass over bgp and bgp/table (the speaker, and the
+# tables over a real speaker), the reflector and inofctl's two-reflector
 # test; code above GoBGP is race-checked
 # against the fake Speaker (bgp.NewFakeFabric). The incast simulator's long
 # fairness validation (600 ms simulated) also runs only in the race-free pass.
 test-unit:
 	$(GO) test -race -count=1 $(PKGS)
-	$(GO) test -count=1 ./bgp ./inof/reflector ./lossless/sim
+	$(GO) test -count=1 ./bgp ./bgp/table ./inof/reflector ./lossless/sim
 	$(GO) test -count=1 -run TestTwoReflectors ./cmd/inofctl/internal/cli
 
 # The soak (integration/soak) runs in test-soak, its scripted regressions

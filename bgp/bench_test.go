@@ -14,6 +14,8 @@ import (
 	api "github.com/osrg/gobgp/v3/api"
 	gobgplog "github.com/osrg/gobgp/v3/pkg/log"
 	"github.com/osrg/gobgp/v3/pkg/server"
+
+	"github.com/openinof/inof/bgp/record"
 )
 
 // reflection is one of the two setups compared: our Speaker, or plain
@@ -34,7 +36,7 @@ type reflection interface {
 type oursRefl struct {
 	t      testing.TB
 	r, a   *node
-	zone   RouteTarget
+	zone   record.RouteTarget
 	atRefl counter
 }
 
@@ -61,7 +63,7 @@ func (c *counter) wait(n int) {
 }
 
 func newOurs(t testing.TB) reflection {
-	o := &oursRefl{t: t, zone: ZoneRT(testASN, "bench")}
+	o := &oursRefl{t: t, zone: record.ZoneRT(testASN, "bench")}
 	o.atRefl.cond = sync.NewCond(&o.atRefl.mu)
 	port := freePort(t, addr("127.0.0.1"))
 	o.r = startNodeWatch(t, addr("127.0.0.1"), port, Options{Role: RoleReflector, ASN: testASN, RouterID: addr("127.0.0.1"),
@@ -118,7 +120,7 @@ type stockRefl struct {
 	t      testing.TB
 	r, a   *server.BgpServer
 	rPort  uint16
-	zone   RouteTarget
+	zone   record.RouteTarget
 	atRefl counter
 }
 
@@ -151,7 +153,7 @@ func stockPeer(addr string, port uint32, local string, rrClient, passive bool) *
 }
 
 func newStock(t testing.TB) reflection {
-	s := &stockRefl{t: t, zone: ZoneRT(testASN, "bench")}
+	s := &stockRefl{t: t, zone: record.ZoneRT(testASN, "bench")}
 	s.atRefl.cond = sync.NewCond(&s.atRefl.mu)
 	s.rPort = freePort(t, addr("127.0.0.1"))
 	s.r = stockServer(t, "127.0.0.1", int32(s.rPort))
@@ -200,7 +202,7 @@ func (s *stockRefl) keyOf(i int) []byte { return device(0x7f000002, i).Key() }
 func (s *stockRefl) publish(i int) error {
 	d := device(0x7f000002, i)
 	v, _ := d.MarshalValue()
-	p, err := opaquePath(d.Key(), v, []RouteTarget{s.zone})
+	p, err := opaquePath(d.Key(), v, []record.RouteTarget{s.zone})
 	if err != nil {
 		return err
 	}

@@ -10,6 +10,7 @@ import (
 	api "github.com/osrg/gobgp/v3/api"
 
 	"github.com/openinof/inof/bgp/bfd"
+	"github.com/openinof/inof/bgp/record"
 	"github.com/openinof/inof/integration/selfexec"
 )
 
@@ -36,7 +37,7 @@ func TestBFDAsymmetry(t *testing.T) {
 		})
 	}
 	child, _ := selfexec.Start(t, bfdChildEnv+"="+a.addr.String()+","+r.addr.String())
-	zone := ZoneRT(testASN, "prod")
+	zone := record.ZoneRT(testASN, "prod")
 	b.Subscribe(ctx, zone)
 	waitEstablished(t, a, 1)
 	waitEstablished(t, b, 1)
@@ -145,7 +146,7 @@ func TestKilledClientWithdrawnWithinBFD(t *testing.T) {
 	defer rm.Close()
 	b := startClient(t, addr("127.0.0.3"), Options{GracefulRestart: gr})
 	connect(t, r, b, nil)
-	zone := ZoneRT(testASN, "prod")
+	zone := record.ZoneRT(testASN, "prod")
 	if err := b.Subscribe(ctx, zone); err != nil {
 		t.Fatal(err)
 	}

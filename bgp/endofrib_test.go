@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"testing"
 	"time"
+
+	"github.com/openinof/inof/bgp/record"
 )
 
 // TestEndOfRIBFollowsTheTable: NeighborStatus.EndOfRIB with GoBGP on both
@@ -23,9 +25,9 @@ func TestEndOfRIBFollowsTheTable(t *testing.T) {
 	r := startReflector(t, addr("127.0.0.1"), gr)
 	const n = 300
 	for i := range n {
-		c := &ConfigRecord{Reflector: routerID(r), Writer: routerID(r), Kind: 1, Name: fmt.Sprintf("zone%03d", i), Gen: 1,
+		c := &record.Config{Reflector: routerID(r), Writer: routerID(r), Kind: 1, Name: fmt.Sprintf("zone%03d", i), Gen: 1,
 			Payload: []byte("x")}
-		if err := r.Publish(ctx, c, ConfigRT(testASN)); err != nil {
+		if err := r.Publish(ctx, c, record.ConfigRT(testASN)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -33,7 +35,7 @@ func TestEndOfRIBFollowsTheTable(t *testing.T) {
 	// that shows the reflector's End-of-RIB.
 	firstEOR := func(c *node) uint64 {
 		t.Helper()
-		if err := c.Subscribe(ctx, ConfigRT(testASN)); err != nil {
+		if err := c.Subscribe(ctx, record.ConfigRT(testASN)); err != nil {
 			t.Fatal(err)
 		}
 		if err := c.AddNeighbor(ctx, Neighbor{Address: r.addr, Port: r.port, LocalAddress: c.addr}); err != nil {

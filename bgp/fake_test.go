@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/openinof/inof/bgp/record"
 	"github.com/openinof/inof/inof"
 )
 
@@ -19,7 +20,6 @@ type fnode struct {
 	*FakeSpeaker
 	addr netip.Addr
 	view *recordView
-	dev  *deviceView
 }
 
 func newFakeNode(t testing.TB, f *FakeFabric, a string, opts Options) *fnode {
@@ -36,8 +36,8 @@ func newFakeNode(t testing.TB, f *FakeFabric, a string, opts Options) *fnode {
 	if err := s.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
-	n := &fnode{FakeSpeaker: s, addr: addr(a), view: newRecordView(), dev: newDeviceView()}
-	if err := s.WatchRecords(ctx, func(e RecordEvent) { n.view.apply(e); n.dev.apply(e) }); err != nil {
+	n := &fnode{FakeSpeaker: s, addr: addr(a), view: newRecordView()}
+	if err := s.WatchRecords(ctx, n.view.apply); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { cancel(); s.Stop() })
@@ -61,7 +61,7 @@ func fakeConnect(t testing.TB, r, c *fnode, edit func(*Neighbor)) {
 
 // fakeStar is a reflector 127.0.0.1 and clients at the given addresses,
 // each subscribed to its route targets.
-func fakeStar(t testing.TB, clients map[string][]RouteTarget) (*FakeFabric, *fnode, map[string]*fnode) {
+func fakeStar(t testing.TB, clients map[string][]record.RouteTarget) (*FakeFabric, *fnode, map[string]*fnode) {
 	t.Helper()
 	f := NewFakeFabric()
 	r := newFakeNode(t, f, "127.0.0.1", Options{Role: RoleReflector})
@@ -90,17 +90,17 @@ func hasKey(k []byte) func(map[string]RecordEvent) bool {
 // records and unsubscribing takes them away.
 func TestFakeRTC(t *testing.T) {
 	ctx := context.Background()
-	red, blue, green := ZoneRT(testASN, "red"), ZoneRT(testASN, "blue"), ZoneRT(testASN, "green")
-	f, r, cs := fakeStar(t, map[string][]RouteTarget{"127.0.0.2": nil, "127.0.0.3": {red}})
+	red, blue, green := record.ZoneRT(testASN, "red"), record.ZoneRT(testASN, "blue"), record.ZoneRT(testASN, "green")
+	f, r, cs := fakeStar(t, map[string][]record.RouteTarget{"127.0.0.2": nil, "127.0.0.3": {red}})
 	a, b := cs["127.0.0.2"], cs["127.0.0.3"]
 	nd := newFakeNode(t, f, "127.0.0.9", Options{})
 	fakeConnect(t, r, nd, func(n *Neighbor) { n.NoDefaultRT = true })
 
 	redRec, blueRec, bare := device(ridOf(a.addr), 1), device(ridOf(a.addr), 2), device(ridOf(a.addr), 3)
 	for _, p := range []struct {
-		r   *DeviceRecord
-		rts []RouteTarget
-	}{{bare, nil}, {blueRec, []RouteTarget{blue}}, {redRec, []RouteTarget{red}}} {
+		r   *record.Device
+		rts []record.RouteTarget
+	}{{bare, nil}, {blueRec, []record.RouteTarget{blue}}, {redRec, []record.RouteTarget{red}}} {
 		if err := a.Publish(ctx, p.r, p.rts...); err != nil {
 			t.Fatal(err)
 		}
@@ -158,8 +158,8 @@ func ridOf(a netip.Addr) inof.RouterID { id, _ := inof.RouterIDFrom(a); return i
 // the link brings both back. WatchRecords starts with the current table.
 func TestFakeSessionLoss(t *testing.T) {
 	ctx := context.Background()
-	red := ZoneRT(testASN, "red")
-	f, r, cs := fakeStar(t, map[string][]RouteTarget{"127.0.0.2": nil, "127.0.0.3": {red}})
+	red := record.ZoneRT(testASN, "red")
+	f, r, cs := fakeStar(t, map[string][]record.RouteTarget{"127.0.0.2": nil, "127.0.0.3": {red}})
 	a, b := cs["127.0.0.2"], cs["127.0.0.3"]
 	var states []NeighborEvent
 	nbCh := make(chan NeighborEvent, 16)
@@ -208,7 +208,7 @@ func TestFakeSessionLoss(t *testing.T) {
 // ghost of a record withdrawn meanwhile) and Stats counts the resync.
 func TestFakeWatchResync(t *testing.T) {
 	ctx := context.Background()
-	red := ZoneRT(testASN, "red")
+	red := record.ZoneRT(testASN, "red")
 	f := NewFakeFabric()
 	r := newFakeNode(t, f, "127.0.0.1", Options{Role: RoleReflector})
 	a := newFakeNode(t, f, "127.0.0.2", Options{})
@@ -223,7 +223,7 @@ func TestFakeWatchResync(t *testing.T) {
 
 // testWatchResync runs the slow-consumer scenario on any speakers: a
 // publishes, b's extra watch blocks until b counted a resync.
-func testWatchResync(t *testing.T, a RecordPublisher, b Speaker, rt RouteTarget, resynced func() bool) {
+func testWatchResync(t *testing.T, a Speaker, b Speaker, rt record.RouteTarget, resynced func() bool) {
 	t.Helper()
 	ctx := context.Background()
 	gate, entered := make(chan struct{}), make(chan struct{}, 1)
@@ -353,8 +353,8 @@ func goroutinesIn(frames []string) int {
 // reflected to the other clients.
 func TestFakeRTCAny(t *testing.T) {
 	ctx := context.Background()
-	red, blue := ZoneRT(testASN, "red"), ZoneRT(testASN, "blue")
-	f, r, cs := fakeStar(t, map[string][]RouteTarget{"127.0.0.2": nil, "127.0.0.3": {red}})
+	red, blue := record.ZoneRT(testASN, "red"), record.ZoneRT(testASN, "blue")
+	f, r, cs := fakeStar(t, map[string][]record.RouteTarget{"127.0.0.2": nil, "127.0.0.3": {red}})
 	a, b := cs["127.0.0.2"], cs["127.0.0.3"]
 	nd := newFakeNode(t, f, "127.0.0.9", Options{})
 	fakeConnect(t, r, nd, func(n *Neighbor) { n.NoDefaultRT = true })
@@ -369,7 +369,7 @@ func TestFakeRTCAny(t *testing.T) {
 	if b.view.has(blueRec.Key()) {
 		t.Fatal("blue record at b before AnyRT")
 	}
-	if err := b.Subscribe(ctx, AnyRT); err != nil {
+	if err := b.Subscribe(ctx, record.AnyRT); err != nil {
 		t.Fatal(err)
 	}
 	b.view.waitFor(t, "blue record with AnyRT", hasKey(blueRec.Key()))
@@ -385,7 +385,7 @@ func TestFakeRTCAny(t *testing.T) {
 	if r.view.has(ndBlue.Key()) {
 		t.Fatal("b's AnyRT was reflected to the NoDefaultRT client")
 	}
-	if err := b.Unsubscribe(ctx, AnyRT); err != nil {
+	if err := b.Unsubscribe(ctx, record.AnyRT); err != nil {
 		t.Fatal(err)
 	}
 	b.view.waitFor(t, "blue record gone", func(m map[string]RecordEvent) bool { return !hasKey(blueRec.Key())(m) })

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/openinof/inof/bgp/record"
 	"github.com/openinof/inof/integration/selfexec"
 )
 
@@ -292,7 +293,7 @@ func TestRestartedClientLateReflectorKeepsRecords(t *testing.T) {
 	if err := a2.AddNeighbor(ctx, Neighbor{Address: r2.addr, Port: r2.port, LocalAddress: a2.addr}); err != nil {
 		t.Fatal(err)
 	}
-	zone := ZoneRT(testASN, "prod")
+	zone := record.ZoneRT(testASN, "prod")
 	for i := range n {
 		if err := a2.Publish(ctx, device(routerID(a2), i), zone); err != nil {
 			t.Fatal(err)

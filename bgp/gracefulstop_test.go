@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"testing"
 	"time"
+
+	"github.com/openinof/inof/bgp/record"
 )
 
 // TestReflectorGracefulStopWithdrawsNothing: a reflector that stops on
@@ -19,7 +21,7 @@ func TestReflectorGracefulStopWithdrawsNothing(t *testing.T) {
 	ctx := context.Background()
 	gr := GracefulRestart{Enabled: true, RestartTime: 60 * time.Second, Notification: true}
 	r := startReflector(t, addr("127.0.0.1"), Options{GracefulRestart: gr})
-	zone := ZoneRT(testASN, "prod")
+	zone := record.ZoneRT(testASN, "prod")
 	b := startClient(t, addr("127.0.0.2"), Options{GracefulRestart: gr})
 	connect(t, r, b, nil)
 	if err := b.Subscribe(ctx, zone); err != nil {

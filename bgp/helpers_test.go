@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/openinof/inof/bgp/record"
 	"github.com/openinof/inof/inof"
 )
 
@@ -178,8 +179,8 @@ func (v *recordView) withdrawCount() int {
 	return v.withdraws
 }
 
-func device(sw inof.RouterID, i int) *DeviceRecord {
-	return &DeviceRecord{Report: inof.Report{Switch: sw, Device: inof.Device{Addr: netip.AddrFrom4([4]byte{10, byte(i >> 16), byte(i >> 8), byte(i)}).Next(),
+func device(sw inof.RouterID, i int) *record.Device {
+	return &record.Device{Report: inof.Report{Switch: sw, Device: inof.Device{Addr: netip.AddrFrom4([4]byte{10, byte(i >> 16), byte(i >> 8), byte(i)}).Next(),
 		Role: inof.RoleTarget, Protocol: inof.ProtocolTCP, Port: 4420, NQN: fmt.Sprintf("nqn.2014-08.org.example:t%d", i)},
 		Status: inof.Status{State: inof.StateActive, Changed: time.UnixMilli(2000)}}, AccessPort: "swp1", Since: time.UnixMilli(1000)}
 }
@@ -238,10 +239,10 @@ func waitNeighbors(t testing.TB, n *node, what string, ok func([]NeighborStatus)
 
 // publishTo subscribes b to the zone "prod" and has a publish n device
 // records in it; it returns the zone's route target.
-func publishTo(t testing.TB, a, b *node, n int) RouteTarget {
+func publishTo(t testing.TB, a, b *node, n int) record.RouteTarget {
 	t.Helper()
 	ctx := context.Background()
-	zone := ZoneRT(testASN, "prod")
+	zone := record.ZoneRT(testASN, "prod")
 	if err := b.Subscribe(ctx, zone); err != nil {
 		t.Fatal(err)
 	}
@@ -255,7 +256,7 @@ func publishTo(t testing.TB, a, b *node, n int) RouteTarget {
 
 // star starts one reflector and two clients a and b connected to it, with
 // b subscribed to the given zones, and waits for both sessions.
-func star(t *testing.T, zones ...RouteTarget) (r, a, b *node) {
+func star(t *testing.T, zones ...record.RouteTarget) (r, a, b *node) {
 	t.Helper()
 	r = startReflector(t, addr("127.0.0.1"), Options{})
 	a = startClient(t, addr("127.0.0.2"), Options{})
@@ -271,3 +272,5 @@ func star(t *testing.T, zones ...RouteTarget) (r, a, b *node) {
 	waitEstablished(t, b, 1)
 	return r, a, b
 }
+
+func routerID(n *node) inof.RouterID { return ridOf(n.addr) }

@@ -15,6 +15,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
+	"github.com/openinof/inof/bgp/record"
 	"github.com/openinof/inof/integration/netns"
 )
 
@@ -83,7 +84,7 @@ func gobgpdClient(t *testing.T, r *node, self string) api.GobgpApiClient {
 
 // binaryPath builds an opaque path for gobgpd's API in wire format: its
 // 3.10 CLI and typed API cannot carry opaque routes (peers.md).
-func binaryPath(key, value []byte, rts ...RouteTarget) *api.Path {
+func binaryPath(key, value []byte, rts ...record.RouteTarget) *api.Path {
 	nlri := pkt.NewOpaqueNLRI(key, value)
 	nb, _ := nlri.Serialize()
 	var attrs [][]byte
@@ -143,7 +144,7 @@ func TestInteropGobgpd(t *testing.T) {
 		t.Fatal(err)
 	}
 	g := gobgpdClient(t, r, foreign)
-	zone := ZoneRT(testASN, "prod")
+	zone := record.ZoneRT(testASN, "prod")
 	waitState(t, r, addr(foreign), func(s SessionState) bool { return s == StateEstablished })
 
 	// gobgpd subscribes to the zone through its API (RTC membership).
@@ -164,13 +165,13 @@ func TestInteropGobgpd(t *testing.T) {
 	}
 
 	// gobgpd injects a malformed record and then a valid one.
-	k, v, _ := EncodeRecord(device(0x7f000005, 2), 1)
+	k, v, _ := record.Encode(device(0x7f000005, 2), 1)
 	v[0] = 42 // unknown value version
 	if _, err := g.AddPath(ctx, &api.AddPathRequest{TableType: api.TableType_GLOBAL, Path: binaryPath(k, v, zone)}); err != nil {
 		t.Fatal(err)
 	}
 	good := device(0x7f000005, 3)
-	gk, gv, _ := EncodeRecord(good, 1)
+	gk, gv, _ := record.Encode(good, 1)
 	if _, err := g.AddPath(ctx, &api.AddPathRequest{TableType: api.TableType_GLOBAL, Path: binaryPath(gk, gv, zone)}); err != nil {
 		t.Fatal(err)
 	}

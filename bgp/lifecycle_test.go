@@ -8,6 +8,8 @@ import (
 
 	api "github.com/osrg/gobgp/v3/api"
 	gobgplog "github.com/osrg/gobgp/v3/pkg/log"
+
+	"github.com/openinof/inof/bgp/record"
 )
 
 // TestStartContextBoundsStartOnly: the context given to Start bounds the
@@ -110,7 +112,7 @@ func TestGoBGPFatalStopsSpeaker(t *testing.T) {
 	if b.Err() != nil {
 		t.Fatalf("the other speaker failed too: %v", b.Err())
 	}
-	if err := a.Publish(context.Background(), device(1, 1), ZoneRT(testASN, "x")); err == nil {
+	if err := a.Publish(context.Background(), device(1, 1), record.ZoneRT(testASN, "x")); err == nil {
 		t.Fatal("a stopped speaker accepted a record")
 	}
 }
@@ -118,7 +120,7 @@ func TestGoBGPFatalStopsSpeaker(t *testing.T) {
 // TestWatchResyncGoBGP: a slow consumer of a real speaker's watch is
 // resynchronised from the table and converges to it.
 func TestWatchResyncGoBGP(t *testing.T) {
-	red := ZoneRT(testASN, "red")
+	red := record.ZoneRT(testASN, "red")
 	r := startReflector(t, addr("127.0.0.1"), Options{})
 	a := startClient(t, addr("127.0.0.2"), Options{})
 	b := startClient(t, addr("127.0.0.3"), Options{WatchQueue: 4})

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/openinof/inof/bgp/bfd"
+	"github.com/openinof/inof/bgp/record"
 )
 
 // childEnv carries a childConfig: the test binary then runs one reflector
@@ -116,7 +117,7 @@ func runChildClient(raw string) error {
 		return err
 	}
 	for i := range c.Records {
-		if err := g.Publish(ctx, device(ridOf(id), i), ZoneRT(testASN, c.Zone)); err != nil {
+		if err := g.Publish(ctx, device(ridOf(id), i), record.ZoneRT(testASN, c.Zone)); err != nil {
 			return err
 		}
 	}

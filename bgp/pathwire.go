@@ -9,6 +9,8 @@ import (
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/anypb"
+
+	"github.com/openinof/inof/bgp/record"
 )
 
 // Reading GoBGP's protobuf paths. A watch hands every received record over
@@ -113,8 +115,8 @@ func opaqueNLRI(a *anypb.Any) (key, value []byte, ok bool) {
 // pathRouteTargets returns the route targets (two- and four-octet AS
 // specific, sub-type 2) among a path's extended communities. A malformed
 // attribute or community is skipped.
-func pathRouteTargets(p *api.Path) []RouteTarget {
-	var out []RouteTarget
+func pathRouteTargets(p *api.Path) []record.RouteTarget {
+	var out []record.RouteTarget
 	for _, a := range p.GetPattrs() {
 		if !anyIs(a.GetTypeUrl(), nameExtComms) {
 			continue
@@ -132,7 +134,7 @@ func pathRouteTargets(p *api.Path) []RouteTarget {
 }
 
 // communityRT reads one community (an encoded Any) as a route target.
-func communityRT(b []byte) (RouteTarget, bool) {
+func communityRT(b []byte) (record.RouteTarget, bool) {
 	var url, body []byte
 	if !eachField(b, func(num protowire.Number, v []byte, _ uint64) bool {
 		switch num {
@@ -143,10 +145,10 @@ func communityRT(b []byte) (RouteTarget, bool) {
 		}
 		return true
 	}) {
-		return RouteTarget{}, false
+		return record.RouteTarget{}, false
 	}
 	if !anyIsBytes(url, nameTwoOctetAS) && !anyIsBytes(url, nameFourOctAS) {
-		return RouteTarget{}, false
+		return record.RouteTarget{}, false
 	}
 	var sub, asn, local uint64
 	if !eachField(body, func(num protowire.Number, _ []byte, x uint64) bool {
@@ -160,10 +162,10 @@ func communityRT(b []byte) (RouteTarget, bool) {
 		}
 		return true
 	}) || sub != rtSubType {
-		return RouteTarget{}, false
+		return record.RouteTarget{}, false
 	}
 	// uint32 fields: protobuf keeps the low 32 bits of a wider varint.
-	return RouteTarget{Global: uint32(asn), Local: uint32(local)}, true
+	return record.RouteTarget{Global: uint32(asn), Local: uint32(local)}, true
 }
 
 // pathNextHop returns the first next hop of a path's MP_REACH_NLRI

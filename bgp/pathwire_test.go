@@ -7,13 +7,15 @@ import (
 
 	api "github.com/osrg/gobgp/v3/api"
 	"google.golang.org/protobuf/types/known/anypb"
+
+	"github.com/openinof/inof/bgp/record"
 )
 
 // protoRouteTargets is the reference: the route targets of a path read
 // with proto.Unmarshal.
-func protoRouteTargets(t *testing.T, p *api.Path) []RouteTarget {
+func protoRouteTargets(t *testing.T, p *api.Path) []record.RouteTarget {
 	t.Helper()
-	var out []RouteTarget
+	var out []record.RouteTarget
 	for _, a := range p.Pattrs {
 		var ec api.ExtendedCommunitiesAttribute
 		if !a.MessageIs(&ec) {
@@ -27,9 +29,9 @@ func protoRouteTargets(t *testing.T, p *api.Path) []RouteTarget {
 			var four api.FourOctetAsSpecificExtended
 			switch {
 			case c.MessageIs(&two) && c.UnmarshalTo(&two) == nil && two.SubType == 0x02:
-				out = append(out, RouteTarget{Global: two.Asn, Local: two.LocalAdmin})
+				out = append(out, record.RouteTarget{Global: two.Asn, Local: two.LocalAdmin})
 			case c.MessageIs(&four) && c.UnmarshalTo(&four) == nil && four.SubType == 0x02:
-				out = append(out, RouteTarget{Global: four.Asn, Local: four.LocalAdmin})
+				out = append(out, record.RouteTarget{Global: four.Asn, Local: four.LocalAdmin})
 			}
 		}
 	}
@@ -37,8 +39,8 @@ func protoRouteTargets(t *testing.T, p *api.Path) []RouteTarget {
 }
 
 func TestPathWireMatchesProto(t *testing.T) {
-	rts := []RouteTarget{ZoneRT(65000, "a"), ConfigRT(65000), {Global: 4200000000, Local: 7}, {Global: 1, Local: 0}}
-	key, value, err := EncodeRecord(device(1, 2), len(rts))
+	rts := []record.RouteTarget{record.ZoneRT(65000, "a"), record.ConfigRT(65000), {Global: 4200000000, Local: 7}, {Global: 1, Local: 0}}
+	key, value, err := record.Encode(device(1, 2), len(rts))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,14 +76,14 @@ func TestPathWireMatchesProto(t *testing.T) {
 }
 
 func TestPathWireRefusesOtherAndMalformed(t *testing.T) {
-	rtc := rtcPath(65000, &RouteTarget{Global: 65000, Local: 1})
+	rtc := rtcPath(65000, &record.RouteTarget{Global: 65000, Local: 1})
 	if _, _, ok := opaqueNLRI(rtc.Nlri); ok {
 		t.Fatal("an RT-constraint NLRI read as an opaque NLRI")
 	}
 	if _, _, ok := opaqueNLRI(nil); ok {
 		t.Fatal("nil NLRI read")
 	}
-	p, err := opaquePath([]byte{1, 2, 3}, []byte{4, 5}, []RouteTarget{ZoneRT(65000, "z")})
+	p, err := opaquePath([]byte{1, 2, 3}, []byte{4, 5}, []record.RouteTarget{record.ZoneRT(65000, "z")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,7 +110,7 @@ func TestPathWireRefusesOtherAndMalformed(t *testing.T) {
 }
 
 func FuzzPathRouteTargets(f *testing.F) {
-	p, err := opaquePath([]byte{1}, []byte{2}, []RouteTarget{ZoneRT(65000, "z"), {Global: 1 << 20, Local: 3}})
+	p, err := opaquePath([]byte{1}, []byte{2}, []record.RouteTarget{record.ZoneRT(65000, "z"), {Global: 1 << 20, Local: 3}})
 	if err != nil {
 		f.Fatal(err)
 	}

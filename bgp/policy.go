@@ -7,6 +7,8 @@ import (
 	"net/netip"
 
 	api "github.com/osrg/gobgp/v3/api"
+
+	"github.com/openinof/inof/bgp/record"
 )
 
 // Reflector policies (docs/design.md §3), installed once at start.
@@ -45,7 +47,7 @@ import (
 //
 // Clients marked NoDefaultRT do not get the default route-target membership.
 //
-// Switch records (SwitchRecord, route target SwitchInfoRT) are exported to
+// Switch records (record.Switch, route target record.SwitchInfoRT) are exported to
 // no neighbor: a reflector reads them from its Adj-RIB-In.
 //
 // GoBGP treats an empty neighbor set as "match every neighbor", so each set
@@ -67,14 +69,14 @@ const (
 )
 
 func (g *GoBGP) definePolicies(ctx context.Context) error {
-	rt := ConfigRT(g.cfg.ASN)
+	rt := record.ConfigRT(g.cfg.ASN)
 	sets := []*api.DefinedSet{
 		{DefinedType: api.DefinedType_NEIGHBOR, Name: setPeerReflectors, List: []string{sentinelNeighbor}},
 		{DefinedType: api.DefinedType_NEIGHBOR, Name: setNoDefaultRT, List: []string{sentinelNeighbor}},
 		{DefinedType: api.DefinedType_NEIGHBOR, Name: setQuarantine, List: []string{sentinelNeighbor}},
 		{DefinedType: api.DefinedType_NEIGHBOR, Name: setSilent, List: []string{sentinelNeighbor}},
 		{DefinedType: api.DefinedType_EXT_COMMUNITY, Name: setConfigRT, List: []string{fmt.Sprintf("rt:^%d:%d$", rt.Global, rt.Local)}},
-		{DefinedType: api.DefinedType_EXT_COMMUNITY, Name: setSwitchRT, List: []string{fmt.Sprintf("rt:^%d:%d$", SwitchInfoRT.Global, SwitchInfoRT.Local)}},
+		{DefinedType: api.DefinedType_EXT_COMMUNITY, Name: setSwitchRT, List: []string{fmt.Sprintf("rt:^%d:%d$", record.SwitchInfoRT.Global, record.SwitchInfoRT.Local)}},
 	}
 	for _, s := range sets {
 		if err := g.srv.AddDefinedSet(ctx, &api.AddDefinedSetRequest{DefinedSet: s}); err != nil {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/openinof/inof/bgp/bfd"
+	"github.com/openinof/inof/bgp/record"
 	"github.com/openinof/inof/integration/selfexec"
 )
 
@@ -50,7 +51,7 @@ func TestReaddedClientOfRestartedReflector(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	zone := ZoneRT(testASN, "prod")
+	zone := record.ZoneRT(testASN, "prod")
 	if err := b.Subscribe(ctx, zone); err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/openinof/inof/bgp/record"
 	"github.com/openinof/inof/inof"
 	"github.com/openinof/inof/internal/syncbuf"
 )
@@ -38,7 +39,7 @@ func TestLostReflectorDoesNotShadow(t *testing.T) {
 	}
 	key := string(changed.Key())
 	b.view.waitFor(t, "the change, through the other reflector", func(m map[string]RecordEvent) bool {
-		d, ok := m[key].Record.(*DeviceRecord)
+		d, ok := m[key].Record.(*record.Device)
 		return ok && d.State == inof.StateInactive
 	})
 	t.Logf("change seen at the client %v after the kill (restart time 120 s)", time.Since(killed).Round(time.Millisecond))
@@ -139,7 +140,7 @@ func TestLostReflectorNotDroppedForStalledOne(t *testing.T) {
 	}
 	key := string(changed.Key())
 	isChanged := func(m map[string]RecordEvent) bool {
-		d, ok := m[key].Record.(*DeviceRecord)
+		d, ok := m[key].Record.(*record.Device)
 		return ok && d.State == inof.StateInactive
 	}
 	b.view.waitFor(t, "the change, through r1", isChanged)
@@ -191,7 +192,7 @@ type lossFabric struct {
 	c1, c2 childConfig
 	r1, r2 *childReflector
 	a, b   *node
-	zone   RouteTarget
+	zone   record.RouteTarget
 }
 
 const lossRecords = 10
@@ -206,7 +207,7 @@ func startLossFabric(t *testing.T, opts Options) lossFabric {
 	lf := lossFabric{
 		c1:   childConfig{RouterID: r1Addr.String(), Port: freePort(t, r1Addr), Clients: clients, RestartTime: 120 * time.Second},
 		c2:   childConfig{RouterID: r2Addr.String(), Port: freePort(t, r2Addr), Clients: clients, RestartTime: 120 * time.Second},
-		zone: ZoneRT(testASN, "prod"),
+		zone: record.ZoneRT(testASN, "prod"),
 	}
 	lf.r1, lf.r2 = startChildReflector(t, lf.c1), startChildReflector(t, lf.c2)
 	lf.a = startClient(t, addr("127.0.0.2"), opts)

@@ -4,13 +4,15 @@ import (
 	"context"
 	"testing"
 	"time"
+
+	"github.com/openinof/inof/bgp/record"
 )
 
 // TestRTConstraint: a client receives only the zones it subscribed to, and
 // a zone's records arrive promptly once it subscribes.
 func TestRTConstraint(t *testing.T) {
 	ctx := context.Background()
-	red, blue := ZoneRT(testASN, "red"), ZoneRT(testASN, "blue")
+	red, blue := record.ZoneRT(testASN, "red"), record.ZoneRT(testASN, "blue")
 	r, a, b := star(t, red)
 
 	const per = 100
@@ -76,14 +78,14 @@ func TestRTConstraint(t *testing.T) {
 // out), while the reflector's own configuration does.
 func TestClientConfigNotReflected(t *testing.T) {
 	ctx := context.Background()
-	cfgRT, red := ConfigRT(testASN), ZoneRT(testASN, "red")
+	cfgRT, red := record.ConfigRT(testASN), record.ZoneRT(testASN, "red")
 	r, a, b := star(t, cfgRT, red)
-	own := &ConfigRecord{Reflector: routerID(r), Kind: 2, Name: "good", Gen: 1, Writer: routerID(r), Payload: []byte{1}}
+	own := &record.Config{Reflector: routerID(r), Kind: 2, Name: "good", Gen: 1, Writer: routerID(r), Payload: []byte{1}}
 	if err := r.Publish(ctx, own, cfgRT); err != nil {
 		t.Fatal(err)
 	}
 	b.view.waitFor(t, "the reflector's configuration", func(m map[string]RecordEvent) bool { _, ok := m[string(own.Key())]; return ok })
-	forged := &ConfigRecord{Reflector: routerID(r), Kind: 2, Name: "evil", Gen: 1, Writer: routerID(r), Payload: []byte{1}}
+	forged := &record.Config{Reflector: routerID(r), Kind: 2, Name: "evil", Gen: 1, Writer: routerID(r), Payload: []byte{1}}
 	if err := a.Publish(ctx, forged, cfgRT); err != nil {
 		t.Fatal(err)
 	}
@@ -105,7 +107,7 @@ func TestClientConfigNotReflected(t *testing.T) {
 // asks for.
 func TestRTConstraintAny(t *testing.T) {
 	ctx := context.Background()
-	red, blue := ZoneRT(testASN, "red"), ZoneRT(testASN, "blue")
+	red, blue := record.ZoneRT(testASN, "red"), record.ZoneRT(testASN, "blue")
 	r, a, b := star(t, red)
 	redRec, blueRec := device(routerID(a), 1), device(routerID(a), 2)
 	if err := a.Publish(ctx, blueRec, blue); err != nil {
@@ -119,11 +121,11 @@ func TestRTConstraintAny(t *testing.T) {
 	if b.view.has(blueRec.Key()) {
 		t.Fatal("b received a blue record without subscribing")
 	}
-	if err := b.Subscribe(ctx, AnyRT); err != nil {
+	if err := b.Subscribe(ctx, record.AnyRT); err != nil {
 		t.Fatal(err)
 	}
 	b.view.waitFor(t, "blue record with AnyRT", func(m map[string]RecordEvent) bool { _, ok := m[string(blueRec.Key())]; return ok })
-	if err := b.Unsubscribe(ctx, AnyRT); err != nil {
+	if err := b.Unsubscribe(ctx, record.AnyRT); err != nil {
 		t.Fatal(err)
 	}
 	b.view.waitFor(t, "blue record gone", func(m map[string]RecordEvent) bool { _, ok := m[string(blueRec.Key())]; return !ok })

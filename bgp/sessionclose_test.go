@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/openinof/inof/bgp/bfd"
+	"github.com/openinof/inof/bgp/record"
 )
 
 func TestProcAddr(t *testing.T) {
@@ -63,7 +64,7 @@ func TestBFDLossLeavesTheSwitchItsRoutes(t *testing.T) {
 	connect(t, r, b, nil)
 	waitEstablished(t, a, 1)
 	waitEstablished(t, b, 1)
-	zone := ZoneRT(testASN, "prod")
+	zone := record.ZoneRT(testASN, "prod")
 	if err := a.Subscribe(t.Context(), zone); err != nil {
 		t.Fatal(err)
 	}

@@ -5,6 +5,7 @@ import (
 	"net/netip"
 	"time"
 
+	"github.com/openinof/inof/bgp/record"
 	"github.com/openinof/inof/inof"
 )
 
@@ -28,13 +29,13 @@ type Speaker interface {
 	// with the route targets. A peer that wants none of the new route
 	// targets keeps the old value (see docs/records.md): never drop a route
 	// target under one key; DevicePublisher moves devices between zones.
-	Publish(ctx context.Context, r Record, rts ...RouteTarget) error
+	Publish(ctx context.Context, r record.Record, rts ...record.RouteTarget) error
 	// Withdraw removes the record with that key.
 	Withdraw(ctx context.Context, key []byte) error
 	// Subscribe asks peers (RT-constraint) for records carrying rt; AnyRT
 	// asks for every record.
-	Subscribe(ctx context.Context, rt RouteTarget) error
-	Unsubscribe(ctx context.Context, rt RouteTarget) error
+	Subscribe(ctx context.Context, rt record.RouteTarget) error
+	Unsubscribe(ctx context.Context, rt record.RouteTarget) error
 	// WatchRecords calls fn for the current best record of every key (the
 	// initial table) and then for every change, until ctx ends or the
 	// speaker stops. Calls come from one goroutine per watch, through a
@@ -45,7 +46,7 @@ type Speaker interface {
 	// (Adj-RIB-In, before import policy), under the same rules; given
 	// types, only for records of those types (the others are not even
 	// decoded).
-	WatchReceived(ctx context.Context, fn func(RecordEvent), types ...RecordType) error
+	WatchReceived(ctx context.Context, fn func(RecordEvent), types ...record.Type) error
 	// WatchNeighbors calls fn on every session state change until ctx ends
 	// or the speaker stops.
 	WatchNeighbors(ctx context.Context, fn func(NeighborEvent)) error
@@ -105,9 +106,9 @@ type NeighborBFD struct {
 // RecordEvent is one change of the best record for a key.
 type RecordEvent struct {
 	Key       []byte
-	Record    Record // nil when withdrawn or malformed
-	Withdrawn bool   // true also for malformed records (treated as withdraw)
-	Err       error  // set when the received value was malformed
+	Record    record.Record // nil when withdrawn or malformed
+	Withdrawn bool          // true also for malformed records (treated as withdraw)
+	Err       error         // set when the received value was malformed
 	// Source is the neighbor the record came from; invalid for records this
 	// speaker originated.
 	Source netip.Addr
@@ -120,7 +121,7 @@ type RecordEvent struct {
 	// record came from; a reflector's own records carry its session
 	// address. Invalid when the path has none.
 	NextHop      netip.Addr
-	RouteTargets []RouteTarget
+	RouteTargets []record.RouteTarget
 	Stale        bool // kept by graceful restart while its neighbor is away
 }
 

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"testing"
+
+	"github.com/openinof/inof/bgp/record"
 )
 
 // TestReflectOneToTwo: one reflector, two clients; a record published by
@@ -11,7 +13,7 @@ import (
 // withdrawal clears it everywhere.
 func TestReflectOneToTwo(t *testing.T) {
 	ctx := context.Background()
-	zone := ZoneRT(testASN, "prod")
+	zone := record.ZoneRT(testASN, "prod")
 	r, a, b := star(t, zone)
 
 	rec := device(0x7f000002, 1)
@@ -20,7 +22,7 @@ func TestReflectOneToTwo(t *testing.T) {
 	}
 	b.view.waitFor(t, "record at b", func(m map[string]RecordEvent) bool { _, ok := m[string(rec.Key())]; return ok })
 	got, _ := b.view.get(rec.Key())
-	d, ok := got.Record.(*DeviceRecord)
+	d, ok := got.Record.(*record.Device)
 	if !ok || d.Device != rec.Device || d.AccessPort != "swp1" || got.Source != r.addr || len(got.RouteTargets) != 1 || got.RouteTargets[0] != zone {
 		t.Fatalf("b got %+v (%+v)", got, got.Record)
 	}
@@ -35,12 +37,12 @@ func TestReflectOneToTwo(t *testing.T) {
 
 func TestPublishTooLarge(t *testing.T) {
 	c := startClient(t, addr("127.0.0.2"), Options{})
-	big := &ConfigRecord{Reflector: 1, Kind: 2, Name: "z", Payload: make([]byte, 3890)}
-	if err := c.Publish(context.Background(), big, ConfigRT(testASN)); !errors.Is(err, ErrTooLarge) {
+	big := &record.Config{Reflector: 1, Kind: 2, Name: "z", Payload: make([]byte, 3890)}
+	if err := c.Publish(context.Background(), big, record.ConfigRT(testASN)); !errors.Is(err, record.ErrTooLarge) {
 		t.Fatalf("publish of %d-byte payload: %v", len(big.Payload), err)
 	}
-	ok := &ConfigRecord{Reflector: 1, Kind: 2, Name: "z", Payload: make([]byte, 3800)}
-	if err := c.Publish(context.Background(), ok, ConfigRT(testASN)); err != nil {
+	ok := &record.Config{Reflector: 1, Kind: 2, Name: "z", Payload: make([]byte, 3800)}
+	if err := c.Publish(context.Background(), ok, record.ConfigRT(testASN)); err != nil {
 		t.Fatalf("publish of %d-byte payload: %v", len(ok.Payload), err)
 	}
 }

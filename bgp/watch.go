@@ -8,6 +8,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/openinof/inof/bgp/record"
 )
 
 // Watches deliver events from one goroutine per watch, fed through a
@@ -169,11 +171,11 @@ func (w *recordWatch) kept(snap []RecordEvent) []RecordEvent {
 
 // typeFilter selects records by type, the first byte of their key; no
 // types means every record.
-func typeFilter(types []RecordType) func([]byte) bool {
+func typeFilter(types []record.Type) func([]byte) bool {
 	if len(types) == 0 {
 		return nil
 	}
-	return func(key []byte) bool { return len(key) > 0 && slices.Contains(types, RecordType(key[0])) }
+	return func(key []byte) bool { return len(key) > 0 && slices.Contains(types, record.Type(key[0])) }
 }
 
 // resync brings the consumer from what it was told to the snapshot.

@@ -36,9 +36,24 @@ func imports(t *testing.T) map[string][]string {
 	return m
 }
 
+// bgpLayer is a package's layer inside bgp (docs/design.md §2): 1 the codec
+// (bgp/record), 2 the speaker (bgp, bgp/bfd), 3 the tables (bgp/table); 0
+// outside bgp.
+func bgpLayer(p string) int {
+	switch {
+	case under(p, "bgp/record"):
+		return 1
+	case under(p, "bgp/table"):
+		return 3
+	case under(p, "bgp"):
+		return 2
+	}
+	return 0
+}
+
 // TestDependencyDirection guards the import rules of docs/design.md §2:
 // cmd → inof/<daemons> → {bgp, zones, l2proto, lossless, discovery} →
-// inof (the vocabulary).
+// inof (the vocabulary), and inside bgp: bgp/record ← bgp ← bgp/table.
 func TestDependencyDirection(t *testing.T) {
 	blocks := []string{"bgp", "zones", "l2proto"} // bgp/bfd counts as bgp
 	libraries := []string{"lossless", "discovery"}
@@ -69,6 +84,8 @@ func TestDependencyDirection(t *testing.T) {
 				t.Errorf("%s imports %s: the domain libraries import nothing of ours", pkg, imp)
 			case blockOf(pkg) != "" && blockOf(imp) != "" && blockOf(imp) != blockOf(pkg):
 				t.Errorf("%s imports %s: building blocks never import each other", pkg, imp)
+			case bgpLayer(pkg) != 0 && bgpLayer(imp) > bgpLayer(pkg):
+				t.Errorf("%s imports %s: inside bgp, imports point down only (bgp/record ← bgp ← bgp/table)", pkg, imp)
 			case blockOf(pkg) != "" && strings.HasPrefix(imp, "inof/"):
 				t.Errorf("%s imports %s: building blocks import only the vocabulary", pkg, imp)
 			case under(pkg, "inof/api") && blockOf(imp) == "bgp":
@@ -83,19 +100,41 @@ func TestDependencyDirection(t *testing.T) {
 	if checked == 0 {
 		t.Fatal("no imports of this module seen: go list output not understood")
 	}
+	// The codec and the tables import no GoBGP package themselves: the
+	// codec links none at all (TestLeanImports), the tables reach it
+	// through bgp.Speaker only.
+	for _, pkg := range []string{"bgp/record", "bgp/table"} {
+		out, err := exec.Command("go", "list", "-f", `{{join .Imports " "}}`, module+"/"+pkg).Output()
+		if err != nil {
+			t.Fatalf("go list %s: %v", pkg, err)
+		}
+		imps := strings.Fields(string(out))
+		if len(imps) == 0 {
+			t.Fatalf("go list %s: no imports seen", pkg)
+		}
+		for _, imp := range imps {
+			if strings.HasPrefix(imp, "github.com/osrg/gobgp/") {
+				t.Errorf("%s imports %s: only the speaker (bgp) talks to GoBGP", pkg, imp)
+			}
+		}
+	}
 }
 
 // TestLeanImports: the commands that run on hosts and at an admin's prompt
 // do not link the daemon side. inofctl initialized GoBGP, bbolt, netlink and
 // Prometheus at every start, which made each zone change a few
 // milliseconds slower (issue #16, BenchmarkPrivZoneChange); a host binary
-// has no business carrying a BGP stack or the zone store.
+// has no business carrying a BGP stack or the zone store. The BGP record
+// codec (bgp/record) links no GoBGP either: the speaker is the only layer
+// that does.
 func TestLeanImports(t *testing.T) {
 	for cmd, heavy := range map[string][]string{
 		"cmd/inofctl": {"github.com/osrg/gobgp/", "go.etcd.io/bbolt", "github.com/vishvananda/netlink",
 			"github.com/prometheus/", "github.com/russross/blackfriday", module + "/bgp"},
 		"cmd/inof-host": {"github.com/osrg/gobgp/", "go.etcd.io/bbolt", module + "/bgp", module + "/zones",
 			module + "/inof/api", module + "/inof/reflector", module + "/inof/switchagent"},
+		// The record codec links neither GoBGP nor any other layer of bgp.
+		"bgp/record": {"github.com/osrg/gobgp/", "google.golang.org/grpc", module + "/bgp"},
 	} {
 		out, err := exec.Command("go", "list", "-deps", module+"/"+cmd).Output()
 		if err != nil {
@@ -109,6 +148,7 @@ func TestLeanImports(t *testing.T) {
 			for _, dep := range deps {
 				// inof/api/apiclient and inof/api/v1 are the client side.
 				if (dep == h || strings.HasPrefix(dep, h+"/") || (strings.HasSuffix(h, "/") && strings.HasPrefix(dep, h))) &&
+					!under(rel(dep), cmd) &&
 					!strings.HasPrefix(dep, module+"/inof/api/") {
 					t.Errorf("%s links %s", cmd, dep)
 					break

@@ -12,7 +12,7 @@ import (
 
 // Part is one piece of a record as it replicates. A record whose content
 // does not fit one BGP record is split at member boundaries into parts of
-// one version. The caller sends each part as one bgp.ConfigRecord: Kind and
+// one version. The caller sends each part as one record.Config: Kind and
 // Name from Key, Part from Index, Gen, Writer and Deleted from the record,
 // Payload as is.
 type Part struct {

@@ -37,7 +37,7 @@ func (k Kind) String() string {
 // Version orders writes of one object: the generation is a hybrid logical
 // clock value (inof.Clock), the router-id of the writing reflector breaks
 // ties. When records replicate, the version travels in the BGP envelope
-// (bgp.ConfigRecord Gen and Writer), never in the payload.
+// (record.Config Gen and Writer), never in the payload.
 type Version struct {
 	Gen      uint64
 	RouterID inof.RouterID

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/openinof/inof/bgp"
+	"github.com/openinof/inof/bgp/record"
+	"github.com/openinof/inof/bgp/table"
 	"github.com/openinof/inof/inof"
 	"github.com/openinof/inof/inof/daemon"
 	"github.com/openinof/inof/internal/cmdtest"
@@ -148,7 +150,7 @@ clients: %[7]s
 		LocalAddress: netip.MustParseAddr(sw)}); err != nil {
 		t.Fatal(err)
 	}
-	pub, err := bgp.NewDevicePublisher(bgp.DevicePublisherOptions{Speaker: s})
+	pub, err := table.NewDevicePublisher(table.DevicePublisherOptions{Speaker: s})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -157,9 +159,9 @@ clients: %[7]s
 		{Addr: netip.MustParseAddr("10.0.0.1"), Role: inof.RoleHost, Protocol: inof.ProtocolTCP},
 		{Addr: netip.MustParseAddr("10.0.1.1"), Role: inof.RoleTarget, Protocol: inof.ProtocolTCP, Port: 4420},
 	} {
-		rec := bgp.DeviceRecord{Report: inof.Report{Switch: 0x7f000002, Device: d, Status: inof.Status{State: inof.StateActive, Changed: now}},
+		rec := record.Device{Report: inof.Report{Switch: 0x7f000002, Device: d, Status: inof.Status{State: inof.StateActive, Changed: now}},
 			AccessPort: "swp1", Since: now}
-		if err := pub.Publish(ctx, rec, bgp.ZoneRT(65000, "red")); err != nil {
+		if err := pub.Publish(ctx, rec, record.ZoneRT(65000, "red")); err != nil {
 			t.Fatal(err)
 		}
 	}

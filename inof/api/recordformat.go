@@ -19,7 +19,7 @@ type RecordFormatBackend interface {
 	// RecordFormat returns the format in force and what each configured
 	// switch announced it reads.
 	RecordFormat(ctx context.Context) (RecordFormatStatus, error)
-	// SetRecordFormat changes the format (a name of bgp.RecordFormats);
+	// SetRecordFormat changes the format (a name of record.Formats);
 	// an error wrapping ErrFormatRefused names the switches behind.
 	SetRecordFormat(ctx context.Context, format string) error
 }

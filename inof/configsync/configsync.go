@@ -1,5 +1,5 @@
 // Package configsync maps the zone store's records (zones.Record) to the
-// configuration records that replicate them in BGP (bgp.ConfigRecord) and
+// configuration records that replicate them in BGP (record.Config) and
 // back. A record travels as one or more parts (zones.Part); the envelope of
 // each part carries the version and the deletion flag, the payload only
 // content (docs/records.md, "Config").
@@ -9,11 +9,11 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/openinof/inof/bgp"
+	"github.com/openinof/inof/bgp/record"
 	"github.com/openinof/inof/zones"
 )
 
-// Kind is a configuration record's kind (bgp.ConfigRecord.Kind): what its
+// Kind is a configuration record's kind (record.Config.Kind): what its
 // payload is and who keeps the object. kinds is the one table of them
 // (docs/records.md lists the numbers).
 type Kind uint8
@@ -63,18 +63,18 @@ var kinds = map[Kind]struct {
 
 // EncodeRecordFormat is the payload of a KindRecordFormat record:
 // format(1).
-func EncodeRecordFormat(f bgp.RecordFormat) []byte { return []byte{byte(f)} }
+func EncodeRecordFormat(f record.Format) []byte { return []byte{byte(f)} }
 
 // DecodeRecordFormat reads a KindRecordFormat payload.
-func DecodeRecordFormat(payload []byte) (bgp.RecordFormat, error) {
-	if len(payload) != 1 || !bgp.RecordFormat(payload[0]).Valid() {
+func DecodeRecordFormat(payload []byte) (record.Format, error) {
+	if len(payload) != 1 || !record.Format(payload[0]).Valid() {
 		return 0, fmt.Errorf("configsync: record format payload %x: want one byte, 1 or 2", payload)
 	}
-	return bgp.RecordFormat(payload[0]), nil
+	return record.Format(payload[0]), nil
 }
 
 // KindOf returns the kind of a configuration record.
-func KindOf(c bgp.ConfigRecord) Kind { return Kind(c.Kind) }
+func KindOf(c record.Config) Kind { return Kind(c.Kind) }
 
 // Owner returns who keeps the kind's objects.
 func (k Kind) Owner() Owner { return kinds[k].owner }
@@ -88,19 +88,19 @@ func (k Kind) String() string {
 
 // PartPayload is the payload limit records are split with. With the
 // longest key (a 63-byte zone name), the config value header and one route
-// target, a part stays well inside bgp.MaxRecordSize.
+// target, a part stays well inside record.MaxSize.
 const PartPayload = 3700
 
 // Records returns the config records that carry r, one per part. Their
 // Reflector is left zero: the replicator stamps its own router-id.
-func Records(r zones.Record) ([]bgp.ConfigRecord, error) {
+func Records(r zones.Record) ([]record.Config, error) {
 	parts, err := r.Parts(PartPayload)
 	if err != nil {
 		return nil, fmt.Errorf("configsync: %w", err)
 	}
-	out := make([]bgp.ConfigRecord, len(parts))
+	out := make([]record.Config, len(parts))
 	for i, p := range parts {
-		out[i] = bgp.ConfigRecord{
+		out[i] = record.Config{
 			Kind: uint8(r.Kind), Name: r.Name, Part: p.Index,
 			Gen: r.Gen, Writer: r.RouterID, Deleted: r.Deleted, Payload: p.Payload,
 		}
@@ -111,20 +111,20 @@ func Records(r zones.Record) ([]bgp.ConfigRecord, error) {
 // Stale returns the parts of the same objects that held lists and next does
 // not: what is left over when a record shrinks to fewer parts, to be
 // withdrawn once next is originated.
-func Stale(held, next []bgp.ConfigRecord) []bgp.ConfigObject {
-	want := map[bgp.ConfigObject]bool{}
+func Stale(held, next []record.Config) []record.ConfigObject {
+	want := map[record.ConfigObject]bool{}
 	names := map[objectName]bool{}
 	for _, c := range next {
 		want[c.Object()] = true
 		names[nameKey(c)] = true
 	}
-	var out []bgp.ConfigObject
+	var out []record.ConfigObject
 	for _, c := range held {
 		if names[nameKey(c)] && !want[c.Object()] {
 			out = append(out, c.Object())
 		}
 	}
-	slices.SortFunc(out, func(a, b bgp.ConfigObject) int { return int(a.Part) - int(b.Part) })
+	slices.SortFunc(out, func(a, b record.ConfigObject) int { return int(a.Part) - int(b.Part) })
 	return out
 }
 
@@ -134,7 +134,7 @@ type objectName struct {
 	name string
 }
 
-func nameKey(c bgp.ConfigRecord) objectName { return objectName{c.Kind, c.Name} }
+func nameKey(c record.Config) objectName { return objectName{c.Kind, c.Name} }
 
 // Assembler turns received config records into complete zone records. It
 // ignores config kinds that are not the zone store's. Not safe for
@@ -151,7 +151,7 @@ func NewAssembler(limit int) *Assembler { return &Assembler{asm: zones.NewAssemb
 // completes a version newer than the one in effect for its object; ok is
 // false for parts of other kinds, duplicates, older versions and versions
 // still missing parts. A malformed part is an error and changes nothing.
-func (a *Assembler) Add(c bgp.ConfigRecord) (zones.Record, bool, error) {
+func (a *Assembler) Add(c record.Config) (zones.Record, bool, error) {
 	if KindOf(c).Owner() != OwnerZoneStore {
 		return zones.Record{}, false, nil
 	}

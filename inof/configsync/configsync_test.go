@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/openinof/inof/bgp"
+	"github.com/openinof/inof/bgp/record"
 	"github.com/openinof/inof/inof"
 	"github.com/openinof/inof/zones"
 )
@@ -33,7 +33,7 @@ func TestRecordsFitAndReassemble(t *testing.T) {
 	}
 	for _, c := range recs {
 		c.Reflector = 1
-		if _, _, err := bgp.EncodeRecord(&c, 1); err != nil {
+		if _, _, err := record.Encode(&c, 1); err != nil {
 			t.Fatalf("part %d does not fit a BGP record: %v", c.Part, err)
 		}
 	}
@@ -83,10 +83,10 @@ func TestStaleAfterShrink(t *testing.T) {
 
 func TestAssemblerIgnoresOtherKindsAndRejectsGarbage(t *testing.T) {
 	a := NewAssembler(0)
-	if _, ok, err := a.Add(bgp.ConfigRecord{Kind: 200, Name: "profile", Payload: []byte("x")}); ok || err != nil {
+	if _, ok, err := a.Add(record.Config{Kind: 200, Name: "profile", Payload: []byte("x")}); ok || err != nil {
 		t.Fatalf("foreign kind: ok %v err %v", ok, err)
 	}
-	_, ok, err := a.Add(bgp.ConfigRecord{Reflector: 0x0a000001, Kind: uint8(zones.KindZone), Name: "z", Payload: []byte{9, 9}})
+	_, ok, err := a.Add(record.Config{Reflector: 0x0a000001, Kind: uint8(zones.KindZone), Name: "z", Payload: []byte{9, 9}})
 	if ok || err == nil {
 		t.Fatalf("garbage payload: ok %v err %v", ok, err)
 	}

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"hash/fnv"
 
-	"github.com/openinof/inof/bgp"
+	"github.com/openinof/inof/bgp/record"
 	"github.com/openinof/inof/zones"
 )
 
@@ -27,7 +27,7 @@ const (
 var ErrJournalPart = errors.New("malformed journal part")
 
 // JournalRecords returns the config records that carry a journal entry.
-func JournalRecords(e zones.Entry) ([]bgp.ConfigRecord, error) {
+func JournalRecords(e zones.Entry) ([]record.Config, error) {
 	b, err := e.MarshalBinary()
 	if err != nil {
 		return nil, fmt.Errorf("configsync: %w", err)
@@ -40,13 +40,13 @@ func JournalRecords(e zones.Entry) ([]bgp.ConfigRecord, error) {
 	h := fnv.New64a()
 	h.Write(b)
 	digest := h.Sum64()
-	out := make([]bgp.ConfigRecord, n)
+	out := make([]record.Config, n)
 	for i := range n {
 		p := []byte{journalPartFormat}
 		p = binary.BigEndian.AppendUint16(p, uint16(n))
 		p = binary.BigEndian.AppendUint64(p, digest)
 		p = append(p, b[i*chunk:min(len(b), (i+1)*chunk)]...)
-		out[i] = bgp.ConfigRecord{Kind: uint8(KindJournal), Name: e.ID(), Part: uint16(i),
+		out[i] = record.Config{Kind: uint8(KindJournal), Name: e.ID(), Part: uint16(i),
 			Gen: e.Gen, Writer: e.RouterID, Payload: p}
 	}
 	return out, nil
@@ -82,7 +82,7 @@ func NewJournalAssembler(limit int) *JournalAssembler {
 // Add takes one received journal part and returns the entry it completes.
 // A malformed part, or one that disagrees with the parts held for its
 // entry, is an error; the parts held for that entry are dropped.
-func (a *JournalAssembler) Add(c bgp.ConfigRecord) (zones.Entry, bool, error) {
+func (a *JournalAssembler) Add(c record.Config) (zones.Entry, bool, error) {
 	if KindOf(c) != KindJournal {
 		return zones.Entry{}, false, nil
 	}

@@ -11,6 +11,8 @@ import (
 
 	"github.com/openinof/inof/bgp"
 	"github.com/openinof/inof/bgp/bfd"
+	"github.com/openinof/inof/bgp/record"
+	"github.com/openinof/inof/bgp/table"
 	"github.com/openinof/inof/inof"
 	"github.com/openinof/inof/inof/api"
 	"github.com/openinof/inof/lossless"
@@ -22,8 +24,8 @@ import (
 // since when each BGP and BFD session is in its state. Each part has one
 // writer, the speaker's or BFD's watch goroutine; the API reads snapshots.
 type fabricView struct {
-	devices *bgp.DeviceTable   // written by the WatchRecords goroutine only
-	changes []bgp.DeviceChange // that goroutine's buffer for the table's changes
+	devices *table.DeviceTable   // written by the WatchRecords goroutine only
+	changes []table.DeviceChange // that goroutine's buffer for the table's changes
 
 	mu       sync.Mutex
 	bgp      map[netip.Addr]sessionState  // written by the WatchNeighbors goroutine
@@ -38,7 +40,7 @@ type sessionState struct {
 }
 
 func newFabricView(maxDevices int, log *slog.Logger) *fabricView {
-	return &fabricView{devices: bgp.NewDeviceTable(bgp.DeviceTableOptions{MaxDevices: maxDevices, Logger: log}),
+	return &fabricView{devices: table.NewDeviceTable(table.DeviceTableOptions{MaxDevices: maxDevices, Logger: log}),
 		bgp: map[netip.Addr]sessionState{}, bfdSince: map[bfd.SessionKey]time.Time{}, rids: map[netip.Addr]inof.RouterID{}}
 }
 
@@ -56,7 +58,7 @@ func (r *Reflector) onRecord(ev bgp.RecordEvent) {
 }
 
 // deviceEvent is the event feed's entry for one device change.
-func deviceEvent(ch bgp.DeviceChange) api.Event {
+func deviceEvent(ch table.DeviceChange) api.Event {
 	id := ch.ID
 	sw := id.Switch.String()
 	e := api.Event{Kind: "record", Subject: id.Addr.String(), Attributes: map[string]string{"switch": sw}}
@@ -85,7 +87,7 @@ func deviceEvent(ch bgp.DeviceChange) api.Event {
 	return e
 }
 
-func deviceAttributes(a map[string]string, d *bgp.DeviceRecord) {
+func deviceAttributes(a map[string]string, d *record.Device) {
 	a["role"] = d.Device.Role.String()
 	a["protocol"] = d.Device.Protocol.String()
 	a["state"] = d.State.String()

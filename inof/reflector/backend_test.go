@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/openinof/inof/bgp"
+	"github.com/openinof/inof/bgp/record"
+	"github.com/openinof/inof/bgp/table"
 	"github.com/openinof/inof/inof"
 	"github.com/openinof/inof/inof/api"
 	"github.com/openinof/inof/lossless"
@@ -33,7 +35,7 @@ func waitCond(t testing.TB, what string, cond func() bool) {
 
 // startSwitch starts a fake switch agent peering with the reflectors and
 // returns a device publisher on it.
-func startSwitch(t testing.TB, f *bgp.FakeFabric, id string, reflectors ...string) (*bgp.FakeSpeaker, *bgp.DevicePublisher) {
+func startSwitch(t testing.TB, f *bgp.FakeFabric, id string, reflectors ...string) (*bgp.FakeSpeaker, *table.DevicePublisher) {
 	t.Helper()
 	s, err := f.NewSpeaker(bgp.Options{Role: bgp.RoleClient, ASN: testASN, RouterID: netip.MustParseAddr(id)})
 	if err != nil {
@@ -48,7 +50,7 @@ func startSwitch(t testing.TB, f *bgp.FakeFabric, id string, reflectors ...strin
 			t.Fatal(err)
 		}
 	}
-	p, err := bgp.NewDevicePublisher(bgp.DevicePublisherOptions{Speaker: s})
+	p, err := table.NewDevicePublisher(table.DevicePublisherOptions{Speaker: s})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,10 +95,10 @@ func TestBackendDevices(t *testing.T) {
 	_, p2 := startSwitch(t, f, sw2, r1ID)
 	b := r.API()
 	ctx := context.Background()
-	red := bgp.ZoneRT(testASN, "red")
+	red := record.ZoneRT(testASN, "red")
 	t0 := time.UnixMilli(time.Now().UnixMilli())
-	dev := func(sw string, addr string, role inof.Role, st inof.State, reason inof.Reason, at time.Time) bgp.DeviceRecord {
-		return bgp.DeviceRecord{Report: inof.Report{Switch: inof.MustParseRouterID(sw),
+	dev := func(sw string, addr string, role inof.Role, st inof.State, reason inof.Reason, at time.Time) record.Device {
+		return record.Device{Report: inof.Report{Switch: inof.MustParseRouterID(sw),
 			Device: inof.Device{Addr: netip.MustParseAddr(addr), Role: role, Protocol: inof.ProtocolTCP},
 			Status: inof.Status{State: st, Reason: reason, Changed: at}}, AccessPort: "eth1", Since: t0}
 	}
@@ -104,8 +106,8 @@ func TestBackendDevices(t *testing.T) {
 	tgtA := dev(sw1, "192.0.2.20", inof.RoleTarget, inof.StateActive, 0, t0)
 	tgtB := dev(sw2, "192.0.2.20", inof.RoleTarget, inof.StateInactive, inof.ReasonLinkDown, t0.Add(time.Second))
 	for _, x := range []struct {
-		p *bgp.DevicePublisher
-		d bgp.DeviceRecord
+		p *table.DevicePublisher
+		d record.Device
 	}{{p1, host}, {p1, tgtA}, {p2, tgtB}} {
 		if err := x.p.Publish(ctx, x.d, red); err != nil {
 			t.Fatal(err)
@@ -120,7 +122,7 @@ func TestBackendDevices(t *testing.T) {
 	}
 	waitCond(t, "both devices listed", func() bool {
 		ds := list()
-		return len(ds) == 2 && r.fabric.devices.Stats() == (bgp.DeviceTableStats{}) && len(r.fabric.devices.Reports()) == 3
+		return len(ds) == 2 && r.fabric.devices.Stats() == (table.DeviceTableStats{}) && len(r.fabric.devices.Reports()) == 3
 	})
 	want := []api.Device{
 		{Device: host.Device, Switch: inof.MustParseRouterID(sw1), Status: inof.Status{State: inof.StateActive, Changed: t0}},
@@ -306,10 +308,10 @@ func TestMaxDevicesBoundsTheView(t *testing.T) {
 	_, p1 := startSwitch(t, f, sw1, r1ID)
 	ctx := context.Background()
 	for i := range 3 {
-		d := bgp.DeviceRecord{Report: inof.Report{Switch: inof.MustParseRouterID(sw1),
+		d := record.Device{Report: inof.Report{Switch: inof.MustParseRouterID(sw1),
 			Device: inof.Device{Addr: netip.AddrFrom4([4]byte{192, 0, 2, byte(10 + i)}), Role: inof.RoleTarget, Protocol: inof.ProtocolTCP},
 			Status: inof.Status{State: inof.StateActive, Changed: time.UnixMilli(1000)}}, AccessPort: "eth1", Since: time.UnixMilli(1000)}
-		if err := p1.Publish(ctx, d, bgp.ZoneRT(testASN, "red")); err != nil {
+		if err := p1.Publish(ctx, d, record.ZoneRT(testASN, "red")); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -3,7 +3,7 @@
 // TCP-MD5 and GTSM as in docs/design.md §3) and the fabric's zone authority. It
 // keeps the zone configuration in a bbolt store (zones.Store), originates
 // every record as configuration parts under its own router-id
-// (configsync, bgp.ConfigReplicator), adopts newer versions that other
+// (configsync, table.ConfigReplicator), adopts newer versions that other
 // reflectors originate, persists them once complete, and withdraws the
 // parts a record no longer has. A marker in the state directory tells a
 // restart after a crash from one after a clean stop, so that the speaker

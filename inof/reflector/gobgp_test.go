@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/openinof/inof/bgp"
+	"github.com/openinof/inof/bgp/record"
 	"github.com/openinof/inof/zones"
 )
 
@@ -97,7 +98,7 @@ func TestGoBGPLargeZone(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := c.Subscribe(ctx, bgp.ConfigRT(testASN)); err != nil {
+	if err := c.Subscribe(ctx, record.ConfigRT(testASN)); err != nil {
 		t.Fatal(err)
 	}
 	client := newClientView()

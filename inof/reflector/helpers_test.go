@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/openinof/inof/bgp"
+	"github.com/openinof/inof/bgp/record"
 	"github.com/openinof/inof/inof/configsync"
 	"github.com/openinof/inof/zones"
 )
@@ -138,14 +139,14 @@ func (r *Reflector) testStop() error {
 type clientView struct {
 	mu   sync.Mutex
 	cond *sync.Cond
-	keys map[string]bgp.ConfigRecord
+	keys map[string]record.Config
 	asm  *configsync.Assembler
 	recs map[zones.Key]zones.Record
 	errs []error
 }
 
 func newClientView() *clientView {
-	v := &clientView{keys: map[string]bgp.ConfigRecord{}, asm: configsync.NewAssembler(0), recs: map[zones.Key]zones.Record{}}
+	v := &clientView{keys: map[string]record.Config{}, asm: configsync.NewAssembler(0), recs: map[zones.Key]zones.Record{}}
 	v.cond = sync.NewCond(&v.mu)
 	return v
 }
@@ -158,7 +159,7 @@ func (v *clientView) apply(ev bgp.RecordEvent) {
 		delete(v.keys, string(ev.Key))
 		return
 	}
-	c, ok := ev.Record.(*bgp.ConfigRecord)
+	c, ok := ev.Record.(*record.Config)
 	if !ok {
 		return
 	}
@@ -301,7 +302,7 @@ func clientSpeaker(t testing.TB, f *bgp.FakeFabric, id string, reflectors ...str
 			t.Fatal(err)
 		}
 	}
-	if err := s.Subscribe(ctx, bgp.ConfigRT(testASN)); err != nil {
+	if err := s.Subscribe(ctx, record.ConfigRT(testASN)); err != nil {
 		t.Fatal(err)
 	}
 	return s

@@ -8,7 +8,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/openinof/inof/bgp"
+	"github.com/openinof/inof/bgp/record"
 	"github.com/openinof/inof/inof/api"
 	"github.com/openinof/inof/inof/configsync"
 	"github.com/openinof/inof/zones"
@@ -86,7 +86,7 @@ func (r *Reflector) reconcileJournal(ctx context.Context) (int, error) {
 // mergeJournal (sync loop) takes journal parts adopted from peers: complete
 // entries go to the store, each one added is an event with the identity
 // that made the change, and conflicts they reveal are reported.
-func (r *Reflector) mergeJournal(ctx context.Context, parts []bgp.ConfigRecord) {
+func (r *Reflector) mergeJournal(ctx context.Context, parts []record.Config) {
 	var complete []zones.Entry
 	for _, c := range parts {
 		e, ok, err := r.jasm.Add(c)

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"path/filepath"
 
-	"github.com/openinof/inof/bgp"
+	"github.com/openinof/inof/bgp/record"
 	"github.com/openinof/inof/inof"
 	"github.com/openinof/inof/inof/api"
 	"github.com/openinof/inof/inof/configsync"
@@ -31,7 +31,7 @@ type savedProfile struct {
 // profileState is the profile in effect. Only the sync loop writes it
 // (under profileMu); the admin API reads it.
 type profileState struct {
-	rec     bgp.ConfigRecord // zero Gen: none set, the default applies
+	rec     record.Config // zero Gen: none set, the default applies
 	profile lossless.Profile
 }
 
@@ -60,14 +60,14 @@ func (r *Reflector) loadProfile() error {
 // loadSetting reads a fabric setting persisted at path (the envelope of
 // generation, writer and payload) as the configuration record of kind,
 // and moves the generation clock past it; false when none was saved.
-func (r *Reflector) loadSetting(path string, kind configsync.Kind) (bgp.ConfigRecord, bool, error) {
+func (r *Reflector) loadSetting(path string, kind configsync.Kind) (record.Config, bool, error) {
 	var s savedProfile
 	ok, err := daemon.LoadState(path, profileFormat, &s)
 	if err != nil || !ok {
-		return bgp.ConfigRecord{}, false, err
+		return record.Config{}, false, err
 	}
 	r.clock.Advance(s.Gen)
-	return bgp.ConfigRecord{Kind: uint8(kind), Gen: s.Gen, Writer: s.Writer, Payload: s.Payload}, true, nil
+	return record.Config{Kind: uint8(kind), Gen: s.Gen, Writer: s.Writer, Payload: s.Payload}, true, nil
 }
 
 // setProfile (sync loop) writes a new version of the profile: persisted
@@ -77,7 +77,7 @@ func (r *Reflector) setProfile(ctx context.Context, p lossless.Profile, by api.I
 	if err != nil {
 		return err
 	}
-	rec := bgp.ConfigRecord{Kind: uint8(configsync.KindLossless), Gen: r.clock.Next(), Writer: r.routerID, Payload: payload}
+	rec := record.Config{Kind: uint8(configsync.KindLossless), Gen: r.clock.Next(), Writer: r.routerID, Payload: payload}
 	if err := r.persistProfile(rec, p); err != nil {
 		return err
 	}
@@ -97,7 +97,7 @@ func (r *Reflector) setProfile(ctx context.Context, p lossless.Profile, by api.I
 
 // adoptProfile (sync loop) takes a newer profile version a peer reflector
 // originated (the replicator already re-originates it).
-func (r *Reflector) adoptProfile(c bgp.ConfigRecord) {
+func (r *Reflector) adoptProfile(c record.Config) {
 	r.profileMu.RLock()
 	cur := r.profile.rec
 	r.profileMu.RUnlock()
@@ -128,7 +128,7 @@ func (r *Reflector) adoptProfile(c bgp.ConfigRecord) {
 }
 
 // persistProfile writes the state file and makes rec the version in effect.
-func (r *Reflector) persistProfile(rec bgp.ConfigRecord, p lossless.Profile) error {
+func (r *Reflector) persistProfile(rec record.Config, p lossless.Profile) error {
 	if err := saveProfileState(r.opts.ProfilePath(), rec.Gen, rec.Writer, rec.Payload); err != nil {
 		return err
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/openinof/inof/bgp"
 	"github.com/openinof/inof/bgp/bfd"
+	"github.com/openinof/inof/bgp/table"
 	"github.com/openinof/inof/zones"
 )
 
@@ -121,9 +122,9 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 	// with zero values, so that rates and alerts see them from the start.
 	var (
 		st  bgp.Stats
-		rs  bgp.ReplicatorStats
+		rs  table.ReplicatorStats
 		sr  zones.Refused
-		dev bgp.DeviceTableStats
+		dev table.DeviceTableStats
 	)
 	counter(descJournalAdopted, r.m.journalAdopted.Load())
 	counter(descConflicts, r.m.conflicts.Load())

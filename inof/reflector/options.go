@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/openinof/inof/bgp"
+	"github.com/openinof/inof/bgp/table"
 	"github.com/openinof/inof/inof/api"
 	"github.com/openinof/inof/inof/daemon"
 	"github.com/openinof/inof/inof/peering"
@@ -122,7 +123,7 @@ func DefaultOptions() Options {
 		BFD:             peering.DefaultBFD(),
 		PruneInterval:   time.Hour,
 		API:             api.Options{Socket: api.DefaultSocket},
-		MaxDevices:      bgp.DefaultMaxDevices,
+		MaxDevices:      table.DefaultMaxDevices,
 		Trust:           TrustOptions{Quarantine: DefaultQuarantine},
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/openinof/inof/bgp"
+	"github.com/openinof/inof/bgp/record"
 	"github.com/openinof/inof/inof"
 	"github.com/openinof/inof/inof/api"
 	"github.com/openinof/inof/inof/configsync"
@@ -27,20 +28,20 @@ func (o *Options) FormatPath() string { return filepath.Join(o.StateDir, "record
 // formatState is the format in effect. Only the sync loop writes it (under
 // formatMu); the admin API reads it.
 type formatState struct {
-	rec    bgp.ConfigRecord // zero Gen: never set, per-device
-	format bgp.RecordFormat
+	rec    record.Config // zero Gen: never set, per-device
+	format record.Format
 }
 
 // formatRequest asks the sync loop to change the format.
 type formatRequest struct {
-	format   bgp.RecordFormat
+	format   record.Format
 	identity api.Identity
 	done     chan error
 }
 
 // loadFormat reads the persisted format, if any.
 func (r *Reflector) loadFormat() error {
-	r.format = formatState{format: bgp.FormatDevices}
+	r.format = formatState{format: record.FormatDevices}
 	rec, ok, err := r.loadSetting(r.opts.FormatPath(), configsync.KindRecordFormat)
 	if err != nil || !ok {
 		return err
@@ -55,8 +56,8 @@ func (r *Reflector) loadFormat() error {
 
 // setFormat (sync loop) writes a new version of the format: persisted
 // first, then originated.
-func (r *Reflector) setFormat(ctx context.Context, f bgp.RecordFormat, by api.Identity) error {
-	rec := bgp.ConfigRecord{Kind: uint8(configsync.KindRecordFormat), Gen: r.clock.Next(), Writer: r.routerID,
+func (r *Reflector) setFormat(ctx context.Context, f record.Format, by api.Identity) error {
+	rec := record.Config{Kind: uint8(configsync.KindRecordFormat), Gen: r.clock.Next(), Writer: r.routerID,
 		Payload: configsync.EncodeRecordFormat(f)}
 	if err := r.persistFormat(rec, f); err != nil {
 		return err
@@ -70,7 +71,7 @@ func (r *Reflector) setFormat(ctx context.Context, f bgp.RecordFormat, by api.Id
 
 // adoptFormat (sync loop) takes a newer version a peer reflector
 // originated (the replicator already re-originates it).
-func (r *Reflector) adoptFormat(c bgp.ConfigRecord) {
+func (r *Reflector) adoptFormat(c record.Config) {
 	r.formatMu.RLock()
 	cur := r.format.rec
 	r.formatMu.RUnlock()
@@ -95,7 +96,7 @@ func (r *Reflector) adoptFormat(c bgp.ConfigRecord) {
 }
 
 // persistFormat writes the state file and makes rec the version in effect.
-func (r *Reflector) persistFormat(rec bgp.ConfigRecord, f bgp.RecordFormat) error {
+func (r *Reflector) persistFormat(rec record.Config, f record.Format) error {
 	if err := daemon.SaveState(r.opts.FormatPath(), profileFormat, savedProfile{Gen: rec.Gen, Writer: rec.Writer, Payload: rec.Payload}); err != nil {
 		return fmt.Errorf("reflector: record format: %w", err)
 	}
@@ -109,10 +110,10 @@ func (r *Reflector) persistFormat(rec bgp.ConfigRecord, f bgp.RecordFormat) erro
 // noteSwitch takes a switch record (or its withdraw) a client sent, from
 // the Adj-RIB-In watch.
 func (r *Reflector) noteSwitch(ev bgp.RecordEvent) {
-	if len(ev.Key) == 0 || bgp.RecordType(ev.Key[0]) != bgp.TypeSwitch {
+	if len(ev.Key) == 0 || record.Type(ev.Key[0]) != record.TypeSwitch {
 		return
 	}
-	sw, err := bgp.ParseSwitchKey(ev.Key)
+	sw, err := record.ParseSwitchKey(ev.Key)
 	if err != nil {
 		return
 	}
@@ -121,7 +122,7 @@ func (r *Reflector) noteSwitch(ev bgp.RecordEvent) {
 	if r.switchReads == nil {
 		r.switchReads = map[inof.RouterID]uint32{}
 	}
-	if w, ok := ev.Record.(*bgp.SwitchRecord); ok && !ev.Withdrawn {
+	if w, ok := ev.Record.(*record.Switch); ok && !ev.Withdrawn {
 		r.switchReads[sw] = w.Reads
 	} else {
 		delete(r.switchReads, sw)
@@ -136,7 +137,7 @@ func (r *Reflector) switchesReading() []api.SwitchReads {
 	for _, c := range r.opts.Clients {
 		id := inof.MustParseRouterID(c.Address) // a switch peers from its router-id (validated)
 		reads, ok := r.switchReads[id]
-		out = append(out, api.SwitchReads{Switch: id.String(), Announced: ok, ReadsSets: reads&bgp.SwitchReadsDeviceSets != 0})
+		out = append(out, api.SwitchReads{Switch: id.String(), Announced: ok, ReadsSets: reads&record.SwitchReadsDeviceSets != 0})
 	}
 	slices.SortFunc(out, func(a, b api.SwitchReads) int { return strings.Compare(a.Switch, b.Switch) })
 	return out
@@ -161,7 +162,7 @@ func (r *Reflector) RecordFormat() (api.RecordFormatStatus, error) {
 // announced that it reads device sets; "per-device" is always accepted.
 // ctx bounds the wait for the sync loop.
 func (r *Reflector) SetRecordFormat(ctx context.Context, name string) error {
-	f, err := bgp.ParseRecordFormat(name)
+	f, err := record.ParseFormat(name)
 	if err != nil {
 		return fmt.Errorf("%w: %w", api.ErrFormatRefused, err)
 	}
@@ -170,7 +171,7 @@ func (r *Reflector) SetRecordFormat(ctx context.Context, name string) error {
 	if r.state != stateStarted {
 		return ErrNotRunning
 	}
-	if f == bgp.FormatSets {
+	if f == record.FormatSets {
 		var behind []string
 		all := r.switchesReading()
 		for _, s := range all {

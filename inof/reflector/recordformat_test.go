@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/openinof/inof/bgp"
+	"github.com/openinof/inof/bgp/record"
 	"github.com/openinof/inof/inof"
 	"github.com/openinof/inof/inof/api"
 	"github.com/openinof/inof/inof/configsync"
@@ -22,7 +23,7 @@ func formatClient(t *testing.T, f *bgp.FakeFabric, id string, reflectors ...stri
 	v := newClientView()
 	var switchRecords atomic.Int32
 	if err := s.WatchRecords(ctx, func(ev bgp.RecordEvent) {
-		if _, ok := ev.Record.(*bgp.SwitchRecord); ok && !ev.Local() {
+		if _, ok := ev.Record.(*record.Switch); ok && !ev.Local() {
 			switchRecords.Add(1)
 		}
 		v.apply(ev)
@@ -34,14 +35,14 @@ func formatClient(t *testing.T, f *bgp.FakeFabric, id string, reflectors ...stri
 
 func announce(t *testing.T, s *bgp.FakeSpeaker, id string, reads uint32) {
 	t.Helper()
-	rec := &bgp.SwitchRecord{Switch: inof.MustParseRouterID(id), Reads: reads}
-	if err := s.Publish(context.Background(), rec, bgp.SwitchInfoRT); err != nil {
+	rec := &record.Switch{Switch: inof.MustParseRouterID(id), Reads: reads}
+	if err := s.Publish(context.Background(), rec, record.SwitchInfoRT); err != nil {
 		t.Fatal(err)
 	}
 }
 
 // formatOf returns the record format the client holds (0 if none).
-func formatOf(v *clientView) bgp.RecordFormat {
+func formatOf(v *clientView) record.Format {
 	for _, c := range v.keys {
 		if configsync.KindOf(c) == configsync.KindRecordFormat {
 			f, _ := configsync.DecodeRecordFormat(c.Payload)
@@ -66,7 +67,7 @@ func TestRecordFormatWaitsForEverySwitch(t *testing.T) {
 	r2 := startReflector(t, Config{Options: o2, NewSpeaker: fakeSpeakers(f, nil)})
 	s1, v1, seen1 := formatClient(t, f, sw1, r1ID, r2ID)
 	s2, _, _ := formatClient(t, f, sw2, r1ID, r2ID)
-	if err := s1.Subscribe(context.Background(), bgp.AnyRT); err != nil { // would get every record but switch records
+	if err := s1.Subscribe(context.Background(), record.AnyRT); err != nil { // would get every record but switch records
 		t.Fatal(err)
 	}
 	ctx := context.Background()
@@ -75,7 +76,7 @@ func TestRecordFormatWaitsForEverySwitch(t *testing.T) {
 	if err != nil || st.Format != "per-device" || len(st.Switches) != 2 || st.Switches[0].Announced {
 		t.Fatalf("before anything: %+v %v", st, err)
 	}
-	announce(t, s1, sw1, bgp.SwitchReadsDeviceSets)
+	announce(t, s1, sw1, record.SwitchReadsDeviceSets)
 	announce(t, s2, sw2, 0) // an announcement without the bit: behind
 	waitCond(t, "both announcements at r1", func() bool {
 		st, _ := r1.RecordFormat()
@@ -92,12 +93,12 @@ func TestRecordFormatWaitsForEverySwitch(t *testing.T) {
 		t.Fatalf("format changed by a refused call: %+v", st)
 	}
 
-	announce(t, s2, sw2, bgp.SwitchReadsDeviceSets)
+	announce(t, s2, sw2, record.SwitchReadsDeviceSets)
 	waitCond(t, "sw2 reads sets at r1", func() bool { st, _ := r1.RecordFormat(); return st.Switches[1].ReadsSets })
 	if err := r1.SetRecordFormat(ctx, "sets"); err != nil {
 		t.Fatal(err)
 	}
-	v1.waitFor(t, "the record format at the switch", func(v *clientView) bool { return formatOf(v) == bgp.FormatSets })
+	v1.waitFor(t, "the record format at the switch", func(v *clientView) bool { return formatOf(v) == record.FormatSets })
 	waitCond(t, "r2 adopts sets", func() bool { st, _ := r2.RecordFormat(); return st.Format == "sets" })
 	if n := seen1.Load(); n != 0 {
 		t.Fatalf("%d switch records reached a switch", n)

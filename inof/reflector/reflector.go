@@ -14,6 +14,8 @@ import (
 
 	"github.com/openinof/inof/bgp"
 	"github.com/openinof/inof/bgp/bfd"
+	"github.com/openinof/inof/bgp/record"
+	"github.com/openinof/inof/bgp/table"
 	"github.com/openinof/inof/inof"
 	"github.com/openinof/inof/inof/configsync"
 	"github.com/openinof/inof/inof/peering"
@@ -80,9 +82,9 @@ type Reflector struct {
 	speaker     bgp.Speaker
 	bfd         *bfd.Manager
 	bfdCancel   func()
-	repl        *bgp.ConfigReplicator
+	repl        *table.ConfigReplicator
 	cancel      context.CancelFunc
-	adopted     chan bgp.ConfigRecord
+	adopted     chan record.Config
 	requests    chan reconcileRequest
 	profileReqs chan profileRequest
 	formatReqs  chan formatRequest
@@ -104,8 +106,8 @@ type Reflector struct {
 
 	// Who sent what (trust.go): the checks, the refusal counters, and the
 	// quarantine loop fed by the Adj-RIB-In watch.
-	origins        bgp.Origins
-	refusals       *bgp.Refusals
+	origins        table.Origins
+	refusals       *table.Refusals
 	offences       chan offence
 	quarantineDone chan struct{}
 	quarantined    atomic.Int64 // clients in quarantine (metrics)
@@ -157,14 +159,14 @@ func New(cfg Config) (*Reflector, error) {
 	r := &Reflector{opts: cfg.Options, cfg: cfg, log: cfg.Logger, now: cfg.Now, asm: configsync.NewAssembler(0), jasm: configsync.NewJournalAssembler(0),
 		events: cfg.Events, fabric: newFabricView(cfg.Options.MaxDevices, cfg.Logger), clock: inof.NewClock(cfg.Now),
 		peerReflectors: map[netip.Addr]bool{}, ready: make(chan struct{}), m: newCounters(),
-		refusals: bgp.NewRefusals(cfg.Logger), offences: make(chan offence, offenceQueue)}
+		refusals: table.NewRefusals(cfg.Logger), offences: make(chan offence, offenceQueue)}
 	r.sessionLog = &peering.SessionLog{Log: r.log, Kind: r.neighborKind}
 	for _, n := range cfg.Options.neighbors() {
 		if n.PeerReflector {
 			r.peerReflectors[n.Address] = true
 		}
 	}
-	r.origins = bgp.Origins{Role: bgp.RoleReflector, ASN: cfg.Options.ASN,
+	r.origins = table.Origins{Role: bgp.RoleReflector, ASN: cfg.Options.ASN,
 		PeerReflector: func(a netip.Addr) bool { return r.peerReflectors[a] }}
 	if cfg.Registry != nil {
 		if err := cfg.Registry.Register(newCollector(r)); err != nil {
@@ -304,8 +306,8 @@ func (r *Reflector) startSpeaker(ctx context.Context, undo *undoStack) error {
 		return fmt.Errorf("reflector: speaker: %w", err)
 	}
 	undo.push(r.speaker.Stop)
-	r.repl, err = bgp.NewConfigReplicator(bgp.ReplicatorOptions{Speaker: r.speaker, RouterID: r.routerID,
-		RT: bgp.ConfigRT(o.ASN), OnAdopt: r.onAdopt, Now: r.now, Logger: r.log})
+	r.repl, err = table.NewConfigReplicator(table.ReplicatorOptions{Speaker: r.speaker, RouterID: r.routerID,
+		RT: record.ConfigRT(o.ASN), OnAdopt: r.onAdopt, Now: r.now, Logger: r.log})
 	if err != nil {
 		return fmt.Errorf("reflector: %w", err)
 	}
@@ -363,7 +365,7 @@ func (r *Reflector) addNeighbors(ctx context.Context, _ *undoStack) error {
 func (r *Reflector) startSync(_ context.Context, undo *undoStack) error {
 	lctx, cancel := context.WithCancel(context.Background())
 	r.cancel = cancel
-	r.adopted = make(chan bgp.ConfigRecord, adoptQueue)
+	r.adopted = make(chan record.Config, adoptQueue)
 	r.requests = make(chan reconcileRequest)
 	r.profileReqs = make(chan profileRequest)
 	r.formatReqs = make(chan formatRequest)
@@ -378,7 +380,7 @@ func (r *Reflector) startSync(_ context.Context, undo *undoStack) error {
 	if err := r.speaker.WatchRecords(lctx, r.onRecord); err != nil {
 		return fmt.Errorf("reflector: watching records: %w", err)
 	}
-	if err := r.speaker.WatchReceived(lctx, r.onReceived, bgp.TypeDevice, bgp.TypeConfig, bgp.TypeDeviceSet, bgp.TypeSwitch, bgp.TypeDiscovery); err != nil {
+	if err := r.speaker.WatchReceived(lctx, r.onReceived, record.TypeDevice, record.TypeConfig, record.TypeDeviceSet, record.TypeSwitch, record.TypeDiscovery); err != nil {
 		return fmt.Errorf("reflector: watching what neighbors send: %w", err)
 	}
 	if err := r.speaker.WatchNeighbors(lctx, r.onNeighbor); err != nil {

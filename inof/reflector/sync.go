@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/openinof/inof/bgp"
+	"github.com/openinof/inof/bgp/record"
 	"github.com/openinof/inof/inof/api"
 	"github.com/openinof/inof/inof/configsync"
 	"github.com/openinof/inof/zones"
@@ -27,7 +27,7 @@ const maxBatch = 1024
 // onAdopt is the replicator's OnAdopt: it hands the part to the sync loop,
 // waiting while the loop is busy (the replicator's watch queue absorbs the
 // wait) but never past the stop.
-func (r *Reflector) onAdopt(c bgp.ConfigRecord) {
+func (r *Reflector) onAdopt(c record.Config) {
 	select {
 	case r.adopted <- c:
 	case <-r.loopDone:
@@ -47,7 +47,7 @@ func (r *Reflector) loop(ctx context.Context) {
 			r.log.Error("BGP speaker stopped; reflector stopping", "err", r.speaker.Err())
 			return
 		case c := <-r.adopted:
-			batch := []bgp.ConfigRecord{c}
+			batch := []record.Config{c}
 		drain:
 			for len(batch) < maxBatch {
 				select {
@@ -81,11 +81,11 @@ func (r *Reflector) loop(ctx context.Context) {
 // that object is brought back in line with the store. Other parts go to the
 // assembler; a completed record is applied to the store (persisted) and, if
 // it wins, originated in full with the parts it no longer has withdrawn.
-func (r *Reflector) merge(ctx context.Context, batch []bgp.ConfigRecord) {
+func (r *Reflector) merge(ctx context.Context, batch []record.Config) {
 	stored := r.storeIndex()
 	touched := map[zones.Key]bool{}
 	var complete []zones.Record
-	var journal []bgp.ConfigRecord
+	var journal []record.Config
 	for _, c := range batch {
 		switch configsync.KindOf(c).Owner() {
 		case configsync.OwnerLossless:
@@ -191,7 +191,7 @@ func (r *Reflector) reconcile(ctx context.Context, keys []zones.Key) error {
 	for _, k := range keys {
 		want[k] = true
 	}
-	held := map[zones.Key][]bgp.ConfigRecord{}
+	held := map[zones.Key][]record.Config{}
 	for _, c := range r.repl.Objects() {
 		if k := (zones.Key{Kind: zones.Kind(c.Kind), Name: c.Name}); want[k] {
 			held[k] = append(held[k], c)

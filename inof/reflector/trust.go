@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/openinof/inof/bgp"
+	"github.com/openinof/inof/bgp/record"
 	"github.com/openinof/inof/inof/api"
 )
 
@@ -53,13 +54,13 @@ func (r *Reflector) onReceived(ev bgp.RecordEvent) {
 	r.refusals.Refuse(reason, ev)
 	what := "a configuration record"
 	switch d := ev.Record.(type) {
-	case *bgp.DeviceRecord:
+	case *record.Device:
 		what = fmt.Sprintf("a device record of switch %s (device %s)", d.Switch, d.Device.Addr)
-	case *bgp.DeviceSetRecord:
+	case *record.DeviceSet:
 		what = fmt.Sprintf("a device set record of switch %s (%d devices)", d.Switch, len(d.Devices))
-	case *bgp.SwitchRecord:
+	case *record.Switch:
 		what = fmt.Sprintf("a switch record of switch %s", d.Switch)
-	case *bgp.DiscoveryRecord:
+	case *record.Discovery:
 		what = fmt.Sprintf("a discovery record of switch %s", d.Switch)
 	}
 	select {

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/openinof/inof/bgp"
+	"github.com/openinof/inof/bgp/record"
+	"github.com/openinof/inof/bgp/table"
 	"github.com/openinof/inof/inof"
 	"github.com/openinof/inof/zones"
 )
@@ -31,12 +33,12 @@ func TestQuarantine(t *testing.T) {
 	obs, _ := startSwitch(t, f, observer, r1ID)
 	seen := newRecordView(t, obs)
 	ctx := context.Background()
-	red := bgp.ZoneRT(testASN, zones.DefaultZone)
+	red := record.ZoneRT(testASN, zones.DefaultZone)
 	if err := obs.Subscribe(ctx, red); err != nil {
 		t.Fatal(err)
 	}
-	dev := func(sw string, last byte) bgp.DeviceRecord {
-		return bgp.DeviceRecord{Report: inof.Report{Switch: inof.MustParseRouterID(sw),
+	dev := func(sw string, last byte) record.Device {
+		return record.Device{Report: inof.Report{Switch: inof.MustParseRouterID(sw),
 			Device: inof.Device{Addr: netip.AddrFrom4([4]byte{192, 0, 2, last}), Role: inof.RoleTarget, Protocol: inof.ProtocolTCP},
 			Status: inof.Status{State: inof.StateActive, Changed: time.UnixMilli(1000)}}, AccessPort: "eth1", Since: time.UnixMilli(1000)}
 	}
@@ -55,7 +57,7 @@ func TestQuarantine(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitCond(t, "the liar quarantined", func() bool {
-		return r.refusals.Counts()[bgp.RefusedOtherSwitch] == 1 && r.quarantined.Load() == 1 &&
+		return r.refusals.Counts()[table.RefusedOtherSwitch] == 1 && r.quarantined.Load() == 1 &&
 			len(evs.of("trust", liar)) == 1
 	})
 	seen.waitFor(t, "every record of the liar withdrawn", func(m map[string]bgp.RecordEvent) bool {
@@ -63,7 +65,7 @@ func TestQuarantine(t *testing.T) {
 			return false
 		}
 		for _, e := range m {
-			return e.Record.(*bgp.DeviceRecord).Switch == inof.MustParseRouterID(honest)
+			return e.Record.(*record.Device).Switch == inof.MustParseRouterID(honest)
 		}
 		return false
 	})
@@ -90,14 +92,14 @@ func TestQuarantine(t *testing.T) {
 	waitCond(t, "released", func() bool { return r.quarantined.Load() == 0 && len(evs.of("trust", liar)) == 2 })
 
 	// A configuration record from a client, under a zone route target.
-	cfg := bgp.ConfigRecord{Reflector: inof.MustParseRouterID(r1ID), Kind: uint8(zones.KindSettings), Gen: 1, Writer: 1}
+	cfg := record.Config{Reflector: inof.MustParseRouterID(r1ID), Kind: uint8(zones.KindSettings), Gen: 1, Writer: 1}
 	if err := ls.Publish(ctx, &cfg, red); err != nil {
 		t.Fatal(err)
 	}
 	waitCond(t, "quarantined again", func() bool {
-		return r.refusals.Counts()[bgp.RefusedConfigFromClient] == 1 && len(evs.of("trust", liar)) == 3
+		return r.refusals.Counts()[table.RefusedConfigFromClient] == 1 && len(evs.of("trust", liar)) == 3
 	})
-	if got := r.refusals.Counts()[bgp.RefusedOtherSwitch]; got != 1 {
+	if got := r.refusals.Counts()[table.RefusedOtherSwitch]; got != 1 {
 		t.Fatalf("%d device refusals, the honest switch's records counted?", got)
 	}
 }
@@ -114,21 +116,21 @@ func TestQuarantineDiscoveryLie(t *testing.T) {
 	hs, _ := startSwitch(t, f, honest, r1ID)
 	ls, _ := startSwitch(t, f, liar, r1ID)
 	ctx := context.Background()
-	own := &bgp.DiscoveryRecord{Switch: inof.MustParseRouterID(honest), Port: 8009,
+	own := &record.Discovery{Switch: inof.MustParseRouterID(honest), Port: 8009,
 		Endpoints: []netip.Prefix{netip.MustParsePrefix("192.0.2.1/24")}}
-	if err := hs.Publish(ctx, own, bgp.DiscoveryRT); err != nil {
+	if err := hs.Publish(ctx, own, record.DiscoveryRT); err != nil {
 		t.Fatal(err)
 	}
-	lie := &bgp.DiscoveryRecord{Switch: inof.MustParseRouterID(honest), Port: 8009,
+	lie := &record.Discovery{Switch: inof.MustParseRouterID(honest), Port: 8009,
 		Endpoints: []netip.Prefix{netip.MustParsePrefix("198.51.100.66/24")}}
-	if err := ls.Publish(ctx, lie, bgp.DiscoveryRT); err != nil {
+	if err := ls.Publish(ctx, lie, record.DiscoveryRT); err != nil {
 		t.Fatal(err)
 	}
 	// The lie may be counted twice: published before the reflector's
 	// watch has read the table, it is in that first read and in the
 	// stream (a watch is level-based; every re-read delivers again).
 	waitCond(t, "the liar quarantined", func() bool {
-		return r.refusals.Counts()[bgp.RefusedOtherSwitch] >= 1 && r.quarantined.Load() == 1 && len(evs.of("trust", liar)) == 1
+		return r.refusals.Counts()[table.RefusedOtherSwitch] >= 1 && r.quarantined.Load() == 1 && len(evs.of("trust", liar)) == 1
 	})
 	if ev := evs.of("trust", liar)[0]; !strings.Contains(ev.Message, "a discovery record of switch "+honest) {
 		t.Fatalf("trust event %q", ev.Message)
@@ -157,7 +159,7 @@ func newRecordView(t testing.TB, s bgp.Speaker) *deviceView {
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	err := s.WatchRecords(ctx, func(ev bgp.RecordEvent) {
-		if len(ev.Key) == 0 || bgp.RecordType(ev.Key[0]) != bgp.TypeDevice {
+		if len(ev.Key) == 0 || record.Type(ev.Key[0]) != record.TypeDevice {
 			return
 		}
 		v.mu.Lock()

@@ -16,6 +16,8 @@ import (
 
 	"github.com/openinof/inof/bgp"
 	"github.com/openinof/inof/bgp/bfd"
+	"github.com/openinof/inof/bgp/record"
+	"github.com/openinof/inof/bgp/table"
 	"github.com/openinof/inof/inof"
 	"github.com/openinof/inof/inof/configsync"
 	"github.com/openinof/inof/inof/peering"
@@ -71,17 +73,17 @@ type Agent struct {
 	bfd     *bfd.Manager
 	// bfdCancel ends the session log's BFD subscription.
 	bfdCancel func()
-	pub       *bgp.DevicePublisher // per-device records
-	sets      *bgp.SetPublisher    // device set records
+	pub       *table.DevicePublisher // per-device records
+	sets      *table.SetPublisher    // device set records
 	// format is the record format the switch publishes in (the fabric's
 	// setting, docs/records.md); owned by the loop.
-	format bgp.RecordFormat
+	format record.Format
 	// formatShown is format for the metrics.
 	formatShown atomic.Uint32
-	table       *bgp.DeviceTable
-	changes     []bgp.DeviceChange // the loop's buffer for the table's changes
-	batch       []bgp.RecordEvent  // the loop's buffer for the records queued (onRecords)
-	view        *bgp.ConfigView
+	table       *table.DeviceTable
+	changes     []table.DeviceChange // the loop's buffer for the table's changes
+	batch       []bgp.RecordEvent    // the loop's buffer for the records queued (onRecords)
+	view        *table.ConfigView
 	asm         *configsync.Assembler
 	// held gathers the notices of a batch's device records while holding
 	// is set (onRecords): they are journalled in one write and sent once
@@ -89,8 +91,8 @@ type Agent struct {
 	held    []PortNotice
 	holding bool
 	// origins and refusals check who sent each record (docs/security.md).
-	origins        bgp.Origins
-	refusals       *bgp.Refusals
+	origins        table.Origins
+	refusals       *table.Refusals
 	zrecs          zones.Records
 	engine         *Engine
 	reg            *l2proto.Registry
@@ -195,10 +197,10 @@ func New(cfg Config) (*Agent, error) {
 		cfg.OpenLink = func(port string) (l2proto.Link, error) { return l2proto.ListenPacket(port) }
 	}
 	a := &Agent{cfg: cfg, opts: cfg.Options, log: cfg.Logger, evlog: cfg.EventLogger, self: cfg.Options.routerID(),
-		table: bgp.NewDeviceTable(bgp.DeviceTableOptions{MaxDevices: cfg.Options.MaxDevices, Logger: cfg.Logger}), view: bgp.NewConfigView(),
+		table: table.NewDeviceTable(table.DeviceTableOptions{MaxDevices: cfg.Options.MaxDevices, Logger: cfg.Logger}), view: table.NewConfigView(),
 		asm: configsync.NewAssembler(0), subs: newMemberships(), carried: newCarriers(), keptSubs: map[string]bool{},
-		origins:  bgp.Origins{Role: bgp.RoleClient, ASN: cfg.Options.ASN},
-		refusals: bgp.NewRefusals(cfg.Logger),
+		origins:  table.Origins{Role: bgp.RoleClient, ASN: cfg.Options.ASN},
+		refusals: table.NewRefusals(cfg.Logger),
 		records:  make(chan bgp.RecordEvent, 1024), queries: make(chan portQuery, 256),
 		dims: make(chan dimEvent, 256), loopDone: make(chan struct{}), saved: make(chan saveResult, 1),
 		up: make(chan struct{}, 1), reach: make(chan bool, 16), upReflectors: map[netip.Addr]bool{}, eor: make(chan netip.Addr, 1), downs: make(chan string, 64),
@@ -294,7 +296,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	a.runCtx = runCtx
 	spawn := func(name string, f func(context.Context) error) { a.spawnIn(runCtx, name, f) }
 
-	a.setFormat(cmp.Or(saved.Format, bgp.FormatDevices))
+	a.setFormat(cmp.Or(saved.Format, record.FormatDevices))
 	if !a.opts.Direct() {
 		a.startConfigHold(runCtx, closed)
 	}
@@ -358,15 +360,15 @@ func (a *Agent) startFabric(ctx, runCtx context.Context, saved savedState, resto
 	a.republish(ctx, saved.ownRecords(a.self, a.log))
 	// Tell the reflectors what this switch reads (docs/records.md, rolling
 	// upgrade).
-	if err := a.speaker.Publish(ctx, &bgp.SwitchRecord{Switch: a.self, Reads: bgp.SwitchReadsDeviceSets}, bgp.SwitchInfoRT); err != nil {
+	if err := a.speaker.Publish(ctx, &record.Switch{Switch: a.self, Reads: record.SwitchReadsDeviceSets}, record.SwitchInfoRT); err != nil {
 		return fmt.Errorf("switchagent: announcing what the switch reads: %w", err)
 	}
-	if err := a.speaker.Subscribe(ctx, bgp.ConfigRT(a.opts.ASN)); err != nil {
+	if err := a.speaker.Subscribe(ctx, record.ConfigRT(a.opts.ASN)); err != nil {
 		return fmt.Errorf("switchagent: subscribe to configuration: %w", err)
 	}
 	if a.disc != nil {
 		// The other switches' discovery controllers, for referrals.
-		if err := a.speaker.Subscribe(ctx, bgp.DiscoveryRT); err != nil {
+		if err := a.speaker.Subscribe(ctx, record.DiscoveryRT); err != nil {
 			return fmt.Errorf("switchagent: subscribe to discovery controllers: %w", err)
 		}
 	}
@@ -432,11 +434,11 @@ func (a *Agent) startSpeaker(ctx context.Context, restarting bool) error {
 		return fmt.Errorf("switchagent: start BGP: %w", err)
 	}
 	clock := inof.NewClock(nil) // one for both: a switch-over keeps epochs, later moves go above them
-	pub, err := bgp.NewDevicePublisher(bgp.DevicePublisherOptions{Speaker: a.speaker, Clock: clock})
+	pub, err := table.NewDevicePublisher(table.DevicePublisherOptions{Speaker: a.speaker, Clock: clock})
 	if err != nil {
 		return err
 	}
-	sets, err := bgp.NewSetPublisher(bgp.SetPublisherOptions{Speaker: a.speaker, Switch: a.self, Clock: clock, Logger: a.log,
+	sets, err := table.NewSetPublisher(table.SetPublisherOptions{Speaker: a.speaker, Switch: a.self, Clock: clock, Logger: a.log,
 		MinInterval: a.opts.SetInterval})
 	if err != nil {
 		return err
@@ -788,12 +790,12 @@ func isDeviceEvent(ev bgp.RecordEvent) bool {
 	if len(ev.Key) == 0 {
 		return false
 	}
-	t := bgp.RecordType(ev.Key[0])
-	return t == bgp.TypeDevice || t == bgp.TypeDeviceSet
+	t := record.Type(ev.Key[0])
+	return t == record.TypeDevice || t == record.TypeDeviceSet
 }
 
 // onZoneRecord takes the newest version of one zone store object's part.
-func (a *Agent) onZoneRecord(c bgp.ConfigRecord) {
+func (a *Agent) onZoneRecord(c record.Config) {
 	rec, complete, err := a.asm.Add(c)
 	switch {
 	case err != nil:
@@ -813,7 +815,7 @@ func (a *Agent) onZoneRecord(c bgp.ConfigRecord) {
 }
 
 // onProfile takes the newest version of the fabric's lossless profile.
-func (a *Agent) onProfile(c bgp.ConfigRecord) {
+func (a *Agent) onProfile(c record.Config) {
 	p, err := lossless.Decode(c.Payload)
 	if err != nil {
 		a.met.badConfig.Inc()
@@ -873,17 +875,17 @@ func (a *Agent) sendNotices(ns []PortNotice) {
 func (a *Agent) publish(ctx context.Context, pub devicePublishing, out Output) {
 	for _, p := range out.Publish {
 		r := p.Record
-		rec := bgp.DeviceRecord{Report: r.Report(a.self), AccessPort: r.Port, Since: r.Since}
-		rts := make([]bgp.RouteTarget, 0, len(p.Zones))
+		rec := record.Device{Report: r.Report(a.self), AccessPort: r.Port, Since: r.Since}
+		rts := make([]record.RouteTarget, 0, len(p.Zones))
 		for _, z := range p.Zones {
-			rts = append(rts, bgp.ZoneRT(a.opts.ASN, z))
+			rts = append(rts, record.ZoneRT(a.opts.ASN, z))
 		}
 		if err := pub.Publish(ctx, rec, rts...); err != nil {
 			a.log.Error("publishing device record", "device", r.Device.String(), "err", err)
 		}
 	}
 	for _, r := range out.Withdraw {
-		if err := pub.Withdraw(ctx, bgp.DeviceID{Switch: a.self, Addr: r.Device.Addr}); err != nil {
+		if err := pub.Withdraw(ctx, record.DeviceID{Switch: a.self, Addr: r.Device.Addr}); err != nil {
 			a.log.Error("withdrawing device record", "device", r.Device.String(), "err", err)
 		}
 	}
@@ -894,11 +896,11 @@ func (a *Agent) publish(ctx context.Context, pub devicePublishing, out Output) {
 func (a *Agent) publishDirect(out Output) {
 	for _, p := range out.Publish {
 		r := p.Record
-		rec := bgp.DeviceRecord{Report: r.Report(a.self), AccessPort: r.Port, Since: r.Since}
+		rec := record.Device{Report: r.Report(a.self), AccessPort: r.Port, Since: r.Since}
 		a.table.Apply(nil, bgp.RecordEvent{Record: &rec})
 	}
 	for _, r := range out.Withdraw {
-		gone := bgp.DeviceRecord{Report: r.Report(a.self)}
+		gone := record.Device{Report: r.Report(a.self)}
 		a.table.Apply(nil, bgp.RecordEvent{Key: gone.Key(), Withdrawn: true})
 	}
 }
@@ -960,7 +962,7 @@ func (a *Agent) unsubscribeDue(ctx context.Context, now time.Time) {
 	if len(due) == 0 {
 		return
 	}
-	var kept []bgp.RouteTarget
+	var kept []record.RouteTarget
 	for _, z := range a.subs.kept() {
 		kept = append(kept, a.membershipRT(z))
 	}
@@ -994,11 +996,11 @@ func membershipName(z string) string {
 }
 
 // membershipRT is the route target of zone z's membership.
-func (a *Agent) membershipRT(z string) bgp.RouteTarget {
+func (a *Agent) membershipRT(z string) record.RouteTarget {
 	if z == everyZone {
-		return bgp.AnyRT
+		return record.AnyRT
 	}
-	return bgp.ZoneRT(a.opts.ASN, z)
+	return record.ZoneRT(a.opts.ASN, z)
 }
 
 // coversEveryZone reports whether want holds the default zone and every

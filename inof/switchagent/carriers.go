@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"github.com/openinof/inof/bgp"
+	"github.com/openinof/inof/bgp/record"
 )
 
 // carriers remembers the route targets of the remote device records this
@@ -28,7 +29,7 @@ type carriers struct {
 
 // carried is what one received device or device set record carries.
 type carried struct {
-	rts     []bgp.RouteTarget
+	rts     []record.RouteTarget
 	devices []netip.Addr
 }
 
@@ -38,9 +39,9 @@ func newCarriers() *carriers { return &carriers{byKey: map[string]carried{}} }
 func (c *carriers) apply(ev bgp.RecordEvent) {
 	var devs []netip.Addr
 	switch r := ev.Record.(type) {
-	case *bgp.DeviceRecord:
+	case *record.Device:
 		devs = []netip.Addr{r.Device.Addr}
-	case *bgp.DeviceSetRecord:
+	case *record.DeviceSet:
 		devs = make([]netip.Addr, 0, len(r.Devices))
 		for _, d := range r.Devices {
 			devs = append(devs, d.Device.Addr)
@@ -63,13 +64,13 @@ func (c *carriers) apply(ev bgp.RecordEvent) {
 // record still carried only its old zone's route target; leaf4, no longer
 // wanting every zone after an address change, dropped AnyRT three seconds
 // later and its hosts were told td1's switch was gone).
-func (c *carriers) needs(rt bgp.RouteTarget, kept []bgp.RouteTarget, inUse func(netip.Addr) bool) (netip.Addr, bool) {
-	if slices.Contains(kept, bgp.AnyRT) {
+func (c *carriers) needs(rt record.RouteTarget, kept []record.RouteTarget, inUse func(netip.Addr) bool) (netip.Addr, bool) {
+	if slices.Contains(kept, record.AnyRT) {
 		return netip.Addr{}, false
 	}
 	for _, r := range c.byKey {
-		carries := rt == bgp.AnyRT || slices.Contains(r.rts, rt)
-		if !carries || slices.ContainsFunc(r.rts, func(x bgp.RouteTarget) bool { return slices.Contains(kept, x) }) {
+		carries := rt == record.AnyRT || slices.Contains(r.rts, rt)
+		if !carries || slices.ContainsFunc(r.rts, func(x record.RouteTarget) bool { return slices.Contains(kept, x) }) {
 			continue
 		}
 		if i := slices.IndexFunc(r.devices, inUse); i >= 0 {

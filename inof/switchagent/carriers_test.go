@@ -7,43 +7,44 @@ import (
 	"testing"
 
 	"github.com/openinof/inof/bgp"
+	"github.com/openinof/inof/bgp/record"
 	"github.com/openinof/inof/inof"
 	"github.com/openinof/inof/zones"
 )
 
 func TestCarriersNeeds(t *testing.T) {
-	y, z, w := bgp.ZoneRT(testASN, "y"), bgp.ZoneRT(testASN, "z"), bgp.ZoneRT(testASN, "w")
+	y, z, w := record.ZoneRT(testASN, "y"), record.ZoneRT(testASN, "z"), record.ZoneRT(testASN, "w")
 	c := newCarriers()
-	rec := func(key string, d netip.Addr, rts ...bgp.RouteTarget) bgp.RecordEvent {
-		return bgp.RecordEvent{Key: []byte(key), Record: &bgp.DeviceRecord{Report: inof.Report{Device: inof.Device{Addr: d}}},
+	rec := func(key string, d netip.Addr, rts ...record.RouteTarget) bgp.RecordEvent {
+		return bgp.RecordEvent{Key: []byte(key), Record: &record.Device{Report: inof.Report{Device: inof.Device{Addr: d}}},
 			Source: netip.MustParseAddr("10.255.0.1"), RouteTargets: rts}
 	}
 	a, b := netip.MustParseAddr("10.2.0.1"), netip.MustParseAddr("10.2.0.2")
 	c.apply(rec("a", a, y))
 	c.apply(rec("b", b, y, w))
 	used := func(d netip.Addr) bool { return d == a || d == b }
-	if d, ok := c.needs(y, []bgp.RouteTarget{z}, func(d netip.Addr) bool { return d == a }); !ok || d != a {
+	if d, ok := c.needs(y, []record.RouteTarget{z}, func(d netip.Addr) bool { return d == a }); !ok || d != a {
 		t.Fatalf("needs(y) = %v %v, want a", d, ok)
 	}
-	if _, ok := c.needs(y, []bgp.RouteTarget{bgp.AnyRT}, used); ok {
+	if _, ok := c.needs(y, []record.RouteTarget{record.AnyRT}, used); ok {
 		t.Fatal("AnyRT kept covers every record")
 	}
-	if d, ok := c.needs(y, []bgp.RouteTarget{z}, func(d netip.Addr) bool { return d == b }); !ok || d != b {
+	if d, ok := c.needs(y, []record.RouteTarget{z}, func(d netip.Addr) bool { return d == b }); !ok || d != b {
 		t.Fatalf("only b in use, w not kept: needs(y) = %v %v, want b", d, ok)
 	}
-	if _, ok := c.needs(y, []bgp.RouteTarget{w}, func(d netip.Addr) bool { return d == b }); ok {
+	if _, ok := c.needs(y, []record.RouteTarget{w}, func(d netip.Addr) bool { return d == b }); ok {
 		t.Fatal("b also comes under w, which is kept")
 	}
 	// Dropping AnyRT (every zone) for z alone: a record under y only
 	// came under AnyRT, and goes with it.
-	if d, ok := c.needs(bgp.AnyRT, []bgp.RouteTarget{z}, func(d netip.Addr) bool { return d == a }); !ok || d != a {
+	if d, ok := c.needs(record.AnyRT, []record.RouteTarget{z}, func(d netip.Addr) bool { return d == a }); !ok || d != a {
 		t.Fatalf("needs(AnyRT) keeping z = %v %v, want a", d, ok)
 	}
-	if _, ok := c.needs(bgp.AnyRT, []bgp.RouteTarget{y}, used); ok {
+	if _, ok := c.needs(record.AnyRT, []record.RouteTarget{y}, used); ok {
 		t.Fatal("a and b come under y, which is kept: AnyRT not needed")
 	}
 	c.apply(rec("a", a, z)) // re-tagged
-	if _, ok := c.needs(y, []bgp.RouteTarget{z}, func(d netip.Addr) bool { return d == a }); ok {
+	if _, ok := c.needs(y, []record.RouteTarget{z}, func(d netip.Addr) bool { return d == a }); ok {
 		t.Fatal("a re-tagged into z: y no longer needed for it")
 	}
 	c.apply(bgp.RecordEvent{Key: []byte("b"), Withdrawn: true})
@@ -83,7 +84,7 @@ func TestMembershipKeptForStaleRecord(t *testing.T) {
 	put(zones.KindZone, "y", 1, t2.Addr.String())
 	host.waitFor("h no longer sees t2", last(t2.Addr, inof.StateInactive, inof.ReasonZoneChange))
 	logs.waitFor(t, from, "keeping a zone membership", "zone=y", "device="+tgt.Addr.String())
-	t2ID := bgp.DeviceID{Switch: s2ID, Addr: t2.Addr}
+	t2ID := record.DeviceID{Switch: s2ID, Addr: t2.Addr}
 	if _, ok := s1.agent.table.Get(t2ID); !ok {
 		t.Fatal("y's membership kept, but t2's record (under y) is gone")
 	}
@@ -132,7 +133,7 @@ func TestAnyRTKeptForStaleRecord(t *testing.T) {
 	put(zones.KindZone, "x", 1, "10.9.9.6")
 	logs.waitFor(t, from, "keeping a zone membership", "zone=every zone", "device="+tgt.Addr.String())
 	s2, _ := inof.RouterIDFrom(s2Addr)
-	if _, ok := s1.agent.table.Get(bgp.DeviceID{Switch: s2, Addr: tgt.Addr}); !ok {
+	if _, ok := s1.agent.table.Get(record.DeviceID{Switch: s2, Addr: tgt.Addr}); !ok {
 		t.Fatal("AnyRT kept, but T's record is gone")
 	}
 	host.mu.Lock()

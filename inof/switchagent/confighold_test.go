@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/openinof/inof/bgp"
+	"github.com/openinof/inof/bgp/record"
 	"github.com/openinof/inof/inof"
 	"github.com/openinof/inof/inof/configsync"
 	"github.com/openinof/inof/l2proto"
@@ -118,7 +119,7 @@ func configFabric(t *testing.T, clients ...netip.Addr) (*bgp.FakeFabric, netip.A
 		}
 		for _, p := range parts {
 			p.Reflector = raID
-			if err := refl.Publish(ctx, &p, bgp.ConfigRT(testASN)); err != nil {
+			if err := refl.Publish(ctx, &p, record.ConfigRT(testASN)); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -208,11 +209,11 @@ func remoteSwitch(t *testing.T, f *bgp.FakeFabric, ra, addr netip.Addr) (publish
 	since := time.Now().Truncate(time.Millisecond)
 	return func(d inof.Device, st inof.State, why inof.Reason, zs ...string) {
 		t.Helper()
-		rec := bgp.DeviceRecord{Report: inof.Report{Switch: id, Device: d,
+		rec := record.Device{Report: inof.Report{Switch: id, Device: d,
 			Status: inof.Status{State: st, Reason: why, Changed: time.Now()}}, Epoch: 1, AccessPort: "swp1", Since: since}
-		var rts []bgp.RouteTarget
+		var rts []record.RouteTarget
 		for _, z := range zs {
-			rts = append(rts, bgp.ZoneRT(testASN, z))
+			rts = append(rts, record.ZoneRT(testASN, z))
 		}
 		if err := sp.Publish(ctx, &rec, rts...); err != nil {
 			t.Fatal(err)
@@ -466,7 +467,7 @@ func startAheadFabric(t *testing.T) aheadFabric {
 
 // has reports whether s1's device table holds the remote switch's record of d.
 func (af aheadFabric) has(d inof.Device) bool {
-	_, ok := af.sw.agent.table.Get(bgp.DeviceID{Switch: af.remoteID, Addr: d.Addr})
+	_, ok := af.sw.agent.table.Get(record.DeviceID{Switch: af.remoteID, Addr: d.Addr})
 	return ok
 }
 

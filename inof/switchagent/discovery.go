@@ -11,7 +11,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/openinof/inof/bgp"
+	"github.com/openinof/inof/bgp/record"
 	"github.com/openinof/inof/discovery"
 	"github.com/openinof/inof/discovery/dnssd"
 	"github.com/openinof/inof/inof"
@@ -36,7 +36,7 @@ type discoverySource struct {
 	// discovery controllers.
 	hostsAt     map[netip.Addr][]hostNQN
 	byNQN       map[string]map[remoteHost]bool
-	controllers map[inof.RouterID]*bgp.DiscoveryRecord
+	controllers map[inof.RouterID]*record.Discovery
 }
 
 func newDiscoverySource(self inof.RouterID, cfg *zones.Config) *discoverySource {
@@ -46,7 +46,7 @@ func newDiscoverySource(self inof.RouterID, cfg *zones.Config) *discoverySource 
 	ix, _ := zones.NewIndex(cfg, nil) // no devices: cannot fail
 	return &discoverySource{self: self, ix: ix, changes: make(chan struct{}, 1),
 		hostsAt: map[netip.Addr][]hostNQN{}, byNQN: map[string]map[remoteHost]bool{},
-		controllers: map[inof.RouterID]*bgp.DiscoveryRecord{}}
+		controllers: map[inof.RouterID]*record.Discovery{}}
 }
 
 // Visible implements discovery.Source: the targets a host with this NQN at

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/openinof/inof/bgp"
+	"github.com/openinof/inof/bgp/record"
 	"github.com/openinof/inof/discovery"
 	"github.com/openinof/inof/inof"
 	"github.com/openinof/inof/inof/daemon"
@@ -238,8 +239,8 @@ func TestAgentDIMHost(t *testing.T) {
 		t.Fatal(err)
 	}
 	host := netip.MustParseAddr("127.0.0.1")
-	id := bgp.DeviceID{Switch: inof.MustParseRouterID("10.0.0.12"), Addr: host}
-	var rec bgp.DeviceRecord
+	id := record.DeviceID{Switch: inof.MustParseRouterID("10.0.0.12"), Addr: host}
+	var rec record.Device
 	waitUntil(t, "the host's record at the other switch", func() bool {
 		r, ok := s1.agent.table.Get(id)
 		rec = r

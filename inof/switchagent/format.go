@@ -4,7 +4,8 @@ import (
 	"context"
 	"time"
 
-	"github.com/openinof/inof/bgp"
+	"github.com/openinof/inof/bgp/record"
+	"github.com/openinof/inof/bgp/table"
 	"github.com/openinof/inof/inof/configsync"
 )
 
@@ -18,29 +19,29 @@ import (
 
 // devicePublishing is what the agent asks of a publisher.
 type devicePublishing interface {
-	Publish(ctx context.Context, rec bgp.DeviceRecord, rts ...bgp.RouteTarget) error
-	Withdraw(ctx context.Context, id bgp.DeviceID) error
+	Publish(ctx context.Context, rec record.Device, rts ...record.RouteTarget) error
+	Withdraw(ctx context.Context, id record.DeviceID) error
 	// Batch runs fn, whose changes go out together.
 	Batch(fn func())
 }
 
 // setPublisher returns the set publisher once the speaker started (for
 // the metrics).
-func (a *Agent) setPublisher() *bgp.SetPublisher {
+func (a *Agent) setPublisher() *table.SetPublisher {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return a.sets
 }
 
 // setFormat makes f the format in force (loop).
-func (a *Agent) setFormat(f bgp.RecordFormat) {
+func (a *Agent) setFormat(f record.Format) {
 	a.format = f
 	a.formatShown.Store(uint32(f))
 }
 
 // publisher is the publisher of the format in force.
 func (a *Agent) publisher() devicePublishing {
-	if a.format == bgp.FormatSets {
+	if a.format == record.FormatSets {
 		return a.sets
 	}
 	return a.pub
@@ -52,8 +53,8 @@ const switchOverWait = 10 * time.Second
 
 // republish publishes the records saved before a restart, each in the
 // format it was saved in, then moves those of the other format over.
-func (a *Agent) republish(ctx context.Context, saved []bgp.PublishedDevice) {
-	var devices, sets []bgp.PublishedDevice
+func (a *Agent) republish(ctx context.Context, saved []table.PublishedDevice) {
+	var devices, sets []table.PublishedDevice
 	for _, d := range saved {
 		if d.Set != 0 {
 			sets = append(sets, d)
@@ -73,7 +74,7 @@ func (a *Agent) republish(ctx context.Context, saved []bgp.PublishedDevice) {
 }
 
 // onRecordFormat takes the fabric's record format.
-func (a *Agent) onRecordFormat(ctx context.Context, c bgp.ConfigRecord) {
+func (a *Agent) onRecordFormat(ctx context.Context, c record.Config) {
 	f, err := configsync.DecodeRecordFormat(c.Payload)
 	if err != nil || c.Name != "" || c.Part != 0 {
 		a.met.badConfig.Inc()
@@ -81,7 +82,7 @@ func (a *Agent) onRecordFormat(ctx context.Context, c bgp.ConfigRecord) {
 		return
 	}
 	if c.Deleted {
-		f = bgp.FormatDevices
+		f = record.FormatDevices
 	}
 	if f == a.format {
 		return
@@ -96,10 +97,10 @@ func (a *Agent) onRecordFormat(ctx context.Context, c bgp.ConfigRecord) {
 // format f: published there under the same epoch first, then withdrawn
 // from the other (a receiver holds both copies for a moment and sees no
 // change).
-func (a *Agent) switchOver(ctx context.Context, f bgp.RecordFormat) {
+func (a *Agent) switchOver(ctx context.Context, f record.Format) {
 	wctx, cancel := context.WithTimeout(ctx, switchOverWait)
 	defer cancel()
-	if f == bgp.FormatSets {
+	if f == record.FormatSets {
 		moving := a.pub.Published()
 		if len(moving) == 0 {
 			return

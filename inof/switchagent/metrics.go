@@ -8,6 +8,8 @@ import (
 
 	"github.com/openinof/inof/bgp"
 	"github.com/openinof/inof/bgp/bfd"
+	"github.com/openinof/inof/bgp/record"
+	"github.com/openinof/inof/bgp/table"
 	"github.com/openinof/inof/l2proto"
 )
 
@@ -108,14 +110,14 @@ func (m *metrics) Collect(ch chan<- prometheus.Metric) {
 	gauge(m.registrations, float64(st.Entries))
 	counter(m.refused, float64(st.Refused))
 	gauge(m.records, float64(a.table.Len()))
-	for _, f := range []bgp.RecordFormat{bgp.FormatDevices, bgp.FormatSets} {
+	for _, f := range []record.Format{record.FormatDevices, record.FormatSets} {
 		v := 0.0
-		if bgp.RecordFormat(a.formatShown.Load()) == f {
+		if record.Format(a.formatShown.Load()) == f {
 			v = 1
 		}
 		gauge(m.format, v, f.String())
 	}
-	var sst bgp.SetPublisherStats
+	var sst table.SetPublisherStats
 	if sets := a.setPublisher(); sets != nil {
 		sst = sets.Stats()
 	}

@@ -8,7 +8,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/openinof/inof/bgp"
+	"github.com/openinof/inof/bgp/table"
 	"github.com/openinof/inof/discovery"
 	"github.com/openinof/inof/inof"
 	"github.com/openinof/inof/inof/api"
@@ -127,7 +127,7 @@ func DefaultOptions() Options {
 		Settle:          10 * time.Second,
 		ConfigHold:      5 * time.Second,
 		Discovery:       discovery.DefaultOptions(),
-		MaxDevices:      bgp.DefaultMaxDevices,
+		MaxDevices:      table.DefaultMaxDevices,
 		SetInterval:     DefaultSetInterval,
 		HistorySize:     zones.DefaultHistorySize,
 		AccessLimits: AccessLimits{

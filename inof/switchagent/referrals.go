@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/openinof/inof/bgp"
+	"github.com/openinof/inof/bgp/record"
 	"github.com/openinof/inof/discovery"
 	"github.com/openinof/inof/inof"
 )
@@ -85,7 +86,7 @@ func (s *discoverySource) referable(r inof.Report) bool {
 
 // setController records (rec) or forgets (nil) the discovery controller
 // of switch sw.
-func (s *discoverySource) setController(sw inof.RouterID, rec *bgp.DiscoveryRecord) {
+func (s *discoverySource) setController(sw inof.RouterID, rec *record.Discovery) {
 	s.mu.Lock()
 	old, had := s.controllers[sw]
 	switch {
@@ -123,11 +124,11 @@ func (a *Agent) onDiscoveryRecord(ev bgp.RecordEvent) {
 	if a.disc == nil || ev.Local() {
 		return
 	}
-	sw, err := bgp.ParseDiscoveryKey(ev.Key)
+	sw, err := record.ParseDiscoveryKey(ev.Key)
 	if err != nil || sw == a.self {
 		return
 	}
-	rec, _ := ev.Record.(*bgp.DiscoveryRecord)
+	rec, _ := ev.Record.(*record.Discovery)
 	if ev.Withdrawn {
 		rec = nil
 	}
@@ -136,7 +137,7 @@ func (a *Agent) onDiscoveryRecord(ev bgp.RecordEvent) {
 
 // isDiscoveryEvent reports whether ev is about a discovery record.
 func isDiscoveryEvent(ev bgp.RecordEvent) bool {
-	return len(ev.Key) > 0 && bgp.RecordType(ev.Key[0]) == bgp.TypeDiscovery
+	return len(ev.Key) > 0 && record.Type(ev.Key[0]) == record.TypeDiscovery
 }
 
 // advertiseController publishes this switch's discovery record, and again
@@ -146,16 +147,16 @@ func (a *Agent) advertiseController(ctx context.Context) error {
 	if err != nil || port == 0 {
 		return err
 	}
-	var last *bgp.DiscoveryRecord
+	var last *record.Discovery
 	tick := time.NewTicker(endpointsInterval)
 	defer tick.Stop()
 	for {
 		a.mu.Lock()
 		ports := slices.Sorted(maps.Keys(a.ports))
 		a.mu.Unlock()
-		rec := &bgp.DiscoveryRecord{Switch: a.self, Port: port, Endpoints: a.endpoints(ports)}
+		rec := &record.Discovery{Switch: a.self, Port: port, Endpoints: a.endpoints(ports)}
 		if last == nil || !slices.Equal(last.Endpoints, rec.Endpoints) {
-			if err := a.speaker.Publish(ctx, rec, bgp.DiscoveryRT); err != nil {
+			if err := a.speaker.Publish(ctx, rec, record.DiscoveryRT); err != nil {
 				a.log.Error("announcing the discovery controller's addresses", "err", err)
 			} else {
 				a.log.Info("discovery controller announced", "endpoints", fmt.Sprint(rec.Endpoints), "port", rec.Port)
@@ -208,10 +209,10 @@ func (a *Agent) endpoints(ports []string) []netip.Prefix {
 			}
 		}
 	}
-	out = bgp.SortEndpoints(out)
-	if len(out) > bgp.MaxDiscoveryEndpoints {
-		a.log.Warn("too many discovery endpoints; the rest are not announced", "endpoints", len(out), "announced", bgp.MaxDiscoveryEndpoints)
-		out = out[:bgp.MaxDiscoveryEndpoints]
+	out = record.SortEndpoints(out)
+	if len(out) > record.MaxDiscoveryEndpoints {
+		a.log.Warn("too many discovery endpoints; the rest are not announced", "endpoints", len(out), "announced", record.MaxDiscoveryEndpoints)
+		out = out[:record.MaxDiscoveryEndpoints]
 	}
 	return out
 }

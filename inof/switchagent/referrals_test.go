@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/openinof/inof/bgp"
+	"github.com/openinof/inof/bgp/record"
 	"github.com/openinof/inof/discovery"
 	"github.com/openinof/inof/inof"
 	"github.com/openinof/inof/l2proto"
@@ -49,7 +50,7 @@ func TestDiscoverySourceReferrals(t *testing.T) {
 	if got := refs(nqn, "10.1.0.5"); len(got) != 0 {
 		t.Fatalf("referred to a switch without a controller: %v", got)
 	}
-	s.setController(sw2, &bgp.DiscoveryRecord{Switch: sw2, Port: 8009, Endpoints: bgp.SortEndpoints([]netip.Prefix{
+	s.setController(sw2, &record.Discovery{Switch: sw2, Port: 8009, Endpoints: record.SortEndpoints([]netip.Prefix{
 		netip.MustParsePrefix("10.2.0.1/24"), netip.MustParsePrefix("10.22.0.1/24")})})
 	if !drained(s) {
 		t.Fatal("a new controller did not signal")
@@ -69,7 +70,7 @@ func TestDiscoverySourceReferrals(t *testing.T) {
 	put(host(sw3, "10.3.0.5", inof.StateActive, nqn))
 	put(host(sw2, "10.99.0.5", inof.StateActive, nqn))
 	put(host(sw2, "10.22.0.9", inof.StateActive, ""))
-	s.setController(sw3, &bgp.DiscoveryRecord{Switch: sw3, Port: 4420, Endpoints: []netip.Prefix{netip.MustParsePrefix("10.33.0.1/24")}})
+	s.setController(sw3, &record.Discovery{Switch: sw3, Port: 4420, Endpoints: []netip.Prefix{netip.MustParsePrefix("10.33.0.1/24")}})
 	if got := refs(nqn, "10.1.0.5"); !slices.Equal(got, want) {
 		t.Fatalf("referrals %v, want %v", got, want)
 	}
@@ -90,7 +91,7 @@ func TestDiscoverySourceReferrals(t *testing.T) {
 	}
 	// An address two switches report (a shared segment): each report
 	// counts, and going from both to one to none leaves nothing behind.
-	s.setController(sw3, &bgp.DiscoveryRecord{Switch: sw3, Port: 4420, Endpoints: []netip.Prefix{netip.MustParsePrefix("10.3.0.1/24")}})
+	s.setController(sw3, &record.Discovery{Switch: sw3, Port: 4420, Endpoints: []netip.Prefix{netip.MustParsePrefix("10.3.0.1/24")}})
 	put(host(sw2, "10.3.0.5", inof.StateActive, nqn), host(sw3, "10.3.0.5", inof.StateActive, nqn))
 	if got := refs(nqn, "10.1.0.5"); !slices.Equal(got, []discovery.Entry{ref("10.3.0.1", 4420)}) {
 		t.Fatalf("referrals %v, want sw3's", got)

@@ -8,7 +8,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/openinof/inof/bgp"
+	"github.com/openinof/inof/bgp/record"
+	"github.com/openinof/inof/bgp/table"
 	"github.com/openinof/inof/inof"
 	"github.com/openinof/inof/inof/daemon"
 	"github.com/openinof/inof/l2proto"
@@ -25,7 +26,7 @@ const stateVersion = 1
 type savedState struct {
 	Saved     time.Time                    `json:"saved"`
 	Clean     bool                         `json:"clean"` // written by a clean stop
-	Published []bgp.PublishedDevice        `json:"published"`
+	Published []table.PublishedDevice      `json:"published"`
 	Local     []LocalRecord                `json:"local"`
 	Told      map[netip.Addr][]inof.Device `json:"told"`
 	Zones     [][]byte                     `json:"zones"` // zones.Record, binary
@@ -36,7 +37,7 @@ type savedState struct {
 	Registrations []savedRegistration `json:"registrations,omitempty"`
 	// Format is the record format the switch published in (absent in
 	// files of older releases: per-device).
-	Format bgp.RecordFormat `json:"format,omitempty"`
+	Format record.Format `json:"format,omitempty"`
 	// ZoningUnknown: the agent had not received the fabric's zoning yet
 	// when it saved (the hold of a first start, confighold.go), so Zones
 	// is no zoning of the fabric and the next start holds everything
@@ -145,8 +146,8 @@ func encodeZones(rs zones.Records) ([][]byte, error) {
 // saved under another router-id (the switch's router_id changed) are
 // dropped: reflectors refuse a record whose key names another switch than
 // its sender, and quarantine the sender.
-func (s *savedState) ownRecords(self inof.RouterID, log *slog.Logger) []bgp.PublishedDevice {
-	out := make([]bgp.PublishedDevice, 0, len(s.Published))
+func (s *savedState) ownRecords(self inof.RouterID, log *slog.Logger) []table.PublishedDevice {
+	out := make([]table.PublishedDevice, 0, len(s.Published))
 	for _, d := range s.Published {
 		if d.Record.Switch == self {
 			out = append(out, d)

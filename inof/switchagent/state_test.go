@@ -7,7 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/openinof/inof/bgp"
+	"github.com/openinof/inof/bgp/record"
+	"github.com/openinof/inof/bgp/table"
 	"github.com/openinof/inof/inof"
 )
 
@@ -22,8 +23,8 @@ func BenchmarkSaveState(b *testing.B) {
 		st := inof.Status{State: inof.StateActive, Changed: now}
 		lr := LocalRecord{Device: d, Port: fmt.Sprintf("eth%d", i/128), Status: st, Since: now}
 		s.Local = append(s.Local, lr)
-		s.Published = append(s.Published, bgp.PublishedDevice{Record: bgp.DeviceRecord{Report: inof.Report{Switch: 1, Device: d, Status: st},
-			Epoch: uint64(i), AccessPort: lr.Port, Since: now}, RouteTargets: []bgp.RouteTarget{{}}})
+		s.Published = append(s.Published, table.PublishedDevice{Record: record.Device{Report: inof.Report{Switch: 1, Device: d, Status: st},
+			Epoch: uint64(i), AccessPort: lr.Port, Since: now}, RouteTargets: []record.RouteTarget{{}}})
 	}
 	path := filepath.Join(b.TempDir(), "state.json")
 	b.ReportAllocs()

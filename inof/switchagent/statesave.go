@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/openinof/inof/bgp"
+	"github.com/openinof/inof/bgp/table"
 )
 
 // Saving the state file while the agent runs: at most every
@@ -45,7 +45,7 @@ func (a *Agent) snapshot(clean bool) (savedState, error) {
 	if err != nil {
 		return savedState{}, err
 	}
-	var published []bgp.PublishedDevice
+	var published []table.PublishedDevice
 	if a.pub != nil {
 		published = append(a.pub.Published(), a.sets.Published()...)
 	}

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/openinof/inof/bgp"
+	"github.com/openinof/inof/bgp/record"
+	"github.com/openinof/inof/bgp/table"
 	"github.com/openinof/inof/inof"
 	"github.com/openinof/inof/inof/configsync"
 	"github.com/openinof/inof/l2proto"
@@ -66,19 +68,19 @@ func TestSwitchRefusesWhatItsSenderDoesNotOwn(t *testing.T) {
 	}
 	for _, p := range parts {
 		p.Reflector = raID
-		if err := bad.Publish(ctx, &p, bgp.ZoneRT(testASN, zones.DefaultZone)); err != nil {
+		if err := bad.Publish(ctx, &p, record.ZoneRT(testASN, zones.DefaultZone)); err != nil {
 			t.Fatal(err)
 		}
 		// 2. The same under the configuration route target: the
 		// reflector's import policy keeps it from every switch.
 		p.Name = "" // settings: the same object
-		if err := bad.Publish(ctx, &p, bgp.ConfigRT(testASN)); err != nil {
+		if err := bad.Publish(ctx, &p, record.ConfigRT(testASN)); err != nil {
 			t.Fatal(err)
 		}
 	}
 	// 3. Switch 1's target as inactive, under switch 1's key and a higher
 	// epoch, so that receivers would take it over the real record.
-	var real bgp.DeviceRecord
+	var real record.Device
 	for _, d := range s1.agent.pub.Published() {
 		if d.Record.Device.Addr == target.Addr {
 			real = d.Record
@@ -90,7 +92,7 @@ func TestSwitchRefusesWhatItsSenderDoesNotOwn(t *testing.T) {
 	forged := real
 	forged.Epoch++
 	forged.State, forged.Reason, forged.Changed = inof.StateInactive, inof.ReasonLinkDown, time.Now()
-	if err := bad.Publish(ctx, &forged, bgp.ZoneRT(testASN, zones.DefaultZone)); err != nil {
+	if err := bad.Publish(ctx, &forged, record.ZoneRT(testASN, zones.DefaultZone)); err != nil {
 		t.Fatal(err)
 	}
 	// 4. Host C asks, on its own port, for host A's targets.
@@ -106,8 +108,8 @@ func TestSwitchRefusesWhatItsSenderDoesNotOwn(t *testing.T) {
 
 	refused := func(s *testSwitch, reason string) uint64 { return s.agent.refusals.Counts()[reason] }
 	waitUntil(t, "the attacks refused and counted", func() bool {
-		return refused(s1, bgp.RefusedConfigRT) >= 1 && refused(s2, bgp.RefusedConfigRT) >= 1 &&
-			refused(s1, bgp.RefusedOtherSwitch) >= 1 && refused(s2, bgp.RefusedOtherSwitch) >= 1 &&
+		return refused(s1, table.RefusedConfigRT) >= 1 && refused(s2, table.RefusedConfigRT) >= 1 &&
+			refused(s1, table.RefusedOtherSwitch) >= 1 && refused(s2, table.RefusedOtherSwitch) >= 1 &&
 			s1.agent.met.drops.Counts()["query-unregistered-host"] == 1
 	})
 	for _, s := range []*testSwitch{s1, s2} {

@@ -14,7 +14,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/openinof/inof/bgp"
+	"github.com/openinof/inof/bgp/record"
+	"github.com/openinof/inof/bgp/table"
 	"github.com/openinof/inof/inof"
 	"github.com/openinof/inof/inof/configsync"
 	"github.com/openinof/inof/integration/netns"
@@ -133,7 +134,7 @@ func TestPrivAttacks(t *testing.T) {
 	for _, r := range []*topo.Node{rr1, rr2} {
 		expectClients(t, r, 3)
 	}
-	defaultRT := bgp.ZoneRT(asn, zones.DefaultZone)
+	defaultRT := record.ZoneRT(asn, zones.DefaultZone)
 	own := device(attackerAddr, "10.66.0.1", inof.StateActive, 1)
 	bad.publish(own, "", "", defaultRT)
 	for _, h := range []*topo.Probe{h1, h2, h3} {
@@ -167,16 +168,16 @@ func TestPrivAttacks(t *testing.T) {
 	}
 	cfg := parts[0]
 	cfg.Reflector = inof.MustParseRouterID("10.0.0.1")
-	bad.publish(&cfg, "", "", bgp.ConfigRT(asn))
-	counted(t, rr1, "inof_reflector_records_refused_total", bgp.RefusedConfigFromClient, 1)
-	counted(t, rr2, "inof_reflector_records_refused_total", bgp.RefusedConfigFromClient, 1)
+	bad.publish(&cfg, "", "", record.ConfigRT(asn))
+	counted(t, rr1, "inof_reflector_records_refused_total", table.RefusedConfigFromClient, 1)
+	counted(t, rr2, "inof_reflector_records_refused_total", table.RefusedConfigFromClient, 1)
 	if _, err := rr2.WaitMetric(wait, func(v float64) bool { return v == 1 }, "inof_reflector_quarantined_clients"); err != nil {
 		t.Fatal(err)
 	}
 	bad.publish(&cfg, "", "", defaultRT)
-	counted(t, rr1, "inof_reflector_records_refused_total", bgp.RefusedConfigFromClient, 2)
+	counted(t, rr1, "inof_reflector_records_refused_total", table.RefusedConfigFromClient, 2)
 	for _, sw := range []*topo.Node{leaf1, leaf2} {
-		counted(t, sw, "inof_switch_records_refused_total", bgp.RefusedConfigRT, 1)
+		counted(t, sw, "inof_switch_records_refused_total", table.RefusedConfigRT, 1)
 	}
 	bad.withdraw(&cfg)
 
@@ -187,15 +188,15 @@ func TestPrivAttacks(t *testing.T) {
 	forged := device("10.0.0.12", t1.Addr().String(), inof.StateInactive, math.MaxUint64/2)
 	forged.Reason = inof.ReasonLinkDown
 	bad.publish(forged, "10.0.0.12", "10.0.0.12", defaultRT)
-	counted(t, rr1, "inof_reflector_records_refused_total", bgp.RefusedOtherSwitch, 1)
-	counted(t, leaf1, "inof_switch_records_refused_total", bgp.RefusedOtherSwitch, 1)
+	counted(t, rr1, "inof_reflector_records_refused_total", table.RefusedOtherSwitch, 1)
+	counted(t, leaf1, "inof_switch_records_refused_total", table.RefusedOtherSwitch, 1)
 	bad.withdraw(forged)
 	// The same without the ORIGINATOR_ID: both leaves refuse it.
 	forged.Epoch++
 	bad.publish(forged, "10.0.0.12", "", defaultRT)
-	counted(t, rr1, "inof_reflector_records_refused_total", bgp.RefusedOtherSwitch, 2)
-	counted(t, leaf1, "inof_switch_records_refused_total", bgp.RefusedOtherSwitch, 2)
-	counted(t, leaf2, "inof_switch_records_refused_total", bgp.RefusedOtherSwitch, 1)
+	counted(t, rr1, "inof_reflector_records_refused_total", table.RefusedOtherSwitch, 2)
+	counted(t, leaf1, "inof_switch_records_refused_total", table.RefusedOtherSwitch, 2)
+	counted(t, leaf2, "inof_switch_records_refused_total", table.RefusedOtherSwitch, 1)
 	bad.withdraw(forged)
 
 	// leaf2's own key (its epoch read from its state file), announced and
@@ -205,7 +206,7 @@ func TestPrivAttacks(t *testing.T) {
 	stolen := real
 	stolen.State, stolen.Reason = inof.StateInactive, inof.ReasonLinkDown
 	bad.publish(&stolen, "", "", defaultRT)
-	counted(t, rr1, "inof_reflector_records_refused_total", bgp.RefusedOtherSwitch, 3)
+	counted(t, rr1, "inof_reflector_records_refused_total", table.RefusedOtherSwitch, 3)
 	bad.withdraw(&stolen)
 
 	// On the access ports: h3 asks for h1's targets; then floods LLDPDUs.
@@ -268,9 +269,9 @@ func relaxedBFD() map[string]any {
 }
 
 // device is a device record of switch sw.
-func device(sw, addr string, st inof.State, epoch uint64) *bgp.DeviceRecord {
+func device(sw, addr string, st inof.State, epoch uint64) *record.Device {
 	now := time.Now().Truncate(time.Millisecond)
-	return &bgp.DeviceRecord{Report: inof.Report{Switch: inof.MustParseRouterID(sw),
+	return &record.Device{Report: inof.Report{Switch: inof.MustParseRouterID(sw),
 		Device: inof.Device{Addr: netip.MustParseAddr(addr), Role: inof.RoleTarget, Protocol: inof.ProtocolTCP, Port: 4420},
 		Status: inof.Status{State: st, Changed: now}}, Epoch: epoch, AccessPort: "p1", Since: now}
 }
@@ -337,10 +338,10 @@ func farNamespace(t *testing.T, f *topo.Fabric) *netns.NS {
 }
 
 // publishedRecord reads a switch's state file for its record of addr.
-func publishedRecord(t *testing.T, sw *topo.Node, addr netip.Addr) bgp.DeviceRecord {
+func publishedRecord(t *testing.T, sw *topo.Node, addr netip.Addr) record.Device {
 	t.Helper()
 	path := filepath.Join(filepath.Dir(sw.ConfigPath()), "state", "switch.state")
-	var rec bgp.DeviceRecord
+	var rec record.Device
 	waitFor(t, "the switch's state file", wait, func() (bool, error) {
 		b, err := os.ReadFile(path)
 		if err != nil {
@@ -348,7 +349,7 @@ func publishedRecord(t *testing.T, sw *topo.Node, addr netip.Addr) bgp.DeviceRec
 		}
 		var st struct {
 			State struct {
-				Published []bgp.PublishedDevice `json:"published"`
+				Published []table.PublishedDevice `json:"published"`
 			} `json:"state"`
 		}
 		if err := json.Unmarshal(b, &st); err != nil {

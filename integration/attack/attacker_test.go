@@ -20,7 +20,7 @@ import (
 	"github.com/osrg/gobgp/v3/pkg/server"
 	"google.golang.org/protobuf/types/known/anypb"
 
-	"github.com/openinof/inof/bgp"
+	"github.com/openinof/inof/bgp/record"
 	"github.com/openinof/inof/integration/netns"
 )
 
@@ -223,9 +223,9 @@ func (a *attacker) do(c command) {
 
 // publish announces r with the route targets (and next hop and
 // ORIGINATOR_ID, if set) as the attacker's own path.
-func (a *attacker) publish(r bgp.Record, nextHop, originator string, rts ...bgp.RouteTarget) {
+func (a *attacker) publish(r record.Record, nextHop, originator string, rts ...record.RouteTarget) {
 	a.t.Helper()
-	key, value, err := bgp.EncodeRecord(r, len(rts))
+	key, value, err := record.Encode(r, len(rts))
 	if err != nil {
 		a.t.Fatal(err)
 	}
@@ -238,9 +238,9 @@ func (a *attacker) publish(r bgp.Record, nextHop, originator string, rts ...bgp.
 }
 
 // withdraw takes back the attacker's path for the key of r.
-func (a *attacker) withdraw(r bgp.Record) {
+func (a *attacker) withdraw(r record.Record) {
 	a.t.Helper()
-	key, value, err := bgp.EncodeRecord(r, 0)
+	key, value, err := record.Encode(r, 0)
 	if err != nil {
 		a.t.Fatal(err)
 	}

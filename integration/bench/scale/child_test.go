@@ -16,7 +16,7 @@ import (
 	"github.com/osrg/gobgp/v3/pkg/server"
 	"google.golang.org/protobuf/types/known/anypb"
 
-	"github.com/openinof/inof/bgp"
+	"github.com/openinof/inof/bgp/record"
 	inofapi "github.com/openinof/inof/inof/api"
 	"github.com/openinof/inof/inof/daemon"
 	"github.com/openinof/inof/inof/reflector"
@@ -213,7 +213,7 @@ func stockPeer(addr string, rr, rtc bool, remotePort uint32, local string) *api.
 }
 
 // rtcPath is an RT-constraint membership; rt nil is the default (all).
-func rtcPath(rt *bgp.RouteTarget) (*api.Path, error) {
+func rtcPath(rt *record.RouteTarget) (*api.Path, error) {
 	m := &api.RouteTargetMembershipNLRI{}
 	if rt != nil {
 		m.Asn = ASN

@@ -6,7 +6,7 @@ import (
 	"os"
 	"time"
 
-	"github.com/openinof/inof/bgp"
+	"github.com/openinof/inof/bgp/record"
 	"github.com/openinof/inof/inof"
 	"github.com/openinof/inof/zones"
 )
@@ -127,7 +127,7 @@ func SwitchID(s int) netip.Addr {
 // Record is one device record as it goes on the wire.
 type Record struct {
 	Key, Value []byte
-	RT         bgp.RouteTarget
+	RT         record.RouteTarget
 }
 
 // switchOf is the switch that publishes device i.
@@ -147,17 +147,17 @@ func (p Plan) SwitchRecords(s int) ([]Record, error) {
 	sw, _ := inof.RouterIDFrom(SwitchID(s))
 	now := time.Now().Truncate(time.Millisecond)
 	var out []Record
-	var set *bgp.DeviceSetRecord
+	var set *record.DeviceSet
 	setZone, setSize := -1, 0
 	flush := func() error {
 		if set == nil || len(set.Devices) == 0 {
 			return nil
 		}
-		k, v, err := bgp.EncodeRecord(set, 1)
+		k, v, err := record.Encode(set, 1)
 		if err != nil {
 			return fmt.Errorf("scale: set of zone %d: %w", setZone, err)
 		}
-		out = append(out, Record{Key: k, Value: v, RT: bgp.ZoneRT(ASN, ZoneName(setZone))})
+		out = append(out, Record{Key: k, Value: v, RT: record.ZoneRT(ASN, ZoneName(setZone))})
 		set.Devices = nil
 		return nil
 	}
@@ -169,24 +169,24 @@ func (p Plan) SwitchRecords(s int) ([]Record, error) {
 		if i%10 == 0 {
 			d.Role, d.Port, d.NQN = inof.RoleTarget, 4420, fmt.Sprintf("nqn.2014-08.org.example:t%d", i)
 		}
-		r := &bgp.DeviceRecord{Report: inof.Report{Switch: sw, Device: d, Status: inof.Status{State: inof.StateActive, Changed: now}},
+		r := &record.Device{Report: inof.Report{Switch: sw, Device: d, Status: inof.Status{State: inof.StateActive, Changed: now}},
 			Epoch: 1, AccessPort: fmt.Sprintf("swp%d", i%48+1), Since: now}
 		z := i / p.perZone()
 		if !p.Sets {
-			k, v, err := bgp.EncodeRecord(r, 1)
+			k, v, err := record.Encode(r, 1)
 			if err != nil {
 				return nil, fmt.Errorf("scale: device %d: %w", i, err)
 			}
-			out = append(out, Record{Key: k, Value: v, RT: bgp.ZoneRT(ASN, ZoneName(z))})
+			out = append(out, Record{Key: k, Value: v, RT: record.ZoneRT(ASN, ZoneName(z))})
 			continue
 		}
-		size := bgp.DeviceSetEntrySize(r)
-		if z != setZone || setSize+size > bgp.DeviceSetCapacity(1) {
+		size := record.DeviceSetEntrySize(r)
+		if z != setZone || setSize+size > record.DeviceSetCapacity(1) {
 			if err := flush(); err != nil {
 				return nil, err
 			}
 			if z != setZone {
-				set = &bgp.DeviceSetRecord{Switch: sw, Set: uint64(z) + 1}
+				set = &record.DeviceSet{Switch: sw, Set: uint64(z) + 1}
 			} else {
 				set.Shard++
 			}
@@ -205,7 +205,7 @@ func (p Plan) SwitchRecords(s int) ([]Record, error) {
 func Devices(recs []Record) int {
 	n := 0
 	for _, r := range recs {
-		if r.Key[0] == byte(bgp.TypeDeviceSet) {
+		if r.Key[0] == byte(record.TypeDeviceSet) {
 			n += int(r.Value[2])<<8 | int(r.Value[3])
 		} else {
 			n++

@@ -23,6 +23,7 @@ import (
 	"github.com/osrg/gobgp/v3/pkg/server"
 
 	"github.com/openinof/inof/bgp"
+	"github.com/openinof/inof/bgp/record"
 	"github.com/openinof/inof/inof"
 	"github.com/openinof/inof/inof/daemon"
 	"github.com/openinof/inof/inof/switchagent"
@@ -238,16 +239,16 @@ type countingSpeaker struct {
 }
 
 // Subscribe notes when the agent asks for every record.
-func (c *countingSpeaker) Subscribe(ctx context.Context, rt bgp.RouteTarget) error {
+func (c *countingSpeaker) Subscribe(ctx context.Context, rt record.RouteTarget) error {
 	c.subs.Add(1)
-	if rt == bgp.AnyRT {
+	if rt == record.AnyRT {
 		c.anyRT.CompareAndSwap(0, time.Now().UnixNano())
 	}
 	return c.Speaker.Subscribe(ctx, rt)
 }
 
 // Unsubscribe counts.
-func (c *countingSpeaker) Unsubscribe(ctx context.Context, rt bgp.RouteTarget) error {
+func (c *countingSpeaker) Unsubscribe(ctx context.Context, rt record.RouteTarget) error {
 	c.subs.Add(1)
 	return c.Speaker.Unsubscribe(ctx, rt)
 }
@@ -296,9 +297,9 @@ func (c *countingSpeaker) WatchRecords(ctx context.Context, fn func(bgp.RecordEv
 		}
 		n := int64(0)
 		switch r := ev.Record.(type) {
-		case *bgp.DeviceRecord:
+		case *record.Device:
 			n = 1
-		case *bgp.DeviceSetRecord:
+		case *record.DeviceSet:
 			n = int64(len(r.Devices))
 		}
 		if n > 0 && c.n.Add(n) == n {
@@ -468,13 +469,13 @@ func convergeStock(ctx context.Context, tb testing.TB, r refl, p Plan, rtc, wild
 		tb.Fatal(err)
 	}
 	if rtc {
-		cfgRT := bgp.ConfigRT(ASN)
-		rts := []*bgp.RouteTarget{&cfgRT, nil}
+		cfgRT := record.ConfigRT(ASN)
+		rts := []*record.RouteTarget{&cfgRT, nil}
 		if !wildcard {
-			rts[1] = &bgp.RouteTarget{}
-			*rts[1] = bgp.ZoneRT(ASN, "default")
+			rts[1] = &record.RouteTarget{}
+			*rts[1] = record.ZoneRT(ASN, "default")
 			for z := range p.Zones {
-				rt := bgp.ZoneRT(ASN, ZoneName(z))
+				rt := record.ZoneRT(ASN, ZoneName(z))
 				rts = append(rts, &rt)
 			}
 		}

@@ -1,4 +1,4 @@
-package bgp
+package table
 
 import (
 	"context"
@@ -10,7 +10,10 @@ import (
 	"sync"
 	"time"
 
+	"github.com/openinof/inof/bgp"
+	"github.com/openinof/inof/bgp/record"
 	"github.com/openinof/inof/inof"
+	"github.com/openinof/inof/internal/ratelimit"
 )
 
 // ConfigSpeaker is what configuration replication needs from a speaker:
@@ -19,19 +22,19 @@ import (
 // it.
 type ConfigSpeaker interface {
 	RecordPublisher
-	WatchReceived(ctx context.Context, fn func(RecordEvent), types ...RecordType) error
-	Neighbors(ctx context.Context) ([]NeighborStatus, error)
+	WatchReceived(ctx context.Context, fn func(bgp.RecordEvent), types ...record.Type) error
+	Neighbors(ctx context.Context) ([]bgp.NeighborStatus, error)
 }
 
 // ReplicatorOptions configure a ConfigReplicator.
 type ReplicatorOptions struct {
 	Speaker  ConfigSpeaker
-	RouterID inof.RouterID // this reflector; the Reflector field of its copies
-	RT       RouteTarget   // the fabric-wide configuration route target
+	RouterID inof.RouterID      // this reflector; the Reflector field of its copies
+	RT       record.RouteTarget // the fabric-wide configuration route target
 	// OnAdopt is called (outside locks) with each object version learned
 	// from another reflector that is newer than ours, after we re-originate
 	// it; the daemon persists it there.
-	OnAdopt func(ConfigRecord)
+	OnAdopt func(record.Config)
 	// Now is the wall clock for the generation checks (default time.Now).
 	Now func() time.Time
 	// RetryEvery is how often versions refused as too far in the future
@@ -77,16 +80,16 @@ type ConfigReplicator struct {
 	log *slog.Logger
 
 	mu      sync.Mutex
-	objects map[ConfigObject]ConfigRecord
+	objects map[record.ConfigObject]record.Config
 	// withdrawn are parts withdrawn as stale, with the version withdrawn:
 	// a peer copy of that version or older is not adopted again.
-	withdrawn map[ConfigObject]ConfigRecord
+	withdrawn map[record.ConfigObject]record.Config
 	// deferred are the newest versions refused as too far in the future,
 	// with the peer that sent them, looked at again every RetryEvery.
-	deferred   map[ConfigObject]deferredVersion
+	deferred   map[record.ConfigObject]deferredVersion
 	stats      ReplicatorStats
-	refuseLog  rateLimit
-	notPeerLog rateLimit
+	refuseLog  ratelimit.Limit
+	notPeerLog ratelimit.Limit
 }
 
 // NewConfigReplicator returns a replicator; seed it with Put (from the
@@ -105,16 +108,16 @@ func NewConfigReplicator(opts ReplicatorOptions) (*ConfigReplicator, error) {
 	if opts.RetryEvery <= 0 {
 		opts.RetryEvery = 10 * time.Second
 	}
-	return &ConfigReplicator{cfg: opts, log: log, objects: map[ConfigObject]ConfigRecord{},
-		withdrawn: map[ConfigObject]ConfigRecord{}, deferred: map[ConfigObject]deferredVersion{},
-		refuseLog:  rateLimit{every: time.Second},
-		notPeerLog: rateLimit{every: time.Second}}, nil
+	return &ConfigReplicator{cfg: opts, log: log, objects: map[record.ConfigObject]record.Config{},
+		withdrawn: map[record.ConfigObject]record.Config{}, deferred: map[record.ConfigObject]deferredVersion{},
+		refuseLog:  ratelimit.Limit{Every: time.Second},
+		notPeerLog: ratelimit.Limit{Every: time.Second}}, nil
 }
 
 // Put originates a version written locally (a commit, or the store's content
 // at start-up). An older version than the one held or withdrawn, or a
 // tombstone past its lifetime, is ignored; Put reports whether it was taken.
-func (r *ConfigReplicator) Put(ctx context.Context, rec ConfigRecord) (bool, error) {
+func (r *ConfigReplicator) Put(ctx context.Context, rec record.Config) (bool, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if rec.Deleted && inof.TombstoneExpired(rec.Gen, r.cfg.Now()) {
@@ -123,7 +126,7 @@ func (r *ConfigReplicator) Put(ctx context.Context, rec ConfigRecord) (bool, err
 	return r.putLocked(ctx, rec)
 }
 
-func (r *ConfigReplicator) putLocked(ctx context.Context, rec ConfigRecord) (bool, error) {
+func (r *ConfigReplicator) putLocked(ctx context.Context, rec record.Config) (bool, error) {
 	rec.Reflector = r.cfg.RouterID
 	obj := rec.Object()
 	if cur, ok := r.objects[obj]; ok && !rec.Newer(&cur) {
@@ -132,7 +135,7 @@ func (r *ConfigReplicator) putLocked(ctx context.Context, rec ConfigRecord) (boo
 	if gone, ok := r.withdrawn[obj]; ok && !rec.Newer(&gone) {
 		return false, nil
 	}
-	if err := r.cfg.Speaker.Publish(ctx, &rec, r.cfg.RT, PeeringRT(r.cfg.RT.Global)); err != nil {
+	if err := r.cfg.Speaker.Publish(ctx, &rec, r.cfg.RT, record.PeeringRT(r.cfg.RT.Global)); err != nil {
 		return false, fmt.Errorf("bgp: originate %v: %w", obj, err)
 	}
 	r.objects[obj] = rec
@@ -147,7 +150,7 @@ func (r *ConfigReplicator) putLocked(ctx context.Context, rec ConfigRecord) (boo
 // not held does nothing. The memory of a withdrawn part lasts until a newer
 // version of it is originated or until its generation is past
 // inof.TombstoneLifetime (Prune).
-func (r *ConfigReplicator) Withdraw(ctx context.Context, obj ConfigObject) error {
+func (r *ConfigReplicator) Withdraw(ctx context.Context, obj record.ConfigObject) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	cur, ok := r.objects[obj]
@@ -198,8 +201,8 @@ func (r *ConfigReplicator) Prune(ctx context.Context) (int, error) {
 func (r *ConfigReplicator) Run(ctx context.Context) error {
 	peers := peerSet{speaker: r.cfg.Speaker}
 	go r.retryDeferred(ctx)
-	return r.cfg.Speaker.WatchReceived(ctx, func(ev RecordEvent) {
-		c, ok := ev.Record.(*ConfigRecord)
+	return r.cfg.Speaker.WatchReceived(ctx, func(ev bgp.RecordEvent) {
+		c, ok := ev.Record.(*record.Config)
 		if !ok || ev.Withdrawn || c.Reflector == r.cfg.RouterID {
 			return // a withdrawn peer copy means the peer went away or pruned: ours stays
 		}
@@ -208,12 +211,12 @@ func (r *ConfigReplicator) Run(ctx context.Context) error {
 			return
 		}
 		r.offer(ctx, *c, ev.Source)
-	}, TypeConfig) // a reflector receives every client's device records too: skip them
+	}, record.TypeConfig) // a reflector receives every client's device records too: skip them
 }
 
 // offer adopts a peer's version if it is newer and acceptable, and hands
 // it to OnAdopt.
-func (r *ConfigReplicator) offer(ctx context.Context, c ConfigRecord, from netip.Addr) {
+func (r *ConfigReplicator) offer(ctx context.Context, c record.Config, from netip.Addr) {
 	took, err := r.adopt(ctx, c, from)
 	if err != nil {
 		r.log.Warn("re-originating configuration failed", "object", c.Object(), "err", err)
@@ -227,7 +230,7 @@ func (r *ConfigReplicator) offer(ctx context.Context, c ConfigRecord, from netip
 
 // deferredVersion is a peer's version refused as too far in the future.
 type deferredVersion struct {
-	rec  ConfigRecord
+	rec  record.Config
 	from netip.Addr
 }
 
@@ -286,17 +289,17 @@ func (p *peerSet) has(ctx context.Context, a netip.Addr) bool {
 
 // refuseNotPeer counts and logs (at a rate limit) a configuration record
 // sent by a neighbor that is not a peer reflector.
-func (r *ConfigReplicator) refuseNotPeer(c ConfigRecord, from netip.Addr) {
+func (r *ConfigReplicator) refuseNotPeer(c record.Config, from netip.Addr) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.stats.NotPeer++
-	if r.notPeerLog.allow() {
+	if r.notPeerLog.Allow() {
 		r.log.Warn("configuration record from a neighbor that is not a peer reflector refused", "object", c.Object(),
 			"from", from, "claimed_reflector", c.Reflector, "not_peer_total", r.stats.NotPeer)
 	}
 }
 
-func (r *ConfigReplicator) adopt(ctx context.Context, c ConfigRecord, from netip.Addr) (bool, error) {
+func (r *ConfigReplicator) adopt(ctx context.Context, c record.Config, from netip.Addr) (bool, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	now := r.cfg.Now()
@@ -312,7 +315,7 @@ func (r *ConfigReplicator) adopt(ctx context.Context, c ConfigRecord, from netip
 		why = "tombstone past its lifetime"
 	}
 	if why != "" {
-		if r.refuseLog.allow() {
+		if r.refuseLog.Allow() {
 			r.log.Warn("configuration from a peer reflector refused", "object", c.Object(), "from", from,
 				"reason", why, "future_total", r.stats.Future, "expired_total", r.stats.Expired)
 		}
@@ -333,10 +336,10 @@ func (r *ConfigReplicator) Stats() ReplicatorStats {
 }
 
 // Objects returns the versions this reflector originates, sorted.
-func (r *ConfigReplicator) Objects() []ConfigRecord {
+func (r *ConfigReplicator) Objects() []record.Config {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	out := make([]ConfigRecord, 0, len(r.objects))
+	out := make([]record.Config, 0, len(r.objects))
 	for _, c := range r.objects {
 		out = append(out, c)
 	}
@@ -344,7 +347,7 @@ func (r *ConfigReplicator) Objects() []ConfigRecord {
 	return out
 }
 
-func sortConfig(cs []ConfigRecord) {
+func sortConfig(cs []record.Config) {
 	sort.Slice(cs, func(i, j int) bool {
 		if cs[i].Kind != cs[j].Kind {
 			return cs[i].Kind < cs[j].Kind
@@ -362,40 +365,40 @@ func sortConfig(cs []ConfigRecord) {
 // another reflector still carries the same version.
 type ConfigView struct {
 	mu     sync.Mutex
-	copies map[ConfigObject]map[inof.RouterID]ConfigRecord
+	copies map[record.ConfigObject]map[inof.RouterID]record.Config
 }
 
 // NewConfigView returns an empty view.
 func NewConfigView() *ConfigView {
-	return &ConfigView{copies: map[ConfigObject]map[inof.RouterID]ConfigRecord{}}
+	return &ConfigView{copies: map[record.ConfigObject]map[inof.RouterID]record.Config{}}
 }
 
 // Apply feeds a record event; it returns the object's newest version after
 // the event and whether that changed (ok is false when no copy is left).
-func (v *ConfigView) Apply(ev RecordEvent) (newest ConfigRecord, ok, changed bool) {
-	var obj ConfigObject
+func (v *ConfigView) Apply(ev bgp.RecordEvent) (newest record.Config, ok, changed bool) {
+	var obj record.ConfigObject
 	var refl inof.RouterID
-	if c, isCfg := ev.Record.(*ConfigRecord); isCfg {
+	if c, isCfg := ev.Record.(*record.Config); isCfg {
 		obj, refl = c.Object(), c.Reflector
-	} else if ev.Withdrawn && len(ev.Key) > 0 && RecordType(ev.Key[0]) == TypeConfig {
-		if c, err := ParseConfigKey(ev.Key); err == nil {
+	} else if ev.Withdrawn && len(ev.Key) > 0 && record.Type(ev.Key[0]) == record.TypeConfig {
+		if c, err := record.ParseConfigKey(ev.Key); err == nil {
 			obj, refl = c.Object(), c.Reflector
 		} else {
-			return ConfigRecord{}, false, false
+			return record.Config{}, false, false
 		}
 	} else {
-		return ConfigRecord{}, false, false
+		return record.Config{}, false, false
 	}
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	before, hadBefore := v.newestLocked(obj)
 	if v.copies[obj] == nil {
-		v.copies[obj] = map[inof.RouterID]ConfigRecord{}
+		v.copies[obj] = map[inof.RouterID]record.Config{}
 	}
 	if ev.Withdrawn {
 		delete(v.copies[obj], refl)
 	} else {
-		v.copies[obj][refl] = *ev.Record.(*ConfigRecord)
+		v.copies[obj][refl] = *ev.Record.(*record.Config)
 	}
 	after, has := v.newestLocked(obj)
 	if !has {
@@ -405,8 +408,8 @@ func (v *ConfigView) Apply(ev RecordEvent) (newest ConfigRecord, ok, changed boo
 	return after, has, changed
 }
 
-func (v *ConfigView) newestLocked(obj ConfigObject) (ConfigRecord, bool) {
-	var best ConfigRecord
+func (v *ConfigView) newestLocked(obj record.ConfigObject) (record.Config, bool) {
+	var best record.Config
 	found := false
 	for _, c := range v.copies[obj] {
 		if !found || c.Newer(&best) {
@@ -418,10 +421,10 @@ func (v *ConfigView) newestLocked(obj ConfigObject) (ConfigRecord, bool) {
 
 // Objects returns the newest version of every object, tombstones included,
 // sorted by kind and name.
-func (v *ConfigView) Objects() []ConfigRecord {
+func (v *ConfigView) Objects() []record.Config {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	var out []ConfigRecord
+	var out []record.Config
 	for obj := range v.copies {
 		if c, ok := v.newestLocked(obj); ok {
 			out = append(out, c)

@@ -1,4 +1,4 @@
-package bgp
+package record
 
 import (
 	"cmp"
@@ -11,7 +11,7 @@ import (
 	"github.com/openinof/inof/internal/wire"
 )
 
-// DeviceSetRecord carries many devices of one switch in one BGP record:
+// DeviceSet carries many devices of one switch in one BGP record:
 // those that share exactly one set of route targets, or a shard of them
 // when they do not fit in one record (docs/records.md, "Device sets"). The
 // key is (switch, set, shard); a set's route targets never change (a
@@ -19,7 +19,7 @@ import (
 // a route target under one key" holds by construction. Receivers read each
 // entry as the device record (switch, address, epoch) it stands for:
 // DeviceTable turns a new value into the entries added, changed and gone.
-type DeviceSetRecord struct {
+type DeviceSet struct {
 	Switch inof.RouterID
 	// Set names the route-target set on this switch: the publisher takes
 	// it from its clock when the set first has a device.
@@ -27,24 +27,37 @@ type DeviceSetRecord struct {
 	Shard uint16
 	// Devices are the entries, sorted by (address, epoch) with no two
 	// alike; each one's Switch is the record's.
-	Devices []DeviceRecord
+	Devices []Device
 	// encoded is what a received record carried of Devices (set by
-	// DecodeRecord): a DeviceTable keeps and compares these bytes instead
+	// Decode): a DeviceTable keeps and compares these bytes instead
 	// of encoding Devices again.
-	encoded setEntries
+	encoded SetEntries
 }
 
-// setEntries is a device set's entries in their wire encoding, back to
-// back and sorted by (address, epoch), with where each one starts.
-type setEntries struct {
+// Encoded is what a received record carried of Devices, in its wire
+// encoding; empty for a record not decoded from the wire.
+func (s *DeviceSet) Encoded() SetEntries { return s.encoded }
+
+// SetEntries is a device set's entries in their wire encoding, back to
+// back and sorted by (address, epoch), with where each one starts. A
+// DeviceTable keeps and compares these bytes instead of records.
+type SetEntries struct {
 	raw  []byte
 	offs []uint32
 }
 
-func (e setEntries) len() int { return len(e.offs) }
+// Len is the number of entries.
+func (e SetEntries) Len() int { return len(e.offs) }
 
-// at is entry i's encoding.
-func (e setEntries) at(i int) []byte {
+// Append adds one entry's encoding (from At of a sorted SetEntries) at the
+// end; the caller keeps the order.
+func (e *SetEntries) Append(entry []byte) {
+	e.offs = append(e.offs, uint32(len(e.raw)))
+	e.raw = append(e.raw, entry...)
+}
+
+// At is entry i's encoding.
+func (e SetEntries) At(i int) []byte {
 	end := len(e.raw)
 	if i+1 < len(e.offs) {
 		end = int(e.offs[i+1])
@@ -52,11 +65,11 @@ func (e setEntries) at(i int) []byte {
 	return e.raw[e.offs[i]:end]
 }
 
-// key is entry i's address and epoch.
-func (e setEntries) key(i int) (netip.Addr, uint64) { return entryKey(e.at(i)) }
+// Key is entry i's address and epoch.
+func (e SetEntries) Key(i int) (netip.Addr, uint64) { return entryKey(e.At(i)) }
 
-// find returns the index of the entry of a at epoch.
-func (e setEntries) find(a netip.Addr, epoch uint64) (int, bool) {
+// Find returns the index of the entry of a at epoch.
+func (e SetEntries) Find(a netip.Addr, epoch uint64) (int, bool) {
 	return slices.BinarySearchFunc(e.offs, struct{}{}, func(off uint32, _ struct{}) int {
 		ea, ee := entryKey(e.raw[off:])
 		if c := ea.Compare(a); c != 0 {
@@ -66,22 +79,22 @@ func (e setEntries) find(a netip.Addr, epoch uint64) (int, bool) {
 	})
 }
 
-// encodeEntries encodes devs (sorted) as setEntries.
-func encodeEntries(devs []DeviceRecord) setEntries {
+// EncodeEntries encodes devs (sorted) as SetEntries.
+func EncodeEntries(devs []Device) SetEntries {
 	n := 0
 	for i := range devs {
 		n += entrySize(&devs[i])
 	}
-	e := setEntries{raw: make([]byte, 0, n), offs: make([]uint32, len(devs))}
+	e := SetEntries{raw: make([]byte, 0, n), offs: make([]uint32, len(devs))}
 	for i := range devs {
 		e.offs[i] = uint32(len(e.raw))
-		e.raw = appendEntry(e.raw, &devs[i])
+		e.raw = AppendEntry(e.raw, &devs[i])
 	}
 	return e
 }
 
-// appendEntry appends d's set entry: epoch(8) address(1+4|16) body.
-func appendEntry(b []byte, d *DeviceRecord) []byte {
+// AppendEntry appends d's set entry: epoch(8) address(1+4|16) body.
+func AppendEntry(b []byte, d *Device) []byte {
 	return d.appendBody(wire.AppendAddr(binary.BigEndian.AppendUint64(b, d.Epoch), d.Device.Addr))
 }
 
@@ -94,10 +107,10 @@ func entryKey(b []byte) (netip.Addr, uint64) {
 	return netip.AddrFrom16([16]byte(b[9:25])), epoch
 }
 
-// decodeEntry reads a valid entry's encoding as a record of switch sw.
-func decodeEntry(b []byte, sw inof.RouterID) DeviceRecord {
+// DecodeEntry reads a valid entry's encoding as a record of switch sw.
+func DecodeEntry(b []byte, sw inof.RouterID) Device {
 	v := wire.NewReader(b)
-	d := DeviceRecord{Epoch: v.U64()}
+	d := Device{Epoch: v.U64()}
 	d.Switch = sw
 	d.Device.Addr = v.Addr()
 	d.readBody(v)
@@ -119,9 +132,9 @@ const deviceSetKeySize = 1 + 4 + 8 + 2
 const deviceSetHeader = 4
 
 // Key implements Record: type(1)=3 switch(4) set(8) shard(2).
-func (s *DeviceSetRecord) Key() []byte { return s.appendKey(nil) }
+func (s *DeviceSet) Key() []byte { return s.appendKey(nil) }
 
-func (s *DeviceSetRecord) appendKey(k []byte) []byte {
+func (s *DeviceSet) appendKey(k []byte) []byte {
 	return DeviceSetKey{Switch: s.Switch, Set: s.Set, Shard: s.Shard}.append(k)
 }
 
@@ -136,7 +149,7 @@ func (k DeviceSetKey) append(b []byte) []byte {
 // ParseDeviceSetKey decodes the key of a device set record. Errors wrap
 // ErrMalformed.
 func ParseDeviceSetKey(key []byte) (DeviceSetKey, error) {
-	if len(key) != deviceSetKeySize || RecordType(key[0]) != TypeDeviceSet {
+	if len(key) != deviceSetKeySize || Type(key[0]) != TypeDeviceSet {
 		return DeviceSetKey{}, fmt.Errorf("%w: not a device set key", ErrMalformed)
 	}
 	return DeviceSetKey{Switch: inof.RouterID(binary.BigEndian.Uint32(key[1:])),
@@ -144,19 +157,19 @@ func ParseDeviceSetKey(key []byte) (DeviceSetKey, error) {
 }
 
 // entrySize is the encoded size of one entry: epoch(8) address(5|17) body.
-func entrySize(d *DeviceRecord) int { return 8 + wire.AddrLen(d.Device.Addr) + d.bodySize() }
+func entrySize(d *Device) int { return 8 + wire.AddrLen(d.Device.Addr) + d.bodySize() }
 
 // DeviceSetEntrySize is the bytes d takes in a device set record.
-func DeviceSetEntrySize(d *DeviceRecord) int { return entrySize(d) }
+func DeviceSetEntrySize(d *Device) int { return entrySize(d) }
 
 // DeviceSetCapacity is how many entry bytes one device set record with
-// rts route targets holds within MaxRecordSize.
+// rts route targets holds within MaxSize.
 func DeviceSetCapacity(rts int) int {
-	return MaxRecordSize - deviceSetKeySize - deviceSetHeader - 8*rts
+	return MaxSize - deviceSetKeySize - deviceSetHeader - 8*rts
 }
 
-// compareEntries orders entries by (address, epoch).
-func compareEntries(a, b *DeviceRecord) int {
+// CompareEntries orders entries by (address, epoch).
+func CompareEntries(a, b *Device) int {
 	if c := a.Device.Addr.Compare(b.Device.Addr); c != 0 {
 		return c
 	}
@@ -164,8 +177,8 @@ func compareEntries(a, b *DeviceRecord) int {
 }
 
 // Validate applies the rules every receiver applies to a device set
-// record (MarshalValue and DecodeRecord both use it).
-func (s *DeviceSetRecord) Validate() error {
+// record (MarshalValue and Decode both use it).
+func (s *DeviceSet) Validate() error {
 	if len(s.Devices) > 0xFFFF {
 		return fmt.Errorf("%w: %d devices in one set record", ErrTooLarge, len(s.Devices))
 	}
@@ -177,7 +190,7 @@ func (s *DeviceSetRecord) Validate() error {
 		if err := d.Validate(); err != nil {
 			return err
 		}
-		if i > 0 && compareEntries(&s.Devices[i-1], d) >= 0 {
+		if i > 0 && CompareEntries(&s.Devices[i-1], d) >= 0 {
 			return fmt.Errorf("%w: set entries out of order at %s epoch %d", ErrMalformed, d.Device.Addr, d.Epoch)
 		}
 	}
@@ -188,7 +201,7 @@ func (s *DeviceSetRecord) Validate() error {
 // count entries of epoch(8) address(1+4|16) and the device value's fields
 // from role on (role, protocol, port, state, reason, since, changed,
 // access port, NQN).
-func (s *DeviceSetRecord) MarshalValue() ([]byte, error) {
+func (s *DeviceSet) MarshalValue() ([]byte, error) {
 	if err := s.Validate(); err != nil {
 		return nil, err
 	}
@@ -199,17 +212,17 @@ func (s *DeviceSetRecord) MarshalValue() ([]byte, error) {
 	v := make([]byte, 0, n)
 	v = binary.BigEndian.AppendUint16(append(v, valueVersion, byte(TypeDeviceSet)), uint16(len(s.Devices)))
 	for i := range s.Devices {
-		v = appendEntry(v, &s.Devices[i])
+		v = AppendEntry(v, &s.Devices[i])
 	}
 	return v, nil
 }
 
-func decodeDeviceSet(key, value []byte) (*DeviceSetRecord, error) {
+func decodeDeviceSet(key, value []byte) (*DeviceSet, error) {
 	k, err := ParseDeviceSetKey(key)
 	if err != nil {
 		return nil, err
 	}
-	s := &DeviceSetRecord{Switch: k.Switch, Set: k.Set, Shard: k.Shard}
+	s := &DeviceSet{Switch: k.Switch, Set: k.Set, Shard: k.Shard}
 	v := wire.NewReader(value[2:])
 	n := int(v.U16())
 	if n > v.Len()/minEntrySize {
@@ -218,9 +231,9 @@ func decodeDeviceSet(key, value []byte) (*DeviceSetRecord, error) {
 	if v.Err() != nil {
 		return nil, fmt.Errorf("%w: device set value: %w", ErrMalformed, v.Err())
 	}
-	s.Devices = make([]DeviceRecord, n)
+	s.Devices = make([]Device, n)
 	raw := value[deviceSetHeader:]
-	s.encoded = setEntries{raw: raw, offs: make([]uint32, n)}
+	s.encoded = SetEntries{raw: raw, offs: make([]uint32, n)}
 	for i := range s.Devices {
 		s.encoded.offs[i] = uint32(len(raw) - v.Len())
 		d := &s.Devices[i]
@@ -240,74 +253,74 @@ func decodeDeviceSet(key, value []byte) (*DeviceSetRecord, error) {
 // minEntrySize is the smallest entry: an IPv4 device with empty strings.
 const minEntrySize = 8 + 5 + 24
 
-// SwitchRecord is a switch's announcement of the record formats it reads.
+// Switch is a switch's announcement of the record formats it reads.
 // It carries no route target: reflectors take it from every client, and
 // no switch receives it (a record without a route target is never sent to
 // an RTC peer). A reflector refuses to switch the fabric to device sets
 // while a switch has not announced that it reads them.
-type SwitchRecord struct {
+type Switch struct {
 	Switch inof.RouterID
 	// Reads is a bit set of what the switch understands (SwitchReads…);
 	// bits unknown here are kept, a newer release's.
 	Reads uint32
 }
 
-// What a switch reads (SwitchRecord.Reads).
+// What a switch reads (Switch.Reads).
 const (
 	// SwitchReadsDeviceSets: the switch takes device set records (type 3).
 	SwitchReadsDeviceSets uint32 = 1 << 0
 )
 
 // Key implements Record: type(1)=4 switch(4).
-func (w *SwitchRecord) Key() []byte { return w.appendKey(nil) }
+func (w *Switch) Key() []byte { return w.appendKey(nil) }
 
-func (w *SwitchRecord) appendKey(k []byte) []byte {
+func (w *Switch) appendKey(k []byte) []byte {
 	return binary.BigEndian.AppendUint32(append(k, byte(TypeSwitch)), uint32(w.Switch))
 }
 
 // ParseSwitchKey decodes the key of a switch record. Errors wrap
 // ErrMalformed.
 func ParseSwitchKey(key []byte) (inof.RouterID, error) {
-	if len(key) != 5 || RecordType(key[0]) != TypeSwitch {
+	if len(key) != 5 || Type(key[0]) != TypeSwitch {
 		return 0, fmt.Errorf("%w: not a switch key", ErrMalformed)
 	}
 	return inof.RouterID(binary.BigEndian.Uint32(key[1:])), nil
 }
 
 // MarshalValue implements Record: version(1)=1 type(1)=4 reads(4).
-func (w *SwitchRecord) MarshalValue() ([]byte, error) {
+func (w *Switch) MarshalValue() ([]byte, error) {
 	return binary.BigEndian.AppendUint32([]byte{valueVersion, byte(TypeSwitch)}, w.Reads), nil
 }
 
-func decodeSwitch(key, value []byte) (*SwitchRecord, error) {
+func decodeSwitch(key, value []byte) (*Switch, error) {
 	sw, err := ParseSwitchKey(key)
 	if err != nil {
 		return nil, err
 	}
 	v := wire.NewReader(value[2:])
-	w := &SwitchRecord{Switch: sw, Reads: v.U32()}
+	w := &Switch{Switch: sw, Reads: v.U32()}
 	if err := v.Done(); err != nil {
 		return nil, fmt.Errorf("%w: switch value: %w", ErrMalformed, err)
 	}
 	return w, nil
 }
 
-// RecordFormat is how switches publish their devices: the fabric setting
+// Format is how switches publish their devices: the fabric setting
 // of docs/records.md ("Rolling upgrade").
-type RecordFormat uint8
+type Format uint8
 
 // Record formats.
 const (
 	// FormatDevices: one device record per device (type 1), the default.
-	FormatDevices RecordFormat = 1
+	FormatDevices Format = 1
 	// FormatSets: device set records (type 3).
-	FormatSets RecordFormat = 2
+	FormatSets Format = 2
 )
 
-// RecordFormats lists the formats by name, as inofctl spells them.
-func RecordFormats() []string { return []string{FormatDevices.String(), FormatSets.String()} }
+// Formats lists the formats by name, as inofctl spells them.
+func Formats() []string { return []string{FormatDevices.String(), FormatSets.String()} }
 
-func (f RecordFormat) String() string {
+func (f Format) String() string {
 	switch f {
 	case FormatDevices:
 		return "per-device"
@@ -318,11 +331,11 @@ func (f RecordFormat) String() string {
 }
 
 // Valid reports whether f is a known format.
-func (f RecordFormat) Valid() bool { return f == FormatDevices || f == FormatSets }
+func (f Format) Valid() bool { return f == FormatDevices || f == FormatSets }
 
-// ParseRecordFormat parses a format's name.
-func ParseRecordFormat(s string) (RecordFormat, error) {
-	for _, f := range []RecordFormat{FormatDevices, FormatSets} {
+// ParseFormat parses a format's name.
+func ParseFormat(s string) (Format, error) {
+	for _, f := range []Format{FormatDevices, FormatSets} {
 		if s == f.String() {
 			return f, nil
 		}

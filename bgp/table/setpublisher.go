@@ -1,4 +1,4 @@
-package bgp
+package table
 
 import (
 	"cmp"
@@ -7,11 +7,12 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
+	"github.com/openinof/inof/bgp/record"
 	"github.com/openinof/inof/inof"
+	"github.com/openinof/inof/internal/ratelimit"
 )
 
 // Publishing devices in sets (docs/records.md, "Device sets"). A
@@ -44,7 +45,7 @@ type SetPublisherOptions struct {
 	Clock  *inof.Clock
 	Logger *slog.Logger
 	// MaxRecord bounds one shard's record, key and value and 8 bytes per
-	// route target (0: MaxRecordSize). Tests set less to split shards
+	// route target (0: record.MaxSize). Tests set less to split shards
 	// sooner.
 	MaxRecord int
 	// MinInterval is the least time between the starts of two sends of one
@@ -77,19 +78,19 @@ type SetPublisher struct {
 	mu     sync.Mutex
 	closed bool
 	sets   map[string]*deviceSet // by route-target set (rtsKey)
-	where  map[DeviceID]*setEntry
+	where  map[record.DeviceID]*setEntry
 	// old holds per device its entries that are no longer current and
 	// whose removal was not sent yet; waiting, the removals that wait for
 	// them (a copy is never taken out while an older one is still out
 	// there: receivers would fall back to the older one).
-	old     map[DeviceID][]*setEntry
-	waiting map[DeviceID][]func()
+	old     map[record.DeviceID][]*setEntry
+	waiting map[record.DeviceID][]func()
 	busy    int                 // shards flushing
 	idle    chan struct{}       // closed when busy drops to 0 (nil while 0)
 	holding int                 // Batch calls running
 	held    map[*shard]struct{} // shards changed while holding, their flushes not started
 	stats   SetPublisherStats
-	errLog  rateLimit
+	errLog  ratelimit.Limit
 	// sorting is record's scratch space.
 	sorting []*setEntry
 }
@@ -109,14 +110,14 @@ type SetPublisherStats struct {
 type deviceSet struct {
 	id     uint64
 	key    string
-	rts    []RouteTarget // sorted
+	rts    []record.RouteTarget // sorted
 	shards map[uint16]*shard
 }
 
 type shard struct {
 	set     *deviceSet
 	n       uint16
-	entries map[DeviceKey]*setEntry
+	entries map[record.DeviceKey]*setEntry
 	size    int // the entries' encoded bytes
 	// version counts the shard's changes; sent is the version of the last
 	// send that completed; after runs once sent reaches each op's version.
@@ -129,7 +130,7 @@ type shard struct {
 }
 
 type setEntry struct {
-	rec   DeviceRecord
+	rec   record.Device
 	shard *shard
 	// goneAt is the shard version whose send takes the entry out (0 while
 	// it is in).
@@ -152,8 +153,8 @@ func NewSetPublisher(opts SetPublisherOptions) (*SetPublisher, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	if opts.MaxRecord <= 0 || opts.MaxRecord > MaxRecordSize {
-		opts.MaxRecord = MaxRecordSize
+	if opts.MaxRecord <= 0 || opts.MaxRecord > record.MaxSize {
+		opts.MaxRecord = record.MaxSize
 	}
 	if opts.MinInterval < 0 {
 		return nil, fmt.Errorf("bgp: set publisher: negative interval %v", opts.MinInterval)
@@ -167,8 +168,8 @@ func NewSetPublisher(opts SetPublisherOptions) (*SetPublisher, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	return &SetPublisher{speaker: opts.Speaker, self: opts.Switch, clock: opts.Clock, log: opts.Logger,
 		max: opts.MaxRecord, spacing: opts.MinInterval, now: opts.Now, timer: opts.After, ctx: ctx, cancel: cancel, sets: map[string]*deviceSet{},
-		where: map[DeviceID]*setEntry{}, old: map[DeviceID][]*setEntry{}, waiting: map[DeviceID][]func(){},
-		held: map[*shard]struct{}{}, errLog: rateLimit{every: time.Second}}, nil
+		where: map[record.DeviceID]*setEntry{}, old: map[record.DeviceID][]*setEntry{}, waiting: map[record.DeviceID][]func(){},
+		held: map[*shard]struct{}{}, errLog: ratelimit.Limit{Every: time.Second}}, nil
 }
 
 // ErrPublisherClosed is returned by a SetPublisher after Close.
@@ -179,16 +180,16 @@ var ErrPublisherClosed = errors.New("bgp: set publisher closed")
 // route targets replaces the device's entry, one with other route targets
 // moves the device to that set (see the rules above). The send follows;
 // an error returned is the record's own (invalid, too large).
-func (p *SetPublisher) Publish(_ context.Context, rec DeviceRecord, rts ...RouteTarget) error {
+func (p *SetPublisher) Publish(_ context.Context, rec record.Device, rts ...record.RouteTarget) error {
 	if rec.Switch != p.self {
-		return fmt.Errorf("bgp: publish device %s: %w: record of switch %s on switch %s", rec.Device.Addr, ErrMalformed, rec.Switch, p.self)
+		return fmt.Errorf("bgp: publish device %s: %w: record of switch %s on switch %s", rec.Device.Addr, record.ErrMalformed, rec.Switch, p.self)
 	}
 	if err := rec.Validate(); err != nil {
 		return fmt.Errorf("bgp: publish device %s: %w", rec.Device.Addr, err)
 	}
 	rts = sortedRTs(rts)
-	if n := deviceSetKeySize + deviceSetHeader + 8*len(rts) + entrySize(&rec); n > p.max {
-		return fmt.Errorf("bgp: publish device %s: %w: %d bytes with %d route targets (limit %d)", rec.Device.Addr, ErrTooLarge, n, len(rts), p.max)
+	if n := record.MaxSize - record.DeviceSetCapacity(len(rts)) + record.DeviceSetEntrySize(&rec); n > p.max {
+		return fmt.Errorf("bgp: publish device %s: %w: %d bytes with %d route targets (limit %d)", rec.Device.Addr, record.ErrTooLarge, n, len(rts), p.max)
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -202,10 +203,10 @@ func (p *SetPublisher) Publish(_ context.Context, rec DeviceRecord, rts ...Route
 	case cur == nil:
 		rec.Epoch = p.clock.Next()
 		p.place(set, rec)
-	case cur.shard.set == set && cur.shard.size-entrySize(&cur.rec)+entrySize(&rec) <= p.capacity(set):
+	case cur.shard.set == set && cur.shard.size-record.DeviceSetEntrySize(&cur.rec)+record.DeviceSetEntrySize(&rec) <= p.capacity(set):
 		rec.Epoch = cur.rec.Epoch
 		s := cur.shard
-		s.size += entrySize(&rec) - entrySize(&cur.rec)
+		s.size += record.DeviceSetEntrySize(&rec) - record.DeviceSetEntrySize(&cur.rec)
 		cur.rec = rec
 		p.kick(s)
 	default:
@@ -220,7 +221,7 @@ func (p *SetPublisher) Publish(_ context.Context, rec DeviceRecord, rts ...Route
 
 // Withdraw removes the device's entry (publish it inactive with its reason
 // first: an entry that vanishes while active means its switch is gone).
-func (p *SetPublisher) Withdraw(_ context.Context, id DeviceID) error {
+func (p *SetPublisher) Withdraw(_ context.Context, id record.DeviceID) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.closed {
@@ -246,7 +247,7 @@ func (p *SetPublisher) Withdraw(_ context.Context, id DeviceID) error {
 // after those were published).
 func (p *SetPublisher) WithdrawAll(ctx context.Context) error {
 	p.mu.Lock()
-	ids := make([]DeviceID, 0, len(p.where))
+	ids := make([]record.DeviceID, 0, len(p.where))
 	for id := range p.where {
 		ids = append(ids, id)
 	}
@@ -365,9 +366,9 @@ func (p *SetPublisher) Republish(ctx context.Context, saved []PublishedDevice) e
 		} else if set == nil {
 			set = p.setFor(rts)
 		}
-		if s := set.shards[d.Shard]; d.Set == set.id && (s == nil || s.size+entrySize(&rec) <= p.capacity(set)) {
+		if s := set.shards[d.Shard]; d.Set == set.id && (s == nil || s.size+record.DeviceSetEntrySize(&rec) <= p.capacity(set)) {
 			if s == nil {
-				s = &shard{set: set, n: d.Shard, entries: map[DeviceKey]*setEntry{}}
+				s = &shard{set: set, n: d.Shard, entries: map[record.DeviceKey]*setEntry{}}
 				set.shards[d.Shard] = s
 			}
 			p.add(s, rec)
@@ -381,323 +382,4 @@ func (p *SetPublisher) Republish(ctx context.Context, saved []PublishedDevice) e
 		return fmt.Errorf("bgp: republish device sets: %w", err)
 	}
 	return nil
-}
-
-// setFor returns the set of rts (sorted), made if new (under mu).
-func (p *SetPublisher) setFor(rts []RouteTarget) *deviceSet {
-	k := rtsKey(rts)
-	if s := p.sets[k]; s != nil {
-		return s
-	}
-	s := &deviceSet{id: p.clock.Next(), key: k, rts: rts, shards: map[uint16]*shard{}}
-	p.sets[k] = s
-	return s
-}
-
-// capacity is how many entry bytes one shard of set holds.
-func (p *SetPublisher) capacity(set *deviceSet) int {
-	return DeviceSetCapacity(len(set.rts)) - (MaxRecordSize - p.max)
-}
-
-// place adds rec to the first shard of set with room, or to a new one
-// (under mu), and returns the shard.
-func (p *SetPublisher) place(set *deviceSet, rec DeviceRecord) *shard {
-	need, capacity := entrySize(&rec), p.capacity(set)
-	var best *shard
-	for _, s := range set.shards {
-		if s.size+need <= capacity && (best == nil || s.n < best.n) {
-			best = s
-		}
-	}
-	if best == nil {
-		if len(set.shards) > 0 {
-			p.stats.Splits++
-		}
-		n := uint16(0)
-		for set.shards[n] != nil {
-			n++
-		}
-		best = &shard{set: set, n: n, entries: map[DeviceKey]*setEntry{}}
-		set.shards[n] = best
-	}
-	p.add(best, rec)
-	return best
-}
-
-// add puts rec in s as the device's current entry (under mu).
-func (p *SetPublisher) add(s *shard, rec DeviceRecord) {
-	e := &setEntry{rec: rec, shard: s}
-	s.entries[DeviceKey{DeviceID: rec.ID(), Epoch: rec.Epoch}] = e
-	s.size += entrySize(&rec)
-	p.where[rec.ID()] = e
-	p.kick(s)
-}
-
-// remove takes an entry that is no longer current out of its shard
-// (under mu), once every older entry of its device is out, and merges the
-// shard into another of its set if it became sparse.
-func (p *SetPublisher) remove(e *setEntry) {
-	id := e.rec.ID()
-	for _, o := range p.old[id] {
-		if o.rec.Epoch < e.rec.Epoch {
-			p.waiting[id] = append(p.waiting[id], func() { p.remove(e) })
-			return
-		}
-	}
-	s := e.shard
-	k := DeviceKey{DeviceID: id, Epoch: e.rec.Epoch}
-	if s.entries[k] != e {
-		return
-	}
-	delete(s.entries, k)
-	s.size -= entrySize(&e.rec)
-	p.kick(s)
-	e.goneAt = s.version
-	s.removing = append(s.removing, e)
-	p.mergeSparse(s)
-}
-
-// removed notes that the removals s sent up to version v are out (under
-// mu) and runs the removals that waited for them.
-func (p *SetPublisher) removed(s *shard, v uint64) {
-	var ids []DeviceID
-	s.removing = slices.DeleteFunc(s.removing, func(e *setEntry) bool {
-		if e.goneAt > v {
-			return false
-		}
-		id := e.rec.ID()
-		if p.old[id] = slices.DeleteFunc(p.old[id], func(o *setEntry) bool { return o == e }); len(p.old[id]) == 0 {
-			delete(p.old, id)
-		}
-		ids = append(ids, id)
-		return true
-	})
-	for _, id := range ids {
-		w := p.waiting[id]
-		delete(p.waiting, id)
-		for _, run := range w {
-			run()
-		}
-	}
-}
-
-// retireAfter retires old, no longer the device's current entry, once
-// shard to has sent the device's new entry: published inactive (reason
-// zone change) first if inactiveFirst, then removed (under mu).
-func (p *SetPublisher) retireAfter(old *setEntry, to *shard, inactiveFirst bool) {
-	p.old[old.rec.ID()] = append(p.old[old.rec.ID()], old)
-	p.after(to, func() {
-		if !inactiveFirst {
-			p.remove(old)
-			return
-		}
-		s := old.shard
-		old.rec.State, old.rec.Reason, old.rec.Changed = inof.StateInactive, inof.ReasonZoneChange, p.clock.Now()
-		p.kick(s)
-		p.after(s, func() { p.remove(old) })
-	})
-}
-
-// mergeSparse moves the current entries of s, if it holds less than a
-// quarter of its capacity, into a shard of its set with a lower number that
-// has room for them all (under mu): entries only ever move down, so merges
-// end. Each moves under a new epoch and its old entry goes
-// once the other shard has sent it, so no receiver misses the device.
-func (p *SetPublisher) mergeSparse(s *shard) {
-	capacity := p.capacity(s.set)
-	if len(s.entries) == 0 || s.size >= capacity/4 {
-		return
-	}
-	var into *shard
-	for _, t := range s.set.shards {
-		if t.n < s.n && t.size+s.size <= capacity && (into == nil || t.n < into.n) {
-			into = t
-		}
-	}
-	if into == nil {
-		return
-	}
-	var moved []*setEntry
-	for _, e := range s.entries {
-		if p.where[e.rec.ID()] == e {
-			moved = append(moved, e)
-		}
-	}
-	if len(moved) == 0 {
-		return
-	}
-	p.stats.Merges++
-	for _, e := range moved {
-		rec := e.rec
-		rec.Epoch = max(p.clock.Next(), rec.Epoch+1)
-		p.old[rec.ID()] = append(p.old[rec.ID()], e)
-		p.add(into, rec)
-	}
-	p.after(into, func() {
-		for _, e := range moved {
-			p.remove(e)
-		}
-	})
-}
-
-// after runs op (under mu) once s has sent its current version.
-func (p *SetPublisher) after(s *shard, op func()) {
-	s.after = append(s.after, pendingOp{version: s.version, run: op})
-}
-
-// kick marks s changed and starts its flush unless one runs or a Batch
-// holds it back (under mu).
-func (p *SetPublisher) kick(s *shard) {
-	s.version++
-	p.stats.Changes++
-	switch {
-	case s.flushing:
-	case p.holding > 0:
-		p.held[s] = struct{}{}
-	default:
-		p.startFlush(s)
-	}
-}
-
-// startFlush starts s's flush (under mu).
-func (p *SetPublisher) startFlush(s *shard) {
-	s.flushing = true
-	if p.busy == 0 {
-		p.idle = make(chan struct{})
-	}
-	p.busy++
-	p.wg.Add(1)
-	go p.flush(s)
-}
-
-// flush sends s until it has sent its newest version: one record with
-// every change made while the previous send was in flight or the shard
-// waited for its interval.
-func (p *SetPublisher) flush(s *shard) {
-	defer p.wg.Done()
-	p.mu.Lock()
-	for s.sent < s.version && p.spaced(s) {
-		if p.holding > 0 {
-			// A Batch began while the shard waited: its changes go
-			// with the batch's, when it ends (it starts this flush again).
-			p.held[s] = struct{}{}
-			s.flushing = false
-			p.idled()
-			p.mu.Unlock()
-			return
-		}
-		v := s.version
-		rec := p.record(s)
-		withdraw, was := len(rec.Devices) == 0, s.published
-		if !withdraw || was {
-			s.lastSend = p.now() // a record that was never sent is not withdrawn
-		}
-		p.mu.Unlock()
-		var err error
-		switch {
-		case !withdraw:
-			err = p.speaker.Publish(p.ctx, rec, s.set.rts...)
-		case was:
-			err = p.speaker.Withdraw(p.ctx, rec.Key())
-		}
-		p.mu.Lock()
-		switch {
-		case err != nil:
-			p.stats.Errors++
-			if p.errLog.allow() && p.ctx.Err() == nil {
-				p.log.Error("sending a device set record", "set", s.set.id, "shard", s.n, "devices", len(rec.Devices),
-					"errors_total", p.stats.Errors, "err", err)
-			}
-		case !withdraw:
-			p.stats.Updates++
-		case was:
-			p.stats.Withdraws++
-		}
-		s.published = !withdraw
-		s.sent = v
-		p.removed(s, v)
-		var due []pendingOp
-		s.after = slices.DeleteFunc(s.after, func(op pendingOp) bool {
-			if op.version <= v {
-				due = append(due, op)
-				return true
-			}
-			return false
-		})
-		for _, op := range due {
-			op.run()
-		}
-	}
-	s.flushing = false
-	if len(s.entries) == 0 && !s.published && len(s.after) == 0 && len(s.removing) == 0 && s.set.shards[s.n] == s {
-		delete(s.set.shards, s.n)
-		if len(s.set.shards) == 0 && p.sets[s.set.key] == s.set {
-			delete(p.sets, s.set.key)
-		}
-	}
-	p.idled()
-	p.mu.Unlock()
-}
-
-// idled notes that a flush ended (under mu).
-func (p *SetPublisher) idled() {
-	if p.busy--; p.busy == 0 {
-		close(p.idle)
-		p.idle = nil
-	}
-}
-
-// spaced waits until s may be sent: MinInterval after its last send began
-// (called under mu, which it releases while it waits). It reports false
-// when the publisher was closed meanwhile.
-func (p *SetPublisher) spaced(s *shard) bool {
-	if p.spacing <= 0 || s.lastSend.IsZero() {
-		return true
-	}
-	wait := p.spacing - p.now().Sub(s.lastSend)
-	if wait <= 0 {
-		return true
-	}
-	p.mu.Unlock()
-	defer p.mu.Lock()
-	select {
-	case <-p.timer(wait):
-		return true
-	case <-p.ctx.Done():
-		return false
-	}
-}
-
-// record is s's record now (under mu).
-func (p *SetPublisher) record(s *shard) *DeviceSetRecord {
-	// Sorted as pointers: a device record is large, and sorting the
-	// records themselves copied two of them per comparison.
-	p.sorting = p.sorting[:0]
-	for _, e := range s.entries {
-		p.sorting = append(p.sorting, e)
-	}
-	slices.SortFunc(p.sorting, func(a, b *setEntry) int { return compareEntries(&a.rec, &b.rec) })
-	r := &DeviceSetRecord{Switch: p.self, Set: s.set.id, Shard: s.n, Devices: make([]DeviceRecord, len(p.sorting))}
-	for i, e := range p.sorting {
-		r.Devices[i] = e.rec
-	}
-	clear(p.sorting)
-	return r
-}
-
-// sortedRTs returns rts sorted, without repeats, in a slice of its own.
-func sortedRTs(rts []RouteTarget) []RouteTarget {
-	out := slices.Clone(rts)
-	slices.SortFunc(out, func(a, b RouteTarget) int { return cmp.Compare(a.String(), b.String()) })
-	return slices.Compact(out)
-}
-
-// rtsKey names a sorted route-target set.
-func rtsKey(rts []RouteTarget) string {
-	var b strings.Builder
-	for _, rt := range rts {
-		b.WriteString(rt.String())
-		b.WriteByte(',')
-	}
-	return b.String()
 }

@@ -1,29 +1,31 @@
-package bgp
+package table
 
 import (
 	"fmt"
 	"testing"
 
+	"github.com/openinof/inof/bgp"
+	"github.com/openinof/inof/bgp/record"
 	"github.com/openinof/inof/inof"
 )
 
 // setEvent is the event of set key (sw, 1, 0) holding devs; received
 // makes it go through the wire codec, as a watch delivers it.
-func setEvent(t *testing.T, sw inof.RouterID, received bool, devs ...DeviceRecord) RecordEvent {
+func setEvent(t *testing.T, sw inof.RouterID, received bool, devs ...record.Device) bgp.RecordEvent {
 	t.Helper()
-	r := &DeviceSetRecord{Switch: sw, Set: 1, Devices: devs}
+	r := &record.DeviceSet{Switch: sw, Set: 1, Devices: devs}
 	if !received {
-		return RecordEvent{Key: r.Key(), Record: r}
+		return bgp.RecordEvent{Key: r.Key(), Record: r}
 	}
-	k, v, err := EncodeRecord(r, 1)
+	k, v, err := record.Encode(r, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := DecodeRecord(k, v)
+	got, err := record.Decode(k, v)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return RecordEvent{Key: k, Record: got}
+	return bgp.RecordEvent{Key: k, Record: got}
 }
 
 // TestDeviceTableSetValues: a new value of a set key changes exactly the
@@ -37,7 +39,7 @@ func TestDeviceTableSetValues(t *testing.T) {
 		t.Run(fmt.Sprint("received=", received), func(t *testing.T) {
 			const sw = inof.RouterID(0x7f000002)
 			tb := NewDeviceTable(DeviceTableOptions{MaxDevices: 4})
-			dev := func(i int, epoch uint64, st inof.State) DeviceRecord {
+			dev := func(i int, epoch uint64, st inof.State) record.Device {
 				d := *device(sw, i)
 				d.Epoch, d.State = epoch, st
 				if st != inof.StateActive {
@@ -45,7 +47,7 @@ func TestDeviceTableSetValues(t *testing.T) {
 				}
 				return d
 			}
-			apply := func(what string, want int, devs ...DeviceRecord) []DeviceChange {
+			apply := func(what string, want int, devs ...record.Device) []DeviceChange {
 				t.Helper()
 				chs := tb.Apply(nil, setEvent(t, sw, received, devs...))
 				if len(chs) != want {
@@ -94,7 +96,7 @@ func TestDeviceTableSetValues(t *testing.T) {
 			if recs := tb.Records(); len(recs) != 4 || recs[0].Device.Addr != a2.Device.Addr || recs[0].Epoch != 2 {
 				t.Fatalf("records %+v", recs)
 			}
-			chs := tb.Apply(nil, RecordEvent{Key: (&DeviceSetRecord{Switch: sw, Set: 1}).Key(), Withdrawn: true})
+			chs := tb.Apply(nil, bgp.RecordEvent{Key: (&record.DeviceSet{Switch: sw, Set: 1}).Key(), Withdrawn: true})
 			if len(chs) != 4 || tb.Len() != 0 {
 				t.Fatalf("withdrawn set: %d changes, %d devices left", len(chs), tb.Len())
 			}
@@ -112,13 +114,13 @@ func TestDeviceTableAcrossFormats(t *testing.T) {
 	d.Epoch = 7
 	own := d
 	own.AccessPort = "swp9"
-	if chs := tb.Apply(nil, RecordEvent{Key: own.Key(), Record: &own}); len(chs) != 1 {
+	if chs := tb.Apply(nil, bgp.RecordEvent{Key: own.Key(), Record: &own}); len(chs) != 1 {
 		t.Fatalf("own record: %+v", chs)
 	}
 	if chs := tb.Apply(nil, setEvent(t, sw, true, d)); len(chs) != 1 || chs[0].Record.AccessPort != d.AccessPort {
 		t.Fatalf("set entry of the same epoch: %+v", chs)
 	}
-	if chs := tb.Apply(nil, RecordEvent{Key: own.Key(), Withdrawn: true}); len(chs) != 0 {
+	if chs := tb.Apply(nil, bgp.RecordEvent{Key: own.Key(), Withdrawn: true}); len(chs) != 0 {
 		t.Fatalf("own record withdrawn while the set holds it: %+v", chs)
 	}
 	if got, ok := tb.Get(d.ID()); !ok || got.AccessPort != d.AccessPort {

@@ -1,4 +1,4 @@
-package bgp
+package record
 
 import (
 	"bytes"
@@ -12,30 +12,30 @@ import (
 	"github.com/openinof/inof/internal/wire"
 )
 
-// MaxRecordSize bounds key + value + 8 bytes per route target of one record.
+// MaxSize bounds key + value + 8 bytes per route target of one record.
 // GoBGP v3 sends one NLRI per UPDATE and has no extended messages (4096
 // bytes); after the BGP header and the attributes a reflector adds, ~3.9 KB
 // are left. A larger record would be dropped silently by GoBGP, so it is
 // refused here with ErrTooLarge.
-const MaxRecordSize = 3900
+const MaxSize = 3900
 
-// RecordType is the first byte of every key and the second of every value.
-type RecordType uint8
+// Type is the first byte of every key and the second of every value.
+type Type uint8
 
 // Record types.
 const (
-	TypeDevice RecordType = 1 // a device a switch sees on an access port
-	TypeConfig RecordType = 2 // a configuration object a reflector holds
+	TypeDevice Type = 1 // a device a switch sees on an access port
+	TypeConfig Type = 2 // a configuration object a reflector holds
 	// TypeDeviceSet carries many devices of one switch that share their
-	// route targets (DeviceSetRecord).
-	TypeDeviceSet RecordType = 3
+	// route targets (DeviceSet).
+	TypeDeviceSet Type = 3
 	// TypeSwitch is a switch's announcement of what it reads
-	// (SwitchRecord); it carries no route target, so only reflectors get
+	// (Switch); it carries no route target, so only reflectors get
 	// it.
-	TypeSwitch RecordType = 4
+	TypeSwitch Type = 4
 	// TypeDiscovery is a switch's announcement of its discovery
-	// controller (DiscoveryRecord), for referrals.
-	TypeDiscovery RecordType = 5
+	// controller (Discovery), for referrals.
+	TypeDiscovery Type = 5
 )
 
 const valueVersion = 1
@@ -51,16 +51,16 @@ type Record interface {
 	// Key returns the canonical NLRI key: the type and the identity.
 	Key() []byte
 	// MarshalValue encodes the value; it refuses (with ErrMalformed or
-	// ErrTooLarge) exactly what a receiver's DecodeRecord would refuse.
+	// ErrTooLarge) exactly what a receiver's Decode would refuse.
 	MarshalValue() ([]byte, error)
 }
 
-// DeviceRecord is published by the switch that sees a device on one of its
+// Device is published by the switch that sees a device on one of its
 // access ports (draft-lin-idr-bgp-nof-nlri "Device Discovery"). The key is
 // (switch, address, epoch): two switches that see one device publish two
 // records, and a switch moves a device to other zones (route targets) under
 // a new epoch (see DevicePublisher and DeviceTable).
-type DeviceRecord struct {
+type Device struct {
 	// Report is what the record says: the originating switch, the device
 	// and its status (Changed has millisecond precision on the wire).
 	inof.Report
@@ -84,15 +84,15 @@ type DeviceKey struct {
 }
 
 // ID returns the device the record is about.
-func (d *DeviceRecord) ID() DeviceID { return DeviceID{Switch: d.Switch, Addr: d.Device.Addr} }
+func (d *Device) ID() DeviceID { return DeviceID{Switch: d.Switch, Addr: d.Device.Addr} }
 
-// ConfigRecord carries one configuration object (zone, alias, settings,
+// Config carries one configuration object (zone, alias, settings,
 // lossless profile), or one part of an object too large for one record, as
 // re-originated by one reflector. The payload is opaque here; Gen, Writer
 // and Deleted are the object's version and deletion flag (the one source of
 // both): readers pick the newest copy per object across reflectors and keep
 // deletions as tombstones.
-type ConfigRecord struct {
+type Config struct {
 	Reflector inof.RouterID // the reflector originating this copy
 	Kind      uint8         // object kind, owned by the payload's package
 	Name      string        // object name (empty for singletons), at most 255 bytes
@@ -111,12 +111,12 @@ type ConfigObject struct {
 }
 
 // Object returns the object part the record describes.
-func (c *ConfigRecord) Object() ConfigObject {
+func (c *Config) Object() ConfigObject {
 	return ConfigObject{Kind: c.Kind, Name: c.Name, Part: c.Part}
 }
 
 // Newer reports whether c's version is above o's: generation, then writer.
-func (c *ConfigRecord) Newer(o *ConfigRecord) bool {
+func (c *Config) Newer(o *Config) bool {
 	if c.Gen != o.Gen {
 		return c.Gen > o.Gen
 	}
@@ -125,9 +125,9 @@ func (c *ConfigRecord) Newer(o *ConfigRecord) bool {
 
 // Key implements Record: type(1) switch(4) family(1: 4|6) address(4|16)
 // epoch(8).
-func (d *DeviceRecord) Key() []byte { return d.appendKey(nil) }
+func (d *Device) Key() []byte { return d.appendKey(nil) }
 
-func (d *DeviceRecord) appendKey(k []byte) []byte {
+func (d *Device) appendKey(k []byte) []byte {
 	k = binary.BigEndian.AppendUint32(append(k, byte(TypeDevice)), uint32(d.Switch))
 	return binary.BigEndian.AppendUint64(wire.AppendAddr(k, d.Device.Addr), d.Epoch)
 }
@@ -135,7 +135,7 @@ func (d *DeviceRecord) appendKey(k []byte) []byte {
 // ParseDeviceKey decodes the key of a device record (a withdraw carries
 // only the key). Errors wrap ErrMalformed.
 func ParseDeviceKey(key []byte) (DeviceKey, error) {
-	if len(key) == 0 || RecordType(key[0]) != TypeDevice {
+	if len(key) == 0 || Type(key[0]) != TypeDevice {
 		return DeviceKey{}, fmt.Errorf("%w: not a device key", ErrMalformed)
 	}
 	r := wire.NewReader(key[1:])
@@ -157,9 +157,9 @@ func checkDeviceAddr(a netip.Addr) error {
 }
 
 // Validate applies the rules every receiver applies to a device record;
-// MarshalValue and DecodeRecord both use it, so what one side sends the
+// MarshalValue and Decode both use it, so what one side sends the
 // other accepts.
-func (d *DeviceRecord) Validate() error {
+func (d *Device) Validate() error {
 	if err := checkDeviceAddr(d.Device.Addr); err != nil {
 		return err
 	}
@@ -182,7 +182,7 @@ func (d *DeviceRecord) Validate() error {
 // version(1)=1 type(1)=1 role(1) protocol(1) port(2) state(1) reason(1)
 // since(8, unix ms) changed(8, unix ms) access_port_len(1) access_port
 // nqn_len(1) nqn.
-func (d *DeviceRecord) MarshalValue() ([]byte, error) {
+func (d *Device) MarshalValue() ([]byte, error) {
 	if err := d.Validate(); err != nil {
 		return nil, err
 	}
@@ -192,7 +192,7 @@ func (d *DeviceRecord) MarshalValue() ([]byte, error) {
 // appendBody appends what a device value and a device set entry share:
 // role(1) protocol(1) port(2) state(1) reason(1) since(8) changed(8)
 // access_port_len(1) access_port nqn_len(1) nqn.
-func (d *DeviceRecord) appendBody(v []byte) []byte {
+func (d *Device) appendBody(v []byte) []byte {
 	v = append(v, byte(d.Device.Role), byte(d.Device.Protocol))
 	v = binary.BigEndian.AppendUint16(v, d.Device.Port)
 	v = append(v, byte(d.State), byte(d.Reason))
@@ -203,10 +203,10 @@ func (d *DeviceRecord) appendBody(v []byte) []byte {
 }
 
 // bodySize is the length of appendBody's output.
-func (d *DeviceRecord) bodySize() int { return 24 + len(d.AccessPort) + len(d.Device.NQN) }
+func (d *Device) bodySize() int { return 24 + len(d.AccessPort) + len(d.Device.NQN) }
 
 // readBody reads what appendBody wrote (the caller checks r's error).
-func (d *DeviceRecord) readBody(v *wire.Reader) {
+func (d *Device) readBody(v *wire.Reader) {
 	d.Device.Role, d.Device.Protocol = inof.Role(v.U8()), inof.Protocol(v.U8())
 	d.Device.Port = v.U16()
 	d.State, d.Reason = inof.State(v.U8()), inof.Reason(v.U8())
@@ -218,21 +218,21 @@ func (d *DeviceRecord) readBody(v *wire.Reader) {
 
 // Key implements Record: type(1) reflector(4) kind(1) name_len(1) name
 // part(2).
-func (c *ConfigRecord) Key() []byte { return c.appendKey(nil) }
+func (c *Config) Key() []byte { return c.appendKey(nil) }
 
-func (c *ConfigRecord) appendKey(k []byte) []byte {
+func (c *Config) appendKey(k []byte) []byte {
 	k = binary.BigEndian.AppendUint32(append(k, byte(TypeConfig)), uint32(c.Reflector))
 	k = append(append(append(k, c.Kind), byte(len(c.Name))), c.Name...)
 	return binary.BigEndian.AppendUint16(k, c.Part)
 }
 
 // Validate applies the rules every receiver applies to a configuration
-// record (MarshalValue and DecodeRecord both use it).
-func (c *ConfigRecord) Validate() error {
+// record (MarshalValue and Decode both use it).
+func (c *Config) Validate() error {
 	switch {
 	case len(c.Name) > 255:
 		return fmt.Errorf("%w: name of %d bytes", ErrTooLarge, len(c.Name))
-	case len(c.Payload) > MaxRecordSize:
+	case len(c.Payload) > MaxSize:
 		return fmt.Errorf("%w: payload of %d bytes", ErrTooLarge, len(c.Payload))
 	}
 	return nil
@@ -240,7 +240,7 @@ func (c *ConfigRecord) Validate() error {
 
 // MarshalValue implements Record: version(1)=1 type(1)=2 flags(1: bit0
 // deleted) gen(8) writer(4) payload_len(2) payload.
-func (c *ConfigRecord) MarshalValue() ([]byte, error) {
+func (c *Config) MarshalValue() ([]byte, error) {
 	if err := c.Validate(); err != nil {
 		return nil, err
 	}
@@ -255,29 +255,29 @@ func (c *ConfigRecord) MarshalValue() ([]byte, error) {
 	return append(v, c.Payload...), nil
 }
 
-// EncodeRecord returns key and value and checks the size limit with rts
+// Encode returns key and value and checks the size limit with rts
 // route targets attached.
-func EncodeRecord(r Record, rts int) (key, value []byte, err error) {
+func Encode(r Record, rts int) (key, value []byte, err error) {
 	key = r.Key()
 	if value, err = r.MarshalValue(); err != nil {
 		return nil, nil, err
 	}
-	if n := len(key) + len(value) + 8*rts; n > MaxRecordSize {
-		return nil, nil, fmt.Errorf("%w: %d bytes with %d route targets (limit %d)", ErrTooLarge, n, rts, MaxRecordSize)
+	if n := len(key) + len(value) + 8*rts; n > MaxSize {
+		return nil, nil, fmt.Errorf("%w: %d bytes with %d route targets (limit %d)", ErrTooLarge, n, rts, MaxSize)
 	}
 	return key, value, nil
 }
 
-// DecodeRecord decodes a record received in an opaque NLRI. Every error
+// Decode decodes a record received in an opaque NLRI. Every error
 // wraps ErrMalformed.
-func DecodeRecord(key, value []byte) (Record, error) {
+func Decode(key, value []byte) (Record, error) {
 	if len(key) == 0 || len(value) < 2 {
 		return nil, fmt.Errorf("%w: key %d bytes, value %d bytes", ErrMalformed, len(key), len(value))
 	}
 	if value[0] != valueVersion {
 		return nil, fmt.Errorf("%w: value version %d", ErrMalformed, value[0])
 	}
-	if RecordType(key[0]) != RecordType(value[1]) {
+	if Type(key[0]) != Type(value[1]) {
 		return nil, fmt.Errorf("%w: key type %d, value type %d", ErrMalformed, key[0], value[1])
 	}
 	// The canonical key is rebuilt on the stack: this runs for every
@@ -285,7 +285,7 @@ func DecodeRecord(key, value []byte) (Record, error) {
 	var buf [maxKeySize]byte
 	var r Record
 	var canon []byte
-	switch RecordType(key[0]) {
+	switch Type(key[0]) {
 	case TypeDevice:
 		d, err := decodeDevice(key, value)
 		if err != nil {
@@ -329,12 +329,12 @@ func DecodeRecord(key, value []byte) (Record, error) {
 // 255 bytes (a device key is at most 30).
 const maxKeySize = 1 + 4 + 1 + 1 + 255 + 2
 
-func decodeDevice(key, value []byte) (*DeviceRecord, error) {
+func decodeDevice(key, value []byte) (*Device, error) {
 	k, err := ParseDeviceKey(key)
 	if err != nil {
 		return nil, err
 	}
-	d := &DeviceRecord{Report: inof.Report{Switch: k.Switch, Device: inof.Device{Addr: k.Addr}}, Epoch: k.Epoch}
+	d := &Device{Report: inof.Report{Switch: k.Switch, Device: inof.Device{Addr: k.Addr}}, Epoch: k.Epoch}
 	v := wire.NewReader(value[2:])
 	d.readBody(v)
 	if err := v.Done(); err != nil {
@@ -348,21 +348,21 @@ func decodeDevice(key, value []byte) (*DeviceRecord, error) {
 
 // ParseConfigKey decodes the key of a configuration record (the Reflector,
 // Kind, Name and Part fields). Errors wrap ErrMalformed.
-func ParseConfigKey(key []byte) (ConfigRecord, error) {
-	if len(key) == 0 || RecordType(key[0]) != TypeConfig {
-		return ConfigRecord{}, fmt.Errorf("%w: not a configuration key", ErrMalformed)
+func ParseConfigKey(key []byte) (Config, error) {
+	if len(key) == 0 || Type(key[0]) != TypeConfig {
+		return Config{}, fmt.Errorf("%w: not a configuration key", ErrMalformed)
 	}
 	r := wire.NewReader(key[1:])
-	c := ConfigRecord{Reflector: inof.RouterID(r.U32()), Kind: r.U8()}
+	c := Config{Reflector: inof.RouterID(r.U32()), Kind: r.U8()}
 	c.Name = r.Str()
 	c.Part = r.U16()
 	if err := r.Done(); err != nil {
-		return ConfigRecord{}, fmt.Errorf("%w: configuration key: %w", ErrMalformed, err)
+		return Config{}, fmt.Errorf("%w: configuration key: %w", ErrMalformed, err)
 	}
 	return c, nil
 }
 
-func decodeConfig(key, value []byte) (*ConfigRecord, error) {
+func decodeConfig(key, value []byte) (*Config, error) {
 	c, err := ParseConfigKey(key)
 	if err != nil {
 		return nil, err

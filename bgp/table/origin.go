@@ -1,4 +1,4 @@
-package bgp
+package table
 
 import (
 	"log/slog"
@@ -7,7 +7,10 @@ import (
 	"sync"
 	"time"
 
+	"github.com/openinof/inof/bgp"
+	"github.com/openinof/inof/bgp/record"
 	"github.com/openinof/inof/inof"
+	"github.com/openinof/inof/internal/ratelimit"
 )
 
 // Who may publish what (docs/security.md). Configuration records are
@@ -44,8 +47,8 @@ func RefusalReasons() []string {
 
 // Origins holds what a receiver checks records against.
 type Origins struct {
-	Role SpeakerRole // the receiver's
-	ASN  uint32      // the fabric's: its configuration route target
+	Role bgp.SpeakerRole // the receiver's
+	ASN  uint32          // the fabric's: its configuration route target
 	// PeerReflector reports whether a neighbor address is a peer
 	// reflector (reflector only; nil: none is).
 	PeerReflector func(netip.Addr) bool
@@ -66,29 +69,29 @@ type Origins struct {
 // records of its own only (the key's switch is its BGP identifier, which
 // is the address it peers from) and no configuration record at all.
 // Records of peer reflectors are the replicator's business.
-func (o Origins) Check(ev RecordEvent) string {
+func (o Origins) Check(ev bgp.RecordEvent) string {
 	if ev.Withdrawn || ev.Local() || ev.Record == nil {
 		return ""
 	}
 	switch r := ev.Record.(type) {
-	case *ConfigRecord:
+	case *record.Config:
 		switch {
-		case o.Role == RoleReflector:
+		case o.Role == bgp.RoleReflector:
 			if o.PeerReflector == nil || !o.PeerReflector(ev.Source) {
 				return RefusedConfigFromClient
 			}
-		case !slices.Contains(ev.RouteTargets, ConfigRT(o.ASN)):
+		case !slices.Contains(ev.RouteTargets, record.ConfigRT(o.ASN)):
 			return RefusedConfigRT
 		case r.Reflector != ev.SourceID:
 			return RefusedConfigOrigin
 		}
-	case *DeviceRecord:
+	case *record.Device:
 		return o.checkSwitch(ev, r.Switch)
-	case *DeviceSetRecord:
+	case *record.DeviceSet:
 		return o.checkSwitch(ev, r.Switch)
-	case *SwitchRecord:
+	case *record.Switch:
 		return o.checkSwitch(ev, r.Switch)
-	case *DiscoveryRecord:
+	case *record.Discovery:
 		return o.checkSwitch(ev, r.Switch)
 	}
 	return ""
@@ -97,9 +100,9 @@ func (o Origins) Check(ev RecordEvent) string {
 // checkSwitch applies the rule of records a switch publishes about itself
 // (device, device set, switch and discovery records): sw, the switch the
 // key names, must be the one that sent it.
-func (o Origins) checkSwitch(ev RecordEvent, sw inof.RouterID) string {
+func (o Origins) checkSwitch(ev bgp.RecordEvent, sw inof.RouterID) string {
 	switch {
-	case o.Role == RoleReflector:
+	case o.Role == bgp.RoleReflector:
 		if o.PeerReflector != nil && o.PeerReflector(ev.Source) {
 			return ""
 		}
@@ -122,30 +125,30 @@ type Refusals struct {
 
 	mu     sync.Mutex
 	counts map[string]uint64
-	limits map[string]*rateLimit // one per reason
+	limits map[string]*ratelimit.Limit // one per reason
 }
 
 // NewRefusals returns zeroed counters for every reason.
 func NewRefusals(log *slog.Logger) *Refusals {
-	r := &Refusals{log: log, counts: map[string]uint64{}, limits: map[string]*rateLimit{}}
+	r := &Refusals{log: log, counts: map[string]uint64{}, limits: map[string]*ratelimit.Limit{}}
 	for _, reason := range RefusalReasons() {
 		r.counts[reason] = 0
-		r.limits[reason] = &rateLimit{every: time.Second}
+		r.limits[reason] = &ratelimit.Limit{Every: time.Second}
 	}
 	return r
 }
 
 // Refuse counts one refused record and logs it unless the rate limit
 // holds it back.
-func (r *Refusals) Refuse(reason string, ev RecordEvent) {
+func (r *Refusals) Refuse(reason string, ev bgp.RecordEvent) {
 	r.mu.Lock()
 	r.counts[reason]++
 	lim := r.limits[reason]
 	if lim == nil {
-		lim = &rateLimit{every: time.Second}
+		lim = &ratelimit.Limit{Every: time.Second}
 		r.limits[reason] = lim
 	}
-	n, logIt := r.counts[reason], lim.allow()
+	n, logIt := r.counts[reason], lim.Allow()
 	r.mu.Unlock()
 	if !logIt {
 		return
@@ -153,15 +156,15 @@ func (r *Refusals) Refuse(reason string, ev RecordEvent) {
 	attrs := []any{"reason", reason, "from", ev.Source, "from_id", ev.SourceID, "next_hop", ev.NextHop,
 		"refused_total", n}
 	switch rec := ev.Record.(type) {
-	case *DeviceRecord:
+	case *record.Device:
 		attrs = append(attrs, "key_switch", rec.Switch, "device", rec.Device.Addr)
-	case *DeviceSetRecord:
+	case *record.DeviceSet:
 		attrs = append(attrs, "key_switch", rec.Switch, "set", rec.Set, "shard", rec.Shard, "devices", len(rec.Devices))
-	case *SwitchRecord:
+	case *record.Switch:
 		attrs = append(attrs, "key_switch", rec.Switch)
-	case *DiscoveryRecord:
+	case *record.Discovery:
 		attrs = append(attrs, "key_switch", rec.Switch)
-	case *ConfigRecord:
+	case *record.Config:
 		attrs = append(attrs, "key_reflector", rec.Reflector, "object", rec.Object())
 	}
 	r.log.Warn("record refused: its sender does not own it", attrs...)

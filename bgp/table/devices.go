@@ -1,4 +1,4 @@
-package bgp
+package table
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sync"
 
+	"github.com/openinof/inof/bgp/record"
 	"github.com/openinof/inof/inof"
 )
 
@@ -25,7 +26,7 @@ import (
 
 // RecordPublisher publishes and withdraws records (every Speaker does).
 type RecordPublisher interface {
-	Publish(ctx context.Context, r Record, rts ...RouteTarget) error
+	Publish(ctx context.Context, r record.Record, rts ...record.RouteTarget) error
 	Withdraw(ctx context.Context, key []byte) error
 }
 
@@ -46,12 +47,12 @@ type DevicePublisher struct {
 	clock   *inof.Clock
 
 	mu        sync.Mutex
-	published map[DeviceID]publishedDevice
+	published map[record.DeviceID]publishedDevice
 }
 
 type publishedDevice struct {
-	rec DeviceRecord
-	rts []RouteTarget
+	rec record.Device
+	rts []record.RouteTarget
 }
 
 // NewDevicePublisher returns a publisher.
@@ -62,7 +63,7 @@ func NewDevicePublisher(opts DevicePublisherOptions) (*DevicePublisher, error) {
 	if opts.Clock == nil {
 		opts.Clock = inof.NewClock(nil)
 	}
-	return &DevicePublisher{speaker: opts.Speaker, clock: opts.Clock, published: map[DeviceID]publishedDevice{}}, nil
+	return &DevicePublisher{speaker: opts.Speaker, clock: opts.Clock, published: map[record.DeviceID]publishedDevice{}}, nil
 }
 
 // Publish publishes rec with the route targets of the device's zones; the
@@ -70,7 +71,7 @@ func NewDevicePublisher(opts DevicePublisherOptions) (*DevicePublisher, error) {
 // keeps or adds route targets replaces the record under the same epoch; one
 // that drops a route target moves the device to a new epoch and retires the
 // old one (inactive with reason zone change, then withdrawn).
-func (p *DevicePublisher) Publish(ctx context.Context, rec DeviceRecord, rts ...RouteTarget) error {
+func (p *DevicePublisher) Publish(ctx context.Context, rec record.Device, rts ...record.RouteTarget) error {
 	if err := rec.Validate(); err != nil {
 		return fmt.Errorf("bgp: publish device %s: %w", rec.Device.Addr, err)
 	}
@@ -112,7 +113,7 @@ func (p *DevicePublisher) Batch(fn func()) { fn() }
 // Withdraw withdraws the device's record (publish it as inactive with its
 // reason first: a record that vanishes while active means its switch is
 // gone).
-func (p *DevicePublisher) Withdraw(ctx context.Context, id DeviceID) error {
+func (p *DevicePublisher) Withdraw(ctx context.Context, id record.DeviceID) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	old, ok := p.published[id]
@@ -129,8 +130,8 @@ func (p *DevicePublisher) Withdraw(ctx context.Context, id DeviceID) error {
 // PublishedDevice is one record a DevicePublisher holds published, with its
 // route targets: what a switch agent saves to republish after a restart.
 type PublishedDevice struct {
-	Record       DeviceRecord
-	RouteTargets []RouteTarget
+	Record       record.Device
+	RouteTargets []record.RouteTarget
 	// Set and Shard say which device set record holds it (SetPublisher);
 	// Set is 0 for a record of its own (DevicePublisher).
 	Set   uint64 `json:",omitempty"`
@@ -177,7 +178,7 @@ func (p *DevicePublisher) Republish(ctx context.Context, saved []PublishedDevice
 }
 
 // dropsAny reports whether some route target of old is not in cur.
-func dropsAny(old, cur []RouteTarget) bool {
+func dropsAny(old, cur []record.RouteTarget) bool {
 	for _, rt := range old {
 		if !slices.Contains(cur, rt) {
 			return true

@@ -1,4 +1,4 @@
-package bgp
+package record
 
 import (
 	"fmt"
@@ -35,7 +35,7 @@ const (
 // AS is never 0).
 var AnyRT = RouteTarget{}
 
-// SwitchInfoRT tags switch records (SwitchRecord): AS 0, which no zone or
+// SwitchInfoRT tags switch records (Switch): AS 0, which no zone or
 // configuration route target has, so no switch's membership asks for it,
 // and a reflector's export policy keeps it from every neighbor (a switch
 // subscribed to AnyRT would get it otherwise). A record needs a route
@@ -43,7 +43,7 @@ var AnyRT = RouteTarget{}
 // RTC peer.
 var SwitchInfoRT = RouteTarget{Global: 0, Local: 1}
 
-// DiscoveryRT tags discovery records (DiscoveryRecord): AS 0 as
+// DiscoveryRT tags discovery records (Discovery): AS 0 as
 // SwitchInfoRT, so no zone membership asks for it; a switch that serves
 // discovery subscribes to it, and reflectors reflect it to clients as any
 // client record (never to peer reflectors).

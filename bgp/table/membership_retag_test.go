@@ -1,8 +1,10 @@
-package bgp
+package table
 
 import (
 	"context"
 	"testing"
+
+	"github.com/openinof/inof/bgp/record"
 )
 
 // TestRetagKeepsOldMembershipGoBGP pins, against real GoBGP, the order a
@@ -16,8 +18,8 @@ import (
 // (TestPrivSoakRetagWhileUnsubscribing shows that in the soak's fabric).
 func TestRetagKeepsOldMembershipGoBGP(t *testing.T) {
 	ctx := context.Background()
-	x, y := ZoneRT(testASN, "x"), ZoneRT(testASN, "y")
-	_, cs, dvs := realStar(t, nil, []RouteTarget{x, y})
+	x, y := record.ZoneRT(testASN, "x"), record.ZoneRT(testASN, "y")
+	_, cs, dvs := realStar(t, nil, []record.RouteTarget{x, y})
 	a, b, bv := cs[0], cs[1], dvs[1]
 	pub, err := NewDevicePublisher(DevicePublisherOptions{Speaker: a})
 	if err != nil {
@@ -27,7 +29,7 @@ func TestRetagKeepsOldMembershipGoBGP(t *testing.T) {
 	if err := pub.Publish(ctx, rec, x); err != nil {
 		t.Fatal(err)
 	}
-	for _, rt := range []RouteTarget{x, y} {
+	for _, rt := range []record.RouteTarget{x, y} {
 		if err := pub.Publish(ctx, marker, rt); err != nil {
 			t.Fatal(err)
 		}

@@ -1,4 +1,4 @@
-package bgp
+package record
 
 import (
 	"encoding/binary"
@@ -11,14 +11,14 @@ import (
 	"github.com/openinof/inof/internal/wire"
 )
 
-// DiscoveryRecord is a switch's announcement of its NVMe/TCP discovery
+// Discovery is a switch's announcement of its NVMe/TCP discovery
 // controller (docs/discovery.md, "Referrals"): the addresses, with their
 // prefixes, it serves on its access segments and the port it listens on.
 // Another switch's controller refers a dual-homed host to it: when the host
 // is registered at this switch too, the referral carries the endpoint
 // whose prefix holds the host's address there. It carries DiscoveryRT,
 // which switches serving discovery subscribe to.
-type DiscoveryRecord struct {
+type Discovery struct {
 	Switch inof.RouterID
 	// Port is the controller's TCP port (discovery.listen).
 	Port uint16
@@ -29,20 +29,20 @@ type DiscoveryRecord struct {
 }
 
 // MaxDiscoveryEndpoints bounds a discovery record's endpoints (the record
-// stays far below MaxRecordSize: 64 IPv6 endpoints take 1,152 bytes).
+// stays far below MaxSize: 64 IPv6 endpoints take 1,152 bytes).
 const MaxDiscoveryEndpoints = 64
 
 // Key implements Record: type(1)=5 switch(4).
-func (d *DiscoveryRecord) Key() []byte { return d.appendKey(nil) }
+func (d *Discovery) Key() []byte { return d.appendKey(nil) }
 
-func (d *DiscoveryRecord) appendKey(k []byte) []byte {
+func (d *Discovery) appendKey(k []byte) []byte {
 	return binary.BigEndian.AppendUint32(append(k, byte(TypeDiscovery)), uint32(d.Switch))
 }
 
 // Validate reports what a receiver would refuse: no port, too many
 // endpoints, an endpoint that is not a valid, canonical interface prefix,
 // or endpoints not sorted and unique.
-func (d *DiscoveryRecord) Validate() error {
+func (d *Discovery) Validate() error {
 	switch {
 	case d.Port == 0:
 		return errors.New("discovery record without a port")
@@ -69,7 +69,7 @@ func comparePrefix(a, b netip.Prefix) int {
 	return a.Bits() - b.Bits()
 }
 
-// SortEndpoints sorts endpoints as a DiscoveryRecord holds them and drops
+// SortEndpoints sorts endpoints as a Discovery holds them and drops
 // repeats.
 func SortEndpoints(ps []netip.Prefix) []netip.Prefix {
 	ps = slices.Clone(ps)
@@ -79,7 +79,7 @@ func SortEndpoints(ps []netip.Prefix) []netip.Prefix {
 
 // MarshalValue implements Record: version(1)=1 type(1)=5 port(2) count(1),
 // then per endpoint family(1: 4|6) address(4|16) bits(1).
-func (d *DiscoveryRecord) MarshalValue() ([]byte, error) {
+func (d *Discovery) MarshalValue() ([]byte, error) {
 	if err := d.Validate(); err != nil {
 		return nil, malformed(err)
 	}
@@ -94,19 +94,19 @@ func (d *DiscoveryRecord) MarshalValue() ([]byte, error) {
 // ParseDiscoveryKey decodes the key of a discovery record. Errors wrap
 // ErrMalformed.
 func ParseDiscoveryKey(key []byte) (inof.RouterID, error) {
-	if len(key) != 5 || RecordType(key[0]) != TypeDiscovery {
+	if len(key) != 5 || Type(key[0]) != TypeDiscovery {
 		return 0, fmt.Errorf("%w: not a discovery key", ErrMalformed)
 	}
 	return inof.RouterID(binary.BigEndian.Uint32(key[1:])), nil
 }
 
-func decodeDiscovery(key, value []byte) (*DiscoveryRecord, error) {
+func decodeDiscovery(key, value []byte) (*Discovery, error) {
 	sw, err := ParseDiscoveryKey(key)
 	if err != nil {
 		return nil, err
 	}
 	v := wire.NewReader(value[2:])
-	d := &DiscoveryRecord{Switch: sw, Port: v.U16()}
+	d := &Discovery{Switch: sw, Port: v.U16()}
 	n := int(v.U8())
 	for i := 0; i < n; i++ {
 		a := v.Addr()
@@ -130,7 +130,7 @@ func decodeDiscovery(key, value []byte) (*DiscoveryRecord, error) {
 
 // Contains returns the endpoint whose prefix holds addr, preferring the
 // longest prefix; false when none does.
-func (d *DiscoveryRecord) Contains(addr netip.Addr) (netip.Addr, bool) {
+func (d *Discovery) Contains(addr netip.Addr) (netip.Addr, bool) {
 	best := netip.Prefix{}
 	for _, p := range d.Endpoints {
 		if p.Contains(addr) && (!best.IsValid() || p.Bits() > best.Bits()) {

@@ -1,4 +1,4 @@
-package bgp
+package table
 
 import (
 	"context"
@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/openinof/inof/bgp"
+	"github.com/openinof/inof/bgp/record"
 	"github.com/openinof/inof/inof"
 )
 
@@ -17,16 +19,16 @@ type deviceView struct {
 	mu      sync.Mutex
 	cond    *sync.Cond
 	table   *DeviceTable
-	history map[DeviceID][]DeviceChange
+	history map[record.DeviceID][]DeviceChange
 }
 
 func newDeviceView() *deviceView {
-	v := &deviceView{table: NewDeviceTable(DeviceTableOptions{}), history: map[DeviceID][]DeviceChange{}}
+	v := &deviceView{table: NewDeviceTable(DeviceTableOptions{}), history: map[record.DeviceID][]DeviceChange{}}
 	v.cond = sync.NewCond(&v.mu)
 	return v
 }
 
-func (v *deviceView) apply(e RecordEvent) {
+func (v *deviceView) apply(e bgp.RecordEvent) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	for _, ch := range v.table.Apply(nil, e) {
@@ -52,17 +54,17 @@ func (v *deviceView) waitFor(t testing.TB, what string, cond func(t *DeviceTable
 	}
 }
 
-func (v *deviceView) historyCopy() map[DeviceID][]DeviceChange {
+func (v *deviceView) historyCopy() map[record.DeviceID][]DeviceChange {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	out := make(map[DeviceID][]DeviceChange, len(v.history))
+	out := make(map[record.DeviceID][]DeviceChange, len(v.history))
 	for id, chs := range v.history {
 		out[id] = slices.Clone(chs)
 	}
 	return out
 }
 
-func (v *deviceView) changes(id DeviceID) []DeviceChange {
+func (v *deviceView) changes(id record.DeviceID) []DeviceChange {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	return slices.Clone(v.history[id])
@@ -70,28 +72,28 @@ func (v *deviceView) changes(id DeviceID) []DeviceChange {
 
 func TestDeviceRecordValidatedOnEncode(t *testing.T) {
 	good := device(1, 1)
-	if _, _, err := EncodeRecord(good, 1); err != nil {
+	if _, _, err := record.Encode(good, 1); err != nil {
 		t.Fatal(err)
 	}
-	bad := []func(d *DeviceRecord){
-		func(d *DeviceRecord) { d.Device.Role = inof.RoleUnknown },
-		func(d *DeviceRecord) { d.Device.Role = 9 },
-		func(d *DeviceRecord) { d.Device.Protocol = inof.ProtocolUnknown },
-		func(d *DeviceRecord) { d.State = 2 },
-		func(d *DeviceRecord) { d.Reason = inof.ReasonBFDDown + 1 },
-		func(d *DeviceRecord) { d.Device.Addr = netip.Addr{} },
-		func(d *DeviceRecord) { d.Device.Addr = netip.MustParseAddr("0.0.0.0") },
-		func(d *DeviceRecord) { d.Device.Addr = netip.MustParseAddr("ff02::1") },
+	bad := []func(d *record.Device){
+		func(d *record.Device) { d.Device.Role = inof.RoleUnknown },
+		func(d *record.Device) { d.Device.Role = 9 },
+		func(d *record.Device) { d.Device.Protocol = inof.ProtocolUnknown },
+		func(d *record.Device) { d.State = 2 },
+		func(d *record.Device) { d.Reason = inof.ReasonBFDDown + 1 },
+		func(d *record.Device) { d.Device.Addr = netip.Addr{} },
+		func(d *record.Device) { d.Device.Addr = netip.MustParseAddr("0.0.0.0") },
+		func(d *record.Device) { d.Device.Addr = netip.MustParseAddr("ff02::1") },
 	}
 	for i, mut := range bad {
 		d := *good
 		mut(&d)
-		if _, _, err := EncodeRecord(&d, 1); !errors.Is(err, ErrMalformed) {
+		if _, _, err := record.Encode(&d, 1); !errors.Is(err, record.ErrMalformed) {
 			t.Errorf("case %d (%+v): encode error %v, want ErrMalformed", i, d.Device, err)
 		}
 		// The same record forced onto the wire is what receivers refuse.
 		if k, v, err := forceEncode(&d); err == nil {
-			if _, err := DecodeRecord(k, v); !errors.Is(err, ErrMalformed) {
+			if _, err := record.Decode(k, v); !errors.Is(err, record.ErrMalformed) {
 				t.Errorf("case %d: decoder accepts what the encoder refuses: %v", i, err)
 			}
 		}
@@ -100,7 +102,7 @@ func TestDeviceRecordValidatedOnEncode(t *testing.T) {
 
 // forceEncode encodes a device record without validation, as a peer with
 // a lax encoder would.
-func forceEncode(d *DeviceRecord) ([]byte, []byte, error) {
+func forceEncode(d *record.Device) ([]byte, []byte, error) {
 	if !d.Device.Addr.IsValid() {
 		return nil, nil, errors.New("no address to encode")
 	}
@@ -118,29 +120,29 @@ func forceEncode(d *DeviceRecord) ([]byte, []byte, error) {
 func TestParseDeviceKey(t *testing.T) {
 	d := device(0x0a000001, 5)
 	d.Epoch = 1<<40 + 3
-	k, err := ParseDeviceKey(d.Key())
-	if err != nil || k != (DeviceKey{DeviceID: d.ID(), Epoch: d.Epoch}) {
+	k, err := record.ParseDeviceKey(d.Key())
+	if err != nil || k != (record.DeviceKey{DeviceID: d.ID(), Epoch: d.Epoch}) {
 		t.Fatalf("%+v %v", k, err)
 	}
 	for _, bad := range [][]byte{nil, {2}, d.Key()[:len(d.Key())-1], append(d.Key(), 0)} {
-		if _, err := ParseDeviceKey(bad); !errors.Is(err, ErrMalformed) {
+		if _, err := record.ParseDeviceKey(bad); !errors.Is(err, record.ErrMalformed) {
 			t.Errorf("key %x: %v", bad, err)
 		}
 	}
 }
 
-func devEvent(d DeviceRecord, epoch uint64, st inof.State) RecordEvent {
+func devEvent(d record.Device, epoch uint64, st inof.State) bgp.RecordEvent {
 	d.Epoch, d.State = epoch, st
-	return RecordEvent{Key: d.Key(), Record: &d}
+	return bgp.RecordEvent{Key: d.Key(), Record: &d}
 }
 
-func devWithdraw(d DeviceRecord, epoch uint64) RecordEvent {
+func devWithdraw(d record.Device, epoch uint64) bgp.RecordEvent {
 	d.Epoch = epoch
-	return RecordEvent{Key: d.Key(), Withdrawn: true}
+	return bgp.RecordEvent{Key: d.Key(), Withdrawn: true}
 }
 
 // applyOne applies an event of one device record and returns its change.
-func applyOne(t testing.TB, tb *DeviceTable, ev RecordEvent) (DeviceChange, bool) {
+func applyOne(t testing.TB, tb *DeviceTable, ev bgp.RecordEvent) (DeviceChange, bool) {
 	t.Helper()
 	chs := tb.Apply(nil, ev)
 	switch len(chs) {
@@ -159,7 +161,7 @@ func applyOne(t testing.TB, tb *DeviceTable, ev RecordEvent) (DeviceChange, bool
 func TestDeviceTable(t *testing.T) {
 	d := *device(1, 1)
 	tb := NewDeviceTable(DeviceTableOptions{MaxDevices: 2})
-	step := func(ev RecordEvent, wantChange bool, check func(DeviceChange) bool) {
+	step := func(ev bgp.RecordEvent, wantChange bool, check func(DeviceChange) bool) {
 		t.Helper()
 		ch, ok := applyOne(t, tb, ev)
 		if ok != wantChange || (ok && !check(ch)) {
@@ -181,8 +183,8 @@ func TestDeviceTable(t *testing.T) {
 	if n := tb.Len(); n != 0 {
 		t.Fatalf("%d devices held after the last withdraw", n)
 	}
-	step(RecordEvent{Key: []byte{9}, Withdrawn: true}, false, nil)
-	step(RecordEvent{Key: (&ConfigRecord{Reflector: 1}).Key(), Record: &ConfigRecord{Reflector: 1}}, false, nil)
+	step(bgp.RecordEvent{Key: []byte{9}, Withdrawn: true}, false, nil)
+	step(bgp.RecordEvent{Key: (&record.Config{Reflector: 1}).Key(), Record: &record.Config{Reflector: 1}}, false, nil)
 
 	for i := range 6 {
 		tb.Apply(nil, devEvent(d, uint64(10+i), inof.StateActive))
@@ -218,8 +220,8 @@ func testRetag(t *testing.T, a RecordPublisher, sw inof.RouterID, v retagViews) 
 
 // devicePublishing is what DevicePublisher and SetPublisher share.
 type devicePublishing interface {
-	Publish(ctx context.Context, rec DeviceRecord, rts ...RouteTarget) error
-	Withdraw(ctx context.Context, id DeviceID) error
+	Publish(ctx context.Context, rec record.Device, rts ...record.RouteTarget) error
+	Withdraw(ctx context.Context, id record.DeviceID) error
 }
 
 // testRetagSets runs the re-tag scenario through a SetPublisher.
@@ -245,7 +247,7 @@ func testRetagSets(t *testing.T, a RecordPublisher, sw inof.RouterID, v retagVie
 func testRetagWith(t *testing.T, pub devicePublishing, flush func(), sw inof.RouterID, v retagViews, keepsEpoch bool) {
 	t.Helper()
 	ctx := context.Background()
-	red, blue := ZoneRT(testASN, "red"), ZoneRT(testASN, "blue")
+	red, blue := record.ZoneRT(testASN, "red"), record.ZoneRT(testASN, "blue")
 	rec, marker := *device(sw, 1), *device(sw, 2)
 	all := []*deviceView{v.red, v.blue, v.both}
 	step := func(n uint16) {
@@ -325,16 +327,16 @@ func testRetagWith(t *testing.T, pub devicePublishing, flush func(), sw inof.Rou
 
 // TestFakeRetag runs the re-tag scenario on the fake fabric.
 func TestFakeRetag(t *testing.T) {
-	red, blue := ZoneRT(testASN, "red"), ZoneRT(testASN, "blue")
-	_, _, cs := fakeStar(t, map[string][]RouteTarget{"127.0.0.2": nil, "127.0.0.3": {red}, "127.0.0.4": {blue}, "127.0.0.5": {red, blue}})
+	red, blue := record.ZoneRT(testASN, "red"), record.ZoneRT(testASN, "blue")
+	_, _, cs := fakeStar(t, map[string][]record.RouteTarget{"127.0.0.2": nil, "127.0.0.3": {red}, "127.0.0.4": {blue}, "127.0.0.5": {red, blue}})
 	testRetag(t, cs["127.0.0.2"], 0x7f000002, retagViews{red: cs["127.0.0.3"].dev, blue: cs["127.0.0.4"].dev, both: cs["127.0.0.5"].dev})
 }
 
 // TestFakeRetagSets runs the re-tag scenario through device sets on the
 // fake fabric.
 func TestFakeRetagSets(t *testing.T) {
-	red, blue := ZoneRT(testASN, "red"), ZoneRT(testASN, "blue")
-	_, _, cs := fakeStar(t, map[string][]RouteTarget{"127.0.0.2": nil, "127.0.0.3": {red}, "127.0.0.4": {blue}, "127.0.0.5": {red, blue}})
+	red, blue := record.ZoneRT(testASN, "red"), record.ZoneRT(testASN, "blue")
+	_, _, cs := fakeStar(t, map[string][]record.RouteTarget{"127.0.0.2": nil, "127.0.0.3": {red}, "127.0.0.4": {blue}, "127.0.0.5": {red, blue}})
 	testRetagSets(t, cs["127.0.0.2"], 0x7f000002, retagViews{red: cs["127.0.0.3"].dev, blue: cs["127.0.0.4"].dev, both: cs["127.0.0.5"].dev})
 }
 
@@ -344,7 +346,7 @@ func TestFakeRetagSets(t *testing.T) {
 func testRetagGap(t *testing.T, a RecordPublisher, sw inof.RouterID, redOnly *recordView) {
 	t.Helper()
 	ctx := context.Background()
-	red, blue := ZoneRT(testASN, "red"), ZoneRT(testASN, "blue")
+	red, blue := record.ZoneRT(testASN, "red"), record.ZoneRT(testASN, "blue")
 	rec := device(sw, 10)
 	if err := a.Publish(ctx, rec, red); err != nil {
 		t.Fatal(err)
@@ -360,14 +362,14 @@ func testRetagGap(t *testing.T, a RecordPublisher, sw inof.RouterID, redOnly *re
 	}
 	redOnly.waitFor(t, "marker", hasKey(marker.Key()))
 	got, ok := redOnly.get(rec.Key())
-	if d, isDev := got.Record.(*DeviceRecord); !ok || !isDev || d.Device.Port != rec.Device.Port {
+	if d, isDev := got.Record.(*record.Device); !ok || !isDev || d.Device.Port != rec.Device.Port {
 		t.Fatalf("red-only receiver: %+v %v (the speaker is expected to leave the old value)", got, ok)
 	}
 }
 
 func TestFakeRetagGap(t *testing.T) {
-	red := ZoneRT(testASN, "red")
-	_, _, cs := fakeStar(t, map[string][]RouteTarget{"127.0.0.2": nil, "127.0.0.3": {red}})
+	red := record.ZoneRT(testASN, "red")
+	_, _, cs := fakeStar(t, map[string][]record.RouteTarget{"127.0.0.2": nil, "127.0.0.3": {red}})
 	testRetagGap(t, cs["127.0.0.2"], 0x7f000002, cs["127.0.0.3"].view)
 }
 
@@ -378,8 +380,8 @@ func TestFakeRetagGap(t *testing.T) {
 // the old one, active, for ever.
 func TestFakeRepublishAfterRestart(t *testing.T) {
 	ctx := context.Background()
-	red, blue := ZoneRT(testASN, "red"), ZoneRT(testASN, "blue")
-	_, _, cs := fakeStar(t, map[string][]RouteTarget{"127.0.0.2": nil, "127.0.0.3": {red}})
+	red, blue := record.ZoneRT(testASN, "red"), record.ZoneRT(testASN, "blue")
+	_, _, cs := fakeStar(t, map[string][]record.RouteTarget{"127.0.0.2": nil, "127.0.0.3": {red}})
 	sp, redOnly := cs["127.0.0.2"], cs["127.0.0.3"].dev
 	before, err := NewDevicePublisher(DevicePublisherOptions{Speaker: sp})
 	if err != nil {
@@ -391,7 +393,7 @@ func TestFakeRepublishAfterRestart(t *testing.T) {
 	}
 	redOnly.waitFor(t, "device", func(tb *DeviceTable) bool { _, ok := tb.Get(rec.ID()); return ok })
 	saved := before.Published()
-	if len(saved) != 1 || saved[0].Record.Epoch == 0 || !slices.Equal(saved[0].RouteTargets, []RouteTarget{red}) {
+	if len(saved) != 1 || saved[0].Record.Epoch == 0 || !slices.Equal(saved[0].RouteTargets, []record.RouteTarget{red}) {
 		t.Fatalf("saved %+v", saved)
 	}
 

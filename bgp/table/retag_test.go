@@ -1,22 +1,25 @@
-package bgp
+package table
 
 import (
 	"context"
 	"fmt"
 	"testing"
+
+	"github.com/openinof/inof/bgp"
+	"github.com/openinof/inof/bgp/record"
 )
 
 // realStar starts a reflector 127.0.0.1 and clients 127.0.0.2, .3, …, the
 // i-th subscribed to subs[i], each with a device view, and waits for the
 // sessions.
-func realStar(t *testing.T, subs ...[]RouteTarget) (*node, []*node, []*deviceView) {
+func realStar(t *testing.T, subs ...[]record.RouteTarget) (*node, []*node, []*deviceView) {
 	t.Helper()
 	ctx := context.Background()
-	r := startReflector(t, addr("127.0.0.1"), Options{})
+	r := startReflector(t, addr("127.0.0.1"), bgp.Options{})
 	var cs []*node
 	var dvs []*deviceView
 	for i, rts := range subs {
-		c := startClient(t, addr(fmt.Sprintf("127.0.0.%d", i+2)), Options{})
+		c := startClient(t, addr(fmt.Sprintf("127.0.0.%d", i+2)), bgp.Options{})
 		dv := newDeviceView()
 		if err := c.WatchRecords(ctx, dv.apply); err != nil {
 			t.Fatal(err)
@@ -40,16 +43,16 @@ func realStar(t *testing.T, subs ...[]RouteTarget) (*node, []*node, []*deviceVie
 // (inactive with reason zone change, then gone), stays at switches in both
 // zones and reaches blue-only ones.
 func TestRetagGoBGP(t *testing.T) {
-	red, blue := ZoneRT(testASN, "red"), ZoneRT(testASN, "blue")
-	_, cs, dvs := realStar(t, nil, []RouteTarget{red}, []RouteTarget{blue}, []RouteTarget{red, blue})
+	red, blue := record.ZoneRT(testASN, "red"), record.ZoneRT(testASN, "blue")
+	_, cs, dvs := realStar(t, nil, []record.RouteTarget{red}, []record.RouteTarget{blue}, []record.RouteTarget{red, blue})
 	testRetag(t, cs[0], routerID(cs[0]), retagViews{red: dvs[1], blue: dvs[2], both: dvs[3]})
 }
 
 // TestRetagSetsGoBGP runs the re-tag scenario through device sets
 // against real GoBGP.
 func TestRetagSetsGoBGP(t *testing.T) {
-	red, blue := ZoneRT(testASN, "red"), ZoneRT(testASN, "blue")
-	_, cs, dvs := realStar(t, nil, []RouteTarget{red}, []RouteTarget{blue}, []RouteTarget{red, blue})
+	red, blue := record.ZoneRT(testASN, "red"), record.ZoneRT(testASN, "blue")
+	_, cs, dvs := realStar(t, nil, []record.RouteTarget{red}, []record.RouteTarget{blue}, []record.RouteTarget{red, blue})
 	testRetagSets(t, cs[0], routerID(cs[0]), retagViews{red: dvs[1], blue: dvs[2], both: dvs[3]})
 }
 
@@ -57,8 +60,8 @@ func TestRetagSetsGoBGP(t *testing.T) {
 // DevicePublisher works around: re-publishing a key with a route target a
 // receiver does not want leaves the old value at that receiver.
 func TestRetagGapGoBGP(t *testing.T) {
-	red := ZoneRT(testASN, "red")
-	_, cs, _ := realStar(t, nil, []RouteTarget{red})
+	red := record.ZoneRT(testASN, "red")
+	_, cs, _ := realStar(t, nil, []record.RouteTarget{red})
 	testRetagGap(t, cs[0], routerID(cs[0]), cs[1].view)
 }
 
@@ -68,21 +71,21 @@ func TestRetagGapGoBGP(t *testing.T) {
 // published after it does reach that client.
 func TestSwitchRecordStaysAtReflectorGoBGP(t *testing.T) {
 	ctx := context.Background()
-	r, cs, _ := realStar(t, nil, []RouteTarget{AnyRT})
+	r, cs, _ := realStar(t, nil, []record.RouteTarget{record.AnyRT})
 	rx := newRecordView()
-	if err := r.WatchReceived(ctx, rx.apply, TypeSwitch); err != nil {
+	if err := r.WatchReceived(ctx, rx.apply, record.TypeSwitch); err != nil {
 		t.Fatal(err)
 	}
-	sw := &SwitchRecord{Switch: routerID(cs[0]), Reads: SwitchReadsDeviceSets}
-	if err := cs[0].Publish(ctx, sw, SwitchInfoRT); err != nil {
+	sw := &record.Switch{Switch: routerID(cs[0]), Reads: record.SwitchReadsDeviceSets}
+	if err := cs[0].Publish(ctx, sw, record.SwitchInfoRT); err != nil {
 		t.Fatal(err)
 	}
 	rx.waitFor(t, "the switch record at the reflector", hasKey(sw.Key()))
-	if got, _ := rx.get(sw.Key()); got.Record.(*SwitchRecord).Reads != SwitchReadsDeviceSets {
+	if got, _ := rx.get(sw.Key()); got.Record.(*record.Switch).Reads != record.SwitchReadsDeviceSets {
 		t.Fatalf("reflector got %+v", got.Record)
 	}
 	marker := device(routerID(cs[0]), 1)
-	if err := cs[0].Publish(ctx, marker, ZoneRT(testASN, "red")); err != nil {
+	if err := cs[0].Publish(ctx, marker, record.ZoneRT(testASN, "red")); err != nil {
 		t.Fatal(err)
 	}
 	cs[1].view.waitFor(t, "the device record at the other client", hasKey(marker.Key()))

@@ -1,4 +1,4 @@
-package bgp
+package table
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/openinof/inof/bgp/record"
 	"github.com/openinof/inof/inof"
 )
 
@@ -19,7 +20,7 @@ type slowPublisher struct {
 	rnd func() time.Duration
 }
 
-func (s slowPublisher) Publish(ctx context.Context, r Record, rts ...RouteTarget) error {
+func (s slowPublisher) Publish(ctx context.Context, r record.Record, rts ...record.RouteTarget) error {
 	time.Sleep(s.rnd())
 	return s.RecordPublisher.Publish(ctx, r, rts...)
 }
@@ -36,8 +37,8 @@ type propertyFabric struct {
 	receivers []*fnode
 }
 
-func newPropertyFabric(t *testing.T, subs [][]RouteTarget) propertyFabric {
-	clients := map[string][]RouteTarget{"127.0.0.2": nil}
+func newPropertyFabric(t *testing.T, subs [][]record.RouteTarget) propertyFabric {
+	clients := map[string][]record.RouteTarget{"127.0.0.2": nil}
 	for i, rts := range subs {
 		clients[fmt.Sprintf("127.0.0.%d", i+3)] = rts
 	}
@@ -76,8 +77,8 @@ func TestPropertySetsMatchPerDevice(t *testing.T) {
 func runSetProperty(t *testing.T, seed uint64, ops int) SetPublisherStats {
 	ctx := context.Background()
 	rng := rand.New(rand.NewPCG(seed, 26))
-	zones := []RouteTarget{ZoneRT(testASN, "red"), ZoneRT(testASN, "blue"), ZoneRT(testASN, "green"), ZoneRT(testASN, "yellow")}
-	subs := [][]RouteTarget{{zones[0]}, {zones[1]}, {zones[0], zones[1]}, {zones[2]}, zones, {AnyRT}}
+	zones := []record.RouteTarget{record.ZoneRT(testASN, "red"), record.ZoneRT(testASN, "blue"), record.ZoneRT(testASN, "green"), record.ZoneRT(testASN, "yellow")}
+	subs := [][]record.RouteTarget{{zones[0]}, {zones[1]}, {zones[0], zones[1]}, {zones[2]}, zones, {record.AnyRT}}
 	per, sets := newPropertyFabric(t, subs), newPropertyFabric(t, subs)
 	const sw = inof.RouterID(0x7f000002)
 
@@ -100,8 +101,8 @@ func runSetProperty(t *testing.T, seed uint64, ops int) SetPublisherStats {
 	t.Cleanup(func() { setPub.Close() })
 
 	const devices = 14
-	last := map[DeviceID]inof.State{} // what each published device was last published as
-	mayVanish := map[DeviceID]bool{}
+	last := map[record.DeviceID]inof.State{} // what each published device was last published as
+	mayVanish := map[record.DeviceID]bool{}
 	marker := *device(sw, 999)
 	checkpoints := 0
 	var splits, merges uint64 // of publishers before a restart
@@ -132,7 +133,7 @@ func runSetProperty(t *testing.T, seed uint64, ops int) SetPublisherStats {
 				})
 			}
 			want, got := withoutEpochs(per.receivers[i].dev.table.Records()), withoutEpochs(sets.receivers[i].dev.table.Records())
-			if !slices.EqualFunc(want, got, func(a, b DeviceRecord) bool { return sameRecord(a, b) }) {
+			if !slices.EqualFunc(want, got, func(a, b record.Device) bool { return sameRecord(a, b) }) {
 				t.Fatalf("receiver %d (%v), checkpoint %d:\n per-device %s\n sets       %s", i, subs[i], checkpoints, summary(want), summary(got))
 			}
 		}
@@ -150,9 +151,9 @@ func runSetProperty(t *testing.T, seed uint64, ops int) SetPublisherStats {
 			if rng.IntN(3) == 0 {
 				rec.State, rec.Reason = inof.StateInactive, []inof.Reason{inof.ReasonLinkDown, inof.ReasonAgeOut}[rng.IntN(2)]
 			}
-			var rts []RouteTarget
+			var rts []record.RouteTarget
 			if rng.IntN(3) > 0 { // most devices in two popular sets, so shards fill and empty
-				rts = [][]RouteTarget{{zones[0]}, {zones[0], zones[1]}}[rng.IntN(2)]
+				rts = [][]record.RouteTarget{{zones[0]}, {zones[0], zones[1]}}[rng.IntN(2)]
 			}
 			for len(rts) == 0 {
 				for _, z := range zones {
@@ -222,19 +223,19 @@ func runSetProperty(t *testing.T, seed uint64, ops int) SetPublisherStats {
 	return st
 }
 
-func withoutEpochs(rs []DeviceRecord) []DeviceRecord {
+func withoutEpochs(rs []record.Device) []record.Device {
 	for i := range rs {
 		rs[i].Epoch = 0
 	}
 	return rs
 }
 
-func sameRecord(a, b DeviceRecord) bool {
+func sameRecord(a, b record.Device) bool {
 	return a.Report.Switch == b.Report.Switch && a.Device == b.Device && a.State == b.State && a.Reason == b.Reason &&
 		a.Changed.Equal(b.Changed) && a.AccessPort == b.AccessPort && a.Since.Equal(b.Since)
 }
 
-func summary(rs []DeviceRecord) string {
+func summary(rs []record.Device) string {
 	var b strings.Builder
 	for _, r := range rs {
 		fmt.Fprintf(&b, "%s:%s/%s ", r.Device.Addr, r.State, r.Reason)

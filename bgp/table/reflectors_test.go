@@ -1,4 +1,4 @@
-package bgp
+package table
 
 import (
 	"context"
@@ -7,16 +7,16 @@ import (
 	"testing"
 	"time"
 
+	"github.com/openinof/inof/bgp"
+	"github.com/openinof/inof/bgp/record"
 	"github.com/openinof/inof/inof"
 )
-
-func routerID(n *node) inof.RouterID { return ridOf(n.addr) }
 
 // fabric2 is two reflectors (one cluster) and two clients peering with both.
 type fabric2 struct {
 	r1, r2, a, b *node
 	rep1, rep2   *ConfigReplicator
-	zone         RouteTarget
+	zone         record.RouteTarget
 }
 
 func newFabric2(t *testing.T) *fabric2 {
@@ -25,11 +25,11 @@ func newFabric2(t *testing.T) *fabric2 {
 	t.Cleanup(cancel)
 	cluster := addr("127.0.0.100")
 	f := &fabric2{
-		r1:   startReflector(t, addr("127.0.0.1"), Options{ClusterID: cluster}),
-		r2:   startReflector(t, addr("127.0.0.4"), Options{ClusterID: cluster}),
-		a:    startClient(t, addr("127.0.0.2"), Options{}),
-		b:    startClient(t, addr("127.0.0.3"), Options{}),
-		zone: ZoneRT(testASN, "prod"),
+		r1:   startReflector(t, addr("127.0.0.1"), bgp.Options{ClusterID: cluster}),
+		r2:   startReflector(t, addr("127.0.0.4"), bgp.Options{ClusterID: cluster}),
+		a:    startClient(t, addr("127.0.0.2"), bgp.Options{}),
+		b:    startClient(t, addr("127.0.0.3"), bgp.Options{}),
+		zone: record.ZoneRT(testASN, "prod"),
 	}
 	peerReflectors(t, f.r1, f.r2)
 	for _, r := range []*node{f.r1, f.r2} {
@@ -37,7 +37,7 @@ func newFabric2(t *testing.T) *fabric2 {
 		connect(t, r, f.b, nil)
 	}
 	for _, c := range []*node{f.a, f.b} {
-		for _, rt := range []RouteTarget{f.zone, ConfigRT(testASN)} {
+		for _, rt := range []record.RouteTarget{f.zone, record.ConfigRT(testASN)} {
 			if err := c.Subscribe(ctx, rt); err != nil {
 				t.Fatal(err)
 			}
@@ -47,7 +47,7 @@ func newFabric2(t *testing.T) *fabric2 {
 		r   *node
 		rep **ConfigReplicator
 	}{{f.r1, &f.rep1}, {f.r2, &f.rep2}} {
-		rep, err := NewConfigReplicator(ReplicatorOptions{Speaker: p.r.GoBGP, RouterID: routerID(p.r), RT: ConfigRT(testASN)})
+		rep, err := NewConfigReplicator(ReplicatorOptions{Speaker: p.r.GoBGP, RouterID: routerID(p.r), RT: record.ConfigRT(testASN)})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -65,7 +65,7 @@ func newFabric2(t *testing.T) *fabric2 {
 
 // configAt returns the newest version of an object among the copies a node
 // holds.
-func configAt(v *recordView, obj ConfigObject) (ConfigRecord, bool) {
+func configAt(v *recordView, obj record.ConfigObject) (record.Config, bool) {
 	cv := NewConfigView()
 	v.mu.Lock()
 	for _, e := range v.records {
@@ -77,11 +77,11 @@ func configAt(v *recordView, obj ConfigObject) (ConfigRecord, bool) {
 			return c, true
 		}
 	}
-	return ConfigRecord{}, false
+	return record.Config{}, false
 }
 
-func hasVersion(v *recordView, obj ConfigObject, gen uint64) func(map[string]RecordEvent) bool {
-	return func(map[string]RecordEvent) bool {
+func hasVersion(v *recordView, obj record.ConfigObject, gen uint64) func(map[string]bgp.RecordEvent) bool {
+	return func(map[string]bgp.RecordEvent) bool {
 		v.mu.Unlock()
 		defer v.mu.Lock()
 		c, ok := configAt(v, obj)
@@ -99,10 +99,10 @@ func TestTwoReflectors(t *testing.T) {
 	f := newFabric2(t)
 
 	// Configuration written on r1, then a newer version on r2.
-	obj := ConfigObject{Kind: 2, Name: "prod"}
+	obj := record.ConfigObject{Kind: 2, Name: "prod"}
 	clock := inof.NewClock(nil)
 	gen1 := clock.Next()
-	if _, err := f.rep1.Put(ctx, ConfigRecord{Kind: 2, Name: "prod", Gen: gen1, Writer: routerID(f.r1), Payload: []byte("v1")}); err != nil {
+	if _, err := f.rep1.Put(ctx, record.Config{Kind: 2, Name: "prod", Gen: gen1, Writer: routerID(f.r1), Payload: []byte("v1")}); err != nil {
 		t.Fatal(err)
 	}
 	for _, n := range []*node{f.a, f.b} {
@@ -110,7 +110,7 @@ func TestTwoReflectors(t *testing.T) {
 	}
 	waitObject(t, f.rep2, obj, gen1)
 	gen2 := clock.Next()
-	if _, err := f.rep2.Put(ctx, ConfigRecord{Kind: 2, Name: "prod", Gen: gen2, Writer: routerID(f.r2), Deleted: true}); err != nil {
+	if _, err := f.rep2.Put(ctx, record.Config{Kind: 2, Name: "prod", Gen: gen2, Writer: routerID(f.r2), Deleted: true}); err != nil {
 		t.Fatal(err)
 	}
 	waitObject(t, f.rep1, obj, gen2)
@@ -118,13 +118,13 @@ func TestTwoReflectors(t *testing.T) {
 		n.view.waitFor(t, "tombstone at client", hasVersion(n.view, obj, gen2))
 	}
 	// An old copy offered again loses against the tombstone.
-	if took, _ := f.rep1.Put(ctx, ConfigRecord{Kind: 2, Name: "prod", Gen: gen1, Writer: routerID(f.r1)}); took {
+	if took, _ := f.rep1.Put(ctx, record.Config{Kind: 2, Name: "prod", Gen: gen1, Writer: routerID(f.r1)}); took {
 		t.Fatal("old version replaced the tombstone")
 	}
 
 	// What b receives from each reflector (Adj-RIB-In).
 	rx := map[netip.Addr]*recordView{f.r1.addr: newRecordView(), f.r2.addr: newRecordView()}
-	if err := f.b.WatchReceived(ctx, func(e RecordEvent) {
+	if err := f.b.WatchReceived(ctx, func(e bgp.RecordEvent) {
 		if v := rx[e.Source]; v != nil {
 			v.apply(e)
 		}
@@ -139,11 +139,11 @@ func TestTwoReflectors(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	allAt := func(want int) func(map[string]RecordEvent) bool {
-		return func(m map[string]RecordEvent) bool {
+	allAt := func(want int) func(map[string]bgp.RecordEvent) bool {
+		return func(m map[string]bgp.RecordEvent) bool {
 			c := 0
 			for _, e := range m {
-				if _, ok := e.Record.(*DeviceRecord); ok {
+				if _, ok := e.Record.(*record.Device); ok {
 					c++
 				}
 			}
@@ -156,7 +156,7 @@ func TestTwoReflectors(t *testing.T) {
 	for _, r := range []*node{f.r1, f.r2} {
 		r.view.mu.Lock()
 		for _, e := range r.view.records {
-			if _, ok := e.Record.(*DeviceRecord); ok && e.Source != f.a.addr {
+			if _, ok := e.Record.(*record.Device); ok && e.Source != f.a.addr {
 				t.Errorf("reflector %s holds a device record from %s: records crossed reflectors", r.addr, e.Source)
 			}
 		}
@@ -180,7 +180,7 @@ func TestTwoReflectors(t *testing.T) {
 	for _, nd := range []*node{f.b, f.r1, f.r2} {
 		// Settles at exactly the 50 records and the marker; a ghost of a
 		// cycle would keep the count above that until the wait gives up.
-		nd.view.waitFor(t, "marker and no ghosts", func(m map[string]RecordEvent) bool {
+		nd.view.waitFor(t, "marker and no ghosts", func(m map[string]bgp.RecordEvent) bool {
 			_, ok := m[string(marker.Key())]
 			return ok && allAt(n+1)(m)
 		})
@@ -195,7 +195,7 @@ func TestTwoReflectors(t *testing.T) {
 	// Both reflectors' copies of every stable record are at b before r1
 	// goes (a copy still in flight from r2 would make a withdraw legitimate).
 	for _, r := range []*node{f.r1, f.r2} {
-		rx[r.addr].waitFor(t, "copies from both reflectors at b", func(m map[string]RecordEvent) bool {
+		rx[r.addr].waitFor(t, "copies from both reflectors at b", func(m map[string]bgp.RecordEvent) bool {
 			for _, k := range stable {
 				if _, ok := m[string(k)]; !ok {
 					return false
@@ -209,8 +209,8 @@ func TestTwoReflectors(t *testing.T) {
 	// Wait until b has processed the loss of r1: every record's best path
 	// is then r2's copy (those via r1 moved in the same step that would
 	// have withdrawn them).
-	waitState(t, f.b, f.r1.addr, func(s SessionState) bool { return s != StateEstablished })
-	f.b.view.waitFor(t, "b's records via r2 only", func(m map[string]RecordEvent) bool {
+	waitState(t, f.b, f.r1.addr, func(s bgp.SessionState) bool { return s != bgp.StateEstablished })
+	f.b.view.waitFor(t, "b's records via r2 only", func(m map[string]bgp.RecordEvent) bool {
 		for _, k := range stable {
 			if e, ok := m[string(k)]; ok && e.Source != f.r2.addr {
 				return false
@@ -238,7 +238,7 @@ func TestTwoReflectors(t *testing.T) {
 	f.b.view.waitFor(t, "withdraw via r2", allAt(n+1))
 }
 
-func waitObject(t *testing.T, rep *ConfigReplicator, obj ConfigObject, gen uint64) {
+func waitObject(t *testing.T, rep *ConfigReplicator, obj record.ConfigObject, gen uint64) {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for time.Now().Before(deadline) {

@@ -1,4 +1,4 @@
-package bgp
+package table
 
 import (
 	"context"
@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/openinof/inof/bgp"
+	"github.com/openinof/inof/bgp/record"
 	"github.com/openinof/inof/inof"
 )
 
@@ -21,7 +23,7 @@ func (c *fakeClock) Set(t time.Time) { c.mu.Lock(); c.now = t; c.mu.Unlock() }
 // fakeReflectors is two peered reflectors with replicators on their own
 // clocks, and a client subscribed to the configuration route target.
 type fakeReflectors struct {
-	f              *FakeFabric
+	f              *bgp.FakeFabric
 	r1, r2, client *fnode
 	rep1, rep2     *ConfigReplicator
 	clk1, clk2     *fakeClock
@@ -31,19 +33,19 @@ func newFakeReflectors(t *testing.T, start time.Time) *fakeReflectors {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	f := NewFakeFabric()
+	f := bgp.NewFakeFabric()
 	x := &fakeReflectors{f: f, clk1: &fakeClock{now: start}, clk2: &fakeClock{now: start},
-		r1: newFakeNode(t, f, "127.0.0.1", Options{Role: RoleReflector}),
-		r2: newFakeNode(t, f, "127.0.0.4", Options{Role: RoleReflector})}
-	x.client = newFakeNode(t, f, "127.0.0.2", Options{})
+		r1: newFakeNode(t, f, "127.0.0.1", bgp.Options{Role: bgp.RoleReflector}),
+		r2: newFakeNode(t, f, "127.0.0.4", bgp.Options{Role: bgp.RoleReflector})}
+	x.client = newFakeNode(t, f, "127.0.0.2", bgp.Options{})
 	for _, p := range []struct{ a, b *fnode }{{x.r1, x.r2}, {x.r2, x.r1}} {
-		if err := p.a.AddNeighbor(ctx, Neighbor{Address: p.b.addr, PeerReflector: true}); err != nil {
+		if err := p.a.AddNeighbor(ctx, bgp.Neighbor{Address: p.b.addr, PeerReflector: true}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	fakeConnect(t, x.r1, x.client, nil)
 	fakeConnect(t, x.r2, x.client, nil)
-	if err := x.client.Subscribe(ctx, ConfigRT(testASN)); err != nil {
+	if err := x.client.Subscribe(ctx, record.ConfigRT(testASN)); err != nil {
 		t.Fatal(err)
 	}
 	for _, p := range []struct {
@@ -51,7 +53,7 @@ func newFakeReflectors(t *testing.T, start time.Time) *fakeReflectors {
 		clk *fakeClock
 		rep **ConfigReplicator
 	}{{x.r1, x.clk1, &x.rep1}, {x.r2, x.clk2, &x.rep2}} {
-		rep, err := NewConfigReplicator(ReplicatorOptions{Speaker: p.r, RouterID: ridOf(p.r.addr), RT: ConfigRT(testASN), Now: p.clk.Now,
+		rep, err := NewConfigReplicator(ReplicatorOptions{Speaker: p.r, RouterID: ridOf(p.r.addr), RT: record.ConfigRT(testASN), Now: p.clk.Now,
 			RetryEvery: 10 * time.Millisecond})
 		if err != nil {
 			t.Fatal(err)
@@ -83,8 +85,8 @@ func TestReplicatorPrunesTombstones(t *testing.T) {
 	ctx := context.Background()
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	x := newFakeReflectors(t, t0)
-	obj := ConfigObject{Kind: 2, Name: "old", Part: 1}
-	tomb := ConfigRecord{Kind: 2, Name: "old", Part: 1, Gen: inof.GenerationAt(t0), Writer: ridOf(x.r1.addr), Deleted: true}
+	obj := record.ConfigObject{Kind: 2, Name: "old", Part: 1}
+	tomb := record.Config{Kind: 2, Name: "old", Part: 1, Gen: inof.GenerationAt(t0), Writer: ridOf(x.r1.addr), Deleted: true}
 	if took, err := x.rep1.Put(ctx, tomb); !took || err != nil {
 		t.Fatalf("put: %v %v", took, err)
 	}
@@ -102,7 +104,7 @@ func TestReplicatorPrunesTombstones(t *testing.T) {
 	if n, err := x.rep1.Prune(ctx); n != 1 || err != nil {
 		t.Fatalf("prune: %d %v", n, err)
 	}
-	x.client.view.waitFor(t, "r1's tombstone withdrawn", func(m map[string]RecordEvent) bool { return !hasKey(k1.Key())(m) })
+	x.client.view.waitFor(t, "r1's tombstone withdrawn", func(m map[string]bgp.RecordEvent) bool { return !hasKey(k1.Key())(m) })
 
 	// r2 (its clock behind) still carries its copy and offers it again
 	// when the reflectors' session comes back: r1 refuses it.
@@ -131,9 +133,9 @@ func TestReplicatorRefusesFutureGenerations(t *testing.T) {
 	ctx := context.Background()
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	x := newFakeReflectors(t, t0)
-	far := ConfigRecord{Kind: 2, Name: "far", Gen: inof.GenerationAt(t0.Add(inof.MaxGenerationSkew + time.Minute)), Writer: ridOf(x.r2.addr)}
-	near := ConfigRecord{Kind: 2, Name: "near", Gen: inof.GenerationAt(t0.Add(time.Minute)), Writer: ridOf(x.r2.addr)}
-	for _, c := range []ConfigRecord{far, near} {
+	far := record.Config{Kind: 2, Name: "far", Gen: inof.GenerationAt(t0.Add(inof.MaxGenerationSkew + time.Minute)), Writer: ridOf(x.r2.addr)}
+	near := record.Config{Kind: 2, Name: "near", Gen: inof.GenerationAt(t0.Add(time.Minute)), Writer: ridOf(x.r2.addr)}
+	for _, c := range []record.Config{far, near} {
 		if _, err := x.rep2.Put(ctx, c); err != nil {
 			t.Fatal(err)
 		}
@@ -164,12 +166,12 @@ func TestReplicatorAdoptsOnlyFromPeerReflectors(t *testing.T) {
 	ctx := context.Background()
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	x := newFakeReflectors(t, t0)
-	forged := ConfigRecord{Reflector: ridOf(x.r2.addr), Kind: 2, Name: "injected", Gen: inof.GenerationAt(t0),
+	forged := record.Config{Reflector: ridOf(x.r2.addr), Kind: 2, Name: "injected", Gen: inof.GenerationAt(t0),
 		Writer: ridOf(x.r2.addr), Payload: []byte{1}}
-	if err := x.client.Publish(ctx, &forged, ConfigRT(testASN)); err != nil {
+	if err := x.client.Publish(ctx, &forged, record.ConfigRT(testASN)); err != nil {
 		t.Fatal(err)
 	}
-	good := ConfigRecord{Kind: 2, Name: "good", Gen: inof.GenerationAt(t0), Writer: ridOf(x.r2.addr)}
+	good := record.Config{Kind: 2, Name: "good", Gen: inof.GenerationAt(t0), Writer: ridOf(x.r2.addr)}
 	if _, err := x.rep2.Put(ctx, good); err != nil {
 		t.Fatal(err)
 	}
@@ -194,7 +196,7 @@ func TestReplicatorWithdrawRemembersVersion(t *testing.T) {
 	ctx := context.Background()
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	x := newFakeReflectors(t, t0)
-	part := ConfigRecord{Kind: 2, Name: "z", Part: 1, Gen: inof.GenerationAt(t0), Writer: ridOf(x.r1.addr)}
+	part := record.Config{Kind: 2, Name: "z", Part: 1, Gen: inof.GenerationAt(t0), Writer: ridOf(x.r1.addr)}
 	if _, err := x.rep1.Put(ctx, part); err != nil {
 		t.Fatal(err)
 	}
@@ -204,7 +206,7 @@ func TestReplicatorWithdrawRemembersVersion(t *testing.T) {
 	}
 	own := part
 	own.Reflector = ridOf(x.r2.addr)
-	x.client.view.waitFor(t, "r2's copy withdrawn", func(m map[string]RecordEvent) bool { return !hasKey(own.Key())(m) })
+	x.client.view.waitFor(t, "r2's copy withdrawn", func(m map[string]bgp.RecordEvent) bool { return !hasKey(own.Key())(m) })
 	if err := x.rep2.Withdraw(ctx, part.Object()); err != nil { // not held: nothing to do
 		t.Fatal(err)
 	}
@@ -213,7 +215,7 @@ func TestReplicatorWithdrawRemembersVersion(t *testing.T) {
 	// A second object sent after it tells when r2 has seen the offer.
 	x.f.Cut(x.r1.addr, x.r2.addr)
 	x.f.Mend(x.r1.addr, x.r2.addr)
-	marker := ConfigRecord{Kind: 2, Name: "marker", Gen: inof.GenerationAt(t0), Writer: ridOf(x.r1.addr)}
+	marker := record.Config{Kind: 2, Name: "marker", Gen: inof.GenerationAt(t0), Writer: ridOf(x.r1.addr)}
 	if _, err := x.rep1.Put(ctx, marker); err != nil {
 		t.Fatal(err)
 	}

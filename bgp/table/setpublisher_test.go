@@ -1,4 +1,4 @@
-package bgp
+package table
 
 import (
 	"context"
@@ -6,22 +6,23 @@ import (
 	"testing"
 	"time"
 
+	"github.com/openinof/inof/bgp/record"
 	"github.com/openinof/inof/inof"
 )
 
 // sendLog records the set records a publisher sends.
 type sendLog struct {
 	mu    sync.Mutex
-	sets  []*DeviceSetRecord
+	sets  []*record.DeviceSet
 	taken int           // sets handed out by next
 	sent  chan struct{} // one token a send
 }
 
 func newSendLog() *sendLog { return &sendLog{sent: make(chan struct{}, 64)} }
 
-func (l *sendLog) Publish(_ context.Context, r Record, _ ...RouteTarget) error {
+func (l *sendLog) Publish(_ context.Context, r record.Record, _ ...record.RouteTarget) error {
 	l.mu.Lock()
-	l.sets = append(l.sets, r.(*DeviceSetRecord))
+	l.sets = append(l.sets, r.(*record.DeviceSet))
 	l.mu.Unlock()
 	l.sent <- struct{}{}
 	return nil
@@ -33,7 +34,7 @@ func (l *sendLog) Withdraw(context.Context, []byte) error {
 }
 
 // next waits for one more send and returns the set records sent in turn.
-func (l *sendLog) next(t *testing.T) *DeviceSetRecord {
+func (l *sendLog) next(t *testing.T) *record.DeviceSet {
 	t.Helper()
 	select {
 	case <-l.sent:
@@ -113,7 +114,7 @@ func TestSetPublisherSpacesSends(t *testing.T) {
 	const interval = 20 * time.Millisecond
 	pub, log, clk := spacedPublisher(t, interval)
 	t.Cleanup(pub.Close)
-	red := ZoneRT(testASN, "red")
+	red := record.ZoneRT(testASN, "red")
 
 	if err := pub.Publish(ctx, *device(sw, 1), red); err != nil {
 		t.Fatal(err)
@@ -171,7 +172,7 @@ func TestSetPublisherSpacesSends(t *testing.T) {
 func TestSetPublisherCloseEndsWait(t *testing.T) {
 	ctx, sw := context.Background(), testSwitch
 	pub, log, clk := spacedPublisher(t, time.Second)
-	red := ZoneRT(testASN, "red")
+	red := record.ZoneRT(testASN, "red")
 	for i := 1; i <= 2; i++ {
 		if err := pub.Publish(ctx, *device(sw, i), red); err != nil {
 			t.Fatal(err)
@@ -202,7 +203,7 @@ func TestSetPublisherBatch(t *testing.T) {
 	ctx, sw := context.Background(), testSwitch
 	pub, log, clk := spacedPublisher(t, time.Second)
 	t.Cleanup(pub.Close)
-	red, blue := ZoneRT(testASN, "red"), ZoneRT(testASN, "blue")
+	red, blue := record.ZoneRT(testASN, "red"), record.ZoneRT(testASN, "blue")
 	pub.Batch(func() {
 		for i := 1; i <= 3; i++ {
 			if err := pub.Publish(ctx, *device(sw, i), red); err != nil {
@@ -243,7 +244,7 @@ func TestSetPublisherBatchHoldsWaitingShard(t *testing.T) {
 	ctx, sw := context.Background(), testSwitch
 	pub, log, clk := spacedPublisher(t, time.Second)
 	t.Cleanup(pub.Close)
-	red := ZoneRT(testASN, "red")
+	red := record.ZoneRT(testASN, "red")
 	if err := pub.Publish(ctx, *device(sw, 1), red); err != nil {
 		t.Fatal(err)
 	}

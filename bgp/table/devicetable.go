@@ -1,4 +1,4 @@
-package bgp
+package table
 
 import (
 	"bytes"
@@ -9,7 +9,10 @@ import (
 	"sync"
 	"time"
 
+	"github.com/openinof/inof/bgp"
+	"github.com/openinof/inof/bgp/record"
 	"github.com/openinof/inof/inof"
+	"github.com/openinof/inof/internal/ratelimit"
 )
 
 // DefaultMaxDevices is the device table's default bound: 4 Mi (switch,
@@ -56,15 +59,15 @@ type DeviceTable struct {
 	devices deviceIndex
 	// sets holds what each device set key brought (bySrc: by its source
 	// number), singles the encoding of each device record's copy.
-	sets    map[DeviceSetKey]*heldSet
+	sets    map[record.DeviceSetKey]*heldSet
 	bySrc   map[uint32]*heldSet
-	singles map[DeviceKey][]byte
+	singles map[record.DeviceKey][]byte
 	// applying is the set whose new value is being applied: its copies
 	// are read from what the value put so far, then from its old entries.
 	applying *applyingSet
 	nextSrc  uint32 // the source number of the next new set key
 	stats    DeviceTableStats
-	refuse   rateLimit
+	refuse   ratelimit.Limit
 }
 
 // heldCopy is one copy of a device's record: from its own device key
@@ -79,15 +82,15 @@ type heldCopy struct {
 // entries it brought that the table took (all but those refused).
 type heldSet struct {
 	src     uint32
-	entries setEntries
+	entries record.SetEntries
 }
 
 // applyingSet is the state of applySet while it runs.
 type applyingSet struct {
 	src uint32
-	put []DeviceRecord // the new entries put so far (sorted)
-	enc setEntries     // the new entries' encoding (put's too)
-	old setEntries     // the set's entries before the new value
+	put []record.Device   // the new entries put so far (sorted)
+	enc record.SetEntries // the new entries' encoding (put's too)
+	old record.SetEntries // the set's entries before the new value
 }
 
 // DeviceTableStats count what a DeviceTable refused.
@@ -98,8 +101,8 @@ type DeviceTableStats struct {
 
 // DeviceChange is a change of a device's current record.
 type DeviceChange struct {
-	ID     DeviceID
-	Record *DeviceRecord // the record with the highest epoch; nil when gone
+	ID     record.DeviceID
+	Record *record.Device // the record with the highest epoch; nil when gone
 	// Vanished: the device's last record was withdrawn while active, so
 	// its switch is gone (hosts get reason BFD down). A device that leaves
 	// normally is published inactive first.
@@ -119,50 +122,50 @@ func NewDeviceTable(opts DeviceTableOptions) *DeviceTable {
 		opts.Logger = slog.Default()
 	}
 	return &DeviceTable{max: opts.MaxDevices, log: opts.Logger, devices: newDeviceIndex(),
-		sets: map[DeviceSetKey]*heldSet{}, bySrc: map[uint32]*heldSet{}, singles: map[DeviceKey][]byte{},
-		nextSrc: 1, refuse: rateLimit{every: time.Second}}
+		sets: map[record.DeviceSetKey]*heldSet{}, bySrc: map[uint32]*heldSet{}, singles: map[record.DeviceKey][]byte{},
+		nextSrc: 1, refuse: ratelimit.Limit{Every: time.Second}}
 }
 
 // Apply feeds one record event and appends to dst the change of every
 // device whose current record changed: none, one for a device record,
 // any number for a device set record. Events of other record types are
 // ignored; a malformed record counts as a withdraw of its key.
-func (t *DeviceTable) Apply(dst []DeviceChange, ev RecordEvent) []DeviceChange {
+func (t *DeviceTable) Apply(dst []DeviceChange, ev bgp.RecordEvent) []DeviceChange {
 	switch r := ev.Record.(type) {
-	case *DeviceRecord:
+	case *record.Device:
 		if !ev.Withdrawn {
 			t.mu.Lock()
 			defer t.mu.Unlock()
-			dst, _ = t.change(dst, r.ID(), r.Epoch, 0, r, appendEntry(nil, r))
+			dst, _ = t.change(dst, r.ID(), r.Epoch, 0, r, record.AppendEntry(nil, r))
 			return dst
 		}
-	case *DeviceSetRecord:
+	case *record.DeviceSet:
 		if !ev.Withdrawn {
 			t.mu.Lock()
 			defer t.mu.Unlock()
-			enc := r.encoded
-			if enc.len() != len(r.Devices) {
-				enc = encodeEntries(r.Devices) // not received: made here
+			enc := r.Encoded()
+			if enc.Len() != len(r.Devices) {
+				enc = record.EncodeEntries(r.Devices) // not received: made here
 			}
-			return t.applySet(dst, DeviceSetKey{Switch: r.Switch, Set: r.Set, Shard: r.Shard}, r.Devices, enc)
+			return t.applySet(dst, record.DeviceSetKey{Switch: r.Switch, Set: r.Set, Shard: r.Shard}, r.Devices, enc)
 		}
 	}
 	if !ev.Withdrawn || len(ev.Key) == 0 {
 		return dst
 	}
-	switch RecordType(ev.Key[0]) {
-	case TypeDevice:
-		if k, err := ParseDeviceKey(ev.Key); err == nil {
+	switch record.Type(ev.Key[0]) {
+	case record.TypeDevice:
+		if k, err := record.ParseDeviceKey(ev.Key); err == nil {
 			t.mu.Lock()
 			defer t.mu.Unlock()
 			dst, _ = t.change(dst, k.DeviceID, k.Epoch, 0, nil, nil)
 			return dst
 		}
-	case TypeDeviceSet:
-		if k, err := ParseDeviceSetKey(ev.Key); err == nil {
+	case record.TypeDeviceSet:
+		if k, err := record.ParseDeviceSetKey(ev.Key); err == nil {
 			t.mu.Lock()
 			defer t.mu.Unlock()
-			return t.applySet(dst, k, nil, setEntries{})
+			return t.applySet(dst, k, nil, record.SetEntries{})
 		}
 	}
 	return dst
@@ -173,7 +176,7 @@ func (t *DeviceTable) Apply(dst []DeviceChange, ev RecordEvent) []DeviceChange {
 // then those it no longer holds removed, so a device whose entry moves
 // within the set to a new epoch never seems gone in between. An entry
 // whose encoding is what the key held before costs a comparison.
-func (t *DeviceTable) applySet(dst []DeviceChange, k DeviceSetKey, devs []DeviceRecord, enc setEntries) []DeviceChange {
+func (t *DeviceTable) applySet(dst []DeviceChange, k record.DeviceSetKey, devs []record.Device, enc record.SetEntries) []DeviceChange {
 	held := t.sets[k]
 	if held == nil {
 		if len(devs) == 0 {
@@ -193,38 +196,37 @@ func (t *DeviceTable) applySet(dst []DeviceChange, k DeviceSetKey, devs []Device
 	for i := range devs {
 		d := &devs[i]
 		a.put = devs[:i]
-		for j < old.len() && compareKey(old, j, d) < 0 {
+		for j < old.Len() && compareKey(old, j, d) < 0 {
 			j++
 		}
-		if j < old.len() && compareKey(old, j, d) == 0 && bytes.Equal(old.at(j), enc.at(i)) {
+		if j < old.Len() && compareKey(old, j, d) == 0 && bytes.Equal(old.At(j), enc.At(i)) {
 			continue // unchanged
 		}
 		var no bool
-		if dst, no = t.change(dst, d.ID(), d.Epoch, held.src, d, enc.at(i)); no {
+		if dst, no = t.change(dst, d.ID(), d.Epoch, held.src, d, enc.At(i)); no {
 			refused = append(refused, i)
 		}
 	}
 	kept := enc
 	if len(refused) > 0 {
-		kept = setEntries{}
+		kept = record.SetEntries{}
 		for i := range devs {
 			if len(refused) > 0 && refused[0] == i {
 				refused = refused[1:]
 				continue
 			}
-			kept.offs = append(kept.offs, uint32(len(kept.raw)))
-			kept.raw = append(kept.raw, enc.at(i)...)
+			kept.Append(enc.At(i))
 		}
 	}
 	held.entries = kept
 	a.put = devs
-	for j := range old.len() {
-		addr, epoch := old.key(j)
-		if _, found := kept.find(addr, epoch); !found {
-			dst, _ = t.change(dst, DeviceID{Switch: k.Switch, Addr: addr}, epoch, held.src, nil, nil)
+	for j := range old.Len() {
+		addr, epoch := old.Key(j)
+		if _, found := kept.Find(addr, epoch); !found {
+			dst, _ = t.change(dst, record.DeviceID{Switch: k.Switch, Addr: addr}, epoch, held.src, nil, nil)
 		}
 	}
-	if kept.len() == 0 {
+	if kept.Len() == 0 {
 		delete(t.sets, k)
 		delete(t.bySrc, held.src)
 	}
@@ -232,15 +234,15 @@ func (t *DeviceTable) applySet(dst []DeviceChange, k DeviceSetKey, devs []Device
 }
 
 // compareKey orders old entry j against d by (address, epoch).
-func compareKey(old setEntries, j int, d *DeviceRecord) int {
-	addr, epoch := old.key(j)
+func compareKey(old record.SetEntries, j int, d *record.Device) int {
+	addr, epoch := old.Key(j)
 	if c := addr.Compare(d.Device.Addr); c != 0 {
 		return c
 	}
 	return cmp.Compare(epoch, d.Epoch)
 }
 
-func compareDeviceKeys(a, b DeviceKey) int {
+func compareDeviceKeys(a, b record.DeviceKey) int {
 	if c := a.Addr.Compare(b.Addr); c != 0 {
 		return c
 	}
@@ -249,47 +251,47 @@ func compareDeviceKeys(a, b DeviceKey) int {
 
 // encoding returns the bytes copy c of device id holds (under mu), nil if
 // it holds none (it cannot happen: every copy's source keeps its bytes).
-func (t *DeviceTable) encoding(id DeviceID, c heldCopy) []byte {
+func (t *DeviceTable) encoding(id record.DeviceID, c heldCopy) []byte {
 	if c.src == 0 {
-		return t.singles[DeviceKey{DeviceID: id, Epoch: c.epoch}]
+		return t.singles[record.DeviceKey{DeviceID: id, Epoch: c.epoch}]
 	}
 	if a := t.applying; a != nil && a.src == c.src {
-		if i, ok := slices.BinarySearchFunc(a.put, DeviceKey{DeviceID: id, Epoch: c.epoch}, func(d DeviceRecord, k DeviceKey) int {
-			return compareDeviceKeys(DeviceKey{DeviceID: d.ID(), Epoch: d.Epoch}, k)
+		if i, ok := slices.BinarySearchFunc(a.put, record.DeviceKey{DeviceID: id, Epoch: c.epoch}, func(d record.Device, k record.DeviceKey) int {
+			return compareDeviceKeys(record.DeviceKey{DeviceID: d.ID(), Epoch: d.Epoch}, k)
 		}); ok {
-			return a.enc.at(i)
+			return a.enc.At(i)
 		}
-		if i, ok := a.old.find(id.Addr, c.epoch); ok {
-			return a.old.at(i)
+		if i, ok := a.old.Find(id.Addr, c.epoch); ok {
+			return a.old.At(i)
 		}
 	}
 	if s := t.bySrc[c.src]; s != nil {
-		if i, ok := s.entries.find(id.Addr, c.epoch); ok {
-			return s.entries.at(i)
+		if i, ok := s.entries.Find(id.Addr, c.epoch); ok {
+			return s.entries.At(i)
 		}
 	}
 	return nil
 }
 
 // record decodes copy c of device id (under mu).
-func (t *DeviceTable) record(id DeviceID, c heldCopy) DeviceRecord {
+func (t *DeviceTable) record(id record.DeviceID, c heldCopy) record.Device {
 	b := t.encoding(id, c)
 	if b == nil {
-		return DeviceRecord{Report: inof.Report{Switch: id.Switch, Device: inof.Device{Addr: id.Addr}}, Epoch: c.epoch}
+		return record.Device{Report: inof.Report{Switch: id.Switch, Device: inof.Device{Addr: id.Addr}}, Epoch: c.epoch}
 	}
-	return decodeEntry(b, id.Switch)
+	return record.DecodeEntry(b, id.Switch)
 }
 
 // change puts rec, whose entry encoding is enc, as the copy (epoch, src)
 // of device id, or removes that copy when rec is nil, and appends the
 // device's change if its current record changed (under mu). It reports
 // whether it refused rec because the table is full.
-func (t *DeviceTable) change(dst []DeviceChange, id DeviceID, epoch uint64, src uint32, rec *DeviceRecord, enc []byte) ([]DeviceChange, bool) {
+func (t *DeviceTable) change(dst []DeviceChange, id record.DeviceID, epoch uint64, src uint32, rec *record.Device, enc []byte) ([]DeviceChange, bool) {
 	var buf [maxEpochs + 1]heldCopy
 	copies, known := t.devices.get(id, buf[:0])
 	if rec != nil && !known && t.devices.len() >= t.max {
 		t.stats.Refused++
-		if t.refuse.allow() {
+		if t.refuse.Allow() {
 			t.log.Warn("device table full; record refused", "device", id.Addr, "switch", id.Switch,
 				"limit", t.max, "refused_total", t.stats.Refused)
 		}
@@ -303,7 +305,7 @@ func (t *DeviceTable) change(dst []DeviceChange, id DeviceID, epoch uint64, src 
 	same := func(h heldCopy) bool { return h.epoch == epoch && h.src == src }
 	dropSingle := func(h heldCopy) {
 		if h.src == 0 {
-			delete(t.singles, DeviceKey{DeviceID: id, Epoch: h.epoch})
+			delete(t.singles, record.DeviceKey{DeviceID: id, Epoch: h.epoch})
 		}
 	}
 	if rec == nil {
@@ -317,7 +319,7 @@ func (t *DeviceTable) change(dst []DeviceChange, id DeviceID, epoch uint64, src 
 		}
 		copies = append(copies, heldCopy{epoch: epoch, src: src})
 		if src == 0 {
-			t.singles[DeviceKey{DeviceID: id, Epoch: epoch}] = enc
+			t.singles[record.DeviceKey{DeviceID: id, Epoch: epoch}] = enc
 		}
 		if len(copies) > maxEpochs {
 			// The lowest epoch goes; of equal ones, the one written first.
@@ -334,9 +336,9 @@ func (t *DeviceTable) change(dst []DeviceChange, id DeviceID, epoch uint64, src 
 	case has:
 		t.devices.set(id, copies)
 	}
-	var beforeRec DeviceRecord
+	var beforeRec record.Device
 	if had {
-		beforeRec = decodeEntry(before, id.Switch)
+		beforeRec = record.DecodeEntry(before, id.Switch)
 	}
 	switch {
 	case !had && !has:
@@ -358,7 +360,7 @@ func (t *DeviceTable) change(dst []DeviceChange, id DeviceID, epoch uint64, src 
 		// decoded copy.
 		ch.Record = rec
 	} else {
-		r := decodeEntry(after, id.Switch)
+		r := record.DecodeEntry(after, id.Switch)
 		ch.Record = &r
 	}
 	return append(dst, ch), false
@@ -381,7 +383,7 @@ func current(copies []heldCopy) (heldCopy, bool) {
 }
 
 // Get returns the device's current record.
-func (t *DeviceTable) Get(id DeviceID) (DeviceRecord, bool) {
+func (t *DeviceTable) Get(id record.DeviceID) (record.Device, bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	var buf [maxEpochs]heldCopy
@@ -390,10 +392,10 @@ func (t *DeviceTable) Get(id DeviceID) (DeviceRecord, bool) {
 }
 
 // currentRecord decodes the current copy of copies (under mu).
-func (t *DeviceTable) currentRecord(id DeviceID, copies []heldCopy) (DeviceRecord, bool) {
+func (t *DeviceTable) currentRecord(id record.DeviceID, copies []heldCopy) (record.Device, bool) {
 	c, ok := current(copies)
 	if !ok {
-		return DeviceRecord{}, false
+		return record.Device{}, false
 	}
 	return t.record(id, c), true
 }
@@ -403,7 +405,7 @@ func (t *DeviceTable) Reports() []inof.Report {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	out := make([]inof.Report, 0, t.devices.len())
-	t.devices.each(func(id DeviceID, copies []heldCopy) {
+	t.devices.each(func(id record.DeviceID, copies []heldCopy) {
 		if r, ok := t.currentRecord(id, copies); ok {
 			out = append(out, r.Report)
 		}
@@ -413,16 +415,16 @@ func (t *DeviceTable) Reports() []inof.Report {
 
 // Records returns the current record of every device, sorted by switch
 // and address.
-func (t *DeviceTable) Records() []DeviceRecord {
+func (t *DeviceTable) Records() []record.Device {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	out := make([]DeviceRecord, 0, t.devices.len())
-	t.devices.each(func(id DeviceID, copies []heldCopy) {
+	out := make([]record.Device, 0, t.devices.len())
+	t.devices.each(func(id record.DeviceID, copies []heldCopy) {
 		if r, ok := t.currentRecord(id, copies); ok {
 			out = append(out, r)
 		}
 	})
-	slices.SortFunc(out, func(a, b DeviceRecord) int {
+	slices.SortFunc(out, func(a, b record.Device) int {
 		if a.Switch != b.Switch {
 			if a.Switch < b.Switch {
 				return -1
@@ -466,16 +468,16 @@ type deviceKey struct {
 	is4 bool
 }
 
-func keyOf(id DeviceID) deviceKey {
+func keyOf(id record.DeviceID) deviceKey {
 	return deviceKey{sw: id.Switch, a: id.Addr.As16(), is4: id.Addr.Is4()}
 }
 
-func (k deviceKey) id() DeviceID {
+func (k deviceKey) id() record.DeviceID {
 	a := netip.AddrFrom16(k.a)
 	if k.is4 {
 		a = a.Unmap()
 	}
-	return DeviceID{Switch: k.sw, Addr: a}
+	return record.DeviceID{Switch: k.sw, Addr: a}
 }
 
 func newDeviceIndex() deviceIndex {
@@ -483,7 +485,7 @@ func newDeviceIndex() deviceIndex {
 }
 
 // get appends id's copies to buf.
-func (x deviceIndex) get(id DeviceID, buf []heldCopy) ([]heldCopy, bool) {
+func (x deviceIndex) get(id record.DeviceID, buf []heldCopy) ([]heldCopy, bool) {
 	k := keyOf(id)
 	if c, ok := x.one[k]; ok {
 		return append(buf, c), true
@@ -495,7 +497,7 @@ func (x deviceIndex) get(id DeviceID, buf []heldCopy) ([]heldCopy, bool) {
 }
 
 // set makes copies (one at least) id's copies; it keeps none of the slice.
-func (x deviceIndex) set(id DeviceID, copies []heldCopy) {
+func (x deviceIndex) set(id record.DeviceID, copies []heldCopy) {
 	k := keyOf(id)
 	if len(copies) == 1 {
 		x.one[k] = copies[0]
@@ -506,7 +508,7 @@ func (x deviceIndex) set(id DeviceID, copies []heldCopy) {
 	delete(x.one, k)
 }
 
-func (x deviceIndex) del(id DeviceID) {
+func (x deviceIndex) del(id record.DeviceID) {
 	k := keyOf(id)
 	delete(x.one, k)
 	delete(x.many, k)
@@ -516,7 +518,7 @@ func (x deviceIndex) len() int { return len(x.one) + len(x.many) }
 
 // each calls fn with every device's copies (the slice is fn's only while
 // it runs).
-func (x deviceIndex) each(fn func(DeviceID, []heldCopy)) {
+func (x deviceIndex) each(fn func(record.DeviceID, []heldCopy)) {
 	var buf [1]heldCopy
 	for k, c := range x.one {
 		buf[0] = c

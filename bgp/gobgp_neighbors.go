@@ -1,0 +1,367 @@
+package bgp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/netip"
+	"time"
+
+	api "github.com/osrg/gobgp/v3/api"
+
+	"github.com/openinof/inof/bgp/bfd"
+)
+
+// neighborAddrs lists the configured neighbors.
+func (g *GoBGP) neighborAddrs() []netip.Addr {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	out := make([]netip.Addr, 0, len(g.neighbors))
+	for a := range g.neighbors {
+		out = append(out, a)
+	}
+	return out
+}
+
+// AddNeighbor implements Speaker. A neighbor that is refused leaves no
+// trace (policy sets, BFD session).
+func (g *GoBGP) AddNeighbor(ctx context.Context, n Neighbor) error {
+	switch {
+	case !n.Address.IsValid():
+		return errors.New("bgp: neighbor without address")
+	case n.RRClient && g.cfg.Role != RoleReflector:
+		return fmt.Errorf("bgp: neighbor %s: only a reflector has route-reflector clients", n.Address)
+	case n.PeerReflector && (g.cfg.Role != RoleReflector || n.RRClient):
+		return fmt.Errorf("bgp: neighbor %s: a peer reflector is a plain iBGP neighbor of a reflector", n.Address)
+	case n.NoDefaultRT && !n.RRClient:
+		return fmt.Errorf("bgp: neighbor %s: NoDefaultRT applies to route-reflector clients", n.Address)
+	case g.cfg.TTLSecurity && !n.TTLSecurity:
+		return fmt.Errorf("bgp: neighbor %s: the speaker requires GTSM, set TTLSecurity", n.Address)
+	case n.BFD != nil && (g.cfg.BFD == nil || !n.LocalAddress.IsValid()):
+		return fmt.Errorf("bgp: neighbor %s: BFD needs a BFD manager and the neighbor's local address", n.Address)
+	}
+	g.mu.Lock()
+	_, dup := g.neighbors[n.Address]
+	g.mu.Unlock()
+	if dup {
+		return fmt.Errorf("bgp: neighbor %s is already configured", n.Address)
+	}
+	if err := g.setNeighborSets(ctx, n, true); err != nil {
+		return errors.Join(err, g.setNeighborSets(context.Background(), n, false))
+	}
+	if err := g.srv.AddPeer(ctx, &api.AddPeerRequest{Peer: g.apiPeer(ctx, n)}); err != nil {
+		return errors.Join(fmt.Errorf("bgp: add neighbor %s: %w", n.Address, err),
+			g.setNeighborSets(context.Background(), n, false))
+	}
+	if n.BFD != nil {
+		_, err := g.cfg.BFD.Add(bfd.Config{Key: bfdKey(n), DesiredMinTx: n.BFD.DesiredMinTx,
+			RequiredMinRx: n.BFD.RequiredMinRx, DetectMult: n.BFD.DetectMult})
+		if err != nil {
+			undo := g.srv.DeletePeer(context.Background(), &api.DeletePeerRequest{Address: n.Address.String()})
+			return errors.Join(fmt.Errorf("bgp: neighbor %s: %w", n.Address, err), undo,
+				g.setNeighborSets(context.Background(), n, false))
+		}
+	}
+	g.mu.Lock()
+	g.neighbors[n.Address] = n
+	g.mu.Unlock()
+	return nil
+}
+
+func bfdKey(n Neighbor) bfd.SessionKey { return bfd.SessionKey{Local: n.LocalAddress, Peer: n.Address} }
+
+// onBFD applies the asymmetry of docs/design.md §3. On a reflector, a client whose
+// BFD session goes from Up to Down is gone: its BGP session is shut down at
+// once (its records are withdrawn everywhere) and kept down until BFD is Up
+// again. On a client, BFD Down towards a reflector drops that reflector's
+// routes when another reflector serves (reflectorloss.go); otherwise they
+// stay, as graceful restart keeps them if the TCP session dies.
+func (g *GoBGP) onBFD(ch bfd.StateChange) {
+	g.clients.bfdChanged(ch.Key.Peer)
+	g.mu.Lock()
+	n, ok := g.neighbors[ch.Key.Peer]
+	ok = ok && n.BFD != nil && bfdKey(n) == ch.Key
+	disabled := g.bfdDown[ch.Key.Peer]
+	act := ok && g.cfg.Role == RoleReflector && n.RRClient
+	switch {
+	case act && ch.Old == bfd.Up && ch.New != bfd.Up && ch.PeerAdminDown:
+		// The switch stopped its BFD on purpose (its daemon is stopping or
+		// restarting): not a failure (RFC 5882 §3.2). Its BGP session
+		// decides, with graceful restart.
+		g.mu.Unlock()
+		g.log.Info("BFD: neighbor signalled AdminDown; leaving its session to BGP", "neighbor", ch.Key.Peer)
+		return
+	case act && ch.Old == bfd.Up && ch.New != bfd.Up:
+		g.bfdDown[ch.Key.Peer] = true
+	case act && ch.New == bfd.Up && disabled:
+		delete(g.bfdDown, ch.Key.Peer)
+	default:
+		g.mu.Unlock()
+		if ok && ch.Old == bfd.Up && ch.New != bfd.Up {
+			g.log.Warn("BFD down towards neighbor", "neighbor", ch.Key.Peer, "diag", ch.Diag.String())
+			if g.cfg.Role == RoleClient && !ch.PeerAdminDown && g.loss.bfdDown(ch.Key.Peer) {
+				g.goDropLost(ch.Key.Peer, whyBFD)
+			}
+		}
+		return
+	}
+	g.mu.Unlock()
+	ctx := context.Background()
+	if ch.New == bfd.Up {
+		g.log.Info("BFD up again; enabling neighbor", "neighbor", ch.Key.Peer)
+		if err := g.srv.EnablePeer(ctx, &api.EnablePeerRequest{Address: ch.Key.Peer.String()}); err != nil {
+			g.log.Error("enabling neighbor after BFD up", "neighbor", ch.Key.Peer, "err", err)
+		}
+		return
+	}
+	g.log.Warn("BFD down: switch gone, shutting its session", "neighbor", ch.Key.Peer, "diag", ch.Diag.String())
+	// End the connection before GoBGP can say goodbye with a Hard Reset,
+	// which a switch that was only cut off would obey when its link came
+	// back (sessionclose.go).
+	if _, err := shutdownSessions(n.LocalAddress, ch.Key.Peer); err != nil {
+		g.log.Warn("BFD down: could not shut the session's socket; the switch may get a Hard Reset", "neighbor", ch.Key.Peer, "err", err)
+	}
+	// The switch's TCP session may have died first (a killed process): the
+	// session is then in graceful restart and GoBGP keeps its records stale
+	// for the restart time, which shutting the idle session does not end.
+	// Deleting the neighbor does: its records, stale or not, are withdrawn
+	// at once. It is added again born disabled (AdminDown in its
+	// configuration, not a DisablePeer request: GoBGP would still show it
+	// enabled until the queued request lands, and drop an enable sent
+	// meanwhile) until BFD is back.
+	if err := g.srv.DeletePeer(ctx, &api.DeletePeerRequest{Address: ch.Key.Peer.String()}); err != nil {
+		g.log.Error("removing neighbor after BFD down", "neighbor", ch.Key.Peer, "err", err)
+		return
+	}
+	p := g.apiPeer(ctx, n)
+	p.Conf.AdminDown = true
+	if err := g.srv.AddPeer(ctx, &api.AddPeerRequest{Peer: p}); err != nil {
+		g.log.Error("adding neighbor back after BFD down", "neighbor", ch.Key.Peer, "err", err)
+		return
+	}
+}
+
+// apiPeer is GoBGP's configuration of neighbor n; ctx bounds the look-up
+// of restartPending.
+func (g *GoBGP) apiPeer(ctx context.Context, n Neighbor) *api.Peer {
+	asn := n.ASN
+	if asn == 0 {
+		asn = g.cfg.ASN
+	}
+	hold, keep := n.HoldTime, n.Keepalive
+	if hold == 0 {
+		hold = 9 * time.Second
+	}
+	if keep == 0 {
+		keep = hold / 3
+	}
+	p := &api.Peer{
+		Conf:      &api.PeerConf{NeighborAddress: n.Address.String(), PeerAsn: asn, AuthPassword: n.Password},
+		Transport: &api.Transport{PassiveMode: n.Passive, RemotePort: uint32(n.Port)},
+		Timers: &api.Timers{Config: &api.TimersConfig{HoldTime: uint64(hold / time.Second),
+			KeepaliveInterval: uint64(keep / time.Second), ConnectRetry: 1}},
+	}
+	if n.LocalAddress.IsValid() {
+		p.Transport.LocalAddress = n.LocalAddress.String()
+	}
+	if n.RRClient {
+		p.RouteReflector = &api.RouteReflector{RouteReflectorClient: true, RouteReflectorClusterId: g.cfg.ClusterID.String()}
+	}
+	if n.TTLSecurity {
+		p.TtlSecurity = &api.TtlSecurity{Enabled: true, TtlMin: 255}
+	}
+	gr := g.cfg.GracefulRestart
+	if gr.Enabled {
+		p.GracefulRestart = &api.GracefulRestart{Enabled: true, RestartTime: uint32(gr.RestartTime / time.Second),
+			LocalRestarting: gr.Restarting && g.restartPending(ctx), NotificationEnabled: gr.Notification}
+	}
+	for _, f := range []*api.Family{familyOpaque, familyRTC} {
+		as := &api.AfiSafi{Config: &api.AfiSafiConfig{Family: f, Enabled: true}}
+		if gr.Enabled {
+			as.MpGracefulRestart = &api.MpGracefulRestart{Config: &api.MpGracefulRestartConfig{Enabled: true}}
+			if f == familyRTC && g.cfg.Role == RoleClient {
+				as.RouteTargetMembership = &api.RouteTargetMembership{
+					Config: &api.RouteTargetMembershipConfig{DeferralTime: uint32(membershipDeferral / time.Second)}}
+			}
+		}
+		p.AfiSafis = append(p.AfiSafis, as)
+	}
+	return p
+}
+
+// membershipDeferral bounds how long a client waits, on a new session to a
+// reflector, for the reflector's route-target memberships (their End-of-RIB,
+// RFC 4684 §6) before it sends its records. Without the wait GoBGP sends
+// its table at once, filtered by memberships it does not hold yet: nothing,
+// then End-of-RIB. A reflector that keeps the client's records stale
+// (graceful restart) drops them all at that End-of-RIB and takes them back
+// when they follow: a withdraw at every other switch. A restarting client's
+// first sessions are deferred anyway (GoBGP's restart sync); this covers a
+// session that comes up after that sync (TestRestartedClientLateReflectorKeepsRecords).
+// A reflector sends its End-of-RIB right after its memberships, so the wait
+// is a round trip; the deferral timer does nothing once that End-of-RIB
+// came (GoBGP's softResetOut), and sends the table if it never does.
+const membershipDeferral = 5 * time.Second
+
+// restartPending reports whether this speaker, started as a graceful
+// restart (GracefulRestart.Restarting), is still deferring its updates.
+// GoBGP marks each neighbor configured as restarting (LocalRestarting) and,
+// once the neighbors connected so far have sent End-of-RIB, clears the mark
+// on all of them at once ("sync finished"; a neighbor's deferral timer, 360
+// s, clears its own). A neighbor added after that — added back after a loss
+// (reflectorloss.go, clientloss.go, onBFD) or configured later — must not
+// be marked: GoBGP would send it nothing, not even this speaker's
+// route-target memberships, until every neighbor had sent End-of-RIB again,
+// which one that is down never does. A reflector that restarted once and
+// later added a switch back after BFD lost it so sent that switch nothing
+// for the deferral time; the switch, without the reflector's memberships,
+// sent it nothing either, and its new records reached the other switches
+// through the other reflector only and were lost with it (found by the
+// soak, seed 8496823541670719219 step 5). Once seen over, the sync stays
+// over.
+func (g *GoBGP) restartPending(ctx context.Context) bool {
+	if !g.cfg.GracefulRestart.Restarting || g.restartSynced.Load() {
+		return false
+	}
+	synced := false
+	err := g.srv.ListPeer(ctx, &api.ListPeerRequest{}, func(p *api.Peer) {
+		synced = synced || !p.GetGracefulRestart().GetLocalRestarting()
+	})
+	if err != nil {
+		g.log.Warn("graceful restart: cannot tell whether the sync is over; adding the neighbor as restarting", "err", err)
+		return true
+	}
+	if synced {
+		g.restartSynced.Store(true)
+	}
+	return !synced
+}
+
+// RemoveNeighbor implements Speaker.
+func (g *GoBGP) RemoveNeighbor(ctx context.Context, addr netip.Addr) error {
+	if err := g.srv.DeletePeer(ctx, &api.DeletePeerRequest{Address: addr.String()}); err != nil {
+		return fmt.Errorf("bgp: remove neighbor %s: %w", addr, err)
+	}
+	g.mu.Lock()
+	n := g.neighbors[addr]
+	delete(g.neighbors, addr)
+	delete(g.bfdDown, addr)
+	delete(g.away, addr)
+	g.mu.Unlock()
+	if g.clients.setDemoted(addr, false) {
+		if err := g.neighborSet(ctx, setSilent, addr, false); err != nil {
+			return fmt.Errorf("bgp: remove neighbor %s: %w", addr, err)
+		}
+	}
+	if n.BFD != nil {
+		if err := g.cfg.BFD.Remove(bfdKey(n)); err != nil {
+			return fmt.Errorf("bgp: neighbor %s: %w", addr, err)
+		}
+	}
+	return g.setNeighborSets(ctx, n, false)
+}
+
+// WatchNeighbors implements Speaker. The watch ends with ctx or Stop; fn
+// runs on the watch's own goroutine. After an overflow of its queue it
+// gets the current state of every neighbor instead of the lost events.
+func (g *GoBGP) WatchNeighbors(ctx context.Context, fn func(NeighborEvent)) error {
+	wctx, cancel := g.watches.context(ctx)
+	w := &neighborWatch{q: newWatchQueue[NeighborEvent](g.cfg.WatchQueue, false), fn: fn,
+		snapshot: func(ctx context.Context) ([]NeighborEvent, error) {
+			ns, err := g.Neighbors(ctx)
+			out := make([]NeighborEvent, 0, len(ns))
+			for _, n := range ns {
+				out = append(out, NeighborEvent{Address: n.Address, State: n.State})
+			}
+			return out, err
+		}}
+	err := g.watchPeers(wctx, func(ev NeighborEvent) {
+		if w.q.push(ev) {
+			g.watches.resyncs.Add(1)
+		}
+	})
+	if err != nil {
+		cancel()
+		return err
+	}
+	g.watches.goWatch(wctx, cancel, w.run)
+	return nil
+}
+
+// watchPeers calls fn on GoBGP's watcher goroutine for every session state
+// change until ctx ends; fn must not block. The graceful-restart tracker
+// uses it directly, so a neighbor's return is recorded before the record
+// watch (one hop further) delivers the withdraws that follow it.
+func (g *GoBGP) watchPeers(ctx context.Context, fn func(NeighborEvent)) error {
+	err := g.srv.WatchEvent(ctx, &api.WatchEventRequest{Peer: &api.WatchEventRequest_Peer{}}, func(r *api.WatchEventResponse) {
+		pe := r.GetPeer()
+		if pe == nil || pe.Type != api.WatchEventResponse_PeerEvent_STATE {
+			return
+		}
+		addr, err := netip.ParseAddr(pe.Peer.GetState().GetNeighborAddress())
+		if err != nil {
+			return
+		}
+		fn(NeighborEvent{Address: addr, State: sessionState(pe.Peer.GetState().GetSessionState())})
+	})
+	if err != nil {
+		return fmt.Errorf("bgp: watch neighbors: %w", err)
+	}
+	return nil
+}
+
+// Neighbors implements Speaker.
+func (g *GoBGP) Neighbors(ctx context.Context) ([]NeighborStatus, error) {
+	return g.listNeighbors(ctx, false)
+}
+
+// NeighborsAdvertised implements Speaker.
+func (g *GoBGP) NeighborsAdvertised(ctx context.Context) ([]NeighborStatus, error) {
+	return g.listNeighbors(ctx, true)
+}
+
+// listNeighbors lists the neighbors, with the advertised counts when
+// advertised is set.
+func (g *GoBGP) listNeighbors(ctx context.Context, advertised bool) ([]NeighborStatus, error) {
+	var out []NeighborStatus
+	err := g.srv.ListPeer(ctx, &api.ListPeerRequest{EnableAdvertised: advertised}, func(p *api.Peer) {
+		addr, err := netip.ParseAddr(p.GetConf().GetNeighborAddress())
+		if err != nil {
+			return
+		}
+		g.mu.Lock()
+		st := NeighborStatus{Neighbor: g.neighbors[addr], State: sessionState(p.GetState().GetSessionState())}
+		g.mu.Unlock()
+		st.RouterID, _ = netip.ParseAddr(p.GetState().GetRouterId())
+		for _, as := range p.GetAfiSafis() {
+			if isOpaque(as.GetConfig().GetFamily()) {
+				st.Received = as.GetState().GetAccepted()
+				st.Advertised = as.GetState().GetAdvertised()
+				st.EndOfRIB = as.GetMpGracefulRestart().GetState().GetEndOfRibReceived()
+			}
+		}
+		out = append(out, st)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("bgp: list neighbors: %w", err)
+	}
+	return out, nil
+}
+
+func sessionState(s api.PeerState_SessionState) SessionState {
+	switch s {
+	case api.PeerState_IDLE:
+		return StateIdle
+	case api.PeerState_CONNECT:
+		return StateConnect
+	case api.PeerState_ACTIVE:
+		return StateActive
+	case api.PeerState_OPENSENT:
+		return StateOpenSent
+	case api.PeerState_OPENCONFIRM:
+		return StateOpenConfirm
+	case api.PeerState_ESTABLISHED:
+		return StateEstablished
+	}
+	return StateUnknown
+}

@@ -1,0 +1,168 @@
+package bgp
+
+import (
+	"context"
+	"net/netip"
+	"time"
+
+	api "github.com/osrg/gobgp/v3/api"
+)
+
+// uptimeRead is a session's establishment time as GoBGP reported it, and
+// when it was read.
+type uptimeRead struct {
+	up, read time.Time
+}
+
+// uptimeCacheFor is how long a read of GoBGP's session uptime is reused:
+// withdraws come in bursts.
+const uptimeCacheFor = 50 * time.Millisecond
+
+// settlingSince is the time from which withdraws of records last learned
+// from src are held for the settle time: when src's session last came back
+// up, or, while src is dropped as a lost reflector (reflectorloss.go), when
+// the latest of the other neighbors did. Dropping a lost reflector
+// withdraws the records the serving one lacks; one that came back moments
+// ago may still be re-learning them (found by the soak, seed
+// 4501343603921199704 step 16: a leaf dropped a partitioned reflector 0.5 s
+// after the other came back from a restart, and its hosts were told
+// reason 7 for targets that were there).
+func (g *GoBGP) settlingSince(src netip.Addr) time.Time {
+	at := g.reestablishedAt(src)
+	if !g.loss.lost(src) {
+		return at
+	}
+	g.mu.Lock()
+	others := make([]netip.Addr, 0, len(g.firstUp))
+	for a := range g.firstUp {
+		if a != src {
+			others = append(others, a)
+		}
+	}
+	g.mu.Unlock()
+	for _, a := range others {
+		if t := g.reestablishedAt(a); t.After(at) {
+			at = t
+		}
+	}
+	return at
+}
+
+// reestablishedAt is when the session to a last came back up after having
+// been established before (zero if never). Neighbor events reach us on
+// another GoBGP watcher than record events, so a withdraw can arrive
+// before the event of the re-establishment that caused it: when the
+// tracked time is not recent, GoBGP's own session uptime is asked (whole
+// seconds, so rounded up).
+func (g *GoBGP) reestablishedAt(a netip.Addr) time.Time {
+	now := time.Now()
+	g.mu.Lock()
+	at, first, seen := g.reestablished[a], g.firstUp[a], !g.firstUp[a].IsZero()
+	cached, fresh := g.uptime[a], now.Sub(g.uptime[a].read) < uptimeCacheFor
+	g.mu.Unlock()
+	if !seen || now.Sub(at) < g.cfg.GracefulRestart.SettleTime {
+		return at
+	}
+	up := cached.up
+	if !fresh {
+		up = time.Time{}
+		err := g.srv.ListPeer(context.Background(), &api.ListPeerRequest{Address: a.String()}, func(p *api.Peer) {
+			if p.GetState().GetSessionState() == api.PeerState_ESTABLISHED && p.GetTimers().GetState().GetUptime() != nil {
+				up = p.GetTimers().GetState().GetUptime().AsTime().Add(time.Second)
+			}
+		})
+		if err != nil {
+			return at
+		}
+		g.mu.Lock()
+		g.uptime[a] = uptimeRead{up: up, read: now}
+		g.mu.Unlock()
+	}
+	if up.After(first.Add(time.Second)) && up.After(at) {
+		return up
+	}
+	return at
+}
+
+func (g *GoBGP) trackRestarts(ev NeighborEvent) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	switch {
+	case ev.State == StateEstablished:
+		delete(g.away, ev.Address)
+		if g.firstUp[ev.Address].IsZero() {
+			g.firstUp[ev.Address] = time.Now()
+		} else {
+			g.reestablished[ev.Address] = time.Now()
+		}
+	case !g.firstUp[ev.Address].IsZero():
+		if _, ok := g.away[ev.Address]; !ok {
+			g.away[ev.Address] = awayRead{since: time.Now()}
+		}
+	}
+}
+
+// awayRead is when a neighbor's session ended and the restart time it had
+// announced (zero until read).
+type awayRead struct {
+	since   time.Time
+	restart time.Duration
+}
+
+// holdUntil is the settler's rule (see WatchRecords): until when a
+// withdraw of a record last delivered from o is held. Withdraws of records
+// from a neighbor that came back are held for the settle time
+// (settlingSince). On a client, withdraws of records graceful restart kept
+// stale are held too, until the neighbor's restart time is over, while it
+// is away and not dropped as a lost reflector: GoBGP drops a restarting
+// neighbor's stale routes as soon as one attempt to reconnect fails after
+// the TCP connection is up (OpenSent to Idle), not when the restart time
+// ends — and a reflector accepts and closes the connection of a switch it
+// holds down after BFD loss, or one it has not configured yet while it
+// starts (TestRefusedReconnectKeepsStaleRecords).
+func (g *GoBGP) holdUntil(o origin, now time.Time) time.Time {
+	until := g.settlingSince(o.src).Add(g.cfg.GracefulRestart.SettleTime)
+	if !o.stale || g.cfg.Role != RoleClient || g.loss.lost(o.src) {
+		return until
+	}
+	// Asked again at least every settle time: the neighbor's return may
+	// reach us after its End-of-RIB's withdraws (another GoBGP watcher),
+	// and from then on only the settle time holds.
+	end := g.restartEnds(o.src)
+	if next := now.Add(g.cfg.GracefulRestart.SettleTime); end.After(next) {
+		end = next
+	}
+	if end.After(until) {
+		until = end
+	}
+	return until
+}
+
+// restartEnds is when the restart time of an away neighbor ends (zero if
+// it is not away): the restart time it announced, read from GoBGP once per
+// absence, or ours.
+func (g *GoBGP) restartEnds(a netip.Addr) time.Time {
+	g.mu.Lock()
+	away, ok := g.away[a]
+	_, configured := g.neighbors[a]
+	g.mu.Unlock()
+	if !ok || !configured {
+		return time.Time{}
+	}
+	if away.restart == 0 {
+		away.restart = g.cfg.GracefulRestart.RestartTime
+		err := g.srv.ListPeer(context.Background(), &api.ListPeerRequest{Address: a.String()}, func(p *api.Peer) {
+			if t := p.GetGracefulRestart().GetPeerRestartTime(); t > 0 {
+				away.restart = time.Duration(t) * time.Second
+			}
+		})
+		if err == nil {
+			g.mu.Lock()
+			if cur, still := g.away[a]; still && cur.since.Equal(away.since) {
+				g.away[a] = away
+			}
+			g.mu.Unlock()
+		}
+	}
+	return away.since.Add(away.restart)
+}

@@ -1,0 +1,6 @@
+//go:build !race
+
+package table
+
+// raceEnabled: the race detector is on (see skipUnderRace).
+const raceEnabled = false

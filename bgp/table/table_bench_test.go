@@ -1,0 +1,66 @@
+package table
+
+import (
+	"context"
+	"testing"
+
+	"github.com/openinof/inof/bgp"
+	"github.com/openinof/inof/bgp/record"
+)
+
+// BenchmarkDeviceTableApply is a receiving table's work per new device.
+func BenchmarkDeviceTableApply(b *testing.B) {
+	evs := make([]bgp.RecordEvent, 1<<16)
+	for i := range evs {
+		d := device(1, i)
+		d.Epoch = 1
+		evs[i] = bgp.RecordEvent{Key: d.Key(), Record: d}
+	}
+	b.ReportAllocs()
+	t := NewDeviceTable(DeviceTableOptions{})
+	i := 0
+	var buf []DeviceChange
+	for b.Loop() {
+		if i == len(evs) {
+			t, i = NewDeviceTable(DeviceTableOptions{}), 0
+		}
+		if buf = t.Apply(buf[:0], evs[i]); len(buf) != 1 {
+			b.Fatal("no change")
+		}
+		i++
+	}
+}
+
+// BenchmarkSetRecord measures building one shard's record (its devices
+// sorted), what every send of a set costs before it is encoded: a shard as
+// full as the churn benchmark's (~40 devices).
+func BenchmarkSetRecord(b *testing.B) {
+	// At most one send per change: within the send log's 64 tokens.
+	pub, err := NewSetPublisher(SetPublisherOptions{Speaker: newSendLog(), Switch: testSwitch})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(pub.Close)
+	ctx, red := context.Background(), record.ZoneRT(testASN, "red")
+	for i := range 40 {
+		if err := pub.Publish(ctx, *device(testSwitch, 40-i), red); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := pub.Flush(ctx); err != nil {
+		b.Fatal(err)
+	}
+	var s *shard
+	for _, set := range pub.sets {
+		s = set.shards[0]
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		pub.mu.Lock()
+		r := pub.record(s)
+		pub.mu.Unlock()
+		if len(r.Devices) != 40 {
+			b.Fatalf("%d devices in the record, want 40", len(r.Devices))
+		}
+	}
+}
