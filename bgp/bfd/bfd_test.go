@@ -75,10 +75,22 @@ type changes struct {
 	c   *sync.Cond
 }
 
+// receive subscribes to m and hands every change to fn on a goroutine of
+// its own, which ends when the subscription's channel is closed.
+func receive(m *Manager, fn func(StateChange)) *Subscription {
+	sub := m.Subscribe()
+	go func() {
+		for ch := range sub.C {
+			fn(ch)
+		}
+	}()
+	return sub
+}
+
 func watch(m *Manager) *changes {
 	ch := &changes{}
 	ch.c = sync.NewCond(&ch.mu)
-	m.Subscribe(func(s StateChange) {
+	receive(m, func(s StateChange) {
 		ch.mu.Lock()
 		ch.all = append(ch.all, s)
 		ch.c.Broadcast()

@@ -41,8 +41,8 @@ func BenchmarkBusyMachine(b *testing.B) {
 			}
 		}
 		ca := watch(ma)
-		ma.Subscribe(count)
-		mb.Subscribe(count)
+		receive(ma, count)
+		receive(mb, count)
 		addPairs(b, ma, mb, ca, n, 6)
 		time.Sleep(2 * time.Second) // Poll sequences done
 		var procs []*exec.Cmd

@@ -1,11 +1,6 @@
 package bfd
 
-import (
-	"bytes"
-	"runtime"
-	"strconv"
-	"sync"
-)
+import "sync"
 
 // maxPendingSessions bounds a subscription's queue: at most this many
 // sessions with undelivered changes (each holds at most two events). A
@@ -17,7 +12,7 @@ const maxPendingSessions = 4096
 // DeliveryStats counts, over all subscriptions of a Manager, what became of
 // state changes on their way to subscribers.
 type DeliveryStats struct {
-	// Delivered is the number of subscriber calls made.
+	// Delivered is the number of events handed to receivers.
 	Delivered uint64
 	// Coalesced is the number of state changes folded into a later event of
 	// the same session because the subscriber was behind (see
@@ -29,15 +24,30 @@ type DeliveryStats struct {
 	Dropped uint64
 }
 
+// Subscription is one subscriber's stream of state changes (see
+// Manager.Subscribe).
+type Subscription struct {
+	// C carries the changes in order; it is closed once the subscription
+	// has ended (Cancel, or the manager's Close) and its delivery
+	// goroutine is gone.
+	C <-chan StateChange
+	s *subscription
+}
+
+// Cancel ends the subscription: pending events are dropped and C is closed
+// soon after (at most the event being handed over may still be received
+// before it). It never blocks, may be called from anywhere, also while
+// handling an event of this subscription, and more than once.
+func (s *Subscription) Cancel() { s.s.stop() }
+
 // subscription delivers state changes to one subscriber from a goroutine of
 // its own, fed by a per-session coalescing queue (see push).
 type subscription struct {
 	m    *Manager
-	fn   func(StateChange)
+	c    chan StateChange
 	once sync.Once
 	wake chan struct{} // capacity 1: there is something in the queue
 	quit chan struct{} // closed by stop
-	done chan struct{} // closed when the delivery goroutine has ended (goLocked)
 
 	mu      sync.Mutex
 	ended   bool
@@ -45,17 +55,16 @@ type subscription struct {
 	order   []SessionKey                 // sessions with pending events, oldest first
 }
 
-func newSubscription(m *Manager, fn func(StateChange)) *subscription {
-	return &subscription{m: m, fn: fn, wake: make(chan struct{}, 1), quit: make(chan struct{}),
-		done: make(chan struct{}), pending: map[SessionKey][]StateChange{}}
+func newSubscription(m *Manager) *subscription {
+	return &subscription{m: m, c: make(chan StateChange), wake: make(chan struct{}, 1), quit: make(chan struct{}),
+		pending: map[SessionKey][]StateChange{}}
 }
 
-// run is the delivery goroutine: it calls fn, one event at a time, without
-// holding any lock.
+// run is the delivery goroutine: it hands the receiver one event at a
+// time, holding no lock while it waits, and closes the channel when the
+// subscription ends.
 func (s *subscription) run() {
-	id := goid()
-	deliverers.add(id)
-	defer deliverers.remove(id)
+	defer close(s.c)
 	for {
 		select {
 		case <-s.quit:
@@ -67,8 +76,17 @@ func (s *subscription) run() {
 			if !ok {
 				break
 			}
-			s.fn(ch)
-			s.m.delivered.Add(1)
+			select {
+			case <-s.quit: // ended while the event was taken: not handed over
+				return
+			default:
+			}
+			select {
+			case s.c <- ch:
+				s.m.delivered.Add(1)
+			case <-s.quit:
+				return
+			}
 		}
 	}
 }
@@ -165,8 +183,9 @@ func push(q []StateChange, ch StateChange) ([]StateChange, int) {
 	return []StateChange{q[0], m}, 1
 }
 
-// stop ends the subscription: no call starts after it; pending events are
-// dropped. It does not wait.
+// stop ends the subscription: pending events are dropped and the
+// delivery goroutine returns (closing the channel) without waiting for
+// the receiver. It does not wait itself.
 func (s *subscription) stop() {
 	s.once.Do(func() {
 		s.m.mu.Lock()
@@ -183,69 +202,4 @@ func (s *subscription) stop() {
 		s.m.dropped.Add(uint64(n))
 		close(s.quit)
 	})
-}
-
-// cancel is what Subscribe returns: stop, then wait for a call in
-// progress to return, unless called from inside a subscriber.
-func (s *subscription) cancel() {
-	s.stop()
-	if !deliverers.isCurrent() {
-		<-s.done
-	}
-}
-
-// deliverers is the set of delivery goroutines (of every Manager), by
-// goroutine id. Close and cancel must not wait for the goroutine they run
-// on (a subscriber calling them) nor for another delivery goroutine (two
-// subscribers closing at once would wait for each other); Go has no other
-// way to tell which goroutine is calling.
-var deliverers = goroutineSet{ids: map[uint64]struct{}{}}
-
-type goroutineSet struct {
-	mu  sync.Mutex
-	ids map[uint64]struct{}
-}
-
-func (g *goroutineSet) add(id uint64) {
-	g.mu.Lock()
-	g.ids[id] = struct{}{}
-	g.mu.Unlock()
-}
-
-func (g *goroutineSet) remove(id uint64) {
-	g.mu.Lock()
-	delete(g.ids, id)
-	g.mu.Unlock()
-}
-
-// isCurrent reports whether the calling goroutine is in the set.
-func (g *goroutineSet) isCurrent() bool {
-	g.mu.Lock()
-	empty := len(g.ids) == 0
-	g.mu.Unlock()
-	if empty {
-		return false
-	}
-	id := goid()
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	_, ok := g.ids[id]
-	return ok
-}
-
-// goid returns the calling goroutine's id from the first line of its stack
-// trace ("goroutine 123 [running]:"). It is called once per delivery
-// goroutine and once per Close or cancel, never per packet or event.
-func goid() uint64 {
-	var buf [64]byte
-	b := buf[:runtime.Stack(buf[:], false)]
-	b = bytes.TrimPrefix(b, []byte("goroutine "))
-	if i := bytes.IndexByte(b, ' '); i > 0 {
-		b = b[:i]
-	}
-	id, err := strconv.ParseUint(string(b), 10, 64)
-	if err != nil {
-		panic("bfd: cannot read goroutine id: " + err.Error())
-	}
-	return id
 }

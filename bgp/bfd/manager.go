@@ -42,9 +42,9 @@ type ManagerOptions struct {
 // receive goroutine; the sessions' timers run on one engine goroutine
 // (engine.go), which sends the packets due in one wake-up in one batch
 // per send socket (sendmmsg). Subscribers
-// hear every state change, each from a goroutine of its own
-// (docs/design.md §8): never from the engine or a receive loop nor under
-// the manager's lock.
+// receive every state change on a channel fed by a goroutine of their
+// subscription's own (docs/design.md §8), never sent from the engine or a
+// receive loop nor under the manager's lock.
 type Manager struct {
 	log *slog.Logger
 	net network
@@ -62,7 +62,7 @@ type Manager struct {
 	closed    bool
 
 	// Goroutines the manager started: workers are the engine and the
-	// receive loops, delivery the subscribers' goroutines. running counts
+	// receive loops, delivery the subscriptions' goroutines. running counts
 	// both (tests assert that Close leaves none).
 	workers, delivery sync.WaitGroup
 	running           atomic.Int64
@@ -131,55 +131,49 @@ func NewManager(opts ManagerOptions) *Manager {
 	m := &Manager{log: log, net: nw, eng: newEngine(log), sessions: map[SessionKey]*Session{}, byDisc: map[uint32]*Session{},
 		receivers: map[recvKey]*receiver{}, senders: map[recvKey]*senderRef{}, subs: map[*subscription]struct{}{}, drops: map[string]uint64{}}
 	m.mu.Lock()
-	m.goLocked(&m.workers, func() { m.eng.run(opts.RealTime) }, nil)
+	m.goLocked(&m.workers, func() { m.eng.run(opts.RealTime) })
 	m.mu.Unlock()
 	return m
 }
 
-// goLocked starts a goroutine counted in wg and m.running, and closes done
-// (if not nil) when it has ended; m.mu is held and the manager is not
-// closed.
-func (m *Manager) goLocked(wg *sync.WaitGroup, f func(), done chan struct{}) {
+// goLocked starts a goroutine counted in wg and m.running; m.mu is held
+// and the manager is not closed.
+func (m *Manager) goLocked(wg *sync.WaitGroup, f func()) {
 	m.running.Add(1)
 	wg.Go(func() {
-		defer func() {
-			m.running.Add(-1)
-			if done != nil {
-				close(done)
-			}
-		}()
+		defer m.running.Add(-1)
 		f()
 	})
 }
 
-// Subscribe calls fn on every state change of every session until the
-// returned cancel is called or the manager is closed.
+// Subscribe returns a subscription to every state change of every session,
+// delivered on its channel C until it is cancelled or the manager is
+// closed; then C is closed.
 //
-// fn runs on a goroutine of its own for this subscription, one call at a
-// time, in order for each session; never on the engine or a receive loop
-// nor under a lock, so it may call any method of the Manager (Add, Remove,
-// Close, Subscribe, its own cancel). A slow fn delays nobody but itself:
-// while it is behind, each session's changes are coalesced (at most two
-// events pending per session; see StateChange.Coalesced and
-// DeliveryStats). For every session, an event's Old is the New of the
-// previous event delivered for it (a session's life starts AdminDown→Down
-// and ends →AdminDown when removed), and once the subscriber has caught
-// up, the last event it heard carries the session's current state.
-//
-// cancel stops delivery: pending events are dropped and no call starts
-// after it returns. Called from outside any subscriber, it also waits for
-// a call in progress to return. Subscribe on a closed manager returns a
-// cancel that does nothing.
-func (m *Manager) Subscribe(fn func(StateChange)) (cancel func()) {
-	s := newSubscription(m, fn)
+// Each subscription has a delivery goroutine of its own; the engine and
+// the receive loops only queue changes for it and never wait for a
+// receiver. A receiver that is slow delays nobody but itself: while it is
+// behind, each session's changes are coalesced (at most two events
+// pending per session besides the one being handed over; see
+// StateChange.Coalesced and DeliveryStats). For
+// every session, an event's Old is the New of the previous event received
+// for it (a session's life starts AdminDown→Down and ends →AdminDown when
+// removed), and once the receiver has caught up, the last event it
+// received carries the session's current state. The receiver may call any
+// method of the Manager while it handles an event, Close and its own
+// Cancel included. Subscribe on a closed manager returns a subscription
+// whose channel is closed.
+func (m *Manager) Subscribe() *Subscription {
+	s := newSubscription(m)
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.closed {
-		return func() {}
+		close(s.c)
+		return &Subscription{C: s.c, s: s}
 	}
 	m.subs[s] = struct{}{}
-	m.goLocked(&m.delivery, s.run, s.done)
-	return s.cancel
+	m.goLocked(&m.delivery, s.run)
+	return &Subscription{C: s.c, s: s}
 }
 
 // publish hands a change to every subscription's queue; it runs on the
@@ -318,13 +312,12 @@ func (m *Manager) Remove(k SessionKey) error {
 	return s.conn.Close()
 }
 
-// Close ends every subscription (pending events are dropped; subscribers
-// hear nothing of the shutdown), removes every session, closes the sockets
-// and waits for every goroutine the manager started, including a
-// subscriber's call in progress. Called from inside a subscriber, it waits
-// for the sessions and receive loops but not for the delivery goroutines:
-// the caller's own ends when the subscriber returns, the others when their
-// current calls return.
+// Close ends every subscription (pending events are dropped, each
+// subscription's channel is closed; receivers hear nothing else of the
+// shutdown), removes every session, closes the sockets and waits for every
+// goroutine the manager started. It may be called while handling an
+// event: no goroutine of the manager waits for a receiver once its
+// subscription has ended.
 func (m *Manager) Close() {
 	m.mu.Lock()
 	m.closed = true
@@ -345,9 +338,7 @@ func (m *Manager) Close() {
 	}
 	m.eng.close()
 	m.workers.Wait()
-	if !deliverers.isCurrent() {
-		m.delivery.Wait()
-	}
+	m.delivery.Wait()
 }
 
 // Deferred returns how many detection expiries were put off because this
@@ -422,7 +413,7 @@ func (m *Manager) acquireReceiverLocked(rk recvKey) error {
 	}
 	r := &receiver{pc: pc, users: 1}
 	m.receivers[rk] = r
-	m.goLocked(&m.workers, func() { m.readLoop(r) }, nil)
+	m.goLocked(&m.workers, func() { m.readLoop(r) })
 	return nil
 }
 

@@ -100,7 +100,7 @@ func TestRemoveFromSubscriber(t *testing.T) {
 	}
 	done := make(chan result, 1)
 	first := true
-	ma.Subscribe(func(ch StateChange) {
+	receive(ma, func(ch StateChange) {
 		if ch.Key != keyA || ch.New != Up || !first {
 			return
 		}

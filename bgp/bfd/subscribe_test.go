@@ -22,7 +22,7 @@ func TestSlowSubscriber(t *testing.T) {
 		gate := make(chan struct{})
 		var mu sync.Mutex
 		var heard []StateChange
-		ma.Subscribe(func(ch StateChange) {
+		receive(ma, func(ch StateChange) {
 			mu.Lock()
 			heard = append(heard, ch)
 			first := len(heard) == 1
@@ -68,7 +68,7 @@ func TestSlowSubscriber(t *testing.T) {
 		stuck := len(heard)
 		mu.Unlock()
 		if stuck != 1 {
-			t.Fatalf("the stuck subscriber was called %d times", stuck)
+			t.Fatalf("the stuck subscriber received %d events", stuck)
 		}
 		close(gate)
 		synctest.Wait()
@@ -84,10 +84,11 @@ func TestSlowSubscriber(t *testing.T) {
 				transitions(heard), transitions(all), heard, all)
 		}
 		// Added (AdminDown→Down), Up, Down, Up, Down, Up: at least six
-		// transitions; the slow subscriber heard its first call (the
-		// session's addition) and at most two events more.
-		if transitions(all) < 6 || len(heard) > 3 {
-			t.Fatalf("expected ≥ 6 transitions, coalesced into ≤ 3 events for the slow subscriber: %+v", heard)
+		// transitions; the slow subscriber heard its first event (the
+		// session's addition), the one its delivery goroutine held out to
+		// it while it was stuck, and at most two events more.
+		if transitions(all) < 6 || len(heard) > 4 {
+			t.Fatalf("expected ≥ 6 transitions, coalesced into ≤ 4 events for the slow subscriber: %+v", heard)
 		}
 		folded := 0
 		for _, e := range append(heard, all...) {
@@ -99,34 +100,43 @@ func TestSlowSubscriber(t *testing.T) {
 	})
 }
 
-// TestCloseWaitsForGoroutines counts the goroutines the manager started
-// (sessions, receive loops, delivery) and checks that Close ends them all,
-// waiting for a subscriber's call in progress; cancel waits likewise.
-func TestCloseWaitsForGoroutines(t *testing.T) {
+// TestCancelAndCloseEndGoroutines counts the goroutines the manager
+// started (the engine, receive loops, delivery) and checks that Cancel and
+// Close end them without waiting for receivers busy with an event (those
+// goroutines are the subscribers' own), and close every channel.
+func TestCancelAndCloseEndGoroutines(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		n := newMemNet()
 		ma := n.manager(t)
 		mb := n.manager(t)
 		gate, entered := make(chan struct{}), make(chan struct{})
-		cancelGate, cancelEntered := make(chan struct{}), make(chan struct{})
 		openGate := sync.OnceFunc(func() { close(gate) })
-		openCancelGate := sync.OnceFunc(func() { close(cancelGate) })
-		t.Cleanup(func() { openGate(); openCancelGate() }) // on failure: let the subscribers return
-		var once sync.Once
-		ma.Subscribe(func(ch StateChange) {
-			if ch.New == Up {
-				once.Do(func() { close(entered) })
-				<-gate
+		t.Cleanup(openGate) // on failure: let the receiver return
+		// busy receives a subscription until its channel is closed, stuck
+		// at its first Up until gate opens; done is closed when it ends.
+		busy := func(sub *Subscription) (done chan struct{}) {
+			done = make(chan struct{})
+			var once sync.Once
+			go func() {
+				defer close(done)
+				for ch := range sub.C {
+					if ch.New == Up {
+						once.Do(func() { close(entered) })
+						<-gate
+					}
+				}
+			}()
+			return done
+		}
+		first := busy(ma.Subscribe())
+		receive(ma, func(StateChange) {})
+		third := ma.Subscribe()
+		thirdDone := make(chan struct{})
+		go func() {
+			defer close(thirdDone)
+			for range third.C {
 			}
-		})
-		ma.Subscribe(func(StateChange) {})
-		var once2 sync.Once
-		cancel := ma.Subscribe(func(ch StateChange) {
-			if ch.New == Up {
-				once2.Do(func() { close(cancelEntered) })
-				<-cancelGate
-			}
-		})
+		}()
 		if _, err := ma.Add(fast(keyA)); err != nil {
 			t.Fatal(err)
 		}
@@ -134,49 +144,36 @@ func TestCloseWaitsForGoroutines(t *testing.T) {
 			t.Fatal(err)
 		}
 		<-entered
-		<-cancelEntered
 		synctest.Wait()
-		// One session, one receive loop, three subscriptions.
+		// The engine, one receive loop, three subscriptions.
 		if got := ma.running.Load(); got != 5 {
 			t.Fatalf("%d goroutines before Close, want 5", got)
 		}
 
-		cancelled := make(chan struct{})
-		go func() { cancel(); close(cancelled) }()
+		third.Cancel() // returns at once
+		<-thirdDone    // its channel was closed
 		synctest.Wait()
-		select {
-		case <-cancelled:
-			t.Fatal("cancel returned while its subscriber was still running")
-		default:
-		}
-		openCancelGate()
-		<-cancelled
-		// cancel returned after the delivery goroutine ended: nothing to
-		// wait for.
 		if got := ma.running.Load(); got != 4 {
-			t.Fatalf("%d goroutines after cancel, want 4", got)
+			t.Fatalf("%d goroutines after Cancel, want 4", got)
 		}
 
-		closed := make(chan struct{})
-		go func() { ma.Close(); close(closed) }()
-		synctest.Wait()
-		select {
-		case <-closed:
-			t.Fatal("Close returned while a subscriber was still running")
-		default:
-		}
-		if got := ma.running.Load(); got != 1 {
-			t.Fatalf("%d goroutines left while Close waits, want 1 (the busy subscriber)", got)
-		}
-		openGate()
-		<-closed
+		ma.Close() // the first receiver is still stuck: Close does not wait for it
 		if got := ma.running.Load(); got != 0 {
 			t.Fatalf("%d goroutines after Close", got)
 		}
+		select {
+		case <-first:
+			t.Fatal("the stuck receiver ended before it was let go")
+		default:
+		}
+		openGate()
+		<-first // its channel was closed by Close
 		if _, err := ma.Add(fast(keyA)); err == nil {
 			t.Fatal("Add after Close")
 		}
-		ma.Subscribe(func(StateChange) {})()
+		if _, ok := <-ma.Subscribe().C; ok {
+			t.Fatal("Subscribe after Close: the channel is open")
+		}
 		if got := ma.running.Load(); got != 0 {
 			t.Fatalf("Subscribe after Close started a goroutine")
 		}
@@ -184,29 +181,30 @@ func TestCloseWaitsForGoroutines(t *testing.T) {
 	})
 }
 
-// TestManagerCallsFromSubscriber: a subscriber may call Remove, Add,
-// Subscribe and its own cancel (no call follows), another one Close;
-// Close from inside a subscriber returns, and every goroutine ends once
-// the subscriber returns.
+// TestManagerCallsFromSubscriber: a receiver may call Remove, Add,
+// Subscribe and its own Cancel while it handles an event (at most the event
+// being handed over follows the Cancel), another one Close; Close called
+// by a receiver returns, and every goroutine ends.
 func TestManagerCallsFromSubscriber(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		n := newMemNet()
 		ma := n.manager(t)
 		mb := n.manager(t)
-		var cancel func()
-		cancelled := false
+		var sub *Subscription
+		afterCancel := -1
 		errs := make(chan error, 2)
 		closed := make(chan struct{})
-		cancel = ma.Subscribe(func(ch StateChange) {
-			if cancelled {
-				t.Errorf("called after its cancel: %+v", ch)
+		sub = receive(ma, func(ch StateChange) {
+			if afterCancel >= 0 {
+				afterCancel++
+				return
 			}
 			if ch.Key != keyA || ch.New != Up {
 				return
 			}
 			// The session is Up and has no more changes until removed:
 			// the next Up the new subscriber hears is the new session's.
-			ma.Subscribe(func(ch StateChange) {
+			receive(ma, func(ch StateChange) {
 				if ch.Key == keyA && ch.New == Up {
 					ma.Close()
 					close(closed)
@@ -215,8 +213,8 @@ func TestManagerCallsFromSubscriber(t *testing.T) {
 			errs <- ma.Remove(keyA)
 			_, err := ma.Add(fast(keyA))
 			errs <- err
-			cancelled = true
-			cancel()
+			afterCancel = 0
+			sub.Cancel()
 		})
 		if _, err := ma.Add(fast(keyA)); err != nil {
 			t.Fatal(err)
@@ -231,8 +229,11 @@ func TestManagerCallsFromSubscriber(t *testing.T) {
 			}
 		}
 		synctest.Wait()
+		if afterCancel > 1 {
+			t.Fatalf("%d events received after Cancel, want at most 1", afterCancel)
+		}
 		if got := ma.running.Load(); got != 0 {
-			t.Fatalf("%d goroutines left after Close from a subscriber", got)
+			t.Fatalf("%d goroutines left after Close from a receiver", got)
 		}
 		if len(ma.Sessions()) != 0 {
 			t.Fatalf("sessions %v", ma.Sessions())
@@ -302,7 +303,7 @@ func TestPushInvariants(t *testing.T) {
 // session's events are dropped and counted.
 func TestQueueBound(t *testing.T) {
 	m := NewManager(ManagerOptions{net: newMemNet()})
-	s := newSubscription(m, func(StateChange) {}) // no delivery goroutine: stuck
+	s := newSubscription(m) // no delivery goroutine: stuck
 	key := func(i int) SessionKey {
 		return SessionKey{Local: addrA, Peer: netip.AddrFrom4([4]byte{10, byte(i >> 16), byte(i >> 8), byte(i)})}
 	}
