@@ -99,7 +99,6 @@ type GoBGP struct {
 	fatalErr atomic.Pointer[error]
 
 	mu      sync.Mutex
-	stopBFD func()
 	bfdDown map[netip.Addr]bool // neighbors disabled because BFD went down
 	clients clientLoss          // a reflector's switches' sessions (clientloss.go)
 	loss    reflectorLoss       // a client's lost reflectors (reflectorloss.go)
@@ -198,7 +197,8 @@ func (g *GoBGP) Start(ctx context.Context) error {
 		}
 	}
 	if g.cfg.BFD != nil {
-		g.stopBFD = g.cfg.BFD.Subscribe(g.onBFD)
+		bctx, cancel := g.watches.context(context.Background())
+		g.watches.goWatch(bctx, cancel, g.watchBFD)
 	}
 	wctx, cancel := g.watches.context(context.Background())
 	g.watches.goWatch(wctx, cancel, g.watchWallClock)
@@ -260,8 +260,7 @@ func (g *GoBGP) fail(err error) {
 func (g *GoBGP) stop() {
 	defer close(g.done)
 	g.watches.stop()
-	if g.stopBFD != nil {
-		g.stopBFD()
+	if g.cfg.BFD != nil {
 		g.mu.Lock()
 		var keys []bfd.SessionKey
 		for _, n := range g.neighbors {

@@ -70,6 +70,24 @@ func (g *GoBGP) AddNeighbor(ctx context.Context, n Neighbor) error {
 
 func bfdKey(n Neighbor) bfd.SessionKey { return bfd.SessionKey{Local: n.LocalAddress, Peer: n.Address} }
 
+// watchBFD hands every BFD state change to onBFD, one at a time, until the
+// speaker stops.
+func (g *GoBGP) watchBFD(ctx context.Context) {
+	sub := g.cfg.BFD.Subscribe()
+	defer sub.Cancel()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case ch, ok := <-sub.C:
+			if !ok {
+				return
+			}
+			g.onBFD(ch)
+		}
+	}
+}
+
 // onBFD applies the asymmetry of docs/design.md §3. On a reflector, a client whose
 // BFD session goes from Up to Down is gone: its BGP session is shut down at
 // once (its records are withdrawn everywhere) and kept down until BFD is Up

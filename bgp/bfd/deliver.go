@@ -40,6 +40,24 @@ type Subscription struct {
 // handling an event of this subscription, and more than once.
 func (s *Subscription) Cancel() { s.s.stop() }
 
+// Each calls fn with every change the subscription receives, one at a
+// time, on a goroutine of its own, until its channel is closed. The
+// returned stop cancels the subscription and waits for fn's last call to
+// return; fn must not call it (fn may call Cancel).
+func (s *Subscription) Each(fn func(StateChange)) (stop func()) {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for ch := range s.C {
+			fn(ch)
+		}
+	}()
+	return func() {
+		s.Cancel()
+		<-done
+	}
+}
+
 // subscription delivers state changes to one subscriber from a goroutine of
 // its own, fed by a per-session coalescing queue (see push).
 type subscription struct {

@@ -327,3 +327,45 @@ func TestQueueBound(t *testing.T) {
 		t.Fatalf("stats %+v: want the oldest session's event dropped, 3 changes coalesced per session", st)
 	}
 }
+
+// TestEachStopWaits: Each's stop returns only once the call in progress
+// has returned, and no call starts after it.
+func TestEachStopWaits(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		n := newMemNet()
+		ma, mb := n.manager(t), n.manager(t)
+		gate, entered := make(chan struct{}), make(chan struct{})
+		var once sync.Once
+		calls := 0
+		stop := ma.Subscribe().Each(func(ch StateChange) {
+			calls++
+			if ch.New == Up {
+				once.Do(func() { close(entered) })
+				<-gate
+			}
+		})
+		if _, err := ma.Add(fast(keyA)); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := mb.Add(fast(keyB)); err != nil {
+			t.Fatal(err)
+		}
+		<-entered
+		stopped := make(chan struct{})
+		go func() { stop(); close(stopped) }()
+		synctest.Wait()
+		select {
+		case <-stopped:
+			t.Fatal("stop returned while the call was in progress")
+		default:
+		}
+		close(gate)
+		<-stopped
+		n0 := calls
+		ma.Remove(keyA)
+		synctest.Wait()
+		if calls != n0 {
+			t.Fatalf("%d calls after stop", calls-n0)
+		}
+	})
+}

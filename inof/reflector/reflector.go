@@ -387,7 +387,7 @@ func (r *Reflector) startSync(_ context.Context, undo *undoStack) error {
 		return fmt.Errorf("reflector: watching sessions: %w", err)
 	}
 	if r.bfd != nil {
-		r.bfdCancel = r.bfd.Subscribe(r.onBFD)
+		r.bfdCancel = r.bfd.Subscribe().Each(r.onBFD)
 	}
 	return nil
 }

@@ -428,7 +428,7 @@ func (a *Agent) startSpeaker(ctx context.Context, restarting bool) error {
 	a.speaker, a.bfd = sp, mgr
 	a.mu.Unlock()
 	if mgr != nil {
-		a.bfdCancel = mgr.Subscribe(a.sessionLog.BFD)
+		a.bfdCancel = mgr.Subscribe().Each(a.sessionLog.BFD)
 	}
 	if err := a.speaker.Start(ctx); err != nil {
 		return fmt.Errorf("switchagent: start BGP: %w", err)
