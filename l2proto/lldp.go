@@ -242,5 +242,11 @@ func (r *Registration) decode(v []byte, names *nameCache) error {
 		return fmt.Errorf("%w: NQN length %d beyond TLV", ErrLength, n)
 	}
 	r.NQN = names.str(v[regFixedLen : regFixedLen+n])
+	if r.NQN != "" {
+		if err := inof.ValidateWireNQN(r.NQN); err != nil {
+			r.NQN = ""
+			return fmt.Errorf("registration: %w", err)
+		}
+	}
 	return nil
 }
