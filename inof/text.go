@@ -90,11 +90,25 @@ func Quote(s string, max int) string {
 	if len(s) <= max {
 		return strconv.Quote(s)
 	}
+	return strconv.Quote(s[:cutAt(s, max)]) + "…(" + strconv.Itoa(len(s)) + " bytes)"
+}
+
+// Truncate returns s cut at max bytes (at a rune start) with "…(N bytes)"
+// appended, s itself if it is not longer: for a slog attribute, which the
+// handler quotes itself.
+func Truncate(s string, max int) string {
+	if len(s) <= max {
+		return s
+	}
+	return s[:cutAt(s, max)] + "…(" + strconv.Itoa(len(s)) + " bytes)"
+}
+
+func cutAt(s string, max int) int {
 	cut := max
 	for cut > 0 && !utf8.RuneStart(s[cut]) {
 		cut--
 	}
-	return strconv.Quote(s[:cut]) + "…(" + strconv.Itoa(len(s)) + " bytes)"
+	return cut
 }
 
 // Printable returns s with what must not reach a terminal escaped: invalid

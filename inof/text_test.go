@@ -63,6 +63,9 @@ func TestQuoteTruncates(t *testing.T) {
 	if len(q) > 4*64+32 || !strings.Contains(q, "(1048576 bytes)") || !utf8.ValidString(q) {
 		t.Errorf("Quote of 1 MiB = %d bytes: %.100q", len(q), q)
 	}
+	if got := Truncate(long, 64); len(got) > 64+20 || !strings.HasSuffix(got, "(1048576 bytes)") || !utf8.ValidString(got) {
+		t.Errorf("Truncate of 1 MiB = %q", got)
+	}
 	if got := Quote("a\x1bb", 64); got != `"a\x1bb"` {
 		t.Errorf("Quote = %s", got)
 	}

@@ -12,6 +12,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/openinof/inof/inof"
 	inofv1 "github.com/openinof/inof/inof/api/v1"
 )
 
@@ -74,7 +75,8 @@ func (a *authenticator) httpHandler(next http.Handler) http.Handler {
 		id, err := a.remoteIdentity(chains, authz)
 		if err != nil {
 			msg := status.Convert(err).Message()
-			a.log.Warn("api: console request refused", "method", r.Method, "path", r.URL.Path, "peer", r.RemoteAddr, "err", msg)
+			a.rl.Warn(a.log, "api: console request refused", "method", inof.Truncate(r.Method, 16),
+				"path", inof.Truncate(r.URL.Path, 128), "peer", r.RemoteAddr, "err", inof.Truncate(msg, 256))
 			code := http.StatusUnauthorized
 			switch status.Code(err) {
 			case codes.PermissionDenied:

@@ -151,7 +151,7 @@ func NewServer(opts ServeOptions, b Backend) (*Server, error) {
 // add registers the service, health and reflection on a new grpc.Server
 // for l.
 func (s *Server) add(l net.Listener, impl *server, opts ...grpc.ServerOption) {
-	g := grpc.NewServer(opts...)
+	g := grpc.NewServer(append(opts, sanitiseInterceptors()...)...)
 	inofv1.RegisterFabricServer(g, impl)
 	h := health.NewServer()
 	h.SetServingStatus(inofv1.Fabric_ServiceDesc.ServiceName, healthpb.HealthCheckResponse_SERVING)
