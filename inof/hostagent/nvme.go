@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode"
+
+	"github.com/openinof/inof/inof"
 )
 
 // Executor runs one program and returns its standard output. The real one
@@ -109,8 +111,15 @@ func (c *CLI) ListControllers(ctx context.Context) ([]Controller, error) {
 	return parseListSubsys(out)
 }
 
-// Connect runs `nvme connect` for p and returns the new device name.
+// Connect runs `nvme connect` for p and returns the new device name. It
+// refuses (without running anything) a path whose NQNs fail
+// inof.ValidateWireNQN or whose other fields hold a blank, ',' or '=':
+// nvme-cli writes them into the kernel's /dev/nvme-fabrics option string,
+// where such a value would add options of its sender's choosing.
 func (c *CLI) Connect(ctx context.Context, p Path, cp ConnectParams) (string, error) {
+	if err := connectSafe(p, cp); err != nil {
+		return "", fmt.Errorf("nvme connect refused: %w", err)
+	}
 	args := []string{"connect", "-t", p.Transport, "-a", p.TrAddr, "-s", p.TrSvcID, "-w", p.HostTrAddr,
 		"-n", p.SubNQN, "-q", cp.HostNQN}
 	for _, o := range []struct {
@@ -141,6 +150,23 @@ func (c *CLI) Connect(ctx context.Context, p Path, cp ConnectParams) (string, er
 		return "", fmt.Errorf("nvme connect: output %q names no controller", truncate(out))
 	}
 	return r.Device, nil
+}
+
+// connectSafe checks what Connect hands to the kernel's option parser.
+func connectSafe(p Path, cp ConnectParams) error {
+	if err := inof.ValidateWireNQN(p.SubNQN); err != nil {
+		return fmt.Errorf("subsystem: %w", err)
+	}
+	if err := inof.ValidateWireNQN(cp.HostNQN); err != nil {
+		return fmt.Errorf("host: %w", err)
+	}
+	for _, f := range []struct{ name, v string }{{"transport", p.Transport}, {"traddr", p.TrAddr},
+		{"trsvcid", p.TrSvcID}, {"host_traddr", p.HostTrAddr}} {
+		if f.v == "" || strings.ContainsAny(f.v, ",= \t\n") {
+			return fmt.Errorf("%w: %s %s", inof.ErrText, f.name, inof.Quote(f.v, 64))
+		}
+	}
+	return nil
 }
 
 // Discover runs `nvme discover` against a discovery controller and returns
