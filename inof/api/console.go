@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"time"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -41,12 +40,14 @@ func (s *Server) listenConsole(impl *server, auth *authenticator) error {
 	if err != nil {
 		return err
 	}
-	l, err := net.Listen("tcp", o.ConsoleListen)
+	l, err := listenTCP(o.ConsoleListen, "console", o)
 	if err != nil {
 		return fmt.Errorf("api: console: %w", err)
 	}
+	// No WriteTimeout: the events page streams for as long as it is open.
 	s.web = &http.Server{Handler: auth.httpHandler(o.Console(impl)), TLSConfig: cfg,
-		ReadHeaderTimeout: 5 * time.Second, ErrorLog: slog.NewLogLogger(o.Logger.Handler(), slog.LevelDebug)}
+		ReadHeaderTimeout: handshakeTimeout, ReadTimeout: consoleReadTimeout, IdleTimeout: consoleIdleTimeout,
+		MaxHeaderBytes: consoleMaxHeader, ErrorLog: slog.NewLogLogger(o.Logger.Handler(), slog.LevelDebug)}
 	s.webLis = l
 	return nil
 }
