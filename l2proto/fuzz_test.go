@@ -1,9 +1,11 @@
 package l2proto
 
 import (
+	"bytes"
 	"fmt"
 	"net/netip"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/openinof/inof/inof"
@@ -17,30 +19,46 @@ var hostileNQNs = []string{
 	"nqn.2014-08.org.example:a b",
 }
 
+// hostileFrame encodes with a placeholder NQN of nqn's length (the
+// encoders refuse hostile NQNs) and puts nqn in its place: what a device
+// that does not use our encoders sends.
+func hostileFrame(nqn string, encode func(placeholder string) ([]byte, error)) ([]byte, error) {
+	ph := []byte(strings.Repeat("Z", len(nqn)))
+	b, err := encode(string(ph))
+	if err != nil {
+		return nil, err
+	}
+	i := bytes.LastIndex(b, ph)
+	if i < 0 {
+		return nil, fmt.Errorf("placeholder not in the encoding")
+	}
+	copy(b[i:], nqn)
+	return b, nil
+}
+
 // seedHostile adds registrations and notifications carrying hostileNQNs
 // (frames if frames, else payloads; LLDP if lldp, else 0x88A7).
 func seedHostile(f *testing.F, frames, lldp bool) {
 	src := []byte{2, 0, 0, 0, 0, 1}
 	for _, nqn := range hostileNQNs {
-		reg := &Registration{Version: RegistrationVer, Addr: netip.MustParseAddr("192.0.2.9"), Role: inof.RoleTarget,
-			Protocol: inof.ProtocolTCP, ProtoVer: ProtocolVersion1, Port: 4420, NQN: nqn}
-		l := &LLDPDU{ChassisSubtype: ChassisIDMAC, ChassisID: src, PortSubtype: PortIDIfaceName, PortID: []byte("p"),
-			TTL: RegistrationTTL, Registration: reg}
-		m := &Message{Version: Version1, Notifications: []Notification{{Target: netip.MustParseAddr("192.0.2.9"),
-			Host: netip.MustParseAddr("192.0.2.1"), State: inof.StateActive, Reason: 1, Role: inof.RoleTarget,
-			Protocol: inof.ProtocolTCP, Port: 4420, NQN: nqn}}}
-		var b []byte
-		var err error
-		switch {
-		case lldp && frames:
-			b, err = LLDPFrame(src, l)
-		case lldp:
-			b, err = l.MarshalBinary()
-		case frames:
-			b, err = MessageFrame(src, m)
-		default:
-			b, err = m.MarshalBinary()
-		}
+		b, err := hostileFrame(nqn, func(ph string) ([]byte, error) {
+			reg := &Registration{Version: RegistrationVer, Addr: netip.MustParseAddr("192.0.2.9"), Role: inof.RoleTarget,
+				Protocol: inof.ProtocolTCP, ProtoVer: ProtocolVersion1, Port: 4420, NQN: ph}
+			l := &LLDPDU{ChassisSubtype: ChassisIDMAC, ChassisID: src, PortSubtype: PortIDIfaceName, PortID: []byte("p"),
+				TTL: RegistrationTTL, Registration: reg}
+			m := &Message{Version: Version1, Notifications: []Notification{{Target: netip.MustParseAddr("192.0.2.9"),
+				Host: netip.MustParseAddr("192.0.2.1"), State: inof.StateActive, Reason: 1, Role: inof.RoleTarget,
+				Protocol: inof.ProtocolTCP, Port: 4420, NQN: ph}}}
+			switch {
+			case lldp && frames:
+				return LLDPFrame(src, l)
+			case lldp:
+				return l.MarshalBinary()
+			case frames:
+				return MessageFrame(src, m)
+			}
+			return m.MarshalBinary()
+		})
 		if err != nil {
 			f.Fatal(err)
 		}

@@ -205,13 +205,28 @@ func appendSmall(b []byte, typ uint8, v uint8, version uint8) []byte {
 	return appendSub(b, typ, 0, 0, 0, v)
 }
 
+// checkNotifyNQN refuses an NQN a notification cannot carry: too long for
+// sub-TLV 8, or one a receiver would refuse (inof.ValidateWireNQN): a
+// switch never tells a host what the host must not act on.
+func checkNotifyNQN(nqn string) error {
+	if infoFixedLen+len(nqn) > maxInfoLen {
+		return fmt.Errorf("%w: NQN of %d bytes", ErrValue, len(nqn))
+	}
+	if nqn != "" {
+		if err := inof.ValidateWireNQN(nqn); err != nil {
+			return fmt.Errorf("%w: %w", ErrValue, err)
+		}
+	}
+	return nil
+}
+
 func (n *Notification) append(b []byte, version uint8) ([]byte, error) {
 	ts, hs, err := addrPair(n.Target, n.Host)
 	if err != nil {
 		return nil, err
 	}
-	if infoFixedLen+len(n.NQN) > maxInfoLen {
-		return nil, fmt.Errorf("%w: NQN of %d bytes", ErrValue, len(n.NQN))
+	if err := checkNotifyNQN(n.NQN); err != nil {
+		return nil, err
 	}
 	b, at := beginRoot(b, RootNotify)
 	b = appendAddr(b, ts, n.Target)

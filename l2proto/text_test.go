@@ -17,14 +17,29 @@ func TestHostileNQNRefused(t *testing.T) {
 	for _, nqn := range hostileNQNs {
 		reg := &Registration{Version: RegistrationVer, Addr: netip.MustParseAddr("192.0.2.9"), Role: inof.RoleTarget,
 			Protocol: inof.ProtocolTCP, ProtoVer: ProtocolVersion1, Port: 4420, NQN: nqn}
-		lf, err := LLDPFrame(src, &LLDPDU{ChassisSubtype: ChassisIDMAC, ChassisID: src, PortSubtype: PortIDIfaceName,
-			PortID: []byte("p"), TTL: RegistrationTTL, Registration: reg})
+		n := Notification{Target: netip.MustParseAddr("192.0.2.9"), Host: netip.MustParseAddr("192.0.2.1"),
+			State: inof.StateActive, Reason: 1, Role: inof.RoleTarget, Protocol: inof.ProtocolTCP, Port: 4420, NQN: nqn}
+		// Our encoders and the notifier refuse to send it.
+		if _, err := reg.MarshalBinary(); !errors.Is(err, inof.ErrText) {
+			t.Errorf("NQN %q: registration encoded (%v)", nqn, err)
+		}
+		if _, err := (&Message{Version: Version1, Notifications: []Notification{n}}).MarshalBinary(); !errors.Is(err, inof.ErrText) {
+			t.Errorf("NQN %q: notification encoded (%v)", nqn, err)
+		}
+		lf, err := hostileFrame(nqn, func(ph string) ([]byte, error) {
+			r := *reg
+			r.NQN = ph
+			return LLDPFrame(src, &LLDPDU{ChassisSubtype: ChassisIDMAC, ChassisID: src, PortSubtype: PortIDIfaceName,
+				PortID: []byte("p"), TTL: RegistrationTTL, Registration: &r})
+		})
 		if err != nil {
 			t.Fatal(err)
 		}
-		mf, err := MessageFrame(src, &Message{Version: Version1, Notifications: []Notification{{
-			Target: netip.MustParseAddr("192.0.2.9"), Host: netip.MustParseAddr("192.0.2.1"), State: inof.StateActive,
-			Reason: 1, Role: inof.RoleTarget, Protocol: inof.ProtocolTCP, Port: 4420, NQN: nqn}}})
+		mf, err := hostileFrame(nqn, func(ph string) ([]byte, error) {
+			x := n
+			x.NQN = ph
+			return MessageFrame(src, &Message{Version: Version1, Notifications: []Notification{x}})
+		})
 		if err != nil {
 			t.Fatal(err)
 		}
