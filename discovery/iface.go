@@ -3,8 +3,6 @@ package discovery
 import (
 	"net"
 	"net/netip"
-	"os"
-	"path/filepath"
 	"sync"
 	"time"
 )
@@ -65,16 +63,12 @@ func (g *ifaceGate) allows(local, remote net.Addr) bool {
 // named interfaces and of the bridges they are members of.
 func interfacePrefixes(names []string) []netip.Prefix {
 	var out []netip.Prefix
-	seen := map[string]bool{}
-	add := func(name string) {
-		if seen[name] {
+	seen := map[int]bool{}
+	add := func(ifi *net.Interface) {
+		if seen[ifi.Index] {
 			return
 		}
-		seen[name] = true
-		ifi, err := net.InterfaceByName(name)
-		if err != nil {
-			return // not there (yet): nothing of it is served
-		}
+		seen[ifi.Index] = true
 		as, err := ifi.Addrs()
 		if err != nil {
 			return
@@ -96,10 +90,21 @@ func interfacePrefixes(names []string) []netip.Prefix {
 			out = append(out, netip.PrefixFrom(ip, ones))
 		}
 	}
+	var master map[int]int
+	read := false
 	for _, name := range names {
-		add(name)
-		if m, err := os.Readlink(filepath.Join("/sys/class/net", name, "master")); err == nil {
-			add(filepath.Base(m))
+		ifi, err := net.InterfaceByName(name)
+		if err != nil {
+			continue // not there (yet): nothing of it is served
+		}
+		add(ifi)
+		if !read {
+			master, read = masters(), true
+		}
+		if m, ok := master[ifi.Index]; ok {
+			if mi, err := net.InterfaceByIndex(m); err == nil {
+				add(mi)
+			}
 		}
 	}
 	return out

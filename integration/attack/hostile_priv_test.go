@@ -131,15 +131,20 @@ func TestPrivHostileDevices(t *testing.T) {
 		}
 	}
 
-	// Item 6: discovery from the management side. The switch end of h1's
-	// access link gets an address in h1's subnet (as an SVI would); rr1
-	// (the management side) reaches it, and the switch's own control
-	// address, by routing through leaf1: both connections are closed
-	// unserved. h1 itself is served, but refused a host NQN with
-	// connect options and a DIM with a terminal escape in its name.
+	// Item 6: discovery from the management side. h1's access port joins
+	// a bridge on leaf1 whose address is in h1's subnet (as an SVI's
+	// would be); rr1 (the management side) reaches it, and the switch's
+	// own control address, by routing through leaf1: both connections
+	// are closed unserved. h1 itself is served (through the bridge its
+	// access port is a member of), but refused a host NQN with connect
+	// options and a DIM with a terminal escape in its name.
 	hl := f.Node("h1").Links[0]
 	gw := hl.Prefix.Masked().Addr().Next()
-	hl.Switch.NS.Addr(hl.Port, netip.PrefixFrom(gw, hl.Prefix.Bits()).String())
+	sw := hl.Switch.NS
+	sw.MustIP("link", "add", "acc0", "type", "bridge")
+	sw.MustIP("link", "set", "acc0", "up")
+	sw.MustIP("link", "set", hl.Port, "master", "acc0")
+	sw.Addr("acc0", netip.PrefixFrom(gw, hl.Prefix.Bits()).String())
 	rr1.NS.MustIP("route", "add", hl.Prefix.Masked().String(), "via", leaf1.Addr.String())
 	ok, err := dialDiscovery(h1NS(f), gw, discovery.ClientOptions{HostNQN: hostNQN, KATO: 30 * time.Second})
 	if err != nil {
