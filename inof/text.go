@@ -23,7 +23,8 @@ const nqnSpecials = ",=\\\"'"
 // ValidateWireNQN checks an NQN that arrived from a device (an LLDP
 // registration, a 0x88A7 notification, a discovery PDU or DIM entry) or in
 // a record decoded from BGP: valid UTF-8, 1..MaxNQNLen bytes, printable,
-// no blanks nor control characters, and none of ',', '=', '\', '"', '\''.
+// no blanks nor control characters, and none of the comma, '=', the
+// backslash and the two quote marks.
 // It is looser than ValidateNQN (no date code or domain is required: the
 // field carries what devices send) and strict exactly where an NQN could
 // change what a host does with it. Callers with an optional NQN check it

@@ -41,9 +41,9 @@ type Listener struct {
 	held    prometheus.Gauge
 	refused *prometheus.CounterVec
 
-	mu     sync.Mutex
-	total  int
-	per    map[netip.Addr]int
+	mu    sync.Mutex
+	total int
+	per   map[netip.Addr]int
 }
 
 // New wraps ln. Zero limits are refused (an error), as is a Registry that
