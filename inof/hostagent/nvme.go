@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode"
@@ -36,7 +37,7 @@ func (ExecExecutor) Run(ctx context.Context, name string, args ...string) ([]byt
 		if len(msg) > 512 {
 			msg = msg[:512] + "…"
 		}
-		return out, fmt.Errorf("%s %s: %w: %s", name, strings.Join(args, " "), err, msg)
+		return out, fmt.Errorf("%s %s: %w: %s", name, strings.Join(redacted(args), " "), err, msg)
 	}
 	return out, nil
 }
@@ -81,6 +82,10 @@ type ConnectParams struct {
 	KeepAliveTmo   int
 	ReconnectDelay int
 	CtrlLossTmo    int
+	// HostSecret and CtrlSecret are DH-HMAC-CHAP secrets (--dhchap-secret,
+	// --dhchap-ctrl-secret); empty leaves them out.
+	HostSecret string
+	CtrlSecret string
 }
 
 // CLI drives nvme-cli (2.x) through an Executor and parses its JSON.
@@ -130,6 +135,12 @@ func (c *CLI) Connect(ctx context.Context, p Path, cp ConnectParams) (string, er
 			args = append(args, o.flag, strconv.Itoa(o.v))
 		}
 	}
+	if cp.HostSecret != "" {
+		args = append(args, "--dhchap-secret", cp.HostSecret)
+	}
+	if cp.CtrlSecret != "" {
+		args = append(args, "--dhchap-ctrl-secret", cp.CtrlSecret)
+	}
 	out, err := c.Exec.Run(ctx, c.Bin, append(args, "-o", "json")...)
 	var r struct {
 		Device string `json:"device"`
@@ -150,6 +161,18 @@ func (c *CLI) Connect(ctx context.Context, p Path, cp ConnectParams) (string, er
 		return "", fmt.Errorf("nvme connect: output %q names no controller", truncate(out))
 	}
 	return r.Device, nil
+}
+
+// redacted returns args with the values of secret options replaced, for
+// errors and logs.
+func redacted(args []string) []string {
+	out := slices.Clone(args)
+	for i := 1; i < len(out); i++ {
+		if out[i-1] == "--dhchap-secret" || out[i-1] == "--dhchap-ctrl-secret" {
+			out[i] = "(secret)"
+		}
+	}
+	return out
 }
 
 // connectSafe checks what Connect hands to the kernel's option parser.
