@@ -17,7 +17,7 @@ type metrics struct {
 }
 
 func newMetrics() *metrics {
-	return &metrics{
+	m := &metrics{
 		accepted: prometheus.NewCounter(prometheus.CounterOpts{Name: "inof_discovery_connections_accepted_total",
 			Help: "Host connections the discovery controller accepted."}),
 		refused: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "inof_discovery_connections_refused_total",
@@ -37,6 +37,10 @@ func newMetrics() *metrics {
 		entriesRefused: prometheus.NewCounter(prometheus.CounterOpts{Name: "inof_discovery_entries_refused_total",
 			Help: "Discovery log entries left out because their NQN could carry connect options or control characters."}),
 	}
+	for _, r := range []string{"host", "total", "interface"} {
+		m.refused.WithLabelValues(r)
+	}
+	return m
 }
 
 func (m *metrics) all() []prometheus.Collector {
