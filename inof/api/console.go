@@ -44,9 +44,11 @@ func (s *Server) listenConsole(impl *server, auth *authenticator) error {
 	if err != nil {
 		return fmt.Errorf("api: console: %w", err)
 	}
-	// No WriteTimeout: the events page streams for as long as it is open.
+	// No ReadTimeout nor WriteTimeout: the events page streams for as long
+	// as it is open (net/http cancels a request when its read deadline
+	// passes), and the console takes no request bodies.
 	s.web = &http.Server{Handler: auth.httpHandler(o.Console(impl)), TLSConfig: cfg,
-		ReadHeaderTimeout: handshakeTimeout, ReadTimeout: consoleReadTimeout, IdleTimeout: consoleIdleTimeout,
+		ReadHeaderTimeout: handshakeTimeout, IdleTimeout: consoleIdleTimeout,
 		MaxHeaderBytes: consoleMaxHeader, ErrorLog: slog.NewLogLogger(o.Logger.Handler(), slog.LevelDebug)}
 	s.webLis = l
 	return nil

@@ -91,7 +91,6 @@ const (
 	tcpMaxPerSource    = 32
 	handshakeTimeout   = 10 * time.Second
 	grpcIdleTimeout    = 5 * time.Minute
-	consoleReadTimeout = 30 * time.Second
 	consoleIdleTimeout = 60 * time.Second
 	consoleMaxHeader   = 64 << 10
 )
