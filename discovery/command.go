@@ -234,19 +234,35 @@ func parseConnectData(b []byte) (d ConnectData, bad int) {
 	return d, -1
 }
 
-// nqnField reads a NUL-terminated NQN of 1..223 printable ASCII bytes.
+// nqnField reads a NUL-terminated NQN that nqnOK accepts.
 func nqnField(b []byte) (string, bool) {
 	n := bytes.IndexByte(b, 0)
 	if n < 0 {
 		n = len(b)
 	}
-	if n == 0 || n > maxNQNLen {
+	if !nqnOK(b[:n]) {
 		return "", false
 	}
-	for _, c := range b[:n] {
-		if c < 0x20 || c > 0x7e {
-			return "", false
+	return string(b[:n]), true
+}
+
+// nqnOK reports whether b is an NQN this controller takes from a host or
+// puts in a log page: 1..223 bytes of printable ASCII without blanks and
+// without the bytes that separate options where the NQN is handed on to
+// the kernel's /dev/nvme-fabrics ("," and "=") or quoted (`\`, '"', '\”).
+// It is the ASCII subset of inof.ValidateWireNQN (this package imports
+// nothing of the module).
+func nqnOK[T string | []byte](b T) bool {
+	if len(b) == 0 || len(b) > maxNQNLen {
+		return false
+	}
+	for i := range len(b) {
+		switch c := b[i]; {
+		case c <= 0x20 || c > 0x7e:
+			return false
+		case c == ',' || c == '=' || c == '\\' || c == '"' || c == '\'':
+			return false
 		}
 	}
-	return string(b[:n]), true
+	return true
 }

@@ -88,7 +88,7 @@ func (c *conn) run(ctx context.Context) {
 		var ne net.Error
 		if errors.As(err, &ne) && ne.Timeout() {
 			c.s.met.errors.WithLabelValues("timeout").Inc()
-			c.log.Warn("discovery connection timed out", "waiting_for", "ICReq")
+			c.s.rl.warn(c.log, "discovery connection timed out", "waiting_for", "ICReq")
 			return
 		}
 		c.end(err)
@@ -185,7 +185,7 @@ func (c *conn) loop(ctx context.Context, in <-chan inbound) bool {
 			}
 		case <-c.timer.C:
 			c.s.met.errors.WithLabelValues("timeout").Inc()
-			c.log.Warn("discovery connection timed out", "waiting_for", c.deadline, "host_nqn", c.hostNQN)
+			c.s.rl.warn(c.log, "discovery connection timed out", "waiting_for", c.deadline, "host_nqn", c.hostNQN)
 			c.endWhy = c.deadline + " lost"
 			return false
 		}
@@ -218,7 +218,7 @@ func (c *conn) fatal(err error, raw []byte) error {
 		return err
 	}
 	c.s.met.errors.WithLabelValues("malformed").Inc()
-	c.log.Warn("malformed PDU from host; terminating the connection", "host_nqn", c.hostNQN, "err", err)
+	c.s.rl.warn(c.log, "malformed PDU from host; terminating the connection", "host_nqn", c.hostNQN, "err", err)
 	hdr := raw
 	if len(hdr) > 128 {
 		hdr = hdr[:128]
@@ -242,7 +242,7 @@ func (c *conn) handle(m inbound) error {
 	switch {
 	case errors.As(m.err, &dd):
 		c.s.met.errors.WithLabelValues("digest").Inc()
-		c.log.Warn("command capsule with a bad data digest", "cid", dd.CID)
+		c.s.rl.warn(c.log, "command capsule with a bad data digest", "cid", dd.CID)
 		c.resetKeepAlive()
 		return c.complete(dd.CID, 0, StatusTransientTransport)
 	case m.err != nil:
@@ -253,7 +253,7 @@ func (c *conn) handle(m inbound) error {
 	case *CapsuleCmd:
 		return c.command(p)
 	case *TermReq:
-		c.log.Warn("host terminated the connection", "fes", p.FES, "fei", p.FEI, "host_nqn", c.hostNQN)
+		c.s.rl.warn(c.log, "host terminated the connection", "fes", p.FES, "fei", p.FEI, "host_nqn", c.hostNQN)
 		return errClose
 	case *H2CData:
 		return c.fatal(protoErr(FESSequence, 0, "H2CData without an R2T"), m.raw)
@@ -345,7 +345,7 @@ func (c *conn) connect(p *CapsuleCmd) error {
 	cid := q.CID()
 	invalid := func(result uint64, why string) error {
 		c.s.met.connects.WithLabelValues("invalid").Inc()
-		c.log.Warn("connect refused", "why", why)
+		c.s.rl.warn(c.log, "connect refused", "why", why)
 		return c.complete(cid, result, StatusConnectInvalidParam|StatusDNR)
 	}
 	if c.connected {
@@ -377,7 +377,7 @@ func (c *conn) connect(p *CapsuleCmd) error {
 	}
 	if d.SubNQN != DiscoveryNQN {
 		c.s.met.connects.WithLabelValues("wrong-nqn").Inc()
-		c.log.Warn("connect to a subsystem other than discovery refused", "subnqn", d.SubNQN, "host_nqn", d.HostNQN)
+		c.s.rl.warn(c.log, "connect to a subsystem other than discovery refused", "subnqn", d.SubNQN, "host_nqn", d.HostNQN)
 		if err := c.complete(cid, iattrConnectData|connectSubNQNOff, StatusConnectInvalidParam|StatusDNR); err != nil {
 			return err
 		}
@@ -577,7 +577,16 @@ func (c *conn) getFeatures(q *SQE) (uint64, Status) {
 
 // visible returns the entries this host may see now, sorted.
 func (c *conn) visible() []Entry {
-	return sortEntries(c.s.src.Visible(c.hostNQN, c.host))
+	es := c.s.src.Visible(c.hostNQN, c.host)
+	n := len(es)
+	// An entry whose NQN a host's nvme connect-all would hand on to the
+	// kernel with option separators is never served (defence in depth:
+	// the fabric refuses such NQNs where they enter).
+	es = slices.DeleteFunc(es, func(e Entry) bool { return e.NQN != "" && !nqnOK(e.NQN) })
+	if n != len(es) {
+		c.s.met.entriesRefused.Add(float64(n - len(es)))
+	}
+	return sortEntries(es)
 }
 
 // checkAEN completes an outstanding Asynchronous Event Request with the

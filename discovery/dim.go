@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
-	"strings"
 )
 
 // Discovery Information Management (TP 8010): a host registers itself
@@ -91,8 +90,12 @@ func parseDIM(b []byte) (Registration, string, error) {
 	if r.HostNQN, ok = nqnField(b[dimEIDOff : dimEIDOff+nqnFieldLen]); !ok {
 		return r, "", fmt.Errorf("%w: entity identifier is no NQN", errDIM)
 	}
-	r.Name = printable(b[dimENameOff : dimENameOff+dimENameLen])
-	r.Version = printable(b[dimEVerOff : dimEVerOff+dimEVerLen])
+	if r.Name, ok = textField(b[dimENameOff : dimENameOff+dimENameLen]); !ok {
+		return r, "", fmt.Errorf("%w: entity name is not printable ASCII", errDIM)
+	}
+	if r.Version, ok = textField(b[dimEVerOff : dimEVerOff+dimEVerLen]); !ok {
+		return r, "", fmt.Errorf("%w: entity version is not printable ASCII", errDIM)
+	}
 	die := b[dimHeaderLen:]
 	want := logEntryLen
 	if entfmt == dimEntfmtExt {
@@ -104,7 +107,10 @@ func parseDIM(b []byte) (Registration, string, error) {
 	if Transport(die[0]) != TransportTCP {
 		return r, "", fmt.Errorf("%w: transport %d (NVMe/TCP only)", errDIM, die[0])
 	}
-	traddr := cString(die[512:768])
+	traddr, ok := textField(die[512:768])
+	if !ok {
+		return r, "", fmt.Errorf("%w: transport address is not printable ASCII", errDIM)
+	}
 	if nqn, ok := nqnField(die[256:512]); ok && nqn != r.HostNQN {
 		return r, "", fmt.Errorf("%w: entry NQN %q is not the entity's %q", errDIM, nqn, r.HostNQN)
 	}
@@ -131,7 +137,9 @@ func parseDIM(b []byte) (Registration, string, error) {
 				}
 				copy(r.HostID[:], v)
 			case exatSymName:
-				r.Symbolic = printable(v)
+				if r.Symbolic, ok = textField(v); !ok {
+					return r, "", fmt.Errorf("%w: symbolic name is not printable ASCII", errDIM)
+				}
 			}
 			exats = exats[4+n:]
 		}
@@ -139,16 +147,17 @@ func parseDIM(b []byte) (Registration, string, error) {
 	return r, traddr, nil
 }
 
-// printable reads a NUL- or space-padded field, keeping printable ASCII
-// only.
-func printable(b []byte) string {
+// textField reads a NUL- or space-padded field of printable ASCII
+// (spaces allowed); false if it holds anything else before its padding, so
+// that a control character or a terminal escape never enters the fabric.
+func textField(b []byte) (string, bool) {
 	s := cString(b)
-	return strings.Map(func(c rune) rune {
-		if c < 0x20 || c > 0x7e {
-			return -1
+	for i := range len(s) {
+		if s[i] < 0x20 || s[i] > 0x7e {
+			return "", false
 		}
-		return c
-	}, s)
+	}
+	return s, true
 }
 
 // MarshalDIM encodes a host's registration as libnvme does: one extended
@@ -206,7 +215,7 @@ func (c *conn) dim(p *CapsuleCmd) error {
 	tas := q.DW(10) & 0xf
 	refuse := func(why string, err error) error {
 		c.s.met.dims.WithLabelValues("refused").Inc()
-		c.log.Warn("DIM refused", "host_nqn", c.hostNQN, "why", why, "err", err)
+		c.s.rl.warn(c.log, "DIM refused", "host_nqn", c.hostNQN, "why", why, "err", err)
 		return c.complete(cid, 0, StatusInvalidField|StatusDNR)
 	}
 	if tas == TaskDeregister {
@@ -225,7 +234,7 @@ func (c *conn) dim(p *CapsuleCmd) error {
 		// TP 8010: a registration lives as long as an explicit persistent
 		// connection; without keep-alive its end could go unnoticed.
 		c.s.met.dims.WithLabelValues("refused").Inc()
-		c.log.Warn("DIM refused", "host_nqn", c.hostNQN, "why", "connection without keep-alive (KATO 0)")
+		c.s.rl.warn(c.log, "DIM refused", "host_nqn", c.hostNQN, "why", "connection without keep-alive (KATO 0)")
 		return c.complete(cid, 0, StatusCommandSequence|StatusDNR)
 	}
 	g := q.SGL()

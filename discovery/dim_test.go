@@ -1,6 +1,7 @@
 package discovery
 
 import (
+	"errors"
 	"net/netip"
 	"strings"
 	"sync"
@@ -160,10 +161,49 @@ func TestDIMWithoutRegistrar(t *testing.T) {
 func FuzzParseDIM(f *testing.F) {
 	f.Add(MarshalDIM(Registration{HostNQN: hostA, Symbolic: "x"}, ""))
 	f.Add(MarshalDIM(Registration{HostNQN: hostA}, "10.0.0.1"))
+	for _, r := range hostileDIMs {
+		f.Add(MarshalDIM(r, ""))
+	}
 	f.Fuzz(func(t *testing.T, b []byte) {
-		r, _, err := parseDIM(b)
-		if err == nil && r.HostNQN == "" {
+		r, traddr, err := parseDIM(b)
+		if err != nil {
+			return
+		}
+		if r.HostNQN == "" {
 			t.Fatal("accepted without a host NQN")
 		}
+		if !nqnOK(r.HostNQN) {
+			t.Fatalf("accepted host NQN %q", r.HostNQN)
+		}
+		for _, s := range []string{r.Name, r.Version, r.Symbolic, traddr} {
+			if _, ok := textField([]byte(s)); !ok {
+				t.Fatalf("accepted text %q", s)
+			}
+		}
 	})
+}
+
+// hostileDIMs are registrations whose NQN or text fields could carry
+// connect options or terminal escapes.
+var hostileDIMs = []Registration{
+	{HostNQN: "nqn.2014-08.org.example:h,nr_io_queues=1"},
+	{HostNQN: "nqn.2014-08.org.example:h=1"},
+	{HostNQN: "nqn.2014-08.org.example:h\xc3"},
+	{HostNQN: hostA, Name: "evil\x1b[2J\x1b]0;owned\x07"},
+	{HostNQN: hostA, Version: "Linux\n6.1"},
+	{HostNQN: hostA, Symbolic: "caf\xc3\xa9"},
+}
+
+// TestParseDIMRefusesHostileText: a DIM whose host NQN holds option
+// separators or whose name, version or symbolic name holds anything but
+// printable ASCII is refused whole, not cleaned up.
+func TestParseDIMRefusesHostileText(t *testing.T) {
+	for _, r := range hostileDIMs {
+		if got, _, err := parseDIM(MarshalDIM(r, "")); !errors.Is(err, errDIM) {
+			t.Errorf("%+v: parsed %+v, %v; want refused", r, got, err)
+		}
+	}
+	if _, _, err := parseDIM(MarshalDIM(Registration{HostNQN: hostA, Name: "host 1", Version: "Linux 6.1", Symbolic: "rack 4"}, "")); err != nil {
+		t.Errorf("a plain registration: %v", err)
+	}
 }

@@ -41,6 +41,13 @@ type Options struct {
 	// Serial is the controller's serial number (Identify SN); empty
 	// means "inof".
 	Serial string `yaml:"serial"`
+	// AnyInterface serves connections to any address of the switch. By
+	// default (false) the controller serves only hosts on the access
+	// ports' segments: connections made to an address of an access port
+	// (or of the bridge it is a member of) from inside that address's
+	// prefix, and connections from the switch itself; every other one is
+	// closed at once and counted (refused, reason "interface").
+	AnyInterface bool `yaml:"any_interface"`
 	// MDNS advertises the controller over mDNS/DNS-SD on the switch's
 	// access ports (TP 8009: _nvme-disc._tcp, TXT p=tcp), never on other
 	// interfaces (package dnssd). The switch agent runs it.
@@ -87,6 +94,10 @@ type Config struct {
 	Registrar Registrar
 	Logger    *slog.Logger
 	Registry  prometheus.Registerer // nil: no metrics
+	// Interfaces are the switch's access ports: unless
+	// Options.AnyInterface, only hosts on them are served (SetInterfaces
+	// changes them).
+	Interfaces []string
 }
 
 // Server is an NVMe/TCP discovery controller: it accepts host connections
@@ -100,6 +111,8 @@ type Server struct {
 	log  *slog.Logger
 	met  *metrics
 	id   Identity
+	rl   *rateLog
+	gate *ifaceGate // nil if Options.AnyInterface
 
 	mu      sync.Mutex
 	changed chan struct{} // closed and replaced on every change
@@ -143,8 +156,12 @@ func New(cfg Config) (*Server, error) {
 		serial = "inof"
 	}
 	s := &Server{opts: o, src: cfg.Source, reg: cfg.Registrar, log: cfg.Logger.With("component", "discovery"), met: newMetrics(),
+		rl:      newRateLog(time.Second),
 		id:      Identity{Serial: serial, Model: "iNOF fabric discovery controller", Firmware: "inof"},
 		changed: make(chan struct{}), perHost: map[netip.Addr]int{}, inUse: map[uint16]bool{}, conns: map[net.Conn]bool{}}
+	if !o.AnyInterface {
+		s.gate = newIfaceGate(cfg.Interfaces)
+	}
 	if cfg.Registry != nil {
 		if err := cfg.Registry.Register(s.met); err != nil {
 			return nil, fmt.Errorf("discovery: metrics: %w", err)
@@ -163,6 +180,14 @@ func (s *Server) Run(ctx context.Context) error {
 	}
 	s.log.Info("discovery controller listening", "addr", ln.Addr().String())
 	return s.Serve(ctx, ln)
+}
+
+// SetInterfaces replaces the access ports whose hosts are served (see
+// Options.AnyInterface); connections already served stay.
+func (s *Server) SetInterfaces(names []string) {
+	if s.gate != nil {
+		s.gate.set(names)
+	}
 }
 
 // Addr is the address Serve accepts on; nil before it started.
@@ -222,6 +247,13 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 // limits and is refused (closed) beyond them.
 func (s *Server) ServeConn(ctx context.Context, c net.Conn) {
 	host := remoteAddr(c)
+	if s.gate != nil && !s.gate.allows(c.LocalAddr(), c.RemoteAddr()) {
+		s.met.refused.WithLabelValues("interface").Inc()
+		s.rl.warn(s.log, "connection refused: not from an access port's segment", "host", host,
+			"local", c.LocalAddr().String())
+		c.Close()
+		return
+	}
 	s.mu.Lock()
 	if s.total >= s.opts.MaxConns || s.perHost[host] >= s.opts.MaxConnsPerHost {
 		reason := "host"
@@ -230,7 +262,7 @@ func (s *Server) ServeConn(ctx context.Context, c net.Conn) {
 		}
 		s.mu.Unlock()
 		s.met.refused.WithLabelValues(reason).Inc()
-		s.log.Warn("connection refused: limit reached", "host", host, "limit", reason)
+		s.rl.warn(s.log, "connection refused: limit reached", "host", host, "limit", reason)
 		c.Close()
 		return
 	}

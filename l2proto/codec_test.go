@@ -375,7 +375,7 @@ func TestNotificationLen(t *testing.T) {
 	v6t, v6h := netip.MustParseAddr("fd00::64"), netip.MustParseAddr("fd00::2")
 	for _, v := range []uint8{Version0, Version1} {
 		var ns []Notification
-		for nqn := 0; nqn <= maxInfoLen-infoFixedLen; nqn += 17 {
+		for nqn := 0; nqn <= min(maxInfoLen-infoFixedLen, inof.MaxNQNLen); nqn += 17 {
 			n := Notification{Target: targetIP, Host: hostIP, Seq: uint32(nqn), State: inof.StateActive,
 				Role: inof.RoleTarget, Protocol: inof.ProtocolTCP, NQN: strings.Repeat("q", nqn)}
 			if nqn%2 == 1 {

@@ -8,6 +8,8 @@ import (
 	"net"
 
 	"github.com/mdlayher/ethernet"
+
+	"github.com/openinof/inof/inof"
 )
 
 // EtherTypes of the protocol.
@@ -74,6 +76,7 @@ var dropReasons = []struct {
 	{ErrLength, "length"},
 	{ErrIncomplete, "incomplete"},
 	{ErrNoTLV, "no-tlv"},
+	{inof.ErrText, "text"},
 	{ErrValue, "value"},
 	{ErrLLDP, "lldp"},
 	{ErrNoRegistered, "not-registration"},

@@ -187,6 +187,11 @@ func (r *Registration) MarshalBinary() ([]byte, error) {
 	if len(r.NQN) > maxNQNLen {
 		return nil, fmt.Errorf("%w: NQN of %d bytes (max %d)", ErrValue, len(r.NQN), maxNQNLen)
 	}
+	if r.NQN != "" {
+		if err := inof.ValidateWireNQN(r.NQN); err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrValue, err)
+		}
+	}
 	b := make([]byte, regFixedLen, regFixedLen+len(r.NQN))
 	copy(b[0:3], regOUI[:])
 	b[3] = regSubtype
@@ -242,5 +247,11 @@ func (r *Registration) decode(v []byte, names *nameCache) error {
 		return fmt.Errorf("%w: NQN length %d beyond TLV", ErrLength, n)
 	}
 	r.NQN = names.str(v[regFixedLen : regFixedLen+n])
+	if r.NQN != "" {
+		if err := inof.ValidateWireNQN(r.NQN); err != nil {
+			r.NQN = ""
+			return fmt.Errorf("registration: %w", err)
+		}
+	}
 	return nil
 }

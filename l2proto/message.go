@@ -205,13 +205,28 @@ func appendSmall(b []byte, typ uint8, v uint8, version uint8) []byte {
 	return appendSub(b, typ, 0, 0, 0, v)
 }
 
+// checkNotifyNQN refuses an NQN a notification cannot carry: too long for
+// sub-TLV 8, or one a receiver would refuse (inof.ValidateWireNQN): a
+// switch never tells a host what the host must not act on.
+func checkNotifyNQN(nqn string) error {
+	if infoFixedLen+len(nqn) > maxInfoLen {
+		return fmt.Errorf("%w: NQN of %d bytes", ErrValue, len(nqn))
+	}
+	if nqn != "" {
+		if err := inof.ValidateWireNQN(nqn); err != nil {
+			return fmt.Errorf("%w: %w", ErrValue, err)
+		}
+	}
+	return nil
+}
+
 func (n *Notification) append(b []byte, version uint8) ([]byte, error) {
 	ts, hs, err := addrPair(n.Target, n.Host)
 	if err != nil {
 		return nil, err
 	}
-	if infoFixedLen+len(n.NQN) > maxInfoLen {
-		return nil, fmt.Errorf("%w: NQN of %d bytes", ErrValue, len(n.NQN))
+	if err := checkNotifyNQN(n.NQN); err != nil {
+		return nil, err
 	}
 	b, at := beginRoot(b, RootNotify)
 	b = appendAddr(b, ts, n.Target)
@@ -383,6 +398,7 @@ func (n *Notification) decode(v []byte, version uint8, names *nameCache) error {
 		smallLen = 1
 	}
 	var bits uint32
+	var infoErr error
 	err := subTLVs(v, func(typ uint8, val []byte) {
 		if bit := addrSub(typ, val, &n.Target, &n.Host); bit != 0 {
 			bits |= bit
@@ -399,7 +415,10 @@ func (n *Notification) decode(v []byte, version uint8, names *nameCache) error {
 				n.Reason = inof.Reason(val[smallLen-1])
 			}
 		case typ == subInfo && len(val) <= maxInfoLen:
-			n.decodeInfo(val, names)
+			if ierr := n.decodeInfo(val, names); ierr != nil {
+				infoErr = ierr
+				return
+			}
 		default:
 			return // unknown type or wrong length: skipped, earns no bit
 		}
@@ -407,6 +426,9 @@ func (n *Notification) decode(v []byte, version uint8, names *nameCache) error {
 	})
 	if err != nil {
 		return err
+	}
+	if infoErr != nil {
+		return infoErr
 	}
 	if bits != completeIPv4 && bits != completeIPv6 {
 		return fmt.Errorf("%w: notify sub-TLV bitmap %#02x", ErrIncomplete, bits)
@@ -416,8 +438,9 @@ func (n *Notification) decode(v []byte, version uint8, names *nameCache) error {
 
 // decodeInfo reads sub-TLV 8; missing trailing fields read as zero, and the
 // NQN ends at the first NUL or the end of the value (its length byte is not
-// used, as in snsd).
-func (n *Notification) decodeInfo(v []byte, names *nameCache) {
+// used, as in snsd). An NQN that fails inof.ValidateWireNQN is an error
+// (wrapping inof.ErrText): the notification is refused whole.
+func (n *Notification) decodeInfo(v []byte, names *nameCache) error {
 	var fixed [infoFixedLen]byte
 	copy(fixed[:], v)
 	n.Role, n.Protocol = inof.Role(fixed[0]), inof.Protocol(fixed[1])
@@ -431,7 +454,14 @@ func (n *Notification) decodeInfo(v []byte, names *nameCache) {
 			}
 		}
 		n.NQN = names.str(nqn)
+		if n.NQN != "" {
+			if err := inof.ValidateWireNQN(n.NQN); err != nil {
+				n.NQN = ""
+				return fmt.Errorf("notification: %w", err)
+			}
+		}
 	}
+	return nil
 }
 
 func (a *Ack) decode(v []byte) error {

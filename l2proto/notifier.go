@@ -281,8 +281,8 @@ func (nt *Notifier) Notify(n Notification) (uint32, error) {
 	if _, _, err := addrPair(n.Target, n.Host); err != nil {
 		return 0, err
 	}
-	if infoFixedLen+len(n.NQN) > maxInfoLen {
-		return 0, fmt.Errorf("%w: NQN of %d bytes", ErrValue, len(n.NQN))
+	if err := checkNotifyNQN(n.NQN); err != nil {
+		return 0, err
 	}
 	now := nt.clock.Now()
 	nt.mu.Lock()

@@ -58,6 +58,7 @@ func runReflector(env runEnv) error {
 		// "not running" until the reflector is ready.
 		so := opts.API.ServeOptions(false, events, log)
 		so.Role = "reflector"
+		so.Registry = p.Registry
 		so.Console = func(f inofv1.FabricServer) http.Handler { return console.New(f, console.Options{Logger: log}) }
 		srv, err := api.NewServer(so, r.API())
 		if err != nil {

@@ -63,6 +63,7 @@ func runSwitch(env runEnv) error {
 		}
 		so := opts.API.ServeOptions(!opts.Direct(), events, log)
 		so.Role = "switch"
+		so.Registry = p.Registry
 		srv, err := api.NewServer(so, agent.API())
 		if err != nil {
 			return err

@@ -73,3 +73,34 @@ func TestNewRefuses(t *testing.T) {
 		}
 	}
 }
+
+// FuzzAnswer: a packet a device on an access port sends is unpacked and
+// answered without a panic, and every answer is a well-formed response.
+func FuzzAnswer(f *testing.F) {
+	for _, q := range []dnsmessage.Question{question("_nvme-disc._tcp.local.", dnsmessage.TypePTR),
+		question("inof-leaf1.local.", dnsmessage.TypeA), question("_services._dns-sd._udp.local.", dnsmessage.TypeALL)} {
+		b := dnsmessage.NewBuilder(nil, dnsmessage.Header{})
+		_ = b.StartQuestions()
+		_ = b.Question(q)
+		msg, err := b.Finish()
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(msg)
+	}
+	f.Fuzz(func(t *testing.T, pkt []byte) {
+		r := testResponder(t)
+		var m dnsmessage.Message
+		if err := m.Unpack(pkt); err != nil || m.Header.Response || len(m.Questions) == 0 {
+			return
+		}
+		msg, ok := r.answer(m.Questions, 1, time.Minute)
+		if !ok {
+			return
+		}
+		var a dnsmessage.Message
+		if err := a.Unpack(msg); err != nil || !a.Header.Response || len(a.Answers) == 0 {
+			t.Fatalf("answer to %+v: %+v, %v", m.Questions, a, err)
+		}
+	})
+}

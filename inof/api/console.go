@@ -7,11 +7,11 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"time"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/openinof/inof/inof"
 	inofv1 "github.com/openinof/inof/inof/api/v1"
 )
 
@@ -40,12 +40,16 @@ func (s *Server) listenConsole(impl *server, auth *authenticator) error {
 	if err != nil {
 		return err
 	}
-	l, err := net.Listen("tcp", o.ConsoleListen)
+	l, err := listenTCP(o.ConsoleListen, "console", o)
 	if err != nil {
 		return fmt.Errorf("api: console: %w", err)
 	}
+	// No ReadTimeout nor WriteTimeout: the events page streams for as long
+	// as it is open (net/http cancels a request when its read deadline
+	// passes), and the console takes no request bodies.
 	s.web = &http.Server{Handler: auth.httpHandler(o.Console(impl)), TLSConfig: cfg,
-		ReadHeaderTimeout: 5 * time.Second, ErrorLog: slog.NewLogLogger(o.Logger.Handler(), slog.LevelDebug)}
+		ReadHeaderTimeout: handshakeTimeout, IdleTimeout: consoleIdleTimeout,
+		MaxHeaderBytes: consoleMaxHeader, ErrorLog: slog.NewLogLogger(o.Logger.Handler(), slog.LevelDebug)}
 	s.webLis = l
 	return nil
 }
@@ -74,7 +78,8 @@ func (a *authenticator) httpHandler(next http.Handler) http.Handler {
 		id, err := a.remoteIdentity(chains, authz)
 		if err != nil {
 			msg := status.Convert(err).Message()
-			a.log.Warn("api: console request refused", "method", r.Method, "path", r.URL.Path, "peer", r.RemoteAddr, "err", msg)
+			a.rl.Warn(a.log, "api: console request refused", "method", inof.Truncate(r.Method, 16),
+				"path", inof.Truncate(r.URL.Path, 128), "peer", r.RemoteAddr, "err", inof.Truncate(msg, 256))
 			code := http.StatusUnauthorized
 			switch status.Code(err) {
 			case codes.PermissionDenied:

@@ -25,7 +25,9 @@ import (
 	"google.golang.org/grpc/peer"
 	"google.golang.org/grpc/status"
 
+	"github.com/openinof/inof/inof"
 	"github.com/openinof/inof/inof/api/apiclient"
+	"github.com/openinof/inof/internal/ratelimit"
 )
 
 // Who may call the API (docs/security.md). Every call is made by an
@@ -146,6 +148,7 @@ func (peerCreds) OverrideServerName(string) error           { return nil }
 // authenticator establishes the identity of every call.
 type authenticator struct {
 	log    *slog.Logger
+	rl     *ratelimit.Log // refusals of unauthenticated parties
 	unix   []UnixIdentity
 	certs  map[string]Role // by subject CN
 	shared []byte          // api.token_file, if set
@@ -157,7 +160,7 @@ type authenticator struct {
 }
 
 func newAuthenticator(o ServeOptions) (*authenticator, error) {
-	a := &authenticator{log: o.Logger, unix: o.UnixIdentities, certs: map[string]Role{}, tokens: o.TokensFile}
+	a := &authenticator{log: o.Logger, rl: ratelimit.NewLog(0, nil), unix: o.UnixIdentities, certs: map[string]Role{}, tokens: o.TokensFile}
 	for _, c := range o.Clients {
 		a.certs[c.Subject] = c.Role
 	}
@@ -317,7 +320,8 @@ func (a *authenticator) interceptors() []grpc.ServerOption {
 			if u, ok := peerInfo(ctx); ok {
 				from = u
 			}
-			a.log.Warn("api: call refused", "method", method, "peer", from, "err", status.Convert(err).Message())
+			a.rl.Warn(a.log, "api: call refused", "method", inof.Truncate(method, 128), "peer", from,
+				"err", inof.Truncate(status.Convert(err).Message(), 256))
 			return nil, err
 		}
 		return WithIdentity(ctx, id), nil

@@ -15,14 +15,17 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/keepalive"
 	"google.golang.org/grpc/reflection"
 
 	"github.com/openinof/inof/inof/api/apiclient"
 	inofv1 "github.com/openinof/inof/inof/api/v1"
+	"github.com/openinof/inof/internal/connlimit"
 )
 
 // DefaultSocket is where inofd serves the API and inofctl looks for it.
@@ -71,6 +74,40 @@ type ServeOptions struct {
 	// disables it.
 	ConsoleListen string
 	Console       ConsoleHandler
+	// Registry, if set, gets the TCP listeners' connection metrics
+	// (inof_listener_connections, inof_listener_refused_total).
+	Registry prometheus.Registerer
+}
+
+// Limits of the TCP listeners (Listen, ConsoleListen): each holds at most
+// tcpMaxConns connections, tcpMaxPerSource per source address; a TLS
+// handshake (and the HTTP/2 preface) must end within handshakeTimeout, a
+// console request header within it too; idle connections are closed. The
+// unix socket has none of these: only local users it lets in reach it,
+// and the TCP limits keep file descriptors for it (docs/security.md,
+// "Listeners").
+const (
+	tcpMaxConns        = 256
+	tcpMaxPerSource    = 32
+	handshakeTimeout   = 10 * time.Second
+	grpcIdleTimeout    = 5 * time.Minute
+	consoleIdleTimeout = 60 * time.Second
+	consoleMaxHeader   = 64 << 10
+)
+
+// listenTCP listens on addr within the TCP listeners' limits.
+func listenTCP(addr, name string, o ServeOptions) (net.Listener, error) {
+	tl, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	l, err := connlimit.New(tl, connlimit.Options{Name: name, MaxConns: tcpMaxConns, MaxPerSource: tcpMaxPerSource,
+		Logger: o.Logger, Registry: o.Registry})
+	if err != nil {
+		tl.Close()
+		return nil, err
+	}
+	return l, nil
 }
 
 // Server is the API on its listeners. Run serves until its context ends.
@@ -132,12 +169,13 @@ func NewServer(opts ServeOptions, b Backend) (*Server, error) {
 			s.Close()
 			return nil, err
 		}
-		l, err := net.Listen("tcp", opts.Listen)
+		l, err := listenTCP(opts.Listen, "api", opts)
 		if err != nil {
 			s.Close()
 			return nil, fmt.Errorf("api: %w", err)
 		}
-		s.add(l, impl, append(auth.interceptors(), grpc.Creds(credentials.NewTLS(cfg)))...)
+		s.add(l, impl, append(auth.interceptors(), grpc.Creds(credentials.NewTLS(cfg)), grpc.ConnectionTimeout(handshakeTimeout),
+			grpc.KeepaliveParams(keepalive.ServerParameters{MaxConnectionIdle: grpcIdleTimeout, Time: time.Minute, Timeout: 20 * time.Second}))...)
 	}
 	if opts.ConsoleListen != "" {
 		if err := s.listenConsole(impl, auth); err != nil {
@@ -151,7 +189,7 @@ func NewServer(opts ServeOptions, b Backend) (*Server, error) {
 // add registers the service, health and reflection on a new grpc.Server
 // for l.
 func (s *Server) add(l net.Listener, impl *server, opts ...grpc.ServerOption) {
-	g := grpc.NewServer(opts...)
+	g := grpc.NewServer(append(opts, sanitiseInterceptors()...)...)
 	inofv1.RegisterFabricServer(g, impl)
 	h := health.NewServer()
 	h.SetServingStatus(inofv1.Fabric_ServiceDesc.ServiceName, healthpb.HealthCheckResponse_SERVING)

@@ -18,6 +18,7 @@ import (
 	"github.com/openinof/inof/inof"
 	"github.com/openinof/inof/inof/api"
 	inofv1 "github.com/openinof/inof/inof/api/v1"
+	"github.com/openinof/inof/internal/ratelimit"
 )
 
 // Prefix is the path the console is served under.
@@ -37,6 +38,7 @@ type Options struct {
 type Console struct {
 	f     inofv1.FabricServer
 	log   *slog.Logger
+	rl    *ratelimit.Log // refused requests
 	now   func() time.Time
 	pages map[string]*template.Template
 	mux   *http.ServeMux
@@ -53,7 +55,7 @@ func New(f inofv1.FabricServer, o Options) *Console {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	c := &Console{f: f, log: o.Logger, now: o.Now, pages: map[string]*template.Template{}, sims: map[string]simResult{}}
+	c := &Console{f: f, log: o.Logger, rl: ratelimit.NewLog(0, nil), now: o.Now, pages: map[string]*template.Template{}, sims: map[string]simResult{}}
 	base := template.Must(template.New("layout.html").Funcs(c.funcs()).ParseFS(assets, "assets/layout.html", "assets/partials.html"))
 	for _, p := range []string{"fabric", "zones", "matrix", "devices", "device", "events", "lossless", "history", "error"} {
 		c.pages[p] = template.Must(template.Must(base.Clone()).ParseFS(assets, "assets/"+p+".html"))
@@ -86,8 +88,8 @@ func New(f inofv1.FabricServer, o Options) *Console {
 func (c *Console) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
 		id := api.IdentityFrom(r.Context())
-		c.log.Warn("console: write-like request refused: the console is read-only", "method", r.Method,
-			"path", r.URL.Path, "identity", id.String(), "role", string(id.Role))
+		c.rl.Warn(c.log, "console: write-like request refused: the console is read-only", "method", inof.Truncate(r.Method, 16),
+			"path", inof.Truncate(r.URL.Path, 128), "identity", id.String(), "role", string(id.Role))
 		w.Header().Set("Allow", "GET, HEAD")
 		http.Error(w, "the console is read-only: change the fabric with inofctl", http.StatusMethodNotAllowed)
 		return
@@ -172,7 +174,10 @@ func (c *Console) funcs() template.FuncMap {
 		"join":  strings.Join,
 		"split": strings.Fields,
 		"lower": strings.ToLower,
-		"role":  roleName,
+		// text escapes what a device may have put in a string (control
+		// characters, invalid UTF-8) before html/template escapes HTML.
+		"text": inof.Printable,
+		"role": roleName,
 	}
 }
 

@@ -19,6 +19,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -471,5 +472,29 @@ func TestMatrixHostLeaving(t *testing.T) {
 	h.ServeHTTP(rec, httptest.NewRequestWithContext(ctx, "GET", "/ui/zones", nil))
 	if rec.Code != http.StatusOK || !strings.Contains(rec.Body.String(), "host no longer registered") {
 		t.Errorf("%d\n%s", rec.Code, rec.Body)
+	}
+}
+
+// TestControlCharactersAreEscaped: an NQN with a terminal escape and bytes
+// that are not UTF-8 (from a switch of an older release) is shown escaped
+// on every page; no page holds a control character or invalid UTF-8.
+func TestControlCharactersAreEscaped(t *testing.T) {
+	s := newSite(t)
+	d := devices()
+	d[0].NQN = "nqn.2014-08.org.example:\x1b[2J\x1b]0;owned\x07\xff"
+	s.b.SetDevices(d...)
+	s.commit(t, createZone("red", "10.1.0.1", "10.1.1.1"))
+	c := s.client("")
+	for _, path := range []string{"/ui/fabric", "/ui/zones", "/ui/devices", "/ui/devices/10.1.0.1", "/ui/events"} {
+		code, body, _ := s.do(t, c, "GET", path, viewerToken)
+		if code != http.StatusOK {
+			t.Errorf("%s: %d", path, code)
+		}
+		if strings.ContainsAny(body, "\x1b\x07") || !utf8.ValidString(body) {
+			t.Errorf("%s: a control character or invalid UTF-8 reached the page", path)
+		}
+		if strings.HasPrefix(path, "/ui/devices") && !strings.Contains(body, `\x1b[2J\x1b]0;owned\a\xff`) {
+			t.Errorf("%s: the NQN is not shown escaped: %.300q", path, body[strings.Index(body, "example:"):])
+		}
 	}
 }

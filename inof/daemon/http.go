@@ -11,6 +11,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/openinof/inof/internal/connlimit"
 )
 
 // HTTPServer serves /metrics from one Prometheus registry (never the global
@@ -21,14 +23,37 @@ type HTTPServer struct {
 	log *slog.Logger
 }
 
+// Limits of the /metrics and /healthz listener: scrapers and probes are
+// few, and nobody who can reach the port may hold more (package connlimit;
+// docs/security.md, "Listeners").
+const (
+	httpMaxConns       = 64
+	httpMaxPerSource   = 16
+	httpHeaderTimeout  = 5 * time.Second
+	httpReadTimeout    = 10 * time.Second
+	httpWriteTimeout   = 30 * time.Second
+	httpIdleTimeout    = 60 * time.Second
+	httpMaxHeaderBytes = 16 << 10
+)
+
 // ListenHTTP binds addr (host:port) at once, so that a busy or wrong address
 // is an error at start-up, not later. health returns nil when the daemon is
 // healthy (nil: always healthy); /healthz answers 200 "ok" or 503 with
-// the error.
+// the error. The listener holds at most 64 connections (16 per source
+// address), each bounded by header, read, write and idle timeouts.
 func ListenHTTP(addr string, reg *prometheus.Registry, health func() error, log *slog.Logger) (*HTTPServer, error) {
-	ln, err := net.Listen("tcp", addr)
+	if log == nil {
+		log = slog.Default()
+	}
+	tl, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("http: listen %s: %w", addr, err)
+	}
+	ln, err := connlimit.New(tl, connlimit.Options{Name: "metrics", MaxConns: httpMaxConns, MaxPerSource: httpMaxPerSource,
+		Logger: log, Registry: reg})
+	if err != nil {
+		tl.Close()
+		return nil, fmt.Errorf("http: %w", err)
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
@@ -43,7 +68,9 @@ func ListenHTTP(addr string, reg *prometheus.Registry, health func() error, log 
 		}
 		fmt.Fprintln(w, "ok")
 	})
-	return &HTTPServer{ln: ln, log: log, srv: &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}}, nil
+	return &HTTPServer{ln: ln, log: log, srv: &http.Server{Handler: mux, ReadHeaderTimeout: httpHeaderTimeout,
+		ReadTimeout: httpReadTimeout, WriteTimeout: httpWriteTimeout, IdleTimeout: httpIdleTimeout,
+		MaxHeaderBytes: httpMaxHeaderBytes, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelDebug)}}, nil
 }
 
 // Addr is the bound address (useful with port 0).

@@ -248,10 +248,16 @@ func (l *lane) connect(ctx context.Context, nqn string, notified time.Time) erro
 			continue
 		}
 		a.paths.changing()
+		hostSecret, ctrlSecret, err := authFor(a.opt.NVMe.Auth, p.SubNQN)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
 		cctx, cancel := l.cmd(ctx)
 		began := time.Now()
 		dev, err := a.nvme.Connect(cctx, p, ConnectParams{HostNQN: a.hostNQN, KeepAliveTmo: a.opt.NVMe.KeepAliveTmo,
-			ReconnectDelay: a.opt.NVMe.ReconnectDelay, CtrlLossTmo: a.opt.NVMe.CtrlLossTmo})
+			ReconnectDelay: a.opt.NVMe.ReconnectDelay, CtrlLossTmo: a.opt.NVMe.CtrlLossTmo,
+			HostSecret: hostSecret, CtrlSecret: ctrlSecret})
 		cancel()
 		a.m.op("connect", err)
 		if err != nil {

@@ -9,9 +9,12 @@ import (
 	"io/fs"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode"
+
+	"github.com/openinof/inof/inof"
 )
 
 // Executor runs one program and returns its standard output. The real one
@@ -34,7 +37,7 @@ func (ExecExecutor) Run(ctx context.Context, name string, args ...string) ([]byt
 		if len(msg) > 512 {
 			msg = msg[:512] + "…"
 		}
-		return out, fmt.Errorf("%s %s: %w: %s", name, strings.Join(args, " "), err, msg)
+		return out, fmt.Errorf("%s %s: %w: %s", name, strings.Join(redacted(args), " "), err, msg)
 	}
 	return out, nil
 }
@@ -79,6 +82,10 @@ type ConnectParams struct {
 	KeepAliveTmo   int
 	ReconnectDelay int
 	CtrlLossTmo    int
+	// HostSecret and CtrlSecret are DH-HMAC-CHAP secrets (--dhchap-secret,
+	// --dhchap-ctrl-secret); empty leaves them out.
+	HostSecret string
+	CtrlSecret string
 }
 
 // CLI drives nvme-cli (2.x) through an Executor and parses its JSON.
@@ -109,8 +116,15 @@ func (c *CLI) ListControllers(ctx context.Context) ([]Controller, error) {
 	return parseListSubsys(out)
 }
 
-// Connect runs `nvme connect` for p and returns the new device name.
+// Connect runs `nvme connect` for p and returns the new device name. It
+// refuses (without running anything) a path whose NQNs fail
+// inof.ValidateWireNQN or whose other fields hold a blank, ',' or '=':
+// nvme-cli writes them into the kernel's /dev/nvme-fabrics option string,
+// where such a value would add options of its sender's choosing.
 func (c *CLI) Connect(ctx context.Context, p Path, cp ConnectParams) (string, error) {
+	if err := connectSafe(p, cp); err != nil {
+		return "", fmt.Errorf("nvme connect refused: %w", err)
+	}
 	args := []string{"connect", "-t", p.Transport, "-a", p.TrAddr, "-s", p.TrSvcID, "-w", p.HostTrAddr,
 		"-n", p.SubNQN, "-q", cp.HostNQN}
 	for _, o := range []struct {
@@ -120,6 +134,12 @@ func (c *CLI) Connect(ctx context.Context, p Path, cp ConnectParams) (string, er
 		if o.v > 0 {
 			args = append(args, o.flag, strconv.Itoa(o.v))
 		}
+	}
+	if cp.HostSecret != "" {
+		args = append(args, "--dhchap-secret", cp.HostSecret)
+	}
+	if cp.CtrlSecret != "" {
+		args = append(args, "--dhchap-ctrl-secret", cp.CtrlSecret)
 	}
 	out, err := c.Exec.Run(ctx, c.Bin, append(args, "-o", "json")...)
 	var r struct {
@@ -141,6 +161,35 @@ func (c *CLI) Connect(ctx context.Context, p Path, cp ConnectParams) (string, er
 		return "", fmt.Errorf("nvme connect: output %q names no controller", truncate(out))
 	}
 	return r.Device, nil
+}
+
+// redacted returns args with the values of secret options replaced, for
+// errors and logs.
+func redacted(args []string) []string {
+	out := slices.Clone(args)
+	for i := 1; i < len(out); i++ {
+		if out[i-1] == "--dhchap-secret" || out[i-1] == "--dhchap-ctrl-secret" {
+			out[i] = "(secret)"
+		}
+	}
+	return out
+}
+
+// connectSafe checks what Connect hands to the kernel's option parser.
+func connectSafe(p Path, cp ConnectParams) error {
+	if err := inof.ValidateWireNQN(p.SubNQN); err != nil {
+		return fmt.Errorf("subsystem: %w", err)
+	}
+	if err := inof.ValidateWireNQN(cp.HostNQN); err != nil {
+		return fmt.Errorf("host: %w", err)
+	}
+	for _, f := range []struct{ name, v string }{{"transport", p.Transport}, {"traddr", p.TrAddr},
+		{"trsvcid", p.TrSvcID}, {"host_traddr", p.HostTrAddr}} {
+		if f.v == "" || strings.ContainsAny(f.v, ",= \t\n") {
+			return fmt.Errorf("%w: %s %s", inof.ErrText, f.name, inof.Quote(f.v, 64))
+		}
+	}
+	return nil
 }
 
 // Discover runs `nvme discover` against a discovery controller and returns

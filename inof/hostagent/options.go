@@ -111,6 +111,9 @@ type NVMeOptions struct {
 	// DiscoveryPort is the discovery controller's port when a notification
 	// carries no NQN; 0 means 8009 for TCP and the target's port for RDMA.
 	DiscoveryPort uint16 `yaml:"discovery_port"`
+	// Auth are DH-HMAC-CHAP secrets per subsystem, passed to nvme connect
+	// for that subsystem only (none by default).
+	Auth []NVMeAuth `yaml:"auth"`
 }
 
 // InterfaceOptions is one registered interface.
@@ -190,6 +193,9 @@ func (o *Options) Validate() error {
 	}
 	if o.NVMe.CommandTimeout <= 0 {
 		add("nvme.command_timeout %s: must be positive", o.NVMe.CommandTimeout)
+	}
+	for i, a := range o.NVMe.Auth {
+		errs = append(errs, a.validate(i)...)
 	}
 	for k, v := range map[string]int{"keep_alive_tmo": o.NVMe.KeepAliveTmo, "reconnect_delay": o.NVMe.ReconnectDelay, "ctrl_loss_tmo": o.NVMe.CtrlLossTmo} {
 		if v < 0 {

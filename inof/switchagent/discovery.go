@@ -156,7 +156,7 @@ func (a *Agent) newDiscovery() error {
 		return nil
 	}
 	src := newDiscoverySource(a.self, nil)
-	cfg := discovery.Config{Options: o, Source: src, Registrar: dimRegistrar{a}, Logger: a.log}
+	cfg := discovery.Config{Options: o, Source: src, Registrar: dimRegistrar{a}, Logger: a.log, Interfaces: a.opts.AccessPorts}
 	if a.cfg.Registry != nil {
 		cfg.Registry = a.cfg.Registry
 	}

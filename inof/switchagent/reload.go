@@ -124,6 +124,9 @@ func (a *Agent) reconcilePorts(next Options) error {
 			errs = append(errs, fmt.Errorf("switchagent: %w", err))
 		}
 	}
+	if a.disc != nil {
+		a.disc.srv.SetInterfaces(slices.Sorted(maps.Keys(ports))) // hosts on access ports only
+	}
 	if a.disc != nil && a.disc.mdns != nil {
 		// The discovery controller is advertised on the access ports only.
 		if err := a.disc.mdns.SetInterfaces(slices.Sorted(maps.Keys(ports))); err != nil {

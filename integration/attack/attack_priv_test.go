@@ -157,6 +157,29 @@ func TestPrivAttacks(t *testing.T) {
 	listen()
 	clear(heard)
 
+	// A record of its own with an NQN that is not UTF-8, carries connect
+	// options and a terminal escape, as a switch of an older release (that
+	// took it from a device) would publish it. The reflector keeps it (it
+	// is leaf3's own), and every admin tool still answers and shows it
+	// escaped; the switches never tell a host that NQN.
+	hostile := device(attackerAddr, "10.66.0.2", inof.StateActive, 1)
+	hostile.Device.NQN = "nqn.2014-08.org.example:t\xff,nr_io_queues=1\x1b[2J"
+	bad.publish(hostile, "", "", defaultRT)
+	for _, sw := range []*topo.Node{leaf1, leaf2} {
+		if _, err := sw.WaitMetric(wait, func(v float64) bool { return v >= 1 }, "inof_switch_notifications_refused_total"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, args := range [][]string{{"device", "list"}, {"device", "list", "-o", "json"}} {
+		out, err := rr1.Inofctl(args...)
+		if err != nil || !strings.Contains(out, "10.66.0.2") || strings.Contains(out, "\x1b") {
+			t.Fatalf("rr1 inofctl %s with a hostile NQN held: %v\n%q", strings.Join(args, " "), err, out)
+		}
+	}
+	if out, err := rr1.Inofctl("device", "list"); err != nil || !strings.Contains(out, "t\uFFFD,nr_io_queues=1\\x1b[2J") {
+		t.Errorf("the hostile NQN is not shown escaped: %v\n%s", err, out)
+	}
+
 	// Zoning off, as rr1's own configuration (rr1's router-id in the key),
 	// under the configuration route target and under the default zone's.
 	settings := zones.Record{Key: zones.Key{Kind: zones.KindSettings},

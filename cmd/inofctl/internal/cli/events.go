@@ -16,6 +16,7 @@ import (
 	"google.golang.org/grpc/status"
 	"gopkg.in/yaml.v3"
 
+	"github.com/openinof/inof/inof"
 	inofv1 "github.com/openinof/inof/inof/api/v1"
 )
 
@@ -152,7 +153,7 @@ func (a *app) printEvent(e *inofv1.Event) error {
 		attrs = append(attrs, k+"="+v)
 	}
 	sort.Strings(attrs)
-	_, err = fmt.Fprintf(a.io.Out, "%d %s %s %s %s %s\n", e.GetSeq(), e.GetTime().AsTime().UTC().Format(time.RFC3339Nano),
-		e.GetKind(), e.GetSubject(), e.GetMessage(), strings.Join(attrs, " "))
+	_, err = fmt.Fprintln(a.io.Out, inof.Printable(fmt.Sprintf("%d %s %s %s %s %s", e.GetSeq(), e.GetTime().AsTime().UTC().Format(time.RFC3339Nano),
+		e.GetKind(), e.GetSubject(), e.GetMessage(), strings.Join(attrs, " "))))
 	return err
 }

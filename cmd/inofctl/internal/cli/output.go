@@ -15,6 +15,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 	"gopkg.in/yaml.v3"
 
+	"github.com/openinof/inof/inof"
 	"github.com/openinof/inof/inof/api/zoningfile"
 )
 
@@ -132,11 +133,12 @@ func write(out io.Writer, format string, v any, table func(w io.Writer)) error {
 	return tw.Flush()
 }
 
-// row writes tab-separated cells; empty cells print as "-".
+// row writes tab-separated cells; empty cells print as "-". Control
+// characters and invalid UTF-8 (text devices sent) are escapes, never raw.
 func row(w io.Writer, cells ...any) {
 	parts := make([]string, len(cells))
 	for i, c := range cells {
-		s := fmt.Sprint(c)
+		s := inof.Printable(fmt.Sprint(c))
 		if s == "" {
 			s = "-"
 		}
