@@ -175,6 +175,19 @@ func (d *Device) Validate() error {
 	case len(d.AccessPort) > 255 || len(d.Device.NQN) > 255:
 		return fmt.Errorf("%w: access port or NQN over 255 bytes", ErrTooLarge)
 	}
+	// The text rules of the L2 edge (docs/security.md, "Text from
+	// devices"): a record from an older release or a foreign speaker
+	// carrying an NQN that could add options to a host's connect, or text
+	// that could rewrite an admin's terminal, is refused like any
+	// malformed record.
+	if d.Device.NQN != "" {
+		if err := inof.ValidateWireNQN(d.Device.NQN); err != nil {
+			return fmt.Errorf("%w: %w", ErrMalformed, err)
+		}
+	}
+	if err := inof.ValidateWireText("access port", d.AccessPort, 255); err != nil {
+		return fmt.Errorf("%w: %w", ErrMalformed, err)
+	}
 	return nil
 }
 

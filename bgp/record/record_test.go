@@ -147,3 +147,32 @@ func FuzzDecodeRecord(f *testing.F) {
 		}
 	})
 }
+
+// TestHostileTextRefused: a device record (alone or in a set) whose NQN
+// could add options to a host's connect, is not UTF-8 or carries control
+// characters, or whose access port carries them, is refused by the
+// decoder as malformed, and the encoder refuses to write one.
+func TestHostileTextRefused(t *testing.T) {
+	for _, bad := range []struct{ nqn, port string }{
+		{nqn: "nqn.2014-08.org.example:t1,nr_io_queues=1"},
+		{nqn: "nqn.2014-08.org.example:\xff\xfe"},
+		{nqn: "nqn.2014-08.org.example:\x1b[2J"},
+		{port: "swp1\x1b]0;x\x07"},
+	} {
+		d := device(1, 1)
+		if bad.nqn != "" {
+			d.Device.NQN = bad.nqn
+		}
+		if bad.port != "" {
+			d.AccessPort = bad.port
+		}
+		if _, _, err := Encode(d, 0); !errors.Is(err, ErrMalformed) {
+			t.Errorf("%q %q: Encode: %v, want ErrMalformed", bad.nqn, bad.port, err)
+		}
+		// The value as an older release would have written it.
+		v := d.appendBody([]byte{valueVersion, byte(TypeDevice)})
+		if _, err := Decode(d.Key(), v); !errors.Is(err, ErrMalformed) || !errors.Is(err, inof.ErrText) {
+			t.Errorf("%q %q: Decode: %v, want ErrMalformed and inof.ErrText", bad.nqn, bad.port, err)
+		}
+	}
+}
