@@ -193,3 +193,68 @@ func onOff(b bool) string {
 	}
 	return "off"
 }
+
+// Undone lists the changes from base to cur that applying want over cur
+// would undo, as diff lines of base → cur: base is the revision a file was
+// exported at, want the file as edited since. A change is undone when want
+// does not keep it: a setting changed since base that want sets back, an
+// object created since base that want lacks or one deleted since that
+// want has, a member added since base that want lacks or one removed
+// since that want has. Changes want holds (the file's own, applied
+// before, or merged in) are not listed.
+func Undone(base, cur, want File) []string {
+	var out []string
+	setting := func(name string, b, c, w *bool) {
+		if *b != *c && *w != *c {
+			out = append(out, "~ settings: "+name+" "+onOff(*c))
+		}
+	}
+	setting("default-zone", base.Settings.DefaultZone, cur.Settings.DefaultZone, want.Settings.DefaultZone)
+	setting("hard-zoning", base.Settings.HardZoning, cur.Settings.HardZoning, want.Settings.HardZoning)
+	named := func(kind string, base, cur, want map[string][]string) {
+		names := sortedKeys(cur)
+		for _, n := range sortedKeys(base) {
+			if _, ok := cur[n]; !ok {
+				names = append(names, n)
+			}
+		}
+		sort.Strings(names)
+		for _, n := range names {
+			b, inB := base[n]
+			c, inC := cur[n]
+			w, inW := want[n]
+			switch {
+			case !inB && !inW:
+				out = append(out, fmt.Sprintf("+ %s %s: %s", kind, n, TruncateList(c, " ", 20)))
+				continue
+			case !inC && inW && inB:
+				out = append(out, fmt.Sprintf("- %s %s (%d members)", kind, n, len(b)))
+				continue
+			case !inB || !inC:
+				continue
+			}
+			has := map[string]bool{}
+			for _, m := range w {
+				has[m] = true
+			}
+			added, removed := memberDelta(b, c)
+			var lost []string
+			for _, m := range added {
+				if !has[m] {
+					lost = append(lost, "+"+m)
+				}
+			}
+			for _, m := range removed {
+				if has[m] {
+					lost = append(lost, "-"+m)
+				}
+			}
+			if len(lost) > 0 {
+				out = append(out, fmt.Sprintf("~ %s %s: %s", kind, n, TruncateList(lost, " ", 20)))
+			}
+		}
+	}
+	named("alias", base.Aliases, cur.Aliases, want.Aliases)
+	named("zone", base.Zones, cur.Zones, want.Zones)
+	return out
+}

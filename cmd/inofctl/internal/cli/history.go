@@ -35,7 +35,6 @@ func (e exitError) Unwrap() error { return e.err }
 // zoningDeclarativeCommands are export, apply, history, rollback and rebase.
 func (a *app) zoningDeclarativeCommands() []*cobra.Command {
 	var file string
-	var yes bool
 	export := &cobra.Command{Use: "export [-f FILE]", Short: "Write the whole zoning configuration as one YAML file (settings, aliases, zones)",
 		Long: "Writes the committed configuration (or the one of --revision) in the form `zoning apply -f`\n" +
 			"reads: keep it in git, review changes like code, apply them.",
@@ -63,34 +62,26 @@ func (a *app) zoningDeclarativeCommands() []*cobra.Command {
 	export.Flags().StringVarP(&file, "file", "f", "", "write to FILE instead of standard output")
 	export.Flags().StringVar(&exportRev, "revision", "", "export this retained revision (zoning history)")
 
-	var applyFile string
+	var af fileApply
 	apply := &cobra.Command{Use: "apply -f FILE", Short: "Make the zoning configuration what FILE says (shows the member and access diff, asks)",
 		Long: "Compares FILE (an `inofctl zoning export`, \"-\" for standard input) with the committed\n" +
 			"configuration, shows which zones and aliases change and which hosts gain or lose which\n" +
 			"targets, asks, and commits it all in one transaction. Applying the same file again changes\n" +
-			"nothing. With -f - the question cannot be read from standard input: use --yes.",
+			"nothing. With -f - the question cannot be read from standard input: use --yes.\n" +
+			"A file exported at another revision than the one in effect (its first line names it)\n" +
+			"would undo what changed since: that is shown and the apply refused, unless --force.\n" +
+			"--dry-run shows it all and commits nothing (so does `zoning diff -f FILE`).",
 		Args: cobra.NoArgs,
 		RunE: a.run(func(ctx context.Context, c inofv1.FabricClient, _ []string) error {
-			if applyFile == "" {
+			if af.path == "" {
 				return errors.New("-f FILE is required")
 			}
-			want, err := readZoningFile(applyFile, a.io.In)
-			if err != nil {
-				return err
-			}
-			cur, err := c.GetZoning(ctx, &inofv1.GetZoningRequest{})
-			if err != nil {
-				return err
-			}
-			p := zoningfile.PlanFor(zoningfile.Of(cur), want)
-			if len(p.Edits) == 0 {
-				fmt.Fprintf(a.io.Out, "no change: the fabric already matches %s (revision %s)\n", applyFile, cur.GetRevision())
-				return nil
-			}
-			return a.applyPlan(ctx, c, p, cur.GetRevision(), "apply", yes)
+			return a.applyFile(ctx, c, af)
 		})}
-	apply.Flags().StringVarP(&applyFile, "file", "f", "", "the zoning file (\"-\": standard input)")
-	apply.Flags().BoolVarP(&yes, "yes", "y", false, "commit without asking")
+	apply.Flags().StringVarP(&af.path, "file", "f", "", "the zoning file (\"-\": standard input)")
+	apply.Flags().BoolVarP(&af.yes, "yes", "y", false, "commit without asking")
+	apply.Flags().BoolVar(&af.force, "force", false, "apply a file exported at another revision than the one in effect, undoing the changes since")
+	apply.Flags().BoolVar(&af.dryRun, "dry-run", false, "show the member and access diff, commit nothing")
 
 	var rbYes bool
 	rollback := &cobra.Command{Use: "rollback REVISION", Short: "Commit a retained revision's configuration again (with the same diff and question)",

@@ -284,3 +284,99 @@ func TestTwoReflectorsDay2(t *testing.T) {
 		}
 	}
 }
+
+// TestTwoReflectorsStaleApply: two admins on two reflectors (real GoBGP
+// over loopback). Alice exports on r1; Bob adds a member on r2; Alice
+// edits her old export and applies it on r1: refused (exit 1), showing
+// Bob's change, which stays. `zoning diff -f` shows the same and her edit;
+// `apply --dry-run --force` commits nothing; `apply --force` states that
+// it undoes the changes since and does, on both reflectors; an export
+// taken after Bob's change applies without --force.
+func TestTwoReflectorsStaleApply(t *testing.T) {
+	if raceEnabled {
+		t.Skip("runs the real GoBGP, which races internally; run without -race")
+	}
+	const a1, a2 = "127.0.0.1", "127.0.0.2"
+	p1, p2 := freeTCPPort(t, a1), freeTCPPort(t, a2)
+	peer := func(a string, p int) reflector.PeerOptions { return reflector.PeerOptions{Address: a, Port: p} }
+	r1 := startLive(t, a1, p1, t.TempDir(), peer(a2, p2))
+	r2 := startLive(t, a2, p2, t.TempDir(), peer(a1, p1))
+	eventually(t, "the reflectors peering", func() bool { return established(r1) && established(r2) })
+	r1.must(t, "zone", "create", "red", "10.0.0.1", "10.0.0.2", "--yes")
+	eventually(t, "zone red on r2", func() bool {
+		out, _ := r2.ctl(t, "", "zone", "show", "red")
+		return strings.Contains(out, "10.0.0.2")
+	})
+
+	dir := t.TempDir()
+	alice := filepath.Join(dir, "alice.yaml")
+	r1.must(t, "zoning", "export", "-f", alice)
+	exported, err := os.ReadFile(alice)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r2.must(t, "zone", "add", "red", "10.0.0.9", "--yes") // Bob
+	eventually(t, "Bob's member on r1", func() bool {
+		out, _ := r1.ctl(t, "", "zoning", "show")
+		return strings.Contains(out, "10.0.0.9")
+	})
+	eventually(t, "Bob's journal entry on r1", func() bool { return journalJSON(t, r1) == journalJSON(t, r2) })
+	edited := strings.Replace(string(exported), "- 10.0.0.2\n", "- 10.0.0.2\n    - 10.0.0.3\n", 1)
+	if edited == string(exported) {
+		t.Fatalf("export without the member line:\n%s", exported)
+	}
+	if err := os.WriteFile(alice, []byte(edited), 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	out, code := r1.ctl(t, "", "zoning", "apply", "-f", alice, "--yes")
+	t.Logf("stale apply (exit %d):\n%s", code, out)
+	if code != 1 || !strings.Contains(out, "~ zone red: +10.0.0.9") || !strings.Contains(out, "--force") || strings.Contains(out, "committed") {
+		t.Fatalf("stale apply: exit %d:\n%s", code, out)
+	}
+	out = r1.must(t, "zoning", "diff", "-f", alice)
+	if !strings.Contains(out, "+10.0.0.9") || !strings.Contains(out, "+10.0.0.3 -10.0.0.9") {
+		t.Fatalf("diff -f:\n%s", out)
+	}
+	out = r1.must(t, "zoning", "apply", "-f", alice, "--dry-run", "--force")
+	if !strings.Contains(out, "dry run: nothing committed") || !strings.Contains(out, "--force: applying") {
+		t.Fatalf("dry run:\n%s", out)
+	}
+	if out, _ := r2.ctl(t, "", "zone", "show", "red"); !strings.Contains(out, "10.0.0.9") || strings.Contains(out, "10.0.0.3") {
+		t.Fatalf("refused and dry-run applies changed the zone:\n%s", out)
+	}
+	out = r1.must(t, "zoning", "apply", "-f", alice, "--force", "--yes")
+	if !strings.Contains(out, "undoes the changes made since") || !strings.Contains(out, "committed (apply)") {
+		t.Fatalf("forced apply:\n%s", out)
+	}
+	eventually(t, "the forced apply on r2", func() bool {
+		out, _ := r2.ctl(t, "", "zone", "show", "red")
+		return strings.Contains(out, "10.0.0.3") && !strings.Contains(out, "10.0.0.9")
+	})
+
+	// Her file, applied, then edited again: what changed since its export
+	// is her own change, which it keeps; no --force needed.
+	again := strings.Replace(edited, "- 10.0.0.3\n", "- 10.0.0.3\n    - 10.0.0.5\n", 1)
+	if err := os.WriteFile(alice, []byte(again), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if out := r1.must(t, "zoning", "apply", "-f", alice, "--yes"); !strings.Contains(out, "committed (apply)") || strings.Contains(out, "undoes") {
+		t.Fatalf("apply of her own file again:\n%s", out)
+	}
+
+	// A fresh export from r2 applies on r1 without --force.
+	bob := filepath.Join(dir, "bob.yaml")
+	eventually(t, "the same journal on both", func() bool { return journalJSON(t, r1) == journalJSON(t, r2) })
+	r2.must(t, "zoning", "export", "-f", bob)
+	fresh, err := os.ReadFile(bob)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(bob, []byte(strings.Replace(string(fresh), "- 10.0.0.5\n", "- 10.0.0.5\n    - 10.0.0.4\n", 1)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the same journal on both", func() bool { return journalJSON(t, r1) == journalJSON(t, r2) })
+	if out := r1.must(t, "zoning", "apply", "-f", bob, "--yes"); !strings.Contains(out, "committed (apply)") || strings.Contains(out, "exported at") {
+		t.Fatalf("fresh apply:\n%s", out)
+	}
+}
