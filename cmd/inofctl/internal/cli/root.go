@@ -48,8 +48,9 @@ func Main(ctx context.Context, args []string, stdio IO) int {
 	if err == nil {
 		return ExitOK
 	}
-	if status.Code(errors.Unwrap(err)) == codes.Unavailable {
-		fmt.Fprintf(stdio.Err, "inofctl: cannot reach the API at %s (is inofd running? see --server)\n", a.opts.Server)
+	if why := apiclient.Unreachable(err, a.opts.Server); why != "" {
+		fmt.Fprintf(stdio.Err, "inofctl: cannot reach the API: %s\n", why)
+		return ExitError
 	}
 	fmt.Fprintf(stdio.Err, "inofctl: %s\n", message(err))
 	var xe exitError
