@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -40,26 +38,31 @@ func (a *app) zoningDeclarativeCommands() []*cobra.Command {
 			"reads: keep it in git, review changes like code, apply them.",
 		Args: cobra.NoArgs}
 	var exportRev string
+	var exportForce bool
 	export.RunE = a.run(func(ctx context.Context, c inofv1.FabricClient, _ []string) error {
 		z, err := a.zoningAt(ctx, c, exportRev)
 		if err != nil {
 			return err
 		}
-		w := a.io.Out
-		if file != "" && file != "-" {
-			var sb strings.Builder
-			if err := encodeFile(&sb, zoningfile.Of(z), z.GetRevision()); err != nil {
-				return err
-			}
-			if err := writeFileAtomic(file, []byte(sb.String()), 0o644); err != nil {
-				return err
-			}
-			fmt.Fprintf(a.io.Err, "exported revision %s to %s\n", z.GetRevision(), file)
-			return nil
+		if file == "" || file == "-" {
+			return encodeFile(a.io.Out, zoningfile.Of(z), z.GetRevision())
 		}
-		return encodeFile(w, zoningfile.Of(z), z.GetRevision())
+		out, err := a.createOutput(file, 0o644, exportForce)
+		if err != nil {
+			return err
+		}
+		defer out.abort()
+		if err := encodeFile(out, zoningfile.Of(z), z.GetRevision()); err != nil {
+			return err
+		}
+		if err := out.commit(); err != nil {
+			return err
+		}
+		fmt.Fprintf(a.io.Err, "exported revision %s to %s\n", z.GetRevision(), file)
+		return nil
 	})
-	export.Flags().StringVarP(&file, "file", "f", "", "write to FILE instead of standard output")
+	export.Flags().StringVarP(&file, "file", "f", "", "write to FILE instead of standard output (written beside and renamed; an existing FILE only when you say so)")
+	export.Flags().BoolVar(&exportForce, "force", false, "overwrite FILE without asking")
 	export.Flags().StringVar(&exportRev, "revision", "", "export this retained revision (zoning history)")
 
 	var af fileApply
@@ -316,22 +319,25 @@ func parseWhen(s string) (*timestamppb.Timestamp, error) {
 }
 
 func (a *app) backupCommand() *cobra.Command {
-	return &cobra.Command{Use: "backup FILE", Short: "Save a consistent copy of the reflector's store (zoning, history, audit)",
+	var force bool
+	cmd := &cobra.Command{Use: "backup FILE", Short: "Save a consistent copy of the reflector's store (zoning, history, audit)",
 		Long: "Streams an online, consistent snapshot of the store (the reflector keeps serving) into\n" +
-			"FILE (mode 0600; written beside and renamed, so FILE is whole or absent). Restore it on a\n" +
-			"stopped reflector with `inofd restore --config FILE.yaml BACKUP`.",
+			"FILE (\"-\": standard output). FILE is written through a new file beside it (random name,\n" +
+			"mode 0600 from the start) and renamed, so it is whole or absent; an existing FILE is\n" +
+			"replaced only when you say so (--force: without asking). The backup carries a SHA-256\n" +
+			"of its content. Restore it on a stopped reflector with\n" +
+			"`inofd restore --config FILE.yaml BACKUP`, which verifies it completely first.",
 		Args: cobra.ExactArgs(1),
 		RunE: a.run(func(ctx context.Context, c inofv1.FabricClient, args []string) error {
+			out, err := a.createOutput(args[0], 0o600, force)
+			if err != nil {
+				return fmt.Errorf("backup: %w", err)
+			}
+			defer out.abort()
 			stream, err := c.Backup(ctx, &inofv1.BackupRequest{})
 			if err != nil {
 				return err
 			}
-			tmp := args[0] + ".partial"
-			fh, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o600)
-			if err != nil {
-				return fmt.Errorf("backup: %w", err)
-			}
-			defer os.Remove(tmp)
 			var n int64
 			for {
 				ch, err := stream.Recv()
@@ -339,42 +345,27 @@ func (a *app) backupCommand() *cobra.Command {
 					break
 				}
 				if err != nil {
-					fh.Close()
 					return err
 				}
-				k, err := fh.Write(ch.GetData())
+				k, err := out.Write(ch.GetData())
 				n += int64(k)
 				if err != nil {
-					fh.Close()
 					return fmt.Errorf("backup: %w", err)
 				}
 			}
 			if n == 0 {
-				fh.Close()
 				return status.Error(codes.DataLoss, "the server sent an empty backup")
 			}
-			if err := fh.Sync(); err != nil {
-				fh.Close()
+			if err := out.commit(); err != nil {
 				return fmt.Errorf("backup: %w", err)
 			}
-			if err := fh.Close(); err != nil {
-				return fmt.Errorf("backup: %w", err)
+			if args[0] != "-" {
+				fmt.Fprintf(a.io.Out, "backup written to %s (%d bytes)\n", args[0], n)
 			}
-			if err := os.Rename(tmp, args[0]); err != nil {
-				return fmt.Errorf("backup: %w", err)
-			}
-			fmt.Fprintf(a.io.Out, "backup written to %s (%d bytes)\n", args[0], n)
 			return nil
 		})}
-}
-
-// writeFileAtomic writes b to path through a file beside it.
-func writeFileAtomic(path string, b []byte, mode os.FileMode) error {
-	tmp := filepath.Join(filepath.Dir(path), "."+filepath.Base(path)+".tmp")
-	if err := os.WriteFile(tmp, b, mode); err != nil {
-		return err
-	}
-	return os.Rename(tmp, path)
+	cmd.Flags().BoolVar(&force, "force", false, "overwrite FILE without asking")
+	return cmd
 }
 
 // completeRevisions completes retained zoning revisions.
