@@ -157,7 +157,8 @@ func (a *app) load(cmd *cobra.Command) error {
 			}
 		}
 	}
-	err := config.Load(config.LoadOptions{File: file, Flags: cmd.Flags(), FlagKeys: flagKeys, Environ: a.io.Environ}, &a.opts)
+	err := config.Load(config.LoadOptions{File: file, Flags: cmd.Flags(), FlagKeys: flagKeys, Environ: a.io.Environ,
+		Warn: func(m string) { fmt.Fprintf(a.io.Err, "inofctl: warning: %s\n", m) }}, &a.opts)
 	if err != nil {
 		return fmt.Errorf("invalid configuration:\n%w", err)
 	}
