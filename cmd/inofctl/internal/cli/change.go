@@ -47,6 +47,13 @@ func (a *app) editCommand(f *changeFlags, use, short string, args cobra.Position
 				if len(ms) == 0 && !strings.Contains(use, "[MEMBER") {
 					return nil, errors.New("no members: give MEMBER arguments, - for standard input, or --from-file")
 				}
+				seen := map[string]bool{}
+				for _, m := range ms {
+					if seen[m] {
+						return nil, fmt.Errorf("member %s given twice", m)
+					}
+					seen[m] = true
+				}
 				args = append(args[:1:1], ms...)
 			}
 			return []*inofv1.Edit{build(args)}, nil

@@ -3,17 +3,18 @@ package cli
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
 	"regexp"
+	"slices"
 
 	"google.golang.org/grpc/status"
 	"gopkg.in/yaml.v3"
 
 	inofv1 "github.com/openinof/inof/inof/api/v1"
 	"github.com/openinof/inof/inof/api/zoningfile"
+	"github.com/openinof/inof/inof/daemon/config"
 )
 
 // encodeFile writes f as YAML with a header naming its revision.
@@ -52,19 +53,115 @@ func readZoningFile(path string, stdin io.Reader) (zoningfile.File, string, erro
 	if m := exportHeader.FindSubmatch(b); m != nil {
 		base = string(m[1])
 	}
+	var doc yaml.Node
+	if err := yaml.Unmarshal(b, &doc); err != nil {
+		return zoningfile.File{}, "", fmt.Errorf("zoning file %s: %w", path, err)
+	}
+	if len(doc.Content) == 0 {
+		return zoningfile.File{}, "", fmt.Errorf("zoning file %s is empty", path)
+	}
+	if err := checkZoningNode(doc.Content[0], b, path); err != nil {
+		return zoningfile.File{}, "", err
+	}
 	var f zoningfile.File
 	dec := yaml.NewDecoder(bytes.NewReader(b))
 	dec.KnownFields(true)
 	if err := dec.Decode(&f); err != nil {
-		if errors.Is(err, io.EOF) {
-			return zoningfile.File{}, "", fmt.Errorf("zoning file %s is empty", path)
-		}
 		return zoningfile.File{}, "", fmt.Errorf("zoning file %s: %w", path, err)
 	}
 	if f.Settings.DefaultZone == nil || f.Settings.HardZoning == nil {
 		return zoningfile.File{}, "", fmt.Errorf("zoning file %s: settings.default_zone and settings.hard_zoning must be set (inofctl zoning export writes them)", path)
 	}
 	return f, base, nil
+}
+
+// zoningKeys are the keys of a zoning file, by section ("" the top).
+var zoningKeys = map[string][]string{"": {"settings", "aliases", "zones"}, "settings": {"default_zone", "hard_zoning"}}
+
+// checkZoningNode checks a zoning file's YAML before it is decoded, to
+// say where a mistake is: an unknown key (and the key it likely meant), a
+// member list that is not a list of single-line members (a list item
+// indented too far runs onto the line before it: "10.1.0.20 - 10.1.0.30"
+// would read as a range), a member listed twice.
+func checkZoningNode(top *yaml.Node, src []byte, path string) error {
+	at := func(n *yaml.Node, format string, a ...any) error {
+		return fmt.Errorf("zoning file %s:%d: %s", path, n.Line, fmt.Sprintf(format, a...))
+	}
+	if top.Kind != yaml.MappingNode {
+		return at(top, "not a mapping of settings, aliases and zones")
+	}
+	lines := bytes.Split(src, []byte("\n"))
+	for i := 0; i+1 < len(top.Content); i += 2 {
+		k, v := top.Content[i], top.Content[i+1]
+		if !slices.Contains(zoningKeys[""], k.Value) {
+			return at(k, "unknown key %s%s", k.Value, didYouMean(k.Value, zoningKeys[""]))
+		}
+		switch k.Value {
+		case "settings":
+			if v.Kind != yaml.MappingNode {
+				continue // the decoder says what it wanted
+			}
+			for j := 0; j+1 < len(v.Content); j += 2 {
+				if sk := v.Content[j]; !slices.Contains(zoningKeys["settings"], sk.Value) {
+					return at(sk, "unknown key settings.%s%s", sk.Value, didYouMean(sk.Value, zoningKeys["settings"]))
+				}
+			}
+		case "aliases", "zones":
+			if v.Kind != yaml.MappingNode {
+				continue
+			}
+			kind := "zone"
+			if k.Value == "aliases" {
+				kind = "alias"
+			}
+			for j := 0; j+1 < len(v.Content); j += 2 {
+				name, list := v.Content[j], v.Content[j+1]
+				if list.Kind != yaml.SequenceNode {
+					if list.Kind == yaml.ScalarNode && list.Tag == "!!null" {
+						continue
+					}
+					return at(list, "%s %s: members must be a list (- MEMBER on each line, or [A, B])", kind, name.Value)
+				}
+				first := map[string]int{}
+				for _, m := range list.Content {
+					if m.Kind != yaml.ScalarNode {
+						return at(m, "%s %s: a member must be one value, not a list or mapping (indented too far?)", kind, name.Value)
+					}
+					if m.Style == 0 && !onOneLine(lines, m) {
+						return at(m, "%s %s: member %q runs onto the next line: is the list item after it indented too far? "+
+							"(a range is written on one line: A-B)", kind, name.Value, m.Value)
+					}
+					if l, dup := first[m.Value]; dup {
+						return at(m, "%s %s lists %s twice (first on line %d)", kind, name.Value, m.Value, l)
+					}
+					first[m.Value] = m.Line
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// onOneLine reports whether the plain scalar n is written whole on its
+// line: a plain scalar continued on the next lines is folded into one
+// value with spaces.
+func onOneLine(lines [][]byte, n *yaml.Node) bool {
+	if n.Line < 1 || n.Line > len(lines) || n.Column < 1 {
+		return true
+	}
+	l := lines[n.Line-1]
+	if n.Column-1 > len(l) {
+		return false
+	}
+	return bytes.HasPrefix(l[n.Column-1:], []byte(n.Value))
+}
+
+// didYouMean is " (did you mean K?)" for the key of keys nearest to k, or "".
+func didYouMean(k string, keys []string) string {
+	if near := config.Closest(k, keys); near != "" {
+		return " (did you mean " + near + "?)"
+	}
+	return ""
 }
 
 // fileApply is one `zoning apply -f` or `zoning diff -f`.

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -205,7 +206,16 @@ func (a *app) run(body func(ctx context.Context, c inofv1.FabricClient, args []s
 // group makes cmd a command of subcommands: alone it prints its help, and
 // an unknown subcommand is a usage error.
 func group(cmd *cobra.Command) *cobra.Command {
-	cmd.Args = cobra.NoArgs
+	cmd.Args = func(c *cobra.Command, args []string) error {
+		if len(args) == 0 {
+			return nil
+		}
+		msg := fmt.Sprintf("unknown command %q for %q", args[0], c.CommandPath())
+		if s := c.SuggestionsFor(args[0]); len(s) > 0 {
+			msg += " (did you mean " + strings.Join(s, " or ") + "?)"
+		}
+		return errors.New(msg)
+	}
 	cmd.RunE = func(c *cobra.Command, _ []string) error { return c.Help() }
 	return cmd
 }
