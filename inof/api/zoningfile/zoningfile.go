@@ -258,3 +258,58 @@ func Undone(base, cur, want File) []string {
 	named("zone", base.Zones, cur.Zones, want.Zones)
 	return out
 }
+
+// After returns f with the edits applied in order, as the server applies
+// them when they are valid (a dry run tells whether they are): for the
+// member diff shown before a commit. f is not changed.
+func After(f File, es []*inofv1.Edit) File {
+	d, h := *f.Settings.DefaultZone, *f.Settings.HardZoning
+	out := File{Settings: Settings{DefaultZone: &d, HardZoning: &h}, Aliases: map[string][]string{}, Zones: map[string][]string{}}
+	for k, v := range f.Aliases {
+		out.Aliases[k] = slices.Clone(v)
+	}
+	for k, v := range f.Zones {
+		out.Zones[k] = slices.Clone(v)
+	}
+	add := func(m map[string][]string, name string, ms []string) {
+		for _, x := range ms {
+			if !slices.Contains(m[name], x) {
+				m[name] = append(m[name], x)
+			}
+		}
+	}
+	remove := func(m map[string][]string, name string, ms []string) {
+		m[name] = slices.DeleteFunc(m[name], func(x string) bool { return slices.Contains(ms, x) })
+	}
+	for _, e := range es {
+		switch x := e.GetEdit().(type) {
+		case *inofv1.Edit_CreateZone:
+			out.Zones[x.CreateZone.GetName()] = slices.Clone(x.CreateZone.GetMembers())
+		case *inofv1.Edit_DeleteZone:
+			delete(out.Zones, x.DeleteZone.GetName())
+		case *inofv1.Edit_RenameZone:
+			out.Zones[x.RenameZone.GetNewName()] = out.Zones[x.RenameZone.GetName()]
+			delete(out.Zones, x.RenameZone.GetName())
+		case *inofv1.Edit_AddZoneMembers:
+			add(out.Zones, x.AddZoneMembers.GetZone(), x.AddZoneMembers.GetMembers())
+		case *inofv1.Edit_RemoveZoneMembers:
+			remove(out.Zones, x.RemoveZoneMembers.GetZone(), x.RemoveZoneMembers.GetMembers())
+		case *inofv1.Edit_CreateAlias:
+			out.Aliases[x.CreateAlias.GetName()] = slices.Clone(x.CreateAlias.GetMembers())
+		case *inofv1.Edit_DeleteAlias:
+			delete(out.Aliases, x.DeleteAlias.GetName())
+		case *inofv1.Edit_AddAliasMembers:
+			add(out.Aliases, x.AddAliasMembers.GetAlias(), x.AddAliasMembers.GetMembers())
+		case *inofv1.Edit_RemoveAliasMembers:
+			remove(out.Aliases, x.RemoveAliasMembers.GetAlias(), x.RemoveAliasMembers.GetMembers())
+		case *inofv1.Edit_SetSettings:
+			if s := x.SetSettings; s.DefaultZoneEnabled != nil {
+				*out.Settings.DefaultZone = s.GetDefaultZoneEnabled()
+			}
+			if s := x.SetSettings; s.HardZoning != nil {
+				*out.Settings.HardZoning = s.GetHardZoning()
+			}
+		}
+	}
+	return out
+}

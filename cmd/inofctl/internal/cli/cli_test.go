@@ -200,6 +200,7 @@ func TestErrors(t *testing.T) {
 		{"", "fabric set hard-zoning maybe --yes", 2},
 		{"", "zone bogus", 2},
 		{"", "zone creat red", 2},
+		{"", "audit --since -5h", 2},
 	}
 	for _, s := range steps {
 		if code := e.run(s.stdin, strings.Fields(s.args)...); code != s.code {

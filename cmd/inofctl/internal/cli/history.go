@@ -218,13 +218,21 @@ func (a *app) printJournal(resp *inofv1.ListJournalResponse, current string, his
 		} else {
 			row(w, "TIME", "IDENTITY", "VIA", "ACTION", "REVISION", "WRITER", "SUMMARY")
 		}
-		for _, e := range resp.GetEntries() {
+		// The revision in effect is the newest entry that produced it: a
+		// rollback's entry produces an older one's revision again.
+		inEffect := -1
+		for i, e := range resp.GetEntries() {
+			if current != "" && e.GetRevision() == current {
+				inEffect = i
+			}
+		}
+		for i, e := range resp.GetEntries() {
 			t := e.GetTime().AsTime().UTC().Format(time.RFC3339)
 			sum := e.GetSummary()
 			sum = conflicted[e.GetId()] + sum
 			if history {
 				mark := ""
-				if e.GetRevision() == current {
+				if i == inEffect {
 					mark = "*"
 				}
 				row(w, mark, e.GetRevision(), t, e.GetIdentity(), e.GetAction(), sum)
@@ -254,11 +262,14 @@ func (a *app) auditCommand() *cobra.Command {
 		Args: cobra.NoArgs,
 		RunE: a.run(func(ctx context.Context, c inofv1.FabricClient, _ []string) error {
 			var err error
-			if req.Since, err = parseWhen(since); err != nil {
-				return fmt.Errorf("--since: %w", err)
+			if req.Since, err = parseWhen(since, a.now()); err != nil {
+				return exitError{ExitUsage, fmt.Errorf("--since: %w", err)}
 			}
-			if req.Until, err = parseWhen(until); err != nil {
-				return fmt.Errorf("--until: %w", err)
+			if req.Until, err = parseWhen(until, a.now()); err != nil {
+				return exitError{ExitUsage, fmt.Errorf("--until: %w", err)}
+			}
+			if req.Since != nil && req.Until != nil && req.Until.AsTime().Before(req.Since.AsTime()) {
+				return exitError{ExitUsage, fmt.Errorf("--until %s is before --since %s", until, since)}
 			}
 			resp, err := c.ListJournal(ctx, &req)
 			if err != nil {
@@ -304,7 +315,7 @@ func (a *app) auditCommand() *cobra.Command {
 }
 
 // parseWhen reads an RFC 3339 time or a duration back from now.
-func parseWhen(s string) (*timestamppb.Timestamp, error) {
+func parseWhen(s string, now time.Time) (*timestamppb.Timestamp, error) {
 	if s == "" {
 		return nil, nil
 	}
@@ -315,7 +326,10 @@ func parseWhen(s string) (*timestamppb.Timestamp, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%q: want an RFC 3339 time or a duration (24h)", s)
 	}
-	return timestamppb.New(time.Now().Add(-d)), nil
+	if d < 0 {
+		return nil, fmt.Errorf("%q: a duration is how long ago, without a sign (%s)", s, strings.TrimPrefix(s, "-"))
+	}
+	return timestamppb.New(now.Add(-d)), nil
 }
 
 func (a *app) backupCommand() *cobra.Command {
