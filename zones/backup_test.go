@@ -111,8 +111,21 @@ func TestVerifyBackup(t *testing.T) {
 	if _, _, err := verify(t, framed, VerifyOptions{Now: past}); !errors.Is(err, ErrFutureBackup) {
 		t.Errorf("backup an hour ahead: %v, want ErrFutureBackup", err)
 	}
-	if _, _, err := verify(t, framed, VerifyOptions{Now: past, AcceptFutureClock: true}); err != nil {
-		t.Errorf("backup an hour ahead, accepted: %v", err)
+	_, path, err := verify(t, framed, VerifyOptions{Now: past, AcceptFutureClock: true})
+	if err != nil {
+		t.Fatalf("backup an hour ahead, accepted: %v", err)
+	}
+	// Opened, the store's generation clock is that far ahead.
+	s, err := Open(path, StoreOptions{RouterID: 1, Now: past})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if ahead := s.ClockAhead(); ahead < time.Hour || ahead > time.Hour+time.Minute {
+		t.Errorf("clock ahead %v, want about 1h", ahead)
+	}
+	if s2 := openStore(t, filepath.Join(t.TempDir(), "new.db"), 1); s2.ClockAhead() != 0 {
+		t.Errorf("a new store's clock is %v ahead", s2.ClockAhead())
 	}
 }
 

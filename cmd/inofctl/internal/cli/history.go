@@ -13,6 +13,7 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/openinof/inof/inof"
 	inofv1 "github.com/openinof/inof/inof/api/v1"
 	"github.com/openinof/inof/inof/api/zoningfile"
 )
@@ -212,6 +213,7 @@ func (a *app) printJournal(resp *inofv1.ListJournalResponse, current string, his
 			conflicted[id] = "conflict (lost, edited since) "
 		}
 	}
+	a.warnFutureEntries(resp.GetEntries())
 	return a.print(v, func(w io.Writer) {
 		if history {
 			row(w, "", "REVISION", "TIME", "IDENTITY", "ACTION", "SUMMARY")
@@ -247,6 +249,25 @@ func (a *app) printJournal(resp *inofv1.ListJournalResponse, current string, his
 			}
 		}
 	})
+}
+
+// warnFutureEntries warns when the newest journal entry is dated ahead of
+// this host's clock by more than inof.MaxGenerationSkew: the reflector's
+// generation clock is ahead (a backup from the future restored, a clock
+// that stepped back), and its peers refuse its changes.
+func (a *app) warnFutureEntries(es []*inofv1.JournalEntry) {
+	var newest time.Time
+	for _, e := range es {
+		if t := e.GetTime().AsTime(); t.After(newest) {
+			newest = t
+		}
+	}
+	if ahead := newest.Sub(a.now()); ahead > inof.MaxGenerationSkew {
+		fmt.Fprintf(a.io.Err, "warning: the newest entry is dated %s, %s ahead of this host's clock: the reflector's "+
+			"generation clock is ahead (a backup from the future restored? a clock that stepped back?), and its peer "+
+			"reflectors refuse its changes (docs/operations.md, \"Recovery\")\n",
+			newest.UTC().Format(time.RFC3339), ahead.Round(time.Second))
+	}
 }
 
 func (a *app) auditCommand() *cobra.Command {

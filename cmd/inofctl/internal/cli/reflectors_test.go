@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"log/slog"
 	"net"
 	"os"
@@ -12,16 +13,20 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/openinof/inof/bgp"
 	"github.com/openinof/inof/cmd/inofctl/internal/cli"
 	"github.com/openinof/inof/inof/api"
 	"github.com/openinof/inof/inof/api/apitest"
 	"github.com/openinof/inof/inof/reflector"
+	"github.com/openinof/inof/zones"
 )
 
 // liveReflector is a reflector on real GoBGP with its admin API.
 type liveReflector struct {
 	r      *reflector.Reflector
+	reg    *prometheus.Registry // its metrics
 	opts   reflector.Options
 	sock   string
 	cancel context.CancelFunc
@@ -52,12 +57,13 @@ func startLive(t *testing.T, addr string, port int, dir string, peers ...reflect
 	if os.Getenv("INOF_TEST_LOG") != "" {
 		log = slog.Default()
 	}
-	r, err := reflector.New(reflector.Config{Options: o, Logger: log})
+	reg := prometheus.NewRegistry()
+	r, err := reflector.New(reflector.Config{Options: o, Logger: log, Registry: reg})
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	l := &liveReflector{r: r, opts: o, cancel: cancel, done: make(chan error, 1)}
+	l := &liveReflector{r: r, reg: reg, opts: o, cancel: cancel, done: make(chan error, 1)}
 	go func() { l.done <- r.Run(ctx) }()
 	select {
 	case <-r.Ready():
@@ -378,5 +384,67 @@ func TestTwoReflectorsStaleApply(t *testing.T) {
 	eventually(t, "the same journal on both", func() bool { return journalJSON(t, r1) == journalJSON(t, r2) })
 	if out := r1.must(t, "zoning", "apply", "-f", bob, "--yes"); !strings.Contains(out, "committed (apply)") || strings.Contains(out, "exported at") {
 		t.Fatalf("fresh apply:\n%s", out)
+	}
+}
+
+// TestFutureBackupVisible: a reflector restored (--accept-future-clock)
+// from a backup dated 2100 runs with its generation clock that far ahead:
+// its metric shows it (the alert InofReflectorClockAhead fires above 300 s)
+// and inofctl's history and audit warn about it.
+func TestFutureBackupVisible(t *testing.T) {
+	if raceEnabled {
+		t.Skip("runs the real GoBGP, which races internally; run without -race")
+	}
+	future := func() time.Time { return time.Date(2100, 1, 1, 0, 0, 0, 0, time.UTC) }
+	src, err := zones.Open(filepath.Join(t.TempDir(), "src.db"), zones.StoreOptions{RouterID: 1, Now: future})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tx := src.Begin()
+	if err := tx.CreateZone("red", zones.MustParseMember("10.0.0.1")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	backup := filepath.Join(t.TempDir(), "future.backup")
+	f, err := os.Create(backup)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := src.Backup(f); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	src.Close()
+	const a1 = "127.0.0.1"
+	dir := t.TempDir()
+	ro := reflector.RestoreOptions{Backup: backup, Identity: "user:tester", Via: "test"}
+	if _, err := reflector.Restore(reflector.Options{StateDir: dir, RouterID: a1, HistorySize: 100}, ro); !errors.Is(err, zones.ErrFutureBackup) {
+		t.Fatalf("future backup without --accept-future-clock: %v", err)
+	}
+	ro.AcceptFutureClock = true
+	if _, err := reflector.Restore(reflector.Options{StateDir: dir, RouterID: a1, HistorySize: 100}, ro); err != nil {
+		t.Fatal(err)
+	}
+	r := startLive(t, a1, freeTCPPort(t, a1), dir)
+	mfs, err := r.reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ahead := -1.0
+	for _, mf := range mfs {
+		if mf.GetName() == "inof_reflector_generation_clock_ahead_seconds" && len(mf.GetMetric()) == 1 {
+			ahead = mf.GetMetric()[0].GetGauge().GetValue()
+		}
+	}
+	if ahead < time.Until(future()).Seconds()-3600 {
+		t.Errorf("clock ahead %v s, want about %v s", ahead, time.Until(future()).Seconds())
+	}
+	for _, args := range [][]string{{"zoning", "history"}, {"audit"}} {
+		out := r.must(t, args...)
+		if !strings.Contains(out, "warning: the newest entry is dated 2100-01-01") || !strings.Contains(out, "peer reflectors refuse its changes") {
+			t.Errorf("inofctl %s:\n%s", strings.Join(args, " "), out)
+		}
 	}
 }
