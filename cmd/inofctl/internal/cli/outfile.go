@@ -69,7 +69,12 @@ func createExclusive(path string, mode os.FileMode) (*os.File, error) {
 			continue
 		}
 		if err != nil {
-			return nil, err
+			// Named after the file asked for, not the temporary one.
+			var pe *fs.PathError
+			if errors.As(err, &pe) {
+				err = pe.Err
+			}
+			return nil, fmt.Errorf("create %s: %w", path, err)
 		}
 		if err := f.Chmod(mode); err != nil { // the umask may have narrowed it
 			f.Close()
