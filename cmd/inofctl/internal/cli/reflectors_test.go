@@ -9,11 +9,13 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 
 	"github.com/openinof/inof/bgp"
 	"github.com/openinof/inof/cmd/inofctl/internal/cli"
@@ -387,11 +389,13 @@ func TestTwoReflectorsStaleApply(t *testing.T) {
 	}
 }
 
-// TestFutureBackupVisible: a reflector restored (--accept-future-clock)
-// from a backup dated 2100 runs with its generation clock that far ahead:
-// its metric shows it (the alert InofReflectorClockAhead fires above 300 s)
-// and inofctl's history and audit warn about it.
-func TestFutureBackupVisible(t *testing.T) {
+// TestTwoReflectorsFutureBackup: a reflector restored (only with
+// --accept-future-clock) from a backup dated 2100 runs with its generation
+// clock that far ahead, and its peer refuses its changes: that is visible
+// in its metric (the alert InofReflectorClockAhead fires above 300 s), in
+// the peer's refusal counter (InofReplicationRefused), and in inofctl's
+// history and audit, which warn.
+func TestTwoReflectorsFutureBackup(t *testing.T) {
 	if raceEnabled {
 		t.Skip("runs the real GoBGP, which races internally; run without -race")
 	}
@@ -417,7 +421,8 @@ func TestFutureBackupVisible(t *testing.T) {
 	}
 	f.Close()
 	src.Close()
-	const a1 = "127.0.0.1"
+	const a1, a2 = "127.0.0.1", "127.0.0.2"
+	p1, p2 := freeTCPPort(t, a1), freeTCPPort(t, a2)
 	dir := t.TempDir()
 	ro := reflector.RestoreOptions{Backup: backup, Identity: "user:tester", Via: "test"}
 	if _, err := reflector.Restore(reflector.Options{StateDir: dir, RouterID: a1, HistorySize: 100}, ro); !errors.Is(err, zones.ErrFutureBackup) {
@@ -427,18 +432,21 @@ func TestFutureBackupVisible(t *testing.T) {
 	if _, err := reflector.Restore(reflector.Options{StateDir: dir, RouterID: a1, HistorySize: 100}, ro); err != nil {
 		t.Fatal(err)
 	}
-	r := startLive(t, a1, freeTCPPort(t, a1), dir)
-	mfs, err := r.reg.Gather()
-	if err != nil {
-		t.Fatal(err)
+	peer := func(a string, p int) reflector.PeerOptions { return reflector.PeerOptions{Address: a, Port: p} }
+	r := startLive(t, a1, p1, dir, peer(a2, p2))
+	r2 := startLive(t, a2, p2, t.TempDir(), peer(a1, p1))
+	eventually(t, "the reflectors peering", func() bool { return established(r) && established(r2) })
+	r.must(t, "zone", "create", "blue", "10.0.0.2", "--yes")
+	eventually(t, "r2 refusing r1's changes from the future", func() bool {
+		return gauge(t, r2.reg, "inof_reflector_config_parts_refused_total", "future") > 0
+	})
+	if out, _ := r2.ctl(t, "", "zone", "list"); strings.Contains(out, "blue") {
+		t.Fatalf("r2 took a change from 2100:\n%s", out)
 	}
-	ahead := -1.0
-	for _, mf := range mfs {
-		if mf.GetName() == "inof_reflector_generation_clock_ahead_seconds" && len(mf.GetMetric()) == 1 {
-			ahead = mf.GetMetric()[0].GetGauge().GetValue()
-		}
+	if ahead := gauge(t, r2.reg, "inof_reflector_generation_clock_ahead_seconds", ""); ahead != 0 {
+		t.Errorf("r2's clock is %v s ahead", ahead)
 	}
-	if ahead < time.Until(future()).Seconds()-3600 {
+	if ahead := gauge(t, r.reg, "inof_reflector_generation_clock_ahead_seconds", ""); ahead < time.Until(future()).Seconds()-3600 {
 		t.Errorf("clock ahead %v s, want about %v s", ahead, time.Until(future()).Seconds())
 	}
 	for _, args := range [][]string{{"zoning", "history"}, {"audit"}} {
@@ -447,4 +455,29 @@ func TestFutureBackupVisible(t *testing.T) {
 			t.Errorf("inofctl %s:\n%s", strings.Join(args, " "), out)
 		}
 	}
+}
+
+// gauge returns the value of the series name (a gauge or a counter) in
+// reg, the one with label value label if not "", or -1.
+func gauge(t *testing.T, reg *prometheus.Registry, name, label string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			if label != "" && !slices.ContainsFunc(m.GetLabel(), func(l *dto.LabelPair) bool { return l.GetValue() == label }) {
+				continue
+			}
+			if m.GetGauge() != nil {
+				return m.GetGauge().GetValue()
+			}
+			return m.GetCounter().GetValue()
+		}
+	}
+	return -1
 }
