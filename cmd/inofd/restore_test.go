@@ -92,6 +92,15 @@ func TestRestoreRefusals(t *testing.T) {
 	if code := d.wait(t); code != 64 || !strings.Contains(d.out.String(), "Usage") {
 		t.Errorf("no backup argument: exit %d:\n%s", code, d.out.String())
 	}
+	bad := filepath.Join(dir, "bad.yaml")
+	if err := os.WriteFile(bad, []byte("router_id: 10.0.0.1\nstate_dirr: /x\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	d = startDaemon(t, bin, nil, "restore", "--config", bad, backup)
+	if code := d.wait(t); code != 78 || !strings.Contains(d.out.String(), "unknown key state_dirr (did you mean state_dir?)") ||
+		strings.Count(d.out.String(), "invalid configuration") != 1 {
+		t.Errorf("invalid configuration: exit %d:\n%s", code, d.out.String())
+	}
 	// A running reflector holds the store: refused, the store untouched.
 	d = startDaemon(t, bin, nil, "restore", "--config", cfg, backup)
 	if code := d.wait(t); code != 0 {
