@@ -86,6 +86,14 @@ func (c *Clock) Next() uint64 {
 	return c.last
 }
 
+// Last returns the highest generation the clock has returned or been
+// moved past (0 before any).
+func (c *Clock) Last() uint64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.last
+}
+
 // Advance moves the clock past a generation this reflector wrote itself
 // (read back from its own store): unlike Observe it is not bounded by
 // MaxGenerationSkew, so after the wall clock steps back new writes still

@@ -4,7 +4,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"io"
 	"slices"
 
 	bolt "go.etcd.io/bbolt"
@@ -187,21 +186,6 @@ func (s *Store) ConfigAt(v Version) (*Config, bool, error) {
 		return nil, true, err
 	}
 	return c, true, nil
-}
-
-// Backup writes a consistent copy of the whole store file (records,
-// journal, clock) to w while the store stays in use, and returns its size.
-func (s *Store) Backup(w io.Writer) (int64, error) {
-	var n int64
-	err := s.db.View(func(tx *bolt.Tx) error {
-		var err error
-		n, err = tx.WriteTo(w)
-		return err
-	})
-	if err != nil {
-		return n, fmt.Errorf("zones: backup: %w", err)
-	}
-	return n, nil
 }
 
 // Conflicts lists the journal's lost writes against the records in effect

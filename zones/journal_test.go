@@ -225,8 +225,13 @@ func TestStoreBackup(t *testing.T) {
 	// The store stays usable and the copy opens as a store of its own.
 	commitTx(t, s, Note{}, func(tx *Tx) error { return tx.CreateZone("y") })
 	path := filepath.Join(dir, "copy.db")
-	if err := os.WriteFile(path, buf.Bytes(), 0o600); err != nil {
+	scratch, err := os.Create(path)
+	if err != nil {
 		t.Fatal(err)
+	}
+	defer scratch.Close()
+	if info, err := VerifyBackup(&buf, scratch, VerifyOptions{}); err != nil || !info.Checksummed || info.Records != 1 {
+		t.Fatalf("verify: %+v %v", info, err)
 	}
 	c := openStore(t, path, 1)
 	if cfg := c.Config(); cfg.Zones["x"] == nil || cfg.Zones["y"] != nil || len(c.JournalVersions()) != 1 {

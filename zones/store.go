@@ -129,6 +129,11 @@ func Open(path string, opts StoreOptions) (*Store, error) {
 		return nil, fmt.Errorf("zones: load store %s: %w", path, err)
 	}
 	s.config = s.records.Config()
+	if ahead := s.ClockAhead(); ahead > inof.MaxGenerationSkew {
+		s.log.Warn("zones: the store's generation clock is ahead of the wall clock: peer reflectors refuse its changes "+
+			"until their clocks catch up (has the clock stepped back, or was a backup from the future restored?)",
+			"ahead", ahead.Round(time.Second), "newest", inof.GenerationTime(s.clock.Last()).UTC())
+	}
 	return s, nil
 }
 
@@ -152,12 +157,16 @@ func (s *Store) Records() []Record {
 // observe moves the clock past a generation read from the file. Stored
 // generations were checked when they were written or applied, so they are
 // trusted even when the wall clock has since stepped back (then new commits
-// still win over stored ones); a warning says the clock is behind.
-func (s *Store) observe(gen uint64) {
-	if err := inof.CheckGeneration(gen, s.clock.Now()); err != nil {
-		s.log.Warn("zones: stored generation ahead of the wall clock; has the clock stepped back?", "err", err)
-	}
-	s.clock.Advance(gen)
+// still win over stored ones); Open warns once if the clock is then ahead.
+func (s *Store) observe(gen uint64) { s.clock.Advance(gen) }
+
+// ClockAhead is how far the store's generation clock (its newest write or
+// generation seen) is ahead of the wall clock, 0 if it is not. Beyond
+// inof.MaxGenerationSkew the peer reflectors refuse this store's writes
+// until their clocks catch up: the wall clock stepped back, or the store
+// came from a backup from the future.
+func (s *Store) ClockAhead() time.Duration {
+	return max(0, inof.GenerationTime(s.clock.Last()).Sub(s.clock.Now()))
 }
 
 // Apply merges records received from other reflectors, persists the ones

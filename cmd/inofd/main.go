@@ -154,6 +154,10 @@ func newCommand(environ []string, stderr io.Writer) *cobra.Command {
 			err := daemon.Load(daemon.LoadOptions{File: file, Flags: cmd.Flags(), FlagKeys: keys, Environ: environ,
 				Warn: warnings.Add}, opts)
 			if err != nil {
+				// The warnings (a misspelt INOF_* variable) may be why.
+				for _, w := range warnings {
+					err = errors.Join(err, errors.New(w))
+				}
 				return nil, daemon.ConfigError{Err: err}
 			}
 			return warnings, nil

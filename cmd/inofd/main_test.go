@@ -197,6 +197,19 @@ func TestInvalidConfigListsEveryError(t *testing.T) {
 		t.Errorf("%d error lines, want %d:\n%s", n, len(wants), out)
 	}
 
+	// An environment variable's bad value names the variable; a misspelt
+	// one is named with the one it likely meant.
+	d = startDaemon(t, bin, []string{"INOF_ASN=abc", "INOF_ROUTR_ID=10.0.0.1"}, "--role", "reflector", "--listen-port", "0")
+	if code := d.wait(t); code != daemon.ExitConfig {
+		t.Fatalf("INOF_ASN=abc: exit code %d, want %d", code, daemon.ExitConfig)
+	}
+	for _, w := range []string{"asn: cannot parse", "(environment variable INOF_ASN)",
+		"INOF_ROUTR_ID is not a setting (did you mean INOF_ROUTER_ID?): ignored"} {
+		if !strings.Contains(d.out.String(), w) {
+			t.Errorf("output lacks %q:\n%s", w, d.out.String())
+		}
+	}
+
 	d = startDaemon(t, bin, nil, "--role", "switchboard")
 	if code := d.wait(t); code != daemon.ExitUsage || !strings.Contains(d.out.String(), `--role "switchboard"`) {
 		t.Fatalf("unknown role: exit %d, output %s", code, d.out.String())

@@ -15,7 +15,7 @@ import (
 // `inofctl backup` as the store of a reflector that is not running.
 func restoreCommand(environ []string, stdout, stderr io.Writer) *cobra.Command {
 	var file string
-	var force bool
+	var force, acceptFuture bool
 	cmd := &cobra.Command{
 		Use:   "restore BACKUP",
 		Short: "Install a store backup (inofctl backup) on a stopped reflector",
@@ -24,7 +24,12 @@ func restoreCommand(environ []string, stdout, stderr io.Writer) *cobra.Command {
 			"reflector must be stopped. Refused without --force when a store is already there (it is\n" +
 			"then kept beside as zones.db.replaced-TIME) or when the backup is older than the\n" +
 			"tombstone lifetime (7 days). Started afterwards, the reflector takes its peers' newer\n" +
-			"versions and deletions: nothing deleted since the backup comes back.",
+			"versions and deletions: nothing deleted since the backup comes back.\n" +
+			"The backup is verified completely before anything is replaced: its checksum (backups\n" +
+			"from before checksums are taken without), the store file's consistency, and its newest\n" +
+			"change not ahead of this host's clock (--accept-future-clock to take it anyway).\n" +
+			"Exit codes: 0 restored, 1 refused or failed (nothing changed), 64 usage error,\n" +
+			"78 invalid configuration.",
 		Args:          cobra.ExactArgs(1),
 		SilenceUsage:  true,
 		SilenceErrors: true,
@@ -32,18 +37,19 @@ func restoreCommand(environ []string, stdout, stderr io.Writer) *cobra.Command {
 			opts := reflector.DefaultOptions()
 			if err := daemon.Load(daemon.LoadOptions{File: file, Flags: cmd.Flags(), Environ: environ,
 				FlagKeys: map[string]string{"state-dir": "state_dir", "router-id": "router_id"}}, &opts); err != nil {
-				fmt.Fprintf(stderr, "inofd: invalid configuration:\n%v\n", err)
-				return err
+				return daemon.ConfigError{Err: err}
 			}
 			who := "unknown"
 			if u, err := user.Current(); err == nil {
 				who = u.Username
 			}
 			rep, err := reflector.Restore(opts, reflector.RestoreOptions{Backup: args[0], Force: force,
-				Identity: "user:" + who, Via: "inofd restore"})
+				AcceptFutureClock: acceptFuture, Identity: "user:" + who, Via: "inofd restore"})
 			if err != nil {
-				fmt.Fprintf(stderr, "inofd: %v\n", err)
-				return err
+				return daemon.RuntimeError(err)
+			}
+			if !rep.Checksummed {
+				fmt.Fprintf(stderr, "inofd: %s carries no checksum (taken before backups had one): checked by its structure only\n", args[0])
 			}
 			fmt.Fprintf(stdout, "restored %s into %s: %d zones, %d aliases (%d records), %d journal entries, newest change %s\n",
 				args[0], opts.StorePath(), rep.Zones, rep.Aliases, rep.Records, rep.Entries, rep.TakenAt.UTC().Format("2006-01-02T15:04:05Z"))
@@ -62,5 +68,6 @@ func restoreCommand(environ []string, stdout, stderr io.Writer) *cobra.Command {
 	f.String("state-dir", "", "directory of the reflector's state (overrides the file)")
 	f.String("router-id", "", "the reflector's router-id (overrides the file)")
 	f.BoolVar(&force, "force", false, "replace an existing store, take a backup older than the tombstone lifetime")
+	f.BoolVar(&acceptFuture, "accept-future-clock", false, "take a backup whose newest change is ahead of this host's clock")
 	return cmd
 }

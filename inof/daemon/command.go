@@ -110,3 +110,8 @@ func Execute(cmd *cobra.Command, stderr io.Writer) int {
 // the usage line), for a command line that parsed but makes no sense
 // (inofd without --role).
 func UsageError(err error) error { return usageError{err} }
+
+// RuntimeError returns err as a failure of a command that ran (exit
+// ExitFailure, printed once, without the usage), for the RunE of a
+// subcommand (inofd restore): Command sorts only the root's.
+func RuntimeError(err error) error { return runError{err} }

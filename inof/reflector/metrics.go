@@ -56,6 +56,7 @@ var (
 	descAdoptedParts   = desc("config_parts_adopted_total", "Newer configuration parts taken from peer reflectors and re-originated.")
 	descAdopted        = desc("config_records_adopted_total", "Complete records from peer reflectors that won (in the zone store, and the lossless profile).")
 	descRefused        = desc("config_parts_refused_total", "Configuration parts refused: by generation (future, expired) or because a neighbor that is not a peer reflector sent them (not-peer).", "reason")
+	descClockAhead     = desc("generation_clock_ahead_seconds", "How far the zone store's generation clock is ahead of the wall clock (0 if not); beyond 300 s the peer reflectors refuse this reflector's changes.")
 	descStoreRefused   = desc("store_refused_total", "Records the store refused by generation (future, expired).", "reason")
 	descApplyErrors    = desc("config_apply_errors_total", "Records from peer reflectors the store refused.")
 	descMalformedParts = desc("config_parts_malformed_total", "Configuration parts the assembler refused.")
@@ -82,7 +83,7 @@ func newCollector(r *Reflector) prometheus.Collector { return collector{r} }
 func (c collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descUp, descRestarting, descSessions, descReceived, descPublished,
 		descWithdrawn, descMalformed, descResyncs, descConfigRecords, descCommits, descAdoptedParts, descAdopted,
-		descRefused, descStoreRefused, descApplyErrors, descMalformedParts, descEvicted, descStale, descPruned,
+		descRefused, descStoreRefused, descClockAhead, descApplyErrors, descMalformedParts, descEvicted, descStale, descPruned,
 		descDevRefused, descUntrusted, descQuarantined, descBFD, descBFDDrops, descBFDChanges, descConfigured,
 		descJournal, descJournalAdopted, descConflicts} {
 		ch <- d
@@ -136,6 +137,11 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 		st, rs, sr, dev = r.speaker.Stats(), r.repl.Stats(), r.store.RefusedCounts(), r.fabric.devices.Stats()
 	}
 	gauge(descJournal, float64(journal))
+	ahead := time.Duration(0)
+	if started {
+		ahead = r.store.ClockAhead()
+	}
+	gauge(descClockAhead, ahead.Seconds())
 	counter(descPublished, st.Published)
 	counter(descWithdrawn, st.Withdrawn)
 	counter(descMalformed, st.Malformed)

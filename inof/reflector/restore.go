@@ -3,7 +3,6 @@ package reflector
 import (
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"time"
@@ -20,6 +19,11 @@ type RestoreOptions struct {
 	// zones.db.replaced-TIME) and takes a backup older than the tombstone
 	// lifetime.
 	Force bool
+	// AcceptFutureClock takes a backup whose newest change is ahead of
+	// this host's clock by more than inof.MaxGenerationSkew: restored, the
+	// reflector's changes would stay ahead of its peers', which refuse
+	// them until their clocks catch up.
+	AcceptFutureClock bool
 	// Identity and Via name who restored, for the journal.
 	Identity, Via string
 	Now           func() time.Time // time.Now if nil
@@ -31,6 +35,7 @@ type RestoreReport struct {
 	TakenAt                          time.Time // the newest write in the backup
 	Replaced                         string    // where an existing store went ("" if none)
 	Profile                          bool      // the lossless profile came back from the journal
+	Checksummed                      bool      // false for a backup from before backups carried a checksum
 }
 
 // ErrRestoreRefused wraps the reasons Restore refuses without Force.
@@ -38,32 +43,59 @@ var ErrRestoreRefused = errors.New("restore refused")
 
 // Restore installs a backup as the store of the reflector o describes,
 // which must not be running (the store's file lock tells). The backup is
-// checked by opening it as a store; a backup whose newest write is older
-// than inof.TombstoneLifetime is refused without Force, since the peers
-// may have forgotten deletions made since and the restored reflector would
-// bring those objects back. The lossless profile comes back from the
-// newest lossless entry of the journal, if it holds one. A "restore" entry
-// is journaled. Once started, the reflector originates what it restored;
-// its peers keep their newer versions and tombstones (last writer wins
-// per object), so deletions made after the backup stay deleted.
+// verified completely first (zones.VerifyBackup: framing, checksum, the
+// store file's layout and bbolt's consistency check, every record and
+// journal entry, a generation clock not ahead of now) in a scratch file
+// of the state directory, created exclusively under a random name and
+// removed unless the restore succeeds; nothing is replaced before. A
+// backup whose newest write is older than inof.TombstoneLifetime is
+// refused without Force, since the peers may have forgotten deletions
+// made since and the restored reflector would bring those objects back.
+// The lossless profile comes back from the newest lossless entry of the
+// journal, if it holds one. A "restore" entry is journaled. Once started,
+// the reflector originates what it restored; its peers keep their newer
+// versions and tombstones (last writer wins per object), so deletions made
+// after the backup stay deleted.
 func Restore(o Options, ro RestoreOptions) (RestoreReport, error) {
 	var rep RestoreReport
 	now := ro.Now
 	if now == nil {
 		now = time.Now
 	}
-	if err := os.MkdirAll(o.StateDir, 0o700); err != nil {
-		return rep, fmt.Errorf("reflector: restore: state directory: %w", err)
-	}
-	tmp := o.StorePath() + ".restoring"
-	if err := copyFile(ro.Backup, tmp); err != nil {
-		return rep, fmt.Errorf("reflector: restore: %w", err)
-	}
-	defer os.Remove(tmp)
 	rid, err := inof.ParseRouterID(o.RouterID)
 	if err != nil {
 		return rep, fmt.Errorf("reflector: restore: router_id: %w", err)
 	}
+	in, err := os.Open(ro.Backup)
+	if err != nil {
+		return rep, fmt.Errorf("reflector: restore: %w", err)
+	}
+	defer in.Close()
+	if err := os.MkdirAll(o.StateDir, 0o700); err != nil {
+		return rep, fmt.Errorf("reflector: restore: state directory: %w", err)
+	}
+	scratch, err := os.CreateTemp(o.StateDir, ".zones.db.restoring-*")
+	if err != nil {
+		return rep, fmt.Errorf("reflector: restore: %w", err)
+	}
+	tmp := scratch.Name()
+	installed := false
+	defer func() {
+		if !installed {
+			os.Remove(tmp)
+		}
+	}()
+	info, err := zones.VerifyBackup(in, scratch, zones.VerifyOptions{Now: now, AcceptFutureClock: ro.AcceptFutureClock})
+	if cerr := scratch.Close(); err == nil && cerr != nil {
+		err = cerr
+	}
+	if err != nil {
+		if errors.Is(err, zones.ErrFutureBackup) {
+			return rep, fmt.Errorf("%w: %s: %w (check this host's clock, or --accept-future-clock)", ErrRestoreRefused, ro.Backup, err)
+		}
+		return rep, fmt.Errorf("%w: %s: %w", ErrRestoreRefused, ro.Backup, err)
+	}
+	rep.Checksummed = info.Checksummed
 	st, err := zones.Open(tmp, zones.StoreOptions{RouterID: rid, Now: now, HistorySize: o.HistorySize})
 	if err != nil {
 		return rep, fmt.Errorf("reflector: restore: %s is not a usable store backup: %w", ro.Backup, err)
@@ -126,6 +158,7 @@ func Restore(o Options, ro RestoreOptions) (RestoreReport, error) {
 	if err := os.Rename(tmp, o.StorePath()); err != nil {
 		return rep, fmt.Errorf("reflector: restore: %w", err)
 	}
+	installed = true
 	if profile != nil {
 		if err := saveProfileState(o.ProfilePath(), profile.Gen, profile.RouterID, profile.Profile); err != nil {
 			return rep, fmt.Errorf("reflector: restore: %w", err)
@@ -145,26 +178,4 @@ func lockedOut(path string) error {
 		return fmt.Errorf("%w: %s is in use or unreadable (stop the reflector first): %w", ErrRestoreRefused, path, err)
 	}
 	return st.Close()
-}
-
-// copyFile copies src to dst (mode 0600) and syncs it.
-func copyFile(src, dst string) error {
-	in, err := os.Open(src)
-	if err != nil {
-		return err
-	}
-	defer in.Close()
-	out, err := os.OpenFile(dst, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o600)
-	if err != nil {
-		return err
-	}
-	if _, err := io.Copy(out, in); err != nil {
-		out.Close()
-		return err
-	}
-	if err := out.Sync(); err != nil {
-		out.Close()
-		return err
-	}
-	return out.Close()
 }

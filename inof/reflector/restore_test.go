@@ -109,7 +109,30 @@ func TestRestore(t *testing.T) {
 	if err := os.WriteFile(junk, []byte("not a store"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Restore(o2, RestoreOptions{Backup: junk}); err == nil || !strings.Contains(err.Error(), "not a usable store backup") {
+	if _, err := Restore(o2, RestoreOptions{Backup: junk}); !errors.Is(err, ErrRestoreRefused) || !strings.Contains(err.Error(), "not a usable backup") {
 		t.Fatalf("junk: %v", err)
+	}
+	whole, err := os.ReadFile(backup)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cut := filepath.Join(t.TempDir(), "cut")
+	if err := os.WriteFile(cut, whole[:10000], 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Restore(o2, RestoreOptions{Backup: cut, Force: true}); !errors.Is(err, zones.ErrBadBackup) || !strings.Contains(err.Error(), "truncated") {
+		t.Fatalf("truncated: %v", err)
+	}
+	// Dated an hour ahead of this host: refused unless accepted.
+	early := RestoreOptions{Backup: backup, Now: func() time.Time { return now.Add(-time.Hour) }}
+	if _, err := Restore(o2, early); !errors.Is(err, zones.ErrFutureBackup) || !strings.Contains(err.Error(), "--accept-future-clock") {
+		t.Fatalf("future backup: %v", err)
+	}
+	if ents, err := os.ReadDir(o2.StateDir); err != nil || len(ents) != 0 {
+		t.Fatalf("refused restores left files behind: %v %v", ents, err)
+	}
+	early.AcceptFutureClock = true
+	if rep, err := Restore(o2, early); err != nil || !rep.Checksummed {
+		t.Fatalf("future backup, accepted: %+v %v", rep, err)
 	}
 }

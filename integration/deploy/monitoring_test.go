@@ -232,7 +232,7 @@ func TestAlertRules(t *testing.T) {
 	}
 	for _, want := range []string{"InofSwitchDown", "InofBFDFlapping", "InofNotificationsGivenUp", "InofReflectorAlone",
 		"InofReplicationRefused", "InofStoreErrors", "InofHostFailoverErrors", "InofHostLastPathLost", "InofHostFailoverSlow",
-		"InofHostNVMeFailures", "InofHostNVMeStuck", "InofDiscoveryConnectionsRefused", "InofDiscoveryRegistrationsRefused"} {
+		"InofHostNVMeFailures", "InofHostNVMeStuck", "InofDiscoveryConnectionsRefused", "InofDiscoveryRegistrationsRefused", "InofReflectorClockAhead"} {
 		if !slices.Contains(alerts, want) {
 			t.Errorf("no alert %s", want)
 		}

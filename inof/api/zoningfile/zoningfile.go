@@ -193,3 +193,123 @@ func onOff(b bool) string {
 	}
 	return "off"
 }
+
+// Undone lists the changes from base to cur that applying want over cur
+// would undo, as diff lines of base → cur: base is the revision a file was
+// exported at, want the file as edited since. A change is undone when want
+// does not keep it: a setting changed since base that want sets back, an
+// object created since base that want lacks or one deleted since that
+// want has, a member added since base that want lacks or one removed
+// since that want has. Changes want holds (the file's own, applied
+// before, or merged in) are not listed.
+func Undone(base, cur, want File) []string {
+	var out []string
+	setting := func(name string, b, c, w *bool) {
+		if *b != *c && *w != *c {
+			out = append(out, "~ settings: "+name+" "+onOff(*c))
+		}
+	}
+	setting("default-zone", base.Settings.DefaultZone, cur.Settings.DefaultZone, want.Settings.DefaultZone)
+	setting("hard-zoning", base.Settings.HardZoning, cur.Settings.HardZoning, want.Settings.HardZoning)
+	named := func(kind string, base, cur, want map[string][]string) {
+		names := sortedKeys(cur)
+		for _, n := range sortedKeys(base) {
+			if _, ok := cur[n]; !ok {
+				names = append(names, n)
+			}
+		}
+		sort.Strings(names)
+		for _, n := range names {
+			b, inB := base[n]
+			c, inC := cur[n]
+			w, inW := want[n]
+			switch {
+			case !inB && !inW:
+				out = append(out, fmt.Sprintf("+ %s %s: %s", kind, n, TruncateList(c, " ", 20)))
+				continue
+			case !inC && inW && inB:
+				out = append(out, fmt.Sprintf("- %s %s (%d members)", kind, n, len(b)))
+				continue
+			case !inB || !inC:
+				continue
+			}
+			has := map[string]bool{}
+			for _, m := range w {
+				has[m] = true
+			}
+			added, removed := memberDelta(b, c)
+			var lost []string
+			for _, m := range added {
+				if !has[m] {
+					lost = append(lost, "+"+m)
+				}
+			}
+			for _, m := range removed {
+				if has[m] {
+					lost = append(lost, "-"+m)
+				}
+			}
+			if len(lost) > 0 {
+				out = append(out, fmt.Sprintf("~ %s %s: %s", kind, n, TruncateList(lost, " ", 20)))
+			}
+		}
+	}
+	named("alias", base.Aliases, cur.Aliases, want.Aliases)
+	named("zone", base.Zones, cur.Zones, want.Zones)
+	return out
+}
+
+// After returns f with the edits applied in order, as the server applies
+// them when they are valid (a dry run tells whether they are): for the
+// member diff shown before a commit. f is not changed.
+func After(f File, es []*inofv1.Edit) File {
+	d, h := *f.Settings.DefaultZone, *f.Settings.HardZoning
+	out := File{Settings: Settings{DefaultZone: &d, HardZoning: &h}, Aliases: map[string][]string{}, Zones: map[string][]string{}}
+	for k, v := range f.Aliases {
+		out.Aliases[k] = slices.Clone(v)
+	}
+	for k, v := range f.Zones {
+		out.Zones[k] = slices.Clone(v)
+	}
+	add := func(m map[string][]string, name string, ms []string) {
+		for _, x := range ms {
+			if !slices.Contains(m[name], x) {
+				m[name] = append(m[name], x)
+			}
+		}
+	}
+	remove := func(m map[string][]string, name string, ms []string) {
+		m[name] = slices.DeleteFunc(m[name], func(x string) bool { return slices.Contains(ms, x) })
+	}
+	for _, e := range es {
+		switch x := e.GetEdit().(type) {
+		case *inofv1.Edit_CreateZone:
+			out.Zones[x.CreateZone.GetName()] = slices.Clone(x.CreateZone.GetMembers())
+		case *inofv1.Edit_DeleteZone:
+			delete(out.Zones, x.DeleteZone.GetName())
+		case *inofv1.Edit_RenameZone:
+			out.Zones[x.RenameZone.GetNewName()] = out.Zones[x.RenameZone.GetName()]
+			delete(out.Zones, x.RenameZone.GetName())
+		case *inofv1.Edit_AddZoneMembers:
+			add(out.Zones, x.AddZoneMembers.GetZone(), x.AddZoneMembers.GetMembers())
+		case *inofv1.Edit_RemoveZoneMembers:
+			remove(out.Zones, x.RemoveZoneMembers.GetZone(), x.RemoveZoneMembers.GetMembers())
+		case *inofv1.Edit_CreateAlias:
+			out.Aliases[x.CreateAlias.GetName()] = slices.Clone(x.CreateAlias.GetMembers())
+		case *inofv1.Edit_DeleteAlias:
+			delete(out.Aliases, x.DeleteAlias.GetName())
+		case *inofv1.Edit_AddAliasMembers:
+			add(out.Aliases, x.AddAliasMembers.GetAlias(), x.AddAliasMembers.GetMembers())
+		case *inofv1.Edit_RemoveAliasMembers:
+			remove(out.Aliases, x.RemoveAliasMembers.GetAlias(), x.RemoveAliasMembers.GetMembers())
+		case *inofv1.Edit_SetSettings:
+			if s := x.SetSettings; s.DefaultZoneEnabled != nil {
+				*out.Settings.DefaultZone = s.GetDefaultZoneEnabled()
+			}
+			if s := x.SetSettings; s.HardZoning != nil {
+				*out.Settings.HardZoning = s.GetHardZoning()
+			}
+		}
+	}
+	return out
+}

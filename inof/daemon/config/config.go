@@ -73,10 +73,13 @@ func Load(opts LoadOptions, out Validator) error {
 	if err := v.ReadConfig(bytes.NewReader(def)); err != nil {
 		return fmt.Errorf("config: defaults: %w", err)
 	}
+	known := v.AllKeys()
 	var renamed map[string]string
 	if r, ok := out.(Renamer); ok {
 		renamed = r.RenamedKeys()
 	}
+	// where says where each key's value came from, for the errors.
+	where := map[string]string{}
 	warn := func(format string, a ...any) {
 		if opts.Warn != nil {
 			opts.Warn(fmt.Sprintf(format, a...))
@@ -90,6 +93,9 @@ func Load(opts LoadOptions, out Validator) error {
 		}
 		if err := v.MergeConfig(bytes.NewReader(file)); err != nil {
 			return fmt.Errorf("config: read %s: %w", opts.File, err)
+		}
+		for k, line := range keyLines(file) {
+			where[k] = fmt.Sprintf("%s:%d", opts.File, line)
 		}
 	}
 	env := map[string]string{}
@@ -111,9 +117,27 @@ func Load(opts LoadOptions, out Validator) error {
 		warn("%s is deprecated: use %s", envName(old), envName(renamed[old]))
 		env[envName(renamed[old])] = val
 	}
+	byEnv := map[string]string{}
 	for _, key := range v.AllKeys() {
+		byEnv[envName(key)] = key
 		if val, ok := env[envName(key)]; ok {
 			v.Set(key, val)
+			where[key] = envName(key)
+		}
+	}
+	for _, old := range sortedKeys(renamed) {
+		byEnv[envName(old)] = old
+	}
+	for _, name := range sortedKeys(env) {
+		if _, ok := byEnv[name]; ok {
+			continue
+		}
+		var envs []string
+		for _, k := range known {
+			envs = append(envs, envName(k))
+		}
+		if near := closestWithin(name, envs, 2); near != "" {
+			warn("%s is not a setting (did you mean %s?): ignored", name, near)
 		}
 	}
 	if opts.Flags != nil {
@@ -126,6 +150,7 @@ func Load(opts LoadOptions, out Validator) error {
 			if !ok {
 				return
 			}
+			where[key] = "--" + f.Name
 			if sv, ok := f.Value.(pflag.SliceValue); ok {
 				v.Set(key, sv.GetSlice())
 				return
@@ -138,8 +163,117 @@ func Load(opts LoadOptions, out Validator) error {
 	// Fields that failed to decode keep their defaults, so validating
 	// anyway lists the remaining problems too.
 	derr := v.UnmarshalExact(out, tag)
-	return errors.Join(append(errs, flattenDecodeErrors(derr), out.Validate())...)
+	errs = append(errs, flattenDecodeErrors(derr, known, where), out.Validate())
+	return placeErrors(errors.Join(errs...), where)
 }
+
+// keyLines maps the dotted keys of a YAML file (lists as key[i]) to the
+// lines they are on.
+func keyLines(file []byte) map[string]int {
+	var doc yaml.Node
+	if yaml.Unmarshal(file, &doc) != nil || len(doc.Content) == 0 {
+		return nil
+	}
+	out := map[string]int{}
+	var walk func(n *yaml.Node, path string)
+	walk = func(n *yaml.Node, path string) {
+		switch n.Kind {
+		case yaml.MappingNode:
+			for i := 0; i+1 < len(n.Content); i += 2 {
+				k := strings.ToLower(n.Content[i].Value)
+				if path != "" {
+					k = path + "." + k
+				}
+				out[k] = n.Content[i].Line
+				walk(n.Content[i+1], k)
+			}
+		case yaml.SequenceNode:
+			for i, c := range n.Content {
+				k := fmt.Sprintf("%s[%d]", path, i)
+				out[k] = c.Line
+				walk(c, k)
+			}
+		}
+	}
+	walk(doc.Content[0], "")
+	return out
+}
+
+// placeErrors appends to each line of err that starts with a key (as
+// "key: …" or "key \"value\"…") where that key's value came from: the
+// file and line, the environment variable or the flag.
+func placeErrors(err error, where map[string]string) error {
+	if err == nil || len(where) == 0 {
+		return err
+	}
+	lines := strings.Split(err.Error(), "\n")
+	out := make([]error, 0, len(lines))
+	for _, l := range lines {
+		key := l
+		if i := strings.IndexAny(l, ": "); i > 0 {
+			key = l[:i]
+		}
+		if src, ok := where[strings.ToLower(key)]; ok && !strings.Contains(l, src) {
+			l += " (" + sourceName(src) + ")"
+		}
+		out = append(out, errors.New(l))
+	}
+	return errors.Join(out...)
+}
+
+// sourceName words where a value came from.
+func sourceName(src string) string {
+	switch {
+	case strings.HasPrefix(src, "--"):
+		return "flag " + src
+	case strings.HasPrefix(src, EnvPrefix+"_"):
+		return "environment variable " + src
+	}
+	return "at " + src
+}
+
+// closest returns the candidate nearest to s (edit distance at most 2,
+// or a third of s), or "".
+func closest(s string, candidates []string) string {
+	return closestWithin(s, candidates, max(2, len(s)/3))
+}
+
+// closestWithin returns the candidate nearest to s at an edit distance of
+// at most limit, or "".
+func closestWithin(s string, candidates []string, limit int) string {
+	best, bestD := "", limit+1
+	for _, c := range candidates {
+		if d := editDistance(strings.ToLower(s), strings.ToLower(c)); d < bestD {
+			best, bestD = c, d
+		}
+	}
+	return best
+}
+
+// editDistance is the Levenshtein distance of a and b.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}
+
+// Closest returns the candidate nearest to s (a likely misspelling of it),
+// or "": for "did you mean" hints.
+func Closest(s string, candidates []string) string { return closest(s, candidates) }
 
 // envName is the environment variable of a dotted key.
 func envName(key string) string {
@@ -233,7 +367,7 @@ func sortedKeys(m map[string]string) []string {
 // flattenDecodeErrors turns mapstructure's multi-error into a joined error,
 // so that each problem prints on its own line.
 // Messages are reworded to name keys as the file does.
-func flattenDecodeErrors(err error) error {
+func flattenDecodeErrors(err error, known []string, where map[string]string) error {
 	var me *mapstructure.Error
 	if !errors.As(err, &me) {
 		return err
@@ -245,13 +379,39 @@ func flattenDecodeErrors(err error) error {
 				at += "."
 			}
 			for _, k := range strings.Split(keys, ", ") {
-				errs = append(errs, fmt.Errorf("unknown key %s%s", at, k))
+				msg := "unknown key " + at + k
+				if near := closest(at+k, siblingKeys(known, at)); near != "" {
+					msg += " (did you mean " + near + "?)"
+				}
+				if src, ok := where[strings.ToLower(at+k)]; ok {
+					msg = src + ": " + msg
+				}
+				errs = append(errs, errors.New(msg))
 			}
 			continue
 		}
 		errs = append(errs, errors.New(keyFirst(s)))
 	}
 	return errors.Join(errs...)
+}
+
+// siblingKeys lists the known keys (and the sections holding them)
+// directly under the section at ("" for the top, else "section.").
+func siblingKeys(known []string, at string) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, k := range known {
+		rest, ok := strings.CutPrefix(k, at)
+		if !ok {
+			continue
+		}
+		name, _, _ := strings.Cut(rest, ".")
+		if !seen[name] {
+			seen[name] = true
+			out = append(out, at+name)
+		}
+	}
+	return out
 }
 
 // keyFirst rewrites mapstructure's "error decoding 'k': msg" and

@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	inofv1 "github.com/openinof/inof/inof/api/v1"
+	"github.com/openinof/inof/inof/api/zoningfile"
 )
 
 // changeFlags are the flags of every zoning change.
@@ -46,6 +47,13 @@ func (a *app) editCommand(f *changeFlags, use, short string, args cobra.Position
 				}
 				if len(ms) == 0 && !strings.Contains(use, "[MEMBER") {
 					return nil, errors.New("no members: give MEMBER arguments, - for standard input, or --from-file")
+				}
+				seen := map[string]bool{}
+				for _, m := range ms {
+					if seen[m] {
+						return nil, fmt.Errorf("member %s given twice", m)
+					}
+					seen[m] = true
 				}
 				args = append(args[:1:1], ms...)
 			}
@@ -178,9 +186,27 @@ func (a *app) commit(ctx context.Context, c inofv1.FabricClient, es []*inofv1.Ed
 // makes it show the visibility changes even with yes.
 func (a *app) commitAs(ctx context.Context, c inofv1.FabricClient, es []*inofv1.Edit, rev, action string, yes, show bool) error {
 	if !yes || show {
+		// Edits of zone and alias commands (not a plan, which printed
+		// its diff) show the member diff too, computed on the
+		// configuration the dry run checks them against.
+		var before *inofv1.Zoning
+		if action == "" {
+			cur, err := c.GetZoning(ctx, &inofv1.GetZoningRequest{})
+			if err != nil {
+				return err
+			}
+			before = cur
+			if rev == "" {
+				rev = cur.GetRevision()
+			}
+		}
 		dry, err := c.ApplyZoning(ctx, &inofv1.ApplyZoningRequest{Edits: es, ExpectedRevision: rev, DryRun: true, Action: action})
 		if err != nil {
 			return err
+		}
+		if before != nil {
+			f := zoningfile.Of(before)
+			printPlan(a.io.Err, zoningfile.PlanFor(f, zoningfile.After(f, es)))
 		}
 		printChanges(a.io.Err, dry.GetChanges())
 		rev = dry.GetRevision()

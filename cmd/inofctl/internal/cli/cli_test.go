@@ -178,6 +178,7 @@ func TestErrors(t *testing.T) {
 		{"", "zone create red 10.0.0.300 --yes", 1},
 		{"", "zone create red 10.0.0.1 --yes", 0},
 		{"", "zone add red 10.0.0.1 --yes", 1},
+		{"", "zone add red 10.0.0.5 10.0.0.5 --yes", 1},
 		{"", "zone create red --yes", 1},
 		{"", "zone create " + strings.Repeat("z", 64) + " --yes", 1},
 		{"", "zone show blue", 1},
@@ -198,6 +199,8 @@ func TestErrors(t *testing.T) {
 		{"", "zone list -o xml", 2},
 		{"", "fabric set hard-zoning maybe --yes", 2},
 		{"", "zone bogus", 2},
+		{"", "zone creat red", 2},
+		{"", "audit --since -5h", 2},
 	}
 	for _, s := range steps {
 		if code := e.run(s.stdin, strings.Fields(s.args)...); code != s.code {
@@ -205,6 +208,36 @@ func TestErrors(t *testing.T) {
 		}
 	}
 	e.golden("errors")
+}
+
+// TestZoningFileErrors: a zoning file's mistakes are named with their file
+// and line before anything is shown or committed: an unknown key (and the
+// key it likely meant), a list item indented too far (which YAML would
+// fold into the item before, read as a range), a member listed twice.
+func TestZoningFileErrors(t *testing.T) {
+	e := newEnv(t)
+	files := map[string]string{
+		"key.yaml":     "settings: {default_zone: true, hard_zoning: true}\nzonez:\n  red: [10.0.0.1]\n",
+		"setting.yaml": "settings:\n  default_zone: true\n  hard_zonning: true\n",
+		"indent.yaml":  "settings: {default_zone: true, hard_zoning: true}\nzones:\n  red:\n    - 10.1.0.20\n      - 10.1.0.30\n",
+		"twice.yaml":   "settings: {default_zone: true, hard_zoning: true}\nzones:\n  red:\n    - 10.0.0.1\n    - 10.0.0.2\n    - 10.0.0.1\n",
+		"nested.yaml":  "settings: {default_zone: true, hard_zoning: true}\nzones:\n  red:\n    - 10.0.0.1\n    -\n      - 10.0.0.2\n",
+		"range.yaml":   "settings: {default_zone: true, hard_zoning: true}\nzones:\n  red:\n    - 10.1.0.20-10.1.0.30\n",
+	}
+	for name, body := range files {
+		if err := os.WriteFile(filepath.Join(e.dir, name), []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, s := range []struct {
+		file string
+		code int
+	}{{"key.yaml", 1}, {"setting.yaml", 1}, {"indent.yaml", 1}, {"twice.yaml", 1}, {"nested.yaml", 1}, {"range.yaml", 0}} {
+		if code := e.run("", "zoning", "diff", "-f", filepath.Join(e.dir, s.file)); code != s.code {
+			t.Errorf("diff -f %s: exit %d, want %d", s.file, code, s.code)
+		}
+	}
+	e.golden("zoningfile")
 }
 
 // Flags beat the environment, which beats the configuration file.

@@ -78,6 +78,7 @@ zones:
 		{"n\n", "zoning rollback 8a98727d11013d48", 1},
 		{"y\n", "zoning rollback 8a98727d11013d48", 0},
 		{"", "zoning rollback 8a98727d11013d48 --yes", 0}, // already there
+		{"", "zoning history", 0},                         // one row in effect: the rollback's
 		{"", "zoning export --revision fa5f3625", 0},
 		{"", "zoning history -o json", 0},
 		{"", "audit --identity tester --action rollback -o yaml", 0}, // yaml: the pid in via varies in width

@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -15,6 +13,7 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/openinof/inof/inof"
 	inofv1 "github.com/openinof/inof/inof/api/v1"
 	"github.com/openinof/inof/inof/api/zoningfile"
 )
@@ -35,62 +34,58 @@ func (e exitError) Unwrap() error { return e.err }
 // zoningDeclarativeCommands are export, apply, history, rollback and rebase.
 func (a *app) zoningDeclarativeCommands() []*cobra.Command {
 	var file string
-	var yes bool
 	export := &cobra.Command{Use: "export [-f FILE]", Short: "Write the whole zoning configuration as one YAML file (settings, aliases, zones)",
 		Long: "Writes the committed configuration (or the one of --revision) in the form `zoning apply -f`\n" +
 			"reads: keep it in git, review changes like code, apply them.",
 		Args: cobra.NoArgs}
 	var exportRev string
+	var exportForce bool
 	export.RunE = a.run(func(ctx context.Context, c inofv1.FabricClient, _ []string) error {
 		z, err := a.zoningAt(ctx, c, exportRev)
 		if err != nil {
 			return err
 		}
-		w := a.io.Out
-		if file != "" && file != "-" {
-			var sb strings.Builder
-			if err := encodeFile(&sb, zoningfile.Of(z), z.GetRevision()); err != nil {
-				return err
-			}
-			if err := writeFileAtomic(file, []byte(sb.String()), 0o644); err != nil {
-				return err
-			}
-			fmt.Fprintf(a.io.Err, "exported revision %s to %s\n", z.GetRevision(), file)
-			return nil
+		if file == "" || file == "-" {
+			return encodeFile(a.io.Out, zoningfile.Of(z), z.GetRevision())
 		}
-		return encodeFile(w, zoningfile.Of(z), z.GetRevision())
+		out, err := a.createOutput(file, 0o644, exportForce)
+		if err != nil {
+			return err
+		}
+		defer out.abort()
+		if err := encodeFile(out, zoningfile.Of(z), z.GetRevision()); err != nil {
+			return err
+		}
+		if err := out.commit(); err != nil {
+			return err
+		}
+		fmt.Fprintf(a.io.Err, "exported revision %s to %s\n", z.GetRevision(), file)
+		return nil
 	})
-	export.Flags().StringVarP(&file, "file", "f", "", "write to FILE instead of standard output")
+	export.Flags().StringVarP(&file, "file", "f", "", "write to FILE instead of standard output (written beside and renamed; an existing FILE only when you say so)")
+	export.Flags().BoolVar(&exportForce, "force", false, "overwrite FILE without asking")
 	export.Flags().StringVar(&exportRev, "revision", "", "export this retained revision (zoning history)")
 
-	var applyFile string
+	var af fileApply
 	apply := &cobra.Command{Use: "apply -f FILE", Short: "Make the zoning configuration what FILE says (shows the member and access diff, asks)",
 		Long: "Compares FILE (an `inofctl zoning export`, \"-\" for standard input) with the committed\n" +
 			"configuration, shows which zones and aliases change and which hosts gain or lose which\n" +
 			"targets, asks, and commits it all in one transaction. Applying the same file again changes\n" +
-			"nothing. With -f - the question cannot be read from standard input: use --yes.",
+			"nothing. With -f - the question cannot be read from standard input: use --yes.\n" +
+			"A file exported at another revision than the one in effect (its first line names it)\n" +
+			"would undo what changed since: that is shown and the apply refused, unless --force.\n" +
+			"--dry-run shows it all and commits nothing (so does `zoning diff -f FILE`).",
 		Args: cobra.NoArgs,
 		RunE: a.run(func(ctx context.Context, c inofv1.FabricClient, _ []string) error {
-			if applyFile == "" {
+			if af.path == "" {
 				return errors.New("-f FILE is required")
 			}
-			want, err := readZoningFile(applyFile, a.io.In)
-			if err != nil {
-				return err
-			}
-			cur, err := c.GetZoning(ctx, &inofv1.GetZoningRequest{})
-			if err != nil {
-				return err
-			}
-			p := zoningfile.PlanFor(zoningfile.Of(cur), want)
-			if len(p.Edits) == 0 {
-				fmt.Fprintf(a.io.Out, "no change: the fabric already matches %s (revision %s)\n", applyFile, cur.GetRevision())
-				return nil
-			}
-			return a.applyPlan(ctx, c, p, cur.GetRevision(), "apply", yes)
+			return a.applyFile(ctx, c, af)
 		})}
-	apply.Flags().StringVarP(&applyFile, "file", "f", "", "the zoning file (\"-\": standard input)")
-	apply.Flags().BoolVarP(&yes, "yes", "y", false, "commit without asking")
+	apply.Flags().StringVarP(&af.path, "file", "f", "", "the zoning file (\"-\": standard input)")
+	apply.Flags().BoolVarP(&af.yes, "yes", "y", false, "commit without asking")
+	apply.Flags().BoolVar(&af.force, "force", false, "apply a file exported at another revision than the one in effect, undoing the changes since")
+	apply.Flags().BoolVar(&af.dryRun, "dry-run", false, "show the member and access diff, commit nothing")
 
 	var rbYes bool
 	rollback := &cobra.Command{Use: "rollback REVISION", Short: "Commit a retained revision's configuration again (with the same diff and question)",
@@ -218,19 +213,28 @@ func (a *app) printJournal(resp *inofv1.ListJournalResponse, current string, his
 			conflicted[id] = "conflict (lost, edited since) "
 		}
 	}
+	a.warnFutureEntries(resp.GetEntries())
 	return a.print(v, func(w io.Writer) {
 		if history {
 			row(w, "", "REVISION", "TIME", "IDENTITY", "ACTION", "SUMMARY")
 		} else {
 			row(w, "TIME", "IDENTITY", "VIA", "ACTION", "REVISION", "WRITER", "SUMMARY")
 		}
-		for _, e := range resp.GetEntries() {
+		// The revision in effect is the newest entry that produced it: a
+		// rollback's entry produces an older one's revision again.
+		inEffect := -1
+		for i, e := range resp.GetEntries() {
+			if current != "" && e.GetRevision() == current {
+				inEffect = i
+			}
+		}
+		for i, e := range resp.GetEntries() {
 			t := e.GetTime().AsTime().UTC().Format(time.RFC3339)
 			sum := e.GetSummary()
 			sum = conflicted[e.GetId()] + sum
 			if history {
 				mark := ""
-				if e.GetRevision() == current {
+				if i == inEffect {
 					mark = "*"
 				}
 				row(w, mark, e.GetRevision(), t, e.GetIdentity(), e.GetAction(), sum)
@@ -247,6 +251,25 @@ func (a *app) printJournal(resp *inofv1.ListJournalResponse, current string, his
 	})
 }
 
+// warnFutureEntries warns when the newest journal entry is dated ahead of
+// this host's clock by more than inof.MaxGenerationSkew: the reflector's
+// generation clock is ahead (a backup from the future restored, a clock
+// that stepped back), and its peers refuse its changes.
+func (a *app) warnFutureEntries(es []*inofv1.JournalEntry) {
+	var newest time.Time
+	for _, e := range es {
+		if t := e.GetTime().AsTime(); t.After(newest) {
+			newest = t
+		}
+	}
+	if ahead := newest.Sub(a.now()); ahead > inof.MaxGenerationSkew {
+		fmt.Fprintf(a.io.Err, "warning: the newest entry is dated %s, %s ahead of this host's clock: the reflector's "+
+			"generation clock is ahead (a backup from the future restored? a clock that stepped back?), and its peer "+
+			"reflectors refuse its changes (docs/operations.md, \"Recovery\")\n",
+			newest.UTC().Format(time.RFC3339), ahead.Round(time.Second))
+	}
+}
+
 func (a *app) auditCommand() *cobra.Command {
 	var req inofv1.ListJournalRequest
 	var since, until string
@@ -260,11 +283,14 @@ func (a *app) auditCommand() *cobra.Command {
 		Args: cobra.NoArgs,
 		RunE: a.run(func(ctx context.Context, c inofv1.FabricClient, _ []string) error {
 			var err error
-			if req.Since, err = parseWhen(since); err != nil {
-				return fmt.Errorf("--since: %w", err)
+			if req.Since, err = parseWhen(since, a.now()); err != nil {
+				return exitError{ExitUsage, fmt.Errorf("--since: %w", err)}
 			}
-			if req.Until, err = parseWhen(until); err != nil {
-				return fmt.Errorf("--until: %w", err)
+			if req.Until, err = parseWhen(until, a.now()); err != nil {
+				return exitError{ExitUsage, fmt.Errorf("--until: %w", err)}
+			}
+			if req.Since != nil && req.Until != nil && req.Until.AsTime().Before(req.Since.AsTime()) {
+				return exitError{ExitUsage, fmt.Errorf("--until %s is before --since %s", until, since)}
 			}
 			resp, err := c.ListJournal(ctx, &req)
 			if err != nil {
@@ -310,7 +336,7 @@ func (a *app) auditCommand() *cobra.Command {
 }
 
 // parseWhen reads an RFC 3339 time or a duration back from now.
-func parseWhen(s string) (*timestamppb.Timestamp, error) {
+func parseWhen(s string, now time.Time) (*timestamppb.Timestamp, error) {
 	if s == "" {
 		return nil, nil
 	}
@@ -321,26 +347,32 @@ func parseWhen(s string) (*timestamppb.Timestamp, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%q: want an RFC 3339 time or a duration (24h)", s)
 	}
-	return timestamppb.New(time.Now().Add(-d)), nil
+	if d < 0 {
+		return nil, fmt.Errorf("%q: a duration is how long ago, without a sign (%s)", s, strings.TrimPrefix(s, "-"))
+	}
+	return timestamppb.New(now.Add(-d)), nil
 }
 
 func (a *app) backupCommand() *cobra.Command {
-	return &cobra.Command{Use: "backup FILE", Short: "Save a consistent copy of the reflector's store (zoning, history, audit)",
+	var force bool
+	cmd := &cobra.Command{Use: "backup FILE", Short: "Save a consistent copy of the reflector's store (zoning, history, audit)",
 		Long: "Streams an online, consistent snapshot of the store (the reflector keeps serving) into\n" +
-			"FILE (mode 0600; written beside and renamed, so FILE is whole or absent). Restore it on a\n" +
-			"stopped reflector with `inofd restore --config FILE.yaml BACKUP`.",
+			"FILE (\"-\": standard output). FILE is written through a new file beside it (random name,\n" +
+			"mode 0600 from the start) and renamed, so it is whole or absent; an existing FILE is\n" +
+			"replaced only when you say so (--force: without asking). The backup carries a SHA-256\n" +
+			"of its content. Restore it on a stopped reflector with\n" +
+			"`inofd restore --config FILE.yaml BACKUP`, which verifies it completely first.",
 		Args: cobra.ExactArgs(1),
 		RunE: a.run(func(ctx context.Context, c inofv1.FabricClient, args []string) error {
+			out, err := a.createOutput(args[0], 0o600, force)
+			if err != nil {
+				return fmt.Errorf("backup: %w", err)
+			}
+			defer out.abort()
 			stream, err := c.Backup(ctx, &inofv1.BackupRequest{})
 			if err != nil {
 				return err
 			}
-			tmp := args[0] + ".partial"
-			fh, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o600)
-			if err != nil {
-				return fmt.Errorf("backup: %w", err)
-			}
-			defer os.Remove(tmp)
 			var n int64
 			for {
 				ch, err := stream.Recv()
@@ -348,42 +380,27 @@ func (a *app) backupCommand() *cobra.Command {
 					break
 				}
 				if err != nil {
-					fh.Close()
 					return err
 				}
-				k, err := fh.Write(ch.GetData())
+				k, err := out.Write(ch.GetData())
 				n += int64(k)
 				if err != nil {
-					fh.Close()
 					return fmt.Errorf("backup: %w", err)
 				}
 			}
 			if n == 0 {
-				fh.Close()
 				return status.Error(codes.DataLoss, "the server sent an empty backup")
 			}
-			if err := fh.Sync(); err != nil {
-				fh.Close()
+			if err := out.commit(); err != nil {
 				return fmt.Errorf("backup: %w", err)
 			}
-			if err := fh.Close(); err != nil {
-				return fmt.Errorf("backup: %w", err)
+			if args[0] != "-" {
+				fmt.Fprintf(a.io.Out, "backup written to %s (%d bytes)\n", args[0], n)
 			}
-			if err := os.Rename(tmp, args[0]); err != nil {
-				return fmt.Errorf("backup: %w", err)
-			}
-			fmt.Fprintf(a.io.Out, "backup written to %s (%d bytes)\n", args[0], n)
 			return nil
 		})}
-}
-
-// writeFileAtomic writes b to path through a file beside it.
-func writeFileAtomic(path string, b []byte, mode os.FileMode) error {
-	tmp := filepath.Join(filepath.Dir(path), "."+filepath.Base(path)+".tmp")
-	if err := os.WriteFile(tmp, b, mode); err != nil {
-		return err
-	}
-	return os.Rename(tmp, path)
+	cmd.Flags().BoolVar(&force, "force", false, "overwrite FILE without asking")
+	return cmd
 }
 
 // completeRevisions completes retained zoning revisions.

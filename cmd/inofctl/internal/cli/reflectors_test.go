@@ -4,24 +4,31 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"log/slog"
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 
 	"github.com/openinof/inof/bgp"
 	"github.com/openinof/inof/cmd/inofctl/internal/cli"
 	"github.com/openinof/inof/inof/api"
 	"github.com/openinof/inof/inof/api/apitest"
 	"github.com/openinof/inof/inof/reflector"
+	"github.com/openinof/inof/zones"
 )
 
 // liveReflector is a reflector on real GoBGP with its admin API.
 type liveReflector struct {
 	r      *reflector.Reflector
+	reg    *prometheus.Registry // its metrics
 	opts   reflector.Options
 	sock   string
 	cancel context.CancelFunc
@@ -52,12 +59,13 @@ func startLive(t *testing.T, addr string, port int, dir string, peers ...reflect
 	if os.Getenv("INOF_TEST_LOG") != "" {
 		log = slog.Default()
 	}
-	r, err := reflector.New(reflector.Config{Options: o, Logger: log})
+	reg := prometheus.NewRegistry()
+	r, err := reflector.New(reflector.Config{Options: o, Logger: log, Registry: reg})
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	l := &liveReflector{r: r, opts: o, cancel: cancel, done: make(chan error, 1)}
+	l := &liveReflector{r: r, reg: reg, opts: o, cancel: cancel, done: make(chan error, 1)}
 	go func() { l.done <- r.Run(ctx) }()
 	select {
 	case <-r.Ready():
@@ -283,4 +291,193 @@ func TestTwoReflectorsDay2(t *testing.T) {
 			t.Errorf("%s: the applied revision is not in the history any more:\n%s", l.opts.RouterID, out)
 		}
 	}
+}
+
+// TestTwoReflectorsStaleApply: two admins on two reflectors (real GoBGP
+// over loopback). Alice exports on r1; Bob adds a member on r2; Alice
+// edits her old export and applies it on r1: refused (exit 1), showing
+// Bob's change, which stays. `zoning diff -f` shows the same and her edit;
+// `apply --dry-run --force` commits nothing; `apply --force` states that
+// it undoes the changes since and does, on both reflectors; an export
+// taken after Bob's change applies without --force.
+func TestTwoReflectorsStaleApply(t *testing.T) {
+	if raceEnabled {
+		t.Skip("runs the real GoBGP, which races internally; run without -race")
+	}
+	const a1, a2 = "127.0.0.1", "127.0.0.2"
+	p1, p2 := freeTCPPort(t, a1), freeTCPPort(t, a2)
+	peer := func(a string, p int) reflector.PeerOptions { return reflector.PeerOptions{Address: a, Port: p} }
+	r1 := startLive(t, a1, p1, t.TempDir(), peer(a2, p2))
+	r2 := startLive(t, a2, p2, t.TempDir(), peer(a1, p1))
+	eventually(t, "the reflectors peering", func() bool { return established(r1) && established(r2) })
+	r1.must(t, "zone", "create", "red", "10.0.0.1", "10.0.0.2", "--yes")
+	eventually(t, "zone red on r2", func() bool {
+		out, _ := r2.ctl(t, "", "zone", "show", "red")
+		return strings.Contains(out, "10.0.0.2")
+	})
+
+	dir := t.TempDir()
+	alice := filepath.Join(dir, "alice.yaml")
+	r1.must(t, "zoning", "export", "-f", alice)
+	exported, err := os.ReadFile(alice)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r2.must(t, "zone", "add", "red", "10.0.0.9", "--yes") // Bob
+	eventually(t, "Bob's member on r1", func() bool {
+		out, _ := r1.ctl(t, "", "zoning", "show")
+		return strings.Contains(out, "10.0.0.9")
+	})
+	eventually(t, "Bob's journal entry on r1", func() bool { return journalJSON(t, r1) == journalJSON(t, r2) })
+	edited := strings.Replace(string(exported), "- 10.0.0.2\n", "- 10.0.0.2\n    - 10.0.0.3\n", 1)
+	if edited == string(exported) {
+		t.Fatalf("export without the member line:\n%s", exported)
+	}
+	if err := os.WriteFile(alice, []byte(edited), 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	out, code := r1.ctl(t, "", "zoning", "apply", "-f", alice, "--yes")
+	t.Logf("stale apply (exit %d):\n%s", code, out)
+	if code != 1 || !strings.Contains(out, "~ zone red: +10.0.0.9") || !strings.Contains(out, "--force") || strings.Contains(out, "committed") {
+		t.Fatalf("stale apply: exit %d:\n%s", code, out)
+	}
+	out = r1.must(t, "zoning", "diff", "-f", alice)
+	if !strings.Contains(out, "+10.0.0.9") || !strings.Contains(out, "+10.0.0.3 -10.0.0.9") {
+		t.Fatalf("diff -f:\n%s", out)
+	}
+	out = r1.must(t, "zoning", "apply", "-f", alice, "--dry-run", "--force")
+	if !strings.Contains(out, "dry run: nothing committed") || !strings.Contains(out, "--force: applying") {
+		t.Fatalf("dry run:\n%s", out)
+	}
+	if out, _ := r2.ctl(t, "", "zone", "show", "red"); !strings.Contains(out, "10.0.0.9") || strings.Contains(out, "10.0.0.3") {
+		t.Fatalf("refused and dry-run applies changed the zone:\n%s", out)
+	}
+	out = r1.must(t, "zoning", "apply", "-f", alice, "--force", "--yes")
+	if !strings.Contains(out, "undoes the changes made since") || !strings.Contains(out, "committed (apply)") {
+		t.Fatalf("forced apply:\n%s", out)
+	}
+	eventually(t, "the forced apply on r2", func() bool {
+		out, _ := r2.ctl(t, "", "zone", "show", "red")
+		return strings.Contains(out, "10.0.0.3") && !strings.Contains(out, "10.0.0.9")
+	})
+
+	// Her file, applied, then edited again: what changed since its export
+	// is her own change, which it keeps; no --force needed.
+	again := strings.Replace(edited, "- 10.0.0.3\n", "- 10.0.0.3\n    - 10.0.0.5\n", 1)
+	if err := os.WriteFile(alice, []byte(again), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if out := r1.must(t, "zoning", "apply", "-f", alice, "--yes"); !strings.Contains(out, "committed (apply)") || strings.Contains(out, "undoes") {
+		t.Fatalf("apply of her own file again:\n%s", out)
+	}
+
+	// A fresh export from r2 applies on r1 without --force.
+	bob := filepath.Join(dir, "bob.yaml")
+	eventually(t, "the same journal on both", func() bool { return journalJSON(t, r1) == journalJSON(t, r2) })
+	r2.must(t, "zoning", "export", "-f", bob)
+	fresh, err := os.ReadFile(bob)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(bob, []byte(strings.Replace(string(fresh), "- 10.0.0.5\n", "- 10.0.0.5\n    - 10.0.0.4\n", 1)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the same journal on both", func() bool { return journalJSON(t, r1) == journalJSON(t, r2) })
+	if out := r1.must(t, "zoning", "apply", "-f", bob, "--yes"); !strings.Contains(out, "committed (apply)") || strings.Contains(out, "exported at") {
+		t.Fatalf("fresh apply:\n%s", out)
+	}
+}
+
+// TestTwoReflectorsFutureBackup: a reflector restored (only with
+// --accept-future-clock) from a backup dated 2100 runs with its generation
+// clock that far ahead, and its peer refuses its changes: that is visible
+// in its metric (the alert InofReflectorClockAhead fires above 300 s), in
+// the peer's refusal counter (InofReplicationRefused), and in inofctl's
+// history and audit, which warn.
+func TestTwoReflectorsFutureBackup(t *testing.T) {
+	if raceEnabled {
+		t.Skip("runs the real GoBGP, which races internally; run without -race")
+	}
+	future := func() time.Time { return time.Date(2100, 1, 1, 0, 0, 0, 0, time.UTC) }
+	src, err := zones.Open(filepath.Join(t.TempDir(), "src.db"), zones.StoreOptions{RouterID: 1, Now: future})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tx := src.Begin()
+	if err := tx.CreateZone("red", zones.MustParseMember("10.0.0.1")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	backup := filepath.Join(t.TempDir(), "future.backup")
+	f, err := os.Create(backup)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := src.Backup(f); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	src.Close()
+	const a1, a2 = "127.0.0.1", "127.0.0.2"
+	p1, p2 := freeTCPPort(t, a1), freeTCPPort(t, a2)
+	dir := t.TempDir()
+	ro := reflector.RestoreOptions{Backup: backup, Identity: "user:tester", Via: "test"}
+	if _, err := reflector.Restore(reflector.Options{StateDir: dir, RouterID: a1, HistorySize: 100}, ro); !errors.Is(err, zones.ErrFutureBackup) {
+		t.Fatalf("future backup without --accept-future-clock: %v", err)
+	}
+	ro.AcceptFutureClock = true
+	if _, err := reflector.Restore(reflector.Options{StateDir: dir, RouterID: a1, HistorySize: 100}, ro); err != nil {
+		t.Fatal(err)
+	}
+	peer := func(a string, p int) reflector.PeerOptions { return reflector.PeerOptions{Address: a, Port: p} }
+	r := startLive(t, a1, p1, dir, peer(a2, p2))
+	r2 := startLive(t, a2, p2, t.TempDir(), peer(a1, p1))
+	eventually(t, "the reflectors peering", func() bool { return established(r) && established(r2) })
+	r.must(t, "zone", "create", "blue", "10.0.0.2", "--yes")
+	eventually(t, "r2 refusing r1's changes from the future", func() bool {
+		return gauge(t, r2.reg, "inof_reflector_config_parts_refused_total", "future") > 0
+	})
+	if out, _ := r2.ctl(t, "", "zone", "list"); strings.Contains(out, "blue") {
+		t.Fatalf("r2 took a change from 2100:\n%s", out)
+	}
+	if ahead := gauge(t, r2.reg, "inof_reflector_generation_clock_ahead_seconds", ""); ahead != 0 {
+		t.Errorf("r2's clock is %v s ahead", ahead)
+	}
+	if ahead := gauge(t, r.reg, "inof_reflector_generation_clock_ahead_seconds", ""); ahead < time.Until(future()).Seconds()-3600 {
+		t.Errorf("clock ahead %v s, want about %v s", ahead, time.Until(future()).Seconds())
+	}
+	for _, args := range [][]string{{"zoning", "history"}, {"audit"}} {
+		out := r.must(t, args...)
+		if !strings.Contains(out, "warning: the newest entry is dated 2100-01-01") || !strings.Contains(out, "peer reflectors refuse its changes") {
+			t.Errorf("inofctl %s:\n%s", strings.Join(args, " "), out)
+		}
+	}
+}
+
+// gauge returns the value of the series name (a gauge or a counter) in
+// reg, the one with label value label if not "", or -1.
+func gauge(t *testing.T, reg *prometheus.Registry, name, label string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			if label != "" && !slices.ContainsFunc(m.GetLabel(), func(l *dto.LabelPair) bool { return l.GetValue() == label }) {
+				continue
+			}
+			if m.GetGauge() != nil {
+				return m.GetGauge().GetValue()
+			}
+			return m.GetCounter().GetValue()
+		}
+	}
+	return -1
 }

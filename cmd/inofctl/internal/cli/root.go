@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -48,8 +49,9 @@ func Main(ctx context.Context, args []string, stdio IO) int {
 	if err == nil {
 		return ExitOK
 	}
-	if status.Code(errors.Unwrap(err)) == codes.Unavailable {
-		fmt.Fprintf(stdio.Err, "inofctl: cannot reach the API at %s (is inofd running? see --server)\n", a.opts.Server)
+	if why := apiclient.Unreachable(err, a.opts.Server); why != "" {
+		fmt.Fprintf(stdio.Err, "inofctl: cannot reach the API: %s\n", why)
+		return ExitError
 	}
 	fmt.Fprintf(stdio.Err, "inofctl: %s\n", message(err))
 	var xe exitError
@@ -156,7 +158,8 @@ func (a *app) load(cmd *cobra.Command) error {
 			}
 		}
 	}
-	err := config.Load(config.LoadOptions{File: file, Flags: cmd.Flags(), FlagKeys: flagKeys, Environ: a.io.Environ}, &a.opts)
+	err := config.Load(config.LoadOptions{File: file, Flags: cmd.Flags(), FlagKeys: flagKeys, Environ: a.io.Environ,
+		Warn: func(m string) { fmt.Fprintf(a.io.Err, "inofctl: warning: %s\n", m) }}, &a.opts)
 	if err != nil {
 		return fmt.Errorf("invalid configuration:\n%w", err)
 	}
@@ -203,7 +206,16 @@ func (a *app) run(body func(ctx context.Context, c inofv1.FabricClient, args []s
 // group makes cmd a command of subcommands: alone it prints its help, and
 // an unknown subcommand is a usage error.
 func group(cmd *cobra.Command) *cobra.Command {
-	cmd.Args = cobra.NoArgs
+	cmd.Args = func(c *cobra.Command, args []string) error {
+		if len(args) == 0 {
+			return nil
+		}
+		msg := fmt.Sprintf("unknown command %q for %q", args[0], c.CommandPath())
+		if s := c.SuggestionsFor(args[0]); len(s) > 0 {
+			msg += " (did you mean " + strings.Join(s, " or ") + "?)"
+		}
+		return errors.New(msg)
+	}
 	cmd.RunE = func(c *cobra.Command, _ []string) error { return c.Help() }
 	return cmd
 }

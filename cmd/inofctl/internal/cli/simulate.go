@@ -183,27 +183,25 @@ func pickPort(p lossless.Profile, name string) (lossless.Port, error) {
 	return lossless.Port{}, fmt.Errorf("--port %s: profile %q has port classes %s", name, p.Name, strings.Join(names, ", "))
 }
 
-// simulate runs s and writes the plot to plotFile when set. The plot file
-// is created before the run, so that a path that cannot be written fails
-// at once.
+// simulate runs s and writes the plot to plotFile when set. The plot is
+// written through a new file beside plotFile (createExclusive), created
+// before the run so that a directory that cannot be written fails at once,
+// and renamed over plotFile only once whole: a partial or empty plot is
+// worse than none.
 func simulate(ctx context.Context, s sim.Scenario, plotFile string) (sim.Result, error) {
-	var plot *os.File
+	var plot *outFile
 	if plotFile != "" {
-		var err error
-		if plot, err = os.Create(plotFile); err != nil {
+		tmp, err := createExclusive(plotFile, 0o644)
+		if err != nil {
 			return sim.Result{}, fmt.Errorf("plot: %w", err)
 		}
+		plot = &outFile{Writer: tmp, path: plotFile, tmp: tmp}
+		defer plot.abort()
 	}
 	res, err := sim.Run(ctx, s)
 	if err == nil && plot != nil {
-		err = res.WriteSVG(plot)
-	}
-	if plot != nil {
-		if cerr := plot.Close(); err == nil && cerr != nil {
-			err = fmt.Errorf("plot: %w", cerr)
-		}
-		if err != nil {
-			os.Remove(plotFile) // a partial or empty plot is worse than none
+		if err = res.WriteSVG(plot); err == nil {
+			err = plot.commit()
 		}
 	}
 	return res, err

@@ -70,8 +70,8 @@ func (a *app) tokenCommand() *cobra.Command {
 }
 
 // editTokens reads the tokens file (none yet is an empty one), applies
-// edit and writes it back with mode 0600 through a temporary file, so the
-// reflector never reads half a file.
+// edit and writes it back with mode 0600 through a new temporary file
+// (createExclusive), so the reflector never reads half a file.
 func editTokens(path string, edit func(*apiclient.TokensFile) error) error {
 	var f apiclient.TokensFile
 	b, err := os.ReadFile(path)
@@ -91,13 +91,14 @@ func editTokens(path string, edit func(*apiclient.TokensFile) error) error {
 	if err != nil {
 		return err
 	}
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, out, 0o600); err != nil {
+	tmp, err := createExclusive(path, 0o600)
+	if err != nil {
 		return err
 	}
-	if err := os.Rename(tmp, path); err != nil {
-		os.Remove(tmp)
+	o := &outFile{Writer: tmp, path: path, tmp: tmp}
+	defer o.abort()
+	if _, err := o.Write(out); err != nil {
 		return err
 	}
-	return nil
+	return o.commit()
 }

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 
@@ -49,21 +50,31 @@ func (a *app) zoningCommand() *cobra.Command {
 	_ = show.RegisterFlagCompletionFunc("revision", func(cmd *cobra.Command, _ []string, _ string) ([]string, cobra.ShellCompDirective) {
 		return a.completeRevisions(cmd, nil, "")
 	})
-	cmd.AddCommand(
-		&cobra.Command{Use: "diff [REVISION [REVISION]]", Short: "Show the staged edits and the visibility changes they cause, or what changed between revisions",
-			Long: "Without arguments: the staged edits and the visibility changes they cause. With one\n" +
-				"revision: what changed from it to the configuration in effect; with two: from the first\n" +
-				"to the second.",
-			Args: cobra.MaximumNArgs(2), ValidArgsFunction: a.completeRevisions,
-			RunE: a.run(func(ctx context.Context, c inofv1.FabricClient, args []string) error {
-				switch len(args) {
-				case 0:
-					return a.zoningDiff(ctx, c, args)
-				case 1:
-					return a.zoningRevisionDiff(ctx, c, args[0], "")
+	var diffFile string
+	diff := &cobra.Command{Use: "diff [REVISION [REVISION] | -f FILE]", Short: "Show the staged edits and the visibility changes they cause, or what changed between revisions",
+		Long: "Without arguments: the staged edits and the visibility changes they cause. With one\n" +
+			"revision: what changed from it to the configuration in effect; with two: from the first\n" +
+			"to the second. With -f FILE: what `zoning apply -f FILE` would change (member and\n" +
+			"access diff), and what changed in the fabric since FILE was exported.",
+		Args: cobra.MaximumNArgs(2), ValidArgsFunction: a.completeRevisions,
+		RunE: a.run(func(ctx context.Context, c inofv1.FabricClient, args []string) error {
+			if diffFile != "" {
+				if len(args) > 0 {
+					return errors.New("-f FILE compares a file with the configuration in effect: give no REVISION")
 				}
-				return a.zoningRevisionDiff(ctx, c, args[0], args[1])
-			})},
+				return a.applyFile(ctx, c, fileApply{path: diffFile, compare: true})
+			}
+			switch len(args) {
+			case 0:
+				return a.zoningDiff(ctx, c, args)
+			case 1:
+				return a.zoningRevisionDiff(ctx, c, args[0], "")
+			}
+			return a.zoningRevisionDiff(ctx, c, args[0], args[1])
+		})}
+	diff.Flags().StringVarP(&diffFile, "file", "f", "", "compare this zoning file (\"-\": standard input) with the configuration in effect")
+	cmd.AddCommand(
+		diff,
 		commit,
 		&cobra.Command{Use: "abort", Short: "Drop the staged edits (like FC cfgtransabort)", Args: cobra.NoArgs,
 			RunE: func(*cobra.Command, []string) error {
