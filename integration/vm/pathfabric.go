@@ -8,6 +8,7 @@ import (
 	"net/netip"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"gopkg.in/yaml.v3"
@@ -240,9 +241,25 @@ func (p *PathFabric) Cuts(ctx context.Context, o CutOptions) ([]CutReport, strin
 	if err != nil {
 		return nil, "", err
 	}
+	// Wait for the runner; a kernel oops on the console ends the wait
+	// (the runner may never finish then).
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	for done := false; !done; {
+		select {
+		case <-proc.Done():
+			done = true
+		case <-ctx.Done():
+			proc.Signal(context.Background(), syscall.SIGKILL)
+			return nil, out.String(), fmt.Errorf("vm: %s: cuts: %w", p.g.Name, ctx.Err())
+		case <-tick.C:
+			if oops := KernelOops(p.g.Console()); oops != "" {
+				return nil, out.String(), fmt.Errorf("vm: %s: kernel oops during the cuts:\n%s", p.g.Name, oops)
+			}
+		}
+	}
 	code, err := proc.Wait(ctx)
 	if err != nil {
-		proc.Signal(context.Background(), 9)
 		return nil, out.String(), fmt.Errorf("vm: %s: cuts: %w", p.g.Name, err)
 	}
 	var reps []CutReport
@@ -259,6 +276,23 @@ func (p *PathFabric) Cuts(ctx context.Context, o CutOptions) ([]CutReport, strin
 		return reps, out.String(), fmt.Errorf("vm: %s: cuts exited %d:\n%s", p.g.Name, code, truncate(out.String(), 2000))
 	}
 	return reps, out.String(), nil
+}
+
+// KernelOops returns the console from the first kernel oops or BUG line
+// on (at most 40 lines), "" when there is none.
+func KernelOops(console string) string {
+	i := strings.Index(console, "BUG: ")
+	if j := strings.Index(console, "Oops: "); j >= 0 && (i < 0 || j < i) {
+		i = j
+	}
+	if i < 0 {
+		return ""
+	}
+	l := strings.Split(console[i:], "\n")
+	if len(l) > 40 {
+		l = l[:40]
+	}
+	return strings.Join(l, "\n")
 }
 
 // Grep counts the lines of a daemon's log file (PathFabricLogs) that

@@ -100,6 +100,9 @@ func TestPrivVMPathFabric(t *testing.T) {
 						r.Cut, r.StallMS, stallBudget, r.Errors, r.NotLiveMS, r.BackMS, r.Problem)
 				}
 			}
+			if oops := vm.KernelOops(g.Console()); oops != "" {
+				t.Errorf("kernel oops:\n%s", oops)
+			}
 			// The host's agent acted on the switch's notification: one
 			// failover per cut, of the cut path, for reason 1.
 			n, err := pf.Grep(ctx, "/tmp/host.log", `msg="path failed over"`)
