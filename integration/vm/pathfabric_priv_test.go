@@ -70,8 +70,10 @@ func bootPathFabric(t *testing.T, kernel string, shift int, o vm.PathFabricOptio
 // leaf1, on each kernel: the switch tells the host (reason 1), the host's
 // agent fails the path over, and the longest gap between completed reads
 // is at most 200 ms of guest time, with no read error; the path is live
-// again after the restore. The bound is in the guest's instruction-counted
-// time, where the cut's cost is the same however busy the machine is.
+// again after the restore. Then 2 cuts with sequence-numbered writes: every
+// block read back after each cut holds its last acknowledged write. The
+// bound is in the guest's instruction-counted time, where the cut's cost
+// is the same however busy the machine is.
 func TestPrivVMPathFabric(t *testing.T) {
 	topo.RequireVM(t)
 	for _, kernel := range pathFabricKernels() {
@@ -88,7 +90,7 @@ func TestPrivVMPathFabric(t *testing.T) {
 			reps, out, err := pf.Cuts(ctx, vm.CutOptions{N: cuts, IOPolicy: "round-robin", Settle: time.Second,
 				After: 500 * time.Millisecond})
 			if err != nil {
-				t.Fatalf("%v\nhost agent:\n%s\nconsole:\n%s", err, pf.Tail(ctx, "/tmp/host.log", 40), tailLines(g.Console(), 30))
+				t.Fatalf("%v\n%s", err, pf.Diagnose(ctx))
 			}
 			t.Logf("%s", out)
 			if len(reps) != cuts {
@@ -100,6 +102,23 @@ func TestPrivVMPathFabric(t *testing.T) {
 						r.Cut, r.StallMS, stallBudget, r.Errors, r.NotLiveMS, r.BackMS, r.Problem)
 				}
 			}
+			// Writes: sequence-numbered blocks, every one read back after
+			// each cut.
+			wreps, wout, err := pf.Cuts(ctx, vm.CutOptions{N: 2, IOPolicy: "round-robin", Write: true,
+				Settle: time.Second, After: 500 * time.Millisecond})
+			if err != nil {
+				t.Fatalf("writes: %v\n%s", err, pf.Diagnose(ctx))
+			}
+			t.Logf("%s", wout)
+			if len(wreps) != 2 {
+				t.Fatalf("writes: %d cut reports, want 2", len(wreps))
+			}
+			for _, r := range wreps {
+				if r.Problem != "" || r.Errors != 0 || r.StallMS > stallBudget || r.Verified == 0 || r.Mismatches != 0 {
+					t.Errorf("writes, cut %d: stall %.1f ms, %d write errors, %d blocks verified, %d not the last acknowledged write; %s",
+						r.Cut, r.StallMS, r.Errors, r.Verified, r.Mismatches, r.Problem)
+				}
+			}
 			if oops := vm.KernelOops(g.Console()); oops != "" {
 				t.Errorf("kernel oops:\n%s", oops)
 			}
@@ -109,17 +128,17 @@ func TestPrivVMPathFabric(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if n < cuts {
-				t.Errorf("host agent failed %d paths over in %d cuts\n%s", n, cuts, pf.Tail(ctx, "/tmp/host.log", 40))
+			if n < cuts+2 {
+				t.Errorf("host agent failed %d paths over in %d cuts\n%s", n, cuts+2, pf.Tail(ctx, "/tmp/host.log", 40))
 			}
-			if n, _ := pf.Grep(ctx, "/tmp/host.log", `reason=link-down`); n < cuts {
-				t.Errorf("host agent logged reason link-down %d times in %d cuts", n, cuts)
+			if n, _ := pf.Grep(ctx, "/tmp/host.log", `reason=link-down`); n < cuts+2 {
+				t.Errorf("host agent logged reason link-down %d times in %d cuts", n, cuts+2)
 			}
 			if os.Getenv("INOF_VM_DEBUG") != "" {
 				r, _ := g.Run(ctx, "sh", "-c", "grep -E 'failed over|notif|inactive|link-down' /tmp/host.log | tail -20; dmesg | tail -40; tail -20 /tmp/leaf1.log")
 				t.Logf("debug:\n%s", r.Stdout)
 			}
-			t.Logf("%d cuts in %s of wall time (boot included)", cuts, time.Since(start).Round(time.Second))
+			t.Logf("%d cuts in %s of wall time (boot included)", cuts+2, time.Since(start).Round(time.Second))
 		})
 	}
 }

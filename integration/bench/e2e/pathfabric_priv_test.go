@@ -31,7 +31,12 @@ var pfPolicies = []pfPolicy{
 	{name: "inof-host defaults, round-robin, sequence-numbered writes", iopolicy: "round-robin", write: true},
 }
 
-// pfShifts are the icount shifts: INOF_VM_SHIFTS (comma-separated), else 2.
+// wallClock as a shift runs the guest without icount: the same fabric in
+// wall-clock time, the comparison.
+const wallClock = -1
+
+// pfShifts are the icount shifts: INOF_VM_SHIFTS (comma-separated, "wall"
+// for none), else 2.
 func pfShifts(b *testing.B) []int {
 	s := os.Getenv("INOF_VM_SHIFTS")
 	if s == "" {
@@ -39,13 +44,25 @@ func pfShifts(b *testing.B) []int {
 	}
 	var out []int
 	for _, f := range strings.Split(s, ",") {
-		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if f = strings.TrimSpace(f); f == "wall" {
+			out = append(out, wallClock)
+			continue
+		}
+		n, err := strconv.Atoi(f)
 		if err != nil || n < 0 || n > 10 {
-			b.Fatalf("INOF_VM_SHIFTS=%q: want shifts 0..10", s)
+			b.Fatalf("INOF_VM_SHIFTS=%q: want shifts 0..10 or wall", s)
 		}
 		out = append(out, n)
 	}
 	return out
+}
+
+// clockName names a shift in rows and sub-benchmarks.
+func clockName(shift int) string {
+	if shift == wallClock {
+		return "wall-clock"
+	}
+	return "shift " + strconv.Itoa(shift)
 }
 
 // pfSelected are the policies INOF_PF_POLICIES names (indexes into
@@ -88,7 +105,7 @@ func BenchmarkPrivVMPathFabric(b *testing.B) {
 		}
 		for _, shift := range pfShifts(b) {
 			for _, p := range pfSelected(b) {
-				b.Run(fmt.Sprintf("%s/shift%d/%s", img.KernelRelease, shift, p.name), func(b *testing.B) {
+				b.Run(img.KernelRelease+"/"+clockName(shift)+"/"+p.name, func(b *testing.B) {
 					rows = append(rows, runPathFabric(b, img, shift, p, cuts)...)
 				})
 			}
@@ -101,8 +118,11 @@ func runPathFabric(b *testing.B, img vm.Image, shift int, p pfPolicy, cuts int) 
 	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(cuts+2)*3*time.Minute)
 	defer cancel()
 	start := time.Now()
-	g, err := vm.Boot(ctx, vm.Config{Name: "pf", Dir: b.TempDir(), Image: img, MemoryMB: vm.PathFabricMemoryMB,
-		Icount: &vm.Icount{Shift: shift}})
+	cfg := vm.Config{Name: "pf", Dir: b.TempDir(), Image: img, MemoryMB: vm.PathFabricMemoryMB}
+	if shift != wallClock {
+		cfg.Icount = &vm.Icount{Shift: shift}
+	}
+	g, err := vm.Boot(ctx, cfg)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -114,7 +134,7 @@ func runPathFabric(b *testing.B, img vm.Image, shift int, p pfPolicy, cuts int) 
 	reps, out, err := pf.Cuts(ctx, vm.CutOptions{N: cuts, IOPolicy: p.iopolicy, Write: p.write, Settle: time.Second,
 		After: 500 * time.Millisecond})
 	if err != nil {
-		b.Fatalf("%v\nhost agent:\n%s", err, pf.Tail(ctx, "/tmp/host.log", 40))
+		b.Fatalf("%v\n%s", err, pf.Diagnose(ctx))
 	}
 	b.Logf("%s\n%d cuts in %s of wall time (boot included)", out, cuts, time.Since(start).Round(time.Second))
 	var stall, floor, notLive, back []time.Duration
@@ -136,12 +156,15 @@ func runPathFabric(b *testing.B, img vm.Image, shift int, p pfPolicy, cuts int) 
 		b.Fatal(err)
 	}
 	kern := fmt.Sprintf("Linux %s, icount shift %d (guest time)", img.KernelRelease, shift)
+	if shift == wallClock {
+		kern = fmt.Sprintf("Linux %s, wall-clock time (no icount), machine load %s", img.KernelRelease, loadAvg())
+	}
 	note := fmt.Sprintf("%s; reason 1; %d I/O errors, %d problems in %d cuts; the agent failed %d paths over",
 		kern, errs, problems, len(reps), failedOver)
 	if p.write {
 		note += fmt.Sprintf("; %d blocks verified after the cuts, %d not the last acknowledged write", verified, bad)
 	}
-	name := p.name + " (" + img.KernelRelease + ", shift " + strconv.Itoa(shift) + ")"
+	name := p.name + " (" + img.KernelRelease + ", " + clockName(shift) + ")"
 	return []result.Row{
 		durations(b, result.Row{Group: "failover, deterministic", Name: name + ": longest gap between I/Os at a cut",
 			Unit: "ms", Goal: "≤ 200 ms p99, 0 I/O errors", Note: note}, stall),
@@ -152,4 +175,14 @@ func runPathFabric(b *testing.B, img vm.Image, shift int, p pfPolicy, cuts int) 
 		durations(b, result.Row{Group: "failover, deterministic", Name: name + ": link up → path live",
 			Unit: "ms", Goal: "≤ 2 s p99", Note: kern}, back),
 	}
+}
+
+// loadAvg is the machine's 1-minute load average, for the notes of
+// wall-clock rows.
+func loadAvg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "?"
+	}
+	return strings.Fields(string(b) + " ?")[0]
 }

@@ -188,6 +188,9 @@ func oneCut(w *workload, o cutsOptions) ctlproto.CutReport {
 	if o.write {
 		r.Verified, r.Mismatches = w.verify()
 	}
+	// The next floor window starts here: the path's return and the
+	// verification's pause are not "nothing broken".
+	r.ReturnMS = w.m.window().MaxGapMS
 	return r
 }
 
@@ -429,7 +432,14 @@ func (w *workload) verify() (checked, bad int) {
 	// closed.
 	resume := make(chan struct{})
 	w.pause <- resume
-	defer close(resume)
+	defer func() {
+		// The pause is not a gap of the I/O: the next write's gap counts
+		// from now.
+		w.m.mu.Lock()
+		w.m.last = time.Now()
+		w.m.mu.Unlock()
+		close(resume)
+	}()
 	buf, err := unix.Mmap(-1, 0, w.bs, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_ANON|unix.MAP_PRIVATE)
 	if err != nil {
 		fmt.Printf("cuts: verify buffer: %v\n", err)

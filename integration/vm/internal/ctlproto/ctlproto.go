@@ -132,6 +132,10 @@ type CutReport struct {
 	// BackMS is the time from the link's restore until the path's
 	// controller was seen live again (0: not within -back).
 	BackMS float64 `json:"back_ms"`
+	// ReturnMS is the longest gap from the end of the stall window until
+	// the path was live again (the writes' pause for the verification is
+	// not counted).
+	ReturnMS float64 `json:"return_ms"`
 	// Verified is how many written blocks were read back and checked
 	// after the cut (write workload); Mismatches those holding anything
 	// but the last acknowledged write.
