@@ -222,10 +222,6 @@ func (g *Guest) connect(ctx context.Context) error {
 	}
 }
 
-// Deterministic reports whether the guest runs in instruction-counted
-// time (Config.Icount).
-func (g *Guest) Deterministic() bool { return g.cfg.Icount != nil }
-
 // BootDuration is the time from qemu's start until the guest answered.
 func (g *Guest) BootDuration() time.Duration { return g.booted }
 
