@@ -55,9 +55,12 @@ test-unit:
 
 # The soak (integration/soak) runs in test-soak, its scripted regressions
 # (~10 min together) in `make soak`.
+# TestPrivVMDualPath (four wall-clock guests, the realism check of the VM
+# suite) runs in `make bench`; the deterministic one-guest TestPrivVMPathFabric
+# (about a minute per kernel) proves the failover bound here.
 test-priv:
 ifeq ($(ROOT),0)
-	$(GO) test -tags $(PRIVTAG) -count=1 -p 1 -timeout 30m -run '^TestPriv' -skip '^TestPrivSoak' $(PKGS)
+	$(GO) test -tags $(PRIVTAG) -count=1 -p 1 -timeout 30m -run '^TestPriv' -skip '^TestPrivSoak|^TestPrivVMDualPath$$' $(PKGS)
 else
 	@echo "NOT RUN: privileged namespace tests need root (sudo make test); CI runs them as root"
 endif
@@ -116,6 +119,7 @@ bench:
 ifeq ($(ROOT),0)
 	$(GO) test -tags $(PRIVTAG) -p 1 -run '^$$' -bench '^BenchmarkPriv' -benchmem $(shell $(GO) list $(PKGS) | grep -v '/integration/bench/')
 	BENCH_OUT=$(BENCH_OUT) $(GO) test -tags $(PRIVTAG) -count=1 -p 1 -run '^$$' -bench '^BenchmarkPriv' -benchtime 1x -timeout 240m $(BENCHFLAGS) ./integration/bench/e2e/
+	$(GO) test -tags $(PRIVTAG) -count=1 -timeout 30m -run '^TestPrivVMDualPath$$' -v ./integration/vm/
 else
 	@echo "NOT RUN: privileged benchmarks (end to end, switch loss, churn) need root"
 endif

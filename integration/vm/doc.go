@@ -30,6 +30,14 @@
 // NICs in several namespaces. integration/topo uses this package for
 // devices of kind vm; see docs/realhost.md.
 //
-// Its own privileged tests (TestPrivGuestNVMeTCP, and the scenarios
-// TestPrivVMZoneLinkKill and TestPrivVMDualPath) are the VM suite.
+// Deterministic mode (Config.Icount) runs a guest in qemu's
+// instruction-counted time; PathFabric builds a whole dual-path fabric
+// (two switch agents, the target, the host under test) inside one such
+// guest, and its Cuts are paced and measured by the guest itself
+// (guestinit's cut runner), so a bound in guest time is repeatable on a
+// loaded machine.
+//
+// Its own privileged tests (TestPrivGuestNVMeTCP, the scenarios
+// TestPrivVMZoneLinkKill and TestPrivVMDualPath, and the deterministic
+// TestPrivVMPathFabric) are the VM suite.
 package vm

@@ -36,6 +36,11 @@ type ImageOptions struct {
 	KernelPackage string
 	// Log, when set, gets one line per slow step (download, unpack, build).
 	Log func(format string, args ...any)
+	// Fabric adds what a whole fabric inside one guest needs (PathFabric):
+	// a static inofd (GuestInofd) and iproute2's ip (GuestIP, for network
+	// namespaces; busybox's ip has none), with the libraries ldd lists.
+	// Such an image is cached apart from the plain one.
+	Fabric bool
 }
 
 // Image is a bootable guest: a kernel and an initramfs holding busybox,
@@ -53,6 +58,9 @@ type Image struct {
 	KernelPackage string
 	// CPU is qemu's -cpu model for this kernel; empty is qemu's default.
 	CPU string
+	// Fabric says the image holds inofd and iproute2's ip
+	// (ImageOptions.Fabric).
+	Fabric bool
 }
 
 // cpuModel is the -cpu a kernel release needs under qemu 7.2's TCG. Linux
@@ -98,6 +106,13 @@ var guestModules = []struct{ path, params string }{
 	// connections (SOCK_DESTROY) so nvme-tcp starts error recovery at once.
 	{"net/ipv4/inet_diag.ko", ""},
 	{"net/ipv4/tcp_diag.ko", ""},
+	// A whole fabric in one guest (PathFabric): veth links, a bridge per
+	// switch, and brd (RAM disks that keep what is written).
+	{"drivers/net/veth.ko", ""},
+	{"net/llc/llc.ko", ""},
+	{"net/802/stp.ko", ""},
+	{"net/bridge/bridge.ko", ""},
+	{"drivers/block/brd.ko", "rd_nr=1 rd_size=65536"},
 }
 
 // Guest paths of what the image adds besides busybox and nvme-cli.
@@ -111,6 +126,12 @@ const (
 	GuestSockKill = "/bin/sockkill"
 	// GuestNVMe is nvme-cli in the guest.
 	GuestNVMe = "/usr/sbin/nvme"
+	// GuestInofd is the static inofd of a Fabric image.
+	GuestInofd = "/bin/inofd"
+	// GuestIP is iproute2's ip in a Fabric image (busybox's is /bin/ip).
+	GuestIP = "/usr/sbin/ip"
+	// GuestCuts is the guest-time link cut runner (see PathFabric.Cuts).
+	GuestCuts = "/bin/cuts"
 )
 
 // BuildImage returns the guest image for opts, building what the cache
@@ -198,11 +219,11 @@ func (b *builder) build() (Image, error) {
 		return Image{}, err
 	}
 	h := sha256.New()
-	fmt.Fprintf(h, "%s\n%s\n", imageFormat, pkg)
+	fmt.Fprintf(h, "%s\n%s\nfabric=%t\n", imageFormat, pkg, b.opts.Fabric)
 	h.Write(kernel)
 	h.Write(cpio.Bytes())
 	key := hex.EncodeToString(h.Sum(nil))[:16]
-	img := Image{Key: key, KernelRelease: rel, KernelPackage: filepath.Base(deb), CPU: cpuModel(rel)}
+	img := Image{Key: key, KernelRelease: rel, KernelPackage: filepath.Base(deb), CPU: cpuModel(rel), Fabric: b.opts.Fabric}
 	dir := filepath.Join(b.opts.CacheDir, "img-"+key)
 	img.Kernel, img.Initrd = filepath.Join(dir, "vmlinuz"), filepath.Join(dir, "initrd.gz")
 	if _, err := os.Stat(img.Initrd); err == nil {
@@ -234,8 +255,9 @@ func (b *builder) build() (Image, error) {
 }
 
 // keepImages is how many built images the cache keeps (newest first);
-// every change of inof-host makes a new one.
-const keepImages = 4
+// every change of inof-host makes a new one. Two kernels, each plain and
+// Fabric, are four.
+const keepImages = 6
 
 // prune removes all but the newest keep images of the cache.
 func (b *builder) prune(keep int) {
@@ -514,21 +536,31 @@ func (b *builder) archive(kdir, rel string) (*archive, error) {
 	if dynamic(bb) {
 		return nil, fmt.Errorf("vm: %s is dynamically linked; install busybox-static", bb)
 	}
-	// nvme-cli and the libraries ldd lists.
-	nvme, err := exec.LookPath("nvme")
-	if err != nil {
-		return nil, fmt.Errorf("vm: nvme-cli (apt-get install nvme-cli): %w", err)
+	// nvme-cli (and iproute2's ip) with the libraries ldd lists.
+	dyn := []struct{ name, pkg, guest string }{{"nvme", "nvme-cli", GuestNVMe}}
+	if b.opts.Fabric {
+		dyn = append(dyn, struct{ name, pkg, guest string }{"ip", "iproute2", GuestIP})
 	}
-	if err := addHostFile(a, nvme, GuestNVMe); err != nil {
-		return nil, err
-	}
-	ldd, err := b.run("", nil, "ldd", nvme)
-	if err != nil {
-		return nil, err
-	}
-	for _, lib := range lddPaths(string(ldd)) {
-		if err := addHostFile(a, lib, lib); err != nil {
+	for _, d := range dyn {
+		name := d.name
+		if name == "ip" {
+			name = "/usr/sbin/ip" // iproute2's; busybox may come first in PATH
+		}
+		host, err := exec.LookPath(name)
+		if err != nil {
+			return nil, fmt.Errorf("vm: %s (apt-get install %s): %w", d.name, d.pkg, err)
+		}
+		if err := addHostFile(a, host, d.guest); err != nil {
 			return nil, err
+		}
+		ldd, err := b.run("", nil, "ldd", host)
+		if err != nil {
+			return nil, err
+		}
+		for _, lib := range lddPaths(string(ldd)) {
+			if err := addHostFile(a, lib, lib); err != nil {
+				return nil, err
+			}
 		}
 	}
 	// Kernel modules and their load list.
@@ -550,10 +582,14 @@ func (b *builder) archive(kdir, rel string) (*archive, error) {
 		return nil, err
 	}
 	defer os.RemoveAll(bin)
-	for _, g := range []struct{ pkg, out, guest string }{
+	progs := []struct{ pkg, out, guest string }{
 		{module + "/integration/vm/guestinit", "init", "/init"},
 		{module + "/cmd/inof-host", "inof-host", GuestInofHost},
-	} {
+	}
+	if b.opts.Fabric {
+		progs = append(progs, struct{ pkg, out, guest string }{module + "/cmd/inofd", "inofd", GuestInofd})
+	}
+	for _, g := range progs {
 		out := filepath.Join(bin, g.out)
 		if _, err := b.run("", []string{"CGO_ENABLED=0"}, "go", "build", "-trimpath", "-ldflags=-s -w", "-o", out, g.pkg); err != nil {
 			return nil, err
@@ -564,6 +600,7 @@ func (b *builder) archive(kdir, rel string) (*archive, error) {
 	}
 	a.Symlink(GuestIOStall, "/init")
 	a.Symlink(GuestSockKill, "/init")
+	a.Symlink(GuestCuts, "/init")
 	a.File("etc/passwd", []byte("root:x:0:0:root:/root:/bin/sh\n"), 0o644)
 	a.File("etc/group", []byte("root:x:0:\n"), 0o644)
 	return a, nil

@@ -35,8 +35,20 @@ type Target struct {
 // allowed), namespace 1 on Device, and a TCP port per address, each with
 // the subsystem linked in.
 func (g *Guest) SetupTarget(ctx context.Context, t Target) error {
-	if t.NQN == "" || len(t.Addrs) == 0 || strings.ContainsAny(t.NQN, " '\"\\$`\n") {
-		return fmt.Errorf("vm: target: need a plain NQN and at least one address")
+	script, err := targetScript(t)
+	if err != nil {
+		return err
+	}
+	_, err = g.Sh(ctx, script)
+	return err
+}
+
+// targetScript is the sh script that configures t through configfs. nvmet
+// listens in the network namespace of the process that links the
+// subsystem to a port: the script's.
+func targetScript(t Target) (string, error) {
+	if t.NQN == "" || len(t.Addrs) == 0 || strings.ContainsAny(t.NQN, " '\"\\$`\n") || strings.ContainsAny(t.Device, " '\"\\$`\n;&|") {
+		return "", fmt.Errorf("vm: target: need a plain NQN, a plain device and at least one address")
 	}
 	if t.Port == 0 {
 		t.Port = 4420
@@ -56,8 +68,7 @@ func (g *Guest) SetupTarget(ctx context.Context, t Target) error {
 		fmt.Fprintf(&s, "P=$N/ports/%d\nmkdir $P\necho tcp > $P/addr_trtype\necho %s > $P/addr_adrfam\n", i+1, fam)
 		fmt.Fprintf(&s, "echo %s > $P/addr_traddr\necho %d > $P/addr_trsvcid\nln -s $S $P/subsystems/%s\n", a, t.Port, t.NQN)
 	}
-	_, err := g.Sh(ctx, s.String())
-	return err
+	return s.String(), nil
 }
 
 // Controller is an NVMe controller of a guest, as sysfs shows it.

@@ -1,6 +1,9 @@
 package vm
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 // TestParseControllers builds controllers from the sysfs files Controllers
 // reads: the address pairs, a controller without host_traddr, a directory
@@ -25,5 +28,17 @@ func TestParseControllers(t *testing.T) {
 	}
 	if cs[1].Name != "nvme1" || cs[1].State != "connecting" || cs[1].TrAddr != "10.101.1.2" || cs[1].HostTrAddr != "" {
 		t.Errorf("controller 1 = %+v", cs[1])
+	}
+}
+
+// TestKernelOops: the oops and BUG lines of a console are found from the
+// first one on; a clean console gives nothing.
+func TestKernelOops(t *testing.T) {
+	if got := KernelOops("[1.0] nvme nvme0: new ctrl\n[2.0] sw: port 2(swp2) entered disabled state\n"); got != "" {
+		t.Fatalf("clean console: %q", got)
+	}
+	c := "[1.0] ok\n[38.4] BUG: kernel NULL pointer dereference, address: 0000000000000038\n[38.4] Oops: 0000 [#1]\n"
+	if got := KernelOops(c); !strings.HasPrefix(got, "BUG: kernel NULL pointer") || !strings.Contains(got, "Oops: 0000") {
+		t.Fatalf("oops console: %q", got)
 	}
 }

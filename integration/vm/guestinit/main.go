@@ -6,7 +6,9 @@
 // Called as iostall (a symlink to it in the image), it is the I/O stall
 // meter instead: see iostall.go. Called as sockkill, it aborts TCP
 // connections (internal/sockdiag): sockkill [-syn] SRC DST PORT (-syn: only
-// connects still waiting for an answer).
+// connects still waiting for an answer). Called as cuts, it is the link
+// cut runner that paces and measures cuts in the guest's own time: see
+// cuts.go.
 //
 // It is built static (CGO_ENABLED=0) by integration/vm when it builds the
 // image; it does nothing useful outside a guest.
@@ -34,6 +36,8 @@ func main() {
 		os.Exit(iostall(os.Args[1:]))
 	case "sockkill":
 		os.Exit(sockkill(os.Args[1:]))
+	case "cuts":
+		os.Exit(cuts(os.Args[1:]))
 	}
 	if os.Getpid() != 1 {
 		fmt.Fprintln(os.Stderr, "guestinit: must run as PID 1 of a guest (or be called as iostall)")

@@ -101,3 +101,47 @@ type Gap struct {
 	StartNS int64 `json:"start_ns"`
 	EndNS   int64 `json:"end_ns"`
 }
+
+// CutLinePrefix starts each line of the guest's cut runner (cuts) that
+// holds a CutReport; CutsDone is its last line when every cut was made.
+const (
+	CutLinePrefix = "CUT "
+	CutsDone      = "CUTS-DONE"
+)
+
+// CutReport is one link cut as the guest's cut runner measured it, every
+// duration in the guest's own time (instruction-counted in deterministic
+// mode).
+type CutReport struct {
+	Cut int `json:"cut"`
+	// AtNS is the guest's wall clock (Unix ns) when the cut command
+	// started: it places the cut in the guest's logs.
+	AtNS int64 `json:"at_ns"`
+	// FloorMS is the longest gap between completed I/Os in the settle
+	// window before the cut, nothing broken: the guest's own floor.
+	FloorMS float64 `json:"floor_ms"`
+	// StallMS is the longest gap from the cut until the I/O had gone on
+	// for the runner's -after time after the path left live.
+	StallMS float64 `json:"stall_ms"`
+	// Ops and Errors count the I/Os completed and failed in that window.
+	Ops    uint64 `json:"ops"`
+	Errors uint64 `json:"errors"`
+	// NotLiveMS is the time from the cut until the cut path's controller
+	// was seen leave live (0: it never did within -hold).
+	NotLiveMS float64 `json:"not_live_ms"`
+	// BackMS is the time from the link's restore until the path's
+	// controller was seen live again (0: not within -back).
+	BackMS float64 `json:"back_ms"`
+	// ReturnMS is the longest gap from the end of the stall window until
+	// the path was live again (the writes' pause for the verification is
+	// not counted).
+	ReturnMS float64 `json:"return_ms"`
+	// Verified is how many written blocks were read back and checked
+	// after the cut (write workload); Mismatches those holding anything
+	// but the last acknowledged write.
+	Verified   int `json:"verified,omitempty"`
+	Mismatches int `json:"mismatches,omitempty"`
+	// Problem says what went wrong (a wait that ran out, a command that
+	// failed); empty when the cut went as planned.
+	Problem string `json:"problem,omitempty"`
+}
