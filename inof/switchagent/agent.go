@@ -279,8 +279,6 @@ func (a *Agent) loop(ctx context.Context) error {
 			}
 		case q := <-a.ports.queries:
 			a.onQuery(ctx, q)
-		case port := <-a.ports.downs:
-			a.apply(ctx, a.engine.PortDown(port, time.Now()))
 		case ev := <-a.disc.registrations():
 			a.onDIM(ctx, ev)
 		case req := <-a.reconf:
@@ -335,6 +333,10 @@ func (a *Agent) onRegistration(ctx context.Context, ev l2proto.Event) {
 	case l2proto.Removed:
 		a.evlog.Info("device left", "port", e.Port, "device", e.Device, "reason", ev.Reason.String())
 		a.apply(ctx, a.engine.Unregister(e.Port, e.Device.Addr, ev.Reason, time.Now()))
+	case l2proto.PortDown:
+		// The registrations restored from the state file, which the table
+		// does not hold, leave too.
+		a.apply(ctx, a.engine.PortDown(e.Port, time.Now()))
 	}
 }
 

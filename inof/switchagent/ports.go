@@ -36,9 +36,6 @@ type portSide struct {
 	stray *l2proto.StrayWatcher  // nil until watchStrayFrames opened it (or with Config.WatchStray)
 	// queries carries zone queries to the loop (full: dropped and counted).
 	queries chan portQuery
-	// downs carries access ports without carrier to the loop, for the
-	// restored registrations the registration table does not hold.
-	downs chan string
 }
 
 type accessPort struct {
@@ -58,7 +55,7 @@ type portQuery struct {
 func newPortSide(a *Agent, cfg Config) *portSide {
 	return &portSide{opts: cfg.Options, log: cfg.Logger, evlog: cfg.EventLogger, met: a.met, tasks: func() *tasks { return a.tasks },
 		openLink: cfg.OpenLink, watchLinks: cfg.WatchLinks, watchStray: cfg.WatchStray,
-		queries: make(chan portQuery, 256), downs: make(chan string, 64)}
+		queries: make(chan portQuery, 256)}
 }
 
 // open builds the registration table and opens the access ports.
@@ -214,7 +211,9 @@ func (s *portSide) names() []string {
 	return slices.Sorted(maps.Keys(s.ports))
 }
 
-// watchCarriers hands the access ports that lose carrier on.
+// watchCarriers tells the registration table of the access ports that
+// lose carrier: the table's events carry the loss on (Removed for its
+// entries, then PortDown), the one path by which it reaches the loop.
 func (s *portSide) watchCarriers(ctx context.Context) error {
 	watch := s.watchLinks
 	if watch == nil {
@@ -226,14 +225,7 @@ func (s *portSide) watchCarriers(ctx context.Context) error {
 	}
 	err := watch(ctx, func(st l2proto.LinkState) {
 		if !st.Running && s.isAccessPort(st.Name) {
-			s.reg.LinkDown(st.Name) // the registry's events carry it on
-			// Restored registrations are not in the registry. A full queue
-			// loses nothing for long: every re-subscription's dump reports
-			// the port down again.
-			select {
-			case s.downs <- st.Name:
-			default:
-			}
+			s.reg.LinkDown(st.Name)
 		}
 	})
 	if ctx.Err() != nil {
