@@ -191,7 +191,7 @@ func NewRegistry(cfg RegistryConfig) (*Registry, error) {
 	}
 	return &Registry{cfg: cfg, entries: make(map[regKey]*Entry), slots: make(map[slotKey]regKey),
 		perPort: make(map[string]int), macs: make(map[macKey]macBinding), known: make(map[regKey]Entry),
-		dirty:  make(map[regKey]*change), downs: make(map[string]*change),
+		dirty: make(map[regKey]*change), downs: make(map[string]*change),
 		notify: make(chan struct{}, 1), events: make(chan Event)}, nil
 }
 
