@@ -310,6 +310,13 @@ func (f *bgpFabric) onRecord(ctx context.Context, ev bgp.RecordEvent) {
 			a.applyConfig(ctx)
 		}
 		for _, ch := range f.changes {
+			if ch.ID.Switch == a.self {
+				// This switch's own record, back from the speaker's table:
+				// the engine judged it when it decided it (Engine.applyLocal).
+				// Judged again it would be at best nothing and at worst
+				// an older copy taking the place of the newer one.
+				continue
+			}
 			if ch.Record != nil {
 				a.apply(ctx, a.engine.Record(ch.Record.Report))
 			} else {
