@@ -22,7 +22,7 @@ import (
 // discoverySource is what the NVMe/TCP discovery controller (package
 // discovery) serves from this switch: the active NVMe-oF targets of the
 // fabric under the zone configuration in force. The agent's loop keeps it
-// current (discoveryTouch, discoveryConfig); connection goroutines read
+// current (discoveryPart.touch, setConfig); connection goroutines read
 // it. Its index is separate from the engine's, which only the loop may
 // use: a discovery host need not be registered anywhere, so it is put in
 // for the time of one query.
