@@ -23,6 +23,12 @@ const (
 	Registered EventKind = iota + 1 // a new device on a port
 	Updated                         // same address, other role/protocol/port/NQN or MAC
 	Removed                         // gone; Event.Reason says why
+	// PortDown: the port lost carrier (LinkDown); Entry.Port names it and
+	// Reason is link down. It comes after the Removed events of the
+	// entries LinkDown removed, so a consumer that holds registrations of
+	// its own for the port (restored ones) hears of the loss on the same
+	// stream, once.
+	PortDown
 )
 
 func (k EventKind) String() string {
@@ -33,6 +39,8 @@ func (k EventKind) String() string {
 		return "updated"
 	case Removed:
 		return "removed"
+	case PortDown:
+		return "port-down"
 	}
 	return "event(?)"
 }
@@ -130,6 +138,8 @@ type change struct {
 	removed *Entry // the entry as last removed, for a Removed event
 	reason  inof.Reason
 	elem    *list.Element
+	// port is set on a port's loss of carrier (PortDown), which is no key.
+	port string
 }
 
 // Registry is the registration table of a switch: entries keyed by (port,
@@ -142,9 +152,10 @@ type change struct {
 // so a slow consumer stalls no port. While the consumer lags, changes of one
 // key coalesce: it is told the key's current state relative to what it was
 // last told (a device that registered and left in between is never
-// reported; one removed and back unchanged is no event). So the pending
-// changes stay bounded by twice the table, and each key's events stay in
-// order and end at the table's state.
+// reported; one removed and back unchanged is no event), and a port's
+// losses of carrier not yet told are one PortDown. So the pending changes
+// stay bounded by twice the table plus the ports, and each key's events
+// stay in order and end at the table's state.
 type Registry struct {
 	cfg RegistryConfig
 
@@ -156,7 +167,8 @@ type Registry struct {
 	refused uint64
 	known   map[regKey]Entry // what the consumer was last told
 	dirty   map[regKey]*change
-	queue   list.List // *change, oldest first
+	downs   map[string]*change // ports whose PortDown is pending
+	queue   list.List          // *change, oldest first
 
 	notify chan struct{}
 	events chan Event
@@ -179,7 +191,7 @@ func NewRegistry(cfg RegistryConfig) (*Registry, error) {
 	}
 	return &Registry{cfg: cfg, entries: make(map[regKey]*Entry), slots: make(map[slotKey]regKey),
 		perPort: make(map[string]int), macs: make(map[macKey]macBinding), known: make(map[regKey]Entry),
-		dirty:  make(map[regKey]*change),
+		dirty: make(map[regKey]*change), downs: make(map[string]*change),
 		notify: make(chan struct{}, 1), events: make(chan Event)}, nil
 }
 
@@ -276,9 +288,24 @@ func (r *Registry) Observe(port string, src net.HardwareAddr, l *LLDPDU, now tim
 
 func ttl(l *LLDPDU) time.Duration { return time.Duration(l.TTL) * time.Second }
 
-// LinkDown removes every entry on port with reason link down.
+// LinkDown removes every entry on port with reason link down, and then
+// reports the port down (PortDown). A port still pending from an earlier
+// LinkDown moves behind the removals of this one.
 func (r *Registry) LinkDown(port string) {
 	r.removeWhere(inof.ReasonLinkDown, func(e *Entry) bool { return e.Port == port })
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if c := r.downs[port]; c != nil {
+		r.queue.MoveToBack(c.elem)
+	} else {
+		c = &change{port: port, reason: inof.ReasonLinkDown}
+		c.elem = r.queue.PushBack(c)
+		r.downs[port] = c
+	}
+	select {
+	case r.notify <- struct{}{}:
+	default:
+	}
 }
 
 // Expire removes every entry whose TTL ran out by now, with reason age-out.
@@ -323,6 +350,10 @@ func (r *Registry) next() (Event, bool) {
 	defer r.mu.Unlock()
 	for r.queue.Len() > 0 {
 		c := r.queue.Remove(r.queue.Front()).(*change)
+		if c.port != "" {
+			delete(r.downs, c.port)
+			return Event{Kind: PortDown, Entry: Entry{Port: c.port}, Reason: c.reason}, true
+		}
 		delete(r.dirty, c.key)
 		cur := r.entries[c.key]
 		kn, known := r.known[c.key]
@@ -349,7 +380,7 @@ func (r *Registry) next() (Event, bool) {
 func (r *Registry) Stats() RegistryStats {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return RegistryStats{Entries: len(r.entries), Refused: r.refused, PendingEvents: len(r.dirty)}
+	return RegistryStats{Entries: len(r.entries), Refused: r.refused, PendingEvents: len(r.dirty) + len(r.downs)}
 }
 
 // Entries returns a copy of the table sorted by port and address.

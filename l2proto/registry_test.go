@@ -77,7 +77,8 @@ func expectEvents(t *testing.T, got []Event, want ...Event) {
 		t.Fatalf("events %+v, want %+v", got, want)
 	}
 	for i := range want {
-		if got[i].Kind != want[i].Kind || got[i].Reason != want[i].Reason || got[i].Entry.Device.Addr != want[i].Entry.Device.Addr {
+		if got[i].Kind != want[i].Kind || got[i].Reason != want[i].Reason || got[i].Entry.Device.Addr != want[i].Entry.Device.Addr ||
+			(want[i].Kind == PortDown && got[i].Entry.Port != want[i].Entry.Port) {
 			t.Fatalf("event %d = %v %v %s, want %v %v %s", i, got[i].Kind, got[i].Reason, got[i].Entry.Device.Addr,
 				want[i].Kind, want[i].Reason, want[i].Entry.Device.Addr)
 		}
@@ -86,6 +87,11 @@ func expectEvents(t *testing.T, got []Event, want ...Event) {
 
 func ev(k EventKind, addr netip.Addr, r inof.Reason) Event {
 	return Event{Kind: k, Reason: r, Entry: Entry{Device: inof.Device{Addr: addr}}}
+}
+
+// portDown is the event of port's loss of carrier.
+func portDown(port string) Event {
+	return Event{Kind: PortDown, Reason: inof.ReasonLinkDown, Entry: Entry{Port: port}}
 }
 
 func addr(i int) netip.Addr {
@@ -174,7 +180,7 @@ func TestRegistryLifecycle(t *testing.T) {
 	mustObserve(t, r, "p2", lldpFor(hostIP, "snsd_eth1_01", 120, inof.RoleHost), t0.Add(60*time.Second))
 	expectEvents(t, drain(r), ev(Registered, hostIP, 0))
 	r.LinkDown("p1")
-	expectEvents(t, drain(r), ev(Removed, other, inof.ReasonLinkDown))
+	expectEvents(t, drain(r), ev(Removed, other, inof.ReasonLinkDown), portDown("p1"))
 	if got := r.Entries(); len(got) != 1 || got[0].Port != "p2" {
 		t.Fatalf("entries %+v", got)
 	}
@@ -282,17 +288,41 @@ func TestRegistryCoalesces(t *testing.T) {
 	mustObserve(t, r, "p1", lldpFor(addr(7), "b", 0, inof.RoleHost), t0)
 	r.LinkDown("p1")
 	mustObserve(t, r, "p1", lldpFor(hostIP, "a", 120, inof.RoleTarget), t0)
-	expectEvents(t, drain(r))
+	expectEvents(t, drain(r), portDown("p1")) // the port's loss is told all the same
 	// Removed, then back with another device: an update. Removed twice:
 	// the last reason.
 	r.LinkDown("p1")
 	mustObserve(t, r, "p1", lldpFor(hostIP, "a", 120, inof.RoleHost), t0)
-	expectEvents(t, drain(r), ev(Updated, hostIP, 0))
+	expectEvents(t, drain(r), ev(Updated, hostIP, 0), portDown("p1"))
 	r.LinkDown("p1")
 	mustObserve(t, r, "p1", lldpFor(hostIP, "a", 120, inof.RoleHost), t0)
 	mustObserve(t, r, "p1", lldpFor(hostIP, "a", 0, inof.RoleHost), t0)
-	expectEvents(t, drain(r), ev(Removed, hostIP, inof.ReasonAgeOut))
+	expectEvents(t, drain(r), portDown("p1"), ev(Removed, hostIP, inof.ReasonAgeOut))
 	if st := r.Stats(); st.PendingEvents != 0 {
+		t.Fatalf("stats %+v", st)
+	}
+}
+
+// TestRegistryPortDown: a port's loss of carrier is one event on the
+// stream, after the removals of its entries, also for a port without
+// entries; a port down again before delivery is told once, behind the
+// newer removals.
+func TestRegistryPortDown(t *testing.T) {
+	r := newTestRegistry(t, RegistryConfig{})
+	t0 := time.Unix(1000, 0)
+	r.LinkDown("p1")
+	expectEvents(t, drain(r), portDown("p1"))
+
+	mustObserve(t, r, "p1", lldpFor(hostIP, "a", 120, inof.RoleHost), t0)
+	mustObserve(t, r, "p2", lldpFor(addr(7), "b", 120, inof.RoleHost), t0)
+	expectEvents(t, drain(r), ev(Registered, hostIP, 0), ev(Registered, addr(7), 0))
+	r.LinkDown("p1")
+	r.LinkDown("p2")
+	mustObserve(t, r, "p1", lldpFor(addr(8), "c", 120, inof.RoleHost), t0)
+	r.LinkDown("p1")
+	expectEvents(t, drain(r), ev(Removed, hostIP, inof.ReasonLinkDown), ev(Removed, addr(7), inof.ReasonLinkDown),
+		portDown("p2"), portDown("p1"))
+	if st := r.Stats(); st.PendingEvents != 0 || st.Entries != 0 {
 		t.Fatalf("stats %+v", st)
 	}
 }
@@ -327,8 +357,8 @@ func TestRegistryStalledConsumer(t *testing.T) {
 			if i%10_000 == 0 {
 				r.LinkDown(port)
 			}
-			if st := r.Stats(); st.PendingEvents > 2*maxEntries {
-				t.Errorf("pending events %d > 2×%d", st.PendingEvents, maxEntries)
+			if st := r.Stats(); st.PendingEvents > 2*maxEntries+8 {
+				t.Errorf("pending events %d > 2×%d + 8 ports", st.PendingEvents, maxEntries)
 				return
 			}
 		}

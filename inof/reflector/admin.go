@@ -27,11 +27,11 @@ var ErrNotReplicated = errors.New("reflector: committed but not yet replicated")
 // records are committed and are still replicated; the error then wraps
 // ctx.Err().
 func (r *Reflector) Commit(ctx context.Context, edit func(*zones.Tx) error) ([]zones.Record, error) {
-	r.life.RLock()
-	defer r.life.RUnlock()
-	if r.state != stateStarted {
-		return nil, ErrNotRunning
+	release, err := r.started()
+	if err != nil {
+		return nil, err
 	}
+	defer release()
 	return r.admin.Commit(ctx, edit)
 }
 
@@ -67,43 +67,43 @@ func (r *Reflector) originate(ctx context.Context, keys []zones.Key) error {
 
 // Config returns the configuration in effect (a copy).
 func (r *Reflector) Config() (*zones.Config, error) {
-	r.life.RLock()
-	defer r.life.RUnlock()
-	if r.state != stateStarted {
-		return nil, ErrNotRunning
+	release, err := r.started()
+	if err != nil {
+		return nil, err
 	}
+	defer release()
 	return r.store.Config(), nil
 }
 
 // Records returns every stored record, tombstones included, sorted.
 func (r *Reflector) Records() ([]zones.Record, error) {
-	r.life.RLock()
-	defer r.life.RUnlock()
-	if r.state != stateStarted {
-		return nil, ErrNotRunning
+	release, err := r.started()
+	if err != nil {
+		return nil, err
 	}
+	defer release()
 	return r.store.Records(), nil
 }
 
 // Problems validates the configuration in effect: merges from other
 // reflectors may leave references a single commit would have refused.
 func (r *Reflector) Problems() error {
-	r.life.RLock()
-	defer r.life.RUnlock()
-	if r.state != stateStarted {
-		return ErrNotRunning
+	release, err := r.started()
+	if err != nil {
+		return err
 	}
+	defer release()
 	return r.store.Problems()
 }
 
 // Neighbors lists the BGP neighbors (peer reflectors and clients) and
 // their session states.
 func (r *Reflector) Neighbors(ctx context.Context) ([]bgp.NeighborStatus, error) {
-	r.life.RLock()
-	defer r.life.RUnlock()
-	if r.state != stateStarted {
-		return nil, ErrNotRunning
+	release, err := r.started()
+	if err != nil {
+		return nil, err
 	}
+	defer release()
 	return r.speaker.Neighbors(ctx)
 }
 
@@ -111,10 +111,10 @@ func (r *Reflector) Neighbors(ctx context.Context) ([]bgp.NeighborStatus, error)
 // neighbor counted (bgp.Speaker.NeighborsAdvertised: costly, for the
 // admin's session list only).
 func (r *Reflector) NeighborsAdvertised(ctx context.Context) ([]bgp.NeighborStatus, error) {
-	r.life.RLock()
-	defer r.life.RUnlock()
-	if r.state != stateStarted {
-		return nil, ErrNotRunning
+	release, err := r.started()
+	if err != nil {
+		return nil, err
 	}
+	defer release()
 	return r.speaker.NeighborsAdvertised(ctx)
 }

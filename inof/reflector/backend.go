@@ -217,11 +217,11 @@ func (b backend) Sessions(ctx context.Context) ([]api.Session, error) {
 // (none when BFD is off). The receive interval and multiplier are the
 // configured ones.
 func (b backend) BFDSessions(context.Context) ([]api.BFDSession, error) {
-	b.r.life.RLock()
-	defer b.r.life.RUnlock()
-	if b.r.state != stateStarted {
-		return nil, ErrNotRunning
+	release, err := b.r.started()
+	if err != nil {
+		return nil, err
 	}
+	defer release()
 	if b.r.bfd == nil {
 		return nil, nil
 	}

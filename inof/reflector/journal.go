@@ -178,40 +178,40 @@ func (r *Reflector) reportConflicts() {
 
 // Journal returns the journal, oldest entry first.
 func (r *Reflector) Journal() ([]zones.Entry, error) {
-	r.life.RLock()
-	defer r.life.RUnlock()
-	if r.state != stateStarted {
-		return nil, ErrNotRunning
+	release, err := r.started()
+	if err != nil {
+		return nil, err
 	}
+	defer release()
 	return r.admin.Journal()
 }
 
 // ConfigAt rebuilds the configuration right after a retained journal entry.
 func (r *Reflector) ConfigAt(v zones.Version) (*zones.Config, bool, error) {
-	r.life.RLock()
-	defer r.life.RUnlock()
-	if r.state != stateStarted {
-		return nil, false, ErrNotRunning
+	release, err := r.started()
+	if err != nil {
+		return nil, false, err
 	}
+	defer release()
 	return r.admin.ConfigAt(v)
 }
 
 // Conflicts lists the journal's lost writes.
 func (r *Reflector) Conflicts() ([]zones.Conflict, error) {
-	r.life.RLock()
-	defer r.life.RUnlock()
-	if r.state != stateStarted {
-		return nil, ErrNotRunning
+	release, err := r.started()
+	if err != nil {
+		return nil, err
 	}
+	defer release()
 	return r.admin.Conflicts()
 }
 
 // Backup writes a consistent copy of the store (records, journal) to w.
 func (r *Reflector) Backup(w io.Writer) (int64, error) {
-	r.life.RLock()
-	defer r.life.RUnlock()
-	if r.state != stateStarted {
-		return 0, ErrNotRunning
+	release, err := r.started()
+	if err != nil {
+		return 0, err
 	}
+	defer release()
 	return r.admin.Backup(w)
 }

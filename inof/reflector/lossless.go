@@ -151,11 +151,11 @@ func saveProfileState(path string, gen uint64, writer inof.RouterID, payload []b
 // LosslessProfile returns the fabric's lossless profile: the newest version
 // set on any reflector, or lossless.Default() if none was ever set.
 func (r *Reflector) LosslessProfile() (lossless.Profile, error) {
-	r.life.RLock()
-	defer r.life.RUnlock()
-	if r.state != stateStarted {
-		return lossless.Profile{}, ErrNotRunning
+	release, err := r.started()
+	if err != nil {
+		return lossless.Profile{}, err
 	}
+	defer release()
 	r.profileMu.RLock()
 	defer r.profileMu.RUnlock()
 	return r.profile.profile, nil
@@ -166,11 +166,11 @@ func (r *Reflector) LosslessProfile() (lossless.Profile, error) {
 // originated as a configuration record (kind configsync.KindLossless), which every
 // other reflector adopts. ctx bounds the wait for the sync loop.
 func (r *Reflector) SetLosslessProfile(ctx context.Context, p lossless.Profile) error {
-	r.life.RLock()
-	defer r.life.RUnlock()
-	if r.state != stateStarted {
-		return ErrNotRunning
+	release, err := r.started()
+	if err != nil {
+		return err
 	}
+	defer release()
 	req := profileRequest{profile: p, identity: api.IdentityFrom(ctx), done: make(chan error, 1)}
 	return askLoop(ctx, r.loopDone, r.profileReqs, req, req.done)
 }

@@ -103,9 +103,12 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(v), l...)
 	}
 	r.m.commitLatency.Collect(ch)
-	r.life.RLock()
-	defer r.life.RUnlock()
-	gauge(descUp, b2f(r.healthyLocked() == nil))
+	release, err := r.started()
+	started := err == nil
+	if started {
+		defer release()
+	}
+	gauge(descUp, b2f(started && r.speakerHealthy() == nil))
 	counter(descCommits, r.m.commits.Load())
 	counter(descAdopted, r.m.recordsAdopted.Load())
 	counter(descApplyErrors, r.m.applyErrors.Load())
@@ -130,7 +133,6 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 	counter(descJournalAdopted, r.m.journalAdopted.Load())
 	counter(descConflicts, r.m.conflicts.Load())
 	journal := 0
-	started := r.state == stateStarted
 	if started {
 		journal = len(r.store.JournalVersions())
 		gauge(descRestarting, b2f(r.restarting))

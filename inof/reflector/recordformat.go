@@ -146,11 +146,11 @@ func (r *Reflector) switchesReading() []api.SwitchReads {
 // RecordFormat returns the fabric's record format and what each
 // configured switch announced it reads.
 func (r *Reflector) RecordFormat() (api.RecordFormatStatus, error) {
-	r.life.RLock()
-	defer r.life.RUnlock()
-	if r.state != stateStarted {
-		return api.RecordFormatStatus{}, ErrNotRunning
+	release, err := r.started()
+	if err != nil {
+		return api.RecordFormatStatus{}, err
 	}
+	defer release()
 	r.formatMu.RLock()
 	f := r.format.format
 	r.formatMu.RUnlock()
@@ -166,11 +166,11 @@ func (r *Reflector) SetRecordFormat(ctx context.Context, name string) error {
 	if err != nil {
 		return fmt.Errorf("%w: %w", api.ErrFormatRefused, err)
 	}
-	r.life.RLock()
-	defer r.life.RUnlock()
-	if r.state != stateStarted {
-		return ErrNotRunning
+	release, err := r.started()
+	if err != nil {
+		return err
 	}
+	defer release()
 	if f == record.FormatSets {
 		var behind []string
 		all := r.switchesReading()

@@ -427,15 +427,31 @@ func (r *Reflector) stop() error {
 // Healthy returns nil while the reflector runs and its speaker is alive
 // (for /healthz).
 func (r *Reflector) Healthy() error {
-	r.life.RLock()
-	defer r.life.RUnlock()
-	return r.healthyLocked()
+	release, err := r.started()
+	if err != nil {
+		return err
+	}
+	defer release()
+	return r.speakerHealthy()
 }
 
-func (r *Reflector) healthyLocked() error {
+// started holds the reflector's life shared while Run has it started, for
+// a caller that uses what the start steps set up (the store, the speaker,
+// BFD, the sync loop); release ends the hold. Before the start and after
+// the stop it holds nothing and returns ErrNotRunning. It is the one check
+// of the start-up state, which only Run changes (start, stop).
+func (r *Reflector) started() (release func(), err error) {
+	r.life.RLock()
 	if r.state != stateStarted {
-		return ErrNotRunning
+		r.life.RUnlock()
+		return nil, ErrNotRunning
 	}
+	return r.life.RUnlock, nil
+}
+
+// speakerHealthy reports whether the speaker and the sync loop still run
+// (the caller holds started).
+func (r *Reflector) speakerHealthy() error {
 	select {
 	case <-r.speaker.Done():
 		if err := r.speaker.Err(); err != nil {

@@ -3,6 +3,7 @@ package reflector
 import (
 	"context"
 	"errors"
+	"io"
 	"net/netip"
 	"slices"
 	"sync"
@@ -305,4 +306,52 @@ func TestConcurrentCommitsConverge(t *testing.T) {
 		}
 		return true
 	})
+}
+
+// TestNotRunningOutsideRun: every call that uses what the start steps set
+// up answers ErrNotRunning before Run started the reflector and after it
+// stopped (the one check, Reflector.started), and works in between.
+func TestNotRunningOutsideRun(t *testing.T) {
+	f := bgp.NewFakeFabric()
+	r, err := New(Config{Options: testOptions(t, r1ID, nil, nil), NewSpeaker: fakeSpeakers(f, nil)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	calls := map[string]func() error{
+		"Commit":              func() error { _, err := r.Commit(ctx, func(*zones.Tx) error { return nil }); return err },
+		"Config":              func() error { _, err := r.Config(); return err },
+		"Records":             func() error { _, err := r.Records(); return err },
+		"Problems":            r.Problems,
+		"Neighbors":           func() error { _, err := r.Neighbors(ctx); return err },
+		"NeighborsAdvertised": func() error { _, err := r.NeighborsAdvertised(ctx); return err },
+		"BFDSessions":         func() error { _, err := r.API().BFDSessions(ctx); return err },
+		"Journal":             func() error { _, err := r.Journal(); return err },
+		"ConfigAt":            func() error { _, _, err := r.ConfigAt(zones.Version{}); return err },
+		"Conflicts":           func() error { _, err := r.Conflicts(); return err },
+		"Backup":              func() error { _, err := r.Backup(io.Discard); return err },
+		"LosslessProfile":     func() error { _, err := r.LosslessProfile(); return err },
+		"RecordFormat":        func() error { _, err := r.RecordFormat(); return err },
+		"SetRecordFormat":     func() error { return r.SetRecordFormat(ctx, "per-device") },
+		"Healthy":             r.Healthy,
+		"Reload":              func() error { return r.Reload(r.opts) },
+	}
+	check := func(when string, running bool) {
+		t.Helper()
+		for name, call := range calls {
+			err := call()
+			if got := errors.Is(err, ErrNotRunning); got == running {
+				t.Errorf("%s %s: %v", name, when, err)
+			}
+		}
+	}
+	check("before the start", false)
+	if err := r.testStart(); err != nil {
+		t.Fatal(err)
+	}
+	check("while running", true)
+	if err := r.testStop(); err != nil {
+		t.Fatal(err)
+	}
+	check("after the stop", false)
 }

@@ -21,11 +21,11 @@ func (r *Reflector) Reload(next Options) error {
 	if err := next.Validate(); err != nil {
 		return err
 	}
-	r.life.RLock()
-	defer r.life.RUnlock()
-	if r.state != stateStarted {
-		return ErrNotRunning
+	release, err := r.started()
+	if err != nil {
+		return err
 	}
+	defer release()
 	if r.bfd == nil {
 		return nil
 	}

@@ -23,12 +23,7 @@ var errReadOnly = errors.New("switch agent: read-only; edit zones and the lossle
 // sessions and the lossless profile it received; in direct mode the
 // zoning is read-write on the switch's own store, with its journal
 // (api.JournalBackend). Safe for concurrent use.
-func (a *Agent) API() api.Backend {
-	if a.opts.Direct() {
-		return directBackend{switchBackend{a}}
-	}
-	return switchBackend{a}
-}
+func (a *Agent) API() api.Backend { return a.fab.backend(switchBackend{a}) }
 
 type switchBackend struct{ a *Agent }
 
@@ -53,13 +48,10 @@ func (b switchBackend) Devices(context.Context) ([]api.Device, error) {
 
 // Sessions implements api.Backend: the sessions to the reflectors.
 func (b switchBackend) Sessions(ctx context.Context) ([]api.Session, error) {
-	b.a.mu.Lock()
-	sp := b.a.speaker
-	b.a.mu.Unlock()
-	if sp == nil {
-		return nil, errors.New("switch agent not running")
+	ns, err := b.a.fab.neighbors(ctx)
+	if errors.Is(err, errSpeakerNotRunning) {
+		return nil, err
 	}
-	ns, err := sp.Neighbors(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("switch agent: %w", err)
 	}
@@ -72,9 +64,7 @@ func (b switchBackend) Sessions(ctx context.Context) ([]api.Session, error) {
 
 // BFDSessions implements api.Backend.
 func (b switchBackend) BFDSessions(context.Context) ([]api.BFDSession, error) {
-	b.a.mu.Lock()
-	mgr := b.a.bfd
-	b.a.mu.Unlock()
+	mgr := b.a.fab.bfdManager()
 	if mgr == nil {
 		return nil, nil
 	}

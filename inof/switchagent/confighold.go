@@ -6,7 +6,6 @@ import (
 	"slices"
 	"time"
 
-	"github.com/openinof/inof/bgp"
 	"github.com/openinof/inof/zones"
 )
 
@@ -178,10 +177,17 @@ func (h *configHold) zoning(recs zones.Records) zones.Records {
 	return recs
 }
 
-// startConfigHold starts the hold of the zoning restored (closed: of none
-// known) and, if it waits for End-of-RIB, the poll that reports it (until
-// runCtx ends or the hold does).
-func (a *Agent) startConfigHold(runCtx context.Context, closed bool) {
+// dueAt returns when the hold ends, as far as known now; false while no
+// session has come up.
+func (h *configHold) dueAt() (time.Time, bool) {
+	at, _, ok := h.due()
+	return at, ok
+}
+
+// startConfigHold starts the hold of the zoning in force (closed: of none
+// known) and, if it waits for End-of-RIB, poll, which reports it (until
+// the agent stops or the hold ends).
+func (a *Agent) startConfigHold(closed bool, poll func(context.Context) error) {
 	a.hold = newConfigHold(a.opts.ConfigHold, a.opts.GracefulRestart.Enabled, a.zrecs, closed)
 	a.configHeld.Store(a.hold.on)
 	if closed {
@@ -191,14 +197,14 @@ func (a *Agent) startConfigHold(runCtx context.Context, closed bool) {
 	if !a.hold.on || !a.hold.needEOR {
 		return
 	}
-	ctx, cancel := context.WithCancel(runCtx)
+	ctx, cancel := context.WithCancel(a.tasks.ctx)
 	a.hold.stop = cancel
-	a.spawnIn(ctx, "end-of-rib poll", a.pollEndOfRIB)
+	a.tasks.spawnIn(ctx, "end-of-rib poll", poll)
 }
 
 // holdWhileAway starts a hold, of the zoning in force, when the switch
-// loses its last reflector session (has false), and starts its bound when
-// one comes up again (has true). The reflector that comes back sends its
+// loses its last reflector session; its bound starts when one comes up
+// again (sessionUp). The reflector that comes back sends its
 // table as after a start, configuration records mixed with device records
 // over several batches (found by the soak, seed 2359243392859386603 step
 // 35: leaf1's uplink down and up while an alias and a zone were edited;
@@ -206,48 +212,12 @@ func (a *Agent) startConfigHold(runCtx context.Context, closed bool) {
 // targets active, and inactive 2 ms later when the alias's record came).
 // Starting at the loss, the hold is on before any record of the return
 // arrives (neighbor and record events come on different watches).
-func (a *Agent) holdWhileAway(has bool, now time.Time) {
-	if has {
-		a.hold.sessionUp(now)
-		return
-	}
+func (a *Agent) holdWhileAway(poll func(context.Context) error) {
 	if a.hold.on || a.opts.ConfigHold <= 0 {
 		return
 	}
 	a.log.Info("every reflector session lost: zone configuration held until one is back with its whole table")
-	a.startConfigHold(a.runCtx, false)
-}
-
-// pollEndOfRIB reports on a.eor, once, that a reflector whose session is
-// established has sent End-of-RIB for the opaque family; it asks the
-// speaker every eorPoll until then or until ctx ends.
-func (a *Agent) pollEndOfRIB(ctx context.Context) error {
-	t := time.NewTicker(eorPoll)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-t.C:
-		}
-		ns, err := a.speaker.Neighbors(ctx)
-		if err != nil {
-			if ctx.Err() != nil {
-				return nil
-			}
-			a.log.Warn("asking for the reflectors' End-of-RIB", "err", err)
-			continue
-		}
-		for _, n := range ns {
-			if n.State == bgp.StateEstablished && n.EndOfRIB {
-				select {
-				case a.eor <- n.Address:
-				case <-ctx.Done():
-				}
-				return nil
-			}
-		}
-	}
+	a.startConfigHold(false, poll)
 }
 
 // subscribeAhead, while a switch that knew no zoning holds the one it
@@ -266,9 +236,6 @@ func (a *Agent) subscribeAhead(ctx context.Context, now time.Time) {
 		return
 	}
 	a.hold.aheadDue = false
-	if a.speaker == nil {
-		return
-	}
 	defer func() { a.hold.aheadNext = time.Now().Add(max(aheadSpacing, 4*time.Since(now))) }()
 	cfg := a.zrecs.Config()
 	a.hold.ahead = a.memberships(cfg, a.engine.SubscriptionsUnder(cfg))
@@ -289,11 +256,11 @@ func (a *Agent) endHoldIfDue(ctx context.Context, now time.Time) {
 	}
 	objects, ahead := a.hold.objects, a.hold.ahead
 	a.hold = configHold{}
-	a.dirty = true // the state file keeps the zoning in force
+	a.save.dirty = true // the state file keeps the zoning in force
 	if a.configDue {
 		a.applyConfig(ctx)
 	}
-	if len(ahead) > 0 && a.speaker != nil {
+	if len(ahead) > 0 {
 		// The memberships the zoning in force wants (applyConfig subscribed
 		// only if they changed); any other taken ahead lingers and goes.
 		a.subscribe(ctx, a.engine.subs)

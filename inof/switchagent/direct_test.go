@@ -113,8 +113,8 @@ func TestDirectMode(t *testing.T) {
 	if err != nil || len(devs) != 3 {
 		t.Errorf("devices: %+v %v", devs, err)
 	}
-	if s.agent.speaker != nil || s.agent.pub != nil {
-		t.Error("a speaker or publisher in direct mode")
+	if _, direct := s.agent.fab.(*directFabric); !direct {
+		t.Errorf("fabric side %T in direct mode", s.agent.fab)
 	}
 	s.waitSettled(t)
 	time.Sleep(100 * time.Millisecond) // the last ACKs

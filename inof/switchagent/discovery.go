@@ -3,6 +3,7 @@ package switchagent
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/netip"
 	"slices"
@@ -21,7 +22,7 @@ import (
 // discoverySource is what the NVMe/TCP discovery controller (package
 // discovery) serves from this switch: the active NVMe-oF targets of the
 // fabric under the zone configuration in force. The agent's loop keeps it
-// current (discoveryTouch, discoveryConfig); connection goroutines read
+// current (discoveryPart.touch, setConfig); connection goroutines read
 // it. Its index is separate from the engine's, which only the loop may
 // use: a discovery host need not be registered anywhere, so it is put in
 // for the time of one query.
@@ -141,43 +142,52 @@ func (s *discoverySource) setConfig(cfg *zones.Config) {
 }
 
 // discoveryPart is the discovery controller of an agent whose options
-// enable it.
+// enable it; a nil *discoveryPart (off) does nothing.
 type discoveryPart struct {
+	self inof.RouterID
+	log  *slog.Logger
 	src  *discoverySource
 	srv  *discovery.Server
 	mdns *dnssd.Responder // nil unless discovery.mdns
+	// dims carries the hosts registered with the controller to the loop;
+	// loopDone is the agent's (a registration handed after it is dropped).
+	dims     chan dimEvent
+	loopDone <-chan struct{}
+	// interfaceAddrs is Config.InterfaceAddrs (nil: the system's).
+	interfaceAddrs func(port string) ([]netip.Prefix, error)
 }
 
 // newDiscovery builds the discovery controller when the options enable it
-// (called by New).
-func (a *Agent) newDiscovery() error {
+// (called by New); nil when they do not.
+func newDiscovery(a *Agent, c Config) (*discoveryPart, error) {
 	o := a.opts.Discovery
 	if !o.Enabled {
-		return nil
+		return nil, nil
 	}
-	src := newDiscoverySource(a.self, nil)
-	cfg := discovery.Config{Options: o, Source: src, Registrar: dimRegistrar{a}, Logger: a.log, Interfaces: a.opts.AccessPorts}
-	if a.cfg.Registry != nil {
-		cfg.Registry = a.cfg.Registry
+	d := &discoveryPart{self: a.self, log: a.log, src: newDiscoverySource(a.self, nil), dims: make(chan dimEvent, 256),
+		loopDone: a.loopDone, interfaceAddrs: c.InterfaceAddrs}
+	cfg := discovery.Config{Options: o, Source: d.src, Registrar: dimRegistrar{d}, Logger: a.log, Interfaces: a.opts.AccessPorts}
+	if c.Registry != nil {
+		cfg.Registry = c.Registry
 	}
-	srv, err := discovery.New(cfg)
-	if err != nil {
-		return err
+	var err error
+	if d.srv, err = discovery.New(cfg); err != nil {
+		return nil, err
 	}
-	a.disc = &discoveryPart{src: src, srv: srv}
 	if o.MDNS {
-		if a.disc.mdns, err = a.newMDNS(o); err != nil {
-			return err
+		if d.mdns, err = newMDNS(a.opts, a.log); err != nil {
+			return nil, err
 		}
 	}
-	return nil
+	return d, nil
 }
 
 // newMDNS builds the advertisement of the discovery controller on the
 // access ports (TP 8009): one instance per switch, named after its
 // router-id, answered with the address of the port the question came in
 // on.
-func (a *Agent) newMDNS(o discovery.Options) (*dnssd.Responder, error) {
+func newMDNS(opts Options, log *slog.Logger) (*dnssd.Responder, error) {
+	o := opts.Discovery
 	_, p, err := net.SplitHostPort(o.Listen)
 	if err != nil {
 		return nil, err
@@ -186,80 +196,95 @@ func (a *Agent) newMDNS(o discovery.Options) (*dnssd.Responder, error) {
 	if err != nil {
 		return nil, fmt.Errorf("discovery.listen port %q: %w", p, err)
 	}
-	id := strings.ReplaceAll(a.opts.RouterID, ".", "-")
-	return dnssd.New(dnssd.Config{Host: "inof-" + id, Interfaces: a.opts.AccessPorts, Logger: a.log,
+	id := strings.ReplaceAll(opts.RouterID, ".", "-")
+	return dnssd.New(dnssd.Config{Host: "inof-" + id, Interfaces: opts.AccessPorts, Logger: log,
 		Services: []dnssd.Service{{Instance: "iNOF discovery " + id, Type: dnssd.TypeNVMeDiscTCP,
 			Port: uint16(port), TXT: []string{"p=tcp", "nqn=" + discovery.DiscoveryNQN}}}})
 }
 
-// runDiscovery starts the discovery controller's listener (called by Run).
-func (a *Agent) runDiscovery(spawn func(string, func(context.Context) error)) {
-	if a.disc != nil {
-		spawn("discovery controller", a.disc.srv.Run)
-		if a.speaker != nil {
-			spawn("discovery announcement", a.advertiseController)
-		}
-		if a.disc.mdns != nil {
-			// An advertisement that cannot run leaves the controller
-			// serving: hosts may still be told its address.
-			spawn("mDNS advertisement", func(ctx context.Context) error {
-				if err := a.disc.mdns.Run(ctx); err != nil {
-					a.log.Error("mDNS advertisement of the discovery controller not running", "err", err)
-				}
-				return nil
-			})
-		}
-	}
-}
-
-// discoveryTouch brings the discovery view of addr up to the engine's
-// merged state (called by the loop after the engine handled a record).
-func (a *Agent) discoveryTouch(addr netip.Addr) {
-	if a.disc == nil {
+// run starts the discovery controller's listener and its mDNS
+// advertisement (called by Run).
+func (d *discoveryPart) run(spawn func(string, func(context.Context) error)) {
+	if d == nil {
 		return
 	}
-	cur, ok := a.engine.targets.Get(addr)
-	a.disc.src.put(addr, cur, ok, a.engine.targets.Reports(addr))
+	spawn("discovery controller", d.srv.Run)
+	if d.mdns != nil {
+		// An advertisement that cannot run leaves the controller
+		// serving: hosts may still be told its address.
+		spawn("mDNS advertisement", func(ctx context.Context) error {
+			if err := d.mdns.Run(ctx); err != nil {
+				d.log.Error("mDNS advertisement of the discovery controller not running", "err", err)
+			}
+			return nil
+		})
+	}
 }
 
-// discoveryApply touches the local records an engine output publishes or
+// setInterfaces serves hosts on, and advertises the controller on, the
+// access ports names (a reload changed them).
+func (d *discoveryPart) setInterfaces(names []string) error {
+	if d == nil {
+		return nil
+	}
+	d.srv.SetInterfaces(names) // hosts on access ports only
+	if d.mdns == nil {
+		return nil
+	}
+	if err := d.mdns.SetInterfaces(names); err != nil {
+		return fmt.Errorf("switchagent: mDNS: %w", err)
+	}
+	return nil
+}
+
+// touch brings the discovery view of addr up to the engine's merged state
+// (called by the loop after the engine handled a record).
+func (d *discoveryPart) touch(e *Engine, addr netip.Addr) {
+	if d == nil {
+		return
+	}
+	cur, ok := e.targets.Get(addr)
+	d.src.put(addr, cur, ok, e.targets.Reports(addr))
+}
+
+// apply touches the local records an engine output publishes or
 // withdraws (registrations, link downs, hold-down expiries).
-func (a *Agent) discoveryApply(out Output) {
-	if a.disc == nil {
+func (d *discoveryPart) apply(e *Engine, out Output) {
+	if d == nil {
 		return
 	}
 	for _, p := range out.Publish {
-		a.discoveryTouch(p.Record.Device.Addr)
+		d.touch(e, p.Record.Device.Addr)
 	}
 	for _, r := range out.Withdraw {
-		a.discoveryTouch(r.Device.Addr)
+		d.touch(e, r.Device.Addr)
 	}
 }
 
-// discoveryInit hands the zone configuration restored at start to the
-// discovery view (called by Run before the speaker starts).
-func (a *Agent) discoveryInit(cfg *zones.Config) {
-	if a.disc != nil {
-		a.disc.src.setConfig(cfg)
+// init hands the zone configuration restored at start to the discovery
+// view (called by Run before the speaker starts).
+func (d *discoveryPart) init(cfg *zones.Config) {
+	if d != nil {
+		d.src.setConfig(cfg)
 	}
 }
 
-// discoveryConfig hands a new zone configuration to the discovery view and
-// subscribes to every zone (called by the loop).
-func (a *Agent) discoveryConfig(ctx context.Context, cfg *zones.Config) {
-	if a.disc == nil {
-		return
+// setConfig hands a new zone configuration to the discovery view (called
+// by the loop); true when it did (the memberships follow: zones).
+func (d *discoveryPart) setConfig(cfg *zones.Config) bool {
+	if d == nil {
+		return false
 	}
-	a.disc.src.setConfig(cfg)
-	a.subscribe(ctx, a.engine.subs)
+	d.src.setConfig(cfg)
+	return true
 }
 
-// discoveryZones extends the zones the local devices need under cfg with
-// every zone of cfg and the default zone when the discovery controller
-// runs: a discovery host need not be registered, so it may be in any zone,
-// and the switch must hold the records of them all.
-func (a *Agent) discoveryZones(cfg *zones.Config, want []string) []string {
-	if a.disc == nil {
+// zones extends the zones the local devices need under cfg with every
+// zone of cfg and the default zone when the discovery controller runs: a
+// discovery host need not be registered, so it may be in any zone, and
+// the switch must hold the records of them all.
+func (d *discoveryPart) zones(cfg *zones.Config, want []string) []string {
+	if d == nil {
 		return want
 	}
 	out := slices.Clone(want)
@@ -285,22 +310,31 @@ type dimEvent struct {
 }
 
 // dimRegistrar hands the discovery controller's registrations to the loop.
-type dimRegistrar struct{ a *Agent }
+type dimRegistrar struct{ d *discoveryPart }
 
 // Register implements discovery.Registrar.
-func (r dimRegistrar) Register(reg discovery.Registration) { r.a.handDIM(dimEvent{reg: reg}) }
+func (r dimRegistrar) Register(reg discovery.Registration) { r.d.hand(dimEvent{reg: reg}) }
 
 // Deregister implements discovery.Registrar.
 func (r dimRegistrar) Deregister(reg discovery.Registration, why string) {
-	r.a.handDIM(dimEvent{reg: reg, gone: true, why: why})
+	r.d.hand(dimEvent{reg: reg, gone: true, why: why})
 }
 
-// handDIM waits for the loop to take the event, or for the loop's end.
-func (a *Agent) handDIM(ev dimEvent) {
+// hand waits for the loop to take the event, or for the loop's end.
+func (d *discoveryPart) hand(ev dimEvent) {
 	select {
-	case a.dims <- ev:
-	case <-a.loopDone:
+	case d.dims <- ev:
+	case <-d.loopDone:
 	}
+}
+
+// registrations are the controller's registrations for the loop (nil when
+// off).
+func (d *discoveryPart) registrations() <-chan dimEvent {
+	if d == nil {
+		return nil
+	}
+	return d.dims
 }
 
 // onDIM (loop) turns a discovery registration into a local device, as an

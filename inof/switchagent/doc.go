@@ -2,8 +2,12 @@
 // device records of the fabric and the zone rules into the notifications
 // each host on this switch's access ports receives.
 //
-// This file set holds the pure decision parts, free of I/O: Targets merges
-// the records that carry one target address, and Planner remembers what each
-// local host was told and decides what to tell it next. The daemon feeds
-// them from one goroutine.
+// The pure decision parts, free of I/O: Engine, and below it Local (the
+// switch's own records), Targets (which merges the records that carry one
+// target address) and Planner (which remembers what each local host was
+// told and decides what to tell it next). Agent runs them: its loop owns
+// the engine and the state around it and carries the engine's decisions
+// out through a fabric side (BGP toward the reflectors, or the zone store
+// of direct mode) and a port side (the registration table, the access
+// ports' readers and notifiers).
 package switchagent

@@ -108,9 +108,9 @@ func waitRegistered(t *testing.T, s *testSwitch, port string, addr netip.Addr, w
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		s.agent.mu.Lock()
-		reg := s.agent.reg
-		s.agent.mu.Unlock()
+		s.agent.ports.mu.Lock()
+		reg := s.agent.ports.reg
+		s.agent.ports.mu.Unlock()
 		if _, ok := reg.Lookup(port, addr); ok == want {
 			return
 		}

@@ -1,8 +1,14 @@
 package switchagent
 
 import (
+	"context"
+	"log/slog"
+	"net/netip"
 	"slices"
 	"time"
+
+	"github.com/openinof/inof/bgp"
+	"github.com/openinof/inof/bgp/record"
 )
 
 // MembershipLinger is how long a switch keeps a route-target membership
@@ -99,4 +105,73 @@ func (m *memberships) next() (time.Time, bool) {
 		}
 	}
 	return next, !next.IsZero()
+}
+
+// zoneMemberships are the switch's memberships in BGP: announced and
+// withdrawn through the speaker, by the linger of memberships, and kept
+// while a record in use arrives under one alone (carriers). The loop owns
+// it.
+type zoneMemberships struct {
+	speaker bgp.Speaker
+	asn     uint32
+	log     *slog.Logger
+	subs    *memberships    // zones subscribed to
+	carried *carriers       // route targets of the remote device records held (carriers.go)
+	kept    map[string]bool // memberships kept past their linger for carried records
+}
+
+func newZoneMemberships(sp bgp.Speaker, asn uint32, log *slog.Logger) *zoneMemberships {
+	return &zoneMemberships{speaker: sp, asn: asn, log: log, subs: newMemberships(), carried: newCarriers(),
+		kept: map[string]bool{}}
+}
+
+// subscribe makes ms the memberships wanted: new ones are announced at
+// once; those no longer wanted go MembershipLinger later (unsubscribeDue).
+func (m *zoneMemberships) subscribe(ctx context.Context, ms []string) {
+	for _, z := range m.subs.want(ms, time.Now()) {
+		if err := m.speaker.Subscribe(ctx, m.rt(z)); err != nil {
+			m.log.Error("subscribing to zone", "zone", membershipName(z), "err", err)
+			continue
+		}
+		m.subs.announced(z)
+	}
+}
+
+// unsubscribeDue withdraws the memberships whose linger ended by now,
+// except those a record a local host uses (inUse) still needs.
+func (m *zoneMemberships) unsubscribeDue(ctx context.Context, now time.Time, inUse func(netip.Addr) bool) {
+	due := m.subs.due(now)
+	if len(due) == 0 {
+		return
+	}
+	var kept []record.RouteTarget
+	for _, z := range m.subs.kept() {
+		kept = append(kept, m.rt(z))
+	}
+	for _, z := range due {
+		if d, ok := m.carried.needs(m.rt(z), kept, inUse); ok {
+			if !m.kept[z] {
+				m.log.Info("keeping a zone membership: a record hosts here use still carries only its route target (its switch has not re-tagged it yet)",
+					"zone", membershipName(z), "device", d)
+			}
+			m.kept[z] = true
+			m.subs.retry(z, now)
+			continue
+		}
+		if err := m.speaker.Unsubscribe(ctx, m.rt(z)); err != nil {
+			m.log.Error("unsubscribing from zone", "zone", membershipName(z), "err", err)
+			m.subs.retry(z, now)
+			continue
+		}
+		delete(m.kept, z)
+		m.subs.withdrawn(z)
+	}
+}
+
+// rt is the route target of zone z's membership.
+func (m *zoneMemberships) rt(z string) record.RouteTarget {
+	if z == everyZone {
+		return record.AnyRT
+	}
+	return record.ZoneRT(m.asn, z)
 }

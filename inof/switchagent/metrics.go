@@ -9,7 +9,6 @@ import (
 	"github.com/openinof/inof/bgp"
 	"github.com/openinof/inof/bgp/bfd"
 	"github.com/openinof/inof/bgp/record"
-	"github.com/openinof/inof/bgp/table"
 	"github.com/openinof/inof/l2proto"
 )
 
@@ -85,9 +84,8 @@ func (m *metrics) Describe(ch chan<- *prometheus.Desc) {
 // Collect implements prometheus.Collector.
 func (m *metrics) Collect(ch chan<- prometheus.Metric) {
 	a := m.a
-	a.mu.Lock()
-	reg, ports, speaker, mgr := a.reg, a.ports, a.speaker, a.bfd
-	a.mu.Unlock()
+	reg, notified := a.ports.stats()
+	mgr := a.fab.bfdManager()
 	for _, c := range []prometheus.Collector{m.delivered, m.queriesDropped, m.notifyRefused, m.badConfig} {
 		c.Collect(ch)
 	}
@@ -98,29 +96,22 @@ func (m *metrics) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, v, l...)
 	}
 	up := 0.0
-	if (speaker != nil || a.opts.Direct()) && a.Healthy() == nil {
+	if a.Healthy() == nil {
 		up = 1
 	}
 	gauge(m.up, up)
 	// Every labelled series is there from the start, zero until counted.
-	var st l2proto.RegistryStats
-	if reg != nil {
-		st = reg.Stats()
-	}
-	gauge(m.registrations, float64(st.Entries))
-	counter(m.refused, float64(st.Refused))
+	gauge(m.registrations, float64(reg.Entries))
+	counter(m.refused, float64(reg.Refused))
 	gauge(m.records, float64(a.table.Len()))
 	for _, f := range []record.Format{record.FormatDevices, record.FormatSets} {
 		v := 0.0
-		if record.Format(a.formatShown.Load()) == f {
+		if a.fab.recordFormat() == f {
 			v = 1
 		}
 		gauge(m.format, v, f.String())
 	}
-	var sst table.SetPublisherStats
-	if sets := a.setPublisher(); sets != nil {
-		sst = sets.Stats()
-	}
+	sst := a.fab.setStats()
 	counter(m.setChanges, float64(sst.Changes))
 	counter(m.setUpdates, float64(sst.Updates))
 	held := 0.0
@@ -129,19 +120,10 @@ func (m *metrics) Collect(ch chan<- prometheus.Metric) {
 	}
 	gauge(m.configHeld, held)
 	counter(m.recordsRefused, float64(a.table.Stats().Refused))
-	for reason, v := range a.refusals.Counts() {
+	for reason, v := range a.fab.refusals() {
 		counter(m.untrusted, float64(v), reason)
 	}
-	var sum l2proto.NotifierStats
-	for _, p := range ports {
-		st := p.nt.Stats()
-		sum.Sent += st.Sent
-		sum.Retransmits += st.Retransmits
-		sum.SendFailed += st.SendFailed
-		sum.Delivered += st.Delivered
-		sum.GaveUp += st.GaveUp
-		sum.Superseded += st.Superseded
-	}
+	sum := notified
 	for outcome, v := range map[string]uint64{"sent": sum.Sent, "retransmitted": sum.Retransmits, "send-failed": sum.SendFailed,
 		"acked": sum.Delivered, "gave-up": sum.GaveUp, "superseded": sum.Superseded} {
 		counter(m.notifications, float64(v), outcome)
@@ -150,13 +132,11 @@ func (m *metrics) Collect(ch chan<- prometheus.Metric) {
 	for _, s := range bgp.SessionStates() {
 		sessions[s.String()] = 0
 	}
-	if speaker != nil {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		defer cancel()
-		if ns, err := speaker.Neighbors(ctx); err == nil {
-			for _, n := range ns {
-				sessions[n.State.String()]++
-			}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	if ns, err := a.fab.neighbors(ctx); err == nil {
+		for _, n := range ns {
+			sessions[n.State.String()]++
 		}
 	}
 	for st, n := range sessions {

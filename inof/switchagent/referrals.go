@@ -3,7 +3,6 @@ package switchagent
 import (
 	"context"
 	"fmt"
-	"maps"
 	"net"
 	"net/netip"
 	"slices"
@@ -118,21 +117,21 @@ func (s *discoverySource) referrals(hostNQN string, addr netip.Addr) []discovery
 	return out
 }
 
-// onDiscoveryRecord (loop) takes another switch's discovery record or its
+// onRecord (loop) takes another switch's discovery record or its
 // withdraw.
-func (a *Agent) onDiscoveryRecord(ev bgp.RecordEvent) {
-	if a.disc == nil || ev.Local() {
+func (d *discoveryPart) onRecord(ev bgp.RecordEvent) {
+	if d == nil || ev.Local() {
 		return
 	}
 	sw, err := record.ParseDiscoveryKey(ev.Key)
-	if err != nil || sw == a.self {
+	if err != nil || sw == d.self {
 		return
 	}
 	rec, _ := ev.Record.(*record.Discovery)
 	if ev.Withdrawn {
 		rec = nil
 	}
-	a.disc.src.setController(sw, rec)
+	d.src.setController(sw, rec)
 }
 
 // isDiscoveryEvent reports whether ev is about a discovery record.
@@ -140,10 +139,11 @@ func isDiscoveryEvent(ev bgp.RecordEvent) bool {
 	return len(ev.Key) > 0 && record.Type(ev.Key[0]) == record.TypeDiscovery
 }
 
-// advertiseController publishes this switch's discovery record, and again
-// whenever the access ports' addresses change, until ctx ends.
-func (a *Agent) advertiseController(ctx context.Context) error {
-	port, err := a.controllerPort(ctx)
+// advertise publishes this switch's discovery record through sp, and again
+// whenever the addresses of the access ports (ports) change, until ctx
+// ends.
+func (d *discoveryPart) advertise(ctx context.Context, sp bgp.Speaker, ports func() []string) error {
+	port, err := d.controllerPort(ctx)
 	if err != nil || port == 0 {
 		return err
 	}
@@ -151,15 +151,12 @@ func (a *Agent) advertiseController(ctx context.Context) error {
 	tick := time.NewTicker(endpointsInterval)
 	defer tick.Stop()
 	for {
-		a.mu.Lock()
-		ports := slices.Sorted(maps.Keys(a.ports))
-		a.mu.Unlock()
-		rec := &record.Discovery{Switch: a.self, Port: port, Endpoints: a.endpoints(ports)}
+		rec := &record.Discovery{Switch: d.self, Port: port, Endpoints: d.endpoints(ports())}
 		if last == nil || !slices.Equal(last.Endpoints, rec.Endpoints) {
-			if err := a.speaker.Publish(ctx, rec, record.DiscoveryRT); err != nil {
-				a.log.Error("announcing the discovery controller's addresses", "err", err)
+			if err := sp.Publish(ctx, rec, record.DiscoveryRT); err != nil {
+				d.log.Error("announcing the discovery controller's addresses", "err", err)
 			} else {
-				a.log.Info("discovery controller announced", "endpoints", fmt.Sprint(rec.Endpoints), "port", rec.Port)
+				d.log.Info("discovery controller announced", "endpoints", fmt.Sprint(rec.Endpoints), "port", rec.Port)
 				last = rec
 			}
 		}
@@ -173,11 +170,11 @@ func (a *Agent) advertiseController(ctx context.Context) error {
 
 // controllerPort waits until the discovery controller listens and returns
 // its port (0 when ctx ended first).
-func (a *Agent) controllerPort(ctx context.Context) (uint16, error) {
+func (d *discoveryPart) controllerPort(ctx context.Context) (uint16, error) {
 	poll := time.NewTicker(50 * time.Millisecond)
 	defer poll.Stop()
 	for {
-		if addr := a.disc.srv.Addr(); addr != nil {
+		if addr := d.srv.Addr(); addr != nil {
 			ap, err := netip.ParseAddrPort(addr.String())
 			if err != nil {
 				return 0, fmt.Errorf("discovery controller address %s: %w", addr, err)
@@ -195,12 +192,12 @@ func (a *Agent) controllerPort(ctx context.Context) (uint16, error) {
 // endpoints returns the interface addresses of ports that a host can
 // reach (IPv4 and IPv6 unicast, not link-local), sorted, at most
 // bgp.MaxDiscoveryEndpoints.
-func (a *Agent) endpoints(ports []string) []netip.Prefix {
+func (d *discoveryPart) endpoints(ports []string) []netip.Prefix {
 	var out []netip.Prefix
 	for _, name := range ports {
-		addrs, err := a.interfaceAddrs(name)
+		addrs, err := d.addrsOf(name)
 		if err != nil {
-			a.log.Debug("reading an access port's addresses", "port", name, "err", err)
+			d.log.Debug("reading an access port's addresses", "port", name, "err", err)
 			continue
 		}
 		for _, p := range addrs {
@@ -211,17 +208,17 @@ func (a *Agent) endpoints(ports []string) []netip.Prefix {
 	}
 	out = record.SortEndpoints(out)
 	if len(out) > record.MaxDiscoveryEndpoints {
-		a.log.Warn("too many discovery endpoints; the rest are not announced", "endpoints", len(out), "announced", record.MaxDiscoveryEndpoints)
+		d.log.Warn("too many discovery endpoints; the rest are not announced", "endpoints", len(out), "announced", record.MaxDiscoveryEndpoints)
 		out = out[:record.MaxDiscoveryEndpoints]
 	}
 	return out
 }
 
-// interfaceAddrs returns the addresses of an interface (Config.InterfaceAddrs
+// addrsOf returns the addresses of an interface (Config.InterfaceAddrs
 // or the system's).
-func (a *Agent) interfaceAddrs(name string) ([]netip.Prefix, error) {
-	if a.cfg.InterfaceAddrs != nil {
-		return a.cfg.InterfaceAddrs(name)
+func (d *discoveryPart) addrsOf(name string) ([]netip.Prefix, error) {
+	if d.interfaceAddrs != nil {
+		return d.interfaceAddrs(name)
 	}
 	ifi, err := net.InterfaceByName(name)
 	if err != nil {

@@ -163,7 +163,7 @@ func TestReloadAccessPorts(t *testing.T) {
 		t.Fatal(err)
 	}
 	host.waitFor("target gone with swp2", last(target.Addr, inof.StateInactive, inof.ReasonLinkDown))
-	if !s.agent.isAccessPort("swp3") || s.agent.isAccessPort("swp2") {
+	if !s.agent.ports.isAccessPort("swp3") || s.agent.ports.isAccessPort("swp2") {
 		t.Fatal("ports after the reload")
 	}
 	newSimHost(t, far["swp3"], target).register(120)
@@ -174,7 +174,7 @@ func TestReloadAccessPorts(t *testing.T) {
 	if err := s.agent.Reload(context.Background(), bad); err == nil || !strings.Contains(err.Error(), "swp9") {
 		t.Fatalf("a port that cannot be opened: %v", err)
 	}
-	if !s.agent.isAccessPort("swp1") {
+	if !s.agent.ports.isAccessPort("swp1") {
 		t.Fatal("the kept port was closed")
 	}
 }

@@ -81,7 +81,7 @@ func TestSwitchRefusesWhatItsSenderDoesNotOwn(t *testing.T) {
 	// 3. Switch 1's target as inactive, under switch 1's key and a higher
 	// epoch, so that receivers would take it over the real record.
 	var real record.Device
-	for _, d := range s1.agent.pub.Published() {
+	for _, d := range s1.agent.fab.(*bgpFabric).pubs.pub.Published() {
 		if d.Record.Device.Addr == target.Addr {
 			real = d.Record
 		}
@@ -101,12 +101,12 @@ func TestSwitchRefusesWhatItsSenderDoesNotOwn(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sentA := s1.agent.ports["swp1"].nt.Stats().Sent
+	sentA := s1.agent.ports.ports["swp1"].nt.Stats().Sent
 	if err := hostC.link.WriteFrame(q); err != nil {
 		t.Fatal(err)
 	}
 
-	refused := func(s *testSwitch, reason string) uint64 { return s.agent.refusals.Counts()[reason] }
+	refused := func(s *testSwitch, reason string) uint64 { return s.agent.fab.refusals()[reason] }
 	waitUntil(t, "the attacks refused and counted", func() bool {
 		return refused(s1, table.RefusedConfigRT) >= 1 && refused(s2, table.RefusedConfigRT) >= 1 &&
 			refused(s1, table.RefusedOtherSwitch) >= 1 && refused(s2, table.RefusedOtherSwitch) >= 1 &&
@@ -117,7 +117,7 @@ func TestSwitchRefusesWhatItsSenderDoesNotOwn(t *testing.T) {
 			t.Fatal("a switch took the attacker's settings")
 		}
 	}
-	if got := s1.agent.ports["swp1"].nt.Stats().Sent; got != sentA {
+	if got := s1.agent.ports.ports["swp1"].nt.Stats().Sent; got != sentA {
 		t.Fatalf("host A was sent %d notifications after host C's query for it", got-sentA)
 	}
 
