@@ -50,7 +50,7 @@ test: test-unit test-priv test-soak
 # fairness validation (600 ms simulated) also runs only in the race-free pass.
 test-unit:
 	$(GO) test -race -count=1 $(PKGS)
-	$(GO) test -count=1 ./bgp ./bgp/table ./inof/reflector ./lossless/sim
+	$(GO) test -count=1 ./bgp ./bgp/table ./app/reflector ./lossless/sim
 	$(GO) test -count=1 -run TestTwoReflectors ./cmd/inofctl/internal/cli
 
 # The soak (integration/soak) runs in test-soak, its scripted regressions

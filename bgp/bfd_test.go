@@ -11,7 +11,7 @@ import (
 
 	"github.com/openinof/inof/bgp/bfd"
 	"github.com/openinof/inof/bgp/record"
-	"github.com/openinof/inof/integration/selfexec"
+	"github.com/openinof/inof/internal/selfexec"
 )
 
 // TestBFDAsymmetry (docs/design.md §3): when a client's BFD session dies, the

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/openinof/inof/bgp/record"
-	"github.com/openinof/inof/integration/selfexec"
+	"github.com/openinof/inof/internal/selfexec"
 )
 
 // childReflector is a reflector in its own process, so it can be killed.

@@ -16,7 +16,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/openinof/inof/bgp/record"
-	"github.com/openinof/inof/integration/netns"
+	"github.com/openinof/inof/internal/netns"
 )
 
 // gobgpdClient runs Debian's gobgpd (3.10) as a route-reflector client of

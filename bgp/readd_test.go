@@ -8,7 +8,7 @@ import (
 
 	"github.com/openinof/inof/bgp/bfd"
 	"github.com/openinof/inof/bgp/record"
-	"github.com/openinof/inof/integration/selfexec"
+	"github.com/openinof/inof/internal/selfexec"
 )
 
 // TestReaddedClientOfRestartedReflector replays soak seed

@@ -52,8 +52,9 @@ func bgpLayer(p string) int {
 }
 
 // TestDependencyDirection guards the import rules of docs/design.md §2:
-// cmd → inof/<daemons> → {bgp, zones, l2proto, lossless, discovery} →
-// inof (the vocabulary), and inside bgp: bgp/record ← bgp ← bgp/table.
+// cmd → app/<daemons> → {bgp, zones, l2proto, lossless, discovery} →
+// inof (the vocabulary, in a folder of its own), and inside bgp:
+// bgp/record ← bgp ← bgp/table.
 func TestDependencyDirection(t *testing.T) {
 	blocks := []string{"bgp", "zones", "l2proto"} // bgp/bfd counts as bgp
 	libraries := []string{"lossless", "discovery"}
@@ -86,14 +87,16 @@ func TestDependencyDirection(t *testing.T) {
 				t.Errorf("%s imports %s: building blocks never import each other", pkg, imp)
 			case bgpLayer(pkg) != 0 && bgpLayer(imp) > bgpLayer(pkg):
 				t.Errorf("%s imports %s: inside bgp, imports point down only (bgp/record ← bgp ← bgp/table)", pkg, imp)
-			case blockOf(pkg) != "" && strings.HasPrefix(imp, "inof/"):
-				t.Errorf("%s imports %s: building blocks import only the vocabulary", pkg, imp)
-			case under(pkg, "inof/api") && blockOf(imp) == "bgp":
+			case blockOf(pkg) != "" && blockOf(imp) == "" && imp != "inof" && !under(imp, "internal"):
+				t.Errorf("%s imports %s: building blocks import only the vocabulary and internal helpers", pkg, imp)
+			case under(imp, "app") && !under(pkg, "app") && !under(pkg, "cmd") && !under(pkg, "integration"):
+				t.Errorf("%s imports %s: only the commands and the whole-topology tests use the daemons' packages", pkg, imp)
+			case under(pkg, "app/api") && blockOf(imp) == "bgp":
 				t.Errorf("%s imports %s: the API serves what the daemons hand it, not BGP records", pkg, imp)
-			case under(pkg, "inof/console") && (blockOf(imp) != "" || under(imp, "inof/reflector") || under(imp, "inof/switchagent")):
+			case under(pkg, "app/console") && (blockOf(imp) != "" || under(imp, "app/reflector") || under(imp, "app/switchagent")):
 				t.Errorf("%s imports %s: the console shows what the API answers, through the API's implementation only", pkg, imp)
-			case under(pkg, "inof/hostagent") && (blockOf(imp) == "bgp" || blockOf(imp) == "zones" || imp == "inof/api"):
-				t.Errorf("%s imports %s: the host agent talks to the fabric through inof/api/apiclient only", pkg, imp)
+			case under(pkg, "app/hostagent") && (blockOf(imp) == "bgp" || blockOf(imp) == "zones" || imp == "app/api"):
+				t.Errorf("%s imports %s: the host agent talks to the fabric through app/api/apiclient only", pkg, imp)
 			}
 		}
 	}
@@ -132,7 +135,7 @@ func TestLeanImports(t *testing.T) {
 		"cmd/inofctl": {"github.com/osrg/gobgp/", "go.etcd.io/bbolt", "github.com/vishvananda/netlink",
 			"github.com/prometheus/", "github.com/russross/blackfriday", module + "/bgp"},
 		"cmd/inof-host": {"github.com/osrg/gobgp/", "go.etcd.io/bbolt", module + "/bgp", module + "/zones",
-			module + "/inof/api", module + "/inof/reflector", module + "/inof/switchagent"},
+			module + "/app/api", module + "/app/reflector", module + "/app/switchagent"},
 		// The record codec links neither GoBGP nor any other layer of bgp.
 		"bgp/record": {"github.com/osrg/gobgp/", "google.golang.org/grpc", module + "/bgp"},
 	} {
@@ -146,14 +149,42 @@ func TestLeanImports(t *testing.T) {
 		}
 		for _, h := range heavy {
 			for _, dep := range deps {
-				// inof/api/apiclient and inof/api/v1 are the client side.
+				// app/api/apiclient and app/api/v1 are the client side.
 				if (dep == h || strings.HasPrefix(dep, h+"/") || (strings.HasSuffix(h, "/") && strings.HasPrefix(dep, h))) &&
 					!under(rel(dep), cmd) &&
-					!strings.HasPrefix(dep, module+"/inof/api/") {
+					!strings.HasPrefix(dep, module+"/app/api/") {
 					t.Errorf("%s links %s", cmd, dep)
 					break
 				}
 			}
 		}
+	}
+}
+
+// TestTestsImportNoHarness: outside integration/, no package and none of
+// its tests (privileged ones included) imports a package of integration/;
+// the helpers unit tests share (netns, selfexec) live in internal/.
+func TestTestsImportNoHarness(t *testing.T) {
+	out, err := exec.Command("go", "list", "-tags", "privileged", "-f",
+		`{{.ImportPath}} {{join .Imports " "}} {{join .TestImports " "}} {{join .XTestImports " "}}`, module+"/...").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list: %v\n%s", err, out)
+	}
+	seen := 0
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		fields := strings.Fields(line)
+		pkg := rel(fields[0])
+		seen++
+		if under(pkg, "integration") {
+			continue
+		}
+		for _, imp := range fields[1:] {
+			if under(rel(imp), "integration") && strings.HasPrefix(imp, module+"/") {
+				t.Errorf("%s (or its tests) imports %s: harness code used outside integration/ belongs in internal/", pkg, rel(imp))
+			}
+		}
+	}
+	if seen == 0 {
+		t.Fatal("go list printed no packages")
 	}
 }

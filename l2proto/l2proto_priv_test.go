@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/openinof/inof/inof"
-	"github.com/openinof/inof/integration/netns"
+	"github.com/openinof/inof/internal/netns"
 	"github.com/openinof/inof/internal/syncbuf"
 )
 

@@ -15,7 +15,7 @@ import (
 
 	"github.com/openinof/inof/inof"
 
-	"github.com/openinof/inof/integration/selfexec"
+	"github.com/openinof/inof/internal/selfexec"
 )
 
 func openStore(t *testing.T, path string, id inof.RouterID) *Store {

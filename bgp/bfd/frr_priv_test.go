@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/openinof/inof/integration/netns"
+	"github.com/openinof/inof/internal/netns"
 )
 
 // frrBFD runs FRR's bfdd in a namespace, in a directory owned by frr

@@ -4,7 +4,7 @@ import (
 	"flag"
 	"testing"
 
-	"github.com/openinof/inof/inof/daemon"
+	"github.com/openinof/inof/app/daemon"
 	"github.com/openinof/inof/internal/cmdtest"
 )
 

@@ -22,7 +22,7 @@ import (
 	"time"
 
 	"github.com/openinof/inof/inof"
-	"github.com/openinof/inof/integration/netns"
+	"github.com/openinof/inof/internal/netns"
 	"github.com/openinof/inof/l2proto"
 )
 
@@ -91,7 +91,7 @@ func TestPrivHostAgentEndToEnd(t *testing.T) {
 	}
 
 	// The fake nvme on PATH, and the configuration.
-	script, err := filepath.Abs("../../inof/hostagent/testdata/fake-nvme")
+	script, err := filepath.Abs("../../app/hostagent/testdata/fake-nvme")
 	if err != nil {
 		t.Fatal(err)
 	}

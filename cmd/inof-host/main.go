@@ -11,8 +11,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/openinof/inof/inof/daemon"
-	"github.com/openinof/inof/inof/hostagent"
+	"github.com/openinof/inof/app/daemon"
+	"github.com/openinof/inof/app/hostagent"
 )
 
 func main() {

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/openinof/inof/inof/daemon"
+	"github.com/openinof/inof/app/daemon"
 	"github.com/openinof/inof/lossless"
 )
 

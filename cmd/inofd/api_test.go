@@ -12,11 +12,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/openinof/inof/app/daemon"
 	"github.com/openinof/inof/bgp"
 	"github.com/openinof/inof/bgp/record"
 	"github.com/openinof/inof/bgp/table"
 	"github.com/openinof/inof/inof"
-	"github.com/openinof/inof/inof/daemon"
 	"github.com/openinof/inof/internal/cmdtest"
 )
 

@@ -18,7 +18,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/openinof/inof/inof/daemon"
+	"github.com/openinof/inof/app/daemon"
 )
 
 func main() {

@@ -14,8 +14,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/openinof/inof/inof/daemon"
-	"github.com/openinof/inof/inof/reflector"
+	"github.com/openinof/inof/app/daemon"
+	"github.com/openinof/inof/app/reflector"
 	"github.com/openinof/inof/internal/cmdtest"
 	"github.com/openinof/inof/internal/syncbuf"
 )

@@ -13,9 +13,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/openinof/inof/inof/api/apiclient"
-	inofv1 "github.com/openinof/inof/inof/api/v1"
-	"github.com/openinof/inof/inof/daemon"
+	"github.com/openinof/inof/app/api/apiclient"
+	inofv1 "github.com/openinof/inof/app/api/v1"
+	"github.com/openinof/inof/app/daemon"
 	"github.com/openinof/inof/internal/cmdtest"
 )
 

@@ -6,11 +6,11 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/openinof/inof/inof/api"
-	inofv1 "github.com/openinof/inof/inof/api/v1"
-	"github.com/openinof/inof/inof/console"
-	"github.com/openinof/inof/inof/daemon"
-	"github.com/openinof/inof/inof/reflector"
+	"github.com/openinof/inof/app/api"
+	inofv1 "github.com/openinof/inof/app/api/v1"
+	"github.com/openinof/inof/app/console"
+	"github.com/openinof/inof/app/daemon"
+	"github.com/openinof/inof/app/reflector"
 )
 
 // reflectorRole is inofd --role reflector.

@@ -7,8 +7,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/openinof/inof/inof/daemon"
-	"github.com/openinof/inof/inof/reflector"
+	"github.com/openinof/inof/app/daemon"
+	"github.com/openinof/inof/app/reflector"
 )
 
 // restoreCommand is `inofd restore BACKUP`: it installs a backup taken with

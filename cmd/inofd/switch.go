@@ -5,9 +5,9 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/openinof/inof/inof/api"
-	"github.com/openinof/inof/inof/daemon"
-	"github.com/openinof/inof/inof/switchagent"
+	"github.com/openinof/inof/app/api"
+	"github.com/openinof/inof/app/daemon"
+	"github.com/openinof/inof/app/switchagent"
 )
 
 // switchRole is inofd --role switch.

@@ -14,12 +14,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/openinof/inof/app/configsync"
 	"github.com/openinof/inof/bgp/record"
 	"github.com/openinof/inof/bgp/table"
 	"github.com/openinof/inof/inof"
-	"github.com/openinof/inof/inof/configsync"
-	"github.com/openinof/inof/integration/netns"
 	"github.com/openinof/inof/integration/topo"
+	"github.com/openinof/inof/internal/netns"
 	"github.com/openinof/inof/l2proto"
 	"github.com/openinof/inof/zones"
 )

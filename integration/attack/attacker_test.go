@@ -21,7 +21,7 @@ import (
 	"google.golang.org/protobuf/types/known/anypb"
 
 	"github.com/openinof/inof/bgp/record"
-	"github.com/openinof/inof/integration/netns"
+	"github.com/openinof/inof/internal/netns"
 )
 
 // The attacker is a stock GoBGP speaker (GoBGP's own server, none of our

@@ -18,11 +18,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/openinof/inof/app/api/apiclient"
 	"github.com/openinof/inof/discovery"
 	"github.com/openinof/inof/inof"
-	"github.com/openinof/inof/inof/api/apiclient"
-	"github.com/openinof/inof/integration/netns"
 	"github.com/openinof/inof/integration/topo"
+	"github.com/openinof/inof/internal/netns"
 	"github.com/openinof/inof/internal/testpki"
 	"github.com/openinof/inof/l2proto"
 )

@@ -14,8 +14,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/openinof/inof/integration/netns"
 	"github.com/openinof/inof/integration/topo"
+	"github.com/openinof/inof/internal/netns"
 )
 
 // browse runs python3-zeroconf's DNS-SD browser for _nvme-disc._tcp inside

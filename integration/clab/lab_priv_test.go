@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/openinof/inof/integration/netns"
 	"github.com/openinof/inof/integration/topo"
+	"github.com/openinof/inof/internal/netns"
 )
 
 const (

@@ -15,10 +15,10 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"gopkg.in/yaml.v3"
 
-	"github.com/openinof/inof/inof/daemon"
-	"github.com/openinof/inof/inof/hostagent"
-	"github.com/openinof/inof/inof/reflector"
-	"github.com/openinof/inof/inof/switchagent"
+	"github.com/openinof/inof/app/daemon"
+	"github.com/openinof/inof/app/hostagent"
+	"github.com/openinof/inof/app/reflector"
+	"github.com/openinof/inof/app/switchagent"
 	"github.com/openinof/inof/integration/topo"
 )
 

@@ -21,9 +21,9 @@ import (
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
 
-	"github.com/openinof/inof/inof/api/apiclient"
-	"github.com/openinof/inof/integration/netns"
+	"github.com/openinof/inof/app/api/apiclient"
 	"github.com/openinof/inof/integration/topo"
+	"github.com/openinof/inof/internal/netns"
 	"github.com/openinof/inof/internal/testpki"
 )
 

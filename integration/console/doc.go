@@ -1,4 +1,4 @@
-// Package console is a test suite: the reflector's web console (inof/console)
+// Package console is a test suite: the reflector's web console (app/console)
 // in a real Chromium (Debian's chromium, driven through the DevTools protocol
 // by chromedp) against a real fabric in network namespaces: every page loads
 // without a console error and shows the fabric's zones, devices and

@@ -14,10 +14,10 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/openinof/inof/inof/daemon"
-	"github.com/openinof/inof/inof/hostagent"
-	"github.com/openinof/inof/inof/reflector"
-	"github.com/openinof/inof/inof/switchagent"
+	"github.com/openinof/inof/app/daemon"
+	"github.com/openinof/inof/app/hostagent"
+	"github.com/openinof/inof/app/reflector"
+	"github.com/openinof/inof/app/switchagent"
 	"github.com/openinof/inof/l2proto"
 )
 

@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/openinof/inof/integration/netns"
 	"github.com/openinof/inof/integration/topo"
+	"github.com/openinof/inof/internal/netns"
 	"github.com/openinof/inof/l2proto"
 )
 

@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/openinof/inof/integration/netns"
 	"github.com/openinof/inof/integration/topo"
+	"github.com/openinof/inof/internal/netns"
 	"github.com/openinof/inof/lossless"
 )
 

@@ -18,8 +18,8 @@ import (
 	"time"
 
 	"github.com/openinof/inof/inof"
-	"github.com/openinof/inof/integration/netns"
 	"github.com/openinof/inof/integration/topo"
+	"github.com/openinof/inof/internal/netns"
 	"github.com/openinof/inof/zones"
 )
 

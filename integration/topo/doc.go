@@ -19,7 +19,7 @@
 // Every node's configuration and log go into one directory per fabric,
 // which is removed when the test passes and kept (and its path and the log
 // tails printed) when it fails. Everything is torn down by t.Cleanup, also on
-// failure, and namespace names are unique per process (integration/netns),
+// failure, and namespace names are unique per process (internal/netns),
 // so parallel test binaries never collide.
 //
 // The binaries are built once per test binary by Main (call it from

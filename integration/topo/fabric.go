@@ -16,7 +16,7 @@ import (
 	"github.com/vishvananda/netlink"
 	"gopkg.in/yaml.v3"
 
-	"github.com/openinof/inof/integration/netns"
+	"github.com/openinof/inof/internal/netns"
 )
 
 // Kind is what a node runs.

@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/openinof/inof/integration/netns"
+	"github.com/openinof/inof/internal/netns"
 )
 
 // httpClient reaches a daemon's /metrics and /healthz inside its namespace.

@@ -10,7 +10,7 @@ import (
 	"github.com/mdlayher/netlink"
 	"golang.org/x/sys/unix"
 
-	"github.com/openinof/inof/integration/netns"
+	"github.com/openinof/inof/internal/netns"
 )
 
 // nfnetlink_queue constants (linux/netfilter/nfnetlink_queue.h).

@@ -16,8 +16,8 @@ import (
 
 	"gopkg.in/yaml.v3"
 
-	"github.com/openinof/inof/integration/netns"
 	"github.com/openinof/inof/integration/vm"
+	"github.com/openinof/inof/internal/netns"
 )
 
 // VM makes a device a qemu guest (integration/vm) with a real kernel,

@@ -11,9 +11,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/openinof/inof/integration/netns"
 	"github.com/openinof/inof/integration/topo"
 	"github.com/openinof/inof/integration/vm"
+	"github.com/openinof/inof/internal/netns"
 )
 
 // image builds (or finds in the cache) the guest image once per test

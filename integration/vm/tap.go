@@ -8,7 +8,7 @@ import (
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 
-	"github.com/openinof/inof/integration/netns"
+	"github.com/openinof/inof/internal/netns"
 )
 
 // Tap is a tap interface created inside a network namespace; its file

@@ -15,8 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/openinof/inof/app/daemon"
 	"github.com/openinof/inof/inof"
-	"github.com/openinof/inof/inof/daemon"
 	"github.com/openinof/inof/integration/bench/result"
 	"github.com/openinof/inof/integration/topo"
 	"github.com/openinof/inof/internal/gcheadroom"

@@ -13,9 +13,9 @@ import (
 	"time"
 
 	"github.com/openinof/inof/integration/bench/result"
-	"github.com/openinof/inof/integration/netns"
 	"github.com/openinof/inof/integration/topo"
 	"github.com/openinof/inof/integration/vm"
+	"github.com/openinof/inof/internal/netns"
 )
 
 // The path lab: one target guest and one host guest, each with a NIC on

@@ -16,10 +16,10 @@ import (
 	"github.com/osrg/gobgp/v3/pkg/server"
 	"google.golang.org/protobuf/types/known/anypb"
 
+	inofapi "github.com/openinof/inof/app/api"
+	"github.com/openinof/inof/app/daemon"
+	"github.com/openinof/inof/app/reflector"
 	"github.com/openinof/inof/bgp/record"
-	inofapi "github.com/openinof/inof/inof/api"
-	"github.com/openinof/inof/inof/daemon"
-	"github.com/openinof/inof/inof/reflector"
 	"github.com/openinof/inof/zones"
 )
 
@@ -133,7 +133,7 @@ func fail(err error) {
 	os.Exit(1)
 }
 
-// startOurs runs inof/reflector as inofd would, BFD off (the feeders have
+// startOurs runs app/reflector as inofd would, BFD off (the feeders have
 // none), and commits the plan's zones with soft zoning (so that an unzoned
 // device sees every zone).
 func startOurs(a childArgs, log *slog.Logger) (func(context.Context) (int, int, error), error) {

@@ -22,13 +22,13 @@ import (
 	api "github.com/osrg/gobgp/v3/api"
 	"github.com/osrg/gobgp/v3/pkg/server"
 
+	"github.com/openinof/inof/app/daemon"
+	"github.com/openinof/inof/app/switchagent"
 	"github.com/openinof/inof/bgp"
 	"github.com/openinof/inof/bgp/record"
 	"github.com/openinof/inof/inof"
-	"github.com/openinof/inof/inof/daemon"
-	"github.com/openinof/inof/inof/switchagent"
 	"github.com/openinof/inof/integration/bench/result"
-	"github.com/openinof/inof/integration/selfexec"
+	"github.com/openinof/inof/internal/selfexec"
 	"github.com/openinof/inof/l2proto"
 )
 

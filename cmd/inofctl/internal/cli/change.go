@@ -11,8 +11,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	inofv1 "github.com/openinof/inof/inof/api/v1"
-	"github.com/openinof/inof/inof/api/zoningfile"
+	inofv1 "github.com/openinof/inof/app/api/v1"
+	"github.com/openinof/inof/app/api/zoningfile"
 )
 
 // changeFlags are the flags of every zoning change.

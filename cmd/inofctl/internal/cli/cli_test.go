@@ -13,11 +13,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/openinof/inof/app/api"
+	"github.com/openinof/inof/app/api/apitest"
 	"github.com/openinof/inof/cmd/inofctl/internal/cli"
 	"github.com/openinof/inof/cmd/inofctl/internal/clidoc"
 	"github.com/openinof/inof/inof"
-	"github.com/openinof/inof/inof/api"
-	"github.com/openinof/inof/inof/api/apitest"
 	"github.com/openinof/inof/internal/buildinfo"
 )
 

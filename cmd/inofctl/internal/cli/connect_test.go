@@ -14,9 +14,9 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/openinof/inof/app/api"
+	"github.com/openinof/inof/app/api/apitest"
 	"github.com/openinof/inof/cmd/inofctl/internal/cli"
-	"github.com/openinof/inof/inof/api"
-	"github.com/openinof/inof/inof/api/apitest"
 	"github.com/openinof/inof/internal/cmdtest"
 	"github.com/openinof/inof/internal/testpki"
 	"github.com/openinof/inof/lossless"

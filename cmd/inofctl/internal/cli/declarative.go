@@ -12,9 +12,9 @@ import (
 	"google.golang.org/grpc/status"
 	"gopkg.in/yaml.v3"
 
-	inofv1 "github.com/openinof/inof/inof/api/v1"
-	"github.com/openinof/inof/inof/api/zoningfile"
-	"github.com/openinof/inof/inof/daemon/config"
+	inofv1 "github.com/openinof/inof/app/api/v1"
+	"github.com/openinof/inof/app/api/zoningfile"
+	"github.com/openinof/inof/app/daemon/config"
 )
 
 // encodeFile writes f as YAML with a header naming its revision.

@@ -9,7 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	inofv1 "github.com/openinof/inof/inof/api/v1"
+	inofv1 "github.com/openinof/inof/app/api/v1"
 )
 
 func (a *app) deviceCommand() *cobra.Command {

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"strings"
 
-	inofv1 "github.com/openinof/inof/inof/api/v1"
+	inofv1 "github.com/openinof/inof/app/api/v1"
 )
 
 // describe writes an edit as the command that makes it.

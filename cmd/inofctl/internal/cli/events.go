@@ -16,8 +16,8 @@ import (
 	"google.golang.org/grpc/status"
 	"gopkg.in/yaml.v3"
 
+	inofv1 "github.com/openinof/inof/app/api/v1"
 	"github.com/openinof/inof/inof"
-	inofv1 "github.com/openinof/inof/inof/api/v1"
 )
 
 // eventsFlags are the flags of `inofctl events`.

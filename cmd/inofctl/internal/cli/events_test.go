@@ -12,9 +12,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/openinof/inof/app/api"
+	"github.com/openinof/inof/app/api/apitest"
 	"github.com/openinof/inof/cmd/inofctl/internal/cli"
-	"github.com/openinof/inof/inof/api"
-	"github.com/openinof/inof/inof/api/apitest"
 	"github.com/openinof/inof/internal/syncbuf"
 )
 

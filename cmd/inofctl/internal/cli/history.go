@@ -13,9 +13,9 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	inofv1 "github.com/openinof/inof/app/api/v1"
+	"github.com/openinof/inof/app/api/zoningfile"
 	"github.com/openinof/inof/inof"
-	inofv1 "github.com/openinof/inof/inof/api/v1"
-	"github.com/openinof/inof/inof/api/zoningfile"
 )
 
 // ExitConflict is the exit code of `inofctl audit --conflicts` when the

@@ -11,7 +11,7 @@ import (
 	"github.com/spf13/cobra"
 	"gopkg.in/yaml.v3"
 
-	inofv1 "github.com/openinof/inof/inof/api/v1"
+	inofv1 "github.com/openinof/inof/app/api/v1"
 	"github.com/openinof/inof/lossless"
 )
 

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/openinof/inof/inof/api/apiclient"
+	"github.com/openinof/inof/app/api/apiclient"
 )
 
 // Options is the whole configuration of inofctl: defaults, then the YAML

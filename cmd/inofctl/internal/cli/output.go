@@ -15,8 +15,8 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 	"gopkg.in/yaml.v3"
 
+	"github.com/openinof/inof/app/api/zoningfile"
 	"github.com/openinof/inof/inof"
-	"github.com/openinof/inof/inof/api/zoningfile"
 )
 
 // plain turns a protobuf message into plain maps and lists for JSON and

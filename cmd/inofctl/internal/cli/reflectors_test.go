@@ -17,11 +17,11 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 
+	"github.com/openinof/inof/app/api"
+	"github.com/openinof/inof/app/api/apitest"
+	"github.com/openinof/inof/app/reflector"
 	"github.com/openinof/inof/bgp"
 	"github.com/openinof/inof/cmd/inofctl/internal/cli"
-	"github.com/openinof/inof/inof/api"
-	"github.com/openinof/inof/inof/api/apitest"
-	"github.com/openinof/inof/inof/reflector"
 	"github.com/openinof/inof/zones"
 )
 

@@ -15,9 +15,9 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
-	"github.com/openinof/inof/inof/api/apiclient"
-	inofv1 "github.com/openinof/inof/inof/api/v1"
-	"github.com/openinof/inof/inof/daemon/config"
+	"github.com/openinof/inof/app/api/apiclient"
+	inofv1 "github.com/openinof/inof/app/api/v1"
+	"github.com/openinof/inof/app/daemon/config"
 	"github.com/openinof/inof/internal/buildinfo"
 )
 

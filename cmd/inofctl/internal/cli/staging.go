@@ -12,7 +12,7 @@ import (
 
 	"google.golang.org/protobuf/encoding/protojson"
 
-	inofv1 "github.com/openinof/inof/inof/api/v1"
+	inofv1 "github.com/openinof/inof/app/api/v1"
 )
 
 // staged is the content of the staging file: edits collected with --stage

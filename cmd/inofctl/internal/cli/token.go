@@ -10,7 +10,7 @@ import (
 	"github.com/spf13/cobra"
 	"gopkg.in/yaml.v3"
 
-	"github.com/openinof/inof/inof/api/apiclient"
+	"github.com/openinof/inof/app/api/apiclient"
 )
 
 // tokenCommand manages the named tokens of a reflector's api.tokens_file,

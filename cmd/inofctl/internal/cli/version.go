@@ -7,7 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	inofv1 "github.com/openinof/inof/inof/api/v1"
+	inofv1 "github.com/openinof/inof/app/api/v1"
 	"github.com/openinof/inof/internal/buildinfo"
 )
 

@@ -7,7 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	inofv1 "github.com/openinof/inof/inof/api/v1"
+	inofv1 "github.com/openinof/inof/app/api/v1"
 )
 
 const membersHelp = `Members: an address (10.0.0.5), a range (10.0.0.10-10.0.0.20), a prefix (10.0.1.0/24),

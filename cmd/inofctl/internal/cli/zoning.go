@@ -10,7 +10,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
-	inofv1 "github.com/openinof/inof/inof/api/v1"
+	inofv1 "github.com/openinof/inof/app/api/v1"
 )
 
 func (a *app) zoningCommand() *cobra.Command {

@@ -20,7 +20,7 @@ const docIntro = `# inofctl command reference
      TestCLIDocUpToDate fails when this file and the commands disagree. -->
 
 inofctl is the admin CLI of an iNOF fabric. It talks to the gRPC API (service ` + "`inof.v1.Fabric`" + `,
-inof/api/proto/inof/v1/inof.proto) of inofd: by default over the local unix socket
+app/api/proto/inof/v1/inof.proto) of inofd: by default over the local unix socket
 ` + "`/run/inofd/api.sock`" + ` (mode 0600, so only its user — root — may connect; no token is asked), or
 over TCP with TLS and a bearer token read from a file (` + "`--server host:port --token-file F --ca-file CA`" + `).
 The server refuses plaintext and unauthenticated remote calls.

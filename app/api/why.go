@@ -1,0 +1,159 @@
+package api
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"slices"
+	"sort"
+	"strings"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	inofv1 "github.com/openinof/inof/app/api/v1"
+	"github.com/openinof/inof/inof"
+	"github.com/openinof/inof/zones"
+)
+
+// Why explains whether a registered host sees a registered target under the
+// committed configuration, with the rule that decides it.
+func (s *server) Why(ctx context.Context, req *inofv1.WhyRequest) (*inofv1.WhyResponse, error) {
+	ha, err := parseAddr("host", req.GetHost())
+	if err != nil {
+		return nil, err
+	}
+	ta, err := parseAddr("target", req.GetTarget())
+	if err != nil {
+		return nil, err
+	}
+	cfg, _, ix, err := s.index(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if _, ok := ix.Device(ha); !ok {
+		return nil, status.Errorf(codes.NotFound, "host %s is not registered", ha)
+	}
+	if _, ok := ix.Device(ta); !ok {
+		return nil, status.Errorf(codes.NotFound, "target %s is not registered", ta)
+	}
+	return explain(cfg.Settings, ix, ha, ta), nil
+}
+
+// Visibility explains Why for the host and every registered target.
+func (s *server) Visibility(ctx context.Context, req *inofv1.VisibilityRequest) (*inofv1.VisibilityResponse, error) {
+	ha, err := parseAddr("host", req.GetHost())
+	if err != nil {
+		return nil, err
+	}
+	cfg, devs, ix, err := s.index(ctx)
+	if err != nil {
+		return nil, err
+	}
+	h, ok := ix.Device(ha)
+	if !ok {
+		return nil, status.Errorf(codes.NotFound, "host %s is not registered", ha)
+	}
+	if !h.Role.IsHost() {
+		return nil, status.Errorf(codes.InvalidArgument, "%s is registered as %s, not as a host", ha, h.Role)
+	}
+	return &inofv1.VisibilityResponse{Targets: explainEach(cfg.Settings, ix, devs, ha, inof.Role.IsTarget,
+		func(other netip.Addr) (netip.Addr, netip.Addr) { return ha, other }, req.GetVisibleOnly())}, nil
+}
+
+// explainEach explains, for self and every other indexed device whose
+// role passes role (sorted by address), the pair that pair makes of them
+// (host, target); visibleOnly keeps the visible pairs.
+func explainEach(st zones.Settings, ix *zones.Index, devs []Device, self netip.Addr, role func(inof.Role) bool,
+	pair func(other netip.Addr) (host, target netip.Addr), visibleOnly bool) []*inofv1.WhyResponse {
+	var others []netip.Addr
+	for _, d := range devs {
+		if role(d.Role) && d.Addr != self {
+			if _, indexed := ix.Device(d.Addr); indexed {
+				others = append(others, d.Addr)
+			}
+		}
+	}
+	sort.Slice(others, func(i, j int) bool { return others[i].Less(others[j]) })
+	var out []*inofv1.WhyResponse
+	for _, o := range slices.Compact(others) {
+		h, t := pair(o)
+		if w := explain(st, ix, h, t); w.GetVisible() || !visibleOnly {
+			out = append(out, w)
+		}
+	}
+	return out
+}
+
+// index returns the committed configuration, the devices and their index
+// under it.
+func (s *server) index(ctx context.Context) (*zones.Config, []Device, *zones.Index, error) {
+	devs, err := s.b.Devices(ctx)
+	if err != nil {
+		return nil, nil, nil, statusOf(fmt.Errorf("devices: %w", err))
+	}
+	cfg := s.b.Config()
+	return cfg, devs, s.newIndex(cfg, devs), nil
+}
+
+func parseAddr(what, s string) (netip.Addr, error) {
+	a, err := netip.ParseAddr(s)
+	if err != nil {
+		return netip.Addr{}, status.Errorf(codes.InvalidArgument, "%s %q: not an address", what, s)
+	}
+	return a, nil
+}
+
+// explain applies the visibility rule to two indexed devices and says which
+// part of it decided.
+func explain(st zones.Settings, ix *zones.Index, ha, ta netip.Addr) *inofv1.WhyResponse {
+	h, _ := ix.Device(ha)
+	t, _ := ix.Device(ta)
+	out := &inofv1.WhyResponse{Host: ha.String(), Target: ta.String(), HostZones: ix.Zones(ha), TargetZones: ix.Zones(ta)}
+	for _, z := range out.HostZones {
+		if slices.Contains(out.TargetZones, z) {
+			out.SharedZones = append(out.SharedZones, z)
+		}
+	}
+	switch {
+	case ha == ta:
+		out.Reason = "the same device"
+	case !h.Role.IsHost():
+		out.Reason = fmt.Sprintf("%s is registered as %s, not as a host", ha, h.Role)
+	case !t.Role.IsTarget():
+		out.Reason = fmt.Sprintf("%s is registered as %s, not as a target", ta, t.Role)
+	default:
+		out.Visible, out.Reason = zoneRule(st, out, ha, ta)
+	}
+	return out
+}
+
+// zoneRule applies the zoning rule (docs/zoning.md, "Who sees whom") to a
+// host and a target of complementary roles and says which part decided.
+func zoneRule(st zones.Settings, w *inofv1.WhyResponse, host, target netip.Addr) (bool, string) {
+	if len(w.SharedZones) > 0 {
+		return true, "same zone " + strings.Join(w.SharedZones, ", ")
+	}
+	hu, tu := len(w.HostZones) == 0, len(w.TargetZones) == 0
+	unzoned := func() string {
+		switch {
+		case hu && tu:
+			return "both are in no custom zone"
+		case hu:
+			return fmt.Sprintf("%s is in no custom zone, %s is in %s", host, target, strings.Join(w.TargetZones, ", "))
+		}
+		return fmt.Sprintf("%s is in no custom zone, %s is in %s", target, host, strings.Join(w.HostZones, ", "))
+	}
+	switch {
+	case !hu && !tu:
+		return false, fmt.Sprintf("no shared zone (%s is in %s, %s is in %s)", host, strings.Join(w.HostZones, ", "),
+			target, strings.Join(w.TargetZones, ", "))
+	case !st.DefaultZoneEnabled:
+		return false, "default zone disabled: " + unzoned()
+	case hu && tu:
+		return true, "default zone: " + unzoned()
+	case st.HardZoning:
+		return false, "hard zoning blocks: " + unzoned()
+	}
+	return true, "default zone, hard zoning off: " + unzoned()
+}

@@ -1,0 +1,61 @@
+package hostagent
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"slices"
+
+	"github.com/openinof/inof/app/daemon"
+)
+
+// stateVersion is the format of the state file.
+const stateVersion = 1
+
+// ownedController is a controller this agent created.
+type ownedController struct {
+	Path
+	Device string `json:"device"` // the name at creation; the kernel may reuse it
+}
+
+type stateFile struct {
+	Version     int               `json:"version"`
+	Controllers []ownedController `json:"controllers"`
+}
+
+// loadState reads the state file; a missing file is an empty state.
+func loadState(path string) ([]ownedController, error) {
+	b, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("state file: %w", err)
+	}
+	var s stateFile
+	if err := json.Unmarshal(b, &s); err != nil {
+		return nil, fmt.Errorf("state file %s: %w", path, err)
+	}
+	if s.Version != stateVersion {
+		return nil, fmt.Errorf("state file %s: version %d, want %d", path, s.Version, stateVersion)
+	}
+	return s.Controllers, nil
+}
+
+// saveState writes the state crash-safely (daemon.WriteFileAtomic).
+func saveState(path string, cs []ownedController) error {
+	cs = slices.Clone(cs)
+	if cs == nil {
+		cs = []ownedController{}
+	}
+	b, err := json.MarshalIndent(stateFile{Version: stateVersion, Controllers: cs}, "", "  ")
+	if err != nil {
+		return fmt.Errorf("state file: %w", err)
+	}
+	if err := daemon.WriteFileAtomic(path, append(b, '\n')); err != nil {
+		return fmt.Errorf("state file: %w", err)
+	}
+	return nil
+}
