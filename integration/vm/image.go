@@ -335,6 +335,24 @@ func (b *builder) kernelDeb() (deb, pkg string, err error) {
 // newest Linux 6.12 cloud kernel of Debian's bookworm-backports suite.
 const BackportsKernel = "backports"
 
+// EnvKernels returns the guest kernels INOF_VM_KERNELS names
+// (comma-separated packages; "default" is the newest 6.1, "backports" the
+// newest 6.12 of bookworm-backports), else both; "" stands for the default.
+func EnvKernels() []string {
+	s := os.Getenv("INOF_VM_KERNELS")
+	if s == "" {
+		s = "default," + BackportsKernel
+	}
+	var ks []string
+	for _, k := range strings.Split(s, ",") {
+		if k = strings.TrimSpace(k); k == "default" {
+			k = ""
+		}
+		ks = append(ks, k)
+	}
+	return ks
+}
+
 // backportsPattern matches bookworm-backports' 6.12 cloud kernels.
 var backportsPattern = regexp.MustCompile(`^linux-image-6\.12\.([0-9]+)\+deb12-cloud-amd64-unsigned$`)
 

@@ -5,7 +5,6 @@ package vm_test
 import (
 	"context"
 	"os"
-	"strings"
 	"testing"
 	"time"
 
@@ -20,24 +19,6 @@ const pathFabricShift = 2
 // stallBudget is the promise: the longest gap between completed reads
 // that a cut may cause, in the deterministic guest's time.
 const stallBudget = 200 // ms
-
-// pathFabricKernels are the kernels of TestPrivVMPathFabric:
-// INOF_VM_KERNELS (comma-separated packages; "default" is the newest 6.1,
-// "backports" the newest 6.12), else both.
-func pathFabricKernels() []string {
-	s := os.Getenv("INOF_VM_KERNELS")
-	if s == "" {
-		s = "default," + vm.BackportsKernel
-	}
-	var ks []string
-	for _, k := range strings.Split(s, ",") {
-		if k = strings.TrimSpace(k); k == "default" {
-			k = ""
-		}
-		ks = append(ks, k)
-	}
-	return ks
-}
 
 // bootPathFabric boots a deterministic guest (icount shift) from a Fabric
 // image of kernel and starts a path fabric in it.
@@ -76,7 +57,7 @@ func bootPathFabric(t *testing.T, kernel string, shift int, o vm.PathFabricOptio
 // is the same however busy the machine is.
 func TestPrivVMPathFabric(t *testing.T) {
 	topo.RequireVM(t)
-	for _, kernel := range pathFabricKernels() {
+	for _, kernel := range vm.EnvKernels() {
 		name := kernel
 		if name == "" {
 			name = "6.1"

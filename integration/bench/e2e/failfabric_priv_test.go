@@ -75,7 +75,7 @@ type failFabric struct {
 // (labelled with what), to BENCH_OUT as file.
 func perKernel(b *testing.B, what, file string, fn func(b *testing.B, kernel string) []result.Row) {
 	rows := []result.Row{machineRow(b, what+", start")}
-	for _, kernel := range labKernels() {
+	for _, kernel := range vm.EnvKernels() {
 		name := kernel
 		if name == "" {
 			name = "default"

@@ -96,7 +96,7 @@ func BenchmarkPrivVMPathFabric(b *testing.B) {
 	topo.RequireVM(b)
 	cuts := trials(b, 20, 3)
 	var rows []result.Row
-	for _, kernel := range labKernels() {
+	for _, kernel := range vm.EnvKernels() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 		img, err := vm.BuildImage(ctx, vm.ImageOptions{KernelPackage: kernel, Fabric: true, Log: b.Logf})
 		cancel()

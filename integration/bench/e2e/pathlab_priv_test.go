@@ -71,24 +71,6 @@ var mechanisms = []mechanism{
 		up: `R=/sys/class/nvme/$C/reconnect_delay; echo 0 > $R; sockkill -syn $SRC $DST 4420; (sleep 0.5; echo 1 > $R) >/dev/null 2>&1 &`},
 }
 
-// labKernels are the guest kernels the lab runs on: INOF_VM_KERNELS
-// (comma-separated packages; "default" is the newest 6.1, "backports" the
-// newest 6.12 of bookworm-backports), else both.
-func labKernels() []string {
-	s := os.Getenv("INOF_VM_KERNELS")
-	if s == "" {
-		s = "default," + vm.BackportsKernel
-	}
-	var ks []string
-	for _, k := range strings.Split(s, ",") {
-		if k = strings.TrimSpace(k); k == "default" {
-			k = ""
-		}
-		ks = append(ks, k)
-	}
-	return ks
-}
-
 // labMechanisms are the mechanisms INOF_LAB_MECHANISMS names (a
 // comma-separated list of indexes into mechanisms), else all.
 func labMechanisms(b *testing.B) []mechanism {
@@ -116,7 +98,7 @@ func BenchmarkPrivVMPathLab(b *testing.B) {
 	topo.RequireVM(b)
 	cuts := trials(b, 5, 2)
 	var rows []result.Row
-	for _, kernel := range labKernels() {
+	for _, kernel := range vm.EnvKernels() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 		img, err := vm.BuildImage(ctx, vm.ImageOptions{KernelPackage: kernel, Log: b.Logf})
 		cancel()
