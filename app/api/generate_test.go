@@ -40,7 +40,7 @@ func TestGeneratedCodeUpToDate(t *testing.T) {
 		t.Fatalf("%v: %v\n%s", args, err, msg)
 	}
 	for _, name := range []string{"inof.pb.go", "inof_grpc.pb.go"} {
-		want, err := os.ReadFile(filepath.Join(out, "inof", "api", "v1", name))
+		want, err := os.ReadFile(filepath.Join(out, "app", "api", "v1", name))
 		if err != nil {
 			t.Fatal(err)
 		}
