@@ -3,6 +3,7 @@ package reflector
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/netip"
 	"slices"
@@ -285,9 +286,18 @@ func TestConcurrentCommitsConverge(t *testing.T) {
 		}
 		return true
 	})
+	// why is the client's last mismatch, logged if the wait fails (a rare
+	// failure under load: the next person needs to know what was missing).
+	var why string
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("the client's last mismatch: %s", why)
+		}
+	})
 	client.waitFor(t, "the final versions and only their parts", func(v *clientView) bool {
 		for k, rec := range final {
 			if !sameRecord(v.recs[k], rec) {
+				why = fmt.Sprintf("%v: assembled generation %d of %s, want %d of %s", k, v.recs[k].Gen, v.recs[k].RouterID, rec.Gen, rec.RouterID)
 				return false
 			}
 			parts, err := rec.Parts(configsync.PartPayload)
@@ -296,10 +306,12 @@ func TestConcurrentCommitsConverge(t *testing.T) {
 				return true
 			}
 			if got := v.partsOf(k.Kind, k.Name); len(got) != 2*len(parts) {
+				why = fmt.Sprintf("%v: %d part records, want %d (both reflectors' copies of %d parts)", k, len(got), 2*len(parts), len(parts))
 				return false
 			}
 			for _, c := range v.keys {
 				if zones.Kind(c.Kind) == k.Kind && c.Name == k.Name && (c.Gen != rec.Gen || c.Writer != rec.RouterID) {
+					why = fmt.Sprintf("%v: a stale part of generation %d by %s from reflector %s is still held", k, c.Gen, c.Writer, c.Reflector)
 					return false
 				}
 			}
