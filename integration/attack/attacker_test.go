@@ -229,6 +229,14 @@ func (a *attacker) publish(r record.Record, nextHop, originator string, rts ...r
 	if err != nil {
 		a.t.Fatal(err)
 	}
+	a.publishRaw(key, value, nextHop, originator, rts...)
+}
+
+// publishRaw publishes a record's key and value as they are: a value our
+// encoder refuses to write, as an older release or a foreign speaker would
+// send it.
+func (a *attacker) publishRaw(key, value []byte, nextHop, originator string, rts ...record.RouteTarget) {
+	a.t.Helper()
 	c := command{Op: "publish", Key: hex.EncodeToString(key), Value: hex.EncodeToString(value), NextHop: nextHop,
 		Originator: originator}
 	for _, rt := range rts {
