@@ -33,6 +33,7 @@ type ReflectorStatus struct {
 	RouterID inof.RouterID
 	Self     bool
 	Address  string // a peer's neighbor address
+	Session  string // a peer: the BGP session's state
 	Revision string // self: the zoning revision in force
 	// Generation: self, the store's generation clock; a peer, the newest
 	// generation among its parts (0: none), written by Writer.
@@ -57,9 +58,12 @@ func (s *server) ListReflectors(ctx context.Context, _ *inofv1.ListReflectorsReq
 	}
 	out := &inofv1.ListReflectorsResponse{Now: timestamppb.New(st.Now), MaxSkewMs: inof.MaxGenerationSkew.Milliseconds()}
 	for _, x := range st.Reflectors {
-		p := &inofv1.Reflector{RouterId: x.RouterID.String(), Self: x.Self, Address: x.Address, Revision: x.Revision,
+		p := &inofv1.Reflector{Self: x.Self, Address: x.Address, Session: x.Session, Revision: x.Revision,
 			Generation: x.Generation, Parts: uint32(x.Parts), BehindParts: uint32(x.Behind),
 			RefusedFuture: x.RefusedFuture, DeferredParts: uint32(x.Deferred)}
+		if x.RouterID != 0 {
+			p.RouterId = x.RouterID.String()
+		}
 		if x.Writer != 0 {
 			p.Writer = x.Writer.String()
 		}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/netip"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -366,7 +367,8 @@ func (r *ConfigReplicator) notePeer(c record.Config, from netip.Addr, withdrawn 
 	p.versions[c.Object()] = c
 }
 
-// PeerCopies is what a replicator hears of one peer reflector: how many
+// PeerCopies is what a replicator hears of one peer reflector (RouterID
+// is 0 for a configured one not heard from yet): how many
 // configuration parts it originates, the newest version among them (its
 // generation clock is at least there), how many of this reflector's parts
 // it does not carry at this reflector's version (it has not taken them:
@@ -388,11 +390,20 @@ type PeerCopies struct {
 	// those still held back (adopted once this clock is within the skew).
 	Future   uint64
 	Deferred int
+	// Session is the state of the BGP session with it ("" when it is no
+	// longer a configured neighbor).
+	Session string
 }
 
-// Peers returns what the replicator hears of each peer reflector that sent
-// it a configuration part, sorted by router-id.
-func (r *ConfigReplicator) Peers() []PeerCopies {
+// Peers returns what the replicator hears of each peer reflector: those
+// that sent it a configuration part and those configured (the speaker's
+// neighbors marked PeerReflector) that have not, sorted by router-id. A
+// configured peer's session state is in Session.
+func (r *ConfigReplicator) Peers(ctx context.Context) ([]PeerCopies, error) {
+	ns, err := r.cfg.Speaker.Neighbors(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("bgp: neighbors: %w", err)
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	out := make([]PeerCopies, 0, len(r.peers))
@@ -415,8 +426,28 @@ func (r *ConfigReplicator) Peers() []PeerCopies {
 		}
 		out = append(out, pc)
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].RouterID < out[j].RouterID })
-	return out
+	for _, n := range ns {
+		if !n.PeerReflector {
+			continue
+		}
+		var rid inof.RouterID
+		if n.RouterID.IsValid() {
+			rid, _ = inof.ParseRouterID(n.RouterID.String())
+		}
+		i := slices.IndexFunc(out, func(pc PeerCopies) bool { return pc.Address == n.Address || (rid != 0 && pc.RouterID == rid) })
+		if i < 0 {
+			out = append(out, PeerCopies{RouterID: rid, Address: n.Address, Behind: len(r.objects)})
+			i = len(out) - 1
+		}
+		out[i].Session = n.State.String()
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].RouterID != out[j].RouterID {
+			return out[i].RouterID < out[j].RouterID
+		}
+		return out[i].Address.Less(out[j].Address)
+	})
+	return out, nil
 }
 
 // Stats returns the replicator's counters.

@@ -155,11 +155,11 @@ func TestReplicatorRefusesFutureGenerations(t *testing.T) {
 	// carry only near, so r1 lacks one of r2's parts.
 	r1, r2 := ridOf(x.r1.addr), ridOf(x.r2.addr)
 	waitStats(t, "r1 carrying near at r2", func() bool {
-		ps := x.rep2.Peers()
+		ps := mustPeers(t, x.rep2)
 		return len(ps) == 1 && ps[0].Parts == 1
 	})
-	p1, p2 := x.rep1.Peers(), x.rep2.Peers()
-	if len(p1) != 1 || p1[0].RouterID != r2 || p1[0].Address != x.r2.addr || p1[0].Parts != 2 || p1[0].Newest != far.Gen ||
+	p1, p2 := mustPeers(t, x.rep1), mustPeers(t, x.rep2)
+	if len(p1) != 1 || p1[0].Session != "established" || p1[0].RouterID != r2 || p1[0].Address != x.r2.addr || p1[0].Parts != 2 || p1[0].Newest != far.Gen ||
 		p1[0].NewestWriter != r2 || p1[0].Future < 1 || p1[0].Deferred != 1 || p1[0].Behind != 0 {
 		t.Fatalf("r1's view of r2: %+v", p1)
 	}
@@ -173,10 +173,10 @@ func TestReplicatorRefusesFutureGenerations(t *testing.T) {
 	x.clk1.Set(t0.Add(2 * time.Minute))
 	waitObject(t, x.rep1, far.Object(), far.Gen)
 	waitStats(t, "r1 carrying both parts at r2", func() bool {
-		ps := x.rep2.Peers()
+		ps := mustPeers(t, x.rep2)
 		return len(ps) == 1 && ps[0].Parts == 2 && ps[0].Behind == 0
 	})
-	if ps := x.rep1.Peers(); ps[0].Deferred != 0 {
+	if ps := mustPeers(t, x.rep1); ps[0].Deferred != 0 {
 		t.Fatalf("r1 still defers after adopting: %+v", ps)
 	}
 }
@@ -262,4 +262,13 @@ func TestReplicatorWithdrawRemembersVersion(t *testing.T) {
 	if st := x.rep2.Stats(); st.Withdrawn != 1 || st.Adopted != 3 {
 		t.Fatalf("r2 stats %+v", st)
 	}
+}
+
+func mustPeers(t *testing.T, r *ConfigReplicator) []PeerCopies {
+	t.Helper()
+	ps, err := r.Peers(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ps
 }

@@ -3695,8 +3695,11 @@ type Reflector struct {
 	// self: its changes are dated beyond max_skew_ms ahead of its wall
 	// clock, so peer reflectors with a right clock refuse them.
 	RefusedByPeers bool `protobuf:"varint,13,opt,name=refused_by_peers,json=refusedByPeers,proto3" json:"refused_by_peers,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// a peer: the state of the BGP session with it ("established", …);
+	// router_id is empty for a configured peer not heard from yet.
+	Session       string `protobuf:"bytes,14,opt,name=session,proto3" json:"session,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Reflector) Reset() {
@@ -3818,6 +3821,13 @@ func (x *Reflector) GetRefusedByPeers() bool {
 		return x.RefusedByPeers
 	}
 	return false
+}
+
+func (x *Reflector) GetSession() string {
+	if x != nil {
+		return x.Session
+	}
+	return ""
 }
 
 var File_inof_v1_inof_proto protoreflect.FileDescriptor
@@ -4080,7 +4090,7 @@ const file_inof_v1_inof_proto_rawDesc = "" +
 	"\vmax_skew_ms\x18\x02 \x01(\x03R\tmaxSkewMs\x122\n" +
 	"\n" +
 	"reflectors\x18\x03 \x03(\v2\x12.inof.v1.ReflectorR\n" +
-	"reflectors\"\xa8\x03\n" +
+	"reflectors\"\xc2\x03\n" +
 	"\tReflector\x12\x1b\n" +
 	"\trouter_id\x18\x01 \x01(\tR\brouterId\x12\x12\n" +
 	"\x04self\x18\x02 \x01(\bR\x04self\x12\x18\n" +
@@ -4097,7 +4107,8 @@ const file_inof_v1_inof_proto_rawDesc = "" +
 	" \x01(\rR\vbehindParts\x12%\n" +
 	"\x0erefused_future\x18\v \x01(\x04R\rrefusedFuture\x12%\n" +
 	"\x0edeferred_parts\x18\f \x01(\rR\rdeferredParts\x12(\n" +
-	"\x10refused_by_peers\x18\r \x01(\bR\x0erefusedByPeers*K\n" +
+	"\x10refused_by_peers\x18\r \x01(\bR\x0erefusedByPeers\x12\x18\n" +
+	"\asession\x18\x0e \x01(\tR\asession*K\n" +
 	"\x04Role\x12\x14\n" +
 	"\x10ROLE_UNSPECIFIED\x10\x00\x12\x0f\n" +
 	"\vROLE_TARGET\x10\x01\x12\r\n" +
