@@ -53,14 +53,14 @@ type fabricView struct {
 	Reflectors []*inofv1.Session
 	// Side is every reflector (this one first) with its revision and
 	// clock; MaxSkew is how far ahead a change may be dated.
-	Side       []reflectorRow
-	MaxSkew    time.Duration
-	AheadWarn  []string // reflectors whose changes are refused as from the future
-	Switches   []*switchView
-	BFD        []bfdView
-	Devices    int
-	Stale      int
-	Topology   template.HTML
+	Side      []reflectorRow
+	MaxSkew   time.Duration
+	AheadWarn []string // reflectors whose changes are refused as from the future
+	Switches  []*switchView
+	BFD       []bfdView
+	Devices   int
+	Stale     int
+	Topology  template.HTML
 }
 
 func (c *Console) fabric(r *http.Request) (string, any, error) {
