@@ -160,6 +160,10 @@ func (s *Store) Records() []Record {
 // still win over stored ones); Open warns once if the clock is then ahead.
 func (s *Store) observe(gen uint64) { s.clock.Advance(gen) }
 
+// Generation is the store's generation clock: the highest generation it
+// wrote or observed (0 before any).
+func (s *Store) Generation() uint64 { return s.clock.Last() }
+
 // ClockAhead is how far the store's generation clock (its newest write or
 // generation seen) is ahead of the wall clock, 0 if it is not. Beyond
 // inof.MaxGenerationSkew the peer reflectors refuse this store's writes

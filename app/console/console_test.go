@@ -152,6 +152,49 @@ func createZone(name string, members ...string) *inofv1.Edit {
 	return &inofv1.Edit{Edit: &inofv1.Edit_CreateZone{CreateZone: &inofv1.CreateZone{Name: name, Members: members}}}
 }
 
+// TestFabricShowsReflectorClocks: the fabric page shows the reflectors
+// side by side with their revisions and generation clocks, joined with
+// their BGP sessions, and warns of a reflector whose clock is so far ahead
+// that its changes are refused.
+func TestFabricShowsReflectorClocks(t *testing.T) {
+	s := newSite(t)
+	now := time.Date(2026, 12, 6, 8, 0, 0, 0, time.UTC)
+	future := time.Date(2100, 1, 1, 0, 0, 0, 0, time.UTC)
+	s.b.SetReflectors(api.ReflectorsStatus{Now: now, Reflectors: []api.ReflectorStatus{
+		{RouterID: inof.MustParseRouterID("10.0.0.1"), Self: true, Revision: "00c0ffee00c0ffee", Generation: inof.GenerationAt(now), Parts: 4},
+		{RouterID: inof.MustParseRouterID("10.0.0.2"), Address: "10.0.0.2", Session: "established", Generation: inof.GenerationAt(future),
+			Writer: inof.MustParseRouterID("10.0.0.2"), Parts: 5, RefusedFuture: 7, Deferred: 3, Behind: 2},
+	}})
+	code, body, _ := s.do(t, s.client(""), "GET", "/ui/fabric", viewerToken)
+	if code != http.StatusOK {
+		t.Fatalf("GET /ui/fabric: %d\n%s", code, body)
+	}
+	table := body[strings.Index(body, `<table id="reflectors">`):]
+	table = table[:strings.Index(table, "</table>")]
+	rows := strings.Split(table, "<tr")[2:] // after the header's
+	if len(rows) != 2 {
+		t.Fatalf("%d reflector rows, want 2 (the session joined with the peer's row):\n%s", len(rows), table)
+	}
+	for i, want := range [][]string{
+		{"10.0.0.1", ">this<", "00c0ffee00c0ffee", "2026-12-06 08:00:00Z", ">ok<"},
+		{`class="refused"`, "10.0.0.2", "established", "2100-01-01 00:00:00Z", "refused as from the future (3 parts held back)",
+			"lacks 2 of this reflector's parts"},
+	} {
+		for _, w := range want {
+			if !strings.Contains(rows[i], w) {
+				t.Errorf("reflector row %d: no %q in\n%s", i, w, rows[i])
+			}
+		}
+	}
+	if strings.Contains(rows[0], "refused") {
+		t.Errorf("this reflector marked refused:\n%s", rows[0])
+	}
+	if !strings.Contains(body, `id="clock-ahead"`) || !strings.Contains(body, "The generation clock of 10.0.0.2 (") ||
+		!strings.Contains(body, "more than 5m0s ahead") {
+		t.Errorf("no clock warning:\n%s", body)
+	}
+}
+
 func TestPagesShowTheFabric(t *testing.T) {
 	s := newSite(t)
 	s.commit(t, createZone("red", "10.1.0.1", "10.1.1.1"))

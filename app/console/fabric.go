@@ -9,6 +9,9 @@ import (
 	"strings"
 	"time"
 
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
 	inofv1 "github.com/openinof/inof/app/api/v1"
 )
 
@@ -31,13 +34,33 @@ type bfdView struct {
 	Detect time.Duration // how long without a packet before Down: rx × mult
 }
 
+// reflectorRow is one reflector of the fabric, side by side with the
+// others: its revision and generation clock (nil when this daemon holds no
+// replicated configuration) and, for a peer, its BGP session.
+type reflectorRow struct {
+	ID      string
+	This    bool
+	Clock   *inofv1.Reflector
+	Session *inofv1.Session
+	Ahead   string // how far its clock is ahead of ours ("" if not)
+	// Refused: its clock is beyond the skew ahead, so reflectors with a
+	// right clock refuse its changes.
+	Refused bool
+	State   string
+}
+
 type fabricView struct {
 	Reflectors []*inofv1.Session
-	Switches   []*switchView
-	BFD        []bfdView
-	Devices    int
-	Stale      int
-	Topology   template.HTML
+	// Side is every reflector (this one first) with its revision and
+	// clock; MaxSkew is how far ahead a change may be dated.
+	Side      []reflectorRow
+	MaxSkew   time.Duration
+	AheadWarn []string // reflectors whose changes are refused as from the future
+	Switches  []*switchView
+	BFD       []bfdView
+	Devices   int
+	Stale     int
+	Topology  template.HTML
 }
 
 func (c *Console) fabric(r *http.Request) (string, any, error) {
@@ -53,6 +76,10 @@ func (c *Console) fabric(r *http.Request) (string, any, error) {
 	}
 	devs, err := c.f.ListDevices(ctx, &inofv1.ListDevicesRequest{})
 	if err != nil {
+		return "", nil, err
+	}
+	refls, err := c.f.ListReflectors(ctx, &inofv1.ListReflectorsRequest{})
+	if err != nil && status.Code(err) != codes.Unimplemented {
 		return "", nil, err
 	}
 	ports := c.accessPorts(ctx)
@@ -95,8 +122,57 @@ func (c *Console) fabric(r *http.Request) (string, any, error) {
 		v.Switches = append(v.Switches, x)
 	}
 	slices.SortFunc(v.Switches, func(a, b *switchView) int { return strings.Compare(a.ID, b.ID) })
+	v.sideBySide(refls)
 	v.Topology = topology(v, ports)
 	return "Fabric", v, nil
+}
+
+// sideBySide joins what this reflector hears of the fabric's reflectors
+// (their revisions and clocks; nil from a daemon without them) with its
+// BGP sessions to peer reflectors: one row per reflector, this one first.
+func (v *fabricView) sideBySide(refls *inofv1.ListReflectorsResponse) {
+	v.MaxSkew = time.Duration(refls.GetMaxSkewMs()) * time.Millisecond
+	sessions := map[string]*inofv1.Session{}
+	for _, s := range v.Reflectors {
+		sessions[s.GetPeer()] = s
+	}
+	for _, r := range refls.GetReflectors() {
+		row := reflectorRow{ID: r.GetRouterId(), This: r.GetSelf(), Clock: r}
+		if row.ID == "" {
+			row.ID = r.GetAddress()
+		}
+		if s := sessions[r.GetAddress()]; s != nil && !r.GetSelf() {
+			row.Session = s
+			delete(sessions, r.GetAddress())
+		}
+		ahead := time.Duration(r.GetAheadMs()) * time.Millisecond
+		if ahead > 0 {
+			row.Ahead = roundDuration(ahead).String()
+		}
+		row.Refused = ahead > v.MaxSkew
+		var state []string
+		switch {
+		case row.Refused && r.GetSelf():
+			state = append(state, "ahead: peer reflectors refuse its changes")
+		case r.GetDeferredParts() > 0:
+			state = append(state, fmt.Sprintf("refused as from the future (%d parts held back)", r.GetDeferredParts()))
+		case row.Refused:
+			state = append(state, "ahead: its changes are refused")
+		}
+		if n := r.GetBehindParts(); n > 0 {
+			state = append(state, fmt.Sprintf("lacks %d of this reflector's parts", n))
+		}
+		row.State = strings.Join(state, "; ")
+		if row.Refused {
+			v.AheadWarn = append(v.AheadWarn, fmt.Sprintf("%s (%s ahead)", row.ID, row.Ahead))
+		}
+		v.Side = append(v.Side, row)
+	}
+	for _, s := range v.Reflectors {
+		if sessions[s.GetPeer()] != nil {
+			v.Side = append(v.Side, reflectorRow{ID: s.GetPeer(), Session: s})
+		}
+	}
 }
 
 // accessPorts maps device addresses to the access port their switch last

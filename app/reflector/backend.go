@@ -302,3 +302,33 @@ func (b backend) Held(ctx context.Context) (map[inof.RouterID]time.Time, error) 
 	}
 	return out, nil
 }
+
+// Reflectors implements api.ReflectorsBackend: this reflector (its zoning
+// revision and its store's generation clock) and each peer reflector as
+// its replicator hears it.
+func (b backend) Reflectors(ctx context.Context) (api.ReflectorsStatus, error) {
+	return b.r.Reflectors(ctx)
+}
+
+// Reflectors returns this reflector and the peer reflectors it hears, with
+// its wall clock (api.ReflectorsBackend).
+func (r *Reflector) Reflectors(ctx context.Context) (api.ReflectorsStatus, error) {
+	release, err := r.started()
+	if err != nil {
+		return api.ReflectorsStatus{}, err
+	}
+	defer release()
+	peers, err := r.repl.Peers(ctx)
+	if err != nil {
+		return api.ReflectorsStatus{}, err
+	}
+	st := api.ReflectorsStatus{Now: r.now()}
+	st.Reflectors = append(st.Reflectors, api.ReflectorStatus{RouterID: r.routerID, Self: true,
+		Revision: api.Revision(r.store.Config()), Generation: r.store.Generation(), Parts: len(r.repl.Objects())})
+	for _, p := range peers {
+		st.Reflectors = append(st.Reflectors, api.ReflectorStatus{RouterID: p.RouterID, Address: p.Address.String(), Session: p.Session,
+			Generation: p.Newest, Writer: p.NewestWriter, Parts: p.Parts, Behind: p.Behind,
+			RefusedFuture: p.Future, Deferred: p.Deferred})
+	}
+	return st, nil
+}

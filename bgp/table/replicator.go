@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/netip"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -86,7 +87,9 @@ type ConfigReplicator struct {
 	withdrawn map[record.ConfigObject]record.Config
 	// deferred are the newest versions refused as too far in the future,
 	// with the peer that sent them, looked at again every RetryEvery.
-	deferred   map[record.ConfigObject]deferredVersion
+	deferred map[record.ConfigObject]deferredVersion
+	// peers are the copies each peer reflector originates, as received.
+	peers      map[inof.RouterID]*peerCopies
 	stats      ReplicatorStats
 	refuseLog  ratelimit.Limit
 	notPeerLog ratelimit.Limit
@@ -110,6 +113,7 @@ func NewConfigReplicator(opts ReplicatorOptions) (*ConfigReplicator, error) {
 	}
 	return &ConfigReplicator{cfg: opts, log: log, objects: map[record.ConfigObject]record.Config{},
 		withdrawn: map[record.ConfigObject]record.Config{}, deferred: map[record.ConfigObject]deferredVersion{},
+		peers:      map[inof.RouterID]*peerCopies{},
 		refuseLog:  ratelimit.Limit{Every: time.Second},
 		notPeerLog: ratelimit.Limit{Every: time.Second}}, nil
 }
@@ -202,14 +206,21 @@ func (r *ConfigReplicator) Run(ctx context.Context) error {
 	peers := peerSet{speaker: r.cfg.Speaker}
 	go r.retryDeferred(ctx)
 	return r.cfg.Speaker.WatchReceived(ctx, func(ev bgp.RecordEvent) {
-		c, ok := ev.Record.(*record.Config)
-		if !ok || ev.Withdrawn || c.Reflector == r.cfg.RouterID {
+		if ev.Withdrawn {
+			if c, err := record.ParseConfigKey(ev.Key); err == nil && c.Reflector != r.cfg.RouterID && peers.has(ctx, ev.Source) {
+				r.notePeer(c, ev.Source, true)
+			}
 			return // a withdrawn peer copy means the peer went away or pruned: ours stays
+		}
+		c, ok := ev.Record.(*record.Config)
+		if !ok || c.Reflector == r.cfg.RouterID {
+			return
 		}
 		if !peers.has(ctx, ev.Source) {
 			r.refuseNotPeer(*c, ev.Source)
 			return
 		}
+		r.notePeer(*c, ev.Source, false)
 		r.offer(ctx, *c, ev.Source)
 	}, record.TypeConfig) // a reflector receives every client's device records too: skip them
 }
@@ -306,6 +317,9 @@ func (r *ConfigReplicator) adopt(ctx context.Context, c record.Config, from neti
 	var why string
 	if err := inof.CheckGeneration(c.Gen, now); err != nil {
 		r.stats.Future++
+		if p := r.peers[c.Reflector]; p != nil {
+			p.future++
+		}
 		why = err.Error()
 		if d, ok := r.deferred[c.Object()]; !ok || c.Newer(&d.rec) {
 			r.deferred[c.Object()] = deferredVersion{rec: c, from: from}
@@ -326,6 +340,114 @@ func (r *ConfigReplicator) adopt(ctx context.Context, c record.Config, from neti
 		r.stats.Adopted++
 	}
 	return took, err
+}
+
+// peerCopies is what a replicator holds of one peer reflector's copies.
+type peerCopies struct {
+	from     netip.Addr
+	versions map[record.ConfigObject]record.Config // without payloads
+	future   uint64
+}
+
+// notePeer records a copy a peer reflector originates (or withdrew).
+func (r *ConfigReplicator) notePeer(c record.Config, from netip.Addr, withdrawn bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	p := r.peers[c.Reflector]
+	if p == nil {
+		p = &peerCopies{versions: map[record.ConfigObject]record.Config{}}
+		r.peers[c.Reflector] = p
+	}
+	p.from = from
+	if withdrawn {
+		delete(p.versions, c.Object())
+		return
+	}
+	c.Payload = nil
+	p.versions[c.Object()] = c
+}
+
+// PeerCopies is what a replicator hears of one peer reflector (RouterID
+// is 0 for a configured one not heard from yet): how many
+// configuration parts it originates, the newest version among them (its
+// generation clock is at least there), how many of this reflector's parts
+// it does not carry at this reflector's version (it has not taken them:
+// it refuses them, or they are on their way), and how many of its
+// versions this reflector refused as too far in the future.
+type PeerCopies struct {
+	RouterID inof.RouterID
+	Address  netip.Addr // the neighbor its copies came from last
+	Parts    int        // the parts it originates now
+	// Newest is the highest generation among them (0 when it originates
+	// none), written by NewestWriter.
+	Newest       uint64
+	NewestWriter inof.RouterID
+	// Behind counts the parts this reflector originates that the peer
+	// lacks or carries at an older version.
+	Behind int
+	// Future counts its versions refused as more than
+	// inof.MaxGenerationSkew ahead of this reflector's clock; Deferred
+	// those still held back (adopted once this clock is within the skew).
+	Future   uint64
+	Deferred int
+	// Session is the state of the BGP session with it ("" when it is no
+	// longer a configured neighbor).
+	Session string
+}
+
+// Peers returns what the replicator hears of each peer reflector: those
+// that sent it a configuration part and those configured (the speaker's
+// neighbors marked PeerReflector) that have not, sorted by router-id. A
+// configured peer's session state is in Session.
+func (r *ConfigReplicator) Peers(ctx context.Context) ([]PeerCopies, error) {
+	ns, err := r.cfg.Speaker.Neighbors(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("bgp: neighbors: %w", err)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make([]PeerCopies, 0, len(r.peers))
+	for rid, p := range r.peers {
+		pc := PeerCopies{RouterID: rid, Address: p.from, Parts: len(p.versions), Future: p.future}
+		for _, c := range p.versions {
+			if c.Gen > pc.Newest {
+				pc.Newest, pc.NewestWriter = c.Gen, c.Writer
+			}
+		}
+		for obj, ours := range r.objects {
+			if theirs, ok := p.versions[obj]; !ok || ours.Newer(&theirs) {
+				pc.Behind++
+			}
+		}
+		for _, d := range r.deferred {
+			if d.rec.Reflector == rid {
+				pc.Deferred++
+			}
+		}
+		out = append(out, pc)
+	}
+	for _, n := range ns {
+		if !n.PeerReflector {
+			continue
+		}
+		var rid inof.RouterID
+		if n.RouterID.IsValid() {
+			rid, _ = inof.ParseRouterID(n.RouterID.String())
+		}
+		i := slices.IndexFunc(out, func(pc PeerCopies) bool { return pc.Address == n.Address || (rid != 0 && pc.RouterID == rid) })
+		if i < 0 {
+			out = append(out, PeerCopies{RouterID: rid, Address: n.Address, Behind: len(r.objects)})
+			i = len(out) - 1
+		}
+		out[i].Session = n.State.String()
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].RouterID != out[j].RouterID {
+			return out[i].RouterID < out[j].RouterID
+		}
+		return out[i].Address.Less(out[j].Address)
+	})
+	return out, nil
 }
 
 // Stats returns the replicator's counters.

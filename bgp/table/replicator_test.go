@@ -150,12 +150,35 @@ func TestReplicatorRefusesFutureGenerations(t *testing.T) {
 	if st := x.rep1.Stats(); st.Adopted != 1 {
 		t.Fatalf("stats %+v", st)
 	}
+	// Each side's view of the other: r1 hears r2 originate both parts,
+	// the newest from the future, refused and held back; r2 hears r1
+	// carry only near, so r1 lacks one of r2's parts.
+	r1, r2 := ridOf(x.r1.addr), ridOf(x.r2.addr)
+	waitStats(t, "r1 carrying near at r2", func() bool {
+		ps := mustPeers(t, x.rep2)
+		return len(ps) == 1 && ps[0].Parts == 1
+	})
+	p1, p2 := mustPeers(t, x.rep1), mustPeers(t, x.rep2)
+	if len(p1) != 1 || p1[0].Session != "established" || p1[0].RouterID != r2 || p1[0].Address != x.r2.addr || p1[0].Parts != 2 || p1[0].Newest != far.Gen ||
+		p1[0].NewestWriter != r2 || p1[0].Future < 1 || p1[0].Deferred != 1 || p1[0].Behind != 0 {
+		t.Fatalf("r1's view of r2: %+v", p1)
+	}
+	if len(p2) != 1 || p2[0].RouterID != r1 || p2[0].Newest != near.Gen || p2[0].Behind != 1 || p2[0].Future != 0 || p2[0].Deferred != 0 {
+		t.Fatalf("r2's view of r1: %+v", p2)
+	}
 	// Our clock catches up (the peer's had been stepped ahead): the far
 	// version is adopted without being offered again (found by the soak:
 	// an edit made under a clock stepped 10 minutes ahead was never
 	// adopted, and the reflectors disagreed until the object changed).
 	x.clk1.Set(t0.Add(2 * time.Minute))
 	waitObject(t, x.rep1, far.Object(), far.Gen)
+	waitStats(t, "r1 carrying both parts at r2", func() bool {
+		ps := mustPeers(t, x.rep2)
+		return len(ps) == 1 && ps[0].Parts == 2 && ps[0].Behind == 0
+	})
+	if ps := mustPeers(t, x.rep1); ps[0].Deferred != 0 {
+		t.Fatalf("r1 still defers after adopting: %+v", ps)
+	}
 }
 
 // TestReplicatorAdoptsOnlyFromPeerReflectors: a switch (a route-reflector
@@ -239,4 +262,13 @@ func TestReplicatorWithdrawRemembersVersion(t *testing.T) {
 	if st := x.rep2.Stats(); st.Withdrawn != 1 || st.Adopted != 3 {
 		t.Fatalf("r2 stats %+v", st)
 	}
+}
+
+func mustPeers(t *testing.T, r *ConfigReplicator) []PeerCopies {
+	t.Helper()
+	ps, err := r.Peers(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ps
 }

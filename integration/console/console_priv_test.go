@@ -6,6 +6,7 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -94,6 +95,17 @@ func TestPrivConsoleInChromium(t *testing.T) {
 	}); err != nil {
 		t.Fatalf("devices never all registered: %v", err)
 	}
+	// The reflector's own row, side by side with its peers (none here),
+	// shows the zoning revision inofctl reports.
+	var refls struct {
+		Reflectors []struct {
+			Revision string `json:"revision"`
+		} `json:"reflectors"`
+	}
+	if out, err := rr.Inofctl("reflector", "list", "-o", "json"); err != nil || json.Unmarshal([]byte(out), &refls) != nil ||
+		len(refls.Reflectors) != 1 || refls.Reflectors[0].Revision == "" {
+		t.Fatalf("inofctl reflector list: %v\n%s", err, out)
+	}
 	base := "https://" + forward(t, rr.NS, consoleAddr)
 	fabricUp := time.Now()
 
@@ -110,7 +122,8 @@ func TestPrivConsoleInChromium(t *testing.T) {
 		path string
 		want []string
 	}{
-		{"/ui/fabric", []string{"leaf " + f.Node("leaf1").Addr.String(), f.Node("leaf2").Addr.String(), "established", "up"}},
+		{"/ui/fabric", []string{"leaf " + f.Node("leaf1").Addr.String(), f.Node("leaf2").Addr.String(), "established", "up",
+			"generation clock", refls.Reflectors[0].Revision}},
 		{"/ui/zones", []string{"red", h1, tgt, "same zone red"}},
 		{"/ui/devices", []string{h1, h2, tgt, "nqn.2014-08.org.example:console-tgt", "3 of 3 devices"}},
 		{"/ui/devices/" + tgt, []string{"Hosts that see it", h1, "same zone red"}},

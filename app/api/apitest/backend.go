@@ -22,6 +22,7 @@ import (
 // the profile are whatever the test sets.
 type Backend struct {
 	Store *zones.Store
+	now   func() time.Time
 
 	mu       sync.Mutex
 	devices  []api.Device
@@ -29,6 +30,7 @@ type Backend struct {
 	bfd      []api.BFDSession
 	profile  lossless.Profile
 	held     map[inof.RouterID]time.Time
+	refls    *api.ReflectorsStatus
 	// beforeCommit, when set, runs after the edits and before the commit.
 	beforeCommit func()
 }
@@ -45,7 +47,10 @@ func NewBackendAt(t testing.TB, now func() time.Time) *Backend {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	return &Backend{Store: st, profile: lossless.Default()}
+	if now == nil {
+		now = time.Now
+	}
+	return &Backend{Store: st, now: now, profile: lossless.Default()}
 }
 
 // SetDevices replaces the device table.
@@ -68,6 +73,25 @@ func (b *Backend) SetHeld(h map[inof.RouterID]time.Time) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.held = h
+}
+
+// SetReflectors sets what Reflectors returns (api.ReflectorsBackend);
+// before, it returns only this reflector, at the store's clock.
+func (b *Backend) SetReflectors(st api.ReflectorsStatus) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.refls = &st
+}
+
+// Reflectors implements api.ReflectorsBackend.
+func (b *Backend) Reflectors(context.Context) (api.ReflectorsStatus, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.refls != nil {
+		return *b.refls, nil
+	}
+	return api.ReflectorsStatus{Now: b.now(), Reflectors: []api.ReflectorStatus{{RouterID: 0x0a000001, Self: true,
+		Revision: api.Revision(b.Store.Config()), Generation: b.Store.Generation()}}}, nil
 }
 
 // Held implements api.HoldBackend.

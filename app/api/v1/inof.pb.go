@@ -3569,6 +3569,267 @@ func (x *SwitchReads) GetReadsSets() bool {
 	return false
 }
 
+type ListReflectorsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListReflectorsRequest) Reset() {
+	*x = ListReflectorsRequest{}
+	mi := &file_inof_v1_inof_proto_msgTypes[57]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListReflectorsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListReflectorsRequest) ProtoMessage() {}
+
+func (x *ListReflectorsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_inof_v1_inof_proto_msgTypes[57]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListReflectorsRequest.ProtoReflect.Descriptor instead.
+func (*ListReflectorsRequest) Descriptor() ([]byte, []int) {
+	return file_inof_v1_inof_proto_rawDescGZIP(), []int{57}
+}
+
+type ListReflectorsResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// now is the serving reflector's wall clock, which ahead_ms compare to.
+	Now *timestamppb.Timestamp `protobuf:"bytes,1,opt,name=now,proto3" json:"now,omitempty"`
+	// max_skew_ms: a reflector refuses a change dated further than this
+	// ahead of its wall clock.
+	MaxSkewMs     int64        `protobuf:"varint,2,opt,name=max_skew_ms,json=maxSkewMs,proto3" json:"max_skew_ms,omitempty"`
+	Reflectors    []*Reflector `protobuf:"bytes,3,rep,name=reflectors,proto3" json:"reflectors,omitempty"` // this reflector first, then by router-id
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListReflectorsResponse) Reset() {
+	*x = ListReflectorsResponse{}
+	mi := &file_inof_v1_inof_proto_msgTypes[58]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListReflectorsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListReflectorsResponse) ProtoMessage() {}
+
+func (x *ListReflectorsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_inof_v1_inof_proto_msgTypes[58]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListReflectorsResponse.ProtoReflect.Descriptor instead.
+func (*ListReflectorsResponse) Descriptor() ([]byte, []int) {
+	return file_inof_v1_inof_proto_rawDescGZIP(), []int{58}
+}
+
+func (x *ListReflectorsResponse) GetNow() *timestamppb.Timestamp {
+	if x != nil {
+		return x.Now
+	}
+	return nil
+}
+
+func (x *ListReflectorsResponse) GetMaxSkewMs() int64 {
+	if x != nil {
+		return x.MaxSkewMs
+	}
+	return 0
+}
+
+func (x *ListReflectorsResponse) GetReflectors() []*Reflector {
+	if x != nil {
+		return x.Reflectors
+	}
+	return nil
+}
+
+// Reflector is one reflector of the fabric as the serving reflector sees
+// it.
+type Reflector struct {
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	RouterId string                 `protobuf:"bytes,1,opt,name=router_id,json=routerId,proto3" json:"router_id,omitempty"`
+	Self     bool                   `protobuf:"varint,2,opt,name=self,proto3" json:"self,omitempty"`        // the serving reflector
+	Address  string                 `protobuf:"bytes,3,opt,name=address,proto3" json:"address,omitempty"`   // a peer: the neighbor its copies came from
+	Revision string                 `protobuf:"bytes,4,opt,name=revision,proto3" json:"revision,omitempty"` // self: the zoning revision in force
+	// generation: self, its store's generation clock (its newest write or
+	// generation seen); a peer, the newest generation among the
+	// configuration parts it originates (0: none). clock is its wall-clock
+	// part, ahead_ms how far that is ahead of now (0 if not).
+	Generation uint64                 `protobuf:"varint,5,opt,name=generation,proto3" json:"generation,omitempty"`
+	Clock      *timestamppb.Timestamp `protobuf:"bytes,6,opt,name=clock,proto3" json:"clock,omitempty"`
+	AheadMs    int64                  `protobuf:"varint,7,opt,name=ahead_ms,json=aheadMs,proto3" json:"ahead_ms,omitempty"`
+	Writer     string                 `protobuf:"bytes,8,opt,name=writer,proto3" json:"writer,omitempty"` // a peer: the reflector that wrote that version
+	Parts      uint32                 `protobuf:"varint,9,opt,name=parts,proto3" json:"parts,omitempty"`  // configuration parts it originates
+	// a peer: this reflector's parts it lacks or carries at an older
+	// version (it has not taken them: refused, or on their way).
+	BehindParts uint32 `protobuf:"varint,10,opt,name=behind_parts,json=behindParts,proto3" json:"behind_parts,omitempty"`
+	// a peer: its versions this reflector refused as too far in the future,
+	// and those still held back (taken once this clock catches up).
+	RefusedFuture uint64 `protobuf:"varint,11,opt,name=refused_future,json=refusedFuture,proto3" json:"refused_future,omitempty"`
+	DeferredParts uint32 `protobuf:"varint,12,opt,name=deferred_parts,json=deferredParts,proto3" json:"deferred_parts,omitempty"`
+	// self: its changes are dated beyond max_skew_ms ahead of its wall
+	// clock, so peer reflectors with a right clock refuse them.
+	RefusedByPeers bool `protobuf:"varint,13,opt,name=refused_by_peers,json=refusedByPeers,proto3" json:"refused_by_peers,omitempty"`
+	// a peer: the state of the BGP session with it ("established", …);
+	// router_id is empty for a configured peer not heard from yet.
+	Session       string `protobuf:"bytes,14,opt,name=session,proto3" json:"session,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Reflector) Reset() {
+	*x = Reflector{}
+	mi := &file_inof_v1_inof_proto_msgTypes[59]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Reflector) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Reflector) ProtoMessage() {}
+
+func (x *Reflector) ProtoReflect() protoreflect.Message {
+	mi := &file_inof_v1_inof_proto_msgTypes[59]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Reflector.ProtoReflect.Descriptor instead.
+func (*Reflector) Descriptor() ([]byte, []int) {
+	return file_inof_v1_inof_proto_rawDescGZIP(), []int{59}
+}
+
+func (x *Reflector) GetRouterId() string {
+	if x != nil {
+		return x.RouterId
+	}
+	return ""
+}
+
+func (x *Reflector) GetSelf() bool {
+	if x != nil {
+		return x.Self
+	}
+	return false
+}
+
+func (x *Reflector) GetAddress() string {
+	if x != nil {
+		return x.Address
+	}
+	return ""
+}
+
+func (x *Reflector) GetRevision() string {
+	if x != nil {
+		return x.Revision
+	}
+	return ""
+}
+
+func (x *Reflector) GetGeneration() uint64 {
+	if x != nil {
+		return x.Generation
+	}
+	return 0
+}
+
+func (x *Reflector) GetClock() *timestamppb.Timestamp {
+	if x != nil {
+		return x.Clock
+	}
+	return nil
+}
+
+func (x *Reflector) GetAheadMs() int64 {
+	if x != nil {
+		return x.AheadMs
+	}
+	return 0
+}
+
+func (x *Reflector) GetWriter() string {
+	if x != nil {
+		return x.Writer
+	}
+	return ""
+}
+
+func (x *Reflector) GetParts() uint32 {
+	if x != nil {
+		return x.Parts
+	}
+	return 0
+}
+
+func (x *Reflector) GetBehindParts() uint32 {
+	if x != nil {
+		return x.BehindParts
+	}
+	return 0
+}
+
+func (x *Reflector) GetRefusedFuture() uint64 {
+	if x != nil {
+		return x.RefusedFuture
+	}
+	return 0
+}
+
+func (x *Reflector) GetDeferredParts() uint32 {
+	if x != nil {
+		return x.DeferredParts
+	}
+	return 0
+}
+
+func (x *Reflector) GetRefusedByPeers() bool {
+	if x != nil {
+		return x.RefusedByPeers
+	}
+	return false
+}
+
+func (x *Reflector) GetSession() string {
+	if x != nil {
+		return x.Session
+	}
+	return ""
+}
+
 var File_inof_v1_inof_proto protoreflect.FileDescriptor
 
 const file_inof_v1_inof_proto_rawDesc = "" +
@@ -3822,12 +4083,37 @@ const file_inof_v1_inof_proto_rawDesc = "" +
 	"\x06switch\x18\x01 \x01(\tR\x06switch\x12\x1c\n" +
 	"\tannounced\x18\x02 \x01(\bR\tannounced\x12\x1d\n" +
 	"\n" +
-	"reads_sets\x18\x03 \x01(\bR\treadsSets*K\n" +
+	"reads_sets\x18\x03 \x01(\bR\treadsSets\"\x17\n" +
+	"\x15ListReflectorsRequest\"\x9a\x01\n" +
+	"\x16ListReflectorsResponse\x12,\n" +
+	"\x03now\x18\x01 \x01(\v2\x1a.google.protobuf.TimestampR\x03now\x12\x1e\n" +
+	"\vmax_skew_ms\x18\x02 \x01(\x03R\tmaxSkewMs\x122\n" +
+	"\n" +
+	"reflectors\x18\x03 \x03(\v2\x12.inof.v1.ReflectorR\n" +
+	"reflectors\"\xc2\x03\n" +
+	"\tReflector\x12\x1b\n" +
+	"\trouter_id\x18\x01 \x01(\tR\brouterId\x12\x12\n" +
+	"\x04self\x18\x02 \x01(\bR\x04self\x12\x18\n" +
+	"\aaddress\x18\x03 \x01(\tR\aaddress\x12\x1a\n" +
+	"\brevision\x18\x04 \x01(\tR\brevision\x12\x1e\n" +
+	"\n" +
+	"generation\x18\x05 \x01(\x04R\n" +
+	"generation\x120\n" +
+	"\x05clock\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\x05clock\x12\x19\n" +
+	"\bahead_ms\x18\a \x01(\x03R\aaheadMs\x12\x16\n" +
+	"\x06writer\x18\b \x01(\tR\x06writer\x12\x14\n" +
+	"\x05parts\x18\t \x01(\rR\x05parts\x12!\n" +
+	"\fbehind_parts\x18\n" +
+	" \x01(\rR\vbehindParts\x12%\n" +
+	"\x0erefused_future\x18\v \x01(\x04R\rrefusedFuture\x12%\n" +
+	"\x0edeferred_parts\x18\f \x01(\rR\rdeferredParts\x12(\n" +
+	"\x10refused_by_peers\x18\r \x01(\bR\x0erefusedByPeers\x12\x18\n" +
+	"\asession\x18\x0e \x01(\tR\asession*K\n" +
 	"\x04Role\x12\x14\n" +
 	"\x10ROLE_UNSPECIFIED\x10\x00\x12\x0f\n" +
 	"\vROLE_TARGET\x10\x01\x12\r\n" +
 	"\tROLE_HOST\x10\x02\x12\r\n" +
-	"\tROLE_BOTH\x10\x032\xca\v\n" +
+	"\tROLE_BOTH\x10\x032\x9d\f\n" +
 	"\x06Fabric\x127\n" +
 	"\tGetZoning\x12\x19.inof.v1.GetZoningRequest\x1a\x0f.inof.v1.Zoning\x12H\n" +
 	"\vApplyZoning\x12\x1b.inof.v1.ApplyZoningRequest\x1a\x1c.inof.v1.ApplyZoningResponse\x12H\n" +
@@ -3850,7 +4136,8 @@ const file_inof_v1_inof_proto_rawDesc = "" +
 	"FindMember\x12\x1a.inof.v1.FindMemberRequest\x1a\x1b.inof.v1.FindMemberResponse\x12?\n" +
 	"\aWhoSees\x12\x17.inof.v1.WhoSeesRequest\x1a\x1b.inof.v1.VisibilityResponse\x12I\n" +
 	"\x0fGetRecordFormat\x12\x1f.inof.v1.GetRecordFormatRequest\x1a\x15.inof.v1.RecordFormat\x12I\n" +
-	"\x0fSetRecordFormat\x12\x1f.inof.v1.SetRecordFormatRequest\x1a\x15.inof.v1.RecordFormatB,Z*github.com/openinof/inof/app/api/v1;inofv1b\x06proto3"
+	"\x0fSetRecordFormat\x12\x1f.inof.v1.SetRecordFormatRequest\x1a\x15.inof.v1.RecordFormat\x12Q\n" +
+	"\x0eListReflectors\x12\x1e.inof.v1.ListReflectorsRequest\x1a\x1f.inof.v1.ListReflectorsResponseB,Z*github.com/openinof/inof/app/api/v1;inofv1b\x06proto3"
 
 var (
 	file_inof_v1_inof_proto_rawDescOnce sync.Once
@@ -3865,7 +4152,7 @@ func file_inof_v1_inof_proto_rawDescGZIP() []byte {
 }
 
 var file_inof_v1_inof_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_inof_v1_inof_proto_msgTypes = make([]protoimpl.MessageInfo, 58)
+var file_inof_v1_inof_proto_msgTypes = make([]protoimpl.MessageInfo, 61)
 var file_inof_v1_inof_proto_goTypes = []any{
 	(Role)(0),                               // 0: inof.v1.Role
 	(*GetZoningRequest)(nil),                // 1: inof.v1.GetZoningRequest
@@ -3925,8 +4212,11 @@ var file_inof_v1_inof_proto_goTypes = []any{
 	(*SetRecordFormatRequest)(nil),          // 55: inof.v1.SetRecordFormatRequest
 	(*RecordFormat)(nil),                    // 56: inof.v1.RecordFormat
 	(*SwitchReads)(nil),                     // 57: inof.v1.SwitchReads
-	nil,                                     // 58: inof.v1.Event.AttributesEntry
-	(*timestamppb.Timestamp)(nil),           // 59: google.protobuf.Timestamp
+	(*ListReflectorsRequest)(nil),           // 58: inof.v1.ListReflectorsRequest
+	(*ListReflectorsResponse)(nil),          // 59: inof.v1.ListReflectorsResponse
+	(*Reflector)(nil),                       // 60: inof.v1.Reflector
+	nil,                                     // 61: inof.v1.Event.AttributesEntry
+	(*timestamppb.Timestamp)(nil),           // 62: google.protobuf.Timestamp
 }
 var file_inof_v1_inof_proto_depIdxs = []int32{
 	3,  // 0: inof.v1.Zoning.settings:type_name -> inof.v1.Settings
@@ -3945,71 +4235,76 @@ var file_inof_v1_inof_proto_depIdxs = []int32{
 	6,  // 13: inof.v1.ApplyZoningRequest.edits:type_name -> inof.v1.Edit
 	17, // 14: inof.v1.ApplyZoningResponse.changes:type_name -> inof.v1.VisibilityChange
 	0,  // 15: inof.v1.Device.role:type_name -> inof.v1.Role
-	59, // 16: inof.v1.Device.since:type_name -> google.protobuf.Timestamp
-	59, // 17: inof.v1.Device.held_until:type_name -> google.protobuf.Timestamp
+	62, // 16: inof.v1.Device.since:type_name -> google.protobuf.Timestamp
+	62, // 17: inof.v1.Device.held_until:type_name -> google.protobuf.Timestamp
 	0,  // 18: inof.v1.ListDevicesRequest.role:type_name -> inof.v1.Role
 	18, // 19: inof.v1.ListDevicesResponse.devices:type_name -> inof.v1.Device
 	22, // 20: inof.v1.VisibilityResponse.targets:type_name -> inof.v1.WhyResponse
-	59, // 21: inof.v1.Session.since:type_name -> google.protobuf.Timestamp
+	62, // 21: inof.v1.Session.since:type_name -> google.protobuf.Timestamp
 	26, // 22: inof.v1.ListSessionsResponse.sessions:type_name -> inof.v1.Session
-	59, // 23: inof.v1.BFDSession.since:type_name -> google.protobuf.Timestamp
+	62, // 23: inof.v1.BFDSession.since:type_name -> google.protobuf.Timestamp
 	29, // 24: inof.v1.ListBFDSessionsResponse.sessions:type_name -> inof.v1.BFDSession
-	59, // 25: inof.v1.Event.time:type_name -> google.protobuf.Timestamp
-	58, // 26: inof.v1.Event.attributes:type_name -> inof.v1.Event.AttributesEntry
+	62, // 25: inof.v1.Event.time:type_name -> google.protobuf.Timestamp
+	61, // 26: inof.v1.Event.attributes:type_name -> inof.v1.Event.AttributesEntry
 	37, // 27: inof.v1.ValidateLosslessProfileResponse.problems:type_name -> inof.v1.Problem
-	59, // 28: inof.v1.VersionResponse.started:type_name -> google.protobuf.Timestamp
-	59, // 29: inof.v1.ListJournalRequest.since:type_name -> google.protobuf.Timestamp
-	59, // 30: inof.v1.ListJournalRequest.until:type_name -> google.protobuf.Timestamp
-	59, // 31: inof.v1.JournalEntry.time:type_name -> google.protobuf.Timestamp
+	62, // 28: inof.v1.VersionResponse.started:type_name -> google.protobuf.Timestamp
+	62, // 29: inof.v1.ListJournalRequest.since:type_name -> google.protobuf.Timestamp
+	62, // 30: inof.v1.ListJournalRequest.until:type_name -> google.protobuf.Timestamp
+	62, // 31: inof.v1.JournalEntry.time:type_name -> google.protobuf.Timestamp
 	44, // 32: inof.v1.ListJournalResponse.entries:type_name -> inof.v1.JournalEntry
 	45, // 33: inof.v1.ListJournalResponse.conflicts:type_name -> inof.v1.Conflict
 	51, // 34: inof.v1.FindMemberResponse.uses:type_name -> inof.v1.MemberUse
 	57, // 35: inof.v1.RecordFormat.switches:type_name -> inof.v1.SwitchReads
-	1,  // 36: inof.v1.Fabric.GetZoning:input_type -> inof.v1.GetZoningRequest
-	15, // 37: inof.v1.Fabric.ApplyZoning:input_type -> inof.v1.ApplyZoningRequest
-	19, // 38: inof.v1.Fabric.ListDevices:input_type -> inof.v1.ListDevicesRequest
-	21, // 39: inof.v1.Fabric.Why:input_type -> inof.v1.WhyRequest
-	23, // 40: inof.v1.Fabric.Visibility:input_type -> inof.v1.VisibilityRequest
-	25, // 41: inof.v1.Fabric.ListSessions:input_type -> inof.v1.ListSessionsRequest
-	28, // 42: inof.v1.Fabric.ListBFDSessions:input_type -> inof.v1.ListBFDSessionsRequest
-	31, // 43: inof.v1.Fabric.WatchEvents:input_type -> inof.v1.WatchEventsRequest
-	33, // 44: inof.v1.Fabric.GetLosslessProfile:input_type -> inof.v1.GetLosslessProfileRequest
-	35, // 45: inof.v1.Fabric.SetLosslessProfile:input_type -> inof.v1.SetLosslessProfileRequest
-	36, // 46: inof.v1.Fabric.ValidateLosslessProfile:input_type -> inof.v1.ValidateLosslessProfileRequest
-	39, // 47: inof.v1.Fabric.RenderLosslessProfile:input_type -> inof.v1.RenderLosslessProfileRequest
-	41, // 48: inof.v1.Fabric.Version:input_type -> inof.v1.VersionRequest
-	43, // 49: inof.v1.Fabric.ListJournal:input_type -> inof.v1.ListJournalRequest
-	47, // 50: inof.v1.Fabric.GetRevision:input_type -> inof.v1.GetRevisionRequest
-	48, // 51: inof.v1.Fabric.Backup:input_type -> inof.v1.BackupRequest
-	50, // 52: inof.v1.Fabric.FindMember:input_type -> inof.v1.FindMemberRequest
-	53, // 53: inof.v1.Fabric.WhoSees:input_type -> inof.v1.WhoSeesRequest
-	54, // 54: inof.v1.Fabric.GetRecordFormat:input_type -> inof.v1.GetRecordFormatRequest
-	55, // 55: inof.v1.Fabric.SetRecordFormat:input_type -> inof.v1.SetRecordFormatRequest
-	2,  // 56: inof.v1.Fabric.GetZoning:output_type -> inof.v1.Zoning
-	16, // 57: inof.v1.Fabric.ApplyZoning:output_type -> inof.v1.ApplyZoningResponse
-	20, // 58: inof.v1.Fabric.ListDevices:output_type -> inof.v1.ListDevicesResponse
-	22, // 59: inof.v1.Fabric.Why:output_type -> inof.v1.WhyResponse
-	24, // 60: inof.v1.Fabric.Visibility:output_type -> inof.v1.VisibilityResponse
-	27, // 61: inof.v1.Fabric.ListSessions:output_type -> inof.v1.ListSessionsResponse
-	30, // 62: inof.v1.Fabric.ListBFDSessions:output_type -> inof.v1.ListBFDSessionsResponse
-	32, // 63: inof.v1.Fabric.WatchEvents:output_type -> inof.v1.Event
-	34, // 64: inof.v1.Fabric.GetLosslessProfile:output_type -> inof.v1.LosslessProfile
-	34, // 65: inof.v1.Fabric.SetLosslessProfile:output_type -> inof.v1.LosslessProfile
-	38, // 66: inof.v1.Fabric.ValidateLosslessProfile:output_type -> inof.v1.ValidateLosslessProfileResponse
-	40, // 67: inof.v1.Fabric.RenderLosslessProfile:output_type -> inof.v1.RenderLosslessProfileResponse
-	42, // 68: inof.v1.Fabric.Version:output_type -> inof.v1.VersionResponse
-	46, // 69: inof.v1.Fabric.ListJournal:output_type -> inof.v1.ListJournalResponse
-	2,  // 70: inof.v1.Fabric.GetRevision:output_type -> inof.v1.Zoning
-	49, // 71: inof.v1.Fabric.Backup:output_type -> inof.v1.BackupChunk
-	52, // 72: inof.v1.Fabric.FindMember:output_type -> inof.v1.FindMemberResponse
-	24, // 73: inof.v1.Fabric.WhoSees:output_type -> inof.v1.VisibilityResponse
-	56, // 74: inof.v1.Fabric.GetRecordFormat:output_type -> inof.v1.RecordFormat
-	56, // 75: inof.v1.Fabric.SetRecordFormat:output_type -> inof.v1.RecordFormat
-	56, // [56:76] is the sub-list for method output_type
-	36, // [36:56] is the sub-list for method input_type
-	36, // [36:36] is the sub-list for extension type_name
-	36, // [36:36] is the sub-list for extension extendee
-	0,  // [0:36] is the sub-list for field type_name
+	62, // 36: inof.v1.ListReflectorsResponse.now:type_name -> google.protobuf.Timestamp
+	60, // 37: inof.v1.ListReflectorsResponse.reflectors:type_name -> inof.v1.Reflector
+	62, // 38: inof.v1.Reflector.clock:type_name -> google.protobuf.Timestamp
+	1,  // 39: inof.v1.Fabric.GetZoning:input_type -> inof.v1.GetZoningRequest
+	15, // 40: inof.v1.Fabric.ApplyZoning:input_type -> inof.v1.ApplyZoningRequest
+	19, // 41: inof.v1.Fabric.ListDevices:input_type -> inof.v1.ListDevicesRequest
+	21, // 42: inof.v1.Fabric.Why:input_type -> inof.v1.WhyRequest
+	23, // 43: inof.v1.Fabric.Visibility:input_type -> inof.v1.VisibilityRequest
+	25, // 44: inof.v1.Fabric.ListSessions:input_type -> inof.v1.ListSessionsRequest
+	28, // 45: inof.v1.Fabric.ListBFDSessions:input_type -> inof.v1.ListBFDSessionsRequest
+	31, // 46: inof.v1.Fabric.WatchEvents:input_type -> inof.v1.WatchEventsRequest
+	33, // 47: inof.v1.Fabric.GetLosslessProfile:input_type -> inof.v1.GetLosslessProfileRequest
+	35, // 48: inof.v1.Fabric.SetLosslessProfile:input_type -> inof.v1.SetLosslessProfileRequest
+	36, // 49: inof.v1.Fabric.ValidateLosslessProfile:input_type -> inof.v1.ValidateLosslessProfileRequest
+	39, // 50: inof.v1.Fabric.RenderLosslessProfile:input_type -> inof.v1.RenderLosslessProfileRequest
+	41, // 51: inof.v1.Fabric.Version:input_type -> inof.v1.VersionRequest
+	43, // 52: inof.v1.Fabric.ListJournal:input_type -> inof.v1.ListJournalRequest
+	47, // 53: inof.v1.Fabric.GetRevision:input_type -> inof.v1.GetRevisionRequest
+	48, // 54: inof.v1.Fabric.Backup:input_type -> inof.v1.BackupRequest
+	50, // 55: inof.v1.Fabric.FindMember:input_type -> inof.v1.FindMemberRequest
+	53, // 56: inof.v1.Fabric.WhoSees:input_type -> inof.v1.WhoSeesRequest
+	54, // 57: inof.v1.Fabric.GetRecordFormat:input_type -> inof.v1.GetRecordFormatRequest
+	55, // 58: inof.v1.Fabric.SetRecordFormat:input_type -> inof.v1.SetRecordFormatRequest
+	58, // 59: inof.v1.Fabric.ListReflectors:input_type -> inof.v1.ListReflectorsRequest
+	2,  // 60: inof.v1.Fabric.GetZoning:output_type -> inof.v1.Zoning
+	16, // 61: inof.v1.Fabric.ApplyZoning:output_type -> inof.v1.ApplyZoningResponse
+	20, // 62: inof.v1.Fabric.ListDevices:output_type -> inof.v1.ListDevicesResponse
+	22, // 63: inof.v1.Fabric.Why:output_type -> inof.v1.WhyResponse
+	24, // 64: inof.v1.Fabric.Visibility:output_type -> inof.v1.VisibilityResponse
+	27, // 65: inof.v1.Fabric.ListSessions:output_type -> inof.v1.ListSessionsResponse
+	30, // 66: inof.v1.Fabric.ListBFDSessions:output_type -> inof.v1.ListBFDSessionsResponse
+	32, // 67: inof.v1.Fabric.WatchEvents:output_type -> inof.v1.Event
+	34, // 68: inof.v1.Fabric.GetLosslessProfile:output_type -> inof.v1.LosslessProfile
+	34, // 69: inof.v1.Fabric.SetLosslessProfile:output_type -> inof.v1.LosslessProfile
+	38, // 70: inof.v1.Fabric.ValidateLosslessProfile:output_type -> inof.v1.ValidateLosslessProfileResponse
+	40, // 71: inof.v1.Fabric.RenderLosslessProfile:output_type -> inof.v1.RenderLosslessProfileResponse
+	42, // 72: inof.v1.Fabric.Version:output_type -> inof.v1.VersionResponse
+	46, // 73: inof.v1.Fabric.ListJournal:output_type -> inof.v1.ListJournalResponse
+	2,  // 74: inof.v1.Fabric.GetRevision:output_type -> inof.v1.Zoning
+	49, // 75: inof.v1.Fabric.Backup:output_type -> inof.v1.BackupChunk
+	52, // 76: inof.v1.Fabric.FindMember:output_type -> inof.v1.FindMemberResponse
+	24, // 77: inof.v1.Fabric.WhoSees:output_type -> inof.v1.VisibilityResponse
+	56, // 78: inof.v1.Fabric.GetRecordFormat:output_type -> inof.v1.RecordFormat
+	56, // 79: inof.v1.Fabric.SetRecordFormat:output_type -> inof.v1.RecordFormat
+	59, // 80: inof.v1.Fabric.ListReflectors:output_type -> inof.v1.ListReflectorsResponse
+	60, // [60:81] is the sub-list for method output_type
+	39, // [39:60] is the sub-list for method input_type
+	39, // [39:39] is the sub-list for extension type_name
+	39, // [39:39] is the sub-list for extension extendee
+	0,  // [0:39] is the sub-list for field type_name
 }
 
 func init() { file_inof_v1_inof_proto_init() }
@@ -4036,7 +4331,7 @@ func file_inof_v1_inof_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_inof_v1_inof_proto_rawDesc), len(file_inof_v1_inof_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   58,
+			NumMessages:   61,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -43,6 +43,7 @@ const (
 	Fabric_WhoSees_FullMethodName                 = "/inof.v1.Fabric/WhoSees"
 	Fabric_GetRecordFormat_FullMethodName         = "/inof.v1.Fabric/GetRecordFormat"
 	Fabric_SetRecordFormat_FullMethodName         = "/inof.v1.Fabric/SetRecordFormat"
+	Fabric_ListReflectors_FullMethodName          = "/inof.v1.Fabric/ListReflectors"
 )
 
 // FabricClient is the client API for Fabric service.
@@ -101,6 +102,12 @@ type FabricClient interface {
 	// SetRecordFormat changes it; "sets" is refused (FAILED_PRECONDITION)
 	// while a switch has not announced that it reads device sets.
 	SetRecordFormat(ctx context.Context, in *SetRecordFormatRequest, opts ...grpc.CallOption) (*RecordFormat, error)
+	// ListReflectors shows the fabric's reflectors side by side as this
+	// reflector sees them (itself and each peer reflector it hears): their
+	// generation clocks against this reflector's wall clock, and whose
+	// changes are refused as too far in the future (docs/operations.md,
+	// "Recovery").
+	ListReflectors(ctx context.Context, in *ListReflectorsRequest, opts ...grpc.CallOption) (*ListReflectorsResponse, error)
 }
 
 type fabricClient struct {
@@ -329,6 +336,16 @@ func (c *fabricClient) SetRecordFormat(ctx context.Context, in *SetRecordFormatR
 	return out, nil
 }
 
+func (c *fabricClient) ListReflectors(ctx context.Context, in *ListReflectorsRequest, opts ...grpc.CallOption) (*ListReflectorsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListReflectorsResponse)
+	err := c.cc.Invoke(ctx, Fabric_ListReflectors_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // FabricServer is the server API for Fabric service.
 // All implementations must embed UnimplementedFabricServer
 // for forward compatibility.
@@ -385,6 +402,12 @@ type FabricServer interface {
 	// SetRecordFormat changes it; "sets" is refused (FAILED_PRECONDITION)
 	// while a switch has not announced that it reads device sets.
 	SetRecordFormat(context.Context, *SetRecordFormatRequest) (*RecordFormat, error)
+	// ListReflectors shows the fabric's reflectors side by side as this
+	// reflector sees them (itself and each peer reflector it hears): their
+	// generation clocks against this reflector's wall clock, and whose
+	// changes are refused as too far in the future (docs/operations.md,
+	// "Recovery").
+	ListReflectors(context.Context, *ListReflectorsRequest) (*ListReflectorsResponse, error)
 	mustEmbedUnimplementedFabricServer()
 }
 
@@ -454,6 +477,9 @@ func (UnimplementedFabricServer) GetRecordFormat(context.Context, *GetRecordForm
 }
 func (UnimplementedFabricServer) SetRecordFormat(context.Context, *SetRecordFormatRequest) (*RecordFormat, error) {
 	return nil, status.Error(codes.Unimplemented, "method SetRecordFormat not implemented")
+}
+func (UnimplementedFabricServer) ListReflectors(context.Context, *ListReflectorsRequest) (*ListReflectorsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListReflectors not implemented")
 }
 func (UnimplementedFabricServer) mustEmbedUnimplementedFabricServer() {}
 func (UnimplementedFabricServer) testEmbeddedByValue()                {}
@@ -822,6 +848,24 @@ func _Fabric_SetRecordFormat_Handler(srv interface{}, ctx context.Context, dec f
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Fabric_ListReflectors_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListReflectorsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(FabricServer).ListReflectors(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Fabric_ListReflectors_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(FabricServer).ListReflectors(ctx, req.(*ListReflectorsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Fabric_ServiceDesc is the grpc.ServiceDesc for Fabric service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -900,6 +944,10 @@ var Fabric_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "SetRecordFormat",
 			Handler:    _Fabric_SetRecordFormat_Handler,
+		},
+		{
+			MethodName: "ListReflectors",
+			Handler:    _Fabric_ListReflectors_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

@@ -335,3 +335,24 @@ func TestVersion(t *testing.T) {
 		t.Fatalf("--version: exit %d %q", code, out)
 	}
 }
+
+// TestReflectorList: inofctl reflector list in its three formats, for a
+// fabric of three reflectors seen from the first: a peer whose clock is in
+// 2100 (its changes held back) and a configured peer not heard from yet
+// (it lacks this reflector's parts); the warning names the one ahead.
+func TestReflectorList(t *testing.T) {
+	e := newEnv(t)
+	rid := inof.MustParseRouterID
+	e.b.SetReflectors(api.ReflectorsStatus{Now: testTime, Reflectors: []api.ReflectorStatus{
+		{RouterID: rid("10.0.0.1"), Self: true, Revision: "00c0ffee00c0ffee", Generation: inof.GenerationAt(testTime.Add(-time.Minute)), Parts: 4},
+		{RouterID: rid("10.0.0.2"), Address: "10.0.0.2", Session: "established", Generation: inof.GenerationAt(time.Date(2100, 1, 1, 0, 0, 0, 0, time.UTC)),
+			Writer: rid("10.0.0.2"), Parts: 5, RefusedFuture: 7, Deferred: 3},
+		{Address: "10.0.0.3", Session: "active", Behind: 4},
+	}})
+	for _, f := range []string{"table", "json", "yaml"} {
+		if code := e.run("", "reflector", "list", "-o", f); code != 0 {
+			t.Errorf("-o %s: exit %d", f, code)
+		}
+	}
+	e.golden("reflectors")
+}

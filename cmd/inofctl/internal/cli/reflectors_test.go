@@ -455,6 +455,77 @@ func TestTwoReflectorsFutureBackup(t *testing.T) {
 			t.Errorf("inofctl %s:\n%s", strings.Join(args, " "), out)
 		}
 	}
+
+	// inofctl reflector list shows both reflectors side by side on each
+	// side: r1's clock in 2100, its changes refused by r2 (held back
+	// there), and r2 lacking them.
+	minAhead := time.Until(future()) - 24*time.Hour
+	var on1, on2 []listedReflector
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		on1, on2 = listReflectors(t, r), listReflectors(t, r2)
+		if len(on1) == 2 && len(on2) == 2 && on2[1].DeferredParts > 0 && on1[1].BehindParts > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for r2 holding back r1's changes and r1 seeing r2 lack them: on r1 %+v, on r2 %+v", on1, on2)
+		}
+	}
+	if self, peer := on1[0], on1[1]; !self.Self || self.RouterID != a1 || !self.RefusedByPeers || time.Duration(self.AheadMs)*time.Millisecond < minAhead ||
+		!strings.HasPrefix(self.Clock, "2100-01-01") || self.Revision == "" || peer.RouterID != a2 || peer.Self || peer.RefusedFuture != 0 || peer.AheadMs != 0 {
+		t.Errorf("reflector list on r1: %+v", on1)
+	}
+	if self, peer := on2[0], on2[1]; self.RouterID != a2 || self.RefusedByPeers || self.AheadMs != 0 ||
+		peer.RouterID != a1 || peer.Address != a1 || !strings.HasPrefix(peer.Clock, "2100-01-01") ||
+		time.Duration(peer.AheadMs)*time.Millisecond < minAhead || peer.RefusedFuture == 0 || peer.Writer != a1 {
+		t.Errorf("reflector list on r2: %+v", on2)
+	}
+	for _, c := range []struct {
+		l    *liveReflector
+		want []string
+	}{
+		{r, []string{"127.0.0.1 (this)", "ahead: peers refuse its changes", "lacks", "warning: reflector 127.0.0.1's generation clock is"}},
+		{r2, []string{"127.0.0.2 (this)", "refused-future (", "warning: reflector 127.0.0.1's generation clock is"}},
+	} {
+		out := c.l.must(t, "reflector", "list")
+		t.Logf("inofctl reflector list on %s:\n%s", c.l.opts.RouterID, out)
+		for _, w := range c.want {
+			if !strings.Contains(out, w) {
+				t.Errorf("inofctl reflector list on %s lacks %q:\n%s", c.l.opts.RouterID, w, out)
+			}
+		}
+	}
+}
+
+// listedReflector is a row of inofctl reflector list -o json.
+type listedReflector struct {
+	RouterID       string `json:"router_id"`
+	Self           bool   `json:"self"`
+	Address        string `json:"address"`
+	Revision       string `json:"revision"`
+	Clock          string `json:"clock"`
+	AheadMs        int64  `json:"ahead_ms"`
+	Writer         string `json:"writer"`
+	BehindParts    int    `json:"behind_parts"`
+	RefusedFuture  uint64 `json:"refused_future"`
+	DeferredParts  int    `json:"deferred_parts"`
+	RefusedByPeers bool   `json:"refused_by_peers"`
+}
+
+// listReflectors runs inofctl reflector list -o json on l.
+func listReflectors(t *testing.T, l *liveReflector) []listedReflector {
+	t.Helper()
+	var resp struct {
+		Reflectors []listedReflector `json:"reflectors"`
+	}
+	out, code := l.ctl(t, "", "reflector", "list", "-o", "json")
+	if code != 0 {
+		t.Fatalf("inofctl reflector list on %s: exit %d:\n%s", l.opts.RouterID, code, out)
+	}
+	js, _, _ := strings.Cut(out, "\nwarning: ")
+	if err := json.Unmarshal([]byte(js), &resp); err != nil {
+		t.Fatalf("inofctl reflector list -o json on %s: %v:\n%s", l.opts.RouterID, err, out)
+	}
+	return resp.Reflectors
 }
 
 // gauge returns the value of the series name (a gauge or a counter) in
