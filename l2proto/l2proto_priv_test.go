@@ -335,12 +335,12 @@ func TestPrivLinkDown(t *testing.T) {
 	}
 	hostNS.MustIP("link", "set", "eth0", "down")
 	waitState(t, states, false)
-	waitFor(t, "link-down removal", func() bool {
+	waitFor(t, "link-down removal and the port's own event", func() bool {
 		log.mu.Lock()
 		defer log.mu.Unlock()
-		return len(log.evs) >= 2
+		return len(log.evs) >= 3
 	})
-	expectEvents(t, log.take(), ev(Registered, hostIP, 0), ev(Removed, hostIP, inof.ReasonLinkDown))
+	expectEvents(t, log.take(), ev(Registered, hostIP, 0), ev(Removed, hostIP, inof.ReasonLinkDown), portDown("sw1"))
 	hostNS.MustIP("link", "set", "eth0", "up")
 	waitState(t, states, true)
 	cancel()
