@@ -70,7 +70,7 @@ type Engine struct {
 	// that registration already told it (StartQuery).
 	greeted map[netip.Addr]bool
 	tally   *tally // zones of the active local devices
-	subs  []string
+	subs    []string
 	// retiring holds remote devices whose record was retired for a zone
 	// change while they were active (see retired): they stay as they were
 	// until their new epoch arrives or RetireGrace ends.
