@@ -2,9 +2,12 @@ package switchagent
 
 import (
 	"net/netip"
+	"slices"
 	"testing"
 
+	"github.com/openinof/inof/bgp"
 	"github.com/openinof/inof/inof"
+	"github.com/openinof/inof/l2proto"
 	"github.com/openinof/inof/zones"
 )
 
@@ -61,4 +64,64 @@ func TestEngineFirstRegistrationTellsHost(t *testing.T) {
 	notices(t, "tgt2 comes back while B is away", e.Record(inof.Report{Switch: remote, Device: tgt2, Status: inof.Status{State: inof.StateActive, Changed: at(41)}}))
 	notices(t, "host B returns", e.Register("swp3", hostB, at(42), at(42)), active("swp3", hostB, tgt2))
 	notices(t, "host B's query right after it", e.StartQuery(hostB.Addr))
+}
+
+// TestAgentTellsHostAtFirstRegistration: the agent on in-memory access
+// ports. A target registers, then a host that sends only its LLDPDU (its
+// query went out before the agent listened) is told the target; a host
+// that sends its LLDPDU and query together is told it once, and so is one
+// whose query is read after its registration told it; so is one that
+// registered before the target. When the target's link goes down
+// each has heard exactly "active" and then "inactive".
+func TestAgentTellsHostAtFirstRegistration(t *testing.T) {
+	f := bgp.NewFakeFabric()
+	ra := startReflector(t, f, "10.0.0.11")
+	s := startSwitch(t, f, ra, "10.0.0.11", t.TempDir(), "swp1", "swp2", "swp3", "swp4", "swp5")
+	target := inof.Device{Addr: netip.MustParseAddr("10.1.0.100"), Role: inof.RoleTarget, Protocol: inof.ProtocolTCP, Port: 4420,
+		NQN: "nqn.2014-08.org.example:array"}
+	hostDev := func(a string) inof.Device {
+		return inof.Device{Addr: netip.MustParseAddr(a), Role: inof.RoleHost, Protocol: inof.ProtocolTCP}
+	}
+	early := newSimHost(t, s.far["swp2"], hostDev("10.1.0.1"))
+	quiet := newSimHost(t, s.far["swp3"], hostDev("10.1.0.2"))
+	asker := newSimHost(t, s.far["swp4"], hostDev("10.1.0.3"))
+	early.register(120)
+	newSimHost(t, s.far["swp1"], target).register(120)
+	early.waitFor("early host: target active", last(target.Addr, inof.StateActive, inof.ReasonNone))
+
+	quiet.refresh(120) // the LLDPDU alone
+	quiet.waitFor("quiet host: target active", last(target.Addr, inof.StateActive, inof.ReasonNone))
+	asker.register(120)
+	asker.waitFor("asking host: target active", last(target.Addr, inof.StateActive, inof.ReasonNone))
+
+	// A host whose query, sent right after its LLDPDU, is read after its
+	// registration told it the target: the query adds nothing. A query
+	// for an address not registered, from the same port, comes after it
+	// through the loop: once that one is counted, the first was handled.
+	late := newSimHost(t, s.far["swp5"], hostDev("10.1.0.4"))
+	late.refresh(120)
+	late.waitFor("late-asking host: target active", last(target.Addr, inof.StateActive, inof.ReasonNone))
+	query := func(h *simHost, addr netip.Addr) {
+		q, err := l2proto.MessageFrame(h.link.HardwareAddr(), &l2proto.Message{Version: 1, Queries: []l2proto.ZoneQuery{{Host: addr}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := h.link.WriteFrame(q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	query(late, late.dev.Addr)
+	query(late, netip.MustParseAddr("10.1.0.99"))
+	waitUntil(t, "the second query handled", func() bool { return s.agent.met.drops.Counts()["query-unregistered-host"] == 1 })
+
+	s.links <- l2proto.LinkState{Name: "swp1", Running: false}
+	for _, h := range []*simHost{early, quiet, asker, late} {
+		h.waitFor("target link down", last(target.Addr, inof.StateInactive, inof.ReasonLinkDown))
+		h.mu.Lock()
+		got := slices.Clone(h.got)
+		h.mu.Unlock()
+		if len(got) != 2 || got[0].State != inof.StateActive || got[0].NQN != target.NQN {
+			t.Errorf("host %s heard %+v, want the target active once, then inactive", h.dev.Addr, got)
+		}
+	}
 }
