@@ -101,6 +101,20 @@ func TestQueriesAgainUntilAnswered(t *testing.T) {
 	}
 }
 
+// TestTargetInterfaceQueriesOnce: a target interface, which no switch
+// notifies, queries at start only, not with every LLDPDU.
+func TestTargetInterfaceQueriesOnce(t *testing.T) {
+	clk := newFakeClock()
+	o := testOptions(t)
+	o.Interfaces[0].Role, o.Interfaces[0].Port, o.Interfaces[0].NQN = "target", 4420, subNQN
+	h := start(t, o, clk, newFakeNVMe())
+	h.expectRegs("LQ")
+	clk.Advance(30 * time.Second)
+	h.expectRegs("L")
+	clk.Advance(30 * time.Second)
+	h.expectRegs("L")
+}
+
 // TestShortFlapQueriesAgain: a carrier flap shorter than the poll
 // interval (seen only in the kernel's change count) still counts as link
 // up: LLDPDU and zone query.
