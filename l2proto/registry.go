@@ -74,6 +74,10 @@ type Entry struct {
 	TTL       time.Duration
 	Since     time.Time // first registration
 	Expires   time.Time // last refresh + TTL
+	// Refreshed says an LLDPDU after the one that made the entry
+	// refreshed it (a zone query read while it is false came right after
+	// the device's first LLDPDU, as a host's start sends them).
+	Refreshed bool
 }
 
 // Event reports a change in the registration table.
@@ -263,7 +267,7 @@ func (r *Registry) Observe(port string, src net.HardwareAddr, l *LLDPDU, now tim
 		r.slots[slot] = key
 		r.markLocked(key, nil, 0)
 	default:
-		e.TTL, e.Expires = ttl(l), now.Add(ttl(l))
+		e.TTL, e.Expires, e.Refreshed = ttl(l), now.Add(ttl(l)), true
 		if old := slotOf(e); old != slot {
 			// Another sender (a new port ID, or a second host claiming
 			// the address) now refreshes the entry: it moves to that

@@ -153,13 +153,17 @@ func TestRegistryLifecycle(t *testing.T) {
 	mustObserve(t, r, "p1", lldpFor(hostIP, "snsd_eth0_01", 120, inof.RoleHost), t0)
 	expectEvents(t, drain(r), ev(Registered, hostIP, 0))
 	e, ok := r.Lookup("p1", hostIP)
-	if !ok || e.Device.Role != inof.RoleHost || e.PortID != "snsd_eth0_01" || !e.Expires.Equal(t0.Add(120*time.Second)) {
+	if !ok || e.Device.Role != inof.RoleHost || e.PortID != "snsd_eth0_01" || !e.Expires.Equal(t0.Add(120*time.Second)) || e.Refreshed {
 		t.Fatalf("entry %+v", e)
 	}
 
-	// A refresh extends the TTL silently; a changed role is an update.
+	// A refresh extends the TTL silently (and marks the entry refreshed);
+	// a changed role is an update.
 	mustObserve(t, r, "p1", lldpFor(hostIP, "snsd_eth0_01", 120, inof.RoleHost), t0.Add(30*time.Second))
 	expectEvents(t, drain(r))
+	if e, _ := r.Lookup("p1", hostIP); !e.Refreshed || !e.Since.Equal(t0) {
+		t.Fatalf("refreshed entry %+v", e)
+	}
 	mustObserve(t, r, "p1", lldpFor(hostIP, "snsd_eth0_01", 120, inof.RoleBoth), t0.Add(31*time.Second))
 	expectEvents(t, drain(r), ev(Updated, hostIP, 0))
 

@@ -14,9 +14,10 @@ import (
 	"github.com/openinof/inof/l2proto"
 )
 
-// TestRegistrationCadence: an LLDPDU and a zone query at start, then one
-// LLDPDU per interval and nothing else; while carrier is down nothing is
-// sent; when it returns, an LLDPDU and a zone query at once.
+// TestRegistrationCadence: an LLDPDU and a zone query at start, then (the
+// switch answered) one LLDPDU per interval and nothing else; while carrier
+// is down nothing is sent; when it returns, an LLDPDU and a zone query at
+// once.
 func TestRegistrationCadence(t *testing.T) {
 	o := testOptions(t)
 	o.Interfaces[0].NQN = "nqn.2014-08.org.example:host-a"
@@ -37,6 +38,7 @@ func TestRegistrationCadence(t *testing.T) {
 	if q := fs[1].Message.Queries[0]; q.Host != hostIP {
 		t.Fatalf("zone query for %s", q.Host)
 	}
+	h.notify(inactive("10.0.0.9", 1, inof.ReasonLinkDown)) // the switch answered
 
 	// A ticker drops ticks its reader has not taken, so each interval is
 	// advanced only after the previous LLDPDU arrived.
@@ -65,6 +67,52 @@ func TestRegistrationCadence(t *testing.T) {
 	if got := h.metric("inof_host_zone_queries_sent_total", map[string]string{"interface": "eth0"}); got != 2 {
 		t.Fatalf("zone_queries_sent_total %v, want 2", got)
 	}
+}
+
+// TestQueriesAgainUntilAnswered (docs/realhost.md finding 6): a host
+// whose zone query no switch answered (the switch's agent was not
+// listening yet) queries again with each LLDPDU until a notification
+// arrives, and again after carrier comes back.
+func TestQueriesAgainUntilAnswered(t *testing.T) {
+	clk := newFakeClock()
+	h := start(t, testOptions(t), clk, newFakeNVMe())
+	h.expectRegs("LQ")
+	clk.Advance(30 * time.Second)
+	h.expectRegs("LQ")
+	clk.Advance(30 * time.Second)
+	h.expectRegs("LQ")
+	h.notify(active("10.0.0.9", 1))
+	clk.Advance(30 * time.Second)
+	h.expectRegs("L")
+	h.setCarrier(false)
+	clk.Advance(time.Second)
+	h.waitCarrier(false)
+	h.setCarrier(true)
+	clk.Advance(time.Second)
+	h.expectRegs("LQ")
+	clk.Advance(29 * time.Second)
+	clk.Advance(time.Second)
+	h.expectRegs("LQ") // nothing heard since the link came back
+	if err := h.stop(); err != nil {
+		t.Fatal(err)
+	}
+	if got := h.metric("inof_host_zone_queries_sent_total", map[string]string{"interface": "eth0"}); got != 5 {
+		t.Fatalf("zone_queries_sent_total %v, want 5", got)
+	}
+}
+
+// TestTargetInterfaceQueriesOnce: a target interface, which no switch
+// notifies, queries at start only, not with every LLDPDU.
+func TestTargetInterfaceQueriesOnce(t *testing.T) {
+	clk := newFakeClock()
+	o := testOptions(t)
+	o.Interfaces[0].Role, o.Interfaces[0].Port, o.Interfaces[0].NQN = "target", 4420, subNQN
+	h := start(t, o, clk, newFakeNVMe())
+	h.expectRegs("LQ")
+	clk.Advance(30 * time.Second)
+	h.expectRegs("L")
+	clk.Advance(30 * time.Second)
+	h.expectRegs("L")
 }
 
 // TestShortFlapQueriesAgain: a carrier flap shorter than the poll

@@ -10,6 +10,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -32,6 +33,10 @@ type port struct {
 	// the interface (rtnetlink), so a link that comes back registers at
 	// once rather than at the next carrier poll.
 	linkEv chan struct{}
+	// heard says a notification for this interface arrived since carrier
+	// last came back (set by the reader): until then a host interface
+	// queries again with each LLDPDU, in case no switch heard its query.
+	heard atomic.Bool
 }
 
 // linkEvent asks the announcer to read carrier now (coalescing).
@@ -135,6 +140,7 @@ func (p *port) handle(dec *l2proto.Decoder, b []byte, seen *recent, out chan<- e
 			continue
 		}
 		p.m.received.WithLabelValues(p.name, nt.State.String()).Inc()
+		p.heard.Store(true)
 		k := nt.Key()
 		switch {
 		case seen.seen(k):
@@ -198,8 +204,11 @@ type Carrier struct {
 
 // announce registers the interface every interval while it has carrier,
 // and sends a zone query at start and whenever carrier comes back (also
-// after a flap between two polls). Carrier is read every poll and on every
-// link event.
+// after a flap between two polls), and, on a host interface, again with
+// each LLDPDU until a notification arrives (a query sent before the
+// switch's agent listened is lost, and the switch has nothing to answer
+// before it has read one). Carrier is read every poll and on every link
+// event.
 func (p *port) announce(ctx context.Context, clk Clock, interval, ttl, poll time.Duration, probe func(string) (Carrier, error)) {
 	reg := clk.NewTicker(interval)
 	defer reg.Stop()
@@ -217,6 +226,9 @@ func (p *port) announce(ctx context.Context, clk Clock, interval, ttl, poll time
 		case <-reg.C():
 			if last.Up {
 				p.register(ttl)
+				if p.dev.Role.IsHost() && !p.heard.Load() {
+					p.query()
+				}
 			}
 			continue
 		case <-chk.C():
@@ -232,6 +244,7 @@ func (p *port) announce(ctx context.Context, clk Clock, interval, ttl, poll time
 			case <-reg.C():
 			default:
 			}
+			p.heard.Store(false)
 			p.register(ttl)
 			p.query()
 		case !now.Up && last.Up:

@@ -345,7 +345,9 @@ func (a *Agent) onRegistration(ctx context.Context, ev l2proto.Event) {
 // query came in on (a host cannot make the switch resend another host's
 // notifications). A host sends its LLDPDU and then its query at once; the
 // query may overtake the registration event, so the registration table
-// (which took the LLDPDU before the query was read) is asked.
+// (which took the LLDPDU before the query was read) is asked. A query
+// right after the LLDPDU that registered the host is not answered twice
+// (Engine.StartQuery).
 func (a *Agent) onQuery(ctx context.Context, q portQuery) {
 	e, ok := a.ports.lookup(q.port, q.q.Host)
 	if !ok {
@@ -354,6 +356,12 @@ func (a *Agent) onQuery(ctx context.Context, q portQuery) {
 		return
 	}
 	a.apply(ctx, a.engine.Register(e.Port, e.Device, e.Since, time.Now()))
+	if !e.Refreshed {
+		// The host's first LLDPDU and then this query: its registration
+		// told it every usable target, unless it was known before.
+		a.apply(ctx, a.engine.StartQuery(q.q.Host))
+		return
+	}
 	a.apply(ctx, a.engine.ZoneQuery(q.q.Host))
 }
 

@@ -63,9 +63,14 @@ type Engine struct {
 	// being told something: when one registers again it is told the
 	// current set at once, since nvme-snsd sends no zone query after a
 	// flap of its own link.
-	away  map[netip.Addr]bool
-	tally *tally // zones of the active local devices
-	subs  []string
+	away map[netip.Addr]bool
+	// greeted holds the local hosts told every usable target when they
+	// registered (greet) that have sent no zone query since: the query a
+	// host sends right after the LLDPDU that registered it asks for what
+	// that registration already told it (StartQuery).
+	greeted map[netip.Addr]bool
+	tally   *tally // zones of the active local devices
+	subs    []string
 	// retiring holds remote devices whose record was retired for a zone
 	// change while they were active (see retired): they stay as they were
 	// until their new epoch arrives or RetireGrace ends.
@@ -100,7 +105,8 @@ func NewEngine(self inof.RouterID, holdDown time.Duration, cfg *zones.Config) (*
 		return nil, fmt.Errorf("switchagent: %w", err)
 	}
 	return &Engine{self: self, local: NewLocal(holdDown), targets: NewTargets(), plan: NewPlanner(),
-		ix: ix, hosts: map[netip.Addr]string{}, away: map[netip.Addr]bool{}, tally: newTally(), subs: []string{},
+		ix: ix, hosts: map[netip.Addr]string{}, away: map[netip.Addr]bool{}, greeted: map[netip.Addr]bool{},
+		tally: newTally(), subs: []string{},
 		retiring: map[netip.Addr]retiringDevice{}, clock: time.Now}, nil
 }
 
@@ -166,10 +172,17 @@ func (e *Engine) applyLocal(as []Action) Output {
 			e.tally.set(r.Device.Addr, nil, false)
 			continue
 		}
-		returning := false
+		greet := false
 		if r.State == inof.StateActive && r.Device.Role.IsHost() {
+			_, had := e.hosts[r.Device.Addr]
+			// A host that first registers (or returns after leaving) is
+			// told every usable target at once, as a zone query would
+			// tell it: its own query may have gone out before this
+			// switch listened, and nvme-snsd queries once per
+			// registration. A host restored from the state file was
+			// told before the restart: it is not greeted again.
+			greet = e.away[r.Device.Addr] || (!had && !e.plan.Known(r.Device.Addr))
 			e.hosts[r.Device.Addr] = r.Port
-			returning = e.away[r.Device.Addr]
 			delete(e.away, r.Device.Addr)
 		}
 		if r.State != inof.StateActive {
@@ -180,8 +193,9 @@ func (e *Engine) applyLocal(as []Action) Output {
 			e.leave(r.Device.Addr)
 		}
 		out.merge(e.Record(r.Report(e.self)))
-		if returning {
+		if greet {
 			out.Notices = append(out.Notices, e.portNotices(e.plan.Answer(r.Device.Addr, e.usable(r.Device.Addr), e.why(netip.Addr{}, 0)))...)
+			e.greeted[r.Device.Addr] = true
 		}
 		zs := e.zonesOf(r.Device)
 		e.tally.set(r.Device.Addr, zs, r.State == inof.StateActive)
@@ -193,6 +207,7 @@ func (e *Engine) applyLocal(as []Action) Output {
 
 func (e *Engine) forgetHost(addr netip.Addr) {
 	delete(e.hosts, addr)
+	delete(e.greeted, addr)
 	e.plan.Forget(addr)
 }
 
@@ -398,12 +413,28 @@ func (e *Engine) Config(cfg *zones.Config) Output {
 	return out
 }
 
-// ZoneQuery answers a local host's zone query with every target it may use.
+// ZoneQuery answers a local host's zone query with every target it may use
+// (the host may have restarted and forgotten what it was told).
 func (e *Engine) ZoneQuery(host netip.Addr) Output {
 	if _, ok := e.hosts[host]; !ok {
 		return Output{}
 	}
+	delete(e.greeted, host)
 	return Output{Notices: e.portNotices(e.plan.Answer(host, e.usable(host), e.why(netip.Addr{}, 0)))}
+}
+
+// StartQuery answers the zone query a local host sent right after the
+// LLDPDU that registered it, with no LLDPDU between (a host's start: its
+// LLDPDU, then its query). If that registration told it every usable
+// target (a host's first registration does), the query asks for nothing
+// new and only what changed since is sent, which the events already did:
+// the host hears each target once. Otherwise it is ZoneQuery.
+func (e *Engine) StartQuery(host netip.Addr) Output {
+	if !e.greeted[host] {
+		return e.ZoneQuery(host)
+	}
+	delete(e.greeted, host)
+	return Output{Notices: e.portNotices(e.plan.Reconcile(host, e.usable(host), e.why(netip.Addr{}, 0)))}
 }
 
 // Resync compares what every local host was told with what it may use now
