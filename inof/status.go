@@ -18,14 +18,21 @@ type Status struct {
 // Active reports whether the status is StateActive.
 func (s Status) Active() bool { return s.State == StateActive }
 
-// Report is one switch's report of one device: what a device record says
-// once its transport details are set aside.
+// Report is one switch's report of one device: the device carrier. It
+// travels unchanged from the registration on an access port (the
+// registration table's entry embeds it) through the switch's own record
+// and the BGP record (which embeds it beside its epoch) into a remote
+// switch's device table and its merged view of each address. Transport
+// details stay with their transport: the LLDP IDs, MAC and TTL with the
+// registration, the epoch with the record.
 type Report struct {
 	Switch RouterID // the switch that reports the device
 	// Device is embedded for its fields; in JSON (state files) it stays
 	// one object named Device, as it was before it was embedded.
 	Device `json:"Device"`
 	Status
+	AccessPort string    // the switch interface the device is on
+	Since      time.Time // first registration (millisecond precision on the wire)
 }
 
 func (r Report) String() string {

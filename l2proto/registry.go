@@ -23,7 +23,7 @@ const (
 	Registered EventKind = iota + 1 // a new device on a port
 	Updated                         // same address, other role/protocol/port/NQN or MAC
 	Removed                         // gone; Event.Reason says why
-	// PortDown: the port lost carrier (LinkDown); Entry.Port names it and
+	// PortDown: the port lost carrier (LinkDown); Entry.AccessPort names it and
 	// Reason is link down. It comes after the Removed events of the
 	// entries LinkDown removed, so a consumer that holds registrations of
 	// its own for the port (restored ones) hears of the loss on the same
@@ -64,15 +64,16 @@ var (
 	ErrMACBound = errors.New("source MAC registered on another port")
 )
 
-// Entry is one registered device on one switch port.
+// Entry is one registered device on one switch port: the device carrier
+// (its AccessPort the switch port's interface name, Since the first
+// registration, the status active; Switch is left to the agent, which
+// knows its router-id) and the LLDP details only the registration keeps.
 type Entry struct {
-	Port      string           // switch port (interface name)
+	inof.Report
 	MAC       net.HardwareAddr // the device's source MAC
 	ChassisID string           // LLDP chassis ID, as received
 	PortID    string           // LLDP port ID, as received (snsd: "snsd_<if>_<idx>")
-	Device    inof.Device
 	TTL       time.Duration
-	Since     time.Time // first registration
 	Expires   time.Time // last refresh + TTL
 	// Refreshed says an LLDPDU after the one that made the entry
 	// refreshed it (a zone query read while it is false came right after
@@ -134,7 +135,7 @@ type slotKey struct {
 	port, chassis, portID string
 }
 
-func slotOf(e *Entry) slotKey { return slotKey{e.Port, e.ChassisID, e.PortID} }
+func slotOf(e *Entry) slotKey { return slotKey{e.AccessPort, e.ChassisID, e.PortID} }
 
 // change is a key whose state the consumer has not been told yet.
 type change struct {
@@ -259,8 +260,8 @@ func (r *Registry) Observe(port string, src net.HardwareAddr, l *LLDPDU, now tim
 			r.refused++
 			return fmt.Errorf("%w: %d entries, %s on %s refused", ErrTableFull, n, reg.Addr, port)
 		}
-		e = &Entry{Port: port, MAC: bytes.Clone(src), ChassisID: slot.chassis, PortID: slot.portID,
-			Device: dev, Since: now, TTL: ttl(l), Expires: now.Add(ttl(l))}
+		e = &Entry{Report: inof.Report{Device: dev, Status: inof.Status{State: inof.StateActive}, AccessPort: port, Since: now},
+			MAC: bytes.Clone(src), ChassisID: slot.chassis, PortID: slot.portID, TTL: ttl(l), Expires: now.Add(ttl(l))}
 		r.entries[key] = e
 		r.perPort[port]++
 		r.bindLocked(e.MAC, port, 1)
@@ -296,7 +297,7 @@ func ttl(l *LLDPDU) time.Duration { return time.Duration(l.TTL) * time.Second }
 // reports the port down (PortDown). A port still pending from an earlier
 // LinkDown moves behind the removals of this one.
 func (r *Registry) LinkDown(port string) {
-	r.removeWhere(inof.ReasonLinkDown, func(e *Entry) bool { return e.Port == port })
+	r.removeWhere(inof.ReasonLinkDown, func(e *Entry) bool { return e.AccessPort == port })
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if c := r.downs[port]; c != nil {
@@ -356,7 +357,7 @@ func (r *Registry) next() (Event, bool) {
 		c := r.queue.Remove(r.queue.Front()).(*change)
 		if c.port != "" {
 			delete(r.downs, c.port)
-			return Event{Kind: PortDown, Entry: Entry{Port: c.port}, Reason: c.reason}, true
+			return Event{Kind: PortDown, Entry: Entry{Report: inof.Report{AccessPort: c.port}}, Reason: c.reason}, true
 		}
 		delete(r.dirty, c.key)
 		cur := r.entries[c.key]
@@ -396,8 +397,8 @@ func (r *Registry) Entries() []Entry {
 	}
 	r.mu.Unlock()
 	sort.Slice(out, func(i, j int) bool {
-		if out[i].Port != out[j].Port {
-			return out[i].Port < out[j].Port
+		if out[i].AccessPort != out[j].AccessPort {
+			return out[i].AccessPort < out[j].AccessPort
 		}
 		return out[i].Device.Addr.Less(out[j].Device.Addr)
 	})

@@ -78,7 +78,7 @@ func expectEvents(t *testing.T, got []Event, want ...Event) {
 	}
 	for i := range want {
 		if got[i].Kind != want[i].Kind || got[i].Reason != want[i].Reason || got[i].Entry.Device.Addr != want[i].Entry.Device.Addr ||
-			(want[i].Kind == PortDown && got[i].Entry.Port != want[i].Entry.Port) {
+			(want[i].Kind == PortDown && got[i].Entry.AccessPort != want[i].Entry.AccessPort) {
 			t.Fatalf("event %d = %v %v %s, want %v %v %s", i, got[i].Kind, got[i].Reason, got[i].Entry.Device.Addr,
 				want[i].Kind, want[i].Reason, want[i].Entry.Device.Addr)
 		}
@@ -86,12 +86,12 @@ func expectEvents(t *testing.T, got []Event, want ...Event) {
 }
 
 func ev(k EventKind, addr netip.Addr, r inof.Reason) Event {
-	return Event{Kind: k, Reason: r, Entry: Entry{Device: inof.Device{Addr: addr}}}
+	return Event{Kind: k, Reason: r, Entry: Entry{Report: inof.Report{Device: inof.Device{Addr: addr}}}}
 }
 
 // portDown is the event of port's loss of carrier.
 func portDown(port string) Event {
-	return Event{Kind: PortDown, Reason: inof.ReasonLinkDown, Entry: Entry{Port: port}}
+	return Event{Kind: PortDown, Reason: inof.ReasonLinkDown, Entry: Entry{Report: inof.Report{AccessPort: port}}}
 }
 
 func addr(i int) netip.Addr {
@@ -185,7 +185,7 @@ func TestRegistryLifecycle(t *testing.T) {
 	expectEvents(t, drain(r), ev(Registered, hostIP, 0))
 	r.LinkDown("p1")
 	expectEvents(t, drain(r), ev(Removed, other, inof.ReasonLinkDown), portDown("p1"))
-	if got := r.Entries(); len(got) != 1 || got[0].Port != "p2" {
+	if got := r.Entries(); len(got) != 1 || got[0].AccessPort != "p2" {
 		t.Fatalf("entries %+v", got)
 	}
 
@@ -376,7 +376,7 @@ func TestRegistryStalledConsumer(t *testing.T) {
 	// event Run holds would make them differ, so equality means done.)
 	want := map[regKey]Entry{}
 	for _, e := range r.Entries() {
-		want[regKey{e.Port, e.Device.Addr}] = e
+		want[regKey{e.AccessPort, e.Device.Addr}] = e
 	}
 	view := map[regKey]Entry{}
 	same := func() bool {
@@ -397,7 +397,7 @@ func TestRegistryStalledConsumer(t *testing.T) {
 		case <-deadline:
 			t.Fatalf("view of %d entries never matched the table of %d", len(view), len(want))
 		}
-		k := regKey{e.Entry.Port, e.Entry.Device.Addr}
+		k := regKey{e.Entry.AccessPort, e.Entry.Device.Addr}
 		switch _, in := view[k]; e.Kind {
 		case Registered, Updated:
 			if in != (e.Kind == Updated) {

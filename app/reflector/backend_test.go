@@ -100,7 +100,7 @@ func TestBackendDevices(t *testing.T) {
 	dev := func(sw string, addr string, role inof.Role, st inof.State, reason inof.Reason, at time.Time) record.Device {
 		return record.Device{Report: inof.Report{Switch: inof.MustParseRouterID(sw),
 			Device: inof.Device{Addr: netip.MustParseAddr(addr), Role: role, Protocol: inof.ProtocolTCP},
-			Status: inof.Status{State: st, Reason: reason, Changed: at}}, AccessPort: "eth1", Since: t0}
+			Status: inof.Status{State: st, Reason: reason, Changed: at}, AccessPort: "eth1", Since: t0}}
 	}
 	host := dev(sw1, "192.0.2.10", inof.RoleHost, inof.StateActive, 0, t0)
 	tgtA := dev(sw1, "192.0.2.20", inof.RoleTarget, inof.StateActive, 0, t0)
@@ -310,7 +310,7 @@ func TestMaxDevicesBoundsTheView(t *testing.T) {
 	for i := range 3 {
 		d := record.Device{Report: inof.Report{Switch: inof.MustParseRouterID(sw1),
 			Device: inof.Device{Addr: netip.AddrFrom4([4]byte{192, 0, 2, byte(10 + i)}), Role: inof.RoleTarget, Protocol: inof.ProtocolTCP},
-			Status: inof.Status{State: inof.StateActive, Changed: time.UnixMilli(1000)}}, AccessPort: "eth1", Since: time.UnixMilli(1000)}
+			Status: inof.Status{State: inof.StateActive, Changed: time.UnixMilli(1000)}, AccessPort: "eth1", Since: time.UnixMilli(1000)}}
 		if err := p1.Publish(ctx, d, record.ZoneRT(testASN, "red")); err != nil {
 			t.Fatal(err)
 		}

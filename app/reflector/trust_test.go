@@ -40,7 +40,7 @@ func TestQuarantine(t *testing.T) {
 	dev := func(sw string, last byte) record.Device {
 		return record.Device{Report: inof.Report{Switch: inof.MustParseRouterID(sw),
 			Device: inof.Device{Addr: netip.AddrFrom4([4]byte{192, 0, 2, last}), Role: inof.RoleTarget, Protocol: inof.ProtocolTCP},
-			Status: inof.Status{State: inof.StateActive, Changed: time.UnixMilli(1000)}}, AccessPort: "eth1", Since: time.UnixMilli(1000)}
+			Status: inof.Status{State: inof.StateActive, Changed: time.UnixMilli(1000)}, AccessPort: "eth1", Since: time.UnixMilli(1000)}}
 	}
 	if err := hp.Publish(ctx, dev(honest, 10), red); err != nil {
 		t.Fatal(err)

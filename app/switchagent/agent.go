@@ -329,15 +329,15 @@ func (a *Agent) onRegistration(ctx context.Context, ev l2proto.Event) {
 	e := ev.Entry
 	switch ev.Kind {
 	case l2proto.Registered, l2proto.Updated:
-		a.evlog.Info("device registered", "port", e.Port, "device", e.Device, "event", ev.Kind.String())
-		a.apply(ctx, a.engine.Register(e.Port, e.Device, e.Since, time.Now()))
+		a.evlog.Info("device registered", "port", e.AccessPort, "device", e.Device, "event", ev.Kind.String())
+		a.apply(ctx, a.engine.Register(e.Report, time.Now()))
 	case l2proto.Removed:
-		a.evlog.Info("device left", "port", e.Port, "device", e.Device, "reason", ev.Reason.String())
-		a.apply(ctx, a.engine.Unregister(e.Port, e.Device.Addr, ev.Reason, time.Now()))
+		a.evlog.Info("device left", "port", e.AccessPort, "device", e.Device, "reason", ev.Reason.String())
+		a.apply(ctx, a.engine.Unregister(e.AccessPort, e.Device.Addr, ev.Reason, time.Now()))
 	case l2proto.PortDown:
 		// The registrations restored from the state file, which the table
 		// does not hold, leave too.
-		a.apply(ctx, a.engine.PortDown(e.Port, time.Now()))
+		a.apply(ctx, a.engine.PortDown(e.AccessPort, time.Now()))
 	}
 }
 
@@ -355,7 +355,7 @@ func (a *Agent) onQuery(ctx context.Context, q portQuery) {
 			fmt.Errorf("zone query for %s, which is not registered on %s", q.q.Host, q.port))
 		return
 	}
-	a.apply(ctx, a.engine.Register(e.Port, e.Device, e.Since, time.Now()))
+	a.apply(ctx, a.engine.Register(e.Report, time.Now()))
 	if !e.Refreshed {
 		// The host's first LLDPDU and then this query: its registration
 		// told it every usable target, unless it was known before.

@@ -210,7 +210,7 @@ func remoteSwitch(t *testing.T, f *bgp.FakeFabric, ra, addr netip.Addr) (publish
 	return func(d inof.Device, st inof.State, why inof.Reason, zs ...string) {
 		t.Helper()
 		rec := record.Device{Report: inof.Report{Switch: id, Device: d,
-			Status: inof.Status{State: st, Reason: why, Changed: time.Now()}}, Epoch: 1, AccessPort: "swp1", Since: since}
+			Status: inof.Status{State: st, Reason: why, Changed: time.Now()}, AccessPort: "swp1", Since: since}, Epoch: 1}
 		var rts []record.RouteTarget
 		for _, z := range zs {
 			rts = append(rts, record.ZoneRT(testASN, z))

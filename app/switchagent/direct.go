@@ -125,11 +125,11 @@ func (d *directFabric) tick(_ context.Context, now time.Time) {
 // the API's device list).
 func (d *directFabric) publish(_ context.Context, out Output) {
 	for _, p := range out.Publish {
-		rec := deviceRecord(d.a.self, p.Record)
+		rec := record.Device{Report: p.Record}
 		d.a.table.Apply(nil, bgp.RecordEvent{Record: &rec})
 	}
 	for _, r := range out.Withdraw {
-		gone := record.Device{Report: r.Report(d.a.self)}
+		gone := record.Device{Report: r}
 		d.a.table.Apply(nil, bgp.RecordEvent{Key: gone.Key(), Withdrawn: true})
 	}
 }

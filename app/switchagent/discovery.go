@@ -108,7 +108,7 @@ func discoveryEntry(d inof.Device) (discovery.Entry, bool) {
 // put records the merged state of one address: a usable target is indexed,
 // anything else removed; and the active host reports of other switches
 // for it (referrals). It signals when that changed anything.
-func (s *discoverySource) put(addr netip.Addr, cur Target, present bool, reports []inof.Report) {
+func (s *discoverySource) put(addr netip.Addr, cur inof.Report, present bool, reports []inof.Report) {
 	usable := present && cur.State == inof.StateActive && cur.Device.Role.IsTarget()
 	if usable {
 		if _, ok := discoveryEntry(cur.Device); !ok {
@@ -349,5 +349,5 @@ func (a *Agent) onDIM(ctx context.Context, ev dimEvent) {
 		return
 	}
 	a.evlog.Info("device registered", "port", dimPort, "device", dev, "name", ev.reg.Name, "symbolic", ev.reg.Symbolic)
-	a.apply(ctx, a.engine.Register(dimPort, dev, now, now))
+	a.apply(ctx, a.engine.Register(inof.Report{Device: dev, AccessPort: dimPort, Since: now}, now))
 }

@@ -56,7 +56,9 @@ func TestDiscoverySourceZones(t *testing.T) {
 	}
 	s := newDiscoverySource(inof.RouterID(1), cfg)
 	drained(s)
-	active := func(d inof.Device) Target { return Target{Device: d, State: inof.StateActive} }
+	active := func(d inof.Device) inof.Report {
+		return inof.Report{Device: d, Status: inof.Status{State: inof.StateActive}}
+	}
 	for _, d := range []inof.Device{
 		dev("10.1.0.1", inof.RoleTarget, inof.ProtocolTCP, "nqn.2024-01.io.example:red"),
 		dev("10.2.0.1", inof.RoleTarget, inof.ProtocolTCP, "nqn.2024-01.io.example:blue"),
@@ -90,11 +92,11 @@ func TestDiscoverySourceZones(t *testing.T) {
 	// The red target goes inactive: signalled and gone; the same state
 	// again is no change.
 	red := dev("10.1.0.1", inof.RoleTarget, inof.ProtocolTCP, "nqn.2024-01.io.example:red")
-	s.put(red.Addr, Target{Device: red, State: inof.StateInactive, Reason: inof.ReasonLinkDown}, true, nil)
+	s.put(red.Addr, inof.Report{Device: red, Status: inof.Status{State: inof.StateInactive, Reason: inof.ReasonLinkDown}}, true, nil)
 	if !drained(s) {
 		t.Fatal("a target going inactive did not signal")
 	}
-	s.put(red.Addr, Target{}, false, nil)
+	s.put(red.Addr, inof.Report{}, false, nil)
 	if drained(s) {
 		t.Fatal("removing an absent target signalled")
 	}

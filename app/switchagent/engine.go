@@ -13,7 +13,7 @@ import (
 // Publish asks the daemon to publish one local record tagged with the route
 // targets of Zones (see Tags).
 type Publish struct {
-	Record LocalRecord
+	Record inof.Report
 	Zones  []string
 }
 
@@ -27,7 +27,7 @@ type PortNotice struct {
 // publish and withdraw records, change subscriptions, then notify hosts.
 type Output struct {
 	Publish  []Publish
-	Withdraw []LocalRecord // records of these addresses
+	Withdraw []inof.Report // records of these addresses
 	// Subscriptions is the full set of zones to subscribe to when it
 	// changed, nil otherwise.
 	Subscriptions []string
@@ -110,9 +110,12 @@ func NewEngine(self inof.RouterID, holdDown time.Duration, cfg *zones.Config) (*
 		retiring: map[netip.Addr]retiringDevice{}, clock: time.Now}, nil
 }
 
-// Register handles a registration (new, or changed content) of dev on port.
-func (e *Engine) Register(port string, dev inof.Device, since, now time.Time) Output {
-	return e.applyLocal(e.local.Register(port, dev, since, now))
+// Register handles a registration (new, or changed content) of r.Device on
+// r.AccessPort since r.Since; the record it becomes is r as this switch
+// reports it.
+func (e *Engine) Register(r inof.Report, now time.Time) Output {
+	r.Switch = e.self
+	return e.applyLocal(e.local.Register(r, now))
 }
 
 // Unregister handles the end of a registration: link down, IP change or
@@ -182,7 +185,7 @@ func (e *Engine) applyLocal(as []Action) Output {
 			// registration. A host restored from the state file was
 			// told before the restart: it is not greeted again.
 			greet = e.away[r.Device.Addr] || (!had && !e.plan.Known(r.Device.Addr))
-			e.hosts[r.Device.Addr] = r.Port
+			e.hosts[r.Device.Addr] = r.AccessPort
 			delete(e.away, r.Device.Addr)
 		}
 		if r.State != inof.StateActive {
@@ -192,7 +195,7 @@ func (e *Engine) applyLocal(as []Action) Output {
 			// would delete its controllers when its link comes back).
 			e.leave(r.Device.Addr)
 		}
-		out.merge(e.Record(r.Report(e.self)))
+		out.merge(e.Record(r))
 		if greet {
 			out.Notices = append(out.Notices, e.portNotices(e.plan.Answer(r.Device.Addr, e.usable(r.Device.Addr), e.why(netip.Addr{}, 0)))...)
 			e.greeted[r.Device.Addr] = true
@@ -271,7 +274,7 @@ func (e *Engine) Record(r inof.Report) Output {
 	before, _ := e.targets.Get(r.Device.Addr)
 	e.targets.Put(r)
 	after, _ := e.targets.Get(r.Device.Addr)
-	if before == after {
+	if sameView(before, after) {
 		return Output{}
 	}
 	return e.refresh(after.Device.Addr, inof.ReasonNone)
@@ -342,7 +345,7 @@ func (e *Engine) refreshFrom(addr netip.Addr, goneWhy inof.Reason, mayWait bool)
 // is on its way. A record of the device becoming active ends the wait
 // (refreshFrom), and so does Tick at the deadline. Local devices never
 // retire here: their epochs are the publisher's business.
-func (e *Engine) retired(addr netip.Addr, cur Target, present bool, goneWhy inof.Reason) bool {
+func (e *Engine) retired(addr netip.Addr, cur inof.Report, present bool, goneWhy inof.Reason) bool {
 	if present && cur.State == inof.StateActive {
 		return false
 	}
@@ -468,7 +471,7 @@ func (e *Engine) usable(host netip.Addr) map[netip.Addr]inof.Device {
 func (e *Engine) RestoredExpiries() map[RegistrationKey]time.Time { return e.local.RestoredExpiries() }
 
 // Published returns the local records as published (for the state file).
-func (e *Engine) Published() []LocalRecord { return e.local.Published() }
+func (e *Engine) Published() []inof.Report { return e.local.Published() }
 
 // Used reports whether a local host was told target addr is active.
 func (e *Engine) Used(addr netip.Addr) bool {
@@ -492,15 +495,20 @@ func (e *Engine) Told() map[netip.Addr][]inof.Device {
 // registration's deadline in expires, or go with carrier loss, unless an
 // LLDPDU refreshes them) and what each host was told, so that the first
 // events after the restart notify only real changes.
-func (e *Engine) Restore(published []LocalRecord, told map[netip.Addr][]inof.Device,
+//
+// Records saved by older releases name no switch: they are this one's.
+func (e *Engine) Restore(published []inof.Report, told map[netip.Addr][]inof.Device,
 	expires map[RegistrationKey]time.Time, now time.Time) Output {
+	for i := range published {
+		published[i].Switch = e.self
+	}
 	e.local.Restore(published, expires, now)
 	var out Output
 	for _, r := range published {
 		if r.State == inof.StateActive && r.Device.Role.IsHost() {
-			e.hosts[r.Device.Addr] = r.Port
+			e.hosts[r.Device.Addr] = r.AccessPort
 		}
-		e.targets.Put(r.Report(e.self))
+		e.targets.Put(r)
 		if r.State == inof.StateActive {
 			_ = e.ix.Put(r.Device)
 		}

@@ -30,7 +30,7 @@ func BenchmarkEngineRecord(b *testing.B) {
 			for i := range hosts {
 				h := inof.Device{Addr: netip.AddrFrom4([4]byte{10, byte(100 + i%nZones), byte(i / nZones >> 8), byte(i/nZones) + 1}),
 					Role: inof.RoleHost, Protocol: inof.ProtocolTCP}
-				e.Register(fmt.Sprintf("swp%d", i%48), h, now, now)
+				e.Register(registration(fmt.Sprintf("swp%d", i%48), h, now), now)
 				e.ZoneQuery(h.Addr)
 			}
 			targets := make([]inof.Report, 1000)

@@ -74,7 +74,7 @@ func inactive(port string, h, tg inof.Device, r inof.Reason) want {
 func TestEngineDiscoveryAndFailover(t *testing.T) {
 	e := newEngine(t, nil) // default zone only
 	now := at(0)
-	out := e.Register("swp1", hostA, now, now)
+	out := e.Register(registration("swp1", hostA, now), now)
 	if len(out.Publish) != 1 || !reflect.DeepEqual(out.Publish[0].Zones, []string{zones.DefaultZone}) {
 		t.Fatalf("register published %+v", out.Publish)
 	}
@@ -99,9 +99,9 @@ func TestEngineDiscoveryAndFailover(t *testing.T) {
 
 func TestEngineLocalTargetAndHost(t *testing.T) {
 	e := newEngine(t, nil)
-	e.Register("swp1", hostA, at(0), at(0))
+	e.Register(registration("swp1", hostA, at(0)), at(0))
 	e.ZoneQuery(hostA.Addr)
-	out := e.Register("swp2", tgt1, at(1), at(1))
+	out := e.Register(registration("swp2", tgt1, at(1)), at(1))
 	notices(t, "local target joins", out, active("swp1", hostA, tgt1))
 	out = e.Unregister("swp2", tgt1.Addr, inof.ReasonLinkDown, at(2))
 	notices(t, "local target link down", out, inactive("swp1", hostA, tgt1, inof.ReasonLinkDown))
@@ -126,11 +126,11 @@ func TestEngineZoneChange(t *testing.T) {
 	hard := zones.Settings{DefaultZoneEnabled: true, HardZoning: true}
 	red := zoned(hard, map[string][]string{"red": {"10.1.0.1", "10.2.0.1"}, "blue": {"10.1.0.2", "10.2.0.2"}})
 	e := newEngine(t, red)
-	out := e.Register("swp1", hostA, at(0), at(0))
+	out := e.Register(registration("swp1", hostA, at(0)), at(0))
 	if !reflect.DeepEqual(out.Publish[0].Zones, []string{"red"}) {
 		t.Fatalf("tags %v", out.Publish[0].Zones)
 	}
-	e.Register("swp2", hostB, at(0), at(0))
+	e.Register(registration("swp2", hostB, at(0)), at(0))
 	e.ZoneQuery(hostA.Addr)
 	e.ZoneQuery(hostB.Addr)
 	out = e.Record(inof.Report{Switch: remote, Device: tgt1, Status: inof.Status{State: inof.StateActive, Changed: at(1)}})
@@ -158,7 +158,7 @@ func TestEngineZoneChange(t *testing.T) {
 
 func TestEngineDualHomedTarget(t *testing.T) {
 	e := newEngine(t, nil)
-	e.Register("swp1", hostA, at(0), at(0))
+	e.Register(registration("swp1", hostA, at(0)), at(0))
 	e.ZoneQuery(hostA.Addr)
 	pathA, pathB := tgt1, tgt2
 	pathB.NQN, pathA.NQN = "nqn.x:array", "nqn.x:array"
@@ -173,7 +173,7 @@ func TestEngineDualHomedTarget(t *testing.T) {
 
 func TestEngineRestartIsSilent(t *testing.T) {
 	e := newEngine(t, nil)
-	e.Register("swp1", hostA, at(0), at(0))
+	e.Register(registration("swp1", hostA, at(0)), at(0))
 	e.ZoneQuery(hostA.Addr)
 	e.Record(inof.Report{Switch: remote, Device: tgt1, Status: inof.Status{State: inof.StateActive, Changed: at(1)}})
 	e.Record(inof.Report{Switch: remote, Device: tgt2, Status: inof.Status{State: inof.StateActive, Changed: at(1)}})
@@ -187,7 +187,7 @@ func TestEngineRestartIsSilent(t *testing.T) {
 	}
 	notices(t, "restore", out)
 	notices(t, "tgt1 comes back from BGP", r.Record(inof.Report{Switch: remote, Device: tgt1, Status: inof.Status{State: inof.StateActive, Changed: at(1)}}))
-	notices(t, "the host's LLDPDU", r.Register("swp1", hostA, at(0), at(11)))
+	notices(t, "the host's LLDPDU", r.Register(registration("swp1", hostA, at(0)), at(11)))
 	notices(t, "resync after End-of-RIB", r.Resync(), inactive("swp1", hostA, tgt2, inof.ReasonBFDDown))
 	notices(t, "second resync", r.Resync())
 }
@@ -195,7 +195,7 @@ func TestEngineRestartIsSilent(t *testing.T) {
 func TestEngineSoftZoningSubscribesEverything(t *testing.T) {
 	soft := zones.Settings{DefaultZoneEnabled: true, HardZoning: false}
 	e := newEngine(t, zoned(soft, map[string][]string{"red": {"10.2.0.1"}, "blue": {"10.2.0.2"}}))
-	out := e.Register("swp1", hostA, at(0), at(0)) // unzoned host
+	out := e.Register(registration("swp1", hostA, at(0)), at(0)) // unzoned host
 	if want := []string{"blue", "default", "red"}; !reflect.DeepEqual(out.Subscriptions, want) {
 		t.Fatalf("subscriptions %v, want %v", out.Subscriptions, want)
 	}
@@ -216,7 +216,7 @@ func TestEngineRetiredEpochWaitsForTheNewOne(t *testing.T) {
 	now := at(0)
 	e := newEngine(t, both)
 	e.clock = func() time.Time { return now }
-	e.Register("swp1", hostA, now, now)
+	e.Register(registration("swp1", hostA, now), now)
 	e.ZoneQuery(hostA.Addr)
 	up := inof.Report{Switch: remote, Device: tgt1, Status: inof.Status{State: inof.StateActive, Changed: at(1)}}
 	notices(t, "target joins", e.Record(up), active("swp1", hostA, tgt1))
@@ -256,7 +256,7 @@ func TestEngineRetiredEpochOfAHiddenTarget(t *testing.T) {
 	now := at(0)
 	e := newEngine(t, zoned(hard, map[string][]string{"red": {"10.1.0.1", "10.2.0.1"}}))
 	e.clock = func() time.Time { return now }
-	e.Register("swp1", hostA, now, now)
+	e.Register(registration("swp1", hostA, now), now)
 	e.ZoneQuery(hostA.Addr)
 	notices(t, "target joins", e.Record(inof.Report{Switch: remote, Device: tgt1, Status: inof.Status{State: inof.StateActive, Changed: at(1)}}),
 		active("swp1", hostA, tgt1))

@@ -86,7 +86,7 @@ func (p *publishers) publish(ctx context.Context, out Output) {
 	pub := p.publisher()
 	pub.Batch(func() {
 		for _, x := range out.Publish {
-			rec := deviceRecord(p.self, x.Record)
+			rec := record.Device{Report: x.Record}
 			rts := make([]record.RouteTarget, 0, len(x.Zones))
 			for _, z := range x.Zones {
 				rts = append(rts, record.ZoneRT(p.asn, z))
@@ -110,11 +110,6 @@ func (p *publishers) close(ctx context.Context) {
 		p.log.Warn("device set records not all sent before the stop", "err", err)
 	}
 	p.sets.Close()
-}
-
-// deviceRecord is the device record of local record r of switch self.
-func deviceRecord(self inof.RouterID, r LocalRecord) record.Device {
-	return record.Device{Report: r.Report(self), AccessPort: r.Port, Since: r.Since}
 }
 
 // switchOverWait bounds a switch-over's wait for the new records to go

@@ -14,24 +14,12 @@ import (
 // hosts why the device went (docs/design.md §3, "leaving is a status").
 const DefaultHoldDown = 30 * time.Second
 
-// LocalRecord is the record this switch publishes for one device on one of
-// its access ports.
-type LocalRecord struct {
-	Device inof.Device
-	Port   string // access port
-	inof.Status
-	Since time.Time // first registration
-}
-
-// Report is the record as this switch (router-id self) reports it.
-func (r LocalRecord) Report(self inof.RouterID) inof.Report {
-	return inof.Report{Switch: self, Device: r.Device, Status: r.Status}
-}
-
 // Action is what Local asks the daemon to do with one record: publish it
-// (Withdraw false) or withdraw the record of Record.Device.Addr.
+// (Withdraw false) or withdraw the record of Record.Device.Addr. The record
+// is the device carrier as this switch reports it: its access port, first
+// registration and status.
 type Action struct {
-	Record   LocalRecord
+	Record   inof.Report
 	Withdraw bool
 }
 
@@ -83,8 +71,8 @@ func (h *deadlines) Pop() any {
 }
 
 type localDev struct {
-	ports     map[string]LocalRecord // registrations per access port
-	published LocalRecord
+	ports     map[string]inof.Report // registrations per access port
+	published inof.Report
 	withdraw  time.Time // zero unless leaving
 	// restored are the ports whose registration came from the state file
 	// and has not been refreshed by an LLDPDU since, with its age-out
@@ -101,17 +89,19 @@ func NewLocal(holdDown time.Duration) *Local {
 	return &Local{holdDown: holdDown, devs: map[netip.Addr]*localDev{}}
 }
 
-// Register records that dev is registered on port (a new registration or a
-// refresh with changed content) and returns what to publish, if anything
-// changed. since is the registration's first time.
-func (l *Local) Register(port string, dev inof.Device, since, now time.Time) []Action {
-	d := l.devs[dev.Addr]
+// Register records that r.Device is registered on r.AccessPort since
+// r.Since (a new registration or a refresh with changed content) and
+// returns what to publish, if anything changed. r.Status is not read: a
+// registration is active.
+func (l *Local) Register(r inof.Report, now time.Time) []Action {
+	d := l.devs[r.Device.Addr]
 	if d == nil {
-		d = &localDev{ports: map[string]LocalRecord{}}
-		l.devs[dev.Addr] = d
+		d = &localDev{ports: map[string]inof.Report{}}
+		l.devs[r.Device.Addr] = d
 	}
-	d.ports[port] = LocalRecord{Device: dev, Port: port, Status: inof.Status{State: inof.StateActive}, Since: since}
-	delete(d.restored, port) // the registration table has it now
+	r.Status = inof.Status{State: inof.StateActive}
+	d.ports[r.AccessPort] = r
+	delete(d.restored, r.AccessPort) // the registration table has it now
 	return l.republish(d, inof.ReasonNone, now)
 }
 
@@ -147,7 +137,7 @@ func (l *Local) PortDown(port string, now time.Time) []Action {
 // republish computes the record d should have now and returns an action if
 // it differs from the published one.
 func (l *Local) republish(d *localDev, reason inof.Reason, now time.Time) []Action {
-	var want LocalRecord
+	var want inof.Report
 	if len(d.ports) > 0 {
 		want = d.current()
 		d.withdraw = time.Time{}
@@ -173,11 +163,11 @@ func (l *Local) republish(d *localDev, reason inof.Reason, now time.Time) []Acti
 
 // current is the registration to publish among d's ports: the oldest, then
 // the lowest port name, so the choice is stable.
-func (d *localDev) current() LocalRecord {
-	var best LocalRecord
+func (d *localDev) current() inof.Report {
+	var best inof.Report
 	first := true
 	for _, r := range d.ports {
-		if first || r.Since.Before(best.Since) || (r.Since.Equal(best.Since) && r.Port < best.Port) {
+		if first || r.Since.Before(best.Since) || (r.Since.Equal(best.Since) && r.AccessPort < best.AccessPort) {
 			best, first = r, false
 		}
 	}
@@ -245,12 +235,12 @@ func (l *Local) NextExpiry() (time.Time, bool) {
 
 // Published returns every record currently published, sorted by address:
 // what a restarted agent republishes, and what the state file holds.
-func (l *Local) Published() []LocalRecord {
-	out := make([]LocalRecord, 0, len(l.devs))
+func (l *Local) Published() []inof.Report {
+	out := make([]inof.Report, 0, len(l.devs))
 	for _, d := range l.devs {
 		out = append(out, d.published)
 	}
-	slices.SortFunc(out, func(a, b LocalRecord) int { return a.Device.Addr.Compare(b.Device.Addr) })
+	slices.SortFunc(out, func(a, b inof.Report) int { return a.Device.Addr.Compare(b.Device.Addr) })
 	return out
 }
 
@@ -262,17 +252,19 @@ func (l *Local) Published() []LocalRecord {
 // registration table had for a record's address on its port when the state
 // was saved; a record without one gets now + RestoredTTL. Inactive records
 // resume their hold-down from now.
-func (l *Local) Restore(rs []LocalRecord, expires map[RegistrationKey]time.Time, now time.Time) {
+func (l *Local) Restore(rs []inof.Report, expires map[RegistrationKey]time.Time, now time.Time) {
 	for _, r := range rs {
-		d := &localDev{ports: map[string]LocalRecord{}, published: r}
+		d := &localDev{ports: map[string]inof.Report{}, published: r}
 		if r.State == inof.StateActive {
-			d.ports[r.Port] = LocalRecord{Device: r.Device, Port: r.Port, Status: inof.Status{State: inof.StateActive}, Since: r.Since}
-			at, ok := expires[RegistrationKey{Port: r.Port, Addr: r.Device.Addr}]
+			reg := r
+			reg.Status = inof.Status{State: inof.StateActive}
+			d.ports[r.AccessPort] = reg
+			at, ok := expires[RegistrationKey{Port: r.AccessPort, Addr: r.Device.Addr}]
 			if !ok {
 				at = now.Add(RestoredTTL)
 			}
-			d.restored = map[string]time.Time{r.Port: at}
-			heap.Push(&l.restoredDue, deadline{at: at, addr: r.Device.Addr, port: r.Port})
+			d.restored = map[string]time.Time{r.AccessPort: at}
+			heap.Push(&l.restoredDue, deadline{at: at, addr: r.Device.Addr, port: r.AccessPort})
 			l.devs[r.Device.Addr] = d
 			continue
 		}

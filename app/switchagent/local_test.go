@@ -22,11 +22,11 @@ func one(t *testing.T, what string, as []Action) Action {
 
 func TestLocalLeavingIsAStatus(t *testing.T) {
 	l := NewLocal(30 * time.Second)
-	a := one(t, "register", l.Register("swp1", hostDev, at(0), at(0)))
-	if a.Withdraw || a.Record.State != inof.StateActive || a.Record.Port != "swp1" || !a.Record.Changed.Equal(at(0)) {
+	a := one(t, "register", l.Register(registration("swp1", hostDev, at(0)), at(0)))
+	if a.Withdraw || a.Record.State != inof.StateActive || a.Record.AccessPort != "swp1" || !a.Record.Changed.Equal(at(0)) {
 		t.Fatalf("register published %+v", a)
 	}
-	if as := l.Register("swp1", hostDev, at(0), at(30)); len(as) != 0 {
+	if as := l.Register(registration("swp1", hostDev, at(0)), at(30)); len(as) != 0 {
 		t.Fatalf("an unchanged refresh published %+v", as)
 	}
 	a = one(t, "link down", l.Unregister("swp1", hostDev.Addr, inof.ReasonLinkDown, at(40)))
@@ -50,9 +50,9 @@ func TestLocalLeavingIsAStatus(t *testing.T) {
 
 func TestLocalComesBackDuringHoldDown(t *testing.T) {
 	l := NewLocal(30 * time.Second)
-	l.Register("swp1", hostDev, at(0), at(0))
+	l.Register(registration("swp1", hostDev, at(0)), at(0))
 	l.Unregister("swp1", hostDev.Addr, inof.ReasonAgeOut, at(10))
-	a := one(t, "back", l.Register("swp1", hostDev, at(12), at(12)))
+	a := one(t, "back", l.Register(registration("swp1", hostDev, at(12)), at(12)))
 	if a.Record.State != inof.StateActive || a.Record.Reason != inof.ReasonNone || !a.Record.Changed.Equal(at(12)) {
 		t.Fatalf("return published %+v", a)
 	}
@@ -70,10 +70,10 @@ func TestLocalComesBackDuringHoldDown(t *testing.T) {
 func TestLocalLeavesAgain(t *testing.T) {
 	l := NewLocal(30 * time.Second)
 	other := inof.Device{Addr: netip.MustParseAddr("10.0.0.8"), Role: inof.RoleTarget, Protocol: inof.ProtocolTCP}
-	l.Register("swp1", hostDev, at(0), at(0))
-	l.Register("swp2", other, at(0), at(0))
+	l.Register(registration("swp1", hostDev, at(0)), at(0))
+	l.Register(registration("swp2", other, at(0)), at(0))
 	l.Unregister("swp1", hostDev.Addr, inof.ReasonLinkDown, at(10))
-	l.Register("swp1", hostDev, at(12), at(12))
+	l.Register(registration("swp1", hostDev, at(12)), at(12))
 	l.Unregister("swp2", other.Addr, inof.ReasonAgeOut, at(15))
 	l.Unregister("swp1", hostDev.Addr, inof.ReasonLinkDown, at(20))
 	if next, ok := l.NextExpiry(); !ok || !next.Equal(at(45)) {
@@ -98,12 +98,12 @@ func TestLocalLeavesAgain(t *testing.T) {
 
 func TestLocalTwoPorts(t *testing.T) {
 	l := NewLocal(0)
-	l.Register("swp1", hostDev, at(0), at(0))
-	if as := l.Register("swp2", hostDev, at(5), at(5)); len(as) != 0 {
+	l.Register(registration("swp1", hostDev, at(0)), at(0))
+	if as := l.Register(registration("swp2", hostDev, at(5)), at(5)); len(as) != 0 {
 		t.Fatalf("a second port with a newer registration republished: %+v", as)
 	}
 	a := one(t, "first port down", l.Unregister("swp1", hostDev.Addr, inof.ReasonLinkDown, at(6)))
-	if a.Record.State != inof.StateActive || a.Record.Port != "swp2" || !a.Record.Changed.Equal(at(0)) {
+	if a.Record.State != inof.StateActive || a.Record.AccessPort != "swp2" || !a.Record.Changed.Equal(at(0)) {
 		t.Fatalf("the other port should keep it active: %+v", a)
 	}
 	a = one(t, "second port down", l.Unregister("swp2", hostDev.Addr, inof.ReasonLinkDown, at(7)))
@@ -117,10 +117,10 @@ func TestLocalTwoPorts(t *testing.T) {
 
 func TestLocalDeviceChangeRepublishes(t *testing.T) {
 	l := NewLocal(0)
-	l.Register("swp1", hostDev, at(0), at(0))
+	l.Register(registration("swp1", hostDev, at(0)), at(0))
 	changed := hostDev
 	changed.NQN = "nqn.2014-08.org.nvmexpress:uuid:1"
-	a := one(t, "nqn learned", l.Register("swp1", changed, at(0), at(3)))
+	a := one(t, "nqn learned", l.Register(registration("swp1", changed, at(0)), at(3)))
 	if a.Record.Device != changed || !a.Record.Changed.Equal(at(0)) {
 		t.Fatalf("got %+v; a content change is not a state change", a)
 	}
@@ -128,9 +128,9 @@ func TestLocalDeviceChangeRepublishes(t *testing.T) {
 
 func TestLocalRestore(t *testing.T) {
 	l := NewLocal(30 * time.Second)
-	l.Register("swp1", hostDev, at(0), at(0))
+	l.Register(registration("swp1", hostDev, at(0)), at(0))
 	gone := inof.Device{Addr: netip.MustParseAddr("10.0.0.8"), Role: inof.RoleTarget, Protocol: inof.ProtocolTCP}
-	l.Register("swp2", gone, at(0), at(0))
+	l.Register(registration("swp2", gone, at(0)), at(0))
 	l.Unregister("swp2", gone.Addr, inof.ReasonLinkDown, at(5))
 	saved := l.Published()
 
@@ -140,7 +140,7 @@ func TestLocalRestore(t *testing.T) {
 		t.Fatalf("restored %+v, want %+v", got, saved)
 	}
 	// The LLDPDU after the restart changes nothing: no churn.
-	if as := r.Register("swp1", hostDev, at(0), at(101)); len(as) != 0 {
+	if as := r.Register(registration("swp1", hostDev, at(0)), at(101)); len(as) != 0 {
 		t.Fatalf("refresh after restore published %+v", as)
 	}
 	a := one(t, "restored hold-down", r.Expire(at(130)))
@@ -159,7 +159,7 @@ func TestLocalRestoredDeadlines(t *testing.T) {
 	b := inof.Device{Addr: netip.MustParseAddr("10.0.0.8"), Role: inof.RoleTarget, Protocol: inof.ProtocolTCP}
 	c := inof.Device{Addr: netip.MustParseAddr("10.0.0.9"), Role: inof.RoleTarget, Protocol: inof.ProtocolTCP}
 	for _, d := range []inof.Device{a, b, c} {
-		l.Register("swp1", d, at(0), at(0))
+		l.Register(registration("swp1", d, at(0)), at(0))
 	}
 	saved := l.Published()
 	r := NewLocal(30 * time.Second)
@@ -167,7 +167,7 @@ func TestLocalRestoredDeadlines(t *testing.T) {
 	if next, ok := r.NextExpiry(); !ok || !next.Equal(at(110)) {
 		t.Fatalf("next expiry %v %v, want a's saved deadline", next, ok)
 	}
-	r.Register("swp1", c, at(0), at(101)) // c's LLDPDU: the registration table has it now
+	r.Register(registration("swp1", c, at(0)), at(101)) // c's LLDPDU: the registration table has it now
 	x := one(t, "a ages out", r.Expire(at(110)))
 	if x.Record.Device.Addr != a.Addr || x.Record.State != inof.StateInactive || x.Record.Reason != inof.ReasonAgeOut {
 		t.Fatalf("got %+v", x)
@@ -186,4 +186,10 @@ func TestLocalRestoredDeadlines(t *testing.T) {
 	if got := r.Published(); len(got) != 1 || got[0].Device.Addr != c.Addr || got[0].State != inof.StateActive {
 		t.Fatalf("published %+v, want c active only", got)
 	}
+}
+
+// registration is the carrier of dev's registration on port since since,
+// as the registration table hands it over.
+func registration(port string, dev inof.Device, since time.Time) inof.Report {
+	return inof.Report{Device: dev, Status: inof.Status{State: inof.StateActive}, AccessPort: port, Since: since}
 }

@@ -29,7 +29,7 @@ func TestDiscoverySourceReferrals(t *testing.T) {
 		return inof.Report{Switch: sw, Device: dev(addr, inof.RoleHost, inof.ProtocolTCP, nqn), Status: inof.Status{State: state}}
 	}
 	put := func(reports ...inof.Report) bool {
-		s.put(reports[0].Device.Addr, Target{}, false, reports)
+		s.put(reports[0].Device.Addr, inof.Report{}, false, reports)
 		return drained(s)
 	}
 	refs := func(hostNQN, from string) []discovery.Entry {
@@ -102,7 +102,7 @@ func TestDiscoverySourceReferrals(t *testing.T) {
 	}
 	// Nothing is kept for addresses that have no reports left.
 	for _, a := range []string{"10.2.0.5", "10.1.0.5", "10.3.0.5", "10.99.0.5", "10.22.0.9"} {
-		s.put(netip.MustParseAddr(a), Target{}, false, nil)
+		s.put(netip.MustParseAddr(a), inof.Report{}, false, nil)
 	}
 	if len(s.hostsAt) != 0 || len(s.byNQN) != 0 {
 		t.Fatalf("left behind: %v %v", s.hostsAt, s.byNQN)

@@ -1,6 +1,7 @@
 package switchagent
 
 import (
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"net/netip"
@@ -27,7 +28,7 @@ type savedState struct {
 	Saved     time.Time                    `json:"saved"`
 	Clean     bool                         `json:"clean"` // written by a clean stop
 	Published []table.PublishedDevice      `json:"published"`
-	Local     []LocalRecord                `json:"local"`
+	Local     localRecords                 `json:"local"`
 	Told      map[netip.Addr][]inof.Device `json:"told"`
 	Zones     [][]byte                     `json:"zones"` // zones.Record, binary
 	// Registrations are the deadlines of the active local registrations
@@ -47,6 +48,35 @@ type savedState struct {
 	// (toldjournal.go): a start replays only the newer ones. Absent in
 	// files of older releases.
 	ToldGen uint64 `json:"told_gen,omitempty"`
+}
+
+// localRecords are the local records in the state file, as Engine.Published
+// gives them.
+type localRecords []inof.Report
+
+// UnmarshalJSON also reads the records of older releases' files, which
+// name the access port "Port" and no switch (Engine.Restore fills it in).
+func (l *localRecords) UnmarshalJSON(b []byte) error {
+	var rs []struct {
+		inof.Report
+		Port string // the access port in older releases' files
+	}
+	if err := json.Unmarshal(b, &rs); err != nil {
+		return err
+	}
+	if rs == nil {
+		*l = nil
+		return nil
+	}
+	out := make(localRecords, len(rs))
+	for i, r := range rs {
+		if r.AccessPort == "" {
+			r.AccessPort = r.Port
+		}
+		out[i] = r.Report
+	}
+	*l = out
+	return nil
 }
 
 // savedRegistration is one registration's deadline, and its TTL when the
@@ -92,7 +122,7 @@ func later(a, b time.Time) time.Time {
 func registrations(entries []l2proto.Entry, restored map[RegistrationKey]time.Time) []savedRegistration {
 	out := make([]savedRegistration, 0, len(entries)+len(restored))
 	for _, e := range entries {
-		out = append(out, savedRegistration{Port: e.Port, Addr: e.Device.Addr, Expires: e.Expires, TTL: e.TTL})
+		out = append(out, savedRegistration{Port: e.AccessPort, Addr: e.Device.Addr, Expires: e.Expires, TTL: e.TTL})
 	}
 	for k, at := range restored {
 		out = append(out, savedRegistration{Port: k.Port, Addr: k.Addr, Expires: at})

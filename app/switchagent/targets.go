@@ -7,15 +7,6 @@ import (
 	"github.com/openinof/inof/inof"
 )
 
-// Target is the merged state of every record that carries one address. An
-// address seen by two switches (a device moved, or a NIC on a shared
-// segment) is active while any of its records is active.
-type Target struct {
-	Device inof.Device
-	State  inof.State
-	Reason inof.Reason // of the newest inactive record when inactive
-}
-
 // Targets holds the device records this switch knows, merged per address.
 // It is owned by one goroutine; it is not safe for concurrent use.
 type Targets struct {
@@ -66,12 +57,14 @@ func (t *Targets) Remove(sw inof.RouterID, addr netip.Addr) (reason inof.Reason,
 }
 
 // Get returns the merged state of addr: the preferred record
-// (inof.Report.Preferred), so an inactive record never hides an active one
-// and the choice does not depend on the order records came in.
-func (t *Targets) Get(addr netip.Addr) (Target, bool) {
+// (inof.Report.Preferred), as it came, so an inactive record never hides
+// an active one and the choice does not depend on the order records came
+// in. An address seen by two switches (a device moved, or a NIC on a
+// shared segment) is active while any of its records is active.
+func (t *Targets) Get(addr netip.Addr) (inof.Report, bool) {
 	rs := t.byAddr[addr]
 	if len(rs) == 0 {
-		return Target{}, false
+		return inof.Report{}, false
 	}
 	best := rs[0]
 	for _, r := range rs[1:] {
@@ -79,11 +72,16 @@ func (t *Targets) Get(addr netip.Addr) (Target, bool) {
 			best = r
 		}
 	}
-	out := Target{Device: best.Device, State: best.State}
-	if best.State != inof.StateActive {
-		out.Reason = best.Reason
+	return best, true
+}
+
+// sameView reports whether merged states a and b (of Get) look the same
+// to a host: the device, its state and, when inactive, the reason.
+func sameView(a, b inof.Report) bool {
+	if a.Device != b.Device || a.State != b.State {
+		return false
 	}
-	return out, true
+	return a.State == inof.StateActive || a.Reason == b.Reason
 }
 
 // Reports returns the records held for addr, one per switch, in no order.

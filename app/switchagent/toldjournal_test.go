@@ -134,7 +134,7 @@ func TestReplayTold(t *testing.T) {
 // Restored from the state file alone the engine believes the host knows.
 func TestEngineRestoreAfterCrash(t *testing.T) {
 	e := newEngine(t, nil)
-	e.Register("swp1", hostA, at(0), at(0))
+	e.Register(registration("swp1", hostA, at(0)), at(0))
 	e.ZoneQuery(hostA.Addr)
 	up := inof.Report{Switch: remote, Device: tgt1, Status: inof.Status{State: inof.StateActive, Changed: at(1)}}
 	e.Record(up)
@@ -156,7 +156,7 @@ func TestEngineRestoreAfterCrash(t *testing.T) {
 	} {
 		r := newEngine(t, nil)
 		notices(t, c.name+": restore", r.Restore(published, c.told, nil, at(10)))
-		notices(t, c.name+": the host's LLDPDU", r.Register("swp1", hostA, at(0), at(11)))
+		notices(t, c.name+": the host's LLDPDU", r.Register(registration("swp1", hostA, at(0)), at(11)))
 		notices(t, c.name+": the target back", r.Record(up), c.want...)
 	}
 }

@@ -61,14 +61,13 @@ type Record interface {
 // records, and a switch moves a device to other zones (route targets) under
 // a new epoch (see DevicePublisher and DeviceTable).
 type Device struct {
-	// Report is what the record says: the originating switch, the device
-	// and its status (Changed has millisecond precision on the wire).
+	// Report is what the record says: the originating switch, the device,
+	// its status, access port and first registration (Changed and Since
+	// have millisecond precision on the wire).
 	inof.Report
 	// Epoch orders the keys one switch used for one address; receivers
 	// use the highest epoch present. DevicePublisher assigns it.
-	Epoch      uint64
-	AccessPort string    // switch interface the device is on
-	Since      time.Time // first registration (millisecond precision)
+	Epoch uint64
 }
 
 // DeviceID identifies a device as one switch publishes it, across epochs.

@@ -17,8 +17,8 @@ func TestRecordRoundTrip(t *testing.T) {
 	recs := []Record{
 		device(0x0a000001, 7),
 		&Device{Report: inof.Report{Switch: 9, Device: inof.Device{Addr: netip.MustParseAddr("fd00::7"), Role: inof.RoleBoth,
-			Protocol: inof.ProtocolRoCE}, Status: inof.Status{State: inof.StateInactive, Reason: inof.ReasonLinkDown, Changed: time.UnixMilli(6)}},
-			Epoch: 1 << 50, Since: time.UnixMilli(5)},
+			Protocol: inof.ProtocolRoCE}, Status: inof.Status{State: inof.StateInactive, Reason: inof.ReasonLinkDown, Changed: time.UnixMilli(6)}, Since: time.UnixMilli(5)},
+			Epoch: 1 << 50},
 		&Config{Reflector: 1, Kind: 2, Name: "prod", Gen: 1 << 40, Writer: 2, Payload: []byte{1, 2, 3}},
 		&Config{Reflector: 3, Kind: 1, Deleted: true, Gen: 9, Writer: 3},
 		&Config{Reflector: 3, Kind: 2, Name: "big", Part: 7, Gen: 9, Writer: 3, Payload: []byte{4}},

@@ -159,8 +159,7 @@ clients: %[7]s
 		{Addr: netip.MustParseAddr("10.0.0.1"), Role: inof.RoleHost, Protocol: inof.ProtocolTCP},
 		{Addr: netip.MustParseAddr("10.0.1.1"), Role: inof.RoleTarget, Protocol: inof.ProtocolTCP, Port: 4420},
 	} {
-		rec := record.Device{Report: inof.Report{Switch: 0x7f000002, Device: d, Status: inof.Status{State: inof.StateActive, Changed: now}},
-			AccessPort: "swp1", Since: now}
+		rec := record.Device{Report: inof.Report{Switch: 0x7f000002, Device: d, Status: inof.Status{State: inof.StateActive, Changed: now}, AccessPort: "swp1", Since: now}}
 		if err := pub.Publish(ctx, rec, record.ZoneRT(65000, "red")); err != nil {
 			t.Fatal(err)
 		}

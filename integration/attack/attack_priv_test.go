@@ -306,7 +306,7 @@ func device(sw, addr string, st inof.State, epoch uint64) *record.Device {
 	now := time.Now().Truncate(time.Millisecond)
 	return &record.Device{Report: inof.Report{Switch: inof.MustParseRouterID(sw),
 		Device: inof.Device{Addr: netip.MustParseAddr(addr), Role: inof.RoleTarget, Protocol: inof.ProtocolTCP, Port: 4420},
-		Status: inof.Status{State: st, Changed: now}}, Epoch: epoch, AccessPort: "p1", Since: now}
+		Status: inof.Status{State: st, Changed: now}, AccessPort: "p1", Since: now}, Epoch: epoch}
 }
 
 // counted waits until a counter (with reason, or drop reason, label) is at

@@ -169,8 +169,8 @@ func (p Plan) SwitchRecords(s int) ([]Record, error) {
 		if i%10 == 0 {
 			d.Role, d.Port, d.NQN = inof.RoleTarget, 4420, fmt.Sprintf("nqn.2014-08.org.example:t%d", i)
 		}
-		r := &record.Device{Report: inof.Report{Switch: sw, Device: d, Status: inof.Status{State: inof.StateActive, Changed: now}},
-			Epoch: 1, AccessPort: fmt.Sprintf("swp%d", i%48+1), Since: now}
+		r := &record.Device{Report: inof.Report{Switch: sw, Device: d, Status: inof.Status{State: inof.StateActive, Changed: now}, AccessPort: fmt.Sprintf("swp%d", i%48+1), Since: now},
+			Epoch: 1}
 		z := i / p.perZone()
 		if !p.Sets {
 			k, v, err := record.Encode(r, 1)
