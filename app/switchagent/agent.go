@@ -126,7 +126,7 @@ func New(cfg Config) (*Agent, error) {
 		cfg.OpenLink = func(port string) (l2proto.Link, error) { return l2proto.ListenPacket(port) }
 	}
 	a := &Agent{opts: cfg.Options, log: cfg.Logger, evlog: cfg.EventLogger, self: cfg.Options.routerID(),
-		table: table.NewDeviceTable(table.DeviceTableOptions{MaxDevices: cfg.Options.MaxDevices, Logger: cfg.Logger}),
+		table: table.NewDeviceTable(table.DeviceTableOptions{MaxDevices: cfg.Options.MaxDevices, Logger: cfg.Logger, Decoded: true}),
 		save:  newSaver(cfg.Options, cfg.Logger), loopDone: make(chan struct{}),
 		ready: make(chan struct{}), reconf: make(chan reconfRequest)}
 	a.met = newMetrics(a)

@@ -214,6 +214,15 @@ func (d *Device) appendBody(v []byte) []byte {
 	return append(append(v, byte(len(d.Device.NQN))), d.Device.NQN...)
 }
 
+// Same reports whether d and o encode alike: every field equal, the
+// times to the millisecond the wire carries. A table that keeps records
+// decoded compares them with it as a compact one compares their bytes.
+func (d *Device) Same(o *Device) bool {
+	return d.Switch == o.Switch && d.Epoch == o.Epoch && d.Device == o.Device && d.AccessPort == o.AccessPort &&
+		d.State == o.State && d.Reason == o.Reason &&
+		d.Changed.UnixMilli() == o.Changed.UnixMilli() && d.Since.UnixMilli() == o.Since.UnixMilli()
+}
+
 // bodySize is the length of appendBody's output.
 func (d *Device) bodySize() int { return 24 + len(d.AccessPort) + len(d.Device.NQN) }
 

@@ -23,7 +23,7 @@ type deviceView struct {
 }
 
 func newDeviceView() *deviceView {
-	v := &deviceView{table: NewDeviceTable(DeviceTableOptions{}), history: map[record.DeviceID][]DeviceChange{}}
+	v := &deviceView{table: NewDeviceTable(DeviceTableOptions{Decoded: true}), history: map[record.DeviceID][]DeviceChange{}}
 	v.cond = sync.NewCond(&v.mu)
 	return v
 }
@@ -159,8 +159,13 @@ func applyOne(t testing.TB, tb *DeviceTable, ev bgp.RecordEvent) (DeviceChange, 
 // device whose last record is withdrawn while active has vanished, one
 // published inactive first has left; bounds are counted.
 func TestDeviceTable(t *testing.T) {
+	forEachForm(t, testDeviceTable)
+}
+
+func testDeviceTable(t *testing.T, opts DeviceTableOptions) {
 	d := *device(1, 1)
-	tb := NewDeviceTable(DeviceTableOptions{MaxDevices: 2})
+	opts.MaxDevices = 2
+	tb := NewDeviceTable(opts)
 	step := func(ev bgp.RecordEvent, wantChange bool, check func(DeviceChange) bool) {
 		t.Helper()
 		ch, ok := applyOne(t, tb, ev)

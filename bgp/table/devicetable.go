@@ -28,6 +28,13 @@ type DeviceTableOptions struct {
 	// and logged at a rate limit.
 	MaxDevices int
 	Logger     *slog.Logger
+	// Decoded keeps each record as it was received, decoded, rather than
+	// its wire encoding: for a switch, which holds the devices of its
+	// zones and hands every change on, so a received record is decoded
+	// once (by the speaker) and never encoded or decoded again here. A
+	// reflector, which holds millions of devices and reads few, keeps the
+	// compact encoding (the default).
+	Decoded bool
 }
 
 // maxEpochs bounds the copies held per device: normally one, two while a
@@ -44,24 +51,29 @@ const maxEpochs = 4
 // so a device reads the same whichever format its switch publishes in
 // (docs/records.md). It is safe for concurrent use.
 //
-// The records are held in their wire encoding, each set's entries as its
-// record carried them, and decoded when asked for: a reflector holds
-// millions of devices (docs/reflector.md, "Memory of a large reflector"),
-// and a new value of a set whose entries mostly did not change costs a
-// comparison of bytes per unchanged entry.
+// By default the records are held in their wire encoding, each set's
+// entries as its record carried them, and decoded when asked for: a
+// reflector holds millions of devices (docs/reflector.md, "Memory of a
+// large reflector"), and a new value of a set whose entries mostly did not
+// change costs a comparison of bytes per unchanged entry. A decoded table
+// (DeviceTableOptions.Decoded, a switch's) holds the records themselves and
+// compares them field by field (record.Device.Same) instead.
 type DeviceTable struct {
-	max int
-	log *slog.Logger
+	max     int
+	log     *slog.Logger
+	decoded bool
 
 	mu sync.Mutex
 	// devices holds per device its copies, one per (epoch, source)
 	// present (at most maxEpochs).
 	devices deviceIndex
 	// sets holds what each device set key brought (bySrc: by its source
-	// number), singles the encoding of each device record's copy.
+	// number), singles the encoding of each device record's copy (records
+	// the record itself, in a decoded table).
 	sets    map[record.DeviceSetKey]*heldSet
 	bySrc   map[uint32]*heldSet
 	singles map[record.DeviceKey][]byte
+	records map[record.DeviceKey]*record.Device
 	// applying is the set whose new value is being applied: its copies
 	// are read from what the value put so far, then from its old entries.
 	applying *applyingSet
@@ -82,27 +94,111 @@ type heldCopy struct {
 // entries it brought that the table took (all but those refused).
 type heldSet struct {
 	src     uint32
-	entries record.SetEntries
+	entries setEntries
+}
+
+// setEntries are a set's entries, sorted by (address, epoch), as the table
+// keeps them: their encoding, or the records in a decoded table.
+type setEntries struct {
+	enc  record.SetEntries
+	recs []record.Device
+}
+
+// copyValue is one copy's value as the table keeps it: its entry encoding, or
+// the record in a decoded table.
+type copyValue struct {
+	enc []byte
+	rec *record.Device
+}
+
+func (h copyValue) none() bool { return h.enc == nil && h.rec == nil }
+
+// same reports whether two copies say the same.
+func (h copyValue) same(o copyValue) bool {
+	if h.rec != nil && o.rec != nil {
+		return h.rec.Same(o.rec)
+	}
+	return bytes.Equal(h.enc, o.enc)
+}
+
+func (e setEntries) len() int {
+	if e.recs != nil {
+		return len(e.recs)
+	}
+	return e.enc.Len()
+}
+
+func (e setEntries) at(i int) copyValue {
+	if e.recs != nil {
+		return copyValue{rec: &e.recs[i]}
+	}
+	return copyValue{enc: e.enc.At(i)}
+}
+
+func (e setEntries) key(i int) (netip.Addr, uint64) {
+	if e.recs != nil {
+		return e.recs[i].Device.Addr, e.recs[i].Epoch
+	}
+	return e.enc.Key(i)
+}
+
+func (e setEntries) find(a netip.Addr, epoch uint64) (int, bool) {
+	if e.recs != nil {
+		return slices.BinarySearchFunc(e.recs, record.DeviceKey{DeviceID: record.DeviceID{Addr: a}, Epoch: epoch},
+			func(d record.Device, k record.DeviceKey) int {
+				if c := d.Device.Addr.Compare(k.Addr); c != 0 {
+					return c
+				}
+				return cmp.Compare(d.Epoch, k.Epoch)
+			})
+	}
+	return e.enc.Find(a, epoch)
+}
+
+// without returns e less the entries at the indices in skip (sorted).
+func (e setEntries) without(skip []int) setEntries {
+	var out setEntries
+	n := e.len()
+	if e.recs != nil {
+		out.recs = make([]record.Device, 0, n-len(skip))
+	}
+	for i := range n {
+		if len(skip) > 0 && skip[0] == i {
+			skip = skip[1:]
+			continue
+		}
+		if e.recs != nil {
+			out.recs = append(out.recs, e.recs[i])
+		} else {
+			out.enc.Append(e.enc.At(i))
+		}
+	}
+	return out
 }
 
 // applyingSet is the state of applySet while it runs.
 type applyingSet struct {
 	src uint32
-	put []record.Device   // the new entries put so far (sorted)
-	enc record.SetEntries // the new entries' encoding (put's too)
-	old record.SetEntries // the set's entries before the new value
+	put []record.Device // the new entries put so far (sorted)
+	in  setEntries      // the new entries as kept (put's too)
+	old setEntries      // the set's entries before the new value
 }
 
-// DeviceTableStats count what a DeviceTable refused.
+// DeviceTableStats count what a DeviceTable refused, and its decoding.
 type DeviceTableStats struct {
 	Refused uint64 // records of devices beyond MaxDevices
 	Evicted uint64 // epochs dropped beyond the per-device bound
+	// Decodes counts the entries the table decoded from their encoding
+	// (always 0 in a decoded table: its records come decoded).
+	Decodes uint64
 }
 
 // DeviceChange is a change of a device's current record.
 type DeviceChange struct {
-	ID     record.DeviceID
-	Record *record.Device // the record with the highest epoch; nil when gone
+	ID record.DeviceID
+	// Record is the record with the highest epoch, nil when gone; the
+	// caller must not change it (a decoded table holds it).
+	Record *record.Device
 	// Vanished: the device's last record was withdrawn while active, so
 	// its switch is gone (hosts get reason BFD down). A device that leaves
 	// normally is published inactive first.
@@ -121,9 +217,9 @@ func NewDeviceTable(opts DeviceTableOptions) *DeviceTable {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	return &DeviceTable{max: opts.MaxDevices, log: opts.Logger, devices: newDeviceIndex(),
+	return &DeviceTable{max: opts.MaxDevices, log: opts.Logger, decoded: opts.Decoded, devices: newDeviceIndex(),
 		sets: map[record.DeviceSetKey]*heldSet{}, bySrc: map[uint32]*heldSet{}, singles: map[record.DeviceKey][]byte{},
-		nextSrc: 1, refuse: ratelimit.Limit{Every: time.Second}}
+		records: map[record.DeviceKey]*record.Device{}, nextSrc: 1, refuse: ratelimit.Limit{Every: time.Second}}
 }
 
 // Apply feeds one record event and appends to dst the change of every
@@ -136,18 +232,27 @@ func (t *DeviceTable) Apply(dst []DeviceChange, ev bgp.RecordEvent) []DeviceChan
 		if !ev.Withdrawn {
 			t.mu.Lock()
 			defer t.mu.Unlock()
-			dst, _ = t.change(dst, r.ID(), r.Epoch, 0, r, record.AppendEntry(nil, r))
+			v := copyValue{rec: r}
+			if !t.decoded {
+				v = copyValue{enc: record.AppendEntry(nil, r)}
+			}
+			dst, _ = t.change(dst, r.ID(), r.Epoch, 0, r, v)
 			return dst
 		}
 	case *record.DeviceSet:
 		if !ev.Withdrawn {
 			t.mu.Lock()
 			defer t.mu.Unlock()
-			enc := r.Encoded()
-			if enc.Len() != len(r.Devices) {
-				enc = record.EncodeEntries(r.Devices) // not received: made here
+			in := setEntries{recs: r.Devices}
+			if !t.decoded {
+				in = setEntries{enc: r.Encoded()}
+				if in.enc.Len() != len(r.Devices) {
+					in.enc = record.EncodeEntries(r.Devices) // not received: made here
+				}
+			} else if in.recs == nil {
+				in.recs = []record.Device{} // an empty set, not an encoded one
 			}
-			return t.applySet(dst, record.DeviceSetKey{Switch: r.Switch, Set: r.Set, Shard: r.Shard}, r.Devices, enc)
+			return t.applySet(dst, record.DeviceSetKey{Switch: r.Switch, Set: r.Set, Shard: r.Shard}, r.Devices, in)
 		}
 	}
 	if !ev.Withdrawn || len(ev.Key) == 0 {
@@ -158,25 +263,25 @@ func (t *DeviceTable) Apply(dst []DeviceChange, ev bgp.RecordEvent) []DeviceChan
 		if k, err := record.ParseDeviceKey(ev.Key); err == nil {
 			t.mu.Lock()
 			defer t.mu.Unlock()
-			dst, _ = t.change(dst, k.DeviceID, k.Epoch, 0, nil, nil)
+			dst, _ = t.change(dst, k.DeviceID, k.Epoch, 0, nil, copyValue{})
 			return dst
 		}
 	case record.TypeDeviceSet:
 		if k, err := record.ParseDeviceSetKey(ev.Key); err == nil {
 			t.mu.Lock()
 			defer t.mu.Unlock()
-			return t.applySet(dst, k, nil, record.SetEntries{})
+			return t.applySet(dst, k, nil, setEntries{})
 		}
 	}
 	return dst
 }
 
-// applySet makes devs (sorted by address and epoch, enc their encoding)
-// what set key k holds (under mu): the entries new or changed put first,
-// then those it no longer holds removed, so a device whose entry moves
-// within the set to a new epoch never seems gone in between. An entry
-// whose encoding is what the key held before costs a comparison.
-func (t *DeviceTable) applySet(dst []DeviceChange, k record.DeviceSetKey, devs []record.Device, enc record.SetEntries) []DeviceChange {
+// applySet makes devs (sorted by address and epoch, in them as the table
+// keeps them) what set key k holds (under mu): the entries new or changed
+// put first, then those it no longer holds removed, so a device whose
+// entry moves within the set to a new epoch never seems gone in between.
+// An entry that says what the key held before costs a comparison.
+func (t *DeviceTable) applySet(dst []DeviceChange, k record.DeviceSetKey, devs []record.Device, in setEntries) []DeviceChange {
 	held := t.sets[k]
 	if held == nil {
 		if len(devs) == 0 {
@@ -188,7 +293,7 @@ func (t *DeviceTable) applySet(dst []DeviceChange, k record.DeviceSetKey, devs [
 		t.bySrc[held.src] = held
 	}
 	old := held.entries
-	a := &applyingSet{src: held.src, enc: enc, old: old}
+	a := &applyingSet{src: held.src, in: in, old: old}
 	t.applying = a
 	defer func() { t.applying = nil }()
 	var refused []int // entries of devs not taken
@@ -196,37 +301,30 @@ func (t *DeviceTable) applySet(dst []DeviceChange, k record.DeviceSetKey, devs [
 	for i := range devs {
 		d := &devs[i]
 		a.put = devs[:i]
-		for j < old.Len() && compareKey(old, j, d) < 0 {
+		for j < old.len() && compareKey(old, j, d) < 0 {
 			j++
 		}
-		if j < old.Len() && compareKey(old, j, d) == 0 && bytes.Equal(old.At(j), enc.At(i)) {
+		if j < old.len() && compareKey(old, j, d) == 0 && old.at(j).same(in.at(i)) {
 			continue // unchanged
 		}
 		var no bool
-		if dst, no = t.change(dst, d.ID(), d.Epoch, held.src, d, enc.At(i)); no {
+		if dst, no = t.change(dst, d.ID(), d.Epoch, held.src, d, in.at(i)); no {
 			refused = append(refused, i)
 		}
 	}
-	kept := enc
+	kept := in
 	if len(refused) > 0 {
-		kept = record.SetEntries{}
-		for i := range devs {
-			if len(refused) > 0 && refused[0] == i {
-				refused = refused[1:]
-				continue
-			}
-			kept.Append(enc.At(i))
-		}
+		kept = in.without(refused)
 	}
 	held.entries = kept
 	a.put = devs
-	for j := range old.Len() {
-		addr, epoch := old.Key(j)
-		if _, found := kept.Find(addr, epoch); !found {
-			dst, _ = t.change(dst, record.DeviceID{Switch: k.Switch, Addr: addr}, epoch, held.src, nil, nil)
+	for j := range old.len() {
+		addr, epoch := old.key(j)
+		if _, found := kept.find(addr, epoch); !found {
+			dst, _ = t.change(dst, record.DeviceID{Switch: k.Switch, Addr: addr}, epoch, held.src, nil, copyValue{})
 		}
 	}
-	if kept.Len() == 0 {
+	if kept.len() == 0 {
 		delete(t.sets, k)
 		delete(t.bySrc, held.src)
 	}
@@ -234,8 +332,8 @@ func (t *DeviceTable) applySet(dst []DeviceChange, k record.DeviceSetKey, devs [
 }
 
 // compareKey orders old entry j against d by (address, epoch).
-func compareKey(old record.SetEntries, j int, d *record.Device) int {
-	addr, epoch := old.Key(j)
+func compareKey(old setEntries, j int, d *record.Device) int {
+	addr, epoch := old.key(j)
 	if c := addr.Compare(d.Device.Addr); c != 0 {
 		return c
 	}
@@ -249,44 +347,58 @@ func compareDeviceKeys(a, b record.DeviceKey) int {
 	return cmp.Compare(a.Epoch, b.Epoch)
 }
 
-// encoding returns the bytes copy c of device id holds (under mu), nil if
-// it holds none (it cannot happen: every copy's source keeps its bytes).
-func (t *DeviceTable) encoding(id record.DeviceID, c heldCopy) []byte {
+// value returns what copy c of device id holds (under mu); none if it
+// holds nothing (it cannot happen: every copy's source keeps its value).
+func (t *DeviceTable) value(id record.DeviceID, c heldCopy) copyValue {
 	if c.src == 0 {
-		return t.singles[record.DeviceKey{DeviceID: id, Epoch: c.epoch}]
+		k := record.DeviceKey{DeviceID: id, Epoch: c.epoch}
+		if t.decoded {
+			return copyValue{rec: t.records[k]}
+		}
+		return copyValue{enc: t.singles[k]}
 	}
 	if a := t.applying; a != nil && a.src == c.src {
 		if i, ok := slices.BinarySearchFunc(a.put, record.DeviceKey{DeviceID: id, Epoch: c.epoch}, func(d record.Device, k record.DeviceKey) int {
 			return compareDeviceKeys(record.DeviceKey{DeviceID: d.ID(), Epoch: d.Epoch}, k)
 		}); ok {
-			return a.enc.At(i)
+			return a.in.at(i)
 		}
-		if i, ok := a.old.Find(id.Addr, c.epoch); ok {
-			return a.old.At(i)
+		if i, ok := a.old.find(id.Addr, c.epoch); ok {
+			return a.old.at(i)
 		}
 	}
 	if s := t.bySrc[c.src]; s != nil {
-		if i, ok := s.entries.Find(id.Addr, c.epoch); ok {
-			return s.entries.At(i)
+		if i, ok := s.entries.find(id.Addr, c.epoch); ok {
+			return s.entries.at(i)
 		}
 	}
-	return nil
+	return copyValue{}
 }
 
-// record decodes copy c of device id (under mu).
+// decode returns the record v holds of switch sw (under mu): decoded
+// from its encoding, or the record itself in a decoded table.
+func (t *DeviceTable) decode(v copyValue, sw inof.RouterID) record.Device {
+	if v.rec != nil {
+		return *v.rec
+	}
+	t.stats.Decodes++
+	return record.DecodeEntry(v.enc, sw)
+}
+
+// record returns copy c of device id (under mu).
 func (t *DeviceTable) record(id record.DeviceID, c heldCopy) record.Device {
-	b := t.encoding(id, c)
-	if b == nil {
+	v := t.value(id, c)
+	if v.none() {
 		return record.Device{Report: inof.Report{Switch: id.Switch, Device: inof.Device{Addr: id.Addr}}, Epoch: c.epoch}
 	}
-	return record.DecodeEntry(b, id.Switch)
+	return t.decode(v, id.Switch)
 }
 
-// change puts rec, whose entry encoding is enc, as the copy (epoch, src)
-// of device id, or removes that copy when rec is nil, and appends the
-// device's change if its current record changed (under mu). It reports
-// whether it refused rec because the table is full.
-func (t *DeviceTable) change(dst []DeviceChange, id record.DeviceID, epoch uint64, src uint32, rec *record.Device, enc []byte) ([]DeviceChange, bool) {
+// change puts rec, held as v, as the copy (epoch, src) of device id, or
+// removes that copy when rec is nil, and appends the device's change if
+// its current record changed (under mu). It reports whether it refused
+// rec because the table is full.
+func (t *DeviceTable) change(dst []DeviceChange, id record.DeviceID, epoch uint64, src uint32, rec *record.Device, v copyValue) ([]DeviceChange, bool) {
 	var buf [maxEpochs + 1]heldCopy
 	copies, known := t.devices.get(id, buf[:0])
 	if rec != nil && !known && t.devices.len() >= t.max {
@@ -298,14 +410,16 @@ func (t *DeviceTable) change(dst []DeviceChange, id record.DeviceID, epoch uint6
 		return dst, true
 	}
 	cur, had := current(copies)
-	var before []byte
+	var before copyValue
 	if had {
-		before = t.encoding(id, cur)
+		before = t.value(id, cur)
 	}
 	same := func(h heldCopy) bool { return h.epoch == epoch && h.src == src }
 	dropSingle := func(h heldCopy) {
 		if h.src == 0 {
-			delete(t.singles, record.DeviceKey{DeviceID: id, Epoch: h.epoch})
+			k := record.DeviceKey{DeviceID: id, Epoch: h.epoch}
+			delete(t.singles, k)
+			delete(t.records, k)
 		}
 	}
 	if rec == nil {
@@ -319,7 +433,12 @@ func (t *DeviceTable) change(dst []DeviceChange, id record.DeviceID, epoch uint6
 		}
 		copies = append(copies, heldCopy{epoch: epoch, src: src})
 		if src == 0 {
-			t.singles[record.DeviceKey{DeviceID: id, Epoch: epoch}] = enc
+			k := record.DeviceKey{DeviceID: id, Epoch: epoch}
+			if t.decoded {
+				t.records[k] = rec
+			} else {
+				t.singles[k] = v.enc
+			}
 		}
 		if len(copies) > maxEpochs {
 			// The lowest epoch goes; of equal ones, the one written first.
@@ -336,31 +455,34 @@ func (t *DeviceTable) change(dst []DeviceChange, id record.DeviceID, epoch uint6
 	case has:
 		t.devices.set(id, copies)
 	}
-	var beforeRec record.Device
-	if had {
-		beforeRec = record.DecodeEntry(before, id.Switch)
-	}
-	switch {
-	case !had && !has:
+	if !had && !has {
 		return dst, false
-	case !has:
-		return append(dst, DeviceChange{ID: id, Vanished: beforeRec.State == inof.StateActive, Had: true, Before: beforeRec.Status}), false
+	}
+	var beforeStatus inof.Status
+	if had {
+		beforeStatus = t.decode(before, id.Switch).Status
+	}
+	if !has {
+		return append(dst, DeviceChange{ID: id, Vanished: beforeStatus.State == inof.StateActive, Had: true, Before: beforeStatus}), false
 	}
 	mine := rec != nil && now.epoch == epoch && now.src == src
-	after := enc
+	after := v
 	if !mine {
-		after = t.encoding(id, now)
+		after = t.value(id, now)
 	}
-	if had && now.epoch == cur.epoch && now.src == cur.src && bytes.Equal(before, after) {
+	if had && now.epoch == cur.epoch && now.src == cur.src && before.same(after) {
 		return dst, false
 	}
-	ch := DeviceChange{ID: id, Had: had, Before: beforeRec.Status}
-	if mine {
+	ch := DeviceChange{ID: id, Had: had, Before: beforeStatus}
+	switch {
+	case mine:
 		// The event's own record is current: hand it on rather than a
 		// decoded copy.
 		ch.Record = rec
-	} else {
-		r := record.DecodeEntry(after, id.Switch)
+	case after.rec != nil:
+		ch.Record = after.rec
+	default:
+		r := t.decode(after, id.Switch)
 		ch.Record = &r
 	}
 	return append(dst, ch), false

@@ -2,12 +2,21 @@ package table
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 
 	"github.com/openinof/inof/bgp"
 	"github.com/openinof/inof/bgp/record"
 	"github.com/openinof/inof/inof"
 )
+
+// forEachForm runs test on a compact table (a reflector's) and on a
+// decoded one (a switch's): both must behave alike.
+func forEachForm(t *testing.T, test func(*testing.T, DeviceTableOptions)) {
+	for _, decoded := range []bool{false, true} {
+		t.Run(fmt.Sprint("decoded=", decoded), func(t *testing.T) { test(t, DeviceTableOptions{Decoded: decoded}) })
+	}
+}
 
 // setEvent is the event of set key (sw, 1, 0) holding devs; received
 // makes it go through the wire codec, as a watch delivers it.
@@ -35,10 +44,11 @@ func setEvent(t *testing.T, sw inof.RouterID, received bool, devs ...record.Devi
 // devices; entries refused while the table was full are taken by a later
 // value once there is room.
 func TestDeviceTableSetValues(t *testing.T) {
-	for _, received := range []bool{true, false} {
-		t.Run(fmt.Sprint("received=", received), func(t *testing.T) {
+	for _, c := range []struct{ received, decoded bool }{{true, false}, {false, false}, {true, true}, {false, true}} {
+		received := c.received
+		t.Run(fmt.Sprintf("received=%v,decoded=%v", c.received, c.decoded), func(t *testing.T) {
 			const sw = inof.RouterID(0x7f000002)
-			tb := NewDeviceTable(DeviceTableOptions{MaxDevices: 4})
+			tb := NewDeviceTable(DeviceTableOptions{MaxDevices: 4, Decoded: c.decoded})
 			dev := func(i int, epoch uint64, st inof.State) record.Device {
 				d := *device(sw, i)
 				d.Epoch, d.State = epoch, st
@@ -108,8 +118,12 @@ func TestDeviceTableSetValues(t *testing.T) {
 // by a set entry of the same epoch reads the one written last, and keeps
 // its record while either copy is there.
 func TestDeviceTableAcrossFormats(t *testing.T) {
+	forEachForm(t, testDeviceTableAcrossFormats)
+}
+
+func testDeviceTableAcrossFormats(t *testing.T, opts DeviceTableOptions) {
 	const sw = inof.RouterID(0x7f000002)
-	tb := NewDeviceTable(DeviceTableOptions{})
+	tb := NewDeviceTable(opts)
 	d := *device(sw, 1)
 	d.Epoch = 7
 	own := d
@@ -125,5 +139,75 @@ func TestDeviceTableAcrossFormats(t *testing.T) {
 	}
 	if got, ok := tb.Get(d.ID()); !ok || got.AccessPort != d.AccessPort {
 		t.Fatalf("after the own record's withdraw: %+v %v", got, ok)
+	}
+}
+
+// TestDecodedTableDecodesOnce: on a switch (a decoded table) each received
+// record is decoded once, by the speaker, and never encoded or decoded
+// again whatever it goes through (a new status, a higher epoch coming and
+// going, a set's new values, its withdraw, the reads of the API); the
+// compact table of a reflector decodes on demand for the same events, and
+// both report the same changes.
+func TestDecodedTableDecodesOnce(t *testing.T) {
+	const sw = inof.RouterID(0x7f000002)
+	received := 0 // decodes on the receive path, one per record
+	recv := func(r record.Record) bgp.RecordEvent {
+		k, v, err := record.Encode(r, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := record.Decode(k, v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		received++
+		return bgp.RecordEvent{Key: k, Record: got}
+	}
+	dev := func(i int, epoch uint64, st inof.State) *record.Device {
+		d := device(sw, i)
+		d.Epoch, d.State = epoch, st
+		return d
+	}
+	set := func(devs ...*record.Device) *record.DeviceSet {
+		s := &record.DeviceSet{Switch: sw, Set: 1}
+		for _, d := range devs {
+			s.Devices = append(s.Devices, *d)
+		}
+		return s
+	}
+	one := dev(1, 1, inof.StateActive)
+	evs := []bgp.RecordEvent{
+		recv(one),
+		recv(dev(1, 1, inof.StateInactive)),        // a new status: the old one was read
+		recv(dev(1, 2, inof.StateActive)),          // a new epoch
+		{Key: dev(1, 2, 0).Key(), Withdrawn: true}, // gone: epoch 1 is current again
+		recv(set(dev(2, 1, inof.StateActive), dev(3, 1, inof.StateActive), dev(4, 1, inof.StateActive))),
+		recv(set(dev(2, 1, inof.StateActive), dev(3, 1, inof.StateInactive), dev(5, 1, inof.StateActive))),
+		{Key: set().Key(), Withdrawn: true},
+		{Key: one.Key(), Withdrawn: true},
+	}
+	compact, decoded := NewDeviceTable(DeviceTableOptions{}), NewDeviceTable(DeviceTableOptions{Decoded: true})
+	for i, ev := range evs {
+		a, b := compact.Apply(nil, ev), decoded.Apply(nil, ev)
+		if !slices.EqualFunc(a, b, func(x, y DeviceChange) bool {
+			return x.ID == y.ID && x.Vanished == y.Vanished && x.Had == y.Had && x.Before == y.Before &&
+				(x.Record == nil) == (y.Record == nil) && (x.Record == nil || x.Record.Same(y.Record))
+		}) {
+			t.Fatalf("event %d: the compact table reports %+v, the decoded one %+v", i, a, b)
+		}
+		if i == 1 && len(b) != 1 {
+			t.Fatalf("event %d: %d changes, want 1", i, len(b))
+		}
+		_, _ = decoded.Reports(), decoded.Records()
+		_, _ = compact.Reports(), compact.Records()
+	}
+	if received != 5 {
+		t.Fatalf("%d records received, want 5", received)
+	}
+	if n := decoded.Stats().Decodes; n != 0 {
+		t.Fatalf("the decoded table decoded %d entries again after the speaker's %d decodes: a record decoded twice", n, received)
+	}
+	if compact.Stats().Decodes == 0 {
+		t.Fatal("the compact table decoded nothing: the count does not see decodes")
 	}
 }

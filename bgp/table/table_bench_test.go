@@ -2,10 +2,12 @@ package table
 
 import (
 	"context"
+	"fmt"
 	"testing"
 
 	"github.com/openinof/inof/bgp"
 	"github.com/openinof/inof/bgp/record"
+	"github.com/openinof/inof/inof"
 )
 
 // BenchmarkDeviceTableApply is a receiving table's work per new device.
@@ -62,5 +64,46 @@ func BenchmarkSetRecord(b *testing.B) {
 		if len(r.Devices) != 40 {
 			b.Fatalf("%d devices in the record, want 40", len(r.Devices))
 		}
+	}
+}
+
+// BenchmarkDeviceTableUpdate is a receiving table's work per new status
+// of a device it holds (the link down, link up of churn), in a reflector's
+// compact table and a switch's decoded one.
+func BenchmarkDeviceTableUpdate(b *testing.B) {
+	const n = 1 << 12
+	evs := make([]bgp.RecordEvent, 2*n)
+	for i := range evs {
+		d := device(1, i%n)
+		d.Epoch = 1
+		if i >= n {
+			d.State, d.Reason = inof.StateInactive, inof.ReasonLinkDown
+		}
+		k, v, err := record.Encode(d, 1)
+		if err != nil {
+			b.Fatal(err)
+		}
+		r, err := record.Decode(k, v)
+		if err != nil {
+			b.Fatal(err)
+		}
+		evs[i] = bgp.RecordEvent{Key: k, Record: r}
+	}
+	for _, decoded := range []bool{false, true} {
+		b.Run(fmt.Sprint("decoded=", decoded), func(b *testing.B) {
+			t := NewDeviceTable(DeviceTableOptions{Decoded: decoded})
+			var buf []DeviceChange
+			for _, ev := range evs[:n] {
+				buf = t.Apply(buf[:0], ev)
+			}
+			b.ReportAllocs()
+			i := n
+			for b.Loop() {
+				if buf = t.Apply(buf[:0], evs[i]); len(buf) != 1 {
+					b.Fatal("no change")
+				}
+				i = (i + 1) % len(evs)
+			}
+		})
 	}
 }
