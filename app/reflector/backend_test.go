@@ -122,11 +122,12 @@ func TestBackendDevices(t *testing.T) {
 	}
 	waitCond(t, "both devices listed", func() bool {
 		ds := list()
-		return len(ds) == 2 && r.fabric.devices.Stats() == (table.DeviceTableStats{}) && len(r.fabric.devices.Reports()) == 3
+		st := r.fabric.devices.Stats()
+		return len(ds) == 2 && st.Refused == 0 && st.Evicted == 0 && len(r.fabric.devices.Reports()) == 3
 	})
 	want := []api.Device{
-		{Device: host.Device, Switch: inof.MustParseRouterID(sw1), Status: inof.Status{State: inof.StateActive, Changed: t0}},
-		{Device: tgtA.Device, Switch: inof.MustParseRouterID(sw1), Status: inof.Status{State: inof.StateActive, Changed: t0}},
+		{Device: host.Device, Switch: inof.MustParseRouterID(sw1), Status: inof.Status{State: inof.StateActive, Changed: t0}, AccessPort: "eth1", Since: t0},
+		{Device: tgtA.Device, Switch: inof.MustParseRouterID(sw1), Status: inof.Status{State: inof.StateActive, Changed: t0}, AccessPort: "eth1", Since: t0},
 	}
 	if got := list(); !reflect.DeepEqual(got, want) {
 		t.Fatalf("devices:\n got %+v\nwant %+v", got, want)
