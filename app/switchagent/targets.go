@@ -47,7 +47,7 @@ func (t *Targets) Remove(sw inof.RouterID, addr netip.Addr) (reason inof.Reason,
 	} else {
 		t.byAddr[addr] = rs
 	}
-	if cur, present := t.Get(addr); present && cur.State == inof.StateActive {
+	if cur := t.best(addr); cur != nil && cur.State == inof.StateActive {
 		return 0, false
 	}
 	if r.State == inof.StateActive {
@@ -62,17 +62,26 @@ func (t *Targets) Remove(sw inof.RouterID, addr netip.Addr) (reason inof.Reason,
 // in. An address seen by two switches (a device moved, or a NIC on a
 // shared segment) is active while any of its records is active.
 func (t *Targets) Get(addr netip.Addr) (inof.Report, bool) {
+	if best := t.best(addr); best != nil {
+		return *best, true
+	}
+	return inof.Report{}, false
+}
+
+// best is Get without the copy: the table's own record, nil if none, valid
+// until the next Put or Remove.
+func (t *Targets) best(addr netip.Addr) *inof.Report {
 	rs := t.byAddr[addr]
 	if len(rs) == 0 {
-		return inof.Report{}, false
+		return nil
 	}
-	best := rs[0]
-	for _, r := range rs[1:] {
-		if r.Preferred(best) {
-			best = r
+	best := &rs[0]
+	for i := 1; i < len(rs); i++ {
+		if rs[i].Preferred(*best) {
+			best = &rs[i]
 		}
 	}
-	return best, true
+	return best
 }
 
 // sameView reports whether merged states a and b (of Get) look the same
@@ -96,9 +105,9 @@ func (t *Targets) Len() int { return len(t.byAddr) }
 // address is inactive, a zone change when it is active but not visible to
 // the host, and def when nothing is known of it any more.
 func (t *Targets) Why(addr netip.Addr, def inof.Reason) inof.Reason {
-	cur, ok := t.Get(addr)
+	cur := t.best(addr)
 	switch {
-	case !ok:
+	case cur == nil:
 		return def
 	case cur.State == inof.StateActive:
 		return inof.ReasonZoneChange
