@@ -193,12 +193,15 @@ type event struct {
 	Attributes map[string]string `json:"attributes"`
 }
 
-// addEvent queues one line of the feed.
+// addEvent queues one line of the feed (an envelope of kind Event).
 func (s *story) addEvent(rr string, line []byte) {
-	var e event
-	if err := json.Unmarshal(line, &e); err != nil {
-		e = event{Time: time.Now(), Kind: "unreadable", Message: string(line)}
+	var env struct {
+		Item event `json:"item"`
 	}
+	if err := json.Unmarshal(line, &env); err != nil {
+		env.Item = event{Time: time.Now(), Kind: "unreadable", Message: string(line)}
+	}
+	e := env.Item
 	msg := e.Message
 	if e.Subject != "" && !strings.Contains(msg, e.Subject) {
 		msg = e.Subject + ": " + msg
