@@ -112,6 +112,7 @@ func TestPrivQuickstart(t *testing.T) {
 			`10\.1\.0\.10 sees 10\.1\.0\.20: same zone qs\n`,
 		`Switch:\s+10\.0\.0\.11 port swp2`,
 		`10\.1\.0\.10\s+yes\s+same zone qs`,
+		`10\.1\.0\.20\s+target\s+tcp\s+10\.0\.0\.11\s+swp2\s+active\s+\S+Z\s+\(default\)\s+4420\s+nqn\.2014-08\.org\.example:qs-t1`,
 		`(?m)^200$`,
 		`(?m)^qs\s+2\s+10\.1\.0\.10, 10\.1\.0\.20$`,
 	} {
