@@ -266,7 +266,7 @@ func (a *app) warnFutureEntries(es []*inofv1.JournalEntry) {
 		fmt.Fprintf(a.io.Err, "warning: the newest entry is dated %s, %s ahead of this host's clock: the reflector's "+
 			"generation clock is ahead (a backup from the future restored? a clock that stepped back?), and its peer "+
 			"reflectors refuse its changes (docs/operations.md, \"Recovery\")\n",
-			newest.UTC().Format(time.RFC3339), ahead.Round(time.Second))
+			stamp(newest), ahead.Round(time.Second))
 	}
 }
 

@@ -81,7 +81,8 @@ does: a device that moved, a NIC on a shared segment), its zones, the targets a 
 hosts told about a target (with why), and the events kept about it. ` + "`" + `session show PEER` + "`" + ` is
 ` + "`" + `show bgp neighbor` + "`" + `: state and uptime, router-id, source address, configured timers, End-of-RIB,
 records received and advertised, the BFD session, the last time it went down. ` + "`" + `device list` + "`" + ` has a
-PORT column (the switch interface); ` + "`" + `-o wide` + "`" + ` adds columns (and lists zone and alias members
+PORT column, the switch interface the device is on (the NVMe-oF service port, which PORT showed
+before, is SERVICE in ` + "`" + `-o wide` + "`" + `); ` + "`" + `-o wide` + "`" + ` adds columns (and lists zone and alias members
 uncut), ` + "`" + `--no-headers` + "`" + ` leaves the heading row out. The list verbs (` + "`" + `device` + "`" + `, ` + "`" + `session` + "`" + `, ` + "`" + `bfd` + "`" + `,
 ` + "`" + `zone` + "`" + `, ` + "`" + `alias` + "`" + `, ` + "`" + `reflector list` + "`" + `) take ` + "`" + `--watch` + "`" + ` (` + "`" + `-w` + "`" + `): the list is printed again whenever it
 changes, noticed from the event stream and by asking again every ` + "`" + `--watch-interval` + "`" + ` (5s).
