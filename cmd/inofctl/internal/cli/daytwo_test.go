@@ -93,9 +93,18 @@ func TestDayTwoVerbs(t *testing.T) {
 		{"events --since 2026-11-30T11:59:00Z --kind session -o json", 0},
 		{"events --kind bogus", 2},
 		{"events --since yesterday", 2},
+		{"zone create red 10.0.0.1 10.0.1.2 10.0.2.9 10.0.2.10 10.0.2.11 10.0.2.12 10.0.2.13 10.0.2.14 10.0.2.15 --yes", 0},
+		{"zone list", 0},
 		{"zone list -o wide --no-headers", 0},
+		{"__complete device show ", 0},
+		{"__complete session show ", 0},
+		{"__complete events --kind ", 0},
 	} {
-		if code := e.run("", strings.Fields(s.args)...); code != s.code {
+		args := strings.Fields(s.args)
+		if strings.HasSuffix(s.args, " ") {
+			args = append(args, "") // completing a new word
+		}
+		if code := e.run("", args...); code != s.code {
 			t.Errorf("inofctl %s: exit %d, want %d", s.args, code, s.code)
 		}
 	}

@@ -65,7 +65,7 @@ func (a *app) deviceCommand() *cobra.Command {
 		Long: "Shows one device: its role, protocol, NQN, status and since when, the switch and port that\n" +
 			"report it (every switch, when more than one does), its zones, the targets a host sees or\n" +
 			"the hosts told about a target (with why), and the events the server keeps about it.",
-		Args: cobra.ExactArgs(1), RunE: a.run(a.deviceShow)}
+		Args: cobra.ExactArgs(1), ValidArgsFunction: a.completeDevices, RunE: a.run(a.deviceShow)}
 	cmd.AddCommand(list, show, why, whoSees)
 	return group(cmd)
 }
@@ -257,4 +257,23 @@ func yesNo(b bool) string {
 		return "yes"
 	}
 	return "no"
+}
+
+// completeDevices completes the first argument with the registered
+// devices' addresses (described by role and switch).
+func (a *app) completeDevices(cmd *cobra.Command, args []string, _ string) ([]string, cobra.ShellCompDirective) {
+	if len(args) > 0 {
+		return nil, cobra.ShellCompDirectiveNoFileComp
+	}
+	return a.completeWith(cmd, func(ctx context.Context, c inofv1.FabricClient) ([]string, error) {
+		resp, err := c.ListDevices(ctx, &inofv1.ListDevicesRequest{})
+		if err != nil {
+			return nil, err
+		}
+		out := make([]string, 0, len(resp.GetDevices()))
+		for _, d := range resp.GetDevices() {
+			out = append(out, d.GetAddress()+"\t"+roleName(d.GetRole())+" on "+d.GetSwitch())
+		}
+		return out, nil
+	})
 }

@@ -21,7 +21,7 @@ func (a *app) sessionCommand() *cobra.Command {
 			"for how long, the peer's router-id, the source address, the configured timers, End-of-RIB,\n" +
 			"the records received and advertised, the BFD session guarding it, the last time it went\n" +
 			"down and the session events the server keeps for the peer.",
-		Args: cobra.ExactArgs(1), RunE: a.run(a.sessionShow)}
+		Args: cobra.ExactArgs(1), ValidArgsFunction: a.completeSessions, RunE: a.run(a.sessionShow)}
 	cmd.AddCommand(list, show)
 	return group(cmd)
 }
@@ -164,4 +164,23 @@ func since(t *timestamppb.Timestamp) string {
 		return ""
 	}
 	return stamp(t.AsTime())
+}
+
+// completeSessions completes the first argument with the BGP peers
+// (described by kind and state).
+func (a *app) completeSessions(cmd *cobra.Command, args []string, _ string) ([]string, cobra.ShellCompDirective) {
+	if len(args) > 0 {
+		return nil, cobra.ShellCompDirectiveNoFileComp
+	}
+	return a.completeWith(cmd, func(ctx context.Context, c inofv1.FabricClient) ([]string, error) {
+		resp, err := c.ListSessions(ctx, &inofv1.ListSessionsRequest{})
+		if err != nil {
+			return nil, err
+		}
+		out := make([]string, 0, len(resp.GetSessions()))
+		for _, s := range resp.GetSessions() {
+			out = append(out, s.GetPeer()+"\t"+s.GetKind()+", "+s.GetState())
+		}
+		return out, nil
+	})
 }
