@@ -38,7 +38,8 @@ progress() {
 }
 
 echo "Building the demo: inofd, inof-host and inofctl, then the demo's test binary."
-echo "(A first build compiles some 400 packages, minutes on a busy machine; later ones are cached.)"
+echo "(A first build compiles about 500 packages, the standard library included: minutes on a"
+echo "busy machine; later builds are cached.)"
 for b in inofd inof-host inofctl; do
 	"$GO" build -v -o "$work/$b" "./cmd/$b" 2>&1 | progress "$b"
 done
