@@ -4,12 +4,19 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"net"
 	"net/netip"
+	"os"
+	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"google.golang.org/grpc"
+
 	"github.com/openinof/inof/app/api"
+	inofv1 "github.com/openinof/inof/app/api/v1"
 	"github.com/openinof/inof/cmd/inofctl/internal/cli"
 	"github.com/openinof/inof/inof"
 	"github.com/openinof/inof/internal/syncbuf"
@@ -233,5 +240,61 @@ func waitFor(t *testing.T, out, errb *syncbuf.Buffer, s string, n int) {
 			t.Fatalf("%q never printed %d time(s):\n%s\nstderr: %s", s, n, out.String(), errb.String())
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// sessionsOnly is a server of ListSessions alone: every other call,
+// WatchEvents included, is unimplemented (an older or smaller server).
+type sessionsOnly struct {
+	inofv1.UnimplementedFabricServer
+	mu       sync.Mutex
+	received uint64
+}
+
+func (s *sessionsOnly) ListSessions(context.Context, *inofv1.ListSessionsRequest) (*inofv1.ListSessionsResponse, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return &inofv1.ListSessionsResponse{Sessions: []*inofv1.Session{{Peer: "192.0.2.1", Kind: "client", State: "established",
+		Received: s.received}}}, nil
+}
+
+// Against a server without the event stream, --watch says so once and
+// notices a change by asking again every --watch-interval.
+func TestWatchWithoutEventStream(t *testing.T) {
+	dir, err := os.MkdirTemp("", "inofctl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	sock := filepath.Join(dir, "api.sock")
+	l, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := grpc.NewServer()
+	fake := &sessionsOnly{received: 1}
+	inofv1.RegisterFabricServer(srv, fake)
+	go srv.Serve(l)
+	defer srv.Stop()
+	var out, errb syncbuf.Buffer
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	exit := make(chan int, 1)
+	go func() {
+		exit <- cli.Main(ctx, []string{"--server", "unix://" + sock, "session", "list", "--watch", "--watch-interval", "20ms"},
+			cli.IO{In: strings.NewReader(""), Out: &out, Err: &errb, Now: func() time.Time { return testTime }})
+	}()
+	waitFor(t, &out, &errb, "established", 1)
+	waitFor(t, &errb, &out, "no event stream", 1)
+	fake.mu.Lock()
+	fake.received = 2
+	fake.mu.Unlock()
+	waitFor(t, &out, &errb, "established", 2)
+	cancel()
+	if code := <-exit; code != 0 {
+		t.Fatalf("exit %d; stderr: %s", code, errb.String())
+	}
+	if n := strings.Count(errb.String(), "no event stream"); n != 1 {
+		t.Errorf("said %d times that there is no event stream, want once:\n%s", n, errb.String())
 	}
 }

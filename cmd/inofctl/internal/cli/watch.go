@@ -60,10 +60,13 @@ func (a *app) watch(ctx context.Context, c inofv1.FabricClient, interval time.Du
 	render func(context.Context) error) error {
 	ctx, cancel := context.WithCancel(ctx)
 	changed := make(chan struct{}, 1)
+	noStream := make(chan error, 1)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		a.watchEvents(ctx, c, kinds, interval, changed)
+		if err := watchEvents(ctx, c, kinds, interval, changed); err != nil {
+			noStream <- err
+		}
 	}()
 	defer func() {
 		cancel()
@@ -104,15 +107,18 @@ func (a *app) watch(ctx context.Context, c inofv1.FabricClient, interval time.Du
 			return nil
 		case <-tick.C:
 		case <-changed:
+		case err := <-noStream:
+			fmt.Fprintf(a.io.Err, "inofctl: no event stream (%s): asking again every %s\n", message(err), interval)
 		}
 	}
 }
 
 // watchEvents follows the event stream of kinds and signals changed on
 // each event (coalesced: changed holds one signal). When the stream
-// breaks it follows again after interval; a server without the stream
-// leaves the polling alone (said once on stderr).
-func (a *app) watchEvents(ctx context.Context, c inofv1.FabricClient, kinds []string, interval time.Duration, changed chan<- struct{}) {
+// breaks it follows again after interval, until ctx ends (nil); from a
+// server without the stream, or one that refuses it, it returns the error
+// (the polling goes on alone).
+func watchEvents(ctx context.Context, c inofv1.FabricClient, kinds []string, interval time.Duration, changed chan<- struct{}) error {
 	for {
 		err := func() error {
 			stream, err := c.WatchEvents(ctx, &inofv1.WatchEventsRequest{Follow: true, Kinds: kinds}, grpc.WaitForReady(true))
@@ -130,17 +136,16 @@ func (a *app) watchEvents(ctx context.Context, c inofv1.FabricClient, kinds []st
 			}
 		}()
 		if ctx.Err() != nil {
-			return
+			return nil
 		}
 		if status.Code(err) == codes.Unimplemented || status.Code(err) == codes.PermissionDenied {
-			fmt.Fprintf(a.io.Err, "inofctl: no event stream (%s): asking again every %s\n", message(err), interval)
-			return
+			return err
 		}
 		t := time.NewTimer(interval)
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			return
+			return nil
 		case <-t.C:
 		}
 	}
