@@ -149,7 +149,7 @@ ifneq ($(ROOT),0)
 	@echo "sockets. Run it as root: sudo make demo"
 	@exit 1
 else
-	INOF_DEMO=1 $(GO) test -tags $(PRIVTAG) -count=1 -timeout 5m -run '^TestDemo$$' -v ./integration/demo/
+	@GO="$(GO)" ./integration/demo/demo.sh
 endif
 
 lint:

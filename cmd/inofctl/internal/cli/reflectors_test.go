@@ -198,13 +198,17 @@ func TestTwoReflectorsDay2(t *testing.T) {
 	// session list counts what r1 advertised to r2 (its configuration
 	// copies), as numbers.
 	eventually(t, "records advertised to r2", func() bool {
-		var ss []struct {
-			Peer       string
-			Advertised uint64
+		var list struct {
+			Kind  string
+			Items []struct {
+				Peer       string
+				Advertised uint64
+			}
 		}
-		if err := json.Unmarshal([]byte(r1.must(t, "session", "list", "-o", "json")), &ss); err != nil {
-			t.Fatal(err)
+		if err := json.Unmarshal([]byte(r1.must(t, "session", "list", "-o", "json")), &list); err != nil || list.Kind != "SessionList" {
+			t.Fatalf("session list -o json: kind %q, %v", list.Kind, err)
 		}
+		ss := list.Items
 		return len(ss) == 1 && ss[0].Peer == a2 && ss[0].Advertised > 0
 	})
 	r2.must(t, "zone", "add", "red", "10.0.0.9", "--yes")
@@ -227,12 +231,15 @@ func TestTwoReflectorsDay2(t *testing.T) {
 		j1 = journalJSON(t, r1)
 		return j1 == journalJSON(t, r2) && strings.Count(j1, `"action"`) == 3
 	})
-	var audit struct {
-		Entries []struct{ Action, Identity, Writer, Revision string }
+	var env struct {
+		Item struct {
+			Entries []struct{ Action, Identity, Writer, Revision string }
+		}
 	}
-	if err := json.Unmarshal([]byte(j1), &audit); err != nil {
+	if err := json.Unmarshal([]byte(j1), &env); err != nil {
 		t.Fatal(err)
 	}
+	audit := env.Item
 	want := []string{"apply tester " + a1, "commit tester " + a2, "rollback tester " + a1}
 	for i, e := range audit.Entries {
 		if got := e.Action + " " + e.Identity + " " + e.Writer; got != want[i] {
@@ -515,7 +522,9 @@ type listedReflector struct {
 func listReflectors(t *testing.T, l *liveReflector) []listedReflector {
 	t.Helper()
 	var resp struct {
-		Reflectors []listedReflector `json:"reflectors"`
+		Item struct {
+			Reflectors []listedReflector `json:"reflectors"`
+		} `json:"item"`
 	}
 	out, code := l.ctl(t, "", "reflector", "list", "-o", "json")
 	if code != 0 {
@@ -525,7 +534,7 @@ func listReflectors(t *testing.T, l *liveReflector) []listedReflector {
 	if err := json.Unmarshal([]byte(js), &resp); err != nil {
 		t.Fatalf("inofctl reflector list -o json on %s: %v:\n%s", l.opts.RouterID, err, out)
 	}
-	return resp.Reflectors
+	return resp.Item.Reflectors
 }
 
 // gauge returns the value of the series name (a gauge or a counter) in
