@@ -48,7 +48,7 @@ func (l *syncLoop) reconcileJournal(ctx context.Context) (int, error) {
 		if !full || !(zones.Version{Gen: c.Gen, RouterID: c.Writer}).Less(kept[0]) {
 			continue
 		}
-		if err := l.rn.repl.Withdraw(ctx, c.Object()); err != nil {
+		if err := l.rn.repl.Withdraw(ctx, c); err != nil {
 			errs = append(errs, err)
 		}
 	}

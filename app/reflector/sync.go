@@ -245,7 +245,9 @@ func (l *syncLoop) logAdopted(won []zones.Record) {
 // store: every part of the stored record (the replicator ignores parts it
 // already holds at that version), then a withdraw of each part it still
 // originates beyond them (configsync.Stale; the replicator remembers the
-// version withdrawn, so a peer's copy of it is not adopted again).
+// version withdrawn, so a peer's copy of it is not adopted again). The
+// withdraw names the version the snapshot found: a newer one the
+// replicator adopted from a peer since stays.
 func (l *syncLoop) reconcile(ctx context.Context, keys []zones.Key) error {
 	if len(keys) == 0 {
 		return nil
@@ -277,8 +279,8 @@ func (l *syncLoop) reconcile(ctx context.Context, keys []zones.Key) error {
 				errs = append(errs, err)
 			}
 		}
-		for _, obj := range configsync.Stale(held[k], next) {
-			if err := l.rn.repl.Withdraw(ctx, obj); err != nil {
+		for _, c := range configsync.Stale(held[k], next) {
+			if err := l.rn.repl.Withdraw(ctx, c); err != nil {
 				errs = append(errs, err)
 			}
 		}
