@@ -19,6 +19,7 @@ import (
 
 	"github.com/openinof/inof/app/api"
 	"github.com/openinof/inof/app/api/apitest"
+	"github.com/openinof/inof/app/daemon"
 	"github.com/openinof/inof/app/reflector"
 	"github.com/openinof/inof/bgp"
 	"github.com/openinof/inof/cmd/inofctl/internal/cli"
@@ -263,7 +264,7 @@ func TestTwoReflectorsDay2(t *testing.T) {
 	// backup and joins.
 	r1.stop()
 	dir3 := t.TempDir()
-	rep, err := reflector.Restore(reflector.Options{StateDir: dir3, RouterID: a3, HistorySize: 100},
+	rep, err := reflector.Restore(reflector.Options{Common: daemon.Common{StateDir: dir3}, RouterID: a3, HistorySize: 100},
 		reflector.RestoreOptions{Backup: backup, Identity: "user:tester", Via: "test"})
 	if err != nil {
 		t.Fatal(err)
@@ -432,11 +433,11 @@ func TestTwoReflectorsFutureBackup(t *testing.T) {
 	p1, p2 := freeTCPPort(t, a1), freeTCPPort(t, a2)
 	dir := t.TempDir()
 	ro := reflector.RestoreOptions{Backup: backup, Identity: "user:tester", Via: "test"}
-	if _, err := reflector.Restore(reflector.Options{StateDir: dir, RouterID: a1, HistorySize: 100}, ro); !errors.Is(err, zones.ErrFutureBackup) {
+	if _, err := reflector.Restore(reflector.Options{Common: daemon.Common{StateDir: dir}, RouterID: a1, HistorySize: 100}, ro); !errors.Is(err, zones.ErrFutureBackup) {
 		t.Fatalf("future backup without --accept-future-clock: %v", err)
 	}
 	ro.AcceptFutureClock = true
-	if _, err := reflector.Restore(reflector.Options{StateDir: dir, RouterID: a1, HistorySize: 100}, ro); err != nil {
+	if _, err := reflector.Restore(reflector.Options{Common: daemon.Common{StateDir: dir}, RouterID: a1, HistorySize: 100}, ro); err != nil {
 		t.Fatal(err)
 	}
 	peer := func(a string, p int) reflector.PeerOptions { return reflector.PeerOptions{Address: a, Port: p} }
