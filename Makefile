@@ -58,7 +58,7 @@ test-unit:
 # TestPrivVMDualPath (four wall-clock guests, the realism check of the VM
 # suite) runs in `make bench`; the deterministic one-guest TestPrivVMPathFabric
 # (about a minute per kernel; reason 1) and TestPrivVMPathFabricSwitchLost
-# (1-3.5 min per kernel; reason 7, a reflector in the guest) prove the
+# (50-145 s per kernel; reason 7, a reflector in the guest) prove the
 # failover bound here; reasons 6 and 4 run in BenchmarkPrivVMPathFabric.
 test-priv:
 ifeq ($(ROOT),0)
