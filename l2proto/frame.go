@@ -10,6 +10,7 @@ import (
 	"github.com/mdlayher/ethernet"
 
 	"github.com/openinof/inof/inof"
+	"github.com/openinof/inof/internal/reason"
 )
 
 // EtherTypes of the protocol.
@@ -54,49 +55,33 @@ var (
 // DropReason maps a decode error, or a registration the Registry refused, to
 // a short, stable label for counters and logs ("short", "version", ...,
 // "port-full", "table-full"). Errors not from this package map to "other".
-func DropReason(err error) string {
-	for _, r := range dropReasons {
-		if errors.Is(err, r.err) {
-			return r.label
-		}
-	}
-	return "other"
-}
+func DropReason(err error) string { return dropReasons.Of(err) }
 
-var dropReasons = []struct {
-	err   error
-	label string
-}{
-	{ErrShort, "short"},
-	{ErrTooLong, "too-long"},
-	{ErrDestination, "destination"},
-	{ErrEtherType, "ethertype"},
-	{ErrVLANTagged, "vlan-tagged"},
-	{ErrVersion, "version"},
-	{ErrLength, "length"},
-	{ErrIncomplete, "incomplete"},
-	{ErrNoTLV, "no-tlv"},
-	{inof.ErrText, "text"},
-	{ErrValue, "value"},
-	{ErrLLDP, "lldp"},
-	{ErrNoRegistered, "not-registration"},
-	{ErrPortFull, "port-full"},
-	{ErrTableFull, "table-full"},
-	{ErrMACBound, "mac-bound"},
-	{ErrRateRegistrations, "rate-registrations"},
-	{ErrRateQueries, "rate-queries"},
+var dropReasons = reason.Table{
+	{Err: ErrShort, Name: "short"},
+	{Err: ErrTooLong, Name: "too-long"},
+	{Err: ErrDestination, Name: "destination"},
+	{Err: ErrEtherType, Name: "ethertype"},
+	{Err: ErrVLANTagged, Name: "vlan-tagged"},
+	{Err: ErrVersion, Name: "version"},
+	{Err: ErrLength, Name: "length"},
+	{Err: ErrIncomplete, Name: "incomplete"},
+	{Err: ErrNoTLV, Name: "no-tlv"},
+	{Err: inof.ErrText, Name: "text"},
+	{Err: ErrValue, Name: "value"},
+	{Err: ErrLLDP, Name: "lldp"},
+	{Err: ErrNoRegistered, Name: "not-registration"},
+	{Err: ErrPortFull, Name: "port-full"},
+	{Err: ErrTableFull, Name: "table-full"},
+	{Err: ErrMACBound, Name: "mac-bound"},
+	{Err: ErrRateRegistrations, Name: "rate-registrations"},
+	{Err: ErrRateQueries, Name: "rate-queries"},
 }
 
 // DropReasons lists every label DropReason returns, with "unexpected" (a
 // well-formed frame a receiver has no use for), so that counters can show
 // every reason from the start.
-func DropReasons() []string {
-	out := make([]string, 0, len(dropReasons)+2)
-	for _, r := range dropReasons {
-		out = append(out, r.label)
-	}
-	return append(out, "unexpected", "other")
-}
+func DropReasons() []string { return dropReasons.Names("unexpected") }
 
 // Frame is one decoded frame of the protocol: exactly one of LLDP and
 // Message is set. A Frame from DecodeFrame owns its memory; one from a

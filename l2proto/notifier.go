@@ -1,7 +1,6 @@
 package l2proto
 
 import (
-	"container/heap"
 	"container/list"
 	"context"
 	"errors"
@@ -12,6 +11,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/openinof/inof/internal/dueheap"
 )
 
 // Notifier defaults.
@@ -180,7 +181,7 @@ type Notifier struct {
 	byAck   map[AckKey]*pending
 	byKey   map[supersedeKey]*pending
 	hosts   map[netip.Addr]*hostState
-	due     dueHeap
+	due     dueheap.Heap[*pending]
 	wake    chan struct{}
 	stopped bool
 
@@ -243,6 +244,7 @@ func NewNotifier(cfg NotifierConfig) (*Notifier, error) {
 		byAck: make(map[AckKey]*pending),
 		byKey: make(map[supersedeKey]*pending),
 		hosts: make(map[netip.Addr]*hostState),
+		due:   dueheap.Heap[*pending]{Moved: func(p *pending, i int) { p.index = i }},
 		wake:  make(chan struct{}, 1),
 	}, nil
 }
@@ -452,8 +454,8 @@ func (nt *Notifier) collect(now time.Time, canSend bool) (batch []Notification, 
 	size := msgHeaderLen
 	nt.mu.Lock()
 	defer nt.mu.Unlock()
-	for len(nt.due) > 0 && !nt.due[0].due.After(now) {
-		p := nt.due[0]
+	for nt.due.Len() > 0 && !nt.due.Peek().due.After(now) {
+		p := nt.due.Peek()
 		if p.attempts >= nt.cfg.MaxAttempts {
 			nt.removeLocked(p, now)
 			failed = append(failed, Result{Notification: p.n, Attempts: p.attempts, Err: ErrGaveUp})
@@ -488,11 +490,11 @@ func (nt *Notifier) collect(now time.Time, canSend bool) (batch []Notification, 
 		}
 		p.attempts++
 		p.due = now.Add(p.rto)
-		heap.Fix(&nt.due, p.index)
+		nt.due.Fix(p.index)
 	}
 	next = idleWait
-	if len(nt.due) > 0 {
-		next = nt.due[0].due.Sub(now)
+	if nt.due.Len() > 0 {
+		next = nt.due.Peek().due.Sub(now)
 	}
 	return batch, failed, next
 }
@@ -525,7 +527,7 @@ func (nt *Notifier) stop() {
 	clear(nt.byKey)
 	clear(nt.byAck)
 	clear(nt.hosts)
-	nt.due = nil
+	nt.due.Clear()
 	nt.mu.Unlock()
 	for _, r := range left {
 		nt.report(r)
@@ -536,7 +538,7 @@ func (nt *Notifier) stop() {
 func (nt *Notifier) admitLocked(p *pending, now time.Time) {
 	p.host.inflight++
 	p.due = now
-	heap.Push(&nt.due, p)
+	nt.due.Push(p)
 }
 
 // removeLocked forgets p and lets the next waiting notification of its host
@@ -550,7 +552,7 @@ func (nt *Notifier) removeLocked(p *pending, now time.Time) {
 	}
 	switch {
 	case p.index >= 0:
-		heap.Remove(&nt.due, p.index)
+		nt.due.Remove(p.index)
 		h.inflight--
 		for h.inflight < nt.cfg.Window && h.waiting.Len() > 0 {
 			w := h.waiting.Remove(h.waiting.Front()).(*pending)
@@ -579,31 +581,11 @@ func (nt *Notifier) poke() {
 	}
 }
 
-// dueHeap orders the notifications inside the windows by due time, then
-// sequence.
-type dueHeap []*pending
-
-func (h dueHeap) Len() int { return len(h) }
-func (h dueHeap) Less(i, j int) bool {
-	if h[i].due.Equal(h[j].due) {
-		return h[i].n.Seq-h[j].n.Seq > 1<<31 // i before j, modulo 2^32
+// Before orders the notifications inside the windows by due time, then
+// sequence (dueheap.Entry).
+func (p *pending) Before(o *pending) bool {
+	if p.due.Equal(o.due) {
+		return p.n.Seq-o.n.Seq > 1<<31 // p before o, modulo 2^32
 	}
-	return h[i].due.Before(h[j].due)
-}
-func (h dueHeap) Swap(i, j int) {
-	h[i], h[j] = h[j], h[i]
-	h[i].index, h[j].index = i, j
-}
-func (h *dueHeap) Push(x any) {
-	p := x.(*pending)
-	p.index = len(*h)
-	*h = append(*h, p)
-}
-func (h *dueHeap) Pop() any {
-	old := *h
-	p := old[len(old)-1]
-	old[len(old)-1] = nil
-	*h = old[:len(old)-1]
-	p.index = -1
-	return p
+	return p.due.Before(o.due)
 }

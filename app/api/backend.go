@@ -47,6 +47,20 @@ type HoldBackend interface {
 // an inactive device left; Changed is when it last changed state.
 type Device = inof.Report
 
+// ReportsBackend is a Backend that hands every switch's report of every
+// device with the switch port it came in on: ListDevices shows the port,
+// GetDevice every switch that reports an address.
+type ReportsBackend interface {
+	Reports(ctx context.Context) ([]Report, error)
+}
+
+// Report is one switch's report of a device, with what its record adds.
+type Report struct {
+	inof.Report
+	AccessPort string    // the switch interface the device is on
+	FirstSeen  time.Time // its first registration on that switch
+}
+
 // Session is one BGP session.
 type Session struct {
 	Peer       string
@@ -55,6 +69,17 @@ type Session struct {
 	Since      time.Time
 	Received   uint64 // records received from the peer
 	Advertised uint64 // records advertised to the peer
+	// What a backend knows of the session's configuration and progress
+	// (zero when it does not): the peer's router-id, the source address,
+	// the configured hold time and keepalive, whether this side is
+	// passive, whether the peer sent End-of-RIB, whether BFD guards it.
+	RouterID     string
+	LocalAddress string
+	HoldTime     time.Duration
+	Keepalive    time.Duration
+	Passive      bool
+	EndOfRIB     bool
+	BFD          bool
 }
 
 // BFDSession is one BFD session.

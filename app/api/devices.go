@@ -7,7 +7,6 @@ import (
 	"slices"
 	"sort"
 	"strings"
-	"time"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -32,11 +31,13 @@ func (s *server) ListDevices(ctx context.Context, req *inofv1.ListDevicesRequest
 	if err != nil {
 		return nil, statusOf(fmt.Errorf("devices: %w", err))
 	}
-	var held map[inof.RouterID]time.Time
-	if hb, ok := s.b.(HoldBackend); ok {
-		if held, err = hb.Held(ctx); err != nil {
-			return nil, statusOf(fmt.Errorf("devices: %w", err))
-		}
+	held, err := s.held(ctx)
+	if err != nil {
+		return nil, err
+	}
+	ports, err := s.accessPorts(ctx)
+	if err != nil {
+		return nil, err
 	}
 	ix := s.newIndex(cfg, devs)
 	sort.Slice(devs, func(i, j int) bool { return devs[i].Addr.Less(devs[j].Addr) })
@@ -48,6 +49,7 @@ func (s *server) ListDevices(ctx context.Context, req *inofv1.ListDevicesRequest
 			if until, ok := held[d.Switch]; ok {
 				pd.HeldUntil = timestamppb.New(until)
 			}
+			pd.AccessPort = ports[reportID{d.Switch, d.Addr}]
 			out.Devices = append(out.Devices, pd)
 		}
 	}

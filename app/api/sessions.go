@@ -17,7 +17,9 @@ func (s *server) ListSessions(ctx context.Context, _ *inofv1.ListSessionsRequest
 	}
 	out := &inofv1.ListSessionsResponse{}
 	for _, x := range ss {
-		p := &inofv1.Session{Peer: x.Peer, Kind: x.Kind, State: x.State, Received: x.Received, Advertised: x.Advertised}
+		p := &inofv1.Session{Peer: x.Peer, Kind: x.Kind, State: x.State, Received: x.Received, Advertised: x.Advertised,
+			RouterId: x.RouterID, LocalAddress: x.LocalAddress, HoldTimeMs: uint32(x.HoldTime.Milliseconds()),
+			KeepaliveMs: uint32(x.Keepalive.Milliseconds()), Passive: x.Passive, EndOfRib: x.EndOfRIB, Bfd: x.BFD}
 		if !x.Since.IsZero() {
 			p.Since = timestamppb.New(x.Since)
 		}

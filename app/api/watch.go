@@ -2,6 +2,8 @@ package api
 
 import (
 	"fmt"
+	"slices"
+	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -35,6 +37,7 @@ func (s *server) WatchEvents(req *inofv1.WatchEventsRequest, stream grpc.ServerS
 	}
 	// after_seq 0 asks for the oldest event kept: nothing is lost before it.
 	fromOldest := after == 0
+	keep := eventFilter(req)
 	for {
 		evs, oldest, wake := f.read(after, watchBatch)
 		if !fromOldest && after+1 < oldest {
@@ -47,10 +50,13 @@ func (s *server) WatchEvents(req *inofv1.WatchEventsRequest, stream grpc.ServerS
 		}
 		fromOldest = false
 		for _, e := range evs {
+			after = e.Seq
+			if !keep(e) {
+				continue
+			}
 			if err := stream.Send(eventProto(f.Epoch(), e)); err != nil {
 				return err
 			}
-			after = e.Seq
 		}
 		if len(evs) == watchBatch {
 			continue
@@ -71,4 +77,20 @@ func (s *server) WatchEvents(req *inofv1.WatchEventsRequest, stream grpc.ServerS
 func eventProto(epoch uint64, e Event) *inofv1.Event {
 	return &inofv1.Event{Epoch: epoch, Seq: e.Seq, Time: timestamppb.New(e.Time), Kind: e.Kind,
 		Subject: e.Subject, Message: e.Message, Attributes: e.Attributes}
+}
+
+// eventFilter returns the predicate of the request's filters: kinds,
+// subject, since (unset ones pass everything).
+func eventFilter(req *inofv1.WatchEventsRequest) func(Event) bool {
+	kinds := req.GetKinds()
+	subject := req.GetSubject()
+	var since time.Time
+	if req.GetSince() != nil {
+		since = req.GetSince().AsTime()
+	}
+	return func(e Event) bool {
+		return (len(kinds) == 0 || slices.Contains(kinds, e.Kind)) &&
+			(subject == "" || e.Subject == subject) &&
+			(since.IsZero() || !e.Time.Before(since))
+	}
 }

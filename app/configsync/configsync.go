@@ -109,22 +109,26 @@ func Records(r zones.Record) ([]record.Config, error) {
 }
 
 // Stale returns the parts of the same objects that held lists and next does
-// not: what is left over when a record shrinks to fewer parts, to be
-// withdrawn once next is originated.
-func Stale(held, next []record.Config) []record.ConfigObject {
+// not, at the version held: what is left over when a record shrinks to
+// fewer parts, to be withdrawn (table.ConfigReplicator.Withdraw) once next
+// is originated. A held part of a version newer than next's is no left-over
+// but a part of a version still on its way (adopted from a peer before the
+// rest of it): it is not stale.
+func Stale(held, next []record.Config) []record.Config {
 	want := map[record.ConfigObject]bool{}
-	names := map[objectName]bool{}
+	names := map[objectName]record.Config{}
 	for _, c := range next {
 		want[c.Object()] = true
-		names[nameKey(c)] = true
+		names[nameKey(c)] = c
 	}
-	var out []record.ConfigObject
+	var out []record.Config
 	for _, c := range held {
-		if names[nameKey(c)] && !want[c.Object()] {
-			out = append(out, c.Object())
+		v, ok := names[nameKey(c)]
+		if ok && !want[c.Object()] && !c.Newer(&v) {
+			out = append(out, c)
 		}
 	}
-	slices.SortFunc(out, func(a, b record.ConfigObject) int { return int(a.Part) - int(b.Part) })
+	slices.SortFunc(out, func(a, b record.Config) int { return int(a.Part) - int(b.Part) })
 	return out
 }
 

@@ -81,6 +81,37 @@ func TestStaleAfterShrink(t *testing.T) {
 	}
 }
 
+// TestStaleSparesNewerParts: a part held of a version newer than the one
+// being originated (adopted from a peer before its other parts, so not in
+// the store yet) is not stale; one of an older version is. (Withdrawn as
+// stale, the newer part was remembered as withdrawn and never originated
+// again once its version was complete: a client lacked one reflector's
+// copy, TestConcurrentCommitsConverge's rare failure.)
+func TestStaleSparesNewerParts(t *testing.T) {
+	stored, err := Records(bigZone(10, 11<<16))
+	if err != nil {
+		t.Fatal(err)
+	}
+	older, err := Records(bigZone(3000, 10<<16))
+	if err != nil {
+		t.Fatal(err)
+	}
+	newer, err := Records(bigZone(3000, 12<<16))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(older) < 3 || len(newer) != len(older) || len(stored) != 1 {
+		t.Fatalf("parts: older %d, newer %d, stored %d", len(older), len(newer), len(stored))
+	}
+	// Held: part 1 of the newer version (adopted, the rest still on its
+	// way), part 2 of the older one.
+	held := []record.Config{stored[0], newer[1], older[2]}
+	stale := Stale(held, stored)
+	if len(stale) != 1 || stale[0].Part != 2 || stale[0].Gen != older[2].Gen {
+		t.Fatalf("stale %+v, want only part 2 of the older version", stale)
+	}
+}
+
 func TestAssemblerIgnoresOtherKindsAndRejectsGarbage(t *testing.T) {
 	a := NewAssembler(0)
 	if _, ok, err := a.Add(record.Config{Kind: 200, Name: "profile", Payload: []byte("x")}); ok || err != nil {

@@ -84,7 +84,7 @@ func New(cfg Config) (*Agent, error) {
 		events: make(chan event, eventQueue), dcb: cfg.DCB, kern: cfg.Kernel,
 		ready: make(chan struct{})}
 	if a.kern == nil {
-		a.kern = SysfsKernel{}
+		a.kern = NewSysfsKernel("")
 	}
 	a.paths = newPathView(a.kern)
 	if a.clk == nil {

@@ -404,3 +404,62 @@ func viewShowsANA(v *pathView, dev, ana string) bool {
 	}
 	return false
 }
+
+// TestSysfsAddressReadOnlyWhileLive checks that the real sysfs view reads a
+// controller's address only while it is live (reading it during error
+// recovery oopsed Linux 6.1.192, docs/realhost.md finding 5): a controller
+// in recovery shows the address it had, a live one is read again, and a
+// name the kernel gives to a new controller is read afresh.
+func TestSysfsAddressReadOnlyWhileLive(t *testing.T) {
+	root := t.TempDir()
+	class := filepath.Join(root, "class", "nvme")
+	write := func(dev, name, v string) {
+		t.Helper()
+		if err := os.MkdirAll(filepath.Join(class, dev), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(class, dev, name), []byte(v+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("nvme0", "transport", "tcp")
+	write("nvme0", "state", "live")
+	write("nvme0", "address", "traddr=10.0.0.100,trsvcid=4420")
+	k := NewSysfsKernel(root)
+	traddr := func() string {
+		t.Helper()
+		ps, err := k.Paths()
+		if err != nil || len(ps) != 1 {
+			t.Fatalf("paths %+v, %v", ps, err)
+		}
+		return ps[0].TrAddr
+	}
+	if got := traddr(); got != "10.0.0.100" {
+		t.Fatalf("live: traddr %q", got)
+	}
+	// In recovery the file would be read under the kernel's race: the
+	// changed content proves it is not read.
+	write("nvme0", "state", "connecting")
+	write("nvme0", "address", "traddr=10.9.9.9,trsvcid=4420")
+	if got := traddr(); got != "10.0.0.100" {
+		t.Fatalf("connecting: traddr %q, want the kept 10.0.0.100 (address read during recovery)", got)
+	}
+	write("nvme0", "state", "live")
+	if got := traddr(); got != "10.9.9.9" {
+		t.Fatalf("live again: traddr %q, want a fresh read", got)
+	}
+	// The controller deleted and its name given to a new one, first seen
+	// while connecting: its own address, not the old controller's.
+	if err := os.RemoveAll(filepath.Join(class, "nvme0")); err != nil {
+		t.Fatal(err)
+	}
+	if ps, err := k.Paths(); err != nil || len(ps) != 0 {
+		t.Fatalf("after delete: %+v, %v", ps, err)
+	}
+	write("nvme0", "transport", "tcp")
+	write("nvme0", "state", "connecting")
+	write("nvme0", "address", "traddr=10.0.0.200,trsvcid=4420")
+	if got := traddr(); got != "10.0.0.200" {
+		t.Fatalf("new controller: traddr %q, want 10.0.0.200", got)
+	}
+}

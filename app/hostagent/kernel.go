@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -81,8 +82,75 @@ func (p KernelPath) Live() bool {
 }
 
 // SysfsKernel is the real Kernel: sysfs under Root ("" means /sys) and
-// inet_diag.
-type SysfsKernel struct{ Root string }
+// inet_diag. Use NewSysfsKernel: its zero value works but reads every
+// controller's address each time (see addressCache).
+type SysfsKernel struct {
+	Root  string
+	addrs *addressCache
+}
+
+// NewSysfsKernel returns the real Kernel for sysfs under root ("" means
+// /sys) that reads a controller's address only while it is live.
+func NewSysfsKernel(root string) SysfsKernel {
+	return SysfsKernel{Root: root, addrs: &addressCache{m: map[addressKey]string{}}}
+}
+
+// addressCache keeps the last address a live controller showed. Reading a
+// controller's sysfs "address" during its error recovery oopsed Linux
+// 6.1.192 (NULL dereference in nvme_tcp_get_address, docs/realhost.md
+// finding 5), and a controller's address never changes while it lives, so
+// a controller that is not live shows the address it had when it was. A
+// controller is known by its name and its sysfs directory's inode: a name
+// the kernel gives again to a new controller is a new entry.
+type addressCache struct {
+	mu sync.Mutex
+	m  map[addressKey]string
+}
+
+type addressKey struct {
+	dev string
+	ino uint64
+}
+
+// read returns the controller's address from dir, reading the file only
+// when the controller is live or its address was never seen.
+func (c *addressCache) read(dir, dev, state string, read func() string) string {
+	if c == nil {
+		return read()
+	}
+	var st syscall.Stat_t
+	if err := syscall.Stat(dir, &st); err != nil {
+		return read()
+	}
+	k := addressKey{dev: dev, ino: st.Ino}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if a, ok := c.m[k]; ok && state != "live" {
+		return a
+	}
+	a := read()
+	for o := range c.m {
+		if o.dev == dev {
+			delete(c.m, o) // a controller gone whose name was given again
+		}
+	}
+	c.m[k] = a
+	return a
+}
+
+// forget drops the entries of controllers that are no longer present.
+func (c *addressCache) forget(present map[string]bool) {
+	if c == nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for k := range c.m {
+		if !present[k.dev] {
+			delete(c.m, k)
+		}
+	}
+}
 
 func (k SysfsKernel) class() string {
 	root := k.Root
@@ -109,11 +177,14 @@ func (k SysfsKernel) Paths() ([]KernelPath, error) {
 		return nil, fmt.Errorf("sysfs: %w", err)
 	}
 	var out []KernelPath
+	present := make(map[string]bool, len(ents))
 	for _, e := range ents {
+		present[e.Name()] = true
 		if p, err := k.Path(e.Name()); err == nil {
 			out = append(out, p)
 		}
 	}
+	k.addrs.forget(present)
 	slices.SortFunc(out, func(a, b KernelPath) int { return strings.Compare(a.Device, b.Device) })
 	return out, nil
 }
@@ -133,7 +204,9 @@ func (k SysfsKernel) Path(dev string) (KernelPath, error) {
 	if tr != "tcp" && tr != "rdma" {
 		return KernelPath{}, fmt.Errorf("sysfs: %s: transport %q is not NVMe-oF over TCP or RDMA", dev, tr)
 	}
-	p := KernelPath{Controller: Controller{Device: dev, State: attr("state"), Path: parseAddress(attr("address"))}}
+	state := attr("state")
+	addr := k.addrs.read(dir, dev, state, func() string { return attr("address") })
+	p := KernelPath{Controller: Controller{Device: dev, State: state, Path: parseAddress(addr)}}
 	p.Transport, p.SubNQN = tr, attr("subsysnqn")
 	nss, _ := filepath.Glob(filepath.Join(dir, "nvme*c*n*", "ana_state"))
 	for _, f := range nss {

@@ -12,9 +12,9 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"unicode"
 
 	"github.com/openinof/inof/inof"
+	"github.com/openinof/inof/internal/nvmeaddr"
 )
 
 // Executor runs one program and returns its standard output. The real one
@@ -292,22 +292,9 @@ func parseListSubsys(out []byte) ([]Controller, error) {
 	return cs, nil
 }
 
-// parseAddress reads the kernel's controller address attribute,
-// "traddr=A,trsvcid=S,host_traddr=H[,src_addr=...]" (older kernels
-// separate the pairs with blanks).
+// parseAddress reads the kernel's controller address attribute
+// (nvmeaddr.Parse).
 func parseAddress(s string) Path {
-	var p Path
-	sep := func(r rune) bool { return r == ',' || unicode.IsSpace(r) }
-	for _, kv := range strings.FieldsFunc(s, sep) {
-		k, v, _ := strings.Cut(kv, "=")
-		switch k {
-		case "traddr":
-			p.TrAddr = v
-		case "trsvcid":
-			p.TrSvcID = v
-		case "host_traddr":
-			p.HostTrAddr = v
-		}
-	}
-	return p
+	a := nvmeaddr.Parse(s)
+	return Path{TrAddr: a.TrAddr, TrSvcID: a.TrSvcID, HostTrAddr: a.HostTrAddr}
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/openinof/inof/app/api"
+	"github.com/openinof/inof/app/peering"
 	"github.com/openinof/inof/bgp"
 	"github.com/openinof/inof/bgp/bfd"
 	"github.com/openinof/inof/bgp/record"
@@ -27,6 +28,14 @@ type fabricView struct {
 	devices *table.DeviceTable   // written by the WatchRecords goroutine only
 	changes []table.DeviceChange // that goroutine's buffer for the table's changes
 
+	// Set by New, read-only afterwards.
+	peerReflectors map[netip.Addr]bool
+	events         EventPublisher
+	now            func() time.Time
+	// sessionLog logs BGP changes (from the neighbor watch) and BFD
+	// changes (from the BFD subscription).
+	sessionLog *peering.SessionLog
+
 	mu       sync.Mutex
 	bgp      map[netip.Addr]sessionState  // written by the WatchNeighbors goroutine
 	rids     map[netip.Addr]inof.RouterID // clients' router-ids, learned while established (Held)
@@ -39,22 +48,23 @@ type sessionState struct {
 	since time.Time
 }
 
-func newFabricView(maxDevices int, log *slog.Logger) *fabricView {
-	return &fabricView{devices: table.NewDeviceTable(table.DeviceTableOptions{MaxDevices: maxDevices, Logger: log}),
+func newFabricView(maxDevices int, peerReflectors map[netip.Addr]bool, events EventPublisher, now func() time.Time, log *slog.Logger) *fabricView {
+	f := &fabricView{devices: table.NewDeviceTable(table.DeviceTableOptions{MaxDevices: maxDevices, Logger: log}),
+		peerReflectors: peerReflectors, events: events, now: now,
 		bgp: map[netip.Addr]sessionState{}, bfdSince: map[bfd.SessionKey]time.Time{}, rids: map[netip.Addr]inof.RouterID{}}
+	f.sessionLog = &peering.SessionLog{Log: log, Kind: f.neighborKind}
+	return f
 }
 
-// onRecord feeds the device table from the best table and puts each
-// change of a device on the event feed (join, status change, leave).
-func (r *Reflector) onRecord(ev bgp.RecordEvent) {
-	if r.origins.Check(ev) != "" {
-		return // counted by onReceived; withdrawn once its sender is quarantined
+// onRecord feeds the device table from the best table (records their
+// senders own) and puts each change of a device on the event feed (join,
+// status change, leave).
+func (f *fabricView) onRecord(ev bgp.RecordEvent) {
+	f.changes = f.devices.Apply(f.changes[:0], ev)
+	for _, ch := range f.changes {
+		f.events.Publish(deviceEvent(ch))
 	}
-	r.fabric.changes = r.fabric.devices.Apply(r.fabric.changes[:0], ev)
-	for _, ch := range r.fabric.changes {
-		r.events.Publish(deviceEvent(ch))
-	}
-	clear(r.fabric.changes)
+	clear(f.changes)
 }
 
 // deviceEvent is the event feed's entry for one device change.
@@ -101,33 +111,33 @@ func deviceAttributes(a map[string]string, d *record.Device) {
 // onNeighbor notes since when a BGP session is in its state and puts a
 // session coming up or going down on the event feed (the steps between,
 // and a neighbor that is not up retrying, are not events).
-func (r *Reflector) onNeighbor(ev bgp.NeighborEvent) {
-	r.fabric.mu.Lock()
-	prev, known := r.fabric.bgp[ev.Address]
+func (f *fabricView) onNeighbor(ev bgp.NeighborEvent) {
+	f.mu.Lock()
+	prev, known := f.bgp[ev.Address]
 	if known && prev.state == ev.State {
-		r.fabric.mu.Unlock()
+		f.mu.Unlock()
 		return // a resync repeating the state
 	}
-	r.fabric.bgp[ev.Address] = sessionState{state: ev.State, since: r.now()}
-	r.fabric.mu.Unlock()
-	r.sessionLog.BGP(ev)
+	f.bgp[ev.Address] = sessionState{state: ev.State, since: f.now()}
+	f.mu.Unlock()
+	f.sessionLog.BGP(ev)
 	up := ev.State == bgp.StateEstablished
 	if !up && prev.state != bgp.StateEstablished {
 		return
 	}
-	kind := r.neighborKind(ev.Address)
+	kind := f.neighborKind(ev.Address)
 	msg := fmt.Sprintf("BGP session with %s %s established", kind, ev.Address)
 	if !up {
 		msg = fmt.Sprintf("BGP session with %s %s lost (now %s)", kind, ev.Address, ev.State)
 	}
-	r.events.Publish(api.Event{Kind: "session", Subject: ev.Address.String(), Message: msg,
+	f.events.Publish(api.Event{Kind: "session", Subject: ev.Address.String(), Message: msg,
 		Attributes: map[string]string{"protocol": "bgp", "kind": kind, "state": ev.State.String()}})
 }
 
 // neighborKind names a neighbor: "reflector" (a peer reflector) or
 // "client".
-func (r *Reflector) neighborKind(a netip.Addr) string {
-	if r.peerReflectors[a] {
+func (f *fabricView) neighborKind(a netip.Addr) string {
+	if f.peerReflectors[a] {
 		return "reflector"
 	}
 	return "client"
@@ -135,19 +145,33 @@ func (r *Reflector) neighborKind(a netip.Addr) string {
 
 // onBFD notes since when a BFD session is in its state and puts the change
 // on the event feed.
-func (r *Reflector) onBFD(ch bfd.StateChange) {
+func (f *fabricView) onBFD(ch bfd.StateChange) {
 	at := ch.At
 	if at.IsZero() {
-		at = r.now()
+		at = f.now()
 	}
-	r.fabric.mu.Lock()
-	r.fabric.bfdSince[ch.Key] = at
-	r.fabric.mu.Unlock()
-	r.sessionLog.BFD(ch)
-	r.events.Publish(api.Event{Kind: "session", Subject: ch.Key.Peer.String(), Time: at,
+	f.mu.Lock()
+	f.bfdSince[ch.Key] = at
+	f.mu.Unlock()
+	f.sessionLog.BFD(ch)
+	f.events.Publish(api.Event{Kind: "session", Subject: ch.Key.Peer.String(), Time: at,
 		Message: fmt.Sprintf("BFD session with %s: %s -> %s (%s)", ch.Key.Peer, ch.Old.String(), ch.New.String(), ch.Diag),
 		Attributes: map[string]string{"protocol": "bfd", "state": ch.New.String(), "diagnostic": ch.Diag.String(),
 			"peer_admin_down": boolString(ch.PeerAdminDown)}})
+}
+
+// established is how many BGP sessions are established, as the neighbor
+// watch last heard.
+func (f *fabricView) established() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	n := 0
+	for _, st := range f.bgp {
+		if st.state == bgp.StateEstablished {
+			n++
+		}
+	}
+	return n
 }
 
 // EventPublisher receives the reflector's fabric events; an *api.Feed is
@@ -206,6 +230,7 @@ func (b backend) Sessions(ctx context.Context) ([]api.Session, error) {
 	for i, n := range ns {
 		out[i] = api.Session{Peer: n.Address.String(), Kind: neighborKind(n.Neighbor), State: n.State.String(),
 			Received: n.Received, Advertised: n.Advertised}
+		sessionDetails(&out[i], n)
 		if st, ok := b.r.fabric.bgp[n.Address]; ok && st.state == n.State {
 			out[i].Since = st.since
 		}
@@ -217,15 +242,15 @@ func (b backend) Sessions(ctx context.Context) ([]api.Session, error) {
 // (none when BFD is off). The receive interval and multiplier are the
 // configured ones.
 func (b backend) BFDSessions(context.Context) ([]api.BFDSession, error) {
-	release, err := b.r.started()
+	rn, release, err := b.r.started()
 	if err != nil {
 		return nil, err
 	}
 	defer release()
-	if b.r.bfd == nil {
+	if rn.bfd == nil {
 		return nil, nil
 	}
-	ss := b.r.bfd.Sessions()
+	ss := rn.bfd.Sessions()
 	b.r.fabric.mu.Lock()
 	defer b.r.fabric.mu.Unlock()
 	out := make([]api.BFDSession, len(ss))
@@ -313,18 +338,18 @@ func (b backend) Reflectors(ctx context.Context) (api.ReflectorsStatus, error) {
 // Reflectors returns this reflector and the peer reflectors it hears, with
 // its wall clock (api.ReflectorsBackend).
 func (r *Reflector) Reflectors(ctx context.Context) (api.ReflectorsStatus, error) {
-	release, err := r.started()
+	rn, release, err := r.started()
 	if err != nil {
 		return api.ReflectorsStatus{}, err
 	}
 	defer release()
-	peers, err := r.repl.Peers(ctx)
+	peers, err := rn.repl.Peers(ctx)
 	if err != nil {
 		return api.ReflectorsStatus{}, err
 	}
 	st := api.ReflectorsStatus{Now: r.now()}
-	st.Reflectors = append(st.Reflectors, api.ReflectorStatus{RouterID: r.routerID, Self: true,
-		Revision: api.Revision(r.store.Config()), Generation: r.store.Generation(), Parts: len(r.repl.Objects())})
+	st.Reflectors = append(st.Reflectors, api.ReflectorStatus{RouterID: rn.routerID, Self: true,
+		Revision: api.Revision(rn.store.Config()), Generation: rn.store.Generation(), Parts: len(rn.repl.Objects())})
 	for _, p := range peers {
 		st.Reflectors = append(st.Reflectors, api.ReflectorStatus{RouterID: p.RouterID, Address: p.Address.String(), Session: p.Session,
 			Generation: p.Newest, Writer: p.NewestWriter, Parts: p.Parts, Behind: p.Behind,

@@ -26,18 +26,18 @@ import (
 // entries this reflector originates match the store's: it originates the
 // entries the replicator lacks and withdraws the ones the bound dropped
 // (older than all of a full journal). It returns the parts originated.
-func (r *Reflector) reconcileJournal(ctx context.Context) (int, error) {
-	kept := r.store.JournalVersions()
+func (l *syncLoop) reconcileJournal(ctx context.Context) (int, error) {
+	kept := l.rn.store.JournalVersions()
 	want := map[string]zones.Version{}
 	for _, v := range kept {
 		want[zones.EntryID(v)] = v
 	}
 	// Only an entry older than all of a full journal is gone for good; an
 	// entry not in the store yet may still be assembling its parts.
-	full := len(kept) >= r.opts.HistorySize
+	full := len(kept) >= l.opts.HistorySize
 	held := map[string]bool{}
 	var errs []error
-	for _, c := range r.repl.Objects() {
+	for _, c := range l.rn.repl.Objects() {
 		if configsync.KindOf(c) != configsync.KindJournal {
 			continue
 		}
@@ -48,7 +48,7 @@ func (r *Reflector) reconcileJournal(ctx context.Context) (int, error) {
 		if !full || !(zones.Version{Gen: c.Gen, RouterID: c.Writer}).Less(kept[0]) {
 			continue
 		}
-		if err := r.repl.Withdraw(ctx, c.Object()); err != nil {
+		if err := l.rn.repl.Withdraw(ctx, c); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -57,7 +57,7 @@ func (r *Reflector) reconcileJournal(ctx context.Context) (int, error) {
 		if held[id] {
 			continue
 		}
-		e, ok, err := r.store.Entry(v)
+		e, ok, err := l.rn.store.Entry(v)
 		if err != nil || !ok {
 			errs = append(errs, err)
 			continue
@@ -68,7 +68,7 @@ func (r *Reflector) reconcileJournal(ctx context.Context) (int, error) {
 			continue
 		}
 		for _, p := range parts {
-			took, err := r.repl.Put(ctx, p)
+			took, err := l.rn.repl.Put(ctx, p)
 			if err != nil {
 				errs = append(errs, err)
 			}
@@ -86,13 +86,13 @@ func (r *Reflector) reconcileJournal(ctx context.Context) (int, error) {
 // mergeJournal (sync loop) takes journal parts adopted from peers: complete
 // entries go to the store, each one added is an event with the identity
 // that made the change, and conflicts they reveal are reported.
-func (r *Reflector) mergeJournal(ctx context.Context, parts []record.Config) {
+func (l *syncLoop) mergeJournal(ctx context.Context, parts []record.Config) {
 	var complete []zones.Entry
 	for _, c := range parts {
-		e, ok, err := r.jasm.Add(c)
+		e, ok, err := l.jasm.Add(c)
 		if err != nil {
-			r.m.malformedParts.Add(1)
-			r.log.Warn("journal part refused", "object", c.Object(), "err", err)
+			l.m.malformedParts.Add(1)
+			l.log.Warn("journal part refused", "object", c.Object(), "err", err)
 			continue
 		}
 		if ok {
@@ -102,16 +102,16 @@ func (r *Reflector) mergeJournal(ctx context.Context, parts []record.Config) {
 	if len(complete) == 0 {
 		return
 	}
-	added, err := r.store.AddEntries(complete)
+	added, err := l.rn.store.AddEntries(complete)
 	if err != nil {
-		r.log.Info("journal entries from peer reflectors partly refused", "err", err)
+		l.log.Info("journal entries from peer reflectors partly refused", "err", err)
 	}
-	r.m.journalAdopted.Add(uint64(len(added)))
+	l.m.journalAdopted.Add(uint64(len(added)))
 	for _, e := range added {
-		r.events.Publish(entryEvent(e, "on reflector "+e.RouterID.String()))
+		l.events.Publish(entryEvent(e, "on reflector "+e.RouterID.String()))
 	}
-	if _, err := r.reconcileJournal(ctx); err != nil {
-		r.log.Warn("originating journal entries", "err", err)
+	if _, err := l.reconcileJournal(ctx); err != nil {
+		l.log.Warn("originating journal entries", "err", err)
 	}
 }
 
@@ -133,15 +133,15 @@ func entryEvent(e zones.Entry, where string) api.Event {
 // reportConflicts (sync loop) logs, counts and publishes the lost writes
 // the journal shows that were not reported yet (every reflector finds the
 // same ones once it holds the same records and entries).
-func (r *Reflector) reportConflicts() {
-	cs, err := r.store.Conflicts()
+func (l *syncLoop) reportConflicts() {
+	cs, err := l.rn.store.Conflicts()
 	if err != nil {
-		r.log.Error("reading the journal", "err", err)
+		l.log.Error("reading the journal", "err", err)
 		return
 	}
-	journal, err := r.store.Journal()
+	journal, err := l.rn.store.Journal()
 	if err != nil {
-		r.log.Error("reading the journal", "err", err)
+		l.log.Error("reading the journal", "err", err)
 		return
 	}
 	who := map[zones.Version]string{}
@@ -155,63 +155,63 @@ func (r *Reflector) reportConflicts() {
 			still[v] = true
 			name := who[v] + " (" + zones.EntryID(v) + ")"
 			names = append(names, name)
-			if !r.reported[v] {
+			if !l.reported[v] {
 				fresh = append(fresh, name)
 			}
 		}
 		if len(fresh) == 0 {
 			continue
 		}
-		r.m.conflicts.Add(uint64(len(fresh)))
+		l.m.conflicts.Add(uint64(len(fresh)))
 		kept := "a write older than the history"
 		if c.Winner != (zones.Version{}) {
 			kept = who[c.Winner] + " (" + zones.EntryID(c.Winner) + ")"
 		}
 		msg := fmt.Sprintf("conflict: %s was changed concurrently; the edit of %s is lost (the change of %s is in effect): check it and edit again",
 			c.Key, strings.Join(fresh, ", "), kept)
-		r.log.Warn("zoning conflict", "object", c.Key.String(), "lost", strings.Join(names, ", "), "kept", kept)
-		r.events.Publish(api.Event{Kind: "conflict", Subject: c.Key.String(), Message: msg,
+		l.log.Warn("zoning conflict", "object", c.Key.String(), "lost", strings.Join(names, ", "), "kept", kept)
+		l.events.Publish(api.Event{Kind: "conflict", Subject: c.Key.String(), Message: msg,
 			Attributes: map[string]string{"identity": strings.Join(fresh, ", "), "kept": kept}})
 	}
-	r.reported = still
+	l.reported = still
 }
 
 // Journal returns the journal, oldest entry first.
 func (r *Reflector) Journal() ([]zones.Entry, error) {
-	release, err := r.started()
+	rn, release, err := r.started()
 	if err != nil {
 		return nil, err
 	}
 	defer release()
-	return r.admin.Journal()
+	return rn.admin.Journal()
 }
 
 // ConfigAt rebuilds the configuration right after a retained journal entry.
 func (r *Reflector) ConfigAt(v zones.Version) (*zones.Config, bool, error) {
-	release, err := r.started()
+	rn, release, err := r.started()
 	if err != nil {
 		return nil, false, err
 	}
 	defer release()
-	return r.admin.ConfigAt(v)
+	return rn.admin.ConfigAt(v)
 }
 
 // Conflicts lists the journal's lost writes.
 func (r *Reflector) Conflicts() ([]zones.Conflict, error) {
-	release, err := r.started()
+	rn, release, err := r.started()
 	if err != nil {
 		return nil, err
 	}
 	defer release()
-	return r.admin.Conflicts()
+	return rn.admin.Conflicts()
 }
 
 // Backup writes a consistent copy of the store (records, journal) to w.
 func (r *Reflector) Backup(w io.Writer) (int64, error) {
-	release, err := r.started()
+	rn, release, err := r.started()
 	if err != nil {
 		return 0, err
 	}
 	defer release()
-	return r.admin.Backup(w)
+	return rn.admin.Backup(w)
 }

@@ -146,7 +146,7 @@ func TestJournalBoundReplicated(t *testing.T) {
 		deadline := time.Now().Add(waitTimeout)
 		for {
 			var names []string
-			for _, c := range r.repl.Objects() {
+			for _, c := range r.run.repl.Objects() {
 				if configsync.KindOf(c) == configsync.KindJournal {
 					names = append(names, c.Name)
 				}
@@ -392,7 +392,7 @@ func TestJournalPartsAllOriginated(t *testing.T) {
 		deadline := time.Now().Add(waitTimeout)
 		for {
 			got := map[string]int{}
-			for _, c := range r.repl.Objects() {
+			for _, c := range r.run.repl.Objects() {
 				if configsync.KindOf(c) == configsync.KindJournal {
 					got[c.Name]++
 				}

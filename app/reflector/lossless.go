@@ -28,8 +28,8 @@ type savedProfile struct {
 	Payload []byte        `json:"payload"`
 }
 
-// profileState is the profile in effect. Only the sync loop writes it
-// (under profileMu); the admin API reads it.
+// profileState is the profile in effect. Only the sync loop (and the
+// start steps) write it (settings.profileMu); the admin API reads it.
 type profileState struct {
 	rec     record.Config // zero Gen: none set, the default applies
 	profile lossless.Profile
@@ -43,99 +43,85 @@ type profileRequest struct {
 }
 
 // loadProfile reads the persisted profile, if any, into the state.
-func (r *Reflector) loadProfile() error {
-	r.profile = profileState{profile: lossless.Default()}
-	rec, ok, err := r.loadSetting(r.opts.ProfilePath(), configsync.KindLossless)
+func (s *settings) loadProfile() error {
+	rec, ok, err := s.loadSetting(s.profilePath, configsync.KindLossless)
 	if err != nil || !ok {
 		return err
 	}
 	p, err := lossless.Decode(rec.Payload)
 	if err != nil {
-		return fmt.Errorf("lossless profile %s: %w", r.opts.ProfilePath(), err)
+		return fmt.Errorf("lossless profile %s: %w", s.profilePath, err)
 	}
-	r.profile = profileState{profile: p, rec: rec}
+	s.profileMu.Lock()
+	s.profile = profileState{profile: p, rec: rec}
+	s.profileMu.Unlock()
 	return nil
-}
-
-// loadSetting reads a fabric setting persisted at path (the envelope of
-// generation, writer and payload) as the configuration record of kind,
-// and moves the generation clock past it; false when none was saved.
-func (r *Reflector) loadSetting(path string, kind configsync.Kind) (record.Config, bool, error) {
-	var s savedProfile
-	ok, err := daemon.LoadState(path, profileFormat, &s)
-	if err != nil || !ok {
-		return record.Config{}, false, err
-	}
-	r.clock.Advance(s.Gen)
-	return record.Config{Kind: uint8(kind), Gen: s.Gen, Writer: s.Writer, Payload: s.Payload}, true, nil
 }
 
 // setProfile (sync loop) writes a new version of the profile: persisted
 // first, then originated.
-func (r *Reflector) setProfile(ctx context.Context, p lossless.Profile, by api.Identity) error {
+func (l *syncLoop) setProfile(ctx context.Context, p lossless.Profile, by api.Identity) error {
 	payload, err := lossless.Encode(p)
 	if err != nil {
 		return err
 	}
-	rec := record.Config{Kind: uint8(configsync.KindLossless), Gen: r.clock.Next(), Writer: r.routerID, Payload: payload}
-	if err := r.persistProfile(rec, p); err != nil {
+	rec := record.Config{Kind: uint8(configsync.KindLossless), Gen: l.settings.clock.Next(), Writer: l.rn.routerID, Payload: payload}
+	if err := l.settings.persistProfile(rec, p); err != nil {
 		return err
 	}
-	if _, err := r.repl.Put(ctx, rec); err != nil {
+	if _, err := l.rn.repl.Put(ctx, rec); err != nil {
 		return fmt.Errorf("reflector: lossless profile saved; originating failed: %w", err)
 	}
-	if _, err := r.store.Note(zones.Entry{Identity: by.String(), Via: by.Via, Action: zones.ActionLossless,
+	if _, err := l.rn.store.Note(zones.Entry{Identity: by.String(), Via: by.Via, Action: zones.ActionLossless,
 		Summary: fmt.Sprintf("lossless profile %q (generation %d)", p.Name, rec.Gen), Profile: payload}); err != nil {
 		return fmt.Errorf("reflector: lossless profile set; journal: %w", err)
 	}
-	if _, err := r.reconcileJournal(ctx); err != nil {
+	if _, err := l.reconcileJournal(ctx); err != nil {
 		return fmt.Errorf("reflector: lossless profile set; %w", err)
 	}
-	r.log.Info("lossless profile replaced", "identity", by.String(), "via", by.Via, "name", p.Name, "generation", rec.Gen)
+	l.log.Info("lossless profile replaced", "identity", by.String(), "via", by.Via, "name", p.Name, "generation", rec.Gen)
 	return nil
 }
 
 // adoptProfile (sync loop) takes a newer profile version a peer reflector
 // originated (the replicator already re-originates it).
-func (r *Reflector) adoptProfile(c record.Config) {
-	r.profileMu.RLock()
-	cur := r.profile.rec
-	r.profileMu.RUnlock()
+func (l *syncLoop) adoptProfile(c record.Config) {
+	cur := l.settings.currentProfile().rec
 	if c.Name != "" || c.Part != 0 || c.Deleted || (cur.Gen != 0 && !c.Newer(&cur)) {
-		r.m.malformedParts.Add(1)
-		r.log.Warn("lossless profile from a peer reflector ignored", "generation", c.Gen,
+		l.m.malformedParts.Add(1)
+		l.log.Warn("lossless profile from a peer reflector ignored", "generation", c.Gen,
 			"writer", c.Writer.String(), "name", c.Name, "part", c.Part, "deleted", c.Deleted)
 		return
 	}
 	p, err := lossless.Decode(c.Payload)
 	if err != nil {
-		r.m.malformedParts.Add(1)
-		r.log.Warn("lossless profile from a peer reflector refused", "err", err)
+		l.m.malformedParts.Add(1)
+		l.log.Warn("lossless profile from a peer reflector refused", "err", err)
 		return
 	}
-	if err := r.clock.Observe(c.Gen); err != nil {
-		r.log.Warn("lossless profile from a peer reflector", "err", err)
+	if err := l.settings.clock.Observe(c.Gen); err != nil {
+		l.log.Warn("lossless profile from a peer reflector", "err", err)
 	}
-	if err := r.persistProfile(c, p); err != nil {
-		r.log.Error("persisting the lossless profile adopted from a peer reflector", "err", err)
+	if err := l.settings.persistProfile(c, p); err != nil {
+		l.log.Error("persisting the lossless profile adopted from a peer reflector", "err", err)
 		return
 	}
-	r.m.recordsAdopted.Add(1)
-	r.log.Info("lossless profile adopted from a peer reflector", "name", p.Name, "generation", c.Gen,
+	l.m.recordsAdopted.Add(1)
+	l.log.Info("lossless profile adopted from a peer reflector", "name", p.Name, "generation", c.Gen,
 		"writer", c.Writer.String())
-	r.events.Publish(api.Event{Kind: "lossless", Subject: p.Name, Message: "lossless profile adopted from a peer reflector",
+	l.events.Publish(api.Event{Kind: "lossless", Subject: p.Name, Message: "lossless profile adopted from a peer reflector",
 		Attributes: map[string]string{"generation": fmt.Sprint(c.Gen), "writer": c.Writer.String()}})
 }
 
 // persistProfile writes the state file and makes rec the version in effect.
-func (r *Reflector) persistProfile(rec record.Config, p lossless.Profile) error {
-	if err := saveProfileState(r.opts.ProfilePath(), rec.Gen, rec.Writer, rec.Payload); err != nil {
+func (s *settings) persistProfile(rec record.Config, p lossless.Profile) error {
+	if err := saveProfileState(s.profilePath, rec.Gen, rec.Writer, rec.Payload); err != nil {
 		return err
 	}
 	rec.Reflector = 0
-	r.profileMu.Lock()
-	r.profile = profileState{rec: rec, profile: p}
-	r.profileMu.Unlock()
+	s.profileMu.Lock()
+	s.profile = profileState{rec: rec, profile: p}
+	s.profileMu.Unlock()
 	return nil
 }
 
@@ -151,14 +137,12 @@ func saveProfileState(path string, gen uint64, writer inof.RouterID, payload []b
 // LosslessProfile returns the fabric's lossless profile: the newest version
 // set on any reflector, or lossless.Default() if none was ever set.
 func (r *Reflector) LosslessProfile() (lossless.Profile, error) {
-	release, err := r.started()
+	_, release, err := r.started()
 	if err != nil {
 		return lossless.Profile{}, err
 	}
 	defer release()
-	r.profileMu.RLock()
-	defer r.profileMu.RUnlock()
-	return r.profile.profile, nil
+	return r.settings.currentProfile().profile, nil
 }
 
 // SetLosslessProfile replaces the fabric's lossless profile (validate it
@@ -166,11 +150,11 @@ func (r *Reflector) LosslessProfile() (lossless.Profile, error) {
 // originated as a configuration record (kind configsync.KindLossless), which every
 // other reflector adopts. ctx bounds the wait for the sync loop.
 func (r *Reflector) SetLosslessProfile(ctx context.Context, p lossless.Profile) error {
-	release, err := r.started()
+	rn, release, err := r.started()
 	if err != nil {
 		return err
 	}
 	defer release()
 	req := profileRequest{profile: p, identity: api.IdentityFrom(ctx), done: make(chan error, 1)}
-	return askLoop(ctx, r.loopDone, r.profileReqs, req, req.done)
+	return askLoop(ctx, rn.sync.done, rn.sync.profileReqs, req, req.done)
 }

@@ -30,10 +30,17 @@ type counters struct {
 	conflicts      atomic.Uint64 // concurrent writes of one record found in the journal
 }
 
-func newCounters() counters {
-	return counters{commitLatency: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: ns + "_config_commit_seconds",
+func newCounters() *counters {
+	return &counters{commitLatency: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: ns + "_config_commit_seconds",
 		Help:    "Duration of local configuration commits by phase: write (validate and write the store), originate (into BGP).",
 		Buckets: prometheus.ExponentialBuckets(0.0001, 2, 18)}, []string{"phase"})}
+}
+
+// observeCommit counts a commit and its latencies (zoneadmin.Options.Observe).
+func (m *counters) observeCommit(write, originate time.Duration) {
+	m.commits.Add(1)
+	m.commitLatency.WithLabelValues("write").Observe(write.Seconds())
+	m.commitLatency.WithLabelValues("originate").Observe(originate.Seconds())
 }
 
 const ns = "inof_reflector"
@@ -103,12 +110,12 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(v), l...)
 	}
 	r.m.commitLatency.Collect(ch)
-	release, err := r.started()
+	rn, release, err := r.started()
 	started := err == nil
 	if started {
 		defer release()
 	}
-	gauge(descUp, b2f(started && r.speakerHealthy() == nil))
+	gauge(descUp, b2f(started && rn.healthy() == nil))
 	counter(descCommits, r.m.commits.Load())
 	counter(descAdopted, r.m.recordsAdopted.Load())
 	counter(descApplyErrors, r.m.applyErrors.Load())
@@ -134,14 +141,14 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 	counter(descConflicts, r.m.conflicts.Load())
 	journal := 0
 	if started {
-		journal = len(r.store.JournalVersions())
-		gauge(descRestarting, b2f(r.restarting))
-		st, rs, sr, dev = r.speaker.Stats(), r.repl.Stats(), r.store.RefusedCounts(), r.fabric.devices.Stats()
+		journal = len(rn.store.JournalVersions())
+		gauge(descRestarting, b2f(rn.restarting))
+		st, rs, sr, dev = rn.speaker.Stats(), rn.repl.Stats(), rn.store.RefusedCounts(), r.fabric.devices.Stats()
 	}
 	gauge(descJournal, float64(journal))
 	ahead := time.Duration(0)
 	if started {
-		ahead = r.store.ClockAhead()
+		ahead = rn.store.ClockAhead()
 	}
 	gauge(descClockAhead, ahead.Seconds())
 	counter(descPublished, st.Published)
@@ -155,10 +162,10 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 	counter(descStale, rs.Withdrawn)
 	counter(descPruned, rs.Pruned, "bgp")
 	counter(descDevRefused, dev.Refused)
-	for reason, v := range r.refusals.Counts() {
+	for reason, v := range r.trust.refusals.Counts() {
 		counter(descUntrusted, v, reason)
 	}
-	gauge(descQuarantined, float64(r.quarantined.Load()))
+	gauge(descQuarantined, float64(r.trust.quarantined.Load()))
 	counter(descStoreRefused, sr.Future, "future")
 	counter(descStoreRefused, sr.Expired, "expired")
 	type kd struct{ kind, deleted string }
@@ -167,7 +174,7 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 		recs[kd{k.String(), "false"}], recs[kd{k.String(), "true"}] = 0, 0
 	}
 	if started {
-		for _, rec := range r.store.Records() {
+		for _, rec := range rn.store.Records() {
 			recs[kd{rec.Kind.String(), boolString(rec.Deleted)}]++
 		}
 	}
@@ -184,7 +191,7 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 	if started {
 		ctx, cancel := context.WithTimeout(context.Background(), scrapeTimeout)
 		defer cancel()
-		if ns, err := r.speaker.Neighbors(ctx); err == nil {
+		if ns, err := rn.speaker.Neighbors(ctx); err == nil {
 			for _, n := range ns {
 				kind := neighborKind(n.Neighbor)
 				sessions[ks{kind, n.State.String()}]++
@@ -208,14 +215,14 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 		for _, s := range bfd.States() {
 			changes[s.String()] = 0
 		}
-		if started && r.bfd != nil {
-			for _, s := range r.bfd.Sessions() {
+		if started && rn.bfd != nil {
+			for _, s := range rn.bfd.Sessions() {
 				states[s.State.String()]++
 			}
-			for reason, v := range r.bfd.Drops() {
+			for reason, v := range rn.bfd.Drops() {
 				drops[reason] = v
 			}
-			for s, v := range r.bfd.Transitions() {
+			for s, v := range rn.bfd.Transitions() {
 				changes[s.String()] = v
 			}
 		}

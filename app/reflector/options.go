@@ -3,7 +3,6 @@ package reflector
 import (
 	"errors"
 	"fmt"
-	"net"
 	"net/netip"
 	"path/filepath"
 	"time"
@@ -19,14 +18,10 @@ import (
 // Options is the whole configuration of inofd --role reflector
 // (docs/reflector.md lists every key with its default).
 type Options struct {
-	Log daemon.LogOptions `yaml:"log"`
-	// Runtime tunes the Go runtime (the collector's headroom).
-	Runtime daemon.RuntimeOptions `yaml:"runtime"`
-	// MetricsListen is the address of /metrics and /healthz; empty disables.
-	MetricsListen string `yaml:"metrics_listen"`
-	// StateDir holds the zone store (zones.db) and the restart marker
-	// (reflector.state).
-	StateDir string `yaml:"state_dir"`
+	// Common are the daemon's log, runtime, metrics listener and state
+	// directory; the state directory holds the zone store (zones.db), the
+	// restart marker (reflector.state) and the settings' state files.
+	daemon.Common `yaml:",inline"`
 	// ASN is the fabric's AS number (iBGP: every switch uses it too).
 	ASN uint32 `yaml:"asn"`
 	// RouterID is this reflector's BGP identifier (IPv4); it also names
@@ -111,10 +106,7 @@ type PeerOptions struct {
 // RouterID have none.
 func DefaultOptions() Options {
 	return Options{
-		Log:             daemon.DefaultLogOptions(),
-		Runtime:         daemon.DefaultRuntimeOptions(),
-		MetricsListen:   "127.0.0.1:9465",
-		StateDir:        "/var/lib/inofd-reflector",
+		Common:          daemon.DefaultCommon("127.0.0.1:9465", "/var/lib/inofd-reflector"),
 		HistorySize:     zones.DefaultHistorySize,
 		Listen:          ListenOptions{Port: 179},
 		HoldTime:        9 * time.Second,
@@ -130,22 +122,8 @@ func DefaultOptions() Options {
 
 // Validate reports every problem in o, joined.
 func (o *Options) Validate() error {
-	var errs []error
+	errs := []error{o.Common.Validate()}
 	add := func(format string, a ...any) { errs = append(errs, fmt.Errorf(format, a...)) }
-	if err := o.Runtime.Validate(); err != nil {
-		errs = append(errs, err)
-	}
-	if err := o.Log.Validate(); err != nil {
-		errs = append(errs, err)
-	}
-	if o.MetricsListen != "" {
-		if _, _, err := net.SplitHostPort(o.MetricsListen); err != nil {
-			add("metrics_listen %q: want host:port", o.MetricsListen)
-		}
-	}
-	if o.StateDir == "" {
-		add("state_dir: must be set")
-	}
 	if err := o.API.Validate(); err != nil {
 		errs = append(errs, err)
 	}

@@ -260,7 +260,7 @@ func TestConcurrentCommitsConverge(t *testing.T) {
 		t.Fatalf("commits that went through: %d on r1, %d on r2", n1, n2)
 	} else {
 		t.Logf("commits that went through: %d on r1, %d on r2; records adopted %d and %d, stale parts withdrawn %d and %d",
-			n1, n2, r1.m.recordsAdopted.Load(), r2.m.recordsAdopted.Load(), r1.repl.Stats().Withdrawn, r2.repl.Stats().Withdrawn)
+			n1, n2, r1.m.recordsAdopted.Load(), r2.m.recordsAdopted.Load(), r1.run.repl.Stats().Withdrawn, r2.run.repl.Stats().Withdrawn)
 	}
 	want := func(r *Reflector) map[zones.Key]zones.Record {
 		recs, err := r.Records()

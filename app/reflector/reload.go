@@ -21,12 +21,12 @@ func (r *Reflector) Reload(next Options) error {
 	if err := next.Validate(); err != nil {
 		return err
 	}
-	release, err := r.started()
+	rn, release, err := r.started()
 	if err != nil {
 		return err
 	}
 	defer release()
-	if r.bfd == nil {
+	if rn.bfd == nil {
 		return nil
 	}
 	var errs []error
@@ -35,11 +35,11 @@ func (r *Reflector) Reload(next Options) error {
 			continue
 		}
 		k := bfd.SessionKey{Local: n.LocalAddress, Peer: n.Address}
-		if _, ok := r.bfd.Session(k); !ok {
+		if _, ok := rn.bfd.Session(k); !ok {
 			continue // a client added in the file: it comes with the restart
 		}
 		t := bfd.Timers{DesiredMinTx: n.BFD.DesiredMinTx, RequiredMinRx: n.BFD.RequiredMinRx, DetectMult: n.BFD.DetectMult}
-		if err := r.bfd.SetTimers(k, t); err != nil {
+		if err := rn.bfd.SetTimers(k, t); err != nil {
 			errs = append(errs, fmt.Errorf("reflector: BFD %s: %w", k, err))
 		}
 	}

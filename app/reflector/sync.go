@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"time"
 
@@ -24,54 +25,117 @@ type reconcileRequest struct {
 // maxBatch bounds the adopted parts merged with one store snapshot.
 const maxBatch = 1024
 
+// adoptQueue bounds the adopted parts waiting for the sync loop; a full
+// queue makes the replicator's watch wait (its own queue then resyncs,
+// losing nothing: each adopted part is handed over exactly once).
+const adoptQueue = 1024
+
+// syncLoop owns the replication decisions of a run: the part assemblers,
+// what this reflector originates and withdraws, the settings it writes.
+// One goroutine (loop) runs them; the replicator's watch (onAdopt), the
+// commits (originate) and the settings' setters hand it their work over
+// channels. Before the loop starts, the start steps call its methods
+// themselves (reconcileJournal).
+type syncLoop struct {
+	rn       *run // the store, the replicator, the router-id
+	opts     *Options
+	log      *slog.Logger
+	m        *counters
+	events   EventPublisher
+	settings *settings
+
+	// Owned by the loop.
+	asm      *configsync.Assembler
+	jasm     *configsync.JournalAssembler
+	reported map[zones.Version]bool // lost writes already reported (reportConflicts)
+
+	adopted     chan record.Config
+	requests    chan reconcileRequest
+	profileReqs chan profileRequest
+	formatReqs  chan formatRequest
+	done        chan struct{} // closed when the loop ends
+}
+
+func newSyncLoop(rn *run) *syncLoop {
+	r := rn.r
+	return &syncLoop{rn: rn, opts: &r.opts, log: r.log, m: r.m, events: r.events, settings: r.settings,
+		asm: configsync.NewAssembler(0), jasm: configsync.NewJournalAssembler(0),
+		adopted: make(chan record.Config, adoptQueue), requests: make(chan reconcileRequest),
+		profileReqs: make(chan profileRequest), formatReqs: make(chan formatRequest), done: make(chan struct{})}
+}
+
 // onAdopt is the replicator's OnAdopt: it hands the part to the sync loop,
 // waiting while the loop is busy (the replicator's watch queue absorbs the
 // wait) but never past the stop.
-func (r *Reflector) onAdopt(c record.Config) {
+func (l *syncLoop) onAdopt(c record.Config) {
 	select {
-	case r.adopted <- c:
-	case <-r.loopDone:
+	case l.adopted <- c:
+	case <-l.done:
 	}
 }
 
 // loop owns the replication decisions until ctx ends or the speaker fails.
-func (r *Reflector) loop(ctx context.Context) {
-	defer close(r.loopDone)
-	prune := time.NewTicker(r.opts.PruneInterval)
+func (l *syncLoop) loop(ctx context.Context) {
+	defer close(l.done)
+	prune := time.NewTicker(l.opts.PruneInterval)
 	defer prune.Stop()
+	sp := l.rn.speaker
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case <-r.speaker.Done():
-			r.log.Error("BGP speaker stopped; reflector stopping", "err", r.speaker.Err())
+		case <-sp.Done():
+			l.log.Error("BGP speaker stopped; reflector stopping", "err", sp.Err())
 			return
-		case c := <-r.adopted:
+		case c := <-l.adopted:
 			batch := []record.Config{c}
 		drain:
 			for len(batch) < maxBatch {
 				select {
-				case c := <-r.adopted:
+				case c := <-l.adopted:
 					batch = append(batch, c)
 				default:
 					break drain
 				}
 			}
-			r.merge(ctx, batch)
-		case req := <-r.requests:
-			err := r.reconcile(ctx, req.keys)
+			l.merge(ctx, batch)
+		case req := <-l.requests:
+			err := l.reconcile(ctx, req.keys)
 			if req.journal {
-				_, jerr := r.reconcileJournal(ctx)
+				_, jerr := l.reconcileJournal(ctx)
 				err = errors.Join(err, jerr)
 			}
 			req.done <- err
-		case req := <-r.profileReqs:
-			req.done <- r.setProfile(ctx, req.profile, req.identity)
-		case req := <-r.formatReqs:
-			req.done <- r.setFormat(ctx, req.format, req.identity)
+		case req := <-l.profileReqs:
+			req.done <- l.setProfile(ctx, req.profile, req.identity)
+		case req := <-l.formatReqs:
+			req.done <- l.setFormat(ctx, req.format, req.identity)
 		case <-prune.C:
-			r.prune(ctx)
+			l.prune(ctx)
 		}
+	}
+}
+
+// originate has the sync loop originate the committed keys and waits for
+// it, bounded by ctx (zoneadmin.Options.Hand).
+func (l *syncLoop) originate(ctx context.Context, keys []zones.Key) error {
+	req := reconcileRequest{keys: keys, journal: true, done: make(chan error, 1)}
+	// The hand-off ignores ctx: a committed change must reach the loop.
+	select {
+	case l.requests <- req:
+	case <-l.done:
+		return ErrNotReplicated
+	}
+	select {
+	case err := <-req.done:
+		if err != nil {
+			return fmt.Errorf("reflector: committed; originating failed: %w", err)
+		}
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("reflector: committed; replication still running: %w", ctx.Err())
+	case <-l.done:
+		return ErrNotReplicated
 	}
 }
 
@@ -81,18 +145,18 @@ func (r *Reflector) loop(ctx context.Context) {
 // that object is brought back in line with the store. Other parts go to the
 // assembler; a completed record is applied to the store (persisted) and, if
 // it wins, originated in full with the parts it no longer has withdrawn.
-func (r *Reflector) merge(ctx context.Context, batch []record.Config) {
-	stored := r.storeIndex()
+func (l *syncLoop) merge(ctx context.Context, batch []record.Config) {
+	stored := l.storeIndex()
 	touched := map[zones.Key]bool{}
 	var complete []zones.Record
 	var journal []record.Config
 	for _, c := range batch {
 		switch configsync.KindOf(c).Owner() {
 		case configsync.OwnerLossless:
-			r.adoptProfile(c)
+			l.adoptProfile(c)
 			continue
 		case configsync.OwnerRecordFormat:
-			r.adoptFormat(c)
+			l.adoptFormat(c)
 			continue
 		case configsync.OwnerJournal:
 			journal = append(journal, c)
@@ -105,10 +169,10 @@ func (r *Reflector) merge(ctx context.Context, batch []record.Config) {
 			touched[k] = true
 			continue
 		}
-		rec, ok, err := r.asm.Add(c)
+		rec, ok, err := l.asm.Add(c)
 		if err != nil {
-			r.m.malformedParts.Add(1)
-			r.log.Warn("configuration part refused", "object", c.Object(), "err", err)
+			l.m.malformedParts.Add(1)
+			l.log.Warn("configuration part refused", "object", c.Object(), "err", err)
 			continue
 		}
 		if ok {
@@ -116,21 +180,21 @@ func (r *Reflector) merge(ctx context.Context, batch []record.Config) {
 			touched[k] = true
 		}
 	}
-	r.m.assemblerEvicted.Store(r.asm.Evicted())
+	l.m.assemblerEvicted.Store(l.asm.Evicted())
 	if len(complete) > 0 {
-		won, err := r.store.Apply(complete)
+		won, err := l.rn.store.Apply(complete)
 		if err != nil {
-			r.m.applyErrors.Add(uint64(len(unjoin(err))))
-			r.log.Warn("configuration from peer reflectors partly refused", "err", err)
+			l.m.applyErrors.Add(uint64(len(unjoin(err))))
+			l.log.Warn("configuration from peer reflectors partly refused", "err", err)
 		}
-		r.m.recordsAdopted.Add(uint64(len(won)))
-		r.logAdopted(won)
+		l.m.recordsAdopted.Add(uint64(len(won)))
+		l.logAdopted(won)
 		for _, w := range won {
 			msg := "merged from a peer reflector"
 			if w.Deleted {
 				msg = "deletion merged from a peer reflector"
 			}
-			r.events.Publish(api.Event{Kind: "zoning", Subject: w.Key.String(), Message: msg,
+			l.events.Publish(api.Event{Kind: "zoning", Subject: w.Key.String(), Message: msg,
 				Attributes: map[string]string{"generation": fmt.Sprint(w.Gen), "writer": w.RouterID.String(),
 					"deleted": boolString(w.Deleted), "identity": "reflector:" + w.RouterID.String()}})
 		}
@@ -139,21 +203,21 @@ func (r *Reflector) merge(ctx context.Context, batch []record.Config) {
 	for k := range touched {
 		keys = append(keys, k)
 	}
-	if err := r.reconcile(ctx, keys); err != nil {
-		r.log.Warn("originating merged configuration", "err", err)
+	if err := l.reconcile(ctx, keys); err != nil {
+		l.log.Warn("originating merged configuration", "err", err)
 	}
 	if len(journal) > 0 {
-		r.mergeJournal(ctx, journal)
+		l.mergeJournal(ctx, journal)
 	}
 	if len(journal) > 0 || len(complete) > 0 {
-		r.reportConflicts()
+		l.reportConflicts()
 	}
 }
 
 // logAdopted logs records merged from peer reflectors: one info line per
 // merge (a starting peer sends every record it holds, tombstones
 // included), naming the first few objects, and one debug line per record.
-func (r *Reflector) logAdopted(won []zones.Record) {
+func (l *syncLoop) logAdopted(won []zones.Record) {
 	if len(won) == 0 {
 		return
 	}
@@ -167,13 +231,13 @@ func (r *Reflector) logAdopted(won []zones.Record) {
 		if len(objects) < named {
 			objects = append(objects, w.Key.String())
 		}
-		r.log.Debug("configuration record adopted from a peer reflector", "object", w.Key.String(), "generation", w.Gen,
+		l.log.Debug("configuration record adopted from a peer reflector", "object", w.Key.String(), "generation", w.Gen,
 			"writer", w.RouterID.String(), "deleted", w.Deleted)
 	}
 	if len(won) > named {
 		objects = append(objects, fmt.Sprintf("and %d more", len(won)-named))
 	}
-	r.log.Info("configuration adopted from peer reflectors", "records", len(won), "deletions", deleted,
+	l.log.Info("configuration adopted from peer reflectors", "records", len(won), "deletions", deleted,
 		"objects", strings.Join(objects, ", "))
 }
 
@@ -181,18 +245,20 @@ func (r *Reflector) logAdopted(won []zones.Record) {
 // store: every part of the stored record (the replicator ignores parts it
 // already holds at that version), then a withdraw of each part it still
 // originates beyond them (configsync.Stale; the replicator remembers the
-// version withdrawn, so a peer's copy of it is not adopted again).
-func (r *Reflector) reconcile(ctx context.Context, keys []zones.Key) error {
+// version withdrawn, so a peer's copy of it is not adopted again). The
+// withdraw names the version the snapshot found: a newer one the
+// replicator adopted from a peer since stays.
+func (l *syncLoop) reconcile(ctx context.Context, keys []zones.Key) error {
 	if len(keys) == 0 {
 		return nil
 	}
-	stored := r.storeIndex()
+	stored := l.storeIndex()
 	want := map[zones.Key]bool{}
 	for _, k := range keys {
 		want[k] = true
 	}
 	held := map[zones.Key][]record.Config{}
-	for _, c := range r.repl.Objects() {
+	for _, c := range l.rn.repl.Objects() {
 		if k := (zones.Key{Kind: zones.Kind(c.Kind), Name: c.Name}); want[k] {
 			held[k] = append(held[k], c)
 		}
@@ -209,12 +275,12 @@ func (r *Reflector) reconcile(ctx context.Context, keys []zones.Key) error {
 			continue
 		}
 		for _, p := range next {
-			if _, err := r.repl.Put(ctx, p); err != nil {
+			if _, err := l.rn.repl.Put(ctx, p); err != nil {
 				errs = append(errs, err)
 			}
 		}
-		for _, obj := range configsync.Stale(held[k], next) {
-			if err := r.repl.Withdraw(ctx, obj); err != nil {
+		for _, c := range configsync.Stale(held[k], next) {
+			if err := l.rn.repl.Withdraw(ctx, c); err != nil {
 				errs = append(errs, err)
 			}
 		}
@@ -224,23 +290,23 @@ func (r *Reflector) reconcile(ctx context.Context, keys []zones.Key) error {
 
 // prune forgets tombstones past their lifetime in the store and withdraws
 // this reflector's copies of them.
-func (r *Reflector) prune(ctx context.Context) {
-	n, err := r.store.Prune()
+func (l *syncLoop) prune(ctx context.Context) {
+	n, err := l.rn.store.Prune()
 	if err != nil {
-		r.log.Error("pruning the store", "err", err)
+		l.log.Error("pruning the store", "err", err)
 	}
-	r.m.storePruned.Add(uint64(n))
-	w, err := r.repl.Prune(ctx)
+	l.m.storePruned.Add(uint64(n))
+	w, err := l.rn.repl.Prune(ctx)
 	if err != nil {
-		r.log.Error("withdrawing expired tombstones", "err", err)
+		l.log.Error("withdrawing expired tombstones", "err", err)
 	}
 	if n > 0 || w > 0 {
-		r.log.Info("expired tombstones pruned", "store", n, "withdrawn", w)
+		l.log.Info("expired tombstones pruned", "store", n, "withdrawn", w)
 	}
 }
 
-func (r *Reflector) storeIndex() map[zones.Key]zones.Record {
-	recs := r.store.Records()
+func (l *syncLoop) storeIndex() map[zones.Key]zones.Record {
+	recs := l.rn.store.Records()
 	out := make(map[zones.Key]zones.Record, len(recs))
 	for _, rec := range recs {
 		out[rec.Key] = rec

@@ -3,12 +3,15 @@ package reflector
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"net/netip"
+	"sync/atomic"
 	"time"
 
 	"github.com/openinof/inof/app/api"
 	"github.com/openinof/inof/bgp"
 	"github.com/openinof/inof/bgp/record"
+	"github.com/openinof/inof/bgp/table"
 )
 
 // Who may publish what (docs/security.md). The reflector reads every record
@@ -18,7 +21,7 @@ import (
 // identifier is not the address it peers from). A refused record is
 // counted and logged at a rate limit, and its sender is quarantined: every
 // record it sent is refused by the import policy, so the others see none
-// of them, until the quarantine ends (trust.quarantine) and it is heard
+// of them, until the quarantine ends (option trust.quarantine) and it is heard
 // again. Switches check the same rules on what they receive.
 
 // TrustOptions say what a reflector does with a client that publishes what
@@ -43,15 +46,37 @@ type offence struct {
 // lost to a full queue comes back with the client's next record.
 const offenceQueue = 64
 
-// onReceived is the Adj-RIB-In watch's callback: it checks who sent each
-// record and reports offences to the quarantine loop.
-func (r *Reflector) onReceived(ev bgp.RecordEvent) {
-	reason := r.origins.Check(ev)
+// quarantine is who sent what: the ownership checks, the refusal
+// counters, and the quarantine loop fed by the Adj-RIB-In watch, which
+// alone owns the clients in quarantine.
+type quarantine struct {
+	origins     table.Origins
+	refusals    *table.Refusals
+	offences    chan offence
+	quarantined atomic.Int64 // clients in quarantine (metrics)
+	period      time.Duration
+	events      EventPublisher
+	now         func() time.Time
+	log         *slog.Logger
+}
+
+func newQuarantine(origins table.Origins, period time.Duration, events EventPublisher, now func() time.Time, log *slog.Logger) *quarantine {
+	return &quarantine{origins: origins, refusals: table.NewRefusals(log), offences: make(chan offence, offenceQueue),
+		period: period, events: events, now: now, log: log}
+}
+
+// owned reports whether ev's sender owns the record.
+func (q *quarantine) owned(ev bgp.RecordEvent) bool { return q.origins.Check(ev) == "" }
+
+// check is the Adj-RIB-In watch's check of who sent each record: it
+// reports whether the sender owns it, and counts and reports the offence
+// to the quarantine loop when not.
+func (q *quarantine) check(ev bgp.RecordEvent) bool {
+	reason := q.origins.Check(ev)
 	if reason == "" {
-		r.noteSwitch(ev)
-		return
+		return true
 	}
-	r.refusals.Refuse(reason, ev)
+	q.refusals.Refuse(reason, ev)
 	what := "a configuration record"
 	switch d := ev.Record.(type) {
 	case *record.Device:
@@ -64,15 +89,15 @@ func (r *Reflector) onReceived(ev bgp.RecordEvent) {
 		what = fmt.Sprintf("a discovery record of switch %s", d.Switch)
 	}
 	select {
-	case r.offences <- offence{client: ev.Source, reason: reason, what: what}:
+	case q.offences <- offence{client: ev.Source, reason: reason, what: what}:
 	default:
 	}
+	return false
 }
 
-// quarantineLoop owns the quarantine state: it quarantines offenders and
+// loop owns the quarantine state: it quarantines offenders on sp and
 // releases them when their time is up, until ctx ends.
-func (r *Reflector) quarantineLoop(ctx context.Context) {
-	defer close(r.quarantineDone)
+func (q *quarantine) loop(ctx context.Context, sp bgp.Speaker) {
 	until := map[netip.Addr]time.Time{}
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
@@ -84,44 +109,44 @@ func (r *Reflector) quarantineLoop(ctx context.Context) {
 			}
 		}
 		if !next.IsZero() {
-			timer.Reset(max(next.Sub(r.now()), 0))
+			timer.Reset(max(next.Sub(q.now()), 0))
 		}
 		select {
 		case <-ctx.Done():
 			return
-		case o := <-r.offences:
-			if _, in := until[o.client]; in || r.opts.Trust.Quarantine <= 0 {
+		case o := <-q.offences:
+			if _, in := until[o.client]; in || q.period <= 0 {
 				continue
 			}
-			if err := r.speaker.Quarantine(ctx, o.client, true); err != nil {
-				r.log.Error("quarantining a client", "client", o.client, "err", err)
+			if err := sp.Quarantine(ctx, o.client, true); err != nil {
+				q.log.Error("quarantining a client", "client", o.client, "err", err)
 				continue
 			}
-			until[o.client] = r.now().Add(r.opts.Trust.Quarantine)
-			r.quarantined.Store(int64(len(until)))
-			r.log.Error("client quarantined: it published what it does not own; all its records are refused",
-				"client", o.client, "reason", o.reason, "record", o.what, "for", r.opts.Trust.Quarantine)
-			r.events.Publish(api.Event{Kind: "trust", Subject: o.client.String(),
-				Message:    fmt.Sprintf("switch %s quarantined for %s: it sent %s (%s)", o.client, r.opts.Trust.Quarantine, o.what, o.reason),
+			until[o.client] = q.now().Add(q.period)
+			q.quarantined.Store(int64(len(until)))
+			q.log.Error("client quarantined: it published what it does not own; all its records are refused",
+				"client", o.client, "reason", o.reason, "record", o.what, "for", q.period)
+			q.events.Publish(api.Event{Kind: "trust", Subject: o.client.String(),
+				Message:    fmt.Sprintf("switch %s quarantined for %s: it sent %s (%s)", o.client, q.period, o.what, o.reason),
 				Attributes: map[string]string{"reason": o.reason, "state": "quarantined"}})
 		case <-timer.C:
-			now := r.now()
+			now := q.now()
 			for c, t := range until {
 				if t.After(now) {
 					continue
 				}
-				if err := r.speaker.Quarantine(ctx, c, false); err != nil {
-					r.log.Error("releasing a quarantined client", "client", c, "err", err)
+				if err := sp.Quarantine(ctx, c, false); err != nil {
+					q.log.Error("releasing a quarantined client", "client", c, "err", err)
 					until[c] = now.Add(time.Minute) // try again
 					continue
 				}
 				delete(until, c)
-				r.log.Warn("client released from quarantine", "client", c)
-				r.events.Publish(api.Event{Kind: "trust", Subject: c.String(),
+				q.log.Warn("client released from quarantine", "client", c)
+				q.events.Publish(api.Event{Kind: "trust", Subject: c.String(),
 					Message:    fmt.Sprintf("switch %s released from quarantine", c),
 					Attributes: map[string]string{"state": "released"}})
 			}
-			r.quarantined.Store(int64(len(until)))
+			q.quarantined.Store(int64(len(until)))
 		}
 	}
 }

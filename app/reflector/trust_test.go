@@ -57,7 +57,7 @@ func TestQuarantine(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitCond(t, "the liar quarantined", func() bool {
-		return r.refusals.Counts()[table.RefusedOtherSwitch] == 1 && r.quarantined.Load() == 1 &&
+		return r.trust.refusals.Counts()[table.RefusedOtherSwitch] == 1 && r.trust.quarantined.Load() == 1 &&
 			len(evs.of("trust", liar)) == 1
 	})
 	seen.waitFor(t, "every record of the liar withdrawn", func(m map[string]bgp.RecordEvent) bool {
@@ -89,7 +89,7 @@ func TestQuarantine(t *testing.T) {
 		t.Fatal(err)
 	}
 	seen.waitFor(t, "the liar heard again", func(m map[string]bgp.RecordEvent) bool { return len(m) == 2 })
-	waitCond(t, "released", func() bool { return r.quarantined.Load() == 0 && len(evs.of("trust", liar)) == 2 })
+	waitCond(t, "released", func() bool { return r.trust.quarantined.Load() == 0 && len(evs.of("trust", liar)) == 2 })
 
 	// A configuration record from a client, under a zone route target.
 	cfg := record.Config{Reflector: inof.MustParseRouterID(r1ID), Kind: uint8(zones.KindSettings), Gen: 1, Writer: 1}
@@ -97,9 +97,9 @@ func TestQuarantine(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitCond(t, "quarantined again", func() bool {
-		return r.refusals.Counts()[table.RefusedConfigFromClient] == 1 && len(evs.of("trust", liar)) == 3
+		return r.trust.refusals.Counts()[table.RefusedConfigFromClient] == 1 && len(evs.of("trust", liar)) == 3
 	})
-	if got := r.refusals.Counts()[table.RefusedOtherSwitch]; got != 1 {
+	if got := r.trust.refusals.Counts()[table.RefusedOtherSwitch]; got != 1 {
 		t.Fatalf("%d device refusals, the honest switch's records counted?", got)
 	}
 }
@@ -130,7 +130,7 @@ func TestQuarantineDiscoveryLie(t *testing.T) {
 	// watch has read the table, it is in that first read and in the
 	// stream (a watch is level-based; every re-read delivers again).
 	waitCond(t, "the liar quarantined", func() bool {
-		return r.refusals.Counts()[table.RefusedOtherSwitch] >= 1 && r.quarantined.Load() == 1 && len(evs.of("trust", liar)) == 1
+		return r.trust.refusals.Counts()[table.RefusedOtherSwitch] >= 1 && r.trust.quarantined.Load() == 1 && len(evs.of("trust", liar)) == 1
 	})
 	if ev := evs.of("trust", liar)[0]; !strings.Contains(ev.Message, "a discovery record of switch "+honest) {
 		t.Fatalf("trust event %q", ev.Message)

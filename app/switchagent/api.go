@@ -58,6 +58,7 @@ func (b switchBackend) Sessions(ctx context.Context) ([]api.Session, error) {
 	out := make([]api.Session, len(ns))
 	for i, n := range ns {
 		out[i] = api.Session{Peer: n.Address.String(), Kind: "reflector", State: n.State.String(), Received: n.Received}
+		sessionDetails(&out[i], n)
 	}
 	return out, nil
 }

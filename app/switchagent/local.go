@@ -1,12 +1,12 @@
 package switchagent
 
 import (
-	"container/heap"
 	"net/netip"
 	"slices"
 	"time"
 
 	"github.com/openinof/inof/inof"
+	"github.com/openinof/inof/internal/dueheap"
 )
 
 // DefaultHoldDown is how long an inactive record of a device that left
@@ -35,12 +35,12 @@ type Local struct {
 	// leaving holds a deadline for every device whose hold-down runs,
 	// earliest first; an entry whose device came back or left again
 	// since is stale and skipped (localDev.withdraw no longer matches).
-	leaving deadlines
+	leaving dueheap.Heap[deadline]
 	// restoredDue holds the age-out deadline of every registration
 	// restored from the state file that the registration table has not
 	// taken over yet (no LLDPDU since the restart); stale entries are
 	// skipped (localDev.restored no longer matches).
-	restoredDue deadlines
+	restoredDue dueheap.Heap[deadline]
 }
 
 // RestoredTTL is how long a registration restored from the state file
@@ -56,19 +56,8 @@ type deadline struct {
 	port string
 }
 
-// deadlines is a min-heap of deadlines by time.
-type deadlines []deadline
-
-func (h deadlines) Len() int           { return len(h) }
-func (h deadlines) Less(i, j int) bool { return h[i].at.Before(h[j].at) }
-func (h deadlines) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
-func (h *deadlines) Push(x any)        { *h = append(*h, x.(deadline)) }
-func (h *deadlines) Pop() any {
-	old := *h
-	x := old[len(old)-1]
-	*h = old[:len(old)-1]
-	return x
-}
+// Before orders deadlines by time (dueheap.Entry).
+func (d deadline) Before(o deadline) bool { return d.at.Before(o.at) }
 
 type localDev struct {
 	ports     map[string]inof.Report // registrations per access port
@@ -177,7 +166,7 @@ func (d *localDev) current() inof.Report {
 // leave starts d's hold-down at now.
 func (l *Local) leave(d *localDev, now time.Time) {
 	d.withdraw = now.Add(l.holdDown)
-	heap.Push(&l.leaving, deadline{at: d.withdraw, addr: d.published.Device.Addr})
+	l.leaving.Push(deadline{at: d.withdraw, addr: d.published.Device.Addr})
 }
 
 // live reports whether a deadline is still the hold-down of its device.
@@ -191,15 +180,15 @@ func (l *Local) live(x deadline) (*localDev, bool) {
 // records whose hold-down ended by now.
 func (l *Local) Expire(now time.Time) []Action {
 	var out []Action
-	for len(l.restoredDue) > 0 && !l.restoredDue[0].at.After(now) {
-		x := heap.Pop(&l.restoredDue).(deadline)
+	for l.restoredDue.Len() > 0 && !l.restoredDue.Peek().at.After(now) {
+		x := l.restoredDue.Pop()
 		if d := l.devs[x.addr]; d != nil && d.restored[x.port].Equal(x.at) {
 			out = append(out, l.Unregister(x.port, x.addr, inof.ReasonAgeOut, now)...)
 		}
 	}
 	var gone []Action
-	for len(l.leaving) > 0 && !l.leaving[0].at.After(now) {
-		x := heap.Pop(&l.leaving).(deadline)
+	for l.leaving.Len() > 0 && !l.leaving.Peek().at.After(now) {
+		x := l.leaving.Pop()
 		if d, ok := l.live(x); ok {
 			gone = append(gone, Action{Record: d.published, Withdraw: true})
 			delete(l.devs, x.addr)
@@ -213,22 +202,22 @@ func (l *Local) Expire(now time.Time) []Action {
 // NextExpiry returns when Expire next has work, or false if never.
 func (l *Local) NextExpiry() (time.Time, bool) {
 	next, ok := time.Time{}, false
-	for len(l.leaving) > 0 {
-		if _, live := l.live(l.leaving[0]); live {
-			next, ok = l.leaving[0].at, true
+	for l.leaving.Len() > 0 {
+		if _, live := l.live(l.leaving.Peek()); live {
+			next, ok = l.leaving.Peek().at, true
 			break
 		}
-		heap.Pop(&l.leaving) // stale
+		l.leaving.Pop() // stale
 	}
-	for len(l.restoredDue) > 0 {
-		x := l.restoredDue[0]
+	for l.restoredDue.Len() > 0 {
+		x := l.restoredDue.Peek()
 		if d := l.devs[x.addr]; d != nil && d.restored[x.port].Equal(x.at) {
 			if !ok || x.at.Before(next) {
 				next, ok = x.at, true
 			}
 			break
 		}
-		heap.Pop(&l.restoredDue) // stale
+		l.restoredDue.Pop() // stale
 	}
 	return next, ok
 }
@@ -264,7 +253,7 @@ func (l *Local) Restore(rs []inof.Report, expires map[RegistrationKey]time.Time,
 				at = now.Add(RestoredTTL)
 			}
 			d.restored = map[string]time.Time{r.AccessPort: at}
-			heap.Push(&l.restoredDue, deadline{at: at, addr: r.Device.Addr, port: r.AccessPort})
+			l.restoredDue.Push(deadline{at: at, addr: r.Device.Addr, port: r.AccessPort})
 			l.devs[r.Device.Addr] = d
 			continue
 		}

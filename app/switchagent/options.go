@@ -21,14 +21,11 @@ import (
 
 // Options is the whole configuration of inofd --role switch.
 type Options struct {
-	Log daemon.LogOptions `yaml:"log"`
-	// Runtime tunes the Go runtime (the collector's headroom).
-	Runtime daemon.RuntimeOptions `yaml:"runtime"`
-	// MetricsListen is the address of /metrics and /healthz; empty disables.
-	MetricsListen string `yaml:"metrics_listen"`
-	// StateDir holds the state file (switch.state): the published records,
-	// what each host was told and the zone configuration, across restarts.
-	StateDir string `yaml:"state_dir"`
+	// Common are the daemon's log, runtime, metrics listener and state
+	// directory; the state directory holds the state file (switch.state):
+	// the published records, what each host was told and the zone
+	// configuration, across restarts.
+	daemon.Common `yaml:",inline"`
 	// RouterID identifies this switch (BGP router-id, key of its records).
 	RouterID string `yaml:"router_id"`
 	ASN      uint32 `yaml:"asn"`
@@ -117,10 +114,7 @@ type ReflectorOptions struct {
 // DefaultOptions returns the defaults every key starts from.
 func DefaultOptions() Options {
 	return Options{
-		Log:             daemon.DefaultLogOptions(),
-		Runtime:         daemon.DefaultRuntimeOptions(),
-		MetricsListen:   "127.0.0.1:9466",
-		StateDir:        "/var/lib/inofd-switch",
+		Common:          daemon.DefaultCommon("127.0.0.1:9466", "/var/lib/inofd-switch"),
 		BFD:             peering.DefaultBFD(),
 		GracefulRestart: peering.DefaultGracefulRestart(),
 		HoldDown:        DefaultHoldDown,
@@ -142,17 +136,8 @@ func (o *Options) Direct() bool { return len(o.Reflectors) == 0 }
 
 // Validate reports every problem in o, joined.
 func (o *Options) Validate() error {
-	var errs []error
+	errs := []error{o.Common.Validate()}
 	add := func(format string, a ...any) { errs = append(errs, fmt.Errorf(format, a...)) }
-	if err := o.Runtime.Validate(); err != nil {
-		errs = append(errs, err)
-	}
-	if err := o.Log.Validate(); err != nil {
-		errs = append(errs, err)
-	}
-	if o.StateDir == "" {
-		add("state_dir: must be set")
-	}
 	for _, l := range []struct {
 		key string
 		v   int

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/openinof/inof/app/daemon"
 	"github.com/openinof/inof/bgp"
 	"github.com/openinof/inof/inof"
 	"github.com/openinof/inof/zones"
@@ -24,7 +25,7 @@ func TestSaveFailsBesideLoop(t *testing.T) {
 	tgt := inof.Device{Addr: netip.MustParseAddr("10.1.0.10"), Role: inof.RoleTarget, Protocol: inof.ProtocolTCP, Port: 4420,
 		NQN: "nqn.2014-08.org.example:t"}
 	hd := inof.Device{Addr: netip.MustParseAddr("10.1.0.21"), Role: inof.RoleHost, Protocol: inof.ProtocolTCP}
-	opts := Options{StateDir: dir}
+	opts := Options{Common: daemon.Common{StateDir: dir}}
 	near, far := memPorts(id, ports...)
 	logs := newLogLines()
 	s := runSwitchLogged(t, bgp.NewFakeFabric(), netip.Addr{}, id, dir, nil, slog.New(logs), directOptions(ports...), near)

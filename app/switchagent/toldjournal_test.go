@@ -8,6 +8,7 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/openinof/inof/app/daemon"
 	"github.com/openinof/inof/bgp"
 	"github.com/openinof/inof/inof"
 )
@@ -168,7 +169,7 @@ func TestEngineRestoreAfterCrash(t *testing.T) {
 // state file alone it believed the host knew.
 func TestRestartReplaysToldJournal(t *testing.T) {
 	dir, id, ports, tgt, hd := directPair(t, 120)
-	opts := Options{StateDir: dir}
+	opts := Options{Common: daemon.Common{StateDir: dir}}
 
 	// What the killed agent had journalled after its last save.
 	j, _, _, err := openToldJournal(opts.toldJournalFile(), 0)

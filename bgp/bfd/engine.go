@@ -1,7 +1,6 @@
 package bfd
 
 import (
-	"container/heap"
 	"log/slog"
 	"runtime"
 	"sync"
@@ -9,6 +8,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/openinof/inof/internal/dueheap"
 )
 
 // engine runs the timers of every session of a Manager on one goroutine:
@@ -23,7 +24,7 @@ import (
 type engine struct {
 	log      *slog.Logger
 	mu       sync.Mutex
-	h        deadlines
+	h        dueheap.Heap[deadline]
 	wake     chan struct{}
 	stop     chan struct{}
 	stopOnce sync.Once
@@ -44,19 +45,8 @@ type deadline struct {
 	gen   uint64
 }
 
-type deadlines []deadline
-
-func (h deadlines) Len() int           { return len(h) }
-func (h deadlines) Less(i, j int) bool { return h[i].at.Before(h[j].at) }
-func (h deadlines) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
-func (h *deadlines) Push(x any)        { *h = append(*h, x.(deadline)) }
-func (h *deadlines) Pop() any {
-	old := *h
-	d := old[len(old)-1]
-	old[len(old)-1] = deadline{}
-	*h = old[:len(old)-1]
-	return d
-}
+// Before orders deadlines by time (dueheap.Entry).
+func (d deadline) Before(o deadline) bool { return d.at.Before(o.at) }
 
 func newEngine(log *slog.Logger) *engine {
 	return &engine{log: log, wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
@@ -65,8 +55,9 @@ func newEngine(log *slog.Logger) *engine {
 // push queues a deadline and wakes the engine if it is now the earliest.
 func (e *engine) push(d deadline) {
 	e.mu.Lock()
-	heap.Push(&e.h, d)
-	first := e.h[0].s == d.s && e.h[0].gen == d.gen && e.h[0].tx == d.tx
+	e.h.Push(d)
+	top := e.h.Peek()
+	first := top.s == d.s && top.gen == d.gen && top.tx == d.tx
 	e.mu.Unlock()
 	if first {
 		select {
@@ -91,13 +82,13 @@ func (e *engine) run(realTime bool) {
 	for {
 		now := time.Now()
 		e.mu.Lock()
-		for len(e.h) > 0 && !e.h[0].at.Add(-e.h[0].slack).After(now) {
-			due = append(due, heap.Pop(&e.h).(deadline))
+		for e.h.Len() > 0 && !e.h.Top().at.Add(-e.h.Top().slack).After(now) {
+			due = append(due, e.h.Pop())
 		}
 		e.settleLocked()
 		next := time.Hour
-		if len(e.h) > 0 {
-			next = e.h[0].at.Sub(now)
+		if e.h.Len() > 0 {
+			next = e.h.Top().at.Sub(now)
 		}
 		e.mu.Unlock()
 		if len(due) > 0 {
@@ -138,12 +129,12 @@ func (e *engine) run(realTime bool) {
 // 3 × 100 ms, some 850 wake-ups a second. e.mu is held; it takes the
 // sessions' mu (never held while taking e.mu).
 func (e *engine) settleLocked() {
-	for len(e.h) > 0 && !e.h[0].tx {
-		switch e.h[0].s.settleDetect(&e.h[0]) {
+	for e.h.Len() > 0 && !e.h.Top().tx {
+		switch e.h.Top().s.settleDetect(e.h.Top()) {
 		case detectStale:
-			heap.Pop(&e.h)
+			e.h.Pop()
 		case detectMoved:
-			heap.Fix(&e.h, 0)
+			e.h.Fix(0)
 		default:
 			return
 		}

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/openinof/inof/internal/reason"
 )
 
 // State is a BFD session state (RFC 5880 §4.1).
@@ -166,31 +168,15 @@ func (p *Packet) Unmarshal(b []byte) error {
 }
 
 // DropReason maps an error to a counter label.
-func DropReason(err error) string {
-	for _, r := range dropReasons {
-		if errors.Is(err, r.err) {
-			return r.label
-		}
-	}
-	return "other"
-}
+func DropReason(err error) string { return dropReasons.Of(err) }
 
-var dropReasons = []struct {
-	err   error
-	label string
-}{{ErrShort, "short"}, {ErrVersion, "version"}, {ErrLength, "length"}, {ErrDetectMult, "detect-mult"},
-	{ErrMultipoint, "multipoint"}, {ErrMyDisc, "my-discriminator"}, {ErrAuth, "auth"},
-	{errTTL, "ttl"}, {errYourDisc, "your-discriminator-zero"}, {errUnknownDisc, "unknown-discriminator"},
-	{errNoSession, "no-session"}}
+var dropReasons = reason.Table{{Err: ErrShort, Name: "short"}, {Err: ErrVersion, Name: "version"}, {Err: ErrLength, Name: "length"},
+	{Err: ErrDetectMult, Name: "detect-mult"}, {Err: ErrMultipoint, Name: "multipoint"}, {Err: ErrMyDisc, Name: "my-discriminator"},
+	{Err: ErrAuth, Name: "auth"}, {Err: errTTL, Name: "ttl"}, {Err: errYourDisc, Name: "your-discriminator-zero"},
+	{Err: errUnknownDisc, Name: "unknown-discriminator"}, {Err: errNoSession, Name: "no-session"}}
 
 // DropReasons lists every label DropReason returns.
-func DropReasons() []string {
-	out := make([]string, 0, len(dropReasons)+1)
-	for _, r := range dropReasons {
-		out = append(out, r.label)
-	}
-	return append(out, "other")
-}
+func DropReasons() []string { return dropReasons.Names() }
 
 // States lists the session states.
 func States() []State { return []State{AdminDown, Down, Init, Up} }

@@ -147,18 +147,21 @@ func (r *ConfigReplicator) putLocked(ctx context.Context, rec record.Config) (bo
 	return true, nil
 }
 
-// Withdraw withdraws this reflector's copy of a part it no longer needs (a
-// record shrank, or a version with more parts lost to one with fewer) and
-// remembers the version withdrawn, so that a peer's copy of that version or
-// an older one is not adopted again; a newer version is. Withdrawing a part
-// not held does nothing. The memory of a withdrawn part lasts until a newer
-// version of it is originated or until its generation is past
+// Withdraw withdraws this reflector's copy of held's part, one it no
+// longer needs (a record shrank, or a version with more parts lost to one
+// with fewer), and remembers the version withdrawn, so that a peer's copy
+// of that version or an older one is not adopted again; a newer version
+// is. held is the version the caller found (Objects): a newer copy of the
+// part, adopted from a peer meanwhile, stays; a part not held does
+// nothing. The memory of a withdrawn part lasts until a newer version of
+// it is originated or until its generation is past
 // inof.TombstoneLifetime (Prune).
-func (r *ConfigReplicator) Withdraw(ctx context.Context, obj record.ConfigObject) error {
+func (r *ConfigReplicator) Withdraw(ctx context.Context, held record.Config) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	obj := held.Object()
 	cur, ok := r.objects[obj]
-	if !ok {
+	if !ok || cur.Newer(&held) {
 		return nil
 	}
 	if err := r.cfg.Speaker.Withdraw(ctx, cur.Key()); err != nil {

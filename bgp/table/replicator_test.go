@@ -224,13 +224,13 @@ func TestReplicatorWithdrawRemembersVersion(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitObject(t, x.rep2, part.Object(), part.Gen)
-	if err := x.rep2.Withdraw(ctx, part.Object()); err != nil {
+	if err := x.rep2.Withdraw(ctx, part); err != nil {
 		t.Fatal(err)
 	}
 	own := part
 	own.Reflector = ridOf(x.r2.addr)
 	x.client.view.waitFor(t, "r2's copy withdrawn", func(m map[string]bgp.RecordEvent) bool { return !hasKey(own.Key())(m) })
-	if err := x.rep2.Withdraw(ctx, part.Object()); err != nil { // not held: nothing to do
+	if err := x.rep2.Withdraw(ctx, part); err != nil { // not held: nothing to do
 		t.Fatal(err)
 	}
 
@@ -262,6 +262,66 @@ func TestReplicatorWithdrawRemembersVersion(t *testing.T) {
 	if st := x.rep2.Stats(); st.Withdrawn != 1 || st.Adopted != 3 {
 		t.Fatalf("r2 stats %+v", st)
 	}
+}
+
+// TestReplicatorStaleWithdrawKeepsNewerCopy: a withdraw of a part as stale
+// at the version the caller found leaves a newer version adopted from a
+// peer meanwhile in place, and originated. (A reflector's sync loop found
+// a part stale in its snapshot while the replicator adopted a newer
+// version of it; the withdraw took the newer copy and remembered it as
+// withdrawn, so the reflector never originated it again and the clients
+// lacked its copy: TestConcurrentCommitsConverge's rare failure.)
+func TestReplicatorStaleWithdrawKeepsNewerCopy(t *testing.T) {
+	ctx := context.Background()
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	x := newFakeReflectors(t, t0)
+	old := record.Config{Kind: 2, Name: "z", Part: 1, Gen: inof.GenerationAt(t0), Writer: ridOf(x.r2.addr)}
+	if _, err := x.rep2.Put(ctx, old); err != nil {
+		t.Fatal(err)
+	}
+	var held record.Config // what a reconcile's snapshot found
+	for _, c := range x.rep2.Objects() {
+		if c.Object() == old.Object() {
+			held = c
+		}
+	}
+	if held.Gen != old.Gen {
+		t.Fatalf("r2 does not hold the part: %+v", x.rep2.Objects())
+	}
+	newer := record.Config{Kind: 2, Name: "z", Part: 1, Gen: old.Gen + 1, Writer: ridOf(x.r1.addr), Payload: []byte{1}}
+	if _, err := x.rep1.Put(ctx, newer); err != nil {
+		t.Fatal(err)
+	}
+	waitObject(t, x.rep2, newer.Object(), newer.Gen)
+
+	if err := x.rep2.Withdraw(ctx, held); err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, c := range x.rep2.Objects() {
+		if c.Object() == newer.Object() {
+			found = c.Gen == newer.Gen
+		}
+	}
+	if !found {
+		t.Fatalf("the newer copy was withdrawn with the stale one: %+v", x.rep2.Objects())
+	}
+	if st := x.rep2.Stats(); st.Withdrawn != 0 {
+		t.Fatalf("r2 stats %+v: a withdraw counted", st)
+	}
+	// The version stored once complete is originated (held already).
+	if took, err := x.rep2.Put(ctx, newer); err != nil || took {
+		t.Fatalf("Put of the version held: took %v, err %v", took, err)
+	}
+	own := newer
+	own.Reflector = ridOf(x.r2.addr)
+	x.client.view.waitFor(t, "r2's copy of the newer version", hasKey(own.Key()))
+
+	// Withdrawn at the version held, it goes.
+	if err := x.rep2.Withdraw(ctx, newer); err != nil {
+		t.Fatal(err)
+	}
+	x.client.view.waitFor(t, "r2's copy withdrawn", func(m map[string]bgp.RecordEvent) bool { return !hasKey(own.Key())(m) })
 }
 
 func mustPeers(t *testing.T, r *ConfigReplicator) []PeerCopies {

@@ -166,13 +166,18 @@ clients: %[7]s
 	}
 
 	waitInofctl(t, "both devices at reflector A", ctl, sockA, func(out string) bool {
-		var ds []struct {
-			Address string `json:"address"`
-			Switch  string `json:"switch"`
-			Active  bool   `json:"active"`
+		var list struct {
+			Kind  string `json:"kind"`
+			Items []struct {
+				Address    string `json:"address"`
+				Switch     string `json:"switch"`
+				AccessPort string `json:"access_port"`
+				Active     bool   `json:"active"`
+			} `json:"items"`
 		}
-		return json.Unmarshal([]byte(out), &ds) == nil && len(ds) == 2 && ds[0].Address == "10.0.0.1" &&
-			ds[1].Address == "10.0.1.1" && ds[0].Switch == sw && ds[0].Active && ds[1].Active
+		return json.Unmarshal([]byte(out), &list) == nil && list.Kind == "DeviceList" && len(list.Items) == 2 &&
+			list.Items[0].Address == "10.0.0.1" && list.Items[1].Address == "10.0.1.1" && list.Items[0].Switch == sw &&
+			list.Items[1].AccessPort == "swp1" && list.Items[0].Active && list.Items[1].Active
 	}, "device", "list", "-o", "json")
 
 	if st, err := os.Stat(sockA); err != nil || st.Mode().Perm() != 0o600 {
@@ -212,6 +217,28 @@ clients: %[7]s
 		if !strings.Contains(sessions, want) {
 			t.Errorf("session list lacks %q:\n%s", want, sessions)
 		}
+	}
+
+	// Day two: one device (the switch and port its record names, the host
+	// told about it, its events), one session, filtered events.
+	out = mustInofctl(t, ctl, sockA, "device", "show", "10.0.1.1")
+	for _, want := range []string{"Switch:    " + sw + " port swp1", "Reported by 1 switch(es)", "Zones:     red",
+		"10.0.0.1  yes   same zone red", "device joined"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("device show lacks %q:\n%s", want, out)
+		}
+	}
+	out = mustInofctl(t, ctl, sockA, "session", "show", sw)
+	for _, want := range []string{"BGP session with " + sw + " (client)", "State:          established, up for ",
+		"Router-id:      " + sw, "Records:        2 received", "BFD:            not configured"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("session show lacks %q:\n%s", want, out)
+		}
+	}
+	out = mustInofctl(t, ctl, sockA, "events", "--kind", "record", "--subject", "10.0.1.1")
+	if lines := strings.Split(strings.TrimSpace(out), "\n"); len(lines) == 0 || strings.Contains(out, " zoning ") ||
+		strings.Contains(out, "10.0.0.1 ") || !strings.Contains(out, " record 10.0.1.1 device joined") {
+		t.Errorf("events --kind record --subject 10.0.1.1:\n%s", out)
 	}
 }
 

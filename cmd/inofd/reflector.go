@@ -33,46 +33,36 @@ func reflectorFlags(f *pflag.FlagSet) map[string]string {
 // reload and systemd's notifications, and returns when a signal or a
 // failure ends the reflector.
 func runReflector(env runEnv) error {
-	opts := reflector.DefaultOptions()
-	warnings, err := env.load(&opts)
-	if err != nil {
-		return err
-	}
-	p, err := daemon.Setup(env.stderr, "inofd", opts.Log)
-	if err != nil {
-		return err
-	}
-	defer p.Close()
+	return runRole(env, wiring[reflector.Options]{
+		defaults: reflector.DefaultOptions,
+		common:   func(o *reflector.Options) *daemon.Common { return &o.Common },
+		liveKeys: reflector.LiveKeys,
+		build:    buildReflector,
+	})
+}
+
+// buildReflector makes the reflector and its admin API server, bound
+// before BGP starts, like the metrics listener (it answers "not running"
+// until the reflector is ready).
+func buildReflector(opts reflector.Options, p *daemon.Process) (built[reflector.Options], error) {
 	log := p.Log
-	warnings.Log(log)
-	defer daemon.StartRuntime(opts.Runtime, log)()
 	events := api.NewFeed(api.FeedOptions{})
 	r, err := reflector.New(reflector.Config{Options: opts, Registry: p.Registry, Events: events, Logger: log})
 	if err != nil {
-		return err
+		return built[reflector.Options]{}, err
 	}
-	ro := daemon.RunOptions{MetricsListen: opts.MetricsListen, Registry: p.Registry, Health: r.Healthy, Logger: log,
-		Ready: r.Ready(), Notify: env.notify}
+	b := built[reflector.Options]{run: r.Run, healthy: r.Healthy, ready: r.Ready(),
+		reload: func(_ context.Context, next reflector.Options) error { return r.Reload(next) }}
 	if opts.API.Enabled() {
-		// Bound before BGP starts, like the metrics listener; it answers
-		// "not running" until the reflector is ready.
 		so := opts.API.ServeOptions(false, events, log)
 		so.Role = "reflector"
 		so.Registry = p.Registry
 		so.Console = func(f inofv1.FabricServer) http.Handler { return console.New(f, console.Options{Logger: log}) }
 		srv, err := api.NewServer(so, r.API())
 		if err != nil {
-			return err
+			return built[reflector.Options]{}, err
 		}
-		ro.Beside = append(ro.Beside, srv.Run)
+		b.beside = append(b.beside, srv.Run)
 	}
-	reload := daemon.LiveReload(opts, reflector.DefaultOptions, func(o *reflector.Options) error { _, err := env.load(o); return err },
-		reflector.LiveKeys, func(_ context.Context, next reflector.Options) error {
-			if err := p.Logging.Apply(next.Log); err != nil {
-				return err
-			}
-			return r.Reload(next)
-		})
-	ro.Beside = append(ro.Beside, daemon.Reloader{Signal: env.reload, Log: log, Notify: env.notify, Reload: reload}.Run)
-	return daemon.Run(env.ctx, ro, r.Run)
+	return b, nil
 }

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"context"
-
 	"github.com/spf13/pflag"
 
 	"github.com/openinof/inof/app/api"
@@ -30,33 +28,30 @@ func switchFlags(f *pflag.FlagSet) map[string]string {
 // server, the reload and systemd's notifications, and returns when a
 // signal or a failure ends the agent.
 func runSwitch(env runEnv) error {
-	opts := switchagent.DefaultOptions()
-	warnings, err := env.load(&opts)
-	if err != nil {
-		return err
-	}
-	p, err := daemon.Setup(env.stderr, "inofd", opts.Log)
-	if err != nil {
-		return err
-	}
-	defer p.Close()
+	return runRole(env, wiring[switchagent.Options]{
+		defaults: switchagent.DefaultOptions,
+		common:   func(o *switchagent.Options) *daemon.Common { return &o.Common },
+		liveKeys: switchagent.LiveKeys,
+		build:    buildSwitch,
+	})
+}
+
+// buildSwitch makes the switch agent and its admin API server: in a
+// fabric read-only (zones and the lossless profile are edited on a
+// reflector); in direct mode the switch keeps the zone store and takes
+// edits. The server is bound before the agent starts, like the metrics.
+func buildSwitch(opts switchagent.Options, p *daemon.Process) (built[switchagent.Options], error) {
 	log := p.Log
-	warnings.Log(log)
-	defer daemon.StartRuntime(opts.Runtime, log)()
 	agent, err := switchagent.New(switchagent.Config{Options: opts, Registry: p.Registry, Logger: log,
 		EventLogger: p.Logging.Events()})
 	if err != nil {
-		return err
+		return built[switchagent.Options]{}, err
 	}
-	ro := daemon.RunOptions{MetricsListen: opts.MetricsListen, Registry: p.Registry, Health: agent.Healthy, Logger: log,
-		Ready: agent.Ready(), Notify: env.notify}
+	b := built[switchagent.Options]{run: agent.Run, healthy: agent.Healthy, ready: agent.Ready(), reload: agent.Reload}
 	if !opts.API.Enabled() && opts.Direct() {
 		log.Warn("direct mode without api.socket or api.listen: zoning cannot be changed (the default zone is in force)")
 	}
 	if opts.API.Enabled() {
-		// In a fabric read-only: zones and the lossless profile are edited
-		// on a reflector. In direct mode the switch keeps the zone store
-		// and takes edits. Bound before the agent starts, like the metrics.
 		var events *api.Feed
 		if opts.Direct() {
 			events = api.NewFeed(api.FeedOptions{})
@@ -66,17 +61,9 @@ func runSwitch(env runEnv) error {
 		so.Registry = p.Registry
 		srv, err := api.NewServer(so, agent.API())
 		if err != nil {
-			return err
+			return built[switchagent.Options]{}, err
 		}
-		ro.Beside = append(ro.Beside, srv.Run)
+		b.beside = append(b.beside, srv.Run)
 	}
-	reload := daemon.LiveReload(opts, switchagent.DefaultOptions, func(o *switchagent.Options) error { _, err := env.load(o); return err },
-		switchagent.LiveKeys, func(ctx context.Context, next switchagent.Options) error {
-			if err := p.Logging.Apply(next.Log); err != nil {
-				return err
-			}
-			return agent.Reload(ctx, next)
-		})
-	ro.Beside = append(ro.Beside, daemon.Reloader{Signal: env.reload, Log: log, Notify: env.notify, Reload: reload}.Run)
-	return daemon.Run(env.ctx, ro, agent.Run)
+	return b, nil
 }

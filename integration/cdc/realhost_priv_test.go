@@ -321,11 +321,13 @@ func waitDevice(t *testing.T, rr *topo.Node, addr string, ok func(listedDevice) 
 			return false, err
 		}
 		last = out
-		var ds []listedDevice
-		if err := json.Unmarshal([]byte(out), &ds); err != nil {
+		var list struct {
+			Items []listedDevice `json:"items"`
+		}
+		if err := json.Unmarshal([]byte(out), &list); err != nil {
 			return false, err
 		}
-		for _, d := range ds {
+		for _, d := range list.Items {
 			if d.Address == addr && ok(d) {
 				got = d
 				return true, nil

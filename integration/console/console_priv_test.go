@@ -98,12 +98,14 @@ func TestPrivConsoleInChromium(t *testing.T) {
 	// The reflector's own row, side by side with its peers (none here),
 	// shows the zoning revision inofctl reports.
 	var refls struct {
-		Reflectors []struct {
-			Revision string `json:"revision"`
-		} `json:"reflectors"`
+		Item struct {
+			Reflectors []struct {
+				Revision string `json:"revision"`
+			} `json:"reflectors"`
+		} `json:"item"`
 	}
 	if out, err := rr.Inofctl("reflector", "list", "-o", "json"); err != nil || json.Unmarshal([]byte(out), &refls) != nil ||
-		len(refls.Reflectors) != 1 || refls.Reflectors[0].Revision == "" {
+		len(refls.Item.Reflectors) != 1 || refls.Item.Reflectors[0].Revision == "" {
 		t.Fatalf("inofctl reflector list: %v\n%s", err, out)
 	}
 	base := "https://" + forward(t, rr.NS, consoleAddr)
@@ -123,7 +125,7 @@ func TestPrivConsoleInChromium(t *testing.T) {
 		want []string
 	}{
 		{"/ui/fabric", []string{"leaf " + f.Node("leaf1").Addr.String(), f.Node("leaf2").Addr.String(), "established", "up",
-			"generation clock", refls.Reflectors[0].Revision}},
+			"generation clock", refls.Item.Reflectors[0].Revision}},
 		{"/ui/zones", []string{"red", h1, tgt, "same zone red"}},
 		{"/ui/devices", []string{h1, h2, tgt, "nqn.2014-08.org.example:console-tgt", "3 of 3 devices"}},
 		{"/ui/devices/" + tgt, []string{"Hosts that see it", h1, "same zone red"}},

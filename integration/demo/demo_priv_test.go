@@ -75,7 +75,8 @@ func TestDemo(t *testing.T) {
 
 	fmt.Printf("iNOF demo: two route reflectors, three leaf switch agents, two storage targets and four\n" +
 		"hosts, each in its own network namespace, running the real inofd and inof-host. The hosts'\n" +
-		"nvme-cli is a fake that records each command (\"runs $ nvme ...\" below) instead of touching NVMe.\n")
+		"nvme-cli is a fake that records each command instead of touching NVMe: \"inof-host ran: nvme ...\"\n" +
+		"below is the command line inof-host ran, with the node of the address it names after \"#\".\n")
 	fmt.Printf("\n== 1. Fabric up (targets still off)\n")
 	f := topo.Start(t, demoSpec(t))
 	for _, k := range []topo.Kind{topo.KindReflector, topo.KindSwitch, topo.KindHost} {
@@ -93,6 +94,8 @@ func TestDemo(t *testing.T) {
 	s.printf("   live from here: `inofctl events --follow` on rr1 (lines \"rr1 event\"), and what the agents\n" +
 		"   log and run; times are seconds since the demo began. `nvme list-subsys`, which inof-host runs\n" +
 		"   before every action, is left out of the stream (the per-host summaries count it).\n")
+	s.printf("   inofctl runs as printed in a shell of this machine while the demo runs, after\n"+
+		"     export INOF_SERVER=unix://%s\n   (rr1's API socket; rr2's is named with --server).\n", rr1.APISocket())
 	s.follow(t, rr1)
 	if _, err := s.waitEvent(wait, 0, "session", "reflector", "established"); err != nil {
 		t.Fatal(err)
@@ -114,7 +117,7 @@ func TestDemo(t *testing.T) {
 	}); err != nil {
 		t.Fatalf("rr2 never listed both zones: %v\n%s", err, zl)
 	}
-	s.printf("\n   rr2$ inofctl zone list\n%s", indent(zl, "     "))
+	s.printf("\n   $ %s\n%s", s.inofctlLine(rr2, "zone", "list"), indent(zl, "     "))
 
 	s.step("3. The targets start: they register with their leaves, the leaves publish them, hosts are told and connect")
 	tgtA, tgtB := f.Node("tgtA"), f.Node("tgtB")

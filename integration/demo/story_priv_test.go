@@ -107,13 +107,37 @@ func (s *story) note(format string, args ...any) {
 func (s *story) inofctl(t *testing.T, rr *topo.Node, args ...string) string {
 	t.Helper()
 	s.flush()
-	s.printf("\n   %s$ inofctl %s\n", rr.Name, strings.Join(args, " "))
+	s.printf("\n   $ %s\n", s.inofctlLine(rr, args...))
 	out, err := rr.Inofctl(args...)
 	s.printf("%s", indent(out, "     "))
 	if err != nil {
 		t.Fatal(err)
 	}
 	return out
+}
+
+// inofctlLine is the command line that runs inofctl against rr from a
+// shell where INOF_SERVER names rr1's socket (as the demo says at its
+// start): another reflector's socket is named with --server.
+func (s *story) inofctlLine(rr *topo.Node, args ...string) string {
+	if rr.Name != "rr1" {
+		args = append([]string{"--server", "unix://" + rr.APISocket()}, args...)
+	}
+	return "inofctl " + strings.Join(args, " ")
+}
+
+// nvmeLine is what inof-host ran, as it ran it (the fake nvme-cli is named
+// nvme, as inof-host's nvme.path names the real one), with the node of
+// the address after -a as a comment.
+func (s *story) nvmeLine(args string) string {
+	line := "inof-host ran: nvme " + args
+	fs := strings.Fields(args)
+	for i := 0; i+1 < len(fs); i++ {
+		if fs[i] == "-a" && s.label[fs[i+1]] != "" {
+			line += "   # " + s.label[fs[i+1]]
+		}
+	}
+	return line
 }
 
 // indent prefixes every line of text.
@@ -193,12 +217,15 @@ type event struct {
 	Attributes map[string]string `json:"attributes"`
 }
 
-// addEvent queues one line of the feed.
+// addEvent queues one line of the feed (an envelope of kind Event).
 func (s *story) addEvent(rr string, line []byte) {
-	var e event
-	if err := json.Unmarshal(line, &e); err != nil {
-		e = event{Time: time.Now(), Kind: "unreadable", Message: string(line)}
+	var env struct {
+		Item event `json:"item"`
 	}
+	if err := json.Unmarshal(line, &env); err != nil {
+		env.Item = event{Time: time.Now(), Kind: "unreadable", Message: string(line)}
+	}
+	e := env.Item
 	msg := e.Message
 	if e.Subject != "" && !strings.Contains(msg, e.Subject) {
 		msg = e.Subject + ": " + msg
@@ -274,7 +301,7 @@ func (s *story) flush() {
 				if strings.HasPrefix(c.args, "list-subsys") {
 					continue // before every action; counted in the per-host summaries
 				}
-				lines = append(lines, streamLine{at: c.at, who: n.Name, text: "runs  $ nvme " + s.names.Replace(c.args)})
+				lines = append(lines, streamLine{at: c.at, who: n.Name, text: s.nvmeLine(c.args)})
 			}
 			s.nvmOff[n] = len(calls)
 		}

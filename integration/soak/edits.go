@@ -489,8 +489,14 @@ func canonical(c *zones.Config) string {
 	return sb.String()
 }
 
-// ParseZoning reads `inofctl -o json zoning show`.
+// ParseZoning reads `inofctl -o json zoning show` (its envelope's item).
 func ParseZoning(out []byte) (*zones.Config, error) {
+	var env struct {
+		Item json.RawMessage `json:"item"`
+	}
+	if err := json.Unmarshal(out, &env); err != nil {
+		return nil, fmt.Errorf("zoning show: %w", err)
+	}
 	var v struct {
 		Settings struct {
 			DefaultZoneEnabled bool `json:"default_zone_enabled"`
@@ -505,7 +511,7 @@ func ParseZoning(out []byte) (*zones.Config, error) {
 			Members []string `json:"members"`
 		} `json:"aliases"`
 	}
-	if err := json.Unmarshal(out, &v); err != nil {
+	if err := json.Unmarshal(env.Item, &v); err != nil {
 		return nil, fmt.Errorf("zoning show: %w", err)
 	}
 	c := zones.NewConfig(zones.Settings{DefaultZoneEnabled: v.Settings.DefaultZoneEnabled, HardZoning: v.Settings.HardZoning})

@@ -280,14 +280,17 @@ func (r *run) sessionSnapshot(name string) (snap string, established bool, err e
 	if err != nil {
 		return "", false, err
 	}
-	var ss []struct {
-		Peer  string `json:"peer"`
-		State string `json:"state"`
-		Since string `json:"since"`
+	var list struct {
+		Items []struct {
+			Peer  string `json:"peer"`
+			State string `json:"state"`
+			Since string `json:"since"`
+		} `json:"items"`
 	}
-	if err := json.Unmarshal([]byte(out), &ss); err != nil {
+	if err := json.Unmarshal([]byte(out), &list); err != nil {
 		return "", false, fmt.Errorf("session list: %w", err)
 	}
+	ss := list.Items
 	want := len(r.lay.Switches) + len(r.lay.Reflectors) - 1
 	established = len(ss) == want
 	var parts []string

@@ -200,9 +200,10 @@ func TestAfterEditUnderCandidates(t *testing.T) {
 }
 
 func TestParseZoning(t *testing.T) {
-	out := []byte(`{"revision":"x","settings":{"default_zone_enabled":true,"hard_zoning":false},
+	out := []byte(`{"apiVersion":"inofctl/v1","kind":"Zoning","revision":"x","item":{"revision":"x",
+"settings":{"default_zone_enabled":true,"hard_zoning":false},
 "zones":[{"name":"zA","members":["10.100.1.2","alias:rackA","10.100.2.0/24"]}],
-"aliases":[{"name":"rackA","members":["nqn.2014-08.org.example:t1","10.100.3.2-10.100.3.4"]}]}`)
+"aliases":[{"name":"rackA","members":["nqn.2014-08.org.example:t1","10.100.3.2-10.100.3.4"]}]}}`)
 	c, err := ParseZoning(out)
 	if err != nil {
 		t.Fatal(err)

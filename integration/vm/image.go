@@ -37,8 +37,9 @@ type ImageOptions struct {
 	// Log, when set, gets one line per slow step (download, unpack, build).
 	Log func(format string, args ...any)
 	// Fabric adds what a whole fabric inside one guest needs (PathFabric):
-	// a static inofd (GuestInofd) and iproute2's ip (GuestIP, for network
-	// namespaces; busybox's ip has none), with the libraries ldd lists.
+	// a static inofd (GuestInofd), inofctl (GuestInofctl, the zoning
+	// admin's tool) and iproute2's ip (GuestIP, for network namespaces;
+	// busybox's ip has none), with the libraries ldd lists.
 	// Such an image is cached apart from the plain one.
 	Fabric bool
 }
@@ -128,6 +129,8 @@ const (
 	GuestNVMe = "/usr/sbin/nvme"
 	// GuestInofd is the static inofd of a Fabric image.
 	GuestInofd = "/bin/inofd"
+	// GuestInofctl is the static inofctl of a Fabric image.
+	GuestInofctl = "/bin/inofctl"
 	// GuestIP is iproute2's ip in a Fabric image (busybox's is /bin/ip).
 	GuestIP = "/usr/sbin/ip"
 	// GuestCuts is the guest-time link cut runner (see PathFabric.Cuts).
@@ -605,7 +608,8 @@ func (b *builder) archive(kdir, rel string) (*archive, error) {
 		{module + "/cmd/inof-host", "inof-host", GuestInofHost},
 	}
 	if b.opts.Fabric {
-		progs = append(progs, struct{ pkg, out, guest string }{module + "/cmd/inofd", "inofd", GuestInofd})
+		progs = append(progs, struct{ pkg, out, guest string }{module + "/cmd/inofd", "inofd", GuestInofd},
+			struct{ pkg, out, guest string }{module + "/cmd/inofctl", "inofctl", GuestInofctl})
 	}
 	for _, g := range progs {
 		out := filepath.Join(bin, g.out)

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/openinof/inof/integration/vm/internal/ctlproto"
+	"github.com/openinof/inof/internal/nvmeaddr"
 	"github.com/openinof/inof/internal/syncbuf"
 )
 
@@ -116,19 +117,9 @@ func parseControllers(files map[string]string) []Controller {
 		if a["state"] == "" {
 			continue
 		}
-		c := Controller{Name: dev, State: a["state"], Transport: a["transport"], SubNQN: a["subsysnqn"]}
-		for _, kv := range strings.FieldsFunc(a["address"], func(r rune) bool { return r == ',' || r == ' ' }) {
-			k, v, _ := strings.Cut(kv, "=")
-			switch k {
-			case "traddr":
-				c.TrAddr = v
-			case "trsvcid":
-				c.TrSvcID = v
-			case "host_traddr":
-				c.HostTrAddr = v
-			}
-		}
-		cs = append(cs, c)
+		addr := nvmeaddr.Parse(a["address"])
+		cs = append(cs, Controller{Name: dev, State: a["state"], Transport: a["transport"], SubNQN: a["subsysnqn"],
+			TrAddr: addr.TrAddr, TrSvcID: addr.TrSvcID, HostTrAddr: addr.HostTrAddr})
 	}
 	slices.SortFunc(cs, func(a, b Controller) int { return strings.Compare(a.Name, b.Name) })
 	return cs

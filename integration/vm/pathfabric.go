@@ -38,6 +38,20 @@ import (
 // host's own link keeps its carrier, as for a host on another port of a
 // real switch. The daemons log to files in the guest's memory
 // (PathFabricLogs), so no host-side I/O lies on the measured path.
+//
+// With PathFabricOptions.Reflector the leaves run in BGP mode instead,
+// clients of a route reflector (inofd --role reflector) in namespace rr:
+// leaf k's uplink up0 (10.100.k.2/30) is a veth pair with the reflector's
+// rk (10.100.k.1/30), carrying BGP and BFD. The zone pf (the host's and
+// the target's four addresses) is created with inofctl on the reflector's
+// API before the switches start, as an admin would. Each leaf then also
+// tells the host of the target address behind the other leaf; the host's
+// policy routing prohibits that cross path (e2 to 10.101.0.20, e1 to
+// 10.102.0.20: two storage networks, no route between them), so the agent
+// connects each target address from one host address only. There a cut
+// can also lose leaf1 whole (SwitchLost, reason 7), silence the target on
+// leaf1 (TargetSilent, reason 6; the target then runs one agent per NIC)
+// or take the host's leaf1 address out of the zone (ZoneRemoved, reason 4).
 type PathFabric struct {
 	g *Guest
 	o PathFabricOptions
@@ -53,7 +67,47 @@ type PathFabricOptions struct {
 	// connect -k, -c, -l in seconds; 0 means 2, 1 and 60 (the failed-over
 	// controller is kept for the path's return).
 	KeepAliveTmo, ReconnectDelay, CtrlLossTmo int
+	// Reflector, when set, runs the leaves in BGP mode with a route
+	// reflector (see PathFabric); nil: direct mode, no reflector.
+	Reflector *PathReflector
 }
+
+// PathReflector is the route reflector of a path fabric in BGP mode.
+type PathReflector struct {
+	// BFDInterval and BFDMult are the BFD timers of the leaves' sessions
+	// with the reflector, on both ends (desired_min_tx = required_min_rx
+	// = BFDInterval, detect_mult = BFDMult): a leaf that vanishes is
+	// found BFDInterval × BFDMult after its last packet. 0 means the
+	// daemons' default, 100 ms and 3.
+	BFDInterval time.Duration
+	BFDMult     uint8
+}
+
+// Paths of the reflector mode in the guest.
+const (
+	// PathFabricAPI is the reflector's admin API socket (inofctl --server
+	// unix://PathFabricAPI).
+	PathFabricAPI = "/run/inofd-rr.sock"
+	// PathFabricZone is the zone holding the host's and the target's
+	// addresses.
+	PathFabricZone = "pf"
+)
+
+// uplinkAddr is leaf k's (0, 1) end of its uplink to the reflector (side
+// 2) or the reflector's end (side 1): 10.100.(k+1).side.
+func uplinkAddr(k, side int) netip.Addr {
+	return netip.AddrFrom4([4]byte{10, 100, byte(k + 1), byte(side)})
+}
+
+// leafStart is the guest script that starts leaf k's switch agent (k 1,
+// 2), writing its pid to leafPID(k), appending to its log.
+func leafStart(k int) string { return fmt.Sprintf("/etc/inof/leaf%d.start", k) }
+func leafPID(k int) string   { return fmt.Sprintf("/run/leaf%d.pid", k) }
+
+// targetStart is the guest script that starts the target's agent of NIC
+// tk (k 1, 2; BGP mode), writing its pid to targetPID(k).
+func targetStart(k int) string { return fmt.Sprintf("/etc/inof/tgt%d.start", k) }
+func targetPID(k int) string   { return fmt.Sprintf("/run/tgt%d.pid", k) }
 
 // Addresses of the path fabric: path k (0, 1) is 10.(101+k).0.0/24, the
 // host .10, the target .20.
@@ -64,7 +118,8 @@ func pathTargetAddr(k int) netip.Addr { return netip.AddrFrom4([4]byte{10, byte(
 const PathFabricNQN = "nqn.2026-12.io.openinof:pathfabric"
 
 // PathFabricLogs are the guest files the path fabric's daemons log to.
-var PathFabricLogs = []string{"/tmp/host.log", "/tmp/tgt.log", "/tmp/leaf1.log", "/tmp/leaf2.log"}
+var PathFabricLogs = []string{"/tmp/host.log", "/tmp/tgt.log", "/tmp/tgt1.log", "/tmp/tgt2.log", "/tmp/leaf1.log",
+	"/tmp/leaf2.log", "/tmp/rr.log"}
 
 // PathFabricMemoryMB is the guest memory a path fabric needs (the image
 // with inofd, four daemons, the RAM disk).
@@ -87,7 +142,11 @@ func StartPathFabric(ctx context.Context, g *Guest, o PathFabricOptions) (*PathF
 	p := &PathFabric{g: g, o: o}
 	var s strings.Builder
 	fmt.Fprintf(&s, "set -e\nIP=%s\n", GuestIP)
-	for _, ns := range []string{"leaf1", "leaf2", "tgt"} {
+	nss := []string{"leaf1", "leaf2", "tgt"}
+	if o.Reflector != nil {
+		nss = append(nss, "rr")
+	}
+	for _, ns := range nss {
 		fmt.Fprintf(&s, "$IP netns add %[1]s\n$IP -n %[1]s link set lo up\n", ns)
 	}
 	for k := range 2 {
@@ -103,6 +162,16 @@ func StartPathFabric(ctx context.Context, g *Guest, o PathFabricOptions) (*PathF
 		fmt.Fprintf(&s, "$IP -n %[1]s link set dev sw up\n$IP -n %[1]s link set dev swp1 up\n$IP -n %[1]s link set dev swp2 up\n", leaf)
 		fmt.Fprintf(&s, "$IP addr add %s/24 dev e%d\n$IP link set dev e%[2]d up\n", pathHostAddr(k), k+1)
 		fmt.Fprintf(&s, "$IP -n tgt addr add %s/24 dev t%d\n$IP -n tgt link set dev t%[2]d up\n", pathTargetAddr(k), k+1)
+		if o.Reflector == nil {
+			continue
+		}
+		// The uplink: up0 in the leaf, rK in the reflector.
+		fmt.Fprintf(&s, "$IP link add dev up%[1]d type veth peer name r%[1]d\n$IP link set dev up%[1]d netns %[2]s\n"+
+			"$IP -n %[2]s link set dev up%[1]d name up0\n$IP link set dev r%[1]d netns rr\n", k+1, leaf)
+		fmt.Fprintf(&s, "$IP -n %s addr add %s/30 dev up0\n$IP -n %[1]s link set dev up0 up\n", leaf, uplinkAddr(k, 2))
+		fmt.Fprintf(&s, "$IP -n rr addr add %s/30 dev r%d\n$IP -n rr link set dev r%[2]d up\n", uplinkAddr(k, 1), k+1)
+		// No path from this host address to the other network.
+		fmt.Fprintf(&s, "$IP rule add from %s to %s/24 prohibit\n", pathHostAddr(k), pathTargetAddr(1-k))
 	}
 	if _, err := g.Sh(ctx, s.String()); err != nil {
 		return nil, fmt.Errorf("vm: path fabric: links: %w", err)
@@ -117,9 +186,20 @@ func StartPathFabric(ctx context.Context, g *Guest, o PathFabricOptions) (*PathF
 		"mount -t configfs none /sys/kernel/config && "+tscript); err != nil {
 		return nil, fmt.Errorf("vm: path fabric: target: %w", err)
 	}
-	configs := map[string]map[string]any{"/etc/inof/host.yaml": p.hostConfig(), "/etc/inof/tgt.yaml": p.targetConfig()}
+	configs := map[string]map[string]any{"/etc/inof/host.yaml": p.hostConfig()}
+	if o.Reflector == nil {
+		configs["/etc/inof/tgt.yaml"] = p.targetConfig(0, 1)
+	} else {
+		// One agent per target NIC: one can go silent alone.
+		for k := range 2 {
+			configs[fmt.Sprintf("/etc/inof/tgt%d.yaml", k+1)] = p.targetConfig(k)
+		}
+	}
 	for k := range 2 {
 		configs[fmt.Sprintf("/etc/inof/leaf%d.yaml", k+1)] = p.switchConfig(k)
+	}
+	if o.Reflector != nil {
+		configs["/etc/inof/rr.yaml"] = p.reflectorConfig()
 	}
 	for path, cfg := range configs {
 		b, err := yaml.Marshal(cfg)
@@ -130,6 +210,24 @@ func StartPathFabric(ctx context.Context, g *Guest, o PathFabricOptions) (*PathF
 			return nil, err
 		}
 	}
+	for k := 1; k <= 2; k++ {
+		// exec keeps the pid: sh's becomes ip's becomes inofd's.
+		script := fmt.Sprintf("setsid sh -c 'echo $$ >%s; exec %s netns exec leaf%d %s --role switch --config /etc/inof/leaf%[3]d.yaml'"+
+			" </dev/null >>/tmp/leaf%[3]d.log 2>&1 &\n", leafPID(k), GuestIP, k, GuestInofd)
+		if err := g.WriteFile(ctx, leafStart(k), []byte(script), 0o700); err != nil {
+			return nil, err
+		}
+		script = fmt.Sprintf("setsid sh -c 'echo $$ >%s; exec %s netns exec tgt %s --config /etc/inof/tgt%d.yaml'"+
+			" </dev/null >>/tmp/tgt%[4]d.log 2>&1 &\n", targetPID(k), GuestIP, GuestInofHost, k)
+		if err := g.WriteFile(ctx, targetStart(k), []byte(script), 0o700); err != nil {
+			return nil, err
+		}
+	}
+	if o.Reflector != nil {
+		if err := p.startReflector(ctx); err != nil {
+			return nil, err
+		}
+	}
 	// The switches first, and the agents only once both switches run (a
 	// second later, in guest time: they open their access ports after
 	// the line waited for). A host agent's zone query that no switch
@@ -137,12 +235,20 @@ func StartPathFabric(ctx context.Context, g *Guest, o PathFabricOptions) (*PathF
 	// after a target nothing until it is asked: started together, the
 	// host never heard of the target on one leaf in 3 of 16 guests
 	// (docs/realhost.md, finding 6).
-	start := fmt.Sprintf("IP=%s\n", GuestIP) +
-		"setsid $IP netns exec leaf1 " + GuestInofd + " --role switch --config /etc/inof/leaf1.yaml </dev/null >/tmp/leaf1.log 2>&1 &\n" +
-		"setsid $IP netns exec leaf2 " + GuestInofd + " --role switch --config /etc/inof/leaf2.yaml </dev/null >/tmp/leaf2.log 2>&1 &\n" +
-		"i=0; until grep -q 'switch agent starting' /tmp/leaf1.log && grep -q 'switch agent starting' /tmp/leaf2.log; do\n" +
-		"  i=$((i+1)); [ $i -lt 300 ] || { echo switches did not start; exit 1; }; sleep 0.1\ndone\nsleep 1\n" +
-		"setsid $IP netns exec tgt " + GuestInofHost + " --config /etc/inof/tgt.yaml </dev/null >/tmp/tgt.log 2>&1 &\n" +
+	// In BGP mode the switches wait until the reflector gave them the
+	// zone.
+	ready := "switch agent starting"
+	if o.Reflector != nil {
+		ready = "zone configuration changed"
+	}
+	tgtStart := "setsid $IP netns exec tgt " + GuestInofHost + " --config /etc/inof/tgt.yaml </dev/null >/tmp/tgt.log 2>&1 &\n"
+	if o.Reflector != nil {
+		tgtStart = fmt.Sprintf("sh %s\nsh %s\n", targetStart(1), targetStart(2))
+	}
+	start := fmt.Sprintf("IP=%s\nsh %s\nsh %s\n", GuestIP, leafStart(1), leafStart(2)) +
+		fmt.Sprintf("i=0; until grep -q '%[1]s' /tmp/leaf1.log && grep -q '%[1]s' /tmp/leaf2.log; do\n", ready) +
+		"  i=$((i+1)); [ $i -lt 450 ] || { echo switches did not start; exit 1; }; sleep 0.1\ndone\nsleep 1\n" +
+		tgtStart +
 		"setsid " + GuestInofHost + " --config /etc/inof/host.yaml </dev/null >/tmp/host.log 2>&1 &\n"
 	if _, err := g.Sh(ctx, start); err != nil {
 		return nil, fmt.Errorf("vm: path fabric: daemons: %w", err)
@@ -151,7 +257,7 @@ func StartPathFabric(ctx context.Context, g *Guest, o PathFabricOptions) (*PathF
 }
 
 func (p *PathFabric) switchConfig(k int) map[string]any {
-	return map[string]any{
+	cfg := map[string]any{
 		"log":            map[string]any{"level": "info"},
 		"metrics_listen": "127.0.0.1:9466",
 		"state_dir":      fmt.Sprintf("/var/lib/inofd-leaf%d", k+1),
@@ -161,6 +267,79 @@ func (p *PathFabric) switchConfig(k int) map[string]any {
 		"api":            map[string]any{"socket": fmt.Sprintf("/run/inofd-leaf%d.sock", k+1)},
 		"access_ports":   []any{"swp1", "swp2"},
 	}
+	if r := p.o.Reflector; r != nil {
+		// A reflector takes a client's records only from the address
+		// that is its router ID.
+		cfg["router_id"] = uplinkAddr(k, 2).String()
+		cfg["local_address"] = uplinkAddr(k, 2).String()
+		cfg["reflectors"] = []any{map[string]any{"address": uplinkAddr(k, 1).String()}}
+		cfg["bfd"] = r.bfd()
+	}
+	return cfg
+}
+
+// bfd is the bfd key of both ends' configurations.
+func (r *PathReflector) bfd() map[string]any {
+	iv, mult := r.BFDInterval, r.BFDMult
+	if iv == 0 {
+		iv = 100 * time.Millisecond
+	}
+	if mult == 0 {
+		mult = 3
+	}
+	return map[string]any{"enabled": true, "desired_min_tx": iv.String(), "required_min_rx": iv.String(), "detect_mult": mult}
+}
+
+func (p *PathFabric) reflectorConfig() map[string]any {
+	return map[string]any{
+		"log":            map[string]any{"level": "info"},
+		"metrics_listen": "127.0.0.1:9465",
+		"state_dir":      "/var/lib/inofd-rr",
+		"router_id":      uplinkAddr(0, 1).String(),
+		"asn":            65000,
+		"local_address":  uplinkAddr(0, 1).String(),
+		"clients": []any{
+			map[string]any{"address": uplinkAddr(0, 2).String()},
+			map[string]any{"address": uplinkAddr(1, 2).String(), "local_address": uplinkAddr(1, 1).String()},
+		},
+		"bfd": p.o.Reflector.bfd(),
+		"api": map[string]any{"socket": PathFabricAPI},
+	}
+}
+
+// startReflector starts the reflector and creates the zone through its
+// API with inofctl, retrying (in guest time) until the API answers.
+func (p *PathFabric) startReflector(ctx context.Context) error {
+	var members []string
+	for k := range 2 {
+		members = append(members, pathHostAddr(k).String(), pathTargetAddr(k).String())
+	}
+	script := fmt.Sprintf("setsid %s netns exec rr %s --role reflector --config /etc/inof/rr.yaml </dev/null >/tmp/rr.log 2>&1 &\n",
+		GuestIP, GuestInofd) +
+		fmt.Sprintf("i=0; until %s --server unix://%s zone create %s %s --yes >/tmp/inofctl.out 2>&1; do\n",
+			GuestInofctl, PathFabricAPI, PathFabricZone, strings.Join(members, " ")) +
+		"  i=$((i+1)); [ $i -lt 90 ] || { cat /tmp/inofctl.out; echo reflector API did not answer; exit 1; }; sleep 0.5\ndone\n"
+	if _, err := p.g.Sh(ctx, script); err != nil {
+		return fmt.Errorf("vm: path fabric: reflector: %w", err)
+	}
+	return nil
+}
+
+// Zone runs inofctl zone ARGS... --yes against the reflector (BGP mode
+// only) and returns its output.
+func (p *PathFabric) Zone(ctx context.Context, args ...string) (string, error) {
+	if p.o.Reflector == nil {
+		return "", fmt.Errorf("vm: path fabric: no reflector (PathFabricOptions.Reflector)")
+	}
+	argv := append([]string{GuestInofctl, "--server", "unix://" + PathFabricAPI, "zone"}, args...)
+	r, err := p.g.Run(ctx, append(argv, "--yes")...)
+	if err != nil {
+		return "", err
+	}
+	if r.Code != 0 {
+		return "", fmt.Errorf("vm: inofctl zone %s: exit %d: %s", strings.Join(args, " "), r.Code, bytes.TrimSpace(r.Stderr))
+	}
+	return string(r.Stdout), nil
 }
 
 func (p *PathFabric) hostConfig() map[string]any {
@@ -186,16 +365,23 @@ func (p *PathFabric) hostConfig() map[string]any {
 	return cfg
 }
 
-func (p *PathFabric) targetConfig() map[string]any {
+// targetConfig is the configuration of a target agent for the NICs ks
+// (one agent for both, or one per NIC: each its own metrics port and
+// state file).
+func (p *PathFabric) targetConfig(ks ...int) map[string]any {
 	var ifs []any
-	for k := range 2 {
+	for _, k := range ks {
 		ifs = append(ifs, map[string]any{"name": fmt.Sprintf("t%d", k+1), "role": "target", "protocol": "tcp",
 			"address": pathTargetAddr(k).String(), "port": 4420, "nqn": PathFabricNQN})
 	}
+	name, metrics := "tgt", 9464
+	if len(ks) == 1 {
+		name, metrics = fmt.Sprintf("tgt%d", ks[0]+1), 9470+ks[0]
+	}
 	return map[string]any{
 		"log":                   map[string]any{"level": "info"},
-		"metrics_listen":        "127.0.0.1:9464",
-		"state_file":            "/var/lib/inof-host/tgt.json",
+		"metrics_listen":        fmt.Sprintf("127.0.0.1:%d", metrics),
+		"state_file":            "/var/lib/inof-host/" + name + ".json",
 		"registration_interval": "1s",
 		"registration_ttl":      "4s",
 		"interfaces":            ifs,
@@ -215,7 +401,42 @@ type CutOptions struct {
 	// time (cuts -settle, -after, -hold, -back, -ready); 0 keeps its
 	// defaults (2 s, 1 s, 60 s, 60 s, 120 s).
 	Settle, After, Hold, Back, Ready time.Duration
+	// Outage is what each cut does (PortDown when zero).
+	Outage Outage
 }
+
+// An Outage is what a cut does to the first path (the one through leaf1).
+type Outage int
+
+const (
+	// PortDown sets leaf1's target port swp2 down: the switch sees the
+	// carrier go and tells the host (reason 1, link down).
+	PortDown Outage = iota
+	// SwitchLost (BGP mode) loses leaf1 whole: its uplink and its bridge
+	// (the data plane: the host's and the target's ports keep their
+	// carrier) set down, then its switch agent killed with SIGKILL; the
+	// reflector's BFD finds it gone and leaf2 tells the host (reason 7,
+	// bfd-down). The restore sets them up, starts the agent again and,
+	// after the path is live, waits until leaf2 tells the host the target
+	// behind leaf1 is active again (CutReport.RejoinMS), so the next cut
+	// finds leaf1 in the fabric.
+	SwitchLost
+	// TargetSilent (BGP mode) kills the target's agent of its leaf1 NIC
+	// (SIGKILL): its registrations on leaf1 stop while nvmet keeps
+	// serving there. leaf1 ages the target out after the registration TTL
+	// (4 s) and tells the host (reason 6, lldp-age-out); the host's agent
+	// fails the path over at once and removes its controller after the
+	// restrain time (5 s, disconnect_on forced). The cut's window ends
+	// when the controller is gone; the restore starts the agent again and
+	// the host connects the path anew.
+	TargetSilent
+	// ZoneRemoved (BGP mode) removes the host's leaf1 address from the
+	// zone with inofctl: leaf1 tells the host (reason 4, zone-change); the
+	// path works until the agent removes it after the restrain time. The
+	// window ends when the controller is gone; the restore adds the
+	// address again and the host connects the path anew.
+	ZoneRemoved
+)
 
 // CutReport is one cut as the guest measured it (guest time).
 type CutReport = ctlproto.CutReport
@@ -228,8 +449,31 @@ type CutReport = ctlproto.CutReport
 // output.
 func (p *PathFabric) Cuts(ctx context.Context, o CutOptions) ([]CutReport, string, error) {
 	argv := []string{GuestCuts, "-n", strconv.Itoa(o.N),
-		"-paths", pathTargetAddr(0).String() + "," + pathTargetAddr(1).String(),
-		"-link", "leaf1/swp2"}
+		"-paths", pathTargetAddr(0).String() + "," + pathTargetAddr(1).String()}
+	if o.Outage != PortDown && p.o.Reflector == nil {
+		return nil, "", fmt.Errorf("vm: path fabric: outage %d needs the reflector (PathFabricOptions.Reflector)", o.Outage)
+	}
+	inofctl := fmt.Sprintf("%s --server unix://%s zone %%s %s %s --yes", GuestInofctl, PathFabricAPI, PathFabricZone, pathHostAddr(0))
+	switch o.Outage {
+	case PortDown:
+		argv = append(argv, "-link", "leaf1/swp2")
+	case SwitchLost:
+		argv = append(argv, "-link", "leaf1/up0,leaf1/sw", "-kill", leafPID(1), "-restart", "sh "+leafStart(1),
+			"-rejoin", "/tmp/leaf2.log:target="+pathTargetAddr(0).String()+" state=active")
+	case TargetSilent:
+		argv = append(argv, "-kill", targetPID(1), "-restart", "sh "+targetStart(1), "-until-gone")
+	case ZoneRemoved:
+		argv = append(argv, "-cut-sh", fmt.Sprintf(inofctl, "remove"), "-restart", fmt.Sprintf(inofctl, "add"), "-until-gone")
+	default:
+		return nil, "", fmt.Errorf("vm: path fabric: no outage %d", o.Outage)
+	}
+	if p.o.Failover != "none" {
+		logs := "/tmp/host.log,/tmp/leaf1.log,/tmp/leaf2.log"
+		if p.o.Reflector != nil {
+			logs += ",/tmp/rr.log"
+		}
+		argv = append(argv, "-notify", logs)
+	}
 	if o.IOPolicy != "" {
 		argv = append(argv, "-iopolicy", o.IOPolicy)
 	}

@@ -94,15 +94,15 @@ func Golden(t testing.TB, update bool, name, got string) {
 // shows the zone name with exactly these members.
 func HasZone(out, name string, members ...string) bool {
 	var zl struct {
-		Zones []struct {
+		Items []struct {
 			Name    string   `json:"name"`
 			Members []string `json:"members"`
-		} `json:"zones"`
+		} `json:"items"`
 	}
 	if json.Unmarshal([]byte(out), &zl) != nil {
 		return false
 	}
-	for _, z := range zl.Zones {
+	for _, z := range zl.Items {
 		if z.Name == name && slices.Equal(z.Members, members) {
 			return true
 		}

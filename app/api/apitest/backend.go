@@ -26,6 +26,7 @@ type Backend struct {
 
 	mu       sync.Mutex
 	devices  []api.Device
+	reports  []api.Report
 	sessions []api.Session
 	bfd      []api.BFDSession
 	profile  lossless.Profile
@@ -58,6 +59,29 @@ func (b *Backend) SetDevices(ds ...api.Device) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.devices = append([]api.Device(nil), ds...)
+}
+
+// SetReports sets what Reports returns (api.ReportsBackend): every
+// switch's report with its port. Before, Reports returns the devices
+// SetDevices set, without a port.
+func (b *Backend) SetReports(rs ...api.Report) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.reports = append([]api.Report(nil), rs...)
+}
+
+// Reports implements api.ReportsBackend.
+func (b *Backend) Reports(context.Context) ([]api.Report, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.reports != nil {
+		return append([]api.Report(nil), b.reports...), nil
+	}
+	out := make([]api.Report, len(b.devices))
+	for i, d := range b.devices {
+		out[i] = api.Report{Report: d}
+	}
+	return out, nil
 }
 
 // SetSessions replaces the BGP and BFD session tables.

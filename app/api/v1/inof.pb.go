@@ -1182,7 +1182,10 @@ type Device struct {
 	// held_until is set while the device's switch has lost its session and
 	// graceful restart still holds its records: the record is stale, kept
 	// until then unless the switch comes back.
-	HeldUntil     *timestamppb.Timestamp `protobuf:"bytes,11,opt,name=held_until,json=heldUntil,proto3" json:"held_until,omitempty"`
+	HeldUntil *timestamppb.Timestamp `protobuf:"bytes,11,opt,name=held_until,json=heldUntil,proto3" json:"held_until,omitempty"`
+	// access_port is the switch interface the device is on ("Ethernet0");
+	// empty when the server does not know it.
+	AccessPort    string `protobuf:"bytes,12,opt,name=access_port,json=accessPort,proto3" json:"access_port,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1292,6 +1295,13 @@ func (x *Device) GetHeldUntil() *timestamppb.Timestamp {
 		return x.HeldUntil
 	}
 	return nil
+}
+
+func (x *Device) GetAccessPort() string {
+	if x != nil {
+		return x.AccessPort
+	}
+	return ""
 }
 
 type ListDevicesRequest struct {
@@ -1700,8 +1710,15 @@ type Session struct {
 	Kind          string                 `protobuf:"bytes,2,opt,name=kind,proto3" json:"kind,omitempty"`   // "client" (switch agent) or "reflector"
 	State         string                 `protobuf:"bytes,3,opt,name=state,proto3" json:"state,omitempty"` // "established", "active", …
 	Since         *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=since,proto3" json:"since,omitempty"`
-	Received      uint64                 `protobuf:"varint,5,opt,name=received,proto3" json:"received,omitempty"`     // records received
-	Advertised    uint64                 `protobuf:"varint,6,opt,name=advertised,proto3" json:"advertised,omitempty"` // records advertised
+	Received      uint64                 `protobuf:"varint,5,opt,name=received,proto3" json:"received,omitempty"`                            // records received
+	Advertised    uint64                 `protobuf:"varint,6,opt,name=advertised,proto3" json:"advertised,omitempty"`                        // records advertised
+	RouterId      string                 `protobuf:"bytes,7,opt,name=router_id,json=routerId,proto3" json:"router_id,omitempty"`             // the peer's, once known
+	LocalAddress  string                 `protobuf:"bytes,8,opt,name=local_address,json=localAddress,proto3" json:"local_address,omitempty"` // the configured source address; empty: the kernel's choice
+	HoldTimeMs    uint32                 `protobuf:"varint,9,opt,name=hold_time_ms,json=holdTimeMs,proto3" json:"hold_time_ms,omitempty"`    // configured hold time
+	KeepaliveMs   uint32                 `protobuf:"varint,10,opt,name=keepalive_ms,json=keepaliveMs,proto3" json:"keepalive_ms,omitempty"`  // configured keepalive interval
+	Passive       bool                   `protobuf:"varint,11,opt,name=passive,proto3" json:"passive,omitempty"`                             // this side waits for the peer to connect
+	EndOfRib      bool                   `protobuf:"varint,12,opt,name=end_of_rib,json=endOfRib,proto3" json:"end_of_rib,omitempty"`         // the peer sent End-of-RIB in this session
+	Bfd           bool                   `protobuf:"varint,13,opt,name=bfd,proto3" json:"bfd,omitempty"`                                     // a BFD session guards this session
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1776,6 +1793,55 @@ func (x *Session) GetAdvertised() uint64 {
 		return x.Advertised
 	}
 	return 0
+}
+
+func (x *Session) GetRouterId() string {
+	if x != nil {
+		return x.RouterId
+	}
+	return ""
+}
+
+func (x *Session) GetLocalAddress() string {
+	if x != nil {
+		return x.LocalAddress
+	}
+	return ""
+}
+
+func (x *Session) GetHoldTimeMs() uint32 {
+	if x != nil {
+		return x.HoldTimeMs
+	}
+	return 0
+}
+
+func (x *Session) GetKeepaliveMs() uint32 {
+	if x != nil {
+		return x.KeepaliveMs
+	}
+	return 0
+}
+
+func (x *Session) GetPassive() bool {
+	if x != nil {
+		return x.Passive
+	}
+	return false
+}
+
+func (x *Session) GetEndOfRib() bool {
+	if x != nil {
+		return x.EndOfRib
+	}
+	return false
+}
+
+func (x *Session) GetBfd() bool {
+	if x != nil {
+		return x.Bfd
+	}
+	return false
 }
 
 type ListSessionsResponse struct {
@@ -2012,7 +2078,13 @@ type WatchEventsRequest struct {
 	AfterSeq uint64 `protobuf:"varint,2,opt,name=after_seq,json=afterSeq,proto3" json:"after_seq,omitempty"`
 	// follow keeps the stream open for new events; without it the stream
 	// ends after the events kept now.
-	Follow        bool `protobuf:"varint,3,opt,name=follow,proto3" json:"follow,omitempty"`
+	Follow bool `protobuf:"varint,3,opt,name=follow,proto3" json:"follow,omitempty"`
+	// Filters (empty: all). kinds keeps the events of these kinds, subject
+	// those about this subject (exact), since those stamped at or after it.
+	// Gap events always pass.
+	Kinds         []string               `protobuf:"bytes,4,rep,name=kinds,proto3" json:"kinds,omitempty"`
+	Subject       string                 `protobuf:"bytes,5,opt,name=subject,proto3" json:"subject,omitempty"`
+	Since         *timestamppb.Timestamp `protobuf:"bytes,6,opt,name=since,proto3" json:"since,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2066,6 +2138,27 @@ func (x *WatchEventsRequest) GetFollow() bool {
 		return x.Follow
 	}
 	return false
+}
+
+func (x *WatchEventsRequest) GetKinds() []string {
+	if x != nil {
+		return x.Kinds
+	}
+	return nil
+}
+
+func (x *WatchEventsRequest) GetSubject() string {
+	if x != nil {
+		return x.Subject
+	}
+	return ""
+}
+
+func (x *WatchEventsRequest) GetSince() *timestamppb.Timestamp {
+	if x != nil {
+		return x.Since
+	}
+	return nil
 }
 
 // Event is one entry of the event feed.
@@ -3830,6 +3923,328 @@ func (x *Reflector) GetSession() string {
 	return ""
 }
 
+type GetDeviceRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Address       string                 `protobuf:"bytes,1,opt,name=address,proto3" json:"address,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetDeviceRequest) Reset() {
+	*x = GetDeviceRequest{}
+	mi := &file_inof_v1_inof_proto_msgTypes[60]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetDeviceRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetDeviceRequest) ProtoMessage() {}
+
+func (x *GetDeviceRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_inof_v1_inof_proto_msgTypes[60]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetDeviceRequest.ProtoReflect.Descriptor instead.
+func (*GetDeviceRequest) Descriptor() ([]byte, []int) {
+	return file_inof_v1_inof_proto_rawDescGZIP(), []int{60}
+}
+
+func (x *GetDeviceRequest) GetAddress() string {
+	if x != nil {
+		return x.Address
+	}
+	return ""
+}
+
+// DeviceReport is one switch's report of a device.
+type DeviceReport struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Switch        string                 `protobuf:"bytes,1,opt,name=switch,proto3" json:"switch,omitempty"`                           // router-id
+	AccessPort    string                 `protobuf:"bytes,2,opt,name=access_port,json=accessPort,proto3" json:"access_port,omitempty"` // the switch interface the device is on
+	Active        bool                   `protobuf:"varint,3,opt,name=active,proto3" json:"active,omitempty"`
+	Reason        string                 `protobuf:"bytes,4,opt,name=reason,proto3" json:"reason,omitempty"`                        // why it left, while inactive
+	Since         *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=since,proto3" json:"since,omitempty"`                          // its last change of state
+	FirstSeen     *timestamppb.Timestamp `protobuf:"bytes,6,opt,name=first_seen,json=firstSeen,proto3" json:"first_seen,omitempty"` // its first registration on that switch
+	HeldUntil     *timestamppb.Timestamp `protobuf:"bytes,7,opt,name=held_until,json=heldUntil,proto3" json:"held_until,omitempty"` // set while graceful restart holds it
+	Shown         bool                   `protobuf:"varint,8,opt,name=shown,proto3" json:"shown,omitempty"`                         // the report ListDevices shows for the address
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeviceReport) Reset() {
+	*x = DeviceReport{}
+	mi := &file_inof_v1_inof_proto_msgTypes[61]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeviceReport) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeviceReport) ProtoMessage() {}
+
+func (x *DeviceReport) ProtoReflect() protoreflect.Message {
+	mi := &file_inof_v1_inof_proto_msgTypes[61]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeviceReport.ProtoReflect.Descriptor instead.
+func (*DeviceReport) Descriptor() ([]byte, []int) {
+	return file_inof_v1_inof_proto_rawDescGZIP(), []int{61}
+}
+
+func (x *DeviceReport) GetSwitch() string {
+	if x != nil {
+		return x.Switch
+	}
+	return ""
+}
+
+func (x *DeviceReport) GetAccessPort() string {
+	if x != nil {
+		return x.AccessPort
+	}
+	return ""
+}
+
+func (x *DeviceReport) GetActive() bool {
+	if x != nil {
+		return x.Active
+	}
+	return false
+}
+
+func (x *DeviceReport) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+func (x *DeviceReport) GetSince() *timestamppb.Timestamp {
+	if x != nil {
+		return x.Since
+	}
+	return nil
+}
+
+func (x *DeviceReport) GetFirstSeen() *timestamppb.Timestamp {
+	if x != nil {
+		return x.FirstSeen
+	}
+	return nil
+}
+
+func (x *DeviceReport) GetHeldUntil() *timestamppb.Timestamp {
+	if x != nil {
+		return x.HeldUntil
+	}
+	return nil
+}
+
+func (x *DeviceReport) GetShown() bool {
+	if x != nil {
+		return x.Shown
+	}
+	return false
+}
+
+// DeviceDetail is what the server knows about one address.
+type DeviceDetail struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Device  *Device                `protobuf:"bytes,1,opt,name=device,proto3" json:"device,omitempty"`   // as ListDevices shows it
+	Reports []*DeviceReport        `protobuf:"bytes,2,rep,name=reports,proto3" json:"reports,omitempty"` // every switch that reports the address, the shown one first
+	// visibility: for a host (or both), every registered target and whether
+	// it sees it; for a target, every registered host and whether it sees
+	// it (the hosts that see it are those its switches tell).
+	Visibility    []*WhyResponse `protobuf:"bytes,3,rep,name=visibility,proto3" json:"visibility,omitempty"`
+	Events        []*Event       `protobuf:"bytes,4,rep,name=events,proto3" json:"events,omitempty"` // the kept events about the address, oldest first
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeviceDetail) Reset() {
+	*x = DeviceDetail{}
+	mi := &file_inof_v1_inof_proto_msgTypes[62]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeviceDetail) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeviceDetail) ProtoMessage() {}
+
+func (x *DeviceDetail) ProtoReflect() protoreflect.Message {
+	mi := &file_inof_v1_inof_proto_msgTypes[62]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeviceDetail.ProtoReflect.Descriptor instead.
+func (*DeviceDetail) Descriptor() ([]byte, []int) {
+	return file_inof_v1_inof_proto_rawDescGZIP(), []int{62}
+}
+
+func (x *DeviceDetail) GetDevice() *Device {
+	if x != nil {
+		return x.Device
+	}
+	return nil
+}
+
+func (x *DeviceDetail) GetReports() []*DeviceReport {
+	if x != nil {
+		return x.Reports
+	}
+	return nil
+}
+
+func (x *DeviceDetail) GetVisibility() []*WhyResponse {
+	if x != nil {
+		return x.Visibility
+	}
+	return nil
+}
+
+func (x *DeviceDetail) GetEvents() []*Event {
+	if x != nil {
+		return x.Events
+	}
+	return nil
+}
+
+type GetSessionRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Peer          string                 `protobuf:"bytes,1,opt,name=peer,proto3" json:"peer,omitempty"` // the neighbor's address
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetSessionRequest) Reset() {
+	*x = GetSessionRequest{}
+	mi := &file_inof_v1_inof_proto_msgTypes[63]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetSessionRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetSessionRequest) ProtoMessage() {}
+
+func (x *GetSessionRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_inof_v1_inof_proto_msgTypes[63]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetSessionRequest.ProtoReflect.Descriptor instead.
+func (*GetSessionRequest) Descriptor() ([]byte, []int) {
+	return file_inof_v1_inof_proto_rawDescGZIP(), []int{63}
+}
+
+func (x *GetSessionRequest) GetPeer() string {
+	if x != nil {
+		return x.Peer
+	}
+	return ""
+}
+
+// SessionDetail is what the server knows about one BGP session.
+type SessionDetail struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Session       *Session               `protobuf:"bytes,1,opt,name=session,proto3" json:"session,omitempty"`
+	Bfd           *BFDSession            `protobuf:"bytes,2,opt,name=bfd,proto3" json:"bfd,omitempty"`       // unset without BFD to the peer
+	Events        []*Event               `protobuf:"bytes,3,rep,name=events,proto3" json:"events,omitempty"` // the kept session events of the peer, oldest first
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SessionDetail) Reset() {
+	*x = SessionDetail{}
+	mi := &file_inof_v1_inof_proto_msgTypes[64]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SessionDetail) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SessionDetail) ProtoMessage() {}
+
+func (x *SessionDetail) ProtoReflect() protoreflect.Message {
+	mi := &file_inof_v1_inof_proto_msgTypes[64]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SessionDetail.ProtoReflect.Descriptor instead.
+func (*SessionDetail) Descriptor() ([]byte, []int) {
+	return file_inof_v1_inof_proto_rawDescGZIP(), []int{64}
+}
+
+func (x *SessionDetail) GetSession() *Session {
+	if x != nil {
+		return x.Session
+	}
+	return nil
+}
+
+func (x *SessionDetail) GetBfd() *BFDSession {
+	if x != nil {
+		return x.Bfd
+	}
+	return nil
+}
+
+func (x *SessionDetail) GetEvents() []*Event {
+	if x != nil {
+		return x.Events
+	}
+	return nil
+}
+
 var File_inof_v1_inof_proto protoreflect.FileDescriptor
 
 const file_inof_v1_inof_proto_rawDesc = "" +
@@ -3908,7 +4323,7 @@ const file_inof_v1_inof_proto_rawDesc = "" +
 	"\x10VisibilityChange\x12\x12\n" +
 	"\x04host\x18\x01 \x01(\tR\x04host\x12\x16\n" +
 	"\x06target\x18\x02 \x01(\tR\x06target\x12\x18\n" +
-	"\avisible\x18\x03 \x01(\bR\avisible\"\xd2\x02\n" +
+	"\avisible\x18\x03 \x01(\bR\avisible\"\xf3\x02\n" +
 	"\x06Device\x12\x18\n" +
 	"\aaddress\x18\x01 \x01(\tR\aaddress\x12!\n" +
 	"\x04role\x18\x02 \x01(\x0e2\r.inof.v1.RoleR\x04role\x12\x1a\n" +
@@ -3922,7 +4337,9 @@ const file_inof_v1_inof_proto_rawDesc = "" +
 	"\x05since\x18\n" +
 	" \x01(\v2\x1a.google.protobuf.TimestampR\x05since\x129\n" +
 	"\n" +
-	"held_until\x18\v \x01(\v2\x1a.google.protobuf.TimestampR\theldUntil\"\x95\x01\n" +
+	"held_until\x18\v \x01(\v2\x1a.google.protobuf.TimestampR\theldUntil\x12\x1f\n" +
+	"\vaccess_port\x18\f \x01(\tR\n" +
+	"accessPort\"\x95\x01\n" +
 	"\x12ListDevicesRequest\x12\x12\n" +
 	"\x04zone\x18\x01 \x01(\tR\x04zone\x12\x16\n" +
 	"\x06switch\x18\x02 \x01(\tR\x06switch\x12!\n" +
@@ -3949,7 +4366,7 @@ const file_inof_v1_inof_proto_rawDesc = "" +
 	"\fvisible_only\x18\x02 \x01(\bR\vvisibleOnly\"D\n" +
 	"\x12VisibilityResponse\x12.\n" +
 	"\atargets\x18\x01 \x03(\v2\x14.inof.v1.WhyResponseR\atargets\"\x15\n" +
-	"\x13ListSessionsRequest\"\xb5\x01\n" +
+	"\x13ListSessionsRequest\"\x86\x03\n" +
 	"\aSession\x12\x12\n" +
 	"\x04peer\x18\x01 \x01(\tR\x04peer\x12\x12\n" +
 	"\x04kind\x18\x02 \x01(\tR\x04kind\x12\x14\n" +
@@ -3958,7 +4375,17 @@ const file_inof_v1_inof_proto_rawDesc = "" +
 	"\breceived\x18\x05 \x01(\x04R\breceived\x12\x1e\n" +
 	"\n" +
 	"advertised\x18\x06 \x01(\x04R\n" +
-	"advertised\"D\n" +
+	"advertised\x12\x1b\n" +
+	"\trouter_id\x18\a \x01(\tR\brouterId\x12#\n" +
+	"\rlocal_address\x18\b \x01(\tR\flocalAddress\x12 \n" +
+	"\fhold_time_ms\x18\t \x01(\rR\n" +
+	"holdTimeMs\x12!\n" +
+	"\fkeepalive_ms\x18\n" +
+	" \x01(\rR\vkeepaliveMs\x12\x18\n" +
+	"\apassive\x18\v \x01(\bR\apassive\x12\x1c\n" +
+	"\n" +
+	"end_of_rib\x18\f \x01(\bR\bendOfRib\x12\x10\n" +
+	"\x03bfd\x18\r \x01(\bR\x03bfd\"D\n" +
 	"\x14ListSessionsResponse\x12,\n" +
 	"\bsessions\x18\x01 \x03(\v2\x10.inof.v1.SessionR\bsessions\"\x18\n" +
 	"\x16ListBFDSessionsRequest\"\x8b\x02\n" +
@@ -3976,11 +4403,14 @@ const file_inof_v1_inof_proto_rawDesc = "" +
 	"\vdetect_mult\x18\b \x01(\rR\n" +
 	"detectMult\"J\n" +
 	"\x17ListBFDSessionsResponse\x12/\n" +
-	"\bsessions\x18\x01 \x03(\v2\x13.inof.v1.BFDSessionR\bsessions\"_\n" +
+	"\bsessions\x18\x01 \x03(\v2\x13.inof.v1.BFDSessionR\bsessions\"\xc1\x01\n" +
 	"\x12WatchEventsRequest\x12\x14\n" +
 	"\x05epoch\x18\x01 \x01(\x04R\x05epoch\x12\x1b\n" +
 	"\tafter_seq\x18\x02 \x01(\x04R\bafterSeq\x12\x16\n" +
-	"\x06follow\x18\x03 \x01(\bR\x06follow\"\xd8\x02\n" +
+	"\x06follow\x18\x03 \x01(\bR\x06follow\x12\x14\n" +
+	"\x05kinds\x18\x04 \x03(\tR\x05kinds\x12\x18\n" +
+	"\asubject\x18\x05 \x01(\tR\asubject\x120\n" +
+	"\x05since\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\x05since\"\xd8\x02\n" +
 	"\x05Event\x12\x14\n" +
 	"\x05epoch\x18\x01 \x01(\x04R\x05epoch\x12\x10\n" +
 	"\x03seq\x18\x02 \x01(\x04R\x03seq\x12.\n" +
@@ -4108,12 +4538,39 @@ const file_inof_v1_inof_proto_rawDesc = "" +
 	"\x0erefused_future\x18\v \x01(\x04R\rrefusedFuture\x12%\n" +
 	"\x0edeferred_parts\x18\f \x01(\rR\rdeferredParts\x12(\n" +
 	"\x10refused_by_peers\x18\r \x01(\bR\x0erefusedByPeers\x12\x18\n" +
-	"\asession\x18\x0e \x01(\tR\asession*K\n" +
+	"\asession\x18\x0e \x01(\tR\asession\",\n" +
+	"\x10GetDeviceRequest\x12\x18\n" +
+	"\aaddress\x18\x01 \x01(\tR\aaddress\"\xb5\x02\n" +
+	"\fDeviceReport\x12\x16\n" +
+	"\x06switch\x18\x01 \x01(\tR\x06switch\x12\x1f\n" +
+	"\vaccess_port\x18\x02 \x01(\tR\n" +
+	"accessPort\x12\x16\n" +
+	"\x06active\x18\x03 \x01(\bR\x06active\x12\x16\n" +
+	"\x06reason\x18\x04 \x01(\tR\x06reason\x120\n" +
+	"\x05since\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\x05since\x129\n" +
+	"\n" +
+	"first_seen\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\tfirstSeen\x129\n" +
+	"\n" +
+	"held_until\x18\a \x01(\v2\x1a.google.protobuf.TimestampR\theldUntil\x12\x14\n" +
+	"\x05shown\x18\b \x01(\bR\x05shown\"\xc6\x01\n" +
+	"\fDeviceDetail\x12'\n" +
+	"\x06device\x18\x01 \x01(\v2\x0f.inof.v1.DeviceR\x06device\x12/\n" +
+	"\areports\x18\x02 \x03(\v2\x15.inof.v1.DeviceReportR\areports\x124\n" +
+	"\n" +
+	"visibility\x18\x03 \x03(\v2\x14.inof.v1.WhyResponseR\n" +
+	"visibility\x12&\n" +
+	"\x06events\x18\x04 \x03(\v2\x0e.inof.v1.EventR\x06events\"'\n" +
+	"\x11GetSessionRequest\x12\x12\n" +
+	"\x04peer\x18\x01 \x01(\tR\x04peer\"\x8a\x01\n" +
+	"\rSessionDetail\x12*\n" +
+	"\asession\x18\x01 \x01(\v2\x10.inof.v1.SessionR\asession\x12%\n" +
+	"\x03bfd\x18\x02 \x01(\v2\x13.inof.v1.BFDSessionR\x03bfd\x12&\n" +
+	"\x06events\x18\x03 \x03(\v2\x0e.inof.v1.EventR\x06events*K\n" +
 	"\x04Role\x12\x14\n" +
 	"\x10ROLE_UNSPECIFIED\x10\x00\x12\x0f\n" +
 	"\vROLE_TARGET\x10\x01\x12\r\n" +
 	"\tROLE_HOST\x10\x02\x12\r\n" +
-	"\tROLE_BOTH\x10\x032\x9d\f\n" +
+	"\tROLE_BOTH\x10\x032\x9e\r\n" +
 	"\x06Fabric\x127\n" +
 	"\tGetZoning\x12\x19.inof.v1.GetZoningRequest\x1a\x0f.inof.v1.Zoning\x12H\n" +
 	"\vApplyZoning\x12\x1b.inof.v1.ApplyZoningRequest\x1a\x1c.inof.v1.ApplyZoningResponse\x12H\n" +
@@ -4137,7 +4594,10 @@ const file_inof_v1_inof_proto_rawDesc = "" +
 	"\aWhoSees\x12\x17.inof.v1.WhoSeesRequest\x1a\x1b.inof.v1.VisibilityResponse\x12I\n" +
 	"\x0fGetRecordFormat\x12\x1f.inof.v1.GetRecordFormatRequest\x1a\x15.inof.v1.RecordFormat\x12I\n" +
 	"\x0fSetRecordFormat\x12\x1f.inof.v1.SetRecordFormatRequest\x1a\x15.inof.v1.RecordFormat\x12Q\n" +
-	"\x0eListReflectors\x12\x1e.inof.v1.ListReflectorsRequest\x1a\x1f.inof.v1.ListReflectorsResponseB,Z*github.com/openinof/inof/app/api/v1;inofv1b\x06proto3"
+	"\x0eListReflectors\x12\x1e.inof.v1.ListReflectorsRequest\x1a\x1f.inof.v1.ListReflectorsResponse\x12=\n" +
+	"\tGetDevice\x12\x19.inof.v1.GetDeviceRequest\x1a\x15.inof.v1.DeviceDetail\x12@\n" +
+	"\n" +
+	"GetSession\x12\x1a.inof.v1.GetSessionRequest\x1a\x16.inof.v1.SessionDetailB,Z*github.com/openinof/inof/app/api/v1;inofv1b\x06proto3"
 
 var (
 	file_inof_v1_inof_proto_rawDescOnce sync.Once
@@ -4152,7 +4612,7 @@ func file_inof_v1_inof_proto_rawDescGZIP() []byte {
 }
 
 var file_inof_v1_inof_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_inof_v1_inof_proto_msgTypes = make([]protoimpl.MessageInfo, 61)
+var file_inof_v1_inof_proto_msgTypes = make([]protoimpl.MessageInfo, 66)
 var file_inof_v1_inof_proto_goTypes = []any{
 	(Role)(0),                               // 0: inof.v1.Role
 	(*GetZoningRequest)(nil),                // 1: inof.v1.GetZoningRequest
@@ -4215,8 +4675,13 @@ var file_inof_v1_inof_proto_goTypes = []any{
 	(*ListReflectorsRequest)(nil),           // 58: inof.v1.ListReflectorsRequest
 	(*ListReflectorsResponse)(nil),          // 59: inof.v1.ListReflectorsResponse
 	(*Reflector)(nil),                       // 60: inof.v1.Reflector
-	nil,                                     // 61: inof.v1.Event.AttributesEntry
-	(*timestamppb.Timestamp)(nil),           // 62: google.protobuf.Timestamp
+	(*GetDeviceRequest)(nil),                // 61: inof.v1.GetDeviceRequest
+	(*DeviceReport)(nil),                    // 62: inof.v1.DeviceReport
+	(*DeviceDetail)(nil),                    // 63: inof.v1.DeviceDetail
+	(*GetSessionRequest)(nil),               // 64: inof.v1.GetSessionRequest
+	(*SessionDetail)(nil),                   // 65: inof.v1.SessionDetail
+	nil,                                     // 66: inof.v1.Event.AttributesEntry
+	(*timestamppb.Timestamp)(nil),           // 67: google.protobuf.Timestamp
 }
 var file_inof_v1_inof_proto_depIdxs = []int32{
 	3,  // 0: inof.v1.Zoning.settings:type_name -> inof.v1.Settings
@@ -4235,76 +4700,91 @@ var file_inof_v1_inof_proto_depIdxs = []int32{
 	6,  // 13: inof.v1.ApplyZoningRequest.edits:type_name -> inof.v1.Edit
 	17, // 14: inof.v1.ApplyZoningResponse.changes:type_name -> inof.v1.VisibilityChange
 	0,  // 15: inof.v1.Device.role:type_name -> inof.v1.Role
-	62, // 16: inof.v1.Device.since:type_name -> google.protobuf.Timestamp
-	62, // 17: inof.v1.Device.held_until:type_name -> google.protobuf.Timestamp
+	67, // 16: inof.v1.Device.since:type_name -> google.protobuf.Timestamp
+	67, // 17: inof.v1.Device.held_until:type_name -> google.protobuf.Timestamp
 	0,  // 18: inof.v1.ListDevicesRequest.role:type_name -> inof.v1.Role
 	18, // 19: inof.v1.ListDevicesResponse.devices:type_name -> inof.v1.Device
 	22, // 20: inof.v1.VisibilityResponse.targets:type_name -> inof.v1.WhyResponse
-	62, // 21: inof.v1.Session.since:type_name -> google.protobuf.Timestamp
+	67, // 21: inof.v1.Session.since:type_name -> google.protobuf.Timestamp
 	26, // 22: inof.v1.ListSessionsResponse.sessions:type_name -> inof.v1.Session
-	62, // 23: inof.v1.BFDSession.since:type_name -> google.protobuf.Timestamp
+	67, // 23: inof.v1.BFDSession.since:type_name -> google.protobuf.Timestamp
 	29, // 24: inof.v1.ListBFDSessionsResponse.sessions:type_name -> inof.v1.BFDSession
-	62, // 25: inof.v1.Event.time:type_name -> google.protobuf.Timestamp
-	61, // 26: inof.v1.Event.attributes:type_name -> inof.v1.Event.AttributesEntry
-	37, // 27: inof.v1.ValidateLosslessProfileResponse.problems:type_name -> inof.v1.Problem
-	62, // 28: inof.v1.VersionResponse.started:type_name -> google.protobuf.Timestamp
-	62, // 29: inof.v1.ListJournalRequest.since:type_name -> google.protobuf.Timestamp
-	62, // 30: inof.v1.ListJournalRequest.until:type_name -> google.protobuf.Timestamp
-	62, // 31: inof.v1.JournalEntry.time:type_name -> google.protobuf.Timestamp
-	44, // 32: inof.v1.ListJournalResponse.entries:type_name -> inof.v1.JournalEntry
-	45, // 33: inof.v1.ListJournalResponse.conflicts:type_name -> inof.v1.Conflict
-	51, // 34: inof.v1.FindMemberResponse.uses:type_name -> inof.v1.MemberUse
-	57, // 35: inof.v1.RecordFormat.switches:type_name -> inof.v1.SwitchReads
-	62, // 36: inof.v1.ListReflectorsResponse.now:type_name -> google.protobuf.Timestamp
-	60, // 37: inof.v1.ListReflectorsResponse.reflectors:type_name -> inof.v1.Reflector
-	62, // 38: inof.v1.Reflector.clock:type_name -> google.protobuf.Timestamp
-	1,  // 39: inof.v1.Fabric.GetZoning:input_type -> inof.v1.GetZoningRequest
-	15, // 40: inof.v1.Fabric.ApplyZoning:input_type -> inof.v1.ApplyZoningRequest
-	19, // 41: inof.v1.Fabric.ListDevices:input_type -> inof.v1.ListDevicesRequest
-	21, // 42: inof.v1.Fabric.Why:input_type -> inof.v1.WhyRequest
-	23, // 43: inof.v1.Fabric.Visibility:input_type -> inof.v1.VisibilityRequest
-	25, // 44: inof.v1.Fabric.ListSessions:input_type -> inof.v1.ListSessionsRequest
-	28, // 45: inof.v1.Fabric.ListBFDSessions:input_type -> inof.v1.ListBFDSessionsRequest
-	31, // 46: inof.v1.Fabric.WatchEvents:input_type -> inof.v1.WatchEventsRequest
-	33, // 47: inof.v1.Fabric.GetLosslessProfile:input_type -> inof.v1.GetLosslessProfileRequest
-	35, // 48: inof.v1.Fabric.SetLosslessProfile:input_type -> inof.v1.SetLosslessProfileRequest
-	36, // 49: inof.v1.Fabric.ValidateLosslessProfile:input_type -> inof.v1.ValidateLosslessProfileRequest
-	39, // 50: inof.v1.Fabric.RenderLosslessProfile:input_type -> inof.v1.RenderLosslessProfileRequest
-	41, // 51: inof.v1.Fabric.Version:input_type -> inof.v1.VersionRequest
-	43, // 52: inof.v1.Fabric.ListJournal:input_type -> inof.v1.ListJournalRequest
-	47, // 53: inof.v1.Fabric.GetRevision:input_type -> inof.v1.GetRevisionRequest
-	48, // 54: inof.v1.Fabric.Backup:input_type -> inof.v1.BackupRequest
-	50, // 55: inof.v1.Fabric.FindMember:input_type -> inof.v1.FindMemberRequest
-	53, // 56: inof.v1.Fabric.WhoSees:input_type -> inof.v1.WhoSeesRequest
-	54, // 57: inof.v1.Fabric.GetRecordFormat:input_type -> inof.v1.GetRecordFormatRequest
-	55, // 58: inof.v1.Fabric.SetRecordFormat:input_type -> inof.v1.SetRecordFormatRequest
-	58, // 59: inof.v1.Fabric.ListReflectors:input_type -> inof.v1.ListReflectorsRequest
-	2,  // 60: inof.v1.Fabric.GetZoning:output_type -> inof.v1.Zoning
-	16, // 61: inof.v1.Fabric.ApplyZoning:output_type -> inof.v1.ApplyZoningResponse
-	20, // 62: inof.v1.Fabric.ListDevices:output_type -> inof.v1.ListDevicesResponse
-	22, // 63: inof.v1.Fabric.Why:output_type -> inof.v1.WhyResponse
-	24, // 64: inof.v1.Fabric.Visibility:output_type -> inof.v1.VisibilityResponse
-	27, // 65: inof.v1.Fabric.ListSessions:output_type -> inof.v1.ListSessionsResponse
-	30, // 66: inof.v1.Fabric.ListBFDSessions:output_type -> inof.v1.ListBFDSessionsResponse
-	32, // 67: inof.v1.Fabric.WatchEvents:output_type -> inof.v1.Event
-	34, // 68: inof.v1.Fabric.GetLosslessProfile:output_type -> inof.v1.LosslessProfile
-	34, // 69: inof.v1.Fabric.SetLosslessProfile:output_type -> inof.v1.LosslessProfile
-	38, // 70: inof.v1.Fabric.ValidateLosslessProfile:output_type -> inof.v1.ValidateLosslessProfileResponse
-	40, // 71: inof.v1.Fabric.RenderLosslessProfile:output_type -> inof.v1.RenderLosslessProfileResponse
-	42, // 72: inof.v1.Fabric.Version:output_type -> inof.v1.VersionResponse
-	46, // 73: inof.v1.Fabric.ListJournal:output_type -> inof.v1.ListJournalResponse
-	2,  // 74: inof.v1.Fabric.GetRevision:output_type -> inof.v1.Zoning
-	49, // 75: inof.v1.Fabric.Backup:output_type -> inof.v1.BackupChunk
-	52, // 76: inof.v1.Fabric.FindMember:output_type -> inof.v1.FindMemberResponse
-	24, // 77: inof.v1.Fabric.WhoSees:output_type -> inof.v1.VisibilityResponse
-	56, // 78: inof.v1.Fabric.GetRecordFormat:output_type -> inof.v1.RecordFormat
-	56, // 79: inof.v1.Fabric.SetRecordFormat:output_type -> inof.v1.RecordFormat
-	59, // 80: inof.v1.Fabric.ListReflectors:output_type -> inof.v1.ListReflectorsResponse
-	60, // [60:81] is the sub-list for method output_type
-	39, // [39:60] is the sub-list for method input_type
-	39, // [39:39] is the sub-list for extension type_name
-	39, // [39:39] is the sub-list for extension extendee
-	0,  // [0:39] is the sub-list for field type_name
+	67, // 25: inof.v1.WatchEventsRequest.since:type_name -> google.protobuf.Timestamp
+	67, // 26: inof.v1.Event.time:type_name -> google.protobuf.Timestamp
+	66, // 27: inof.v1.Event.attributes:type_name -> inof.v1.Event.AttributesEntry
+	37, // 28: inof.v1.ValidateLosslessProfileResponse.problems:type_name -> inof.v1.Problem
+	67, // 29: inof.v1.VersionResponse.started:type_name -> google.protobuf.Timestamp
+	67, // 30: inof.v1.ListJournalRequest.since:type_name -> google.protobuf.Timestamp
+	67, // 31: inof.v1.ListJournalRequest.until:type_name -> google.protobuf.Timestamp
+	67, // 32: inof.v1.JournalEntry.time:type_name -> google.protobuf.Timestamp
+	44, // 33: inof.v1.ListJournalResponse.entries:type_name -> inof.v1.JournalEntry
+	45, // 34: inof.v1.ListJournalResponse.conflicts:type_name -> inof.v1.Conflict
+	51, // 35: inof.v1.FindMemberResponse.uses:type_name -> inof.v1.MemberUse
+	57, // 36: inof.v1.RecordFormat.switches:type_name -> inof.v1.SwitchReads
+	67, // 37: inof.v1.ListReflectorsResponse.now:type_name -> google.protobuf.Timestamp
+	60, // 38: inof.v1.ListReflectorsResponse.reflectors:type_name -> inof.v1.Reflector
+	67, // 39: inof.v1.Reflector.clock:type_name -> google.protobuf.Timestamp
+	67, // 40: inof.v1.DeviceReport.since:type_name -> google.protobuf.Timestamp
+	67, // 41: inof.v1.DeviceReport.first_seen:type_name -> google.protobuf.Timestamp
+	67, // 42: inof.v1.DeviceReport.held_until:type_name -> google.protobuf.Timestamp
+	18, // 43: inof.v1.DeviceDetail.device:type_name -> inof.v1.Device
+	62, // 44: inof.v1.DeviceDetail.reports:type_name -> inof.v1.DeviceReport
+	22, // 45: inof.v1.DeviceDetail.visibility:type_name -> inof.v1.WhyResponse
+	32, // 46: inof.v1.DeviceDetail.events:type_name -> inof.v1.Event
+	26, // 47: inof.v1.SessionDetail.session:type_name -> inof.v1.Session
+	29, // 48: inof.v1.SessionDetail.bfd:type_name -> inof.v1.BFDSession
+	32, // 49: inof.v1.SessionDetail.events:type_name -> inof.v1.Event
+	1,  // 50: inof.v1.Fabric.GetZoning:input_type -> inof.v1.GetZoningRequest
+	15, // 51: inof.v1.Fabric.ApplyZoning:input_type -> inof.v1.ApplyZoningRequest
+	19, // 52: inof.v1.Fabric.ListDevices:input_type -> inof.v1.ListDevicesRequest
+	21, // 53: inof.v1.Fabric.Why:input_type -> inof.v1.WhyRequest
+	23, // 54: inof.v1.Fabric.Visibility:input_type -> inof.v1.VisibilityRequest
+	25, // 55: inof.v1.Fabric.ListSessions:input_type -> inof.v1.ListSessionsRequest
+	28, // 56: inof.v1.Fabric.ListBFDSessions:input_type -> inof.v1.ListBFDSessionsRequest
+	31, // 57: inof.v1.Fabric.WatchEvents:input_type -> inof.v1.WatchEventsRequest
+	33, // 58: inof.v1.Fabric.GetLosslessProfile:input_type -> inof.v1.GetLosslessProfileRequest
+	35, // 59: inof.v1.Fabric.SetLosslessProfile:input_type -> inof.v1.SetLosslessProfileRequest
+	36, // 60: inof.v1.Fabric.ValidateLosslessProfile:input_type -> inof.v1.ValidateLosslessProfileRequest
+	39, // 61: inof.v1.Fabric.RenderLosslessProfile:input_type -> inof.v1.RenderLosslessProfileRequest
+	41, // 62: inof.v1.Fabric.Version:input_type -> inof.v1.VersionRequest
+	43, // 63: inof.v1.Fabric.ListJournal:input_type -> inof.v1.ListJournalRequest
+	47, // 64: inof.v1.Fabric.GetRevision:input_type -> inof.v1.GetRevisionRequest
+	48, // 65: inof.v1.Fabric.Backup:input_type -> inof.v1.BackupRequest
+	50, // 66: inof.v1.Fabric.FindMember:input_type -> inof.v1.FindMemberRequest
+	53, // 67: inof.v1.Fabric.WhoSees:input_type -> inof.v1.WhoSeesRequest
+	54, // 68: inof.v1.Fabric.GetRecordFormat:input_type -> inof.v1.GetRecordFormatRequest
+	55, // 69: inof.v1.Fabric.SetRecordFormat:input_type -> inof.v1.SetRecordFormatRequest
+	58, // 70: inof.v1.Fabric.ListReflectors:input_type -> inof.v1.ListReflectorsRequest
+	61, // 71: inof.v1.Fabric.GetDevice:input_type -> inof.v1.GetDeviceRequest
+	64, // 72: inof.v1.Fabric.GetSession:input_type -> inof.v1.GetSessionRequest
+	2,  // 73: inof.v1.Fabric.GetZoning:output_type -> inof.v1.Zoning
+	16, // 74: inof.v1.Fabric.ApplyZoning:output_type -> inof.v1.ApplyZoningResponse
+	20, // 75: inof.v1.Fabric.ListDevices:output_type -> inof.v1.ListDevicesResponse
+	22, // 76: inof.v1.Fabric.Why:output_type -> inof.v1.WhyResponse
+	24, // 77: inof.v1.Fabric.Visibility:output_type -> inof.v1.VisibilityResponse
+	27, // 78: inof.v1.Fabric.ListSessions:output_type -> inof.v1.ListSessionsResponse
+	30, // 79: inof.v1.Fabric.ListBFDSessions:output_type -> inof.v1.ListBFDSessionsResponse
+	32, // 80: inof.v1.Fabric.WatchEvents:output_type -> inof.v1.Event
+	34, // 81: inof.v1.Fabric.GetLosslessProfile:output_type -> inof.v1.LosslessProfile
+	34, // 82: inof.v1.Fabric.SetLosslessProfile:output_type -> inof.v1.LosslessProfile
+	38, // 83: inof.v1.Fabric.ValidateLosslessProfile:output_type -> inof.v1.ValidateLosslessProfileResponse
+	40, // 84: inof.v1.Fabric.RenderLosslessProfile:output_type -> inof.v1.RenderLosslessProfileResponse
+	42, // 85: inof.v1.Fabric.Version:output_type -> inof.v1.VersionResponse
+	46, // 86: inof.v1.Fabric.ListJournal:output_type -> inof.v1.ListJournalResponse
+	2,  // 87: inof.v1.Fabric.GetRevision:output_type -> inof.v1.Zoning
+	49, // 88: inof.v1.Fabric.Backup:output_type -> inof.v1.BackupChunk
+	52, // 89: inof.v1.Fabric.FindMember:output_type -> inof.v1.FindMemberResponse
+	24, // 90: inof.v1.Fabric.WhoSees:output_type -> inof.v1.VisibilityResponse
+	56, // 91: inof.v1.Fabric.GetRecordFormat:output_type -> inof.v1.RecordFormat
+	56, // 92: inof.v1.Fabric.SetRecordFormat:output_type -> inof.v1.RecordFormat
+	59, // 93: inof.v1.Fabric.ListReflectors:output_type -> inof.v1.ListReflectorsResponse
+	63, // 94: inof.v1.Fabric.GetDevice:output_type -> inof.v1.DeviceDetail
+	65, // 95: inof.v1.Fabric.GetSession:output_type -> inof.v1.SessionDetail
+	73, // [73:96] is the sub-list for method output_type
+	50, // [50:73] is the sub-list for method input_type
+	50, // [50:50] is the sub-list for extension type_name
+	50, // [50:50] is the sub-list for extension extendee
+	0,  // [0:50] is the sub-list for field type_name
 }
 
 func init() { file_inof_v1_inof_proto_init() }
@@ -4331,7 +4811,7 @@ func file_inof_v1_inof_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_inof_v1_inof_proto_rawDesc), len(file_inof_v1_inof_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   61,
+			NumMessages:   66,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -44,6 +44,8 @@ const (
 	Fabric_GetRecordFormat_FullMethodName         = "/inof.v1.Fabric/GetRecordFormat"
 	Fabric_SetRecordFormat_FullMethodName         = "/inof.v1.Fabric/SetRecordFormat"
 	Fabric_ListReflectors_FullMethodName          = "/inof.v1.Fabric/ListReflectors"
+	Fabric_GetDevice_FullMethodName               = "/inof.v1.Fabric/GetDevice"
+	Fabric_GetSession_FullMethodName              = "/inof.v1.Fabric/GetSession"
 )
 
 // FabricClient is the client API for Fabric service.
@@ -108,6 +110,14 @@ type FabricClient interface {
 	// changes are refused as too far in the future (docs/operations.md,
 	// "Recovery").
 	ListReflectors(ctx context.Context, in *ListReflectorsRequest, opts ...grpc.CallOption) (*ListReflectorsResponse, error)
+	// GetDevice tells everything the server knows about one address: the
+	// device as ListDevices shows it, every switch that reports it, the
+	// visibility (for a host, the targets it sees; for a target, the hosts
+	// told about it) and the kept events about it.
+	GetDevice(ctx context.Context, in *GetDeviceRequest, opts ...grpc.CallOption) (*DeviceDetail, error)
+	// GetSession tells everything the server knows about one BGP session:
+	// the session, its BFD session and the kept session events of the peer.
+	GetSession(ctx context.Context, in *GetSessionRequest, opts ...grpc.CallOption) (*SessionDetail, error)
 }
 
 type fabricClient struct {
@@ -346,6 +356,26 @@ func (c *fabricClient) ListReflectors(ctx context.Context, in *ListReflectorsReq
 	return out, nil
 }
 
+func (c *fabricClient) GetDevice(ctx context.Context, in *GetDeviceRequest, opts ...grpc.CallOption) (*DeviceDetail, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(DeviceDetail)
+	err := c.cc.Invoke(ctx, Fabric_GetDevice_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *fabricClient) GetSession(ctx context.Context, in *GetSessionRequest, opts ...grpc.CallOption) (*SessionDetail, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(SessionDetail)
+	err := c.cc.Invoke(ctx, Fabric_GetSession_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // FabricServer is the server API for Fabric service.
 // All implementations must embed UnimplementedFabricServer
 // for forward compatibility.
@@ -408,6 +438,14 @@ type FabricServer interface {
 	// changes are refused as too far in the future (docs/operations.md,
 	// "Recovery").
 	ListReflectors(context.Context, *ListReflectorsRequest) (*ListReflectorsResponse, error)
+	// GetDevice tells everything the server knows about one address: the
+	// device as ListDevices shows it, every switch that reports it, the
+	// visibility (for a host, the targets it sees; for a target, the hosts
+	// told about it) and the kept events about it.
+	GetDevice(context.Context, *GetDeviceRequest) (*DeviceDetail, error)
+	// GetSession tells everything the server knows about one BGP session:
+	// the session, its BFD session and the kept session events of the peer.
+	GetSession(context.Context, *GetSessionRequest) (*SessionDetail, error)
 	mustEmbedUnimplementedFabricServer()
 }
 
@@ -480,6 +518,12 @@ func (UnimplementedFabricServer) SetRecordFormat(context.Context, *SetRecordForm
 }
 func (UnimplementedFabricServer) ListReflectors(context.Context, *ListReflectorsRequest) (*ListReflectorsResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ListReflectors not implemented")
+}
+func (UnimplementedFabricServer) GetDevice(context.Context, *GetDeviceRequest) (*DeviceDetail, error) {
+	return nil, status.Error(codes.Unimplemented, "method GetDevice not implemented")
+}
+func (UnimplementedFabricServer) GetSession(context.Context, *GetSessionRequest) (*SessionDetail, error) {
+	return nil, status.Error(codes.Unimplemented, "method GetSession not implemented")
 }
 func (UnimplementedFabricServer) mustEmbedUnimplementedFabricServer() {}
 func (UnimplementedFabricServer) testEmbeddedByValue()                {}
@@ -866,6 +910,42 @@ func _Fabric_ListReflectors_Handler(srv interface{}, ctx context.Context, dec fu
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Fabric_GetDevice_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(GetDeviceRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(FabricServer).GetDevice(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Fabric_GetDevice_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(FabricServer).GetDevice(ctx, req.(*GetDeviceRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Fabric_GetSession_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(GetSessionRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(FabricServer).GetSession(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Fabric_GetSession_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(FabricServer).GetSession(ctx, req.(*GetSessionRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Fabric_ServiceDesc is the grpc.ServiceDesc for Fabric service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -948,6 +1028,14 @@ var Fabric_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "ListReflectors",
 			Handler:    _Fabric_ListReflectors_Handler,
+		},
+		{
+			MethodName: "GetDevice",
+			Handler:    _Fabric_GetDevice_Handler,
+		},
+		{
+			MethodName: "GetSession",
+			Handler:    _Fabric_GetSession_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

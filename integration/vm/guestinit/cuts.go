@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -9,9 +10,11 @@ import (
 	"io"
 	"math/rand/v2"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"strconv"
 	"strings"
 	"time"
 
@@ -25,7 +28,13 @@ type cutsOptions struct {
 	paths    []string // target addresses of the paths, the first is cut
 	iopolicy string
 	n        int
-	link     nsLink // the switch port whose link the cut sets down
+	links    []nsLink // the switch ports the cut sets down (and the restore up)
+	kill     string   // a pid file: the cut also SIGKILLs that process
+	restart  string   // a shell command the restore runs after the links are up
+	cutSh    string   // a shell command the cut runs after the links and the kill
+	gone     bool     // the window ends when the path's controller is removed
+	notify   []string // the agents' logs: when was the host told (NotifiedMS)
+	rejoin   logMark  // after the restore, wait for this log line (RejoinMS)
 	settle   time.Duration
 	after    time.Duration
 	hold     time.Duration
@@ -57,7 +66,13 @@ func cuts(args []string) int {
 	paths := fs.String("paths", "", "comma-separated target addresses of the paths; the first is cut")
 	fs.StringVar(&o.iopolicy, "iopolicy", "", "native multipath I/O policy to set (round-robin, numa, queue-depth)")
 	fs.IntVar(&o.n, "n", 1, "cuts to make")
-	link := fs.String("link", "", "NETNS/IF: the switch port set down to cut the first path and up to restore it")
+	link := fs.String("link", "", "NETNS/IF[,NETNS/IF...]: the switch ports set down to cut the first path and up to restore it")
+	fs.StringVar(&o.kill, "kill", "", "pid file: the cut also kills that process (SIGKILL), after the links are down")
+	fs.StringVar(&o.restart, "restart", "", "shell command (sh -c) the restore runs once the links are up, e.g. to start the killed process again")
+	fs.StringVar(&o.cutSh, "cut-sh", "", "shell command (sh -c) the cut runs after -link and -kill")
+	fs.BoolVar(&o.gone, "until-gone", false, "the cut's window ends when the path's controller is removed (not when it leaves live), and the restore waits for a new live controller")
+	notify := fs.String("notify", "", "comma-separated logs of the host agent and the switches: each cut reports when the host was told (the earliest line of a notification)")
+	rejoin := fs.String("rejoin", "", "FILE:TEXT: after the restore, also wait (up to -back) for a new line of FILE holding TEXT")
 	fs.DurationVar(&o.settle, "settle", 2*time.Second, "nothing-broken window before each cut")
 	fs.DurationVar(&o.after, "after", time.Second, "I/O going on this long after the path left live ends a cut's window")
 	fs.DurationVar(&o.hold, "hold", 60*time.Second, "longest wait for that")
@@ -72,9 +87,28 @@ func cuts(args []string) int {
 	if *paths != "" {
 		o.paths = strings.Split(*paths, ",")
 	}
-	o.link.ns, o.link.name, _ = strings.Cut(*link, "/")
-	if len(o.paths) < 1 || o.link.ns == "" || o.link.name == "" || o.n < 1 || o.bs <= 0 || o.bs%4096 != 0 || o.span < int64(o.bs) {
-		fmt.Fprintln(os.Stderr, "cuts: need -paths, -link NETNS/IF, -n >= 1, -bs a multiple of 4096, -span >= bs")
+	for _, l := range strings.Split(*link, ",") {
+		if l == "" && *link == "" {
+			break
+		}
+		var nl nsLink
+		if nl.ns, nl.name, _ = strings.Cut(l, "/"); nl.ns == "" || nl.name == "" {
+			fmt.Fprintf(os.Stderr, "cuts: -link %q: want NETNS/IF\n", l)
+			return 2
+		}
+		o.links = append(o.links, nl)
+	}
+	if *notify != "" {
+		o.notify = strings.Split(*notify, ",")
+	}
+	if *rejoin != "" {
+		if o.rejoin.file, o.rejoin.text, _ = strings.Cut(*rejoin, ":"); o.rejoin.file == "" || o.rejoin.text == "" {
+			fmt.Fprintln(os.Stderr, "cuts: -rejoin: want FILE:TEXT")
+			return 2
+		}
+	}
+	if len(o.paths) < 1 || (len(o.links) == 0 && o.kill == "" && o.cutSh == "") || o.n < 1 || o.bs <= 0 || o.bs%4096 != 0 || o.span < int64(o.bs) {
+		fmt.Fprintln(os.Stderr, "cuts: need -paths, a cut (-link NETNS/IF, -kill or -cut-sh), -n >= 1, -bs a multiple of 4096, -span >= bs")
 		return 2
 	}
 	if err := runCuts(o, os.Stdout); err != nil {
@@ -143,37 +177,65 @@ func oneCut(w *workload, o cutsOptions) ctlproto.CutReport {
 		r.Problem = fmt.Sprintf("before the cut: path %s is %q, not live", o.paths[0], c.state)
 		return r
 	}
+	notifyFrom := make([]int64, len(o.notify))
+	for i, f := range o.notify {
+		notifyFrom[i] = fileSize(f)
+	}
 	cut := time.Now()
 	r.AtNS = cut.UnixNano()
-	if err := o.link.set(false); err != nil {
+	if err := o.cut(); err != nil {
 		r.Problem = err.Error()
 		return r
 	}
-	var left time.Time
+	var left, removed time.Time
 	for {
 		now := time.Now()
-		if left.IsZero() && c.readState() != "live" {
+		st := c.readState()
+		if left.IsZero() && st != "live" {
 			left = now
 			r.NotLiveMS = ms(now.Sub(cut))
 		}
-		if !left.IsZero() && now.Sub(left) >= o.after && now.Sub(w.m.lastDone()) < 50*time.Millisecond {
+		if removed.IsZero() && st == "" {
+			removed = now
+			r.GoneMS = ms(now.Sub(cut))
+		}
+		end := left
+		if o.gone {
+			end = removed
+		}
+		if !end.IsZero() && now.Sub(end) >= o.after && now.Sub(w.m.lastDone()) < 50*time.Millisecond {
 			break
 		}
 		if now.Sub(cut) > o.hold {
-			r.Problem = fmt.Sprintf("after %s: path left live: %t; last I/O %s ago", o.hold, !left.IsZero(),
-				now.Sub(w.m.lastDone()).Round(time.Millisecond))
+			r.Problem = fmt.Sprintf("after %s: path left live: %t, removed: %t; last I/O %s ago", o.hold, !left.IsZero(),
+				!removed.IsZero(), now.Sub(w.m.lastDone()).Round(time.Millisecond))
 			break
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
 	st := w.m.window()
 	r.StallMS, r.Ops, r.Errors = st.MaxGapMS, st.Reads, st.Errors
+	r.StallEndMS = ms(time.Duration(st.MaxGapEndNS - cut.UnixNano()))
+	if len(o.notify) > 0 {
+		if at, err := notifiedAt(o.notify, notifyFrom); err != nil {
+			r.Problem = strings.TrimSpace(r.Problem + "; " + err.Error())
+		} else {
+			r.NotifiedMS = ms(at.Sub(cut))
+			r.FromNotifyMS = ms(stallFrom(st, at, w.m.record))
+		}
+	}
+	rejoinFrom := fileSize(o.rejoin.file)
 	up := time.Now()
-	if err := o.link.set(true); err != nil {
+	if err := o.restore(); err != nil {
 		r.Problem = strings.TrimSpace(r.Problem + "; " + err.Error())
 		return r
 	}
 	for {
+		if o.gone {
+			// A new controller: found by its address (the removed one's
+			// error recovery is over).
+			c = controllerTo(o.paths[0])
+		}
 		st := c.readState()
 		if st == "live" {
 			r.BackMS = ms(time.Since(up))
@@ -185,6 +247,19 @@ func oneCut(w *workload, o cutsOptions) ctlproto.CutReport {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+	if o.rejoin.file != "" {
+		for {
+			if o.rejoin.since(rejoinFrom) {
+				r.RejoinMS = ms(time.Since(up))
+				break
+			}
+			if time.Since(up) > o.back {
+				r.Problem = strings.TrimSpace(r.Problem + fmt.Sprintf("; no %q in %s %s after the restore", o.rejoin.text, o.rejoin.file, o.back))
+				break
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
 	if o.write {
 		r.Verified, r.Mismatches = w.verify()
 	}
@@ -195,6 +270,232 @@ func oneCut(w *workload, o cutsOptions) ctlproto.CutReport {
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// cut sets every -link down, kills the -kill process and runs -cut-sh: a
+// switch that loses power stops forwarding and answering at once, so
+// nothing it sends as it dies (a BGP connection's FIN) leaves it.
+func (o cutsOptions) cut() error {
+	for _, l := range o.links {
+		if err := l.set(false); err != nil {
+			return err
+		}
+	}
+	if o.kill != "" {
+		if err := killPIDFile(o.kill); err != nil {
+			return err
+		}
+	}
+	if o.cutSh != "" {
+		if out, err := exec.Command("/bin/sh", "-c", o.cutSh).CombinedOutput(); err != nil {
+			return fmt.Errorf("cut %q: %w: %s", o.cutSh, err, bytes.TrimSpace(out))
+		}
+	}
+	return nil
+}
+
+// killPIDFile kills the process whose pid the file holds with SIGKILL and
+// waits until it is gone, so that a restart does not race its sockets.
+func killPIDFile(file string) error {
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return fmt.Errorf("kill: %w", err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil || pid <= 1 {
+		return fmt.Errorf("kill: %s holds %q, not a pid", file, b)
+	}
+	if err := unix.Kill(pid, unix.SIGKILL); err != nil {
+		return fmt.Errorf("kill %d: %w", pid, err)
+	}
+	for range 500 {
+		var ws unix.WaitStatus
+		unix.Wait4(pid, &ws, unix.WNOHANG, nil) // reaped if it is ours
+		if gone(pid) {
+			return nil
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return fmt.Errorf("kill %d: still there 5 s after SIGKILL", pid)
+}
+
+// gone reports whether process pid has ended (no longer there, or a
+// zombie nobody reaped yet).
+func gone(pid int) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return true
+	}
+	// pid (comm) STATE ...: comm may hold blanks, the state follows its ')'.
+	i := bytes.LastIndex(b, []byte(") "))
+	return i >= 0 && i+2 < len(b) && (b[i+2] == 'Z' || b[i+2] == 'X')
+}
+
+// restore sets every -link up and runs the -restart script.
+func (o cutsOptions) restore() error {
+	for _, l := range o.links {
+		if err := l.set(true); err != nil {
+			return err
+		}
+	}
+	if o.restart == "" {
+		return nil
+	}
+	if out, err := exec.Command("/bin/sh", "-c", o.restart).CombinedOutput(); err != nil {
+		return fmt.Errorf("restart %s: %w: %s", o.restart, err, bytes.TrimSpace(out))
+	}
+	return nil
+}
+
+// fileSize is the size of file now (0 when it is not there or not asked
+// for): where the lines written after now begin.
+func fileSize(file string) int64 {
+	if file == "" {
+		return 0
+	}
+	st, err := os.Stat(file)
+	if err != nil {
+		return 0
+	}
+	return st.Size()
+}
+
+// logMark is a line of a log file to wait for.
+type logMark struct{ file, text string }
+
+// since reports whether the file has a line holding the text after offset
+// from.
+func (m logMark) since(from int64) bool {
+	b, err := readFrom(m.file, from)
+	return err == nil && bytes.Contains(b, []byte(m.text))
+}
+
+func readFrom(file string, from int64) ([]byte, error) {
+	f, err := os.Open(file)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	if _, err := f.Seek(from, io.SeekStart); err != nil {
+		return nil, err
+	}
+	return io.ReadAll(f)
+}
+
+// The daemons' log lines that place a notification: the host agent's path
+// failed over and target inactive (logged as the notification is
+// handled: the one line of a reason that fails nothing over, 4), a
+// switch's inactive notify event, and a reflector's BFD session down (the
+// detection a reason 7 starts from).
+const (
+	failedOverLine = `msg="path failed over"`
+	inactiveLine   = `msg="target inactive`
+	notifyLine     = `msg=notify `
+	notifyInactive = `state=inactive`
+	bfdDownLine    = `msg="BFD session down"`
+)
+
+// notifiedAt finds the first notification in the agents' text logs after
+// the offsets from and returns the earliest time any of them places it
+// at, so the stall counted from it is an upper bound:
+//
+//   - a host agent's "path failed over" line: the line's time, less the
+//     job's duration up to the log (done), plus the time to its first
+//     action (acted), less the time from the notification's arrival to
+//     that action (notified_to_acted); late by whatever ran between the
+//     evaluation of done and the line's time stamp (on one guest CPU the
+//     kernel's requeue and the reader can run there first);
+//   - a host agent's "target inactive" line's time, a little after the
+//     arrival;
+//   - a switch's notify event with state=inactive, its time of sending
+//     (logged after the frame went out);
+//   - a reflector's BFD session down, the detection behind a reason 7.
+//
+// The logs' times have millisecond resolution.
+func notifiedAt(files []string, from []int64) (time.Time, error) {
+	var best time.Time
+	for i, file := range files {
+		b, err := readFrom(file, from[i])
+		if err != nil {
+			return time.Time{}, fmt.Errorf("notify: %w", err)
+		}
+		var seenFailover, seenOther bool
+		for _, l := range strings.Split(string(b), "\n") {
+			failover := strings.Contains(l, failedOverLine)
+			other := strings.Contains(l, inactiveLine) || strings.Contains(l, bfdDownLine) ||
+				(strings.Contains(l, notifyLine) && strings.Contains(l, notifyInactive))
+			if (!failover || seenFailover) && (!other || seenOther) {
+				continue
+			}
+			kv := logFields(l)
+			t, err := time.Parse(time.RFC3339Nano, kv["time"])
+			if err != nil {
+				return time.Time{}, fmt.Errorf("notify: %q: time: %w", l, err)
+			}
+			if failover {
+				seenFailover = true
+				var d [3]time.Duration
+				for i, k := range []string{"done", "acted", "notified_to_acted"} {
+					if d[i], err = time.ParseDuration(kv[k]); err != nil {
+						return time.Time{}, fmt.Errorf("notify: %q: %s: %w", l, k, err)
+					}
+				}
+				t = t.Add(-d[0] + d[1] - d[2])
+			} else {
+				seenOther = true
+			}
+			if best.IsZero() || t.Before(best) {
+				best = t
+			}
+		}
+	}
+	if best.IsZero() {
+		return best, fmt.Errorf("notify: no notification in %s since the cut", strings.Join(files, ", "))
+	}
+	return best, nil
+}
+
+// logFields splits a log/slog text line into its key=value pairs (quoted
+// values unquoted).
+func logFields(l string) map[string]string {
+	kv := map[string]string{}
+	for l = strings.TrimSpace(l); l != ""; l = strings.TrimSpace(l) {
+		k, rest, ok := strings.Cut(l, "=")
+		if !ok {
+			break
+		}
+		var v string
+		if strings.HasPrefix(rest, `"`) {
+			q, err := strconv.QuotedPrefix(rest)
+			if err != nil {
+				break
+			}
+			v, _ = strconv.Unquote(q)
+			rest = rest[len(q):]
+		} else {
+			v, rest, _ = strings.Cut(rest, " ")
+		}
+		kv[k], l = v, rest
+	}
+	return kv
+}
+
+// stallFrom is the longest gap between completed I/Os of the window st
+// counted from at on (a gap that began before at counts from at). Gaps
+// shorter than the meter's record length are not listed: when none
+// reaches past at, the record length is returned, a bound from above.
+func stallFrom(st ctlproto.StallReport, at time.Time, record time.Duration) time.Duration {
+	best := time.Duration(0)
+	from := at.UnixNano()
+	for _, g := range st.Gaps {
+		if g.EndNS <= from {
+			continue
+		}
+		if d := time.Duration(g.EndNS - max(g.StartNS, from)); d > best {
+			best = d
+		}
+	}
+	return max(best, record)
+}
 
 // nsLink is a network interface in a named network namespace
 // (/run/netns/NS, ip netns add).
@@ -331,6 +632,10 @@ func namespaceDevice() string {
 	return "/dev/" + found[0]
 }
 
+// recordGap is the shortest gap between I/Os the cut runner lists (for
+// FromNotifyMS).
+const recordGap = 2 * time.Millisecond
+
 // seqMagic starts every block the write workload writes.
 const seqMagic = "INOFSEQ1"
 
@@ -377,7 +682,7 @@ func startWorkload(dev string, o cutsOptions) (*workload, error) {
 	}
 	now := time.Now()
 	w := &workload{f: f, write: o.write, bs: o.bs, blocks: span / int64(o.bs), pause: make(chan chan struct{}),
-		m: &meter{start: now, last: now, report: time.Hour, record: 20 * time.Millisecond}}
+		m: &meter{start: now, last: now, report: time.Hour, record: recordGap}}
 	w.acked = make([]uint64, w.blocks)
 	buf, err := unix.Mmap(-1, 0, o.bs, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_ANON|unix.MAP_PRIVATE)
 	if err != nil {

@@ -33,7 +33,8 @@ func (a *app) aliasCommand() *cobra.Command {
 		completing(a, edit("remove NAME MEMBER...", "Remove members from an alias", cobra.MinimumNArgs(1), func(args []string) *inofv1.Edit {
 			return &inofv1.Edit{Edit: &inofv1.Edit_RemoveAliasMembers{RemoveAliasMembers: &inofv1.AliasMembers{Alias: args[0], Members: args[1:]}}}
 		}), false),
-		&cobra.Command{Use: "list", Short: "List the aliases (long member lists cut; alias show has them all)", Args: cobra.NoArgs, RunE: a.run(a.aliasList)},
+		a.listVerb(&cobra.Command{Use: "list", Short: "List the aliases (long member lists cut; -o wide or alias show has them all)", Args: cobra.NoArgs},
+			[]string{"zoning"}, a.aliasList),
 		completing(a, &cobra.Command{Use: "show NAME", Short: "Show one alias", Args: cobra.ExactArgs(1), RunE: a.run(a.aliasShow)}, false),
 		&cobra.Command{Use: "users NAME", Short: "List the zones that use an alias", Args: cobra.ExactArgs(1),
 			ValidArgsFunction: a.completeAliases,
@@ -64,7 +65,7 @@ func (a *app) aliasList(ctx context.Context, c inofv1.FabricClient, _ []string) 
 	if err != nil {
 		return err
 	}
-	return listNamed(a, z.GetRevision(), "aliases", "ALIAS", z.GetAliases())
+	return listNamed(a, z.GetRevision(), "Alias", "ALIAS", z.GetAliases())
 }
 
 func (a *app) aliasShow(ctx context.Context, c inofv1.FabricClient, args []string) error {
@@ -72,5 +73,5 @@ func (a *app) aliasShow(ctx context.Context, c inofv1.FabricClient, args []strin
 	if err != nil {
 		return err
 	}
-	return showNamed(a, "alias", z.GetAliases(), args[0])
+	return showNamed(a, "alias", "Alias", z.GetRevision(), z.GetAliases(), args[0])
 }

@@ -232,7 +232,7 @@ func (a *app) commitAs(ctx context.Context, c inofv1.FabricClient, es []*inofv1.
 	if action != "" {
 		what += " (" + action + ")"
 	}
-	return a.print(v, func(w io.Writer) {
+	return a.printRev("ZoningChange", resp.GetRevision(), v, func(w io.Writer) {
 		fmt.Fprintf(w, "%s: revision %s, %d record(s) written, %d visibility change(s)\n",
 			what, resp.GetRevision(), resp.GetRecordsWritten(), len(resp.GetChanges()))
 	})

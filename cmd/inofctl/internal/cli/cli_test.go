@@ -254,7 +254,7 @@ func TestConfigPrecedence(t *testing.T) {
 		}
 		return out.String()
 	}
-	if got := run(nil, "--config", cfg, "fabric", "show"); !strings.HasPrefix(got, "default_zone_enabled: true\n") {
+	if got := run(nil, "--config", cfg, "fabric", "show"); !strings.HasPrefix(got, "apiVersion: inofctl/v1\nkind: Fabric\n") {
 		t.Errorf("file: %q", got)
 	}
 	if got := run([]string{"INOF_OUTPUT=json"}, "--config", cfg, "fabric", "show"); !strings.HasPrefix(got, "{\n") {

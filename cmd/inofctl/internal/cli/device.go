@@ -8,12 +8,14 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"google.golang.org/protobuf/types/known/timestamppb"
 
 	inofv1 "github.com/openinof/inof/app/api/v1"
+	"github.com/openinof/inof/inof"
 )
 
 func (a *app) deviceCommand() *cobra.Command {
-	cmd := &cobra.Command{Use: "device", Short: "List devices and explain who sees whom"}
+	cmd := &cobra.Command{Use: "device", Short: "List and show devices, explain who sees whom"}
 	var req inofv1.ListDevicesRequest
 	var role string
 	list := &cobra.Command{Use: "list", Short: "List the registered devices", Args: cobra.NoArgs,
@@ -26,7 +28,9 @@ func (a *app) deviceCommand() *cobra.Command {
 			req.Role = r
 			return nil
 		},
-		RunE: a.run(func(ctx context.Context, c inofv1.FabricClient, _ []string) error { return a.deviceList(ctx, c, &req) })}
+	}
+	a.listVerb(list, []string{"registration", "record", "zoning", "trust"},
+		func(ctx context.Context, c inofv1.FabricClient, _ []string) error { return a.deviceList(ctx, c, &req) })
 	fl := list.Flags()
 	fl.StringVar(&req.Zone, "zone", "", "only devices in this zone (\"default\": in no custom zone)")
 	fl.StringVar(&req.Switch, "switch", "", "only devices reported by this switch (router-id)")
@@ -57,7 +61,12 @@ func (a *app) deviceCommand() *cobra.Command {
 			return a.printVisibility(resp, "HOST", (*inofv1.WhyResponse).GetHost)
 		})}
 	whoSees.Flags().BoolVar(&seesOnly, "visible-only", false, "list only the hosts that see the target")
-	cmd.AddCommand(list, why, whoSees)
+	show := &cobra.Command{Use: "show ADDRESS", Short: "Show everything known about one device",
+		Long: "Shows one device: its role, protocol, NQN, status and since when, the switch and port that\n" +
+			"report it (every switch, when more than one does), its zones, the targets a host sees or\n" +
+			"the hosts told about a target (with why), and the events the server keeps about it.",
+		Args: cobra.ExactArgs(1), ValidArgsFunction: a.completeDevices, RunE: a.run(a.deviceShow)}
+	cmd.AddCommand(list, show, why, whoSees)
 	return group(cmd)
 }
 
@@ -70,29 +79,134 @@ func (a *app) deviceList(ctx context.Context, c inofv1.FabricClient, req *inofv1
 	if err != nil {
 		return err
 	}
-	return a.print(list, func(w io.Writer) {
-		row(w, "ADDRESS", "ROLE", "PROTOCOL", "PORT", "NQN", "SWITCH", "STATUS", "ZONES")
+	return a.print("DeviceList", list, func(w io.Writer) {
+		if a.wide() {
+			a.header(w, "ADDRESS", "ROLE", "PROTOCOL", "SWITCH", "PORT", "STATUS", "SINCE", "ZONES", "SERVICE", "NQN")
+		} else {
+			a.header(w, "ADDRESS", "ROLE", "PROTOCOL", "SWITCH", "PORT", "STATUS", "ZONES", "NQN")
+		}
 		for _, d := range resp.GetDevices() {
-			st := "active"
-			if !d.GetActive() {
-				st = "inactive (" + d.GetReason() + ")"
+			if a.wide() {
+				row(w, d.GetAddress(), roleName(d.GetRole()), d.GetProtocol(), d.GetSwitch(), d.GetAccessPort(), a.deviceStatus(d),
+					since(d.GetSince()), zoneText(d.GetZones()), service(d.GetPort()), d.GetNqn())
+				continue
 			}
-			if h := d.GetHeldUntil(); h != nil {
-				left := max(0, h.AsTime().Sub(a.now()).Round(time.Second))
-				st += fmt.Sprintf(", stale (graceful restart, %s left)", left)
-			}
-			zs := strings.Join(d.GetZones(), ",")
-			if zs == "" {
-				zs = "(default)"
-			}
-			port := ""
-			if d.GetPort() != 0 {
-				port = fmt.Sprint(d.GetPort())
-			}
-			row(w, d.GetAddress(), roleName(d.GetRole()), d.GetProtocol(), port, d.GetNqn(), d.GetSwitch(), st, zs)
+			row(w, d.GetAddress(), roleName(d.GetRole()), d.GetProtocol(), d.GetSwitch(), d.GetAccessPort(), a.deviceStatus(d),
+				zoneText(d.GetZones()), d.GetNqn())
 		}
 	})
 }
+
+// deviceStatus is a device's state in words: "active", "inactive
+// (link-down)", with the time a graceful-restart hold has left.
+func (a *app) deviceStatus(d *inofv1.Device) string {
+	st := "active"
+	if !d.GetActive() {
+		st = "inactive (" + d.GetReason() + ")"
+	}
+	if h := d.GetHeldUntil(); h != nil {
+		st += fmt.Sprintf(", stale (graceful restart, %s left)", a.left(h))
+	}
+	return st
+}
+
+// left is the time from now to t, in whole seconds, not below zero.
+func (a *app) left(t *timestamppb.Timestamp) time.Duration {
+	return max(0, t.AsTime().Sub(a.now()).Round(time.Second))
+}
+
+// zoneText lists a device's zones ("(default)" for none).
+func zoneText(zs []string) string {
+	if len(zs) == 0 {
+		return "(default)"
+	}
+	return strings.Join(zs, ",")
+}
+
+// service is the NVMe-oF service id (trsvcid): empty for the protocol's
+// default.
+func service(port uint32) string {
+	if port == 0 {
+		return ""
+	}
+	return fmt.Sprint(port)
+}
+
+// deviceShow prints everything the server knows about one address.
+func (a *app) deviceShow(ctx context.Context, c inofv1.FabricClient, args []string) error {
+	resp, err := c.GetDevice(ctx, &inofv1.GetDeviceRequest{Address: args[0]})
+	if err != nil {
+		return err
+	}
+	v, err := plain(resp)
+	if err != nil {
+		return err
+	}
+	return a.print("Device", v, func(w io.Writer) { a.deviceDetail(w, resp) })
+}
+
+// deviceDetail writes the human form of GetDevice's answer: the device,
+// the switches that report it, its visibility and its kept events.
+func (a *app) deviceDetail(w io.Writer, resp *inofv1.DeviceDetail) {
+	d := resp.GetDevice()
+	field := func(k string, v any) { row(w, k+":", v) }
+	fmt.Fprintf(w, "Device %s\n", inof.Printable(d.GetAddress()))
+	field("  Role", roleName(d.GetRole()))
+	proto := d.GetProtocol()
+	if p := service(d.GetPort()); p != "" {
+		proto += ", service " + p
+	}
+	field("  Protocol", proto)
+	field("  NQN", d.GetNqn())
+	status := a.deviceStatus(d)
+	if s := since(d.GetSince()); s != "" {
+		status += " since " + s
+	}
+	field("  Status", status)
+	at := d.GetSwitch()
+	if p := d.GetAccessPort(); p != "" {
+		at += " port " + p
+	}
+	field("  Switch", at)
+	field("  Zones", zoneText(d.GetZones()))
+	fmt.Fprintf(w, "Reported by %d switch(es):\n", len(resp.GetReports()))
+	a.header(w, "  SWITCH", "PORT", "STATUS", "SINCE", "FIRST-SEEN", "SHOWN")
+	for _, r := range resp.GetReports() {
+		st := "active"
+		if !r.GetActive() {
+			st = "inactive (" + r.GetReason() + ")"
+		}
+		if h := r.GetHeldUntil(); h != nil {
+			st += fmt.Sprintf(", stale (%s left)", a.left(h))
+		}
+		row(w, "  "+r.GetSwitch(), r.GetAccessPort(), st, since(r.GetSince()), since(r.GetFirstSeen()), yesNo(r.GetShown()))
+	}
+	heading, other := "TARGET", (*inofv1.WhyResponse).GetTarget
+	title := "Targets it sees"
+	if !isHost(d.GetRole()) {
+		heading, other = "HOST", (*inofv1.WhyResponse).GetHost
+		title = "Hosts told about it (those that see it)"
+	}
+	seen := 0
+	for _, x := range resp.GetVisibility() {
+		if x.GetVisible() {
+			seen++
+		}
+	}
+	fmt.Fprintf(w, "%s: %d of %d\n", title, seen, len(resp.GetVisibility()))
+	a.header(w, "  "+heading, "SEES", "WHY")
+	for _, x := range resp.GetVisibility() {
+		row(w, "  "+other(x), yesNo(x.GetVisible()), x.GetReason())
+	}
+	fmt.Fprintf(w, "Events kept: %d\n", len(resp.GetEvents()))
+	for _, e := range resp.GetEvents() {
+		row(w, "  "+stamp(e.GetTime().AsTime()), e.GetKind(), eventText(e))
+	}
+}
+
+// isHost reports whether a role is a host's (a device of role both is
+// one).
+func isHost(r inofv1.Role) bool { return r == inofv1.Role_ROLE_HOST || r == inofv1.Role_ROLE_BOTH }
 
 func roleName(r inofv1.Role) string {
 	return strings.ToLower(strings.TrimPrefix(r.String(), "ROLE_"))
@@ -107,7 +221,7 @@ func (a *app) deviceWhy(ctx context.Context, c inofv1.FabricClient, args []strin
 	if err != nil {
 		return err
 	}
-	return a.print(v, func(w io.Writer) {
+	return a.print("Why", v, func(w io.Writer) {
 		verb := "does not see"
 		if resp.GetVisible() {
 			verb = "sees"
@@ -130,8 +244,8 @@ func (a *app) printVisibility(resp *inofv1.VisibilityResponse, heading string, o
 	if err != nil {
 		return err
 	}
-	return a.print(list, func(w io.Writer) {
-		row(w, heading, "SEES", "WHY")
+	return a.print("VisibilityList", list, func(w io.Writer) {
+		a.header(w, heading, "SEES", "WHY")
 		for _, t := range resp.GetTargets() {
 			row(w, other(t), yesNo(t.GetVisible()), t.GetReason())
 		}
@@ -143,4 +257,23 @@ func yesNo(b bool) string {
 		return "yes"
 	}
 	return "no"
+}
+
+// completeDevices completes the first argument with the registered
+// devices' addresses (described by role and switch).
+func (a *app) completeDevices(cmd *cobra.Command, args []string, _ string) ([]string, cobra.ShellCompDirective) {
+	if len(args) > 0 {
+		return nil, cobra.ShellCompDirectiveNoFileComp
+	}
+	return a.completeWith(cmd, func(ctx context.Context, c inofv1.FabricClient) ([]string, error) {
+		resp, err := c.ListDevices(ctx, &inofv1.ListDevicesRequest{})
+		if err != nil {
+			return nil, err
+		}
+		out := make([]string, 0, len(resp.GetDevices()))
+		for _, d := range resp.GetDevices() {
+			out = append(out, d.GetAddress()+"\t"+roleName(d.GetRole())+" on "+d.GetSwitch())
+		}
+		return out, nil
+	})
 }

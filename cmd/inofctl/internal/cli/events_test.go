@@ -68,13 +68,18 @@ func TestEventsFollowReconnects(t *testing.T) {
 		if !lines.Scan() {
 			t.Fatalf("output ended: %v; stderr: %s", lines.Err(), stderr.String())
 		}
-		var e struct {
-			Seq     uint64 // a number, not a string (issue #30)
-			Subject string
+		var env struct {
+			APIVersion string
+			Kind       string
+			Item       struct {
+				Seq     uint64 // a number, not a string (issue #30)
+				Subject string
+			}
 		}
-		if err := json.Unmarshal(lines.Bytes(), &e); err != nil {
+		if err := json.Unmarshal(lines.Bytes(), &env); err != nil || env.APIVersion != cli.OutputVersion || env.Kind != "Event" {
 			t.Fatalf("%q: %v", lines.Text(), err)
 		}
+		e := env.Item
 		return fmt.Sprintf("%d:%s", e.Seq, e.Subject)
 	}
 	var got []string

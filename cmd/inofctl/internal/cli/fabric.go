@@ -70,14 +70,13 @@ func (a *app) fabricShow(ctx context.Context, c inofv1.FabricClient, _ []string)
 		return err
 	}
 	if m, ok := v.(map[string]any); ok {
-		m["revision"] = z.GetRevision()
 		if rf != nil {
 			if m["record_format"], err = plain(rf); err != nil {
 				return err
 			}
 		}
 	}
-	return a.print(v, func(w io.Writer) {
+	return a.printRev("Fabric", z.GetRevision(), v, func(w io.Writer) {
 		fmt.Fprintf(w, "default-zone\t%s\n", onOff(z.GetSettings().GetDefaultZoneEnabled()))
 		fmt.Fprintf(w, "hard-zoning\t%s\n", onOff(z.GetSettings().GetHardZoning()))
 		fmt.Fprintf(w, "revision\t%s\n", z.GetRevision())

@@ -184,7 +184,7 @@ func (a *app) zoningRevisionDiff(ctx context.Context, c inofv1.FabricClient, r1,
 	if p.Diff == nil {
 		out["changes"] = []string{}
 	}
-	return a.print(out, func(w io.Writer) {
+	return a.print("ZoningDiff", out, func(w io.Writer) {
 		fmt.Fprintf(w, "from revision %s to %s: ", from.GetRevision(), to.GetRevision())
 		if len(p.Diff) == 0 {
 			fmt.Fprintln(w, "no change")
@@ -214,11 +214,11 @@ func (a *app) printJournal(resp *inofv1.ListJournalResponse, current string, his
 		}
 	}
 	a.warnFutureEntries(resp.GetEntries())
-	return a.print(v, func(w io.Writer) {
+	return a.print("Journal", v, func(w io.Writer) {
 		if history {
-			row(w, "", "REVISION", "TIME", "IDENTITY", "ACTION", "SUMMARY")
+			a.header(w, "", "REVISION", "TIME", "IDENTITY", "ACTION", "SUMMARY")
 		} else {
-			row(w, "TIME", "IDENTITY", "VIA", "ACTION", "REVISION", "WRITER", "SUMMARY")
+			a.header(w, "TIME", "IDENTITY", "VIA", "ACTION", "REVISION", "WRITER", "SUMMARY")
 		}
 		// The revision in effect is the newest entry that produced it: a
 		// rollback's entry produces an older one's revision again.
@@ -229,7 +229,7 @@ func (a *app) printJournal(resp *inofv1.ListJournalResponse, current string, his
 			}
 		}
 		for i, e := range resp.GetEntries() {
-			t := e.GetTime().AsTime().UTC().Format(time.RFC3339)
+			t := stamp(e.GetTime().AsTime())
 			sum := e.GetSummary()
 			sum = conflicted[e.GetId()] + sum
 			if history {
@@ -266,7 +266,7 @@ func (a *app) warnFutureEntries(es []*inofv1.JournalEntry) {
 		fmt.Fprintf(a.io.Err, "warning: the newest entry is dated %s, %s ahead of this host's clock: the reflector's "+
 			"generation clock is ahead (a backup from the future restored? a clock that stepped back?), and its peer "+
 			"reflectors refuse its changes (docs/operations.md, \"Recovery\")\n",
-			newest.UTC().Format(time.RFC3339), ahead.Round(time.Second))
+			stamp(newest), ahead.Round(time.Second))
 	}
 }
 
@@ -302,8 +302,8 @@ func (a *app) auditCommand() *cobra.Command {
 					return err
 				}
 				open := 0
-				if err := a.print(map[string]any{"conflicts": list}, func(w io.Writer) {
-					row(w, "OBJECT", "LOST", "EDITED SINCE", "IN EFFECT")
+				if err := a.print("ConflictList", list, func(w io.Writer) {
+					a.header(w, "OBJECT", "LOST", "EDITED SINCE", "IN EFFECT")
 					for _, c := range resp.GetConflicts() {
 						row(w, c.GetObject(), strings.Join(c.GetEntries(), ", "), strings.Join(c.GetResolved(), ", "), c.GetKept())
 					}

@@ -140,7 +140,7 @@ func (a *app) losslessCheck(cmd *cobra.Command, file string, platformFlags []str
 	if err != nil {
 		return runError{err}
 	}
-	if err := a.print(checkReport(rep), func(w io.Writer) { io.WriteString(w, rep.Table()) }); err != nil {
+	if err := a.print("LosslessCheck", checkReport(rep), func(w io.Writer) { io.WriteString(w, rep.Table()) }); err != nil {
 		return runError{err}
 	}
 	if rep.Differs() {
@@ -184,8 +184,8 @@ func (a *app) losslessPlatformsCommand() *cobra.Command {
 						"cell_bytes": pl.CellBytes, "buffer_bytes": pl.TotalBufferBytes, "unconfirmed": pl.Unconfirmed})
 				}
 			}
-			err := a.print(map[string]any{"platforms": list}, func(w io.Writer) {
-				row(w, "TARGET", "PLATFORM", "CELL", "BUFFER", "MODELS")
+			err := a.print("PlatformList", anyList(list), func(w io.Writer) {
+				a.header(w, "TARGET", "PLATFORM", "CELL", "BUFFER", "MODELS")
 				for _, pl := range list {
 					name := pl["name"].(string)
 					if pl["default"].(bool) {
@@ -240,12 +240,12 @@ func (a *app) losslessValidate(cmd *cobra.Command, args []string) error {
 	if err != nil {
 		return runError{err}
 	}
-	err = a.print(map[string]any{"problems": list}, func(w io.Writer) {
+	err = a.print("ProblemList", list, func(w io.Writer) {
 		if len(problems) == 0 {
 			fmt.Fprintln(w, "valid")
 			return
 		}
-		row(w, "FIELD", "VALUE", "RULE", "PROBLEM", "FIX")
+		a.header(w, "FIELD", "VALUE", "RULE", "PROBLEM", "FIX")
 		for _, p := range problems {
 			row(w, p.GetField(), p.GetValue(), p.GetRule(), p.GetDetail(), p.GetFix())
 		}

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 	"gopkg.in/yaml.v3"
@@ -26,7 +25,32 @@ func (a *app) printProfile(y string) error {
 	if err := yaml.Unmarshal([]byte(y), &v); err != nil {
 		return fmt.Errorf("decode profile: %w", err)
 	}
-	return a.print(v, nil)
+	return a.print("LosslessProfile", stringKeys(v), nil)
+}
+
+// stringKeys turns the maps YAML decodes with keys other than strings
+// (a table by port speed: 100: …) into maps with their keys as text, which
+// JSON can encode.
+func stringKeys(v any) any {
+	switch x := v.(type) {
+	case map[any]any:
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			out[fmt.Sprint(k)] = stringKeys(e)
+		}
+		return out
+	case map[string]any:
+		for k, e := range x {
+			x[k] = stringKeys(e)
+		}
+		return x
+	case []any:
+		for i, e := range x {
+			x[i] = stringKeys(e)
+		}
+		return x
+	}
+	return v
 }
 
 func (a *app) losslessSetCommand() *cobra.Command {
@@ -97,10 +121,10 @@ func (a *app) losslessHistoryCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return a.print(list, func(w io.Writer) {
-				row(w, "ID", "TIME", "IDENTITY", "SUMMARY")
+			return a.print("JournalEntryList", list, func(w io.Writer) {
+				a.header(w, "ID", "TIME", "IDENTITY", "SUMMARY")
 				for _, e := range resp.GetEntries() {
-					row(w, e.GetId(), e.GetTime().AsTime().UTC().Format(time.RFC3339), e.GetIdentity(), e.GetSummary())
+					row(w, e.GetId(), stamp(e.GetTime().AsTime()), e.GetIdentity(), e.GetSummary())
 				}
 			})
 		})}

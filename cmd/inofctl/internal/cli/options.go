@@ -26,8 +26,11 @@ type Options struct {
 	// only): the identity the reflector knows this admin by.
 	CertFile string `yaml:"cert_file"`
 	KeyFile  string `yaml:"key_file"`
-	// Output is the format: table, json or yaml.
+	// Output is the format: table, wide (the table with more columns),
+	// json or yaml.
 	Output string `yaml:"output"`
+	// NoHeaders leaves the heading row out of tables.
+	NoHeaders bool `yaml:"no_headers"`
 	// Timeout bounds each call (not events --follow).
 	Timeout time.Duration `yaml:"timeout"`
 	// StagingFile holds the zoning edits staged with --stage until
@@ -50,9 +53,9 @@ func defaultOptions(environ []string) Options {
 func (o *Options) Validate() error {
 	var errs []string
 	switch o.Output {
-	case "table", "json", "yaml":
+	case "table", "wide", "json", "yaml":
 	default:
-		errs = append(errs, fmt.Sprintf("output %q: want table, json or yaml", o.Output))
+		errs = append(errs, fmt.Sprintf("output %q: want table, wide, json or yaml", o.Output))
 	}
 	if o.Server == "" {
 		errs = append(errs, "server: must be set")
@@ -78,6 +81,7 @@ var flagKeys = map[string]string{
 	"cert-file":    "cert_file",
 	"key-file":     "key_file",
 	"output":       "output",
+	"no-headers":   "no_headers",
 	"timeout":      "timeout",
 	"staging-file": "staging_file",
 }

@@ -106,9 +106,47 @@ func plainList[M proto.Message](ms []M) ([]any, error) {
 	return out, nil
 }
 
-// print writes v as JSON or YAML, or calls table for the table format.
-func (a *app) print(v any, table func(w io.Writer)) error {
-	return write(a.io.Out, a.opts.Output, v, table)
+// OutputVersion names the shape of inofctl's JSON and YAML output: every
+// answer is one envelope {apiVersion, kind, revision, items | item}
+// (docs/cli.md, "Output"). A change of that shape changes the version.
+const OutputVersion = "inofctl/v1"
+
+// envelope is one answer as JSON and YAML print it: a list kind
+// ("DeviceList") carries its entries in items, any other kind its object in
+// item; revision is the zoning revision the answer reflects, where there
+// is one.
+type envelope struct {
+	APIVersion string `json:"apiVersion" yaml:"apiVersion"`
+	Kind       string `json:"kind" yaml:"kind"`
+	Revision   string `json:"revision,omitempty" yaml:"revision,omitempty"`
+	Items      any    `json:"items,omitempty" yaml:"items,omitempty"`
+	Item       any    `json:"item,omitempty" yaml:"item,omitempty"`
+}
+
+// wrap puts v in its envelope: a []any is a list's items (kind should end
+// in "List"), anything else one item.
+func wrap(kind, revision string, v any) envelope {
+	e := envelope{APIVersion: OutputVersion, Kind: kind, Revision: revision}
+	if l, ok := v.([]any); ok {
+		if l == nil {
+			l = []any{}
+		}
+		e.Items = l
+	} else {
+		e.Item = v
+	}
+	return e
+}
+
+// print writes v in its envelope as JSON or YAML, or calls table for the
+// table formats (table, wide).
+func (a *app) print(kind string, v any, table func(w io.Writer)) error {
+	return a.printRev(kind, "", v, table)
+}
+
+// printRev is print for an answer that reflects a zoning revision.
+func (a *app) printRev(kind, revision string, v any, table func(w io.Writer)) error {
+	return write(a.io.Out, a.opts.Output, wrap(kind, revision, v), table)
 }
 
 func write(out io.Writer, format string, v any, table func(w io.Writer)) error {
@@ -132,6 +170,24 @@ func write(out io.Writer, format string, v any, table func(w io.Writer)) error {
 	table(tw)
 	return tw.Flush()
 }
+
+// wide reports whether the table is the wide one (-o wide): more columns,
+// lists uncut.
+func (a *app) wide() bool { return a.opts.Output == "wide" }
+
+// header writes a table's heading row unless --no-headers.
+func (a *app) header(w io.Writer, cells ...any) {
+	if !a.opts.NoHeaders {
+		row(w, cells...)
+	}
+}
+
+// timeLayout is how human output prints a time: RFC 3339 in UTC with
+// milliseconds.
+const timeLayout = "2006-01-02T15:04:05.000Z07:00"
+
+// stamp formats t with timeLayout.
+func stamp(t time.Time) string { return t.UTC().Format(timeLayout) }
 
 // row writes tab-separated cells; empty cells print as "-". Control
 // characters and invalid UTF-8 (text devices sent) are escapes, never raw.
@@ -157,23 +213,29 @@ type namedMembers interface {
 	GetMembers() []string
 }
 
-// listNamed prints zones or aliases: key names the list in JSON/YAML,
-// heading the first column of the table.
-func listNamed[T namedMembers](a *app, revision, key, heading string, xs []T) error {
+// listNamed prints zones or aliases: kind names one of them in JSON/YAML
+// ("Zone": a "ZoneList"), heading the first column of the table; -o wide
+// lists every member.
+func listNamed[T namedMembers](a *app, revision, kind, heading string, xs []T) error {
 	list, err := plainList(xs)
 	if err != nil {
 		return err
 	}
-	return a.print(map[string]any{"revision": revision, key: list}, func(w io.Writer) {
-		row(w, heading, "COUNT", "MEMBERS")
+	return a.printRev(kind+"List", revision, list, func(w io.Writer) {
+		a.header(w, heading, "COUNT", "MEMBERS")
 		for _, x := range xs {
-			row(w, x.GetName(), len(x.GetMembers()), zoningfile.TruncateList(x.GetMembers(), ", ", listMembers))
+			ms := zoningfile.TruncateList(x.GetMembers(), ", ", listMembers)
+			if a.wide() {
+				ms = strings.Join(x.GetMembers(), ", ")
+			}
+			row(w, x.GetName(), len(x.GetMembers()), ms)
 		}
 	})
 }
 
-// showNamed prints the zone or alias called name (what says which).
-func showNamed[T namedMembers](a *app, what string, xs []T, name string) error {
+// showNamed prints the zone or alias called name (what says which, kind
+// its name in JSON/YAML) at a revision.
+func showNamed[T namedMembers](a *app, what, kind, revision string, xs []T, name string) error {
 	for _, x := range xs {
 		if x.GetName() != name {
 			continue
@@ -182,7 +244,7 @@ func showNamed[T namedMembers](a *app, what string, xs []T, name string) error {
 		if err != nil {
 			return err
 		}
-		return a.print(v, func(w io.Writer) {
+		return a.printRev(kind, revision, v, func(w io.Writer) {
 			fmt.Fprintf(w, "%s %s (%d member(s))\n", what, x.GetName(), len(x.GetMembers()))
 			for _, m := range x.GetMembers() {
 				fmt.Fprintf(w, "  %s\n", m)
@@ -190,4 +252,13 @@ func showNamed[T namedMembers](a *app, what string, xs []T, name string) error {
 		})
 	}
 	return fmt.Errorf("%s %q: not found", what, name)
+}
+
+// anyList makes a list of values the []any an envelope takes as items.
+func anyList[T any](xs []T) []any {
+	out := make([]any, len(xs))
+	for i, x := range xs {
+		out[i] = x
+	}
+	return out
 }

@@ -13,7 +13,7 @@ import (
 
 func (a *app) reflectorCommand() *cobra.Command {
 	cmd := &cobra.Command{Use: "reflector", Short: "The fabric's reflectors side by side"}
-	cmd.AddCommand(&cobra.Command{Use: "list", Short: "List the reflectors with their revisions and generation clocks",
+	cmd.AddCommand(a.listVerb(&cobra.Command{Use: "list", Short: "List the reflectors with their revisions and generation clocks",
 		Long: "Lists the reflector you ask (\"this\") and each peer reflector it hears, side by side: this\n" +
 			"reflector's zoning revision, each one's generation clock (for a peer, the newest generation\n" +
 			"among the configuration parts it originates) and how far that is ahead of the asked\n" +
@@ -22,7 +22,7 @@ func (a *app) reflectorCommand() *cobra.Command {
 			"(\"refused-future\", with the parts held back), a peer that lacks this reflector's parts\n" +
 			"has not taken them (\"lacks N\"). Ask each reflector to see both sides; docs/operations.md,\n" +
 			"\"Recovery\", says how to recover.",
-		Args: cobra.NoArgs, RunE: a.run(a.reflectorList)})
+		Args: cobra.NoArgs}, []string{"zoning", "session", "conflict", "lossless", "fabric"}, a.reflectorList))
 	return group(cmd)
 }
 
@@ -36,8 +36,8 @@ func (a *app) reflectorList(ctx context.Context, c inofv1.FabricClient, _ []stri
 		return err
 	}
 	skew := time.Duration(resp.GetMaxSkewMs()) * time.Millisecond
-	if err := a.print(v, func(w io.Writer) {
-		row(w, "ROUTER-ID", "ADDRESS", "SESSION", "REVISION", "GENERATION-CLOCK", "AHEAD", "PARTS", "STATE")
+	if err := a.print("Reflectors", v, func(w io.Writer) {
+		a.header(w, "ROUTER-ID", "ADDRESS", "SESSION", "REVISION", "GENERATION-CLOCK", "AHEAD", "PARTS", "STATE")
 		for _, r := range resp.GetReflectors() {
 			id := dash(r.GetRouterId())
 			if r.GetSelf() {

@@ -19,6 +19,7 @@ import (
 
 	"github.com/openinof/inof/app/api"
 	"github.com/openinof/inof/app/api/apitest"
+	"github.com/openinof/inof/app/daemon"
 	"github.com/openinof/inof/app/reflector"
 	"github.com/openinof/inof/bgp"
 	"github.com/openinof/inof/cmd/inofctl/internal/cli"
@@ -198,13 +199,17 @@ func TestTwoReflectorsDay2(t *testing.T) {
 	// session list counts what r1 advertised to r2 (its configuration
 	// copies), as numbers.
 	eventually(t, "records advertised to r2", func() bool {
-		var ss []struct {
-			Peer       string
-			Advertised uint64
+		var list struct {
+			Kind  string
+			Items []struct {
+				Peer       string
+				Advertised uint64
+			}
 		}
-		if err := json.Unmarshal([]byte(r1.must(t, "session", "list", "-o", "json")), &ss); err != nil {
-			t.Fatal(err)
+		if err := json.Unmarshal([]byte(r1.must(t, "session", "list", "-o", "json")), &list); err != nil || list.Kind != "SessionList" {
+			t.Fatalf("session list -o json: kind %q, %v", list.Kind, err)
 		}
+		ss := list.Items
 		return len(ss) == 1 && ss[0].Peer == a2 && ss[0].Advertised > 0
 	})
 	r2.must(t, "zone", "add", "red", "10.0.0.9", "--yes")
@@ -227,12 +232,15 @@ func TestTwoReflectorsDay2(t *testing.T) {
 		j1 = journalJSON(t, r1)
 		return j1 == journalJSON(t, r2) && strings.Count(j1, `"action"`) == 3
 	})
-	var audit struct {
-		Entries []struct{ Action, Identity, Writer, Revision string }
+	var env struct {
+		Item struct {
+			Entries []struct{ Action, Identity, Writer, Revision string }
+		}
 	}
-	if err := json.Unmarshal([]byte(j1), &audit); err != nil {
+	if err := json.Unmarshal([]byte(j1), &env); err != nil {
 		t.Fatal(err)
 	}
+	audit := env.Item
 	want := []string{"apply tester " + a1, "commit tester " + a2, "rollback tester " + a1}
 	for i, e := range audit.Entries {
 		if got := e.Action + " " + e.Identity + " " + e.Writer; got != want[i] {
@@ -256,7 +264,7 @@ func TestTwoReflectorsDay2(t *testing.T) {
 	// backup and joins.
 	r1.stop()
 	dir3 := t.TempDir()
-	rep, err := reflector.Restore(reflector.Options{StateDir: dir3, RouterID: a3, HistorySize: 100},
+	rep, err := reflector.Restore(reflector.Options{Common: daemon.Common{StateDir: dir3}, RouterID: a3, HistorySize: 100},
 		reflector.RestoreOptions{Backup: backup, Identity: "user:tester", Via: "test"})
 	if err != nil {
 		t.Fatal(err)
@@ -425,11 +433,11 @@ func TestTwoReflectorsFutureBackup(t *testing.T) {
 	p1, p2 := freeTCPPort(t, a1), freeTCPPort(t, a2)
 	dir := t.TempDir()
 	ro := reflector.RestoreOptions{Backup: backup, Identity: "user:tester", Via: "test"}
-	if _, err := reflector.Restore(reflector.Options{StateDir: dir, RouterID: a1, HistorySize: 100}, ro); !errors.Is(err, zones.ErrFutureBackup) {
+	if _, err := reflector.Restore(reflector.Options{Common: daemon.Common{StateDir: dir}, RouterID: a1, HistorySize: 100}, ro); !errors.Is(err, zones.ErrFutureBackup) {
 		t.Fatalf("future backup without --accept-future-clock: %v", err)
 	}
 	ro.AcceptFutureClock = true
-	if _, err := reflector.Restore(reflector.Options{StateDir: dir, RouterID: a1, HistorySize: 100}, ro); err != nil {
+	if _, err := reflector.Restore(reflector.Options{Common: daemon.Common{StateDir: dir}, RouterID: a1, HistorySize: 100}, ro); err != nil {
 		t.Fatal(err)
 	}
 	peer := func(a string, p int) reflector.PeerOptions { return reflector.PeerOptions{Address: a, Port: p} }
@@ -515,7 +523,9 @@ type listedReflector struct {
 func listReflectors(t *testing.T, l *liveReflector) []listedReflector {
 	t.Helper()
 	var resp struct {
-		Reflectors []listedReflector `json:"reflectors"`
+		Item struct {
+			Reflectors []listedReflector `json:"reflectors"`
+		} `json:"item"`
 	}
 	out, code := l.ctl(t, "", "reflector", "list", "-o", "json")
 	if code != 0 {
@@ -525,7 +535,7 @@ func listReflectors(t *testing.T, l *liveReflector) []listedReflector {
 	if err := json.Unmarshal([]byte(js), &resp); err != nil {
 		t.Fatalf("inofctl reflector list -o json on %s: %v:\n%s", l.opts.RouterID, err, out)
 	}
-	return resp.Reflectors
+	return resp.Item.Reflectors
 }
 
 // gauge returns the value of the series name (a gauge or a counter) in

@@ -137,14 +137,15 @@ func (a *app) command() *cobra.Command {
 	f.String("server-name", "", "name expected in the server certificate")
 	f.String("cert-file", "", "TLS client certificate: who you are to the server (TCP only)")
 	f.String("key-file", "", "the client certificate's key")
-	f.StringP("output", "o", def.Output, "output format: table, json or yaml")
+	f.StringP("output", "o", def.Output, "output format: table, wide (more columns), json or yaml")
+	f.Bool("no-headers", false, "leave the heading row out of tables")
 	f.Duration("timeout", def.Timeout, "timeout of each call")
 	f.String("staging-file", def.StagingFile, "where --stage keeps zoning edits")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return err })
 	root.AddCommand(a.zoneCommand(), a.aliasCommand(), a.zoningCommand(), a.fabricCommand(),
 		a.deviceCommand(), a.sessionCommand(), a.bfdCommand(), a.eventsCommand(), a.losslessCommand(), a.tokenCommand(),
 		a.reflectorCommand(), a.versionCommand(), a.auditCommand(), a.backupCommand())
-	_ = root.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]string{"table", "json", "yaml"}, cobra.ShellCompDirectiveNoFileComp))
+	_ = root.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]string{"table", "wide", "json", "yaml"}, cobra.ShellCompDirectiveNoFileComp))
 	return root
 }
 

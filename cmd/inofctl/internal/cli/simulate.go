@@ -125,7 +125,7 @@ func (a *app) losslessSimulate(cmd *cobra.Command, f simulateFlags) error {
 	if err != nil {
 		return runError{err}
 	}
-	if err := a.print(newSimReport(res), func(w io.Writer) { io.WriteString(w, res.Table()) }); err != nil {
+	if err := a.print("Simulation", newSimReport(res), func(w io.Writer) { io.WriteString(w, res.Table()) }); err != nil {
 		return runError{err}
 	}
 	return nil

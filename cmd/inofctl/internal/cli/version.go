@@ -57,7 +57,7 @@ func (a *app) printVersions(client, server *inofv1.VersionResponse) error {
 			return err
 		}
 	}
-	return a.print(out, func(w io.Writer) {
+	return a.print("Version", out, func(w io.Writer) {
 		fmt.Fprintf(w, "client: %s\n", versionLine(client))
 		if server != nil {
 			fmt.Fprintf(w, "server: %s, role %s, started %s\n", versionLine(server), server.GetRole(), since(server.GetStarted()))

@@ -54,7 +54,8 @@ func (a *app) zoneCommand() *cobra.Command {
 		Long: "MEMBER as written in zones (10.0.0.5, a range, a prefix, an NQN, alias:NAME). An address\n" +
 			"also finds the ranges and prefixes that cover it, and members that come through an alias.",
 		Args: cobra.ExactArgs(1), ValidArgsFunction: a.completeMembers, RunE: a.run(a.zoneWhere)}
-	cmd.AddCommand(create, &cobra.Command{Use: "list", Short: "List the zones (long member lists cut; zone show has them all)", Args: cobra.NoArgs, RunE: a.run(a.zoneList)}, where)
+	cmd.AddCommand(create, a.listVerb(&cobra.Command{Use: "list", Short: "List the zones (long member lists cut; -o wide or zone show has them all)", Args: cobra.NoArgs},
+		[]string{"zoning"}, a.zoneList), where)
 	cmd.AddCommand(existing...)
 	return group(cmd)
 }
@@ -64,7 +65,7 @@ func (a *app) zoneList(ctx context.Context, c inofv1.FabricClient, _ []string) e
 	if err != nil {
 		return err
 	}
-	return listNamed(a, z.GetRevision(), "zones", "ZONE", z.GetZones())
+	return listNamed(a, z.GetRevision(), "Zone", "ZONE", z.GetZones())
 }
 
 func (a *app) zoneWhere(ctx context.Context, c inofv1.FabricClient, args []string) error {
@@ -76,12 +77,12 @@ func (a *app) zoneWhere(ctx context.Context, c inofv1.FabricClient, args []strin
 	if err != nil {
 		return err
 	}
-	return a.print(list, func(w io.Writer) {
+	return a.print("MemberUseList", list, func(w io.Writer) {
 		if len(resp.GetUses()) == 0 {
 			fmt.Fprintf(w, "%s is in no zone and no alias\n", args[0])
 			return
 		}
-		row(w, "ZONE", "ALIAS", "MEMBER")
+		a.header(w, "ZONE", "ALIAS", "MEMBER")
 		for _, u := range resp.GetUses() {
 			row(w, u.GetZone(), u.GetAlias(), u.GetMember())
 		}
@@ -93,7 +94,7 @@ func (a *app) zoneShow(ctx context.Context, c inofv1.FabricClient, args []string
 	if err != nil {
 		return err
 	}
-	return showNamed(a, "zone", z.GetZones(), args[0])
+	return showNamed(a, "zone", "Zone", z.GetRevision(), z.GetZones(), args[0])
 }
 
 // completeZones completes the first argument with the zone names, the

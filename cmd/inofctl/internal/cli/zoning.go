@@ -118,7 +118,7 @@ func (a *app) zoningDiff(ctx context.Context, c inofv1.FabricClient, _ []string)
 	if err != nil {
 		return err
 	}
-	return a.print(v, func(w io.Writer) {
+	return a.printRev("ZoningChange", dry.GetRevision(), v, func(w io.Writer) {
 		fmt.Fprintf(w, "%d staged edit(s) against revision %s:\n", len(es), st.Revision)
 		printEdits(w, es)
 		printChanges(w, dry.GetChanges())
@@ -134,7 +134,7 @@ func (a *app) zoningShow(ctx context.Context, c inofv1.FabricClient, rev string)
 	if err != nil {
 		return err
 	}
-	return a.print(v, func(w io.Writer) {
+	return a.printRev("Zoning", z.GetRevision(), v, func(w io.Writer) {
 		fmt.Fprintf(w, "revision %s, default-zone %s, hard-zoning %s\n", z.GetRevision(),
 			onOff(z.GetSettings().GetDefaultZoneEnabled()), onOff(z.GetSettings().GetHardZoning()))
 		for _, x := range z.GetZones() {

@@ -73,13 +73,55 @@ walkthrough").
 | ` + "`configupload`" + ` | ` + "`zoning export`" + `, ` + "`backup`" + ` |
 | ` + "`default-zone enable`" + ` | ` + "`fabric set default-zone on`" + ` |
 
-Output: ` + "`-o table`" + ` (default), ` + "`-o json`" + ` or ` + "`-o yaml`" + ` (field names as in the proto file; ` + "`events`" + `
-prints one JSON object per line). Exit codes: 0 success, 1 the command failed (including a server
-error, printed with its gRPC code), 2 usage or configuration error, 3 conflicts found
-(` + "`audit --conflicts`" + `). JSON and YAML print numbers as numbers and enums as the tables spell them
-(` + "`host`" + `, not ` + "`ROLE_HOST`" + `). Shell completion (` + "`inofctl completion bash|zsh|fish|powershell`" + `)
-completes zone and alias names, members (aliases, registered addresses and NQNs), revisions and
-` + "`-o`" + ` values.
+## Day two: one object, filters, watch
+
+` + "`" + `device show ADDRESS` + "`" + ` tells everything the server knows about one device: role, protocol, NQN,
+status and since when, the switch and port that report it (every switch, when more than one
+does: a device that moved, a NIC on a shared segment), its zones, the targets a host sees or the
+hosts told about a target (with why), and the events kept about it. ` + "`" + `session show PEER` + "`" + ` is
+` + "`" + `show bgp neighbor` + "`" + `: state and uptime, router-id, source address, configured timers, End-of-RIB,
+records received and advertised, the BFD session, the last time it went down. ` + "`" + `device list` + "`" + ` has a
+PORT column, the switch interface the device is on (the NVMe-oF service port, which PORT showed
+before, is SERVICE in ` + "`" + `-o wide` + "`" + `); ` + "`" + `-o wide` + "`" + ` adds columns (and lists zone and alias members
+uncut), ` + "`" + `--no-headers` + "`" + ` leaves the heading row out. The list verbs (` + "`" + `device` + "`" + `, ` + "`" + `session` + "`" + `, ` + "`" + `bfd` + "`" + `,
+` + "`" + `zone` + "`" + `, ` + "`" + `alias` + "`" + `, ` + "`" + `reflector list` + "`" + `) take ` + "`" + `--watch` + "`" + ` (` + "`" + `-w` + "`" + `): the list is printed again whenever it
+changes, noticed from the event stream and by asking again every ` + "`" + `--watch-interval` + "`" + ` (5s).
+` + "`" + `events` + "`" + ` keeps only some events with ` + "`" + `--kind` + "`" + ` (repeatable), ` + "`" + `--subject` + "`" + ` and ` + "`" + `--since` + "`" + ` (RFC 3339
+or a duration: ` + "`" + `10m` + "`" + `).
+
+## Output
+
+` + "`" + `-o table` + "`" + ` (default), ` + "`" + `-o wide` + "`" + `, ` + "`" + `-o json` + "`" + ` or ` + "`" + `-o yaml` + "`" + `. Times in tables are RFC 3339 in UTC
+with milliseconds (` + "`" + `2026-11-30T12:00:00.123Z` + "`" + `). An event line is: sequence number, time, kind,
+subject, message, then in brackets only the attributes the message does not already say.
+
+JSON and YAML answers are one envelope, versioned by ` + "`" + `apiVersion` + "`" + ` (` + "`" + `inofctl/v1` + "`" + `; a change of
+this shape changes the version):
+
+` + "`" + `` + "`" + `` + "`" + `
+{"apiVersion": "inofctl/v1", "kind": "DeviceList", "items": [ ... ]}
+{"apiVersion": "inofctl/v1", "kind": "Zone", "revision": "8a98727d11013d48", "item": { ... }}
+` + "`" + `` + "`" + `` + "`" + `
+
+A list kind (` + "`" + `DeviceList` + "`" + `, ` + "`" + `SessionList` + "`" + `, ` + "`" + `BFDSessionList` + "`" + `, ` + "`" + `ZoneList` + "`" + `, ` + "`" + `AliasList` + "`" + `,
+` + "`" + `VisibilityList` + "`" + `, ` + "`" + `MemberUseList` + "`" + `, ` + "`" + `ConflictList` + "`" + `, ` + "`" + `ProblemList` + "`" + `, ` + "`" + `PlatformList` + "`" + `,
+` + "`" + `JournalEntryList` + "`" + `) carries its entries in ` + "`" + `items` + "`" + ` (` + "`" + `[]` + "`" + ` when there are none); any other kind
+(` + "`" + `Device` + "`" + `, ` + "`" + `Session` + "`" + `, ` + "`" + `Why` + "`" + `, ` + "`" + `Zone` + "`" + `, ` + "`" + `Alias` + "`" + `, ` + "`" + `Zoning` + "`" + `, ` + "`" + `ZoningChange` + "`" + `, ` + "`" + `ZoningDiff` + "`" + `, ` + "`" + `Fabric` + "`" + `,
+` + "`" + `Journal` + "`" + `, ` + "`" + `Reflectors` + "`" + `, ` + "`" + `LosslessProfile` + "`" + `, ` + "`" + `LosslessCheck` + "`" + `, ` + "`" + `Simulation` + "`" + `, ` + "`" + `Version` + "`" + `) its
+object in ` + "`" + `item` + "`" + `. ` + "`" + `revision` + "`" + ` is the zoning revision the answer reflects, where there is one.
+` + "`" + `events -o json` + "`" + ` prints one envelope of kind ` + "`" + `Event` + "`" + ` per line (` + "`" + `-o yaml` + "`" + `: one document per
+event). Inside the envelope, field names are those of the proto file, numbers are numbers and
+enums are spelled as the tables spell them (` + "`" + `host` + "`" + `, not ` + "`" + `ROLE_HOST` + "`" + `). Files meant to be edited
+and fed back (` + "`" + `zoning export` + "`" + `, ` + "`" + `lossless show` + "`" + ` as YAML) stay plain files.
+
+**Breaking change** (envelope ` + "`" + `inofctl/v1` + "`" + `): before it, ` + "`" + `device list` + "`" + `, ` + "`" + `session list` + "`" + ` and the
+other lists printed a bare array, ` + "`" + `zone list` + "`" + ` an object ` + "`" + `{"revision", "zones"}` + "`" + ` and the single
+objects their fields at the top. Scripts read ` + "`" + `.items` + "`" + ` (jq: ` + "`" + `.items[]` + "`" + `) or ` + "`" + `.item` + "`" + ` now.
+
+Exit codes: 0 success, 1 the command failed (including a server error, printed with its gRPC
+code), 2 usage or configuration error, 3 conflicts found (` + "`" + `audit --conflicts` + "`" + `). Shell completion
+(` + "`" + `inofctl completion bash|zsh|fish|powershell` + "`" + `) completes zone and alias names, members
+(aliases, registered addresses and NQNs), revisions, event kinds and ` + "`" + `-o` + "`" + ` values.
 
 # Commands
 `

@@ -129,6 +129,9 @@ type CutReport struct {
 	// NotLiveMS is the time from the cut until the cut path's controller
 	// was seen leave live (0: it never did within -hold).
 	NotLiveMS float64 `json:"not_live_ms"`
+	// GoneMS is the time from the cut until the cut path's controller was
+	// removed (0: not within the window).
+	GoneMS float64 `json:"gone_ms,omitempty"`
 	// BackMS is the time from the link's restore until the path's
 	// controller was seen live again (0: not within -back).
 	BackMS float64 `json:"back_ms"`
@@ -141,6 +144,21 @@ type CutReport struct {
 	// but the last acknowledged write.
 	Verified   int `json:"verified,omitempty"`
 	Mismatches int `json:"mismatches,omitempty"`
+	// StallEndMS is the time from the cut until the longest gap ended.
+	StallEndMS float64 `json:"stall_end_ms,omitempty"`
+	// NotifiedMS is the time from the cut until the host was told: the
+	// earliest that the daemons' logs place it (a reflector's BFD down, a
+	// switch's inactive notify, the host agent's receipt; to the logs'
+	// millisecond; 0: the runner was not asked, -notify, or found none).
+	NotifiedMS float64 `json:"notified_ms,omitempty"`
+	// FromNotifyMS is the longest gap between completed I/Os counted from
+	// then on (a gap that began before counts from then): the stall the
+	// agents and the kernel own, the detection (BFD, TTL) excluded.
+	FromNotifyMS float64 `json:"from_notify_ms,omitempty"`
+	// RejoinMS is the time from the restore until the runner's -rejoin
+	// log line appeared (the restarted switch is back in the fabric; 0:
+	// not asked or not within -back).
+	RejoinMS float64 `json:"rejoin_ms,omitempty"`
 	// Problem says what went wrong (a wait that ran out, a command that
 	// failed); empty when the cut went as planned.
 	Problem string `json:"problem,omitempty"`

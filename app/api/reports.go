@@ -1,0 +1,191 @@
+package api
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"slices"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	inofv1 "github.com/openinof/inof/app/api/v1"
+	"github.com/openinof/inof/inof"
+)
+
+// reports returns every switch's report of every device: the backend's
+// when it is a ReportsBackend, else the shown ones without their port.
+func (s *server) reports(ctx context.Context) ([]Report, error) {
+	if rb, ok := s.b.(ReportsBackend); ok {
+		rs, err := rb.Reports(ctx)
+		if err != nil {
+			return nil, statusOf(fmt.Errorf("devices: %w", err))
+		}
+		return rs, nil
+	}
+	devs, err := s.b.Devices(ctx)
+	if err != nil {
+		return nil, statusOf(fmt.Errorf("devices: %w", err))
+	}
+	out := make([]Report, len(devs))
+	for i, d := range devs {
+		out[i] = Report{Report: d}
+	}
+	return out, nil
+}
+
+// accessPorts maps each device a ReportsBackend reports to its switch
+// port; nil for another backend.
+func (s *server) accessPorts(ctx context.Context) (map[reportID]string, error) {
+	if _, ok := s.b.(ReportsBackend); !ok {
+		return nil, nil
+	}
+	rs, err := s.reports(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[reportID]string, len(rs))
+	for _, r := range rs {
+		out[reportID{r.Switch, r.Addr}] = r.AccessPort
+	}
+	return out, nil
+}
+
+// reportID names one switch's report of one address.
+type reportID struct {
+	sw   inof.RouterID
+	addr netip.Addr
+}
+
+// GetDevice tells everything the server knows about one address.
+func (s *server) GetDevice(ctx context.Context, req *inofv1.GetDeviceRequest) (*inofv1.DeviceDetail, error) {
+	addr, err := parseAddr("address", req.GetAddress())
+	if err != nil {
+		return nil, err
+	}
+	list, err := s.ListDevices(ctx, &inofv1.ListDevicesRequest{Address: addr.String()})
+	if err != nil {
+		return nil, err
+	}
+	if len(list.GetDevices()) == 0 {
+		return nil, status.Errorf(codes.NotFound, "device %s is not registered", addr)
+	}
+	shown := list.GetDevices()[0]
+	out := &inofv1.DeviceDetail{Device: shown}
+	rs, err := s.reports(ctx)
+	if err != nil {
+		return nil, err
+	}
+	held, err := s.held(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for _, r := range rs {
+		if r.Addr != addr {
+			continue
+		}
+		p := &inofv1.DeviceReport{Switch: r.Switch.String(), AccessPort: r.AccessPort, Active: r.Active(),
+			Shown: r.Switch.String() == shown.GetSwitch()}
+		if !r.Active() {
+			p.Reason = r.Reason.String()
+		}
+		if !r.Changed.IsZero() {
+			p.Since = timestamppb.New(r.Changed)
+		}
+		if !r.FirstSeen.IsZero() {
+			p.FirstSeen = timestamppb.New(r.FirstSeen)
+		}
+		if until, ok := held[r.Switch]; ok {
+			p.HeldUntil = timestamppb.New(until)
+		}
+		out.Reports = append(out.Reports, p)
+	}
+	slices.SortStableFunc(out.Reports, func(a, b *inofv1.DeviceReport) int {
+		switch {
+		case a.GetShown() != b.GetShown() && a.GetShown():
+			return -1
+		case a.GetShown() != b.GetShown():
+			return 1
+		}
+		sa, _ := inof.ParseRouterID(a.GetSwitch())
+		sb, _ := inof.ParseRouterID(b.GetSwitch())
+		return int(sa) - int(sb)
+	})
+	var vis *inofv1.VisibilityResponse
+	if inof.Role(shown.GetRole()).IsHost() {
+		vis, err = s.Visibility(ctx, &inofv1.VisibilityRequest{Host: addr.String()})
+	} else {
+		vis, err = s.WhoSees(ctx, &inofv1.WhoSeesRequest{Target: addr.String()})
+	}
+	if err != nil {
+		return nil, err
+	}
+	out.Visibility = vis.GetTargets()
+	out.Events = s.keptEvents(func(e Event) bool { return e.Subject == addr.String() })
+	return out, nil
+}
+
+// GetSession tells everything the server knows about one BGP session.
+func (s *server) GetSession(ctx context.Context, req *inofv1.GetSessionRequest) (*inofv1.SessionDetail, error) {
+	peer, err := parseAddr("peer", req.GetPeer())
+	if err != nil {
+		return nil, err
+	}
+	ss, err := s.ListSessions(ctx, &inofv1.ListSessionsRequest{})
+	if err != nil {
+		return nil, err
+	}
+	out := &inofv1.SessionDetail{}
+	for _, x := range ss.GetSessions() {
+		if a, err := netip.ParseAddr(x.GetPeer()); err == nil && a == peer {
+			out.Session = x
+		}
+	}
+	if out.Session == nil {
+		return nil, status.Errorf(codes.NotFound, "no BGP session with %s", peer)
+	}
+	bs, err := s.ListBFDSessions(ctx, &inofv1.ListBFDSessionsRequest{})
+	if err != nil {
+		return nil, err
+	}
+	for _, x := range bs.GetSessions() {
+		if a, err := netip.ParseAddr(x.GetPeer()); err == nil && a == peer {
+			out.Bfd = x
+		}
+	}
+	out.Events = s.keptEvents(func(e Event) bool { return e.Kind == "session" && e.Subject == peer.String() })
+	return out, nil
+}
+
+// held returns the HoldBackend's holds (nil for another backend).
+func (s *server) held(ctx context.Context) (map[inof.RouterID]time.Time, error) {
+	hb, ok := s.b.(HoldBackend)
+	if !ok {
+		return nil, nil
+	}
+	h, err := hb.Held(ctx)
+	if err != nil {
+		return nil, statusOf(fmt.Errorf("devices: %w", err))
+	}
+	return h, nil
+}
+
+// keptEvents returns the kept events that pass keep, oldest first.
+func (s *server) keptEvents(keep func(Event) bool) []*inofv1.Event {
+	f := s.events
+	var out []*inofv1.Event
+	for after := uint64(0); ; {
+		evs, _, _ := f.read(after, watchBatch)
+		for _, e := range evs {
+			if keep(e) {
+				out = append(out, eventProto(f.Epoch(), e))
+			}
+			after = e.Seq
+		}
+		if len(evs) < watchBatch {
+			return out
+		}
+	}
+}
