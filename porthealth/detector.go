@@ -241,13 +241,13 @@ func (d *Detector) Observe(now time.Time, s Sample) []Event {
 	}
 	var out []Event
 	if s.PauseValid&d.watch != 0 || s.HasWatchdog {
-		bad, clean, onset, detail := d.storm(ps, now, s)
+		bad, clean, onset, detail := d.storm(ps, now, s, !ps.health[PFCStorm].sick)
 		if ev, ok := d.step(&ps.health[PFCStorm], s.Port, PFCStorm, now, bad, clean, onset, detail, d.th.StormRecovery); ok {
 			out = append(out, ev)
 		}
 	}
 	if s.HasErrors {
-		bad, onset, detail := d.errors(ps, now, s.Errors)
+		bad, onset, detail := d.errors(ps, now, s.Errors, !ps.health[PacketErrors].sick)
 		if ev, ok := d.step(&ps.health[PacketErrors], s.Port, PacketErrors, now, bad, !bad, onset, detail, d.th.ErrorRecovery); ok {
 			out = append(out, ev)
 		}
@@ -257,8 +257,8 @@ func (d *Detector) Observe(now time.Time, s Sample) []Event {
 
 // storm updates the pause runs and reports whether the port is in a storm
 // now (bad), whether it is clean (no pause at all, no watchdog storm), when
-// the storm began and what was seen.
-func (d *Detector) storm(ps *portState, now time.Time, s Sample) (bad, clean bool, onset time.Time, detail string) {
+// the storm began and, if describe, what was seen.
+func (d *Detector) storm(ps *portState, now time.Time, s Sample, describe bool) (bad, clean bool, onset time.Time, detail string) {
 	st := &ps.storm
 	clean = !s.Stormed
 	for p := range uint8(NumPriorities) {
@@ -279,7 +279,9 @@ func (d *Detector) storm(ps *portState, now time.Time, s Sample) (bad, clean boo
 		}
 		if run := now.Sub(st.rising[p]); run >= d.th.StormDetection && !bad {
 			bad, onset = true, st.rising[p]
-			detail = fmt.Sprintf("priority %d paused at every poll for %v", p, run)
+			if describe {
+				detail = fmt.Sprintf("priority %d paused at every poll for %v", p, run)
+			}
 		}
 	}
 	if s.Stormed && !bad {
@@ -289,8 +291,8 @@ func (d *Detector) storm(ps *portState, now time.Time, s Sample) (bad, clean boo
 }
 
 // errors records the error counter and reports whether the count within the
-// window exceeds the limit.
-func (d *Detector) errors(ps *portState, now time.Time, v uint64) (bad bool, onset time.Time, detail string) {
+// window exceeds the limit (and, if describe, what was seen).
+func (d *Detector) errors(ps *portState, now time.Time, v uint64, describe bool) (bad bool, onset time.Time, detail string) {
 	es := &ps.errs
 	if n := len(es.points); n > 0 && v < es.points[n-1].v {
 		es.points = es.points[:0] // counters cleared
@@ -314,6 +316,9 @@ func (d *Detector) errors(ps *portState, now time.Time, v uint64) (bad bool, ons
 			break
 		}
 		onset = p.at
+	}
+	if !describe {
+		return true, onset, ""
 	}
 	return true, onset, fmt.Sprintf("%d receive errors within %v (limit %d)", count, now.Sub(base.at), d.th.ErrorLimit)
 }
