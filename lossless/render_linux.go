@@ -46,7 +46,10 @@ type LinuxStep struct {
 func (s LinuxStep) String() string {
 	switch {
 	case s.SysfsPath != "":
-		return fmt.Sprintf("echo %d > %s", s.Value, s.SysfsPath)
+		// Optional: a firmware or kernel without this knob must not stop a
+		// set -e script before the RDMA-CM defaults (the RoCE ToS) below.
+		return fmt.Sprintf(`echo %d > %s || echo "inof: %s: optional DCQCN step failed (the NIC keeps its value)" >&2`,
+			s.Value, s.SysfsPath, s.SysfsPath)
 	case s.RDMAAttr != "":
 		return fmt.Sprintf("echo %q > %s/<RDMA device of %s>/ports/<port>/%s", s.RDMAValue, RDMACMRoot, s.Dev, s.RDMAAttr)
 	case s.RoCEMTU != 0:
