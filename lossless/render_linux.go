@@ -194,7 +194,11 @@ func renderLinux(in renderInput) (Rendering, error) {
 	t.line("")
 	t.comments("# Not set on hosts: ", ns)
 	t.line("exit $inof_rc")
-	return Rendering{Text: t.bytes(), Notes: ns, Effective: linuxEffective(p)}, nil
+	read, err := readLinux(t.bytes(), p)
+	if err != nil {
+		return Rendering{}, err
+	}
+	return Rendering{Text: t.bytes(), Notes: ns, Effective: read}, nil
 }
 
 // LinuxScriptBlock is one device's steps as shell lines (after
@@ -240,20 +244,4 @@ func LinuxScriptBlock(dev string, steps []LinuxStep) string {
 		t.line("fi")
 	}
 	return t.b.String()
-}
-
-// linuxEffective is what the steps make an mlx5 host do.
-func linuxEffective(p Profile) Effective {
-	e := Effective{LosslessPriorities: p.LosslessPriorities, Classify: p.RoCE.Trust}
-	if p.RoCE.Trust == "dscp" {
-		full := dscpPriorities(p.hostDSCPMap())
-		for _, prio := range full {
-			e.ToTC = append(e.ToTC, p.PriorityToTC[prio])
-		}
-	} else {
-		e.ToTC = append(e.ToTC, p.PriorityToTC...)
-	}
-	e.ETS = p.profileETS() // tc-bw is the profile's weights
-	e.CNP = p.cnpPlace(e.ToTC, e.ETS, e.LosslessPriorities)
-	return e
 }
