@@ -53,6 +53,9 @@ type Local struct {
 	// taken over yet (no LLDPDU since the restart); stale entries are
 	// skipped (localDev.restored no longer matches).
 	restoredDue deadlines
+	// sick are the access ports in poor health (a PFC storm, receive
+	// errors), with the reason a device on them is published inactive.
+	sick map[string]inof.Reason
 }
 
 // RestoredTTL is how long a registration restored from the state file
@@ -98,7 +101,7 @@ func NewLocal(holdDown time.Duration) *Local {
 	if holdDown <= 0 {
 		holdDown = DefaultHoldDown
 	}
-	return &Local{holdDown: holdDown, devs: map[netip.Addr]*localDev{}}
+	return &Local{holdDown: holdDown, devs: map[netip.Addr]*localDev{}, sick: map[string]inof.Reason{}}
 }
 
 // Register records that dev is registered on port (a new registration or a
@@ -144,16 +147,49 @@ func (l *Local) PortDown(port string, now time.Time) []Action {
 	return out
 }
 
+// PortHealth records that port turned sick (reason inof.ReasonPFCStorm or
+// inof.ReasonPacketErr) or healthy again (inof.ReasonNone) and returns
+// what to publish: a device registered only on sick ports is published
+// inactive with the reason while its registration stays (no hold-down),
+// and active again when one of its ports is healthy.
+func (l *Local) PortHealth(port string, reason inof.Reason, now time.Time) []Action {
+	if l.sick[port] == reason {
+		return nil
+	}
+	if reason == inof.ReasonNone {
+		delete(l.sick, port)
+	} else {
+		l.sick[port] = reason
+	}
+	var out []Action
+	for _, d := range l.devs {
+		if _, ok := d.ports[port]; ok {
+			out = append(out, l.republish(d, inof.ReasonNone, now)...)
+		}
+	}
+	sortActions(out)
+	return out
+}
+
 // republish computes the record d should have now and returns an action if
 // it differs from the published one.
 func (l *Local) republish(d *localDev, reason inof.Reason, now time.Time) []Action {
 	var want LocalRecord
 	if len(d.ports) > 0 {
-		want = d.current()
+		var sick inof.Reason
+		want, sick = d.current(l.sick)
 		d.withdraw = time.Time{}
-		if d.published.State == inof.StateActive {
+		switch {
+		case sick != inof.ReasonNone:
+			want.State, want.Reason = inof.StateInactive, sick
+			if d.published.State == inof.StateInactive && d.published.Reason == sick && d.published.Device == want.Device {
+				want.Changed = d.published.Changed
+			} else {
+				want.Changed = now
+			}
+		case d.published.State == inof.StateActive:
 			want.Changed = d.published.Changed
-		} else {
+		default:
 			want.Changed = now
 		}
 	} else {
@@ -171,17 +207,23 @@ func (l *Local) republish(d *localDev, reason inof.Reason, now time.Time) []Acti
 	return []Action{{Record: want}}
 }
 
-// current is the registration to publish among d's ports: the oldest, then
-// the lowest port name, so the choice is stable.
-func (d *localDev) current() LocalRecord {
+// current is the registration to publish among d's ports: the oldest on a
+// healthy port, then the lowest port name, so the choice is stable. When
+// every port is sick it is the oldest of all, with its port's reason.
+func (d *localDev) current(sick map[string]inof.Reason) (LocalRecord, inof.Reason) {
 	var best LocalRecord
+	var bestSick inof.Reason
 	first := true
 	for _, r := range d.ports {
-		if first || r.Since.Before(best.Since) || (r.Since.Equal(best.Since) && r.Port < best.Port) {
-			best, first = r, false
+		s := sick[r.Port]
+		better := first || (s == inof.ReasonNone) != (bestSick == inof.ReasonNone) && s == inof.ReasonNone ||
+			(s == inof.ReasonNone) == (bestSick == inof.ReasonNone) &&
+				(r.Since.Before(best.Since) || (r.Since.Equal(best.Since) && r.Port < best.Port))
+		if better {
+			best, bestSick, first = r, s, false
 		}
 	}
-	return best
+	return best, bestSick
 }
 
 // leave starts d's hold-down at now.
