@@ -9,7 +9,6 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -29,8 +28,8 @@ func startRedis(tb testing.TB) string {
 	sock := filepath.Join(dir, "redis.sock")
 	cmd := exec.Command(bin, "--port", "0", "--unixsocket", sock, "--unixsocketperm", "700",
 		"--save", "", "--appendonly", "no", "--dir", dir, "--databases", "16")
-	cmd.Stdout, cmd.Stderr = nil, nil
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	// No Pdeathsig: it follows the OS thread that started the child, and
+	// a thread locked into a namespace (netns.Do) exits with its goroutine.
 	if err := cmd.Start(); err != nil {
 		tb.Fatalf("start redis-server: %v", err)
 	}
