@@ -3,49 +3,13 @@
 package fabric
 
 import (
-	"context"
-	"fmt"
-	"os/exec"
-	"path/filepath"
 	"regexp"
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/openinof/inof/inof"
-	"github.com/openinof/inof/internal/netns"
-	"github.com/openinof/inof/porthealth/sonic"
+	"github.com/openinof/inof/integration/topo"
 )
-
-// startCountersDB runs Debian's redis-server on a unix socket (a path: the
-// switch daemons in their network namespaces reach it) and returns the
-// socket and a client on COUNTERS_DB.
-func startCountersDB(t *testing.T) (string, *redis.Client) {
-	t.Helper()
-	bin := netns.RequireTool(t, "redis-server")
-	dir := t.TempDir()
-	sock := filepath.Join(dir, "redis.sock")
-	cmd := exec.Command(bin, "--port", "0", "--unixsocket", sock, "--unixsocketperm", "777", "--save", "", "--appendonly", "no", "--dir", dir)
-	// No Pdeathsig: it follows the OS thread that started the child, and
-	// a thread locked into a namespace (netns.Do) exits with its goroutine.
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	c := redis.NewClient(&redis.Options{Network: "unix", Addr: sock, DB: sonic.CountersDB, MaxRetries: -1})
-	t.Cleanup(func() { c.Close() })
-	for i := 0; ; i++ {
-		err := c.Ping(context.Background()).Err()
-		if err == nil {
-			return sock, c
-		}
-		if i == 3000 {
-			t.Fatalf("redis-server did not answer: %v", err)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
 
 // TestPrivPortHealthReasons2And3: leaf1 reads its port counters from a
 // SONiC COUNTERS_DB (a real redis-server the test writes as syncd would).
@@ -54,11 +18,11 @@ func startCountersDB(t *testing.T) (string, *redis.Client) {
 // hear about the leaf1 path only (inactive, reason 2 then 3), keep the
 // leaf2 path, and hear the leaf1 path active again after recovery.
 func TestPrivPortHealthReasons2And3(t *testing.T) {
-	sock, db := startCountersDB(t)
+	db := topo.StartCountersDB(t)
 	spec := fabricSpec(true)
 	spec.SwitchConfig = func(name string, cfg map[string]any) {
 		if name == "leaf1" {
-			cfg["port_health"] = map[string]any{"source": "sonic", "redis": sock, "error_recovery": "1s"}
+			cfg["port_health"] = map[string]any{"source": "sonic", "redis": db.Sock, "error_recovery": "1s"}
 		}
 	}
 	f := upWithTarget(t, spec, "h1", "h2")
@@ -67,21 +31,7 @@ func TestPrivPortHealthReasons2And3(t *testing.T) {
 	if lost.Switch != leaf1 {
 		t.Fatalf("the target's first NIC is on %s", lost.Switch.Name)
 	}
-	ctx := context.Background()
-	// Every access port of leaf1 in the name maps, counters at zero, the
-	// watchdog watching queue 3.
-	oid := func(kind, i int) string { return fmt.Sprintf("oid:0x%x%013x", kind, i+1) }
-	var portOID, queueOID string
-	for i, l := range leaf1.Links {
-		p, q := oid(0x10, i), oid(0x15, i)
-		db.HSet(ctx, sonic.PortNameMap, l.Port, p)
-		db.HSet(ctx, sonic.CountersKey+p, sonic.PFCRxField(3), "0", sonic.InErrors, "0")
-		db.HSet(ctx, sonic.QueueNameMap, l.Port+":3", q)
-		db.HSet(ctx, sonic.CountersKey+q, sonic.WatchdogStat, "operational")
-		if l == lost {
-			portOID, queueOID = p, q
-		}
-	}
+	db.AddSwitch(leaf1)
 	var lat []time.Duration
 	episode := func(reason inof.Reason, begin, end func()) {
 		t.Helper()
@@ -118,10 +68,10 @@ func TestPrivPortHealthReasons2And3(t *testing.T) {
 		}
 	}
 	episode(inof.ReasonPFCStorm,
-		func() { db.HSet(ctx, sonic.CountersKey+queueOID, sonic.WatchdogStat, sonic.Stormed) },
-		func() { db.HSet(ctx, sonic.CountersKey+queueOID, sonic.WatchdogStat, "operational") })
+		func() { db.SetStormed(lost.Port, true) },
+		func() { db.SetStormed(lost.Port, false) })
 	episode(inof.ReasonPacketErr,
-		func() { db.HIncrBy(ctx, sonic.CountersKey+portOID, sonic.InErrors, 100) },
+		func() { db.AddErrors(lost.Port, 100) },
 		func() {})
 	report.Record(t, "port-health (condition in COUNTERS_DB → switch sends, reasons 2 and 3)", lat)
 	if v, err := leaf1.Metric("inof_switch_port_health_events_total", "condition", "pfc-storm", "port", lost.Port, "state", "sick"); err != nil || v != 1 {
