@@ -56,7 +56,7 @@ func bgpLayer(p string) int {
 // inof (the vocabulary, in a folder of its own), and inside bgp:
 // bgp/record ← bgp ← bgp/table.
 func TestDependencyDirection(t *testing.T) {
-	blocks := []string{"bgp", "zones", "l2proto"} // bgp/bfd counts as bgp
+	blocks := []string{"bgp", "zones", "l2proto", "porthealth"} // bgp/bfd counts as bgp
 	libraries := []string{"lossless", "discovery"}
 	blockOf := func(p string) string {
 		for _, b := range blocks {

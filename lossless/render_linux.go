@@ -46,7 +46,10 @@ type LinuxStep struct {
 func (s LinuxStep) String() string {
 	switch {
 	case s.SysfsPath != "":
-		return fmt.Sprintf("echo %d > %s", s.Value, s.SysfsPath)
+		// Optional: a firmware or kernel without this knob must not stop a
+		// set -e script before the RDMA-CM defaults (the RoCE ToS) below.
+		return fmt.Sprintf(`echo %d > %s || echo "inof: %s: optional DCQCN step failed (the NIC keeps its value)" >&2`,
+			s.Value, s.SysfsPath, s.SysfsPath)
 	case s.RDMAAttr != "":
 		return fmt.Sprintf("echo %q > %s/<RDMA device of %s>/ports/<port>/%s", s.RDMAValue, RDMACMRoot, s.Dev, s.RDMAAttr)
 	case s.RoCEMTU != 0:
@@ -191,7 +194,11 @@ func renderLinux(in renderInput) (Rendering, error) {
 	t.line("")
 	t.comments("# Not set on hosts: ", ns)
 	t.line("exit $inof_rc")
-	return Rendering{Text: t.bytes(), Notes: ns, Effective: linuxEffective(p)}, nil
+	read, err := readLinux(t.bytes(), p)
+	if err != nil {
+		return Rendering{}, err
+	}
+	return Rendering{Text: t.bytes(), Notes: ns, Effective: read}, nil
 }
 
 // LinuxScriptBlock is one device's steps as shell lines (after
@@ -237,20 +244,4 @@ func LinuxScriptBlock(dev string, steps []LinuxStep) string {
 		t.line("fi")
 	}
 	return t.b.String()
-}
-
-// linuxEffective is what the steps make an mlx5 host do.
-func linuxEffective(p Profile) Effective {
-	e := Effective{LosslessPriorities: p.LosslessPriorities, Classify: p.RoCE.Trust}
-	if p.RoCE.Trust == "dscp" {
-		full := dscpPriorities(p.hostDSCPMap())
-		for _, prio := range full {
-			e.ToTC = append(e.ToTC, p.PriorityToTC[prio])
-		}
-	} else {
-		e.ToTC = append(e.ToTC, p.PriorityToTC...)
-	}
-	e.ETS = p.profileETS() // tc-bw is the profile's weights
-	e.CNP = p.cnpPlace(e.ToTC, e.ETS, e.LosslessPriorities)
-	return e
 }

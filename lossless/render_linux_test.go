@@ -360,3 +360,47 @@ func TestRoCEPathMTU(t *testing.T) {
 		}
 	}
 }
+
+// TestLinuxECNStepsDoNotStopScript runs the rendered block of one device
+// in sh -e with the sysfs paths moved into a temporary directory whose ecn/
+// directory exists but has none of mlx5's knobs (an older firmware): every
+// DCQCN write fails, is reported, and the RDMA-CM defaults (the RoCE ToS)
+// after them are still written.
+func TestLinuxECNStepsDoNotStopScript(t *testing.T) {
+	sh, err := exec.LookPath("sh")
+	if err != nil {
+		t.Fatalf("no sh: %v", err)
+	}
+	p := Default()
+	plan, err := PlanPort(p, p.Ports[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	netDir, port := filepath.Join(dir, "net"), filepath.Join(dir, "rdma_port")
+	for _, d := range []string{filepath.Join(netDir, "ens1f0", "ecn"), port} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	block := strings.ReplaceAll(LinuxScriptBlock("ens1f0", LinuxSteps(p, plan, "ens1f0")), "/sys/class/net/", netDir+"/")
+	script := "set -e\ninof_rc=0\n" +
+		"dcb() { :; }\n" + // the dcb steps have their own tests
+		"inof_rdma_port() { echo " + port + "; }\n" +
+		"inof_check_roce_mtu() { :; }\n" +
+		block + "echo done\n"
+	cmd := exec.Command(sh, "-c", script)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil || strings.TrimSpace(string(out)) != "done" {
+		t.Fatalf("script stopped: %v; stdout %q; stderr:\n%s", err, out, stderr.String())
+	}
+	if n := strings.Count(stderr.String(), "optional DCQCN step failed"); n != len(p.ECNSysfs()) {
+		t.Errorf("%d DCQCN failures reported, want %d:\n%s", n, len(p.ECNSysfs()), stderr.String())
+	}
+	tos, err := os.ReadFile(filepath.Join(port, "default_roce_tos"))
+	if want := fmt.Sprint(uint32(p.RoCE.DSCP) << 2); err != nil || strings.TrimSpace(string(tos)) != want {
+		t.Fatalf("default_roce_tos %q (%v), want %s", tos, err, want)
+	}
+}

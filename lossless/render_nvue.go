@@ -13,7 +13,6 @@ import (
 func renderNVUE(in renderInput) (Rendering, error) {
 	p, pl := in.p, in.pl
 	var ns notes
-	e := Effective{LosslessPriorities: p.LosslessPriorities, Classify: p.RoCE.Trust, ToTC: p.classifyMap()}
 	var t text
 	t.line("# iNOF lossless profile %q for NVIDIA Cumulus Linux (NVUE), platform %s.", p.Name, pl.Name)
 
@@ -60,7 +59,6 @@ func renderNVUE(in renderInput) (Rendering, error) {
 	}
 	ns.add("traffic classes the profile leaves out carry no traffic and are set strict, so the DWRR shares (%s) total 100 %% instead of adding Cumulus' defaults of 12–13 %% per class",
 		dwrrList(p))
-	e.ETS = p.profileETS()
 
 	w := p.Watchdog
 	for _, plan := range in.plans {
@@ -72,27 +70,27 @@ func renderNVUE(in renderInput) (Rendering, error) {
 		t.line("nv set qos pfc %s tx enable", name)
 		t.line("nv set qos pfc %s rx enable", name)
 		t.line("# Cumulus sizes the lossless headroom itself from the cable length; computed here: %s.", headroomSummary(plan))
-		e.Headroom = append(e.Headroom, ClassHeadroom{Class: plan.Port.Name, Bytes: plan.HeadroomBytes, Computed: true})
 		for _, tc := range p.losslessTCs() {
 			t.line("nv set qos congestion-control %s traffic-class %d ecn enable", name, tc)
 			t.line("nv set qos congestion-control %s traffic-class %d min-threshold %d", name, tc, plan.ECN.KminBytes)
 			t.line("nv set qos congestion-control %s traffic-class %d max-threshold %d", name, tc, plan.ECN.KmaxBytes)
 			t.line("nv set qos congestion-control %s traffic-class %d probability %d", name, tc, plan.ECN.PmaxPercent)
 		}
-		e.ECN = append(e.ECN, ClassECN{Class: plan.Port.Name, ECNThresholds: plan.ECN})
 		t.line("nv set interface %s qos pfc profile %s", ifaces, name)
 		t.line("nv set interface %s qos congestion-control profile %s", ifaces, name)
 		t.line("nv set interface %s qos pfc-watchdog state enable", ifaces)
 	}
 	ns.add("Cumulus sizes lossless headroom itself from each PFC profile's cable length; the profile's headroom is in the comments")
-	poll, robustness, wd := nvueWatchdog(w, &ns)
-	e.Watchdog = wd
+	poll, robustness, _ := nvueWatchdog(w, &ns)
 	t.line("nv set qos pfc-watchdog polling-interval %d", poll)
 	t.line("nv set qos pfc-watchdog robustness %d", robustness)
 	t.comments("# Note: ", ns)
 	t.line("nv config apply")
-	e.CNP = p.cnpPlace(e.ToTC, e.ETS, e.LosslessPriorities)
-	return Rendering{Text: t.bytes(), Notes: ns, Effective: e}, nil
+	read, err := readNVUE(t.bytes(), p, in.plans)
+	if err != nil {
+		return Rendering{}, err
+	}
+	return Rendering{Text: t.bytes(), Notes: ns, Effective: read}, nil
 }
 
 // dwrrList is the ets classes' shares, e.g. "TC0 50 %, TC3 50 %".

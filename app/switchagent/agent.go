@@ -60,11 +60,13 @@ type Agent struct {
 	opts Options
 	log  *slog.Logger
 	// evlog is Config.EventLogger.
-	evlog  *slog.Logger
-	self   inof.RouterID
-	met    *metrics
-	fab    fabricSide
-	ports  *portSide
+	evlog *slog.Logger
+	self  inof.RouterID
+	met   *metrics
+	fab   fabricSide
+	ports *portSide
+	// health watches the access ports' health; nil when off.
+	health *portHealth
 	disc   *discoveryPart // the NVMe/TCP discovery controller; nil when off
 	tasks  *tasks         // the goroutines Run started (set by Run before any starts)
 	engine *Engine
@@ -142,6 +144,9 @@ func New(cfg Config) (*Agent, error) {
 		}
 	}
 	var err error
+	if a.health, err = newPortHealth(cfg.Options.PortHealth, cfg.Logger, cfg.Registry); err != nil {
+		return nil, fmt.Errorf("switchagent: %w", err)
+	}
 	if a.disc, err = newDiscovery(a, cfg); err != nil {
 		return nil, fmt.Errorf("switchagent: %w", err)
 	}
@@ -198,6 +203,7 @@ func (a *Agent) Run(ctx context.Context) error {
 		return err
 	}
 	a.ports.run()
+	a.startPortHealth()
 	a.disc.run(a.tasks.spawn)
 	a.fab.run()
 
@@ -280,6 +286,8 @@ func (a *Agent) loop(ctx context.Context) error {
 			}
 		case q := <-a.ports.queries:
 			a.onQuery(ctx, q)
+		case ev := <-a.health.eventsC():
+			a.onPortHealth(ctx, ev)
 		case ev := <-a.disc.registrations():
 			a.onDIM(ctx, ev)
 		case req := <-a.reconf:

@@ -124,6 +124,13 @@ func (e *Engine) Unregister(port string, addr netip.Addr, reason inof.Reason, no
 	return e.applyLocal(e.local.Unregister(port, addr, reason, now))
 }
 
+// PortHealth handles an access port turning sick (reason 2 or 3) or
+// healthy (inof.ReasonNone): its devices are published inactive with the
+// reason, or active again (Local.PortHealth).
+func (e *Engine) PortHealth(port string, reason inof.Reason, now time.Time) Output {
+	return e.applyLocal(e.local.PortHealth(port, reason, now))
+}
+
 // PortDown handles carrier loss on an access port for the registrations
 // the registration table does not hold: those restored from the state file
 // and not refreshed since (the table reports its own as Unregister).

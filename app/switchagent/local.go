@@ -41,6 +41,9 @@ type Local struct {
 	// taken over yet (no LLDPDU since the restart); stale entries are
 	// skipped (localDev.restored no longer matches).
 	restoredDue dueheap.Heap[deadline]
+	// sick are the access ports in poor health (a PFC storm, receive
+	// errors), with the reason a device on them is published inactive.
+	sick map[string]inof.Reason
 }
 
 // RestoredTTL is how long a registration restored from the state file
@@ -75,7 +78,7 @@ func NewLocal(holdDown time.Duration) *Local {
 	if holdDown <= 0 {
 		holdDown = DefaultHoldDown
 	}
-	return &Local{holdDown: holdDown, devs: map[netip.Addr]*localDev{}}
+	return &Local{holdDown: holdDown, devs: map[netip.Addr]*localDev{}, sick: map[string]inof.Reason{}}
 }
 
 // Register records that r.Device is registered on r.AccessPort since
@@ -123,16 +126,49 @@ func (l *Local) PortDown(port string, now time.Time) []Action {
 	return out
 }
 
+// PortHealth records that port turned sick (reason inof.ReasonPFCStorm or
+// inof.ReasonPacketErr) or healthy again (inof.ReasonNone) and returns
+// what to publish: a device registered only on sick ports is published
+// inactive with the reason while its registration stays (no hold-down),
+// and active again when one of its ports is healthy.
+func (l *Local) PortHealth(port string, reason inof.Reason, now time.Time) []Action {
+	if l.sick[port] == reason {
+		return nil
+	}
+	if reason == inof.ReasonNone {
+		delete(l.sick, port)
+	} else {
+		l.sick[port] = reason
+	}
+	var out []Action
+	for _, d := range l.devs {
+		if _, ok := d.ports[port]; ok {
+			out = append(out, l.republish(d, inof.ReasonNone, now)...)
+		}
+	}
+	sortActions(out)
+	return out
+}
+
 // republish computes the record d should have now and returns an action if
 // it differs from the published one.
 func (l *Local) republish(d *localDev, reason inof.Reason, now time.Time) []Action {
 	var want inof.Report
 	if len(d.ports) > 0 {
-		want = d.current()
+		var sick inof.Reason
+		want, sick = d.current(l.sick)
 		d.withdraw = time.Time{}
-		if d.published.State == inof.StateActive {
+		switch {
+		case sick != inof.ReasonNone:
+			want.State, want.Reason = inof.StateInactive, sick
+			if d.published.State == inof.StateInactive && d.published.Reason == sick && d.published.Device == want.Device {
+				want.Changed = d.published.Changed
+			} else {
+				want.Changed = now
+			}
+		case d.published.State == inof.StateActive:
 			want.Changed = d.published.Changed
-		} else {
+		default:
 			want.Changed = now
 		}
 	} else {
@@ -150,17 +186,23 @@ func (l *Local) republish(d *localDev, reason inof.Reason, now time.Time) []Acti
 	return []Action{{Record: want}}
 }
 
-// current is the registration to publish among d's ports: the oldest, then
-// the lowest port name, so the choice is stable.
-func (d *localDev) current() inof.Report {
+// current is the registration to publish among d's ports: the oldest on a
+// healthy port, then the lowest port name, so the choice is stable. When
+// every port is sick it is the oldest of all, with its port's reason.
+func (d *localDev) current(sick map[string]inof.Reason) (inof.Report, inof.Reason) {
 	var best inof.Report
+	var bestSick inof.Reason
 	first := true
 	for _, r := range d.ports {
-		if first || r.Since.Before(best.Since) || (r.Since.Equal(best.Since) && r.AccessPort < best.AccessPort) {
-			best, first = r, false
+		s := sick[r.AccessPort]
+		better := first || (s == inof.ReasonNone) != (bestSick == inof.ReasonNone) && s == inof.ReasonNone ||
+			(s == inof.ReasonNone) == (bestSick == inof.ReasonNone) &&
+				(r.Since.Before(best.Since) || (r.Since.Equal(best.Since) && r.AccessPort < best.AccessPort))
+		if better {
+			best, bestSick, first = r, s, false
 		}
 	}
-	return best
+	return best, bestSick
 }
 
 // leave starts d's hold-down at now.

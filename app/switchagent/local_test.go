@@ -193,3 +193,48 @@ func TestLocalRestoredDeadlines(t *testing.T) {
 func registration(port string, dev inof.Device, since time.Time) inof.Report {
 	return inof.Report{Device: dev, Status: inof.Status{State: inof.StateActive}, AccessPort: port, Since: since}
 }
+
+// TestLocalPortHealth: a device on a sick port is published inactive with
+// the port's reason and stays registered (no hold-down); a second healthy
+// port keeps it active; recovery makes it active again.
+func TestLocalPortHealth(t *testing.T) {
+	l := NewLocal(30 * time.Second)
+	l.Register(registration("swp1", hostDev, at(0)), at(0))
+	a := one(t, "storm", l.PortHealth("swp1", inof.ReasonPFCStorm, at(1)))
+	if a.Withdraw || a.Record.State != inof.StateInactive || a.Record.Reason != inof.ReasonPFCStorm || !a.Record.Changed.Equal(at(1)) {
+		t.Fatalf("storm published %+v", a)
+	}
+	if _, ok := l.NextExpiry(); ok {
+		t.Fatal("a sick port started a hold-down")
+	}
+	if as := l.PortHealth("swp1", inof.ReasonPFCStorm, at(2)); len(as) != 0 {
+		t.Fatalf("the same sickness again published %+v", as)
+	}
+	if as := l.Register(registration("swp1", hostDev, at(0)), at(3)); len(as) != 0 {
+		t.Fatalf("a refresh on a sick port published %+v", as)
+	}
+	a = one(t, "errors too", l.PortHealth("swp1", inof.ReasonPacketErr, at(4)))
+	if a.Record.Reason != inof.ReasonPacketErr {
+		t.Fatalf("reason change published %+v", a)
+	}
+	a = one(t, "recovered", l.PortHealth("swp1", inof.ReasonNone, at(5)))
+	if a.Record.State != inof.StateActive || !a.Record.Changed.Equal(at(5)) {
+		t.Fatalf("recovery published %+v", a)
+	}
+	// Two ports: the healthy one carries the record.
+	l.Register(registration("swp2", hostDev, at(6)), at(6))
+	a = one(t, "swp1 sick", l.PortHealth("swp1", inof.ReasonPacketErr, at(7)))
+	if a.Record.State != inof.StateActive || a.Record.AccessPort != "swp2" {
+		t.Fatalf("with a healthy second port: %+v", a)
+	}
+	if as := l.PortHealth("swp3", inof.ReasonPFCStorm, at(8)); len(as) != 0 {
+		t.Fatalf("a port without devices published %+v", as)
+	}
+	// A device registering on a sick port starts inactive.
+	other := hostDev
+	other.Addr = netip.MustParseAddr("10.0.0.8")
+	a = one(t, "register on a sick port", l.Register(registration("swp3", other, at(9)), at(9)))
+	if a.Record.State != inof.StateInactive || a.Record.Reason != inof.ReasonPFCStorm {
+		t.Fatalf("registered on a sick port: %+v", a)
+	}
+}

@@ -82,6 +82,9 @@ type Options struct {
 	// changes that follow within the interval go out together at its end.
 	// 0 sends every change as soon as the previous UPDATE was handed to BGP.
 	SetInterval time.Duration `yaml:"set_interval"`
+	// PortHealth watches the access ports for PFC storms and receive
+	// errors (docs/switch-agent.md, "Port health"); off by default.
+	PortHealth PortHealthOptions `yaml:"port_health"`
 }
 
 // DefaultSetInterval is set_interval's default: a shard that changes
@@ -123,6 +126,7 @@ func DefaultOptions() Options {
 		Discovery:       discovery.DefaultOptions(),
 		MaxDevices:      table.DefaultMaxDevices,
 		SetInterval:     DefaultSetInterval,
+		PortHealth:      DefaultPortHealthOptions(),
 		HistorySize:     zones.DefaultHistorySize,
 		AccessLimits: AccessLimits{
 			RegistrationsPerSecond: l2proto.DefaultLimits.Registrations.PerSecond, RegistrationBurst: l2proto.DefaultLimits.Registrations.Burst,
@@ -223,6 +227,9 @@ func (o *Options) Validate() error {
 		add("set_interval %s: want 0 to 1s", o.SetInterval)
 	}
 	if err := o.Discovery.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if err := o.PortHealth.Validate(); err != nil {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)

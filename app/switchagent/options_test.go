@@ -3,6 +3,7 @@ package switchagent
 import (
 	"os"
 	"path/filepath"
+	"reflect"
 	"runtime"
 	"strings"
 	"testing"
@@ -24,7 +25,7 @@ func TestExampleConfig(t *testing.T) {
 	def := DefaultOptions()
 	if o.HoldDown != def.HoldDown || o.Settle != def.Settle || o.ConfigHold != def.ConfigHold || o.BFD != def.BFD || o.GracefulRestart != def.GracefulRestart || o.Security != def.Security ||
 		o.StateDir != def.StateDir || o.MetricsListen != def.MetricsListen || o.Log != def.Log || o.MaxDevices != def.MaxDevices ||
-		o.AccessLimits != def.AccessLimits {
+		o.AccessLimits != def.AccessLimits || !reflect.DeepEqual(o.PortHealth, def.PortHealth) {
 		t.Fatalf("example shows other defaults:\n%+v\n%+v", o, def)
 	}
 	if o.ASN != 65000 || len(o.Reflectors) != 2 || len(o.AccessPorts) != 3 || o.routerID() != 0x0a00000b {

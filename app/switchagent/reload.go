@@ -58,6 +58,9 @@ func (a *Agent) Reload(ctx context.Context, next Options) error {
 // the BFD timers, the port side the access ports.
 func (a *Agent) reconfigure(next Options) error {
 	names, err := a.ports.reconcile(next)
+	if a.health != nil {
+		a.health.mon.Watch(names)
+	}
 	// The discovery controller is advertised on the access ports only.
 	return errors.Join(a.fab.reconfigure(next), err, a.disc.setInterfaces(names))
 }

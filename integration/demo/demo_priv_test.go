@@ -78,7 +78,17 @@ func TestDemo(t *testing.T) {
 		"nvme-cli is a fake that records each command instead of touching NVMe: \"inof-host ran: nvme ...\"\n" +
 		"below is the command line inof-host ran, with the node of the address it names after \"#\".\n")
 	fmt.Printf("\n== 1. Fabric up (targets still off)\n")
-	f := topo.Start(t, demoSpec(t))
+	// leaf1 reads its port health from a SONiC COUNTERS_DB: a redis-server
+	// the demo writes as the switch's syncd and PFC watchdog would.
+	db := topo.StartCountersDB(t)
+	spec := demoSpec(t)
+	spec.SwitchConfig = func(name string, cfg map[string]any) {
+		if name == "leaf1" {
+			cfg["port_health"] = map[string]any{"source": "sonic", "redis": db.Sock}
+		}
+	}
+	f := topo.Start(t, spec)
+	db.AddSwitch(f.Node("leaf1"))
 	for _, k := range []topo.Kind{topo.KindReflector, topo.KindSwitch, topo.KindHost} {
 		for _, n := range f.Nodes(k) {
 			nsNames = append(nsNames, n.NS.Name)
@@ -186,7 +196,38 @@ func TestDemo(t *testing.T) {
 	hostSummary(t, s, f, calls)
 	s.inofctl(t, rr1, "device", "list", "--zone", "red")
 
-	s.step("6. Teardown: every daemon is stopped and every namespace (with its links) deleted")
+	s.step("6. PFC storm: leaf1's PFC watchdog reports tgtA's port stormed; the hosts fail that path over (reason 2)")
+	calls, ev = callMarks(f), s.eventMark()
+	hmarks = logMarks([]*topo.Node{f.Node("h1"), f.Node("h2")})
+	s.note("leaf1 reads SONiC's COUNTERS_DB every 200 ms (port_health.source: sonic); writing PFC_WD_STATUS = stormed")
+	s.note("on the queue of lossless priority 3 of port %s, as the watchdog does", cut.Port)
+	db.SetStormed(cut.Port, true)
+	for h, m := range hmarks {
+		if _, err := h.WaitLog(m, `msg="target inactive; [^\n]*target=`+cut.Addr().String()+` [^\n]*reason=pfc-storm`, wait); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := s.waitEvent(wait, ev, "record", s.label[cut.Addr().String()]+"(", "inactive"); err != nil {
+		t.Fatal(err)
+	}
+	for h, m := range hmarks {
+		if strings.Contains(h.Log()[m:], "="+other+" ") || strings.Contains(h.Log()[m:], ":"+other+":") {
+			t.Errorf("%s logged something about the leaf2 path %s during the storm:\n%s", h.Name, other, h.Log()[m:])
+		}
+	}
+	s.note("the target stays registered (no hold-down): its record is inactive with reason pfc-storm; inof-host's")
+	s.note("policy for reasons 2 and 3 is to fail I/O over onto a live sibling path, here leaf2's (docs/host-agent.md).")
+	hostSummary(t, s, f, calls)
+	calls, ev = callMarks(f), s.eventMark()
+	s.note("the storm ends (PFC_WD_STATUS = operational); after the 200 ms recovery the path is active again")
+	db.SetStormed(cut.Port, false)
+	if _, err := s.waitEvent(wait, ev, "record", s.label[cut.Addr().String()]+"(", "active"); err != nil {
+		t.Fatal(err)
+	}
+	s.flush()
+	hostSummary(t, s, f, calls)
+
+	s.step("7. Teardown: every daemon is stopped and every namespace (with its links) deleted")
 	s.close()
 }
 

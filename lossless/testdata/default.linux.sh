@@ -31,23 +31,23 @@ dcb ets set dev ens1f0 tc-tsa 0:ets 1:ets 2:ets 3:ets 4:ets 5:ets 6:strict 7:ets
 dcb pfc set dev ens1f0 prio-pfc 0:off 1:off 2:off 3:on 4:off 5:off 6:off 7:off delay 5
 dcb buffer set dev ens1f0 prio-buffer 0:0 1:0 2:0 3:1 4:0 5:0 6:0 7:0
 if [ -d /sys/class/net/ens1f0/ecn ]; then
-	echo 1 > /sys/class/net/ens1f0/ecn/roce_np/enable/3
-	echo 1 > /sys/class/net/ens1f0/ecn/roce_rp/enable/3
-	echo 48 > /sys/class/net/ens1f0/ecn/roce_np/cnp_dscp
-	echo 6 > /sys/class/net/ens1f0/ecn/roce_np/cnp_802p_prio
-	echo 2 > /sys/class/net/ens1f0/ecn/roce_np/min_time_between_cnps
-	echo 300 > /sys/class/net/ens1f0/ecn/roce_rp/rpg_time_reset
-	echo 32767 > /sys/class/net/ens1f0/ecn/roce_rp/rpg_byte_reset
-	echo 1 > /sys/class/net/ens1f0/ecn/roce_rp/rpg_threshold
-	echo 5 > /sys/class/net/ens1f0/ecn/roce_rp/rpg_ai_rate
-	echo 50 > /sys/class/net/ens1f0/ecn/roce_rp/rpg_hai_rate
-	echo 11 > /sys/class/net/ens1f0/ecn/roce_rp/rpg_gd
-	echo 50 > /sys/class/net/ens1f0/ecn/roce_rp/rpg_min_dec_fac
-	echo 1 > /sys/class/net/ens1f0/ecn/roce_rp/rpg_min_rate
-	echo 1019 > /sys/class/net/ens1f0/ecn/roce_rp/dce_tcp_g
-	echo 1 > /sys/class/net/ens1f0/ecn/roce_rp/dce_tcp_rtt
-	echo 4 > /sys/class/net/ens1f0/ecn/roce_rp/rate_reduce_monitor_period
-	echo 1023 > /sys/class/net/ens1f0/ecn/roce_rp/initial_alpha_value
+	echo 1 > /sys/class/net/ens1f0/ecn/roce_np/enable/3 || echo "inof: /sys/class/net/ens1f0/ecn/roce_np/enable/3: optional DCQCN step failed (the NIC keeps its value)" >&2
+	echo 1 > /sys/class/net/ens1f0/ecn/roce_rp/enable/3 || echo "inof: /sys/class/net/ens1f0/ecn/roce_rp/enable/3: optional DCQCN step failed (the NIC keeps its value)" >&2
+	echo 48 > /sys/class/net/ens1f0/ecn/roce_np/cnp_dscp || echo "inof: /sys/class/net/ens1f0/ecn/roce_np/cnp_dscp: optional DCQCN step failed (the NIC keeps its value)" >&2
+	echo 6 > /sys/class/net/ens1f0/ecn/roce_np/cnp_802p_prio || echo "inof: /sys/class/net/ens1f0/ecn/roce_np/cnp_802p_prio: optional DCQCN step failed (the NIC keeps its value)" >&2
+	echo 2 > /sys/class/net/ens1f0/ecn/roce_np/min_time_between_cnps || echo "inof: /sys/class/net/ens1f0/ecn/roce_np/min_time_between_cnps: optional DCQCN step failed (the NIC keeps its value)" >&2
+	echo 300 > /sys/class/net/ens1f0/ecn/roce_rp/rpg_time_reset || echo "inof: /sys/class/net/ens1f0/ecn/roce_rp/rpg_time_reset: optional DCQCN step failed (the NIC keeps its value)" >&2
+	echo 32767 > /sys/class/net/ens1f0/ecn/roce_rp/rpg_byte_reset || echo "inof: /sys/class/net/ens1f0/ecn/roce_rp/rpg_byte_reset: optional DCQCN step failed (the NIC keeps its value)" >&2
+	echo 1 > /sys/class/net/ens1f0/ecn/roce_rp/rpg_threshold || echo "inof: /sys/class/net/ens1f0/ecn/roce_rp/rpg_threshold: optional DCQCN step failed (the NIC keeps its value)" >&2
+	echo 5 > /sys/class/net/ens1f0/ecn/roce_rp/rpg_ai_rate || echo "inof: /sys/class/net/ens1f0/ecn/roce_rp/rpg_ai_rate: optional DCQCN step failed (the NIC keeps its value)" >&2
+	echo 50 > /sys/class/net/ens1f0/ecn/roce_rp/rpg_hai_rate || echo "inof: /sys/class/net/ens1f0/ecn/roce_rp/rpg_hai_rate: optional DCQCN step failed (the NIC keeps its value)" >&2
+	echo 11 > /sys/class/net/ens1f0/ecn/roce_rp/rpg_gd || echo "inof: /sys/class/net/ens1f0/ecn/roce_rp/rpg_gd: optional DCQCN step failed (the NIC keeps its value)" >&2
+	echo 50 > /sys/class/net/ens1f0/ecn/roce_rp/rpg_min_dec_fac || echo "inof: /sys/class/net/ens1f0/ecn/roce_rp/rpg_min_dec_fac: optional DCQCN step failed (the NIC keeps its value)" >&2
+	echo 1 > /sys/class/net/ens1f0/ecn/roce_rp/rpg_min_rate || echo "inof: /sys/class/net/ens1f0/ecn/roce_rp/rpg_min_rate: optional DCQCN step failed (the NIC keeps its value)" >&2
+	echo 1019 > /sys/class/net/ens1f0/ecn/roce_rp/dce_tcp_g || echo "inof: /sys/class/net/ens1f0/ecn/roce_rp/dce_tcp_g: optional DCQCN step failed (the NIC keeps its value)" >&2
+	echo 1 > /sys/class/net/ens1f0/ecn/roce_rp/dce_tcp_rtt || echo "inof: /sys/class/net/ens1f0/ecn/roce_rp/dce_tcp_rtt: optional DCQCN step failed (the NIC keeps its value)" >&2
+	echo 4 > /sys/class/net/ens1f0/ecn/roce_rp/rate_reduce_monitor_period || echo "inof: /sys/class/net/ens1f0/ecn/roce_rp/rate_reduce_monitor_period: optional DCQCN step failed (the NIC keeps its value)" >&2
+	echo 1023 > /sys/class/net/ens1f0/ecn/roce_rp/initial_alpha_value || echo "inof: /sys/class/net/ens1f0/ecn/roce_rp/initial_alpha_value: optional DCQCN step failed (the NIC keeps its value)" >&2
 else
 	echo "inof: ens1f0 has no mlx5 ecn/ directory: DCQCN not set" >&2
 fi
@@ -70,23 +70,23 @@ dcb ets set dev ens1f1 tc-tsa 0:ets 1:ets 2:ets 3:ets 4:ets 5:ets 6:strict 7:ets
 dcb pfc set dev ens1f1 prio-pfc 0:off 1:off 2:off 3:on 4:off 5:off 6:off 7:off delay 5
 dcb buffer set dev ens1f1 prio-buffer 0:0 1:0 2:0 3:1 4:0 5:0 6:0 7:0
 if [ -d /sys/class/net/ens1f1/ecn ]; then
-	echo 1 > /sys/class/net/ens1f1/ecn/roce_np/enable/3
-	echo 1 > /sys/class/net/ens1f1/ecn/roce_rp/enable/3
-	echo 48 > /sys/class/net/ens1f1/ecn/roce_np/cnp_dscp
-	echo 6 > /sys/class/net/ens1f1/ecn/roce_np/cnp_802p_prio
-	echo 2 > /sys/class/net/ens1f1/ecn/roce_np/min_time_between_cnps
-	echo 300 > /sys/class/net/ens1f1/ecn/roce_rp/rpg_time_reset
-	echo 32767 > /sys/class/net/ens1f1/ecn/roce_rp/rpg_byte_reset
-	echo 1 > /sys/class/net/ens1f1/ecn/roce_rp/rpg_threshold
-	echo 5 > /sys/class/net/ens1f1/ecn/roce_rp/rpg_ai_rate
-	echo 50 > /sys/class/net/ens1f1/ecn/roce_rp/rpg_hai_rate
-	echo 11 > /sys/class/net/ens1f1/ecn/roce_rp/rpg_gd
-	echo 50 > /sys/class/net/ens1f1/ecn/roce_rp/rpg_min_dec_fac
-	echo 1 > /sys/class/net/ens1f1/ecn/roce_rp/rpg_min_rate
-	echo 1019 > /sys/class/net/ens1f1/ecn/roce_rp/dce_tcp_g
-	echo 1 > /sys/class/net/ens1f1/ecn/roce_rp/dce_tcp_rtt
-	echo 4 > /sys/class/net/ens1f1/ecn/roce_rp/rate_reduce_monitor_period
-	echo 1023 > /sys/class/net/ens1f1/ecn/roce_rp/initial_alpha_value
+	echo 1 > /sys/class/net/ens1f1/ecn/roce_np/enable/3 || echo "inof: /sys/class/net/ens1f1/ecn/roce_np/enable/3: optional DCQCN step failed (the NIC keeps its value)" >&2
+	echo 1 > /sys/class/net/ens1f1/ecn/roce_rp/enable/3 || echo "inof: /sys/class/net/ens1f1/ecn/roce_rp/enable/3: optional DCQCN step failed (the NIC keeps its value)" >&2
+	echo 48 > /sys/class/net/ens1f1/ecn/roce_np/cnp_dscp || echo "inof: /sys/class/net/ens1f1/ecn/roce_np/cnp_dscp: optional DCQCN step failed (the NIC keeps its value)" >&2
+	echo 6 > /sys/class/net/ens1f1/ecn/roce_np/cnp_802p_prio || echo "inof: /sys/class/net/ens1f1/ecn/roce_np/cnp_802p_prio: optional DCQCN step failed (the NIC keeps its value)" >&2
+	echo 2 > /sys/class/net/ens1f1/ecn/roce_np/min_time_between_cnps || echo "inof: /sys/class/net/ens1f1/ecn/roce_np/min_time_between_cnps: optional DCQCN step failed (the NIC keeps its value)" >&2
+	echo 300 > /sys/class/net/ens1f1/ecn/roce_rp/rpg_time_reset || echo "inof: /sys/class/net/ens1f1/ecn/roce_rp/rpg_time_reset: optional DCQCN step failed (the NIC keeps its value)" >&2
+	echo 32767 > /sys/class/net/ens1f1/ecn/roce_rp/rpg_byte_reset || echo "inof: /sys/class/net/ens1f1/ecn/roce_rp/rpg_byte_reset: optional DCQCN step failed (the NIC keeps its value)" >&2
+	echo 1 > /sys/class/net/ens1f1/ecn/roce_rp/rpg_threshold || echo "inof: /sys/class/net/ens1f1/ecn/roce_rp/rpg_threshold: optional DCQCN step failed (the NIC keeps its value)" >&2
+	echo 5 > /sys/class/net/ens1f1/ecn/roce_rp/rpg_ai_rate || echo "inof: /sys/class/net/ens1f1/ecn/roce_rp/rpg_ai_rate: optional DCQCN step failed (the NIC keeps its value)" >&2
+	echo 50 > /sys/class/net/ens1f1/ecn/roce_rp/rpg_hai_rate || echo "inof: /sys/class/net/ens1f1/ecn/roce_rp/rpg_hai_rate: optional DCQCN step failed (the NIC keeps its value)" >&2
+	echo 11 > /sys/class/net/ens1f1/ecn/roce_rp/rpg_gd || echo "inof: /sys/class/net/ens1f1/ecn/roce_rp/rpg_gd: optional DCQCN step failed (the NIC keeps its value)" >&2
+	echo 50 > /sys/class/net/ens1f1/ecn/roce_rp/rpg_min_dec_fac || echo "inof: /sys/class/net/ens1f1/ecn/roce_rp/rpg_min_dec_fac: optional DCQCN step failed (the NIC keeps its value)" >&2
+	echo 1 > /sys/class/net/ens1f1/ecn/roce_rp/rpg_min_rate || echo "inof: /sys/class/net/ens1f1/ecn/roce_rp/rpg_min_rate: optional DCQCN step failed (the NIC keeps its value)" >&2
+	echo 1019 > /sys/class/net/ens1f1/ecn/roce_rp/dce_tcp_g || echo "inof: /sys/class/net/ens1f1/ecn/roce_rp/dce_tcp_g: optional DCQCN step failed (the NIC keeps its value)" >&2
+	echo 1 > /sys/class/net/ens1f1/ecn/roce_rp/dce_tcp_rtt || echo "inof: /sys/class/net/ens1f1/ecn/roce_rp/dce_tcp_rtt: optional DCQCN step failed (the NIC keeps its value)" >&2
+	echo 4 > /sys/class/net/ens1f1/ecn/roce_rp/rate_reduce_monitor_period || echo "inof: /sys/class/net/ens1f1/ecn/roce_rp/rate_reduce_monitor_period: optional DCQCN step failed (the NIC keeps its value)" >&2
+	echo 1023 > /sys/class/net/ens1f1/ecn/roce_rp/initial_alpha_value || echo "inof: /sys/class/net/ens1f1/ecn/roce_rp/initial_alpha_value: optional DCQCN step failed (the NIC keeps its value)" >&2
 else
 	echo "inof: ens1f1 has no mlx5 ecn/ directory: DCQCN not set" >&2
 fi
@@ -109,23 +109,23 @@ dcb ets set dev ens2f0 tc-tsa 0:ets 1:ets 2:ets 3:ets 4:ets 5:ets 6:strict 7:ets
 dcb pfc set dev ens2f0 prio-pfc 0:off 1:off 2:off 3:on 4:off 5:off 6:off 7:off delay 40
 dcb buffer set dev ens2f0 prio-buffer 0:0 1:0 2:0 3:1 4:0 5:0 6:0 7:0
 if [ -d /sys/class/net/ens2f0/ecn ]; then
-	echo 1 > /sys/class/net/ens2f0/ecn/roce_np/enable/3
-	echo 1 > /sys/class/net/ens2f0/ecn/roce_rp/enable/3
-	echo 48 > /sys/class/net/ens2f0/ecn/roce_np/cnp_dscp
-	echo 6 > /sys/class/net/ens2f0/ecn/roce_np/cnp_802p_prio
-	echo 2 > /sys/class/net/ens2f0/ecn/roce_np/min_time_between_cnps
-	echo 300 > /sys/class/net/ens2f0/ecn/roce_rp/rpg_time_reset
-	echo 32767 > /sys/class/net/ens2f0/ecn/roce_rp/rpg_byte_reset
-	echo 1 > /sys/class/net/ens2f0/ecn/roce_rp/rpg_threshold
-	echo 5 > /sys/class/net/ens2f0/ecn/roce_rp/rpg_ai_rate
-	echo 50 > /sys/class/net/ens2f0/ecn/roce_rp/rpg_hai_rate
-	echo 11 > /sys/class/net/ens2f0/ecn/roce_rp/rpg_gd
-	echo 50 > /sys/class/net/ens2f0/ecn/roce_rp/rpg_min_dec_fac
-	echo 1 > /sys/class/net/ens2f0/ecn/roce_rp/rpg_min_rate
-	echo 1019 > /sys/class/net/ens2f0/ecn/roce_rp/dce_tcp_g
-	echo 1 > /sys/class/net/ens2f0/ecn/roce_rp/dce_tcp_rtt
-	echo 4 > /sys/class/net/ens2f0/ecn/roce_rp/rate_reduce_monitor_period
-	echo 1023 > /sys/class/net/ens2f0/ecn/roce_rp/initial_alpha_value
+	echo 1 > /sys/class/net/ens2f0/ecn/roce_np/enable/3 || echo "inof: /sys/class/net/ens2f0/ecn/roce_np/enable/3: optional DCQCN step failed (the NIC keeps its value)" >&2
+	echo 1 > /sys/class/net/ens2f0/ecn/roce_rp/enable/3 || echo "inof: /sys/class/net/ens2f0/ecn/roce_rp/enable/3: optional DCQCN step failed (the NIC keeps its value)" >&2
+	echo 48 > /sys/class/net/ens2f0/ecn/roce_np/cnp_dscp || echo "inof: /sys/class/net/ens2f0/ecn/roce_np/cnp_dscp: optional DCQCN step failed (the NIC keeps its value)" >&2
+	echo 6 > /sys/class/net/ens2f0/ecn/roce_np/cnp_802p_prio || echo "inof: /sys/class/net/ens2f0/ecn/roce_np/cnp_802p_prio: optional DCQCN step failed (the NIC keeps its value)" >&2
+	echo 2 > /sys/class/net/ens2f0/ecn/roce_np/min_time_between_cnps || echo "inof: /sys/class/net/ens2f0/ecn/roce_np/min_time_between_cnps: optional DCQCN step failed (the NIC keeps its value)" >&2
+	echo 300 > /sys/class/net/ens2f0/ecn/roce_rp/rpg_time_reset || echo "inof: /sys/class/net/ens2f0/ecn/roce_rp/rpg_time_reset: optional DCQCN step failed (the NIC keeps its value)" >&2
+	echo 32767 > /sys/class/net/ens2f0/ecn/roce_rp/rpg_byte_reset || echo "inof: /sys/class/net/ens2f0/ecn/roce_rp/rpg_byte_reset: optional DCQCN step failed (the NIC keeps its value)" >&2
+	echo 1 > /sys/class/net/ens2f0/ecn/roce_rp/rpg_threshold || echo "inof: /sys/class/net/ens2f0/ecn/roce_rp/rpg_threshold: optional DCQCN step failed (the NIC keeps its value)" >&2
+	echo 5 > /sys/class/net/ens2f0/ecn/roce_rp/rpg_ai_rate || echo "inof: /sys/class/net/ens2f0/ecn/roce_rp/rpg_ai_rate: optional DCQCN step failed (the NIC keeps its value)" >&2
+	echo 50 > /sys/class/net/ens2f0/ecn/roce_rp/rpg_hai_rate || echo "inof: /sys/class/net/ens2f0/ecn/roce_rp/rpg_hai_rate: optional DCQCN step failed (the NIC keeps its value)" >&2
+	echo 11 > /sys/class/net/ens2f0/ecn/roce_rp/rpg_gd || echo "inof: /sys/class/net/ens2f0/ecn/roce_rp/rpg_gd: optional DCQCN step failed (the NIC keeps its value)" >&2
+	echo 50 > /sys/class/net/ens2f0/ecn/roce_rp/rpg_min_dec_fac || echo "inof: /sys/class/net/ens2f0/ecn/roce_rp/rpg_min_dec_fac: optional DCQCN step failed (the NIC keeps its value)" >&2
+	echo 1 > /sys/class/net/ens2f0/ecn/roce_rp/rpg_min_rate || echo "inof: /sys/class/net/ens2f0/ecn/roce_rp/rpg_min_rate: optional DCQCN step failed (the NIC keeps its value)" >&2
+	echo 1019 > /sys/class/net/ens2f0/ecn/roce_rp/dce_tcp_g || echo "inof: /sys/class/net/ens2f0/ecn/roce_rp/dce_tcp_g: optional DCQCN step failed (the NIC keeps its value)" >&2
+	echo 1 > /sys/class/net/ens2f0/ecn/roce_rp/dce_tcp_rtt || echo "inof: /sys/class/net/ens2f0/ecn/roce_rp/dce_tcp_rtt: optional DCQCN step failed (the NIC keeps its value)" >&2
+	echo 4 > /sys/class/net/ens2f0/ecn/roce_rp/rate_reduce_monitor_period || echo "inof: /sys/class/net/ens2f0/ecn/roce_rp/rate_reduce_monitor_period: optional DCQCN step failed (the NIC keeps its value)" >&2
+	echo 1023 > /sys/class/net/ens2f0/ecn/roce_rp/initial_alpha_value || echo "inof: /sys/class/net/ens2f0/ecn/roce_rp/initial_alpha_value: optional DCQCN step failed (the NIC keeps its value)" >&2
 else
 	echo "inof: ens2f0 has no mlx5 ecn/ directory: DCQCN not set" >&2
 fi
@@ -148,23 +148,23 @@ dcb ets set dev ens3f0 tc-tsa 0:ets 1:ets 2:ets 3:ets 4:ets 5:ets 6:strict 7:ets
 dcb pfc set dev ens3f0 prio-pfc 0:off 1:off 2:off 3:on 4:off 5:off 6:off 7:off delay 300
 dcb buffer set dev ens3f0 prio-buffer 0:0 1:0 2:0 3:1 4:0 5:0 6:0 7:0
 if [ -d /sys/class/net/ens3f0/ecn ]; then
-	echo 1 > /sys/class/net/ens3f0/ecn/roce_np/enable/3
-	echo 1 > /sys/class/net/ens3f0/ecn/roce_rp/enable/3
-	echo 48 > /sys/class/net/ens3f0/ecn/roce_np/cnp_dscp
-	echo 6 > /sys/class/net/ens3f0/ecn/roce_np/cnp_802p_prio
-	echo 2 > /sys/class/net/ens3f0/ecn/roce_np/min_time_between_cnps
-	echo 300 > /sys/class/net/ens3f0/ecn/roce_rp/rpg_time_reset
-	echo 32767 > /sys/class/net/ens3f0/ecn/roce_rp/rpg_byte_reset
-	echo 1 > /sys/class/net/ens3f0/ecn/roce_rp/rpg_threshold
-	echo 5 > /sys/class/net/ens3f0/ecn/roce_rp/rpg_ai_rate
-	echo 50 > /sys/class/net/ens3f0/ecn/roce_rp/rpg_hai_rate
-	echo 11 > /sys/class/net/ens3f0/ecn/roce_rp/rpg_gd
-	echo 50 > /sys/class/net/ens3f0/ecn/roce_rp/rpg_min_dec_fac
-	echo 1 > /sys/class/net/ens3f0/ecn/roce_rp/rpg_min_rate
-	echo 1019 > /sys/class/net/ens3f0/ecn/roce_rp/dce_tcp_g
-	echo 1 > /sys/class/net/ens3f0/ecn/roce_rp/dce_tcp_rtt
-	echo 4 > /sys/class/net/ens3f0/ecn/roce_rp/rate_reduce_monitor_period
-	echo 1023 > /sys/class/net/ens3f0/ecn/roce_rp/initial_alpha_value
+	echo 1 > /sys/class/net/ens3f0/ecn/roce_np/enable/3 || echo "inof: /sys/class/net/ens3f0/ecn/roce_np/enable/3: optional DCQCN step failed (the NIC keeps its value)" >&2
+	echo 1 > /sys/class/net/ens3f0/ecn/roce_rp/enable/3 || echo "inof: /sys/class/net/ens3f0/ecn/roce_rp/enable/3: optional DCQCN step failed (the NIC keeps its value)" >&2
+	echo 48 > /sys/class/net/ens3f0/ecn/roce_np/cnp_dscp || echo "inof: /sys/class/net/ens3f0/ecn/roce_np/cnp_dscp: optional DCQCN step failed (the NIC keeps its value)" >&2
+	echo 6 > /sys/class/net/ens3f0/ecn/roce_np/cnp_802p_prio || echo "inof: /sys/class/net/ens3f0/ecn/roce_np/cnp_802p_prio: optional DCQCN step failed (the NIC keeps its value)" >&2
+	echo 2 > /sys/class/net/ens3f0/ecn/roce_np/min_time_between_cnps || echo "inof: /sys/class/net/ens3f0/ecn/roce_np/min_time_between_cnps: optional DCQCN step failed (the NIC keeps its value)" >&2
+	echo 300 > /sys/class/net/ens3f0/ecn/roce_rp/rpg_time_reset || echo "inof: /sys/class/net/ens3f0/ecn/roce_rp/rpg_time_reset: optional DCQCN step failed (the NIC keeps its value)" >&2
+	echo 32767 > /sys/class/net/ens3f0/ecn/roce_rp/rpg_byte_reset || echo "inof: /sys/class/net/ens3f0/ecn/roce_rp/rpg_byte_reset: optional DCQCN step failed (the NIC keeps its value)" >&2
+	echo 1 > /sys/class/net/ens3f0/ecn/roce_rp/rpg_threshold || echo "inof: /sys/class/net/ens3f0/ecn/roce_rp/rpg_threshold: optional DCQCN step failed (the NIC keeps its value)" >&2
+	echo 5 > /sys/class/net/ens3f0/ecn/roce_rp/rpg_ai_rate || echo "inof: /sys/class/net/ens3f0/ecn/roce_rp/rpg_ai_rate: optional DCQCN step failed (the NIC keeps its value)" >&2
+	echo 50 > /sys/class/net/ens3f0/ecn/roce_rp/rpg_hai_rate || echo "inof: /sys/class/net/ens3f0/ecn/roce_rp/rpg_hai_rate: optional DCQCN step failed (the NIC keeps its value)" >&2
+	echo 11 > /sys/class/net/ens3f0/ecn/roce_rp/rpg_gd || echo "inof: /sys/class/net/ens3f0/ecn/roce_rp/rpg_gd: optional DCQCN step failed (the NIC keeps its value)" >&2
+	echo 50 > /sys/class/net/ens3f0/ecn/roce_rp/rpg_min_dec_fac || echo "inof: /sys/class/net/ens3f0/ecn/roce_rp/rpg_min_dec_fac: optional DCQCN step failed (the NIC keeps its value)" >&2
+	echo 1 > /sys/class/net/ens3f0/ecn/roce_rp/rpg_min_rate || echo "inof: /sys/class/net/ens3f0/ecn/roce_rp/rpg_min_rate: optional DCQCN step failed (the NIC keeps its value)" >&2
+	echo 1019 > /sys/class/net/ens3f0/ecn/roce_rp/dce_tcp_g || echo "inof: /sys/class/net/ens3f0/ecn/roce_rp/dce_tcp_g: optional DCQCN step failed (the NIC keeps its value)" >&2
+	echo 1 > /sys/class/net/ens3f0/ecn/roce_rp/dce_tcp_rtt || echo "inof: /sys/class/net/ens3f0/ecn/roce_rp/dce_tcp_rtt: optional DCQCN step failed (the NIC keeps its value)" >&2
+	echo 4 > /sys/class/net/ens3f0/ecn/roce_rp/rate_reduce_monitor_period || echo "inof: /sys/class/net/ens3f0/ecn/roce_rp/rate_reduce_monitor_period: optional DCQCN step failed (the NIC keeps its value)" >&2
+	echo 1023 > /sys/class/net/ens3f0/ecn/roce_rp/initial_alpha_value || echo "inof: /sys/class/net/ens3f0/ecn/roce_rp/initial_alpha_value: optional DCQCN step failed (the NIC keeps its value)" >&2
 else
 	echo "inof: ens3f0 has no mlx5 ecn/ directory: DCQCN not set" >&2
 fi
