@@ -109,7 +109,7 @@ type GoBGP struct {
 	// away are the neighbors whose established session ended and has not
 	// come back, with when it ended (graceful-restart holding).
 	away      map[netip.Addr]awayRead
-	uptime    map[netip.Addr]uptimeRead
+	sessions  map[netip.Addr]sessionRead
 	neighbors map[netip.Addr]Neighbor
 
 	// restartSynced: this restart's deferral is over (restartPending).
@@ -150,7 +150,7 @@ func NewGoBGP(cfg Options) (*GoBGP, error) {
 	}
 	log := cfg.Logger.With("router_id", cfg.RouterID.String())
 	return &GoBGP{cfg: cfg, log: log, neighbors: map[netip.Addr]Neighbor{}, done: make(chan struct{}),
-		reestablished: map[netip.Addr]time.Time{}, firstUp: map[netip.Addr]time.Time{}, uptime: map[netip.Addr]uptimeRead{},
+		reestablished: map[netip.Addr]time.Time{}, firstUp: map[netip.Addr]time.Time{}, sessions: map[netip.Addr]sessionRead{},
 		away:         map[netip.Addr]awayRead{},
 		bfdDown:      map[netip.Addr]bool{},
 		malformedLog: ratelimit.Limit{Every: time.Second}, resyncLog: ratelimit.Limit{Every: time.Second}}, nil

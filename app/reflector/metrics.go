@@ -44,7 +44,7 @@ func desc(name, help string, labels ...string) *prometheus.Desc {
 
 var (
 	descUp             = desc("up", "1 while the reflector runs and its BGP speaker is alive.")
-	descRestarting     = desc("graceful_restart_restarting", "1 if this run started as a graceful restart (the previous run did not stop cleanly).")
+	descRestarting     = desc("graceful_restart_restarting", "1 if this run started as a graceful restart (a previous run left its restart marker).")
 	descSessions       = desc("sessions", "BGP neighbors by kind (client, reflector) and session state.", "kind", "state")
 	descReceived       = desc("neighbor_records_received", "Opaque records accepted from each neighbor (Adj-RIB-In).", "neighbor", "kind")
 	descPublished      = desc("bgp_records_published_total", "Records this speaker originated (configuration copies).")

@@ -259,9 +259,12 @@ func (r *Reflector) openStore(_ context.Context, undo *undoStack) error {
 	return r.loadFormat()
 }
 
-// markRunning reads the restart marker (a "running" marker, or one that
-// cannot be read, means the previous run did not stop cleanly: this run
-// is a graceful restart) and sets it to "running".
+// markRunning reads the restart marker and sets it to "running". A
+// marker of any kind means a previous run: this run is a graceful restart
+// (a clean stop too: with RFC 8538 the switches keep its routes stale, and
+// a switch's peers settle withdraws only from a speaker that says it
+// restarted, bgp.GoBGP.settlingSince). A marker that cannot be read counts
+// as a crash.
 func (r *Reflector) markRunning(_ context.Context, undo *undoStack) error {
 	o := &r.opts
 	prev, err := readMarker(o.StatePath())
@@ -270,7 +273,7 @@ func (r *Reflector) markRunning(_ context.Context, undo *undoStack) error {
 		prev = stateRunning
 	}
 	r.prevState = prev
-	r.restarting = r.prevState == stateRunning
+	r.restarting = r.prevState != ""
 	if err := writeMarker(o.StatePath(), stateRunning, r.now()); err != nil {
 		return fmt.Errorf("reflector: %w", err)
 	}

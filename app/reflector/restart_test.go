@@ -15,8 +15,8 @@ import (
 
 // TestRestartDetection: the marker says "running" during a run and "clean"
 // after Stop. A start that finds what a killed run leaves behind (its
-// "running" marker), or a marker it cannot read, starts the speaker
-// Restarting; a start after a clean stop, or the first start, does not.
+// "running" marker), a marker it cannot read, or a clean stop's marker
+// starts the speaker Restarting; the first start does not.
 // Every start originates the stored configuration again.
 func TestRestartDetection(t *testing.T) {
 	opts := testOptions(t, r1ID, nil, []string{clientID})
@@ -60,8 +60,8 @@ func TestRestartDetection(t *testing.T) {
 	stop(r)
 
 	r, client := start()
-	if log.last().GracefulRestart.Restarting {
-		t.Fatal("start after a clean stop is a graceful restart")
+	if !log.last().GracefulRestart.Restarting || !r.Restarting() {
+		t.Fatal("start after a clean stop is not a graceful restart")
 	}
 	client.waitFor(t, "the stored zone originated again", func(v *clientView) bool { return sameRecord(v.recs[zone.Key], zone) })
 	stop(r)
