@@ -7,6 +7,8 @@ import (
 
 	api "github.com/osrg/gobgp/v3/api"
 	"google.golang.org/protobuf/types/known/anypb"
+
+	"github.com/openinof/inof/bgp/bfd"
 )
 
 // sessionRead is what GoBGP reported of a neighbor's session: when it was
@@ -15,7 +17,9 @@ import (
 type sessionRead struct {
 	up, read time.Time
 	// restarting is graceful restart's Restart State bit (RFC 4724 §3) in
-	// the neighbor's OPEN: its speaker restarted and is re-learning.
+	// the neighbor's OPEN: its speaker restarted and is re-learning. It is
+	// also set when GoBGP shows no graceful restart capability of the
+	// neighbor (not yet, or no longer): unknown counts as restarted.
 	restarting bool
 }
 
@@ -69,19 +73,82 @@ func (g *GoBGP) settlingSince(src netip.Addr) time.Time {
 }
 
 // restartedAt is when the session to a last came back up from a restart of
-// a's speaker (zero if never, or if a's speaker did not restart then). A
-// session whose state cannot be read counts as restarted: holding a
-// withdraw for the settle time is the old, safe side.
+// a's speaker (zero if never, or if a's speaker did not restart then).
+//
+// The Restart State bit of a's OPEN alone does not tell: GoBGP clears it
+// on every neighbor of a restarting speaker once the neighbors connected so
+// far have sent End-of-RIB, and a neighbor that connects later is told the
+// speaker did not restart although it is still re-learning (found by
+// TestGracefulRestart). BFD tells: a new process draws new discriminators
+// (bfd.Manager), so a's speaker is the same process as in the session
+// before when BFD is Up now with the remote discriminator it had then, and
+// its OPEN does not say otherwise. Without that proof (no BFD towards a,
+// BFD not Up, the session's state unreadable) a counts as restarted:
+// holding a withdraw for the settle time is the old, safe side.
 func (g *GoBGP) restartedAt(a netip.Addr) time.Time {
 	now := time.Now()
 	at := g.reestablishedAt(a, now)
-	if at.IsZero() {
+	if at.IsZero() || !g.sameProcess(a) {
 		return at
 	}
 	if s, ok := g.session(a, now); ok && !s.restarting {
 		return time.Time{}
 	}
 	return at
+}
+
+// peerDisc is what BFD showed of a neighbor's process: the remote
+// discriminator of its last Up, and when a discriminator first seen (a new
+// process) came Up.
+type peerDisc struct {
+	disc    uint32
+	newAt   time.Time
+	prevBGP time.Time // when the BGP session before the current one came up
+	lastBGP time.Time // when the current BGP session came up
+}
+
+// noteBFDUp records the remote discriminator of a neighbor's BFD session
+// that came Up (onBFD).
+func (g *GoBGP) noteBFDUp(a netip.Addr, key bfd.SessionKey) {
+	s, ok := g.cfg.BFD.Session(key)
+	if !ok {
+		return
+	}
+	disc := s.Status().RemoteDisc
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	d := g.discs[a]
+	if disc != d.disc {
+		d.disc, d.newAt = disc, time.Now()
+	}
+	g.discs[a] = d
+}
+
+// noteBGPUp records that a's BGP session came up (trackRestarts); g.mu is
+// held.
+func (g *GoBGP) noteBGPUpLocked(a netip.Addr, now time.Time) {
+	d := g.discs[a]
+	d.prevBGP, d.lastBGP = d.lastBGP, now
+	g.discs[a] = d
+}
+
+// sameProcess reports whether BFD proves a's speaker the same process as
+// during a's BGP session before the current one: BFD Up now, with the
+// remote discriminator it came Up with before that session.
+func (g *GoBGP) sameProcess(a netip.Addr) bool {
+	g.mu.Lock()
+	n, configured := g.neighbors[a]
+	d := g.discs[a]
+	g.mu.Unlock()
+	if !configured || n.BFD == nil || g.cfg.BFD == nil || d.disc == 0 || d.prevBGP.IsZero() || d.newAt.After(d.prevBGP) {
+		return false
+	}
+	s, ok := g.cfg.BFD.Session(bfdKey(n))
+	if !ok {
+		return false
+	}
+	st := s.Status()
+	return st.State == bfd.Up && st.RemoteDisc == d.disc
 }
 
 // reestablishedAt is when the session to a last came back up after having
@@ -130,15 +197,16 @@ func (g *GoBGP) session(a netip.Addr, now time.Time) (sessionRead, bool) {
 }
 
 // restartState reports whether capabilities received in an OPEN carry
-// graceful restart with the Restart State bit set.
+// graceful restart with the Restart State bit set, or no graceful restart
+// capability at all.
 func restartState(caps []*anypb.Any) bool {
 	for _, c := range caps {
 		var gr api.GracefulRestartCapability
-		if c.MessageIs(&gr) && c.UnmarshalTo(&gr) == nil && gr.GetFlags()&restartStateBit != 0 {
-			return true
+		if c.MessageIs(&gr) && c.UnmarshalTo(&gr) == nil {
+			return gr.GetFlags()&restartStateBit != 0
 		}
 	}
-	return false
+	return true
 }
 
 func (g *GoBGP) trackRestarts(ev NeighborEvent) {
@@ -147,6 +215,7 @@ func (g *GoBGP) trackRestarts(ev NeighborEvent) {
 	switch {
 	case ev.State == StateEstablished:
 		delete(g.away, ev.Address)
+		g.noteBGPUpLocked(ev.Address, time.Now())
 		if g.firstUp[ev.Address].IsZero() {
 			g.firstUp[ev.Address] = time.Now()
 		} else {

@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/openinof/inof/inof"
-	"github.com/openinof/inof/internal/netns"
 	"github.com/openinof/inof/integration/topo"
+	"github.com/openinof/inof/internal/netns"
 )
 
 // flapFor is how long the reflector drops every BFD packet for a false
@@ -94,7 +94,13 @@ func TestPrivKillAfterFlapReason7(t *testing.T) {
 		{Name: "tgt", NICs: []topo.NIC{{Switch: "leaf2", Role: "target", Protocol: "tcp", Port: 4420, NQN: subNQN}}},
 		host("h1", "leaf1"), probeHost("qa", "leaf1"),
 	}
-	spec := topo.Spec{Reflectors: []string{"rr1"}, Switches: []string{"leaf1", "leaf2"}, Devices: devs, Passive: []string{"tgt"}}
+	spec := topo.Spec{Reflectors: []string{"rr1"}, Switches: []string{"leaf1", "leaf2"}, Devices: devs, Passive: []string{"tgt"},
+		// The rounds' false downs, 20 s apart, are flaps: dampened, leaf1
+		// would be held away for longer than leaf2's outage and could not
+		// be told; dampening is not what this test is about.
+		ReflectorConfig: func(_ string, cfg map[string]any) {
+			cfg["bfd"] = map[string]any{"enabled": true, "desired_min_tx": "100ms", "required_min_rx": "100ms", "detect_mult": 3, "dampen": false}
+		}}
 	f := upWithTarget(t, spec, "h1")
 	qa, h1, leaf2 := f.Node("qa").Probe(0), f.Node("h1"), f.Node("leaf2")
 	tl := f.Node("tgt").Links[0]
