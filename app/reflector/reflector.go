@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/netip"
+	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -278,11 +279,15 @@ func (r *Reflector) markRunning(_ context.Context, undo *undoStack) error {
 		return fmt.Errorf("reflector: %w", err)
 	}
 	undo.push(func() {
-		back := stateClean
-		if r.restarting {
-			back = stateRunning // still owed a graceful restart
+		// As it was: a first start that failed leaves no marker (the next
+		// one is a first start too), another the one it found.
+		var err error
+		if r.prevState == "" {
+			err = os.Remove(o.StatePath())
+		} else {
+			err = writeMarker(o.StatePath(), r.prevState, r.now())
 		}
-		if err := writeMarker(o.StatePath(), back, r.now()); err != nil {
+		if err != nil {
 			r.log.Error("restoring the restart marker", "err", err)
 		}
 	})
