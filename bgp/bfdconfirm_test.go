@@ -54,3 +54,43 @@ func TestBFDConfirmForgets(t *testing.T) {
 		t.Fatalf("next = %v %v, want the earlier hold-down end", at, ok)
 	}
 }
+
+// TestConfirmStateConcurrent: BFD changes (onBFD, on the BFD watch's
+// goroutine or a caller's) and the goroutine that runs the holds out share
+// the confirmation state under its lock; every down taken is seen as a
+// deadline and every poke wakes the waiter.
+func TestConfirmStateConcurrent(t *testing.T) {
+	s := newConfirmState(BFDConfirm{})
+	const n = 200
+	t0 := time.Unix(1000, 0)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := range n {
+			a := netip.AddrFrom4([4]byte{10, 0, byte(i >> 8), byte(i)})
+			s.mu.Lock()
+			s.pending[a] = pendingDown{until: t0.Add(time.Duration(n-i) * time.Millisecond)}
+			s.down(a, i%2 == 0, t0)
+			s.mu.Unlock()
+			s.poke()
+		}
+	}()
+	var last time.Time
+	for waiting := true; waiting; {
+		select {
+		case <-done:
+			waiting = false
+		case <-s.wake:
+			if at, ok := s.next(); ok {
+				last = at
+			}
+		}
+	}
+	at, ok := s.next()
+	if !ok || !at.Equal(t0.Add(time.Millisecond)) {
+		t.Fatalf("next = %v %v, want the last down's deadline %v", at, ok, t0.Add(time.Millisecond))
+	}
+	if !last.IsZero() && last.Before(at) {
+		t.Fatalf("a deadline %v before the earliest %v", last, at)
+	}
+}
