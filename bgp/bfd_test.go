@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/netip"
+	"syscall"
 	"testing"
 	"time"
 
@@ -134,7 +135,8 @@ func waitBFDDown(t *testing.T, m *bfd.Manager) {
 // (SIGKILL). Its TCP session ends first, so the reflector, in graceful
 // restart, keeps its records stale; BFD detects the loss a detection time
 // later, and the reflector must then withdraw the records at once, not at
-// the end of the restart time (60 s here). Before the fix, shutting the
+// the end of the restart time (60 s here), nor of its confirmation hold
+// (a minute here): the ended session confirms the BFD down. Before the fix, shutting the
 // already idle session left the stale records for the whole restart time.
 func TestKilledClientWithdrawnWithinBFD(t *testing.T) {
 	skipUnderRace(t)
@@ -142,7 +144,9 @@ func TestKilledClientWithdrawnWithinBFD(t *testing.T) {
 	rm, bm := bfd.NewManager(bfd.ManagerOptions{}), bfd.NewManager(bfd.ManagerOptions{})
 	defer bm.Close()
 	gr := GracefulRestart{Enabled: true, RestartTime: 60 * time.Second, Notification: true}
-	r := startReflector(t, addr("127.0.0.1"), Options{BFD: rm, GracefulRestart: gr})
+	// A minute's confirmation hold: the closed connection must confirm the
+	// BFD down, not the hold.
+	r := startReflector(t, addr("127.0.0.1"), Options{BFD: rm, GracefulRestart: gr, BFDConfirm: BFDConfirm{Hold: time.Minute}})
 	defer rm.Close()
 	b := startClient(t, addr("127.0.0.3"), Options{GracefulRestart: gr})
 	connect(t, r, b, nil)
@@ -240,12 +244,14 @@ func TestFalseBFDDownCostsOneReconnect(t *testing.T) {
 
 // bfdReflectorAndClient starts a reflector with BFD towards client a
 // (which runs none, so the reflector's session stays Down until a test
-// drives it with onBFD) and waits for their BGP session.
+// drives it with onBFD) and waits for their BGP session. Confirmation is
+// off: the tests drive the shutting of a session that a confirmed down
+// causes (TestBFDDownConfirmation tests the confirmation).
 func bfdReflectorAndClient(t *testing.T) (r, a *node, key bfd.SessionKey) {
 	t.Helper()
 	rm := bfd.NewManager(bfd.ManagerOptions{})
 	t.Cleanup(func() { rm.Close() })
-	r = startReflector(t, addr("127.0.0.1"), Options{BFD: rm})
+	r = startReflector(t, addr("127.0.0.1"), Options{BFD: rm, BFDConfirm: BFDConfirm{Disabled: true}})
 	a = startClient(t, addr("127.0.0.2"), Options{})
 	fast := &NeighborBFD{DesiredMinTx: 50 * time.Millisecond, RequiredMinRx: 50 * time.Millisecond, DetectMult: 3}
 	connect(t, r, a, func(n *Neighbor) {
@@ -255,4 +261,71 @@ func bfdReflectorAndClient(t *testing.T) (r, a *node, key bfd.SessionKey) {
 	})
 	waitEstablished(t, a, 1)
 	return r, a, bfd.SessionKey{Local: r.addr, Peer: a.addr}
+}
+
+// TestBFDDownConfirmation: the reflector's BFD towards a live client goes
+// down because the client's BFD process is stopped (SIGSTOP) for a
+// moment, while its BGP session stands. Within the confirmation hold BFD
+// is back: nothing is withdrawn, the session stays, the down is counted
+// unconfirmed. Stopped for longer than the hold, the client is declared
+// gone and its record withdrawn, counted confirmed.
+func TestBFDDownConfirmation(t *testing.T) {
+	skipUnderRace(t)
+	ctx := context.Background()
+	rm := bfd.NewManager(bfd.ManagerOptions{})
+	defer rm.Close()
+	const hold = 3 * time.Second
+	r := startReflector(t, addr("127.0.0.1"), Options{BFD: rm, BFDConfirm: BFDConfirm{Hold: hold, MaxHold: hold}})
+	a := startClient(t, addr("127.0.0.2"), Options{}) // a's BFD runs in a child process
+	b := startClient(t, addr("127.0.0.3"), Options{})
+	fast := &NeighborBFD{DesiredMinTx: 50 * time.Millisecond, RequiredMinRx: 50 * time.Millisecond, DetectMult: 3}
+	for _, c := range []*node{a, b} {
+		connect(t, r, c, func(n *Neighbor) {
+			if n.Address == a.addr {
+				n.BFD, n.LocalAddress = fast, r.addr
+			}
+		})
+	}
+	child, _ := selfexec.Start(t, bfdChildEnv+"="+a.addr.String()+","+r.addr.String())
+	zone := record.ZoneRT(testASN, "prod")
+	b.Subscribe(ctx, zone)
+	waitEstablished(t, a, 1)
+	waitBFD(t, rm, 1)
+	rec := device(routerID(a), 1)
+	if err := a.Publish(ctx, rec, zone); err != nil {
+		t.Fatal(err)
+	}
+	b.view.waitFor(t, "record at b", func(m map[string]RecordEvent) bool { return m[string(rec.Key())].Record != nil })
+
+	// Stopped until the reflector saw BFD down, then resumed at once.
+	if err := child.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	waitBFDState(t, rm, a.addr, bfd.Down)
+	if err := child.Signal(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	waitBFDState(t, rm, a.addr, bfd.Up)
+	deadline := time.Now().Add(30 * time.Second)
+	for r.Stats().BFDUnconfirmed == 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("BFD back within the hold, not counted unconfirmed: %+v", r.Stats())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if st := r.Stats(); st.BFDConfirmed != 0 || b.view.withdrawCount() != 0 || !sessionUp(t, a, r, time.Second) {
+		t.Fatalf("an unconfirmed BFD down cost something: stats %+v, withdraws at b %d", st, b.view.withdrawCount())
+	}
+
+	// Stopped for good: confirmed after the hold, the record withdrawn.
+	if err := child.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	b.view.waitFor(t, "a's record withdrawn", func(m map[string]RecordEvent) bool { return m[string(rec.Key())].Record == nil })
+	// The child, resumed, may itself have timed out and said Down once
+	// (a second unconfirmed down).
+	if st := r.Stats(); st.BFDConfirmed != 1 || st.BFDUnconfirmed == 0 {
+		t.Fatalf("stats %+v, want one confirmed BFD down and unconfirmed ones", st)
+	}
+	child.Signal(syscall.SIGCONT)
 }

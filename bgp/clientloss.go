@@ -42,6 +42,8 @@ import (
 type clientLoss struct {
 	mu  sync.Mutex
 	est map[netip.Addr]bool // clients whose session is established
+	// lostAt is when each client's established session last ended.
+	lostAt map[netip.Addr]time.Time
 	// bfd counts each client's BFD state changes (onBFD).
 	bfd map[netip.Addr]uint64
 	// demoted are the clients in the silent set.
@@ -51,6 +53,7 @@ type clientLoss struct {
 func (c *clientLoss) init() {
 	if c.est == nil {
 		c.est, c.bfd, c.demoted = map[netip.Addr]bool{}, map[netip.Addr]uint64{}, map[netip.Addr]bool{}
+		c.lostAt = map[netip.Addr]time.Time{}
 	}
 }
 
@@ -62,7 +65,18 @@ func (c *clientLoss) lost(ev NeighborEvent) (bool, uint64) {
 	c.init()
 	was := c.est[ev.Address]
 	c.est[ev.Address] = ev.State == StateEstablished
+	if was && ev.State != StateEstablished {
+		c.lostAt[ev.Address] = time.Now()
+	}
 	return was && ev.State != StateEstablished, c.bfd[ev.Address]
+}
+
+// lostBefore reports whether a's session is down and ended before t.
+func (c *clientLoss) lostBefore(a netip.Addr, t time.Time) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	at, ok := c.lostAt[a]
+	return ok && !c.est[a] && at.Before(t)
 }
 
 // setDemoted records whether a is in the silent set and reports whether

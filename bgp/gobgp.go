@@ -74,6 +74,9 @@ type Options struct {
 	TTLSecurity bool
 	// BFD runs the BFD sessions of neighbors that ask for one (Neighbor.BFD).
 	BFD *bfd.Manager
+	// BFDConfirm: how a reflector confirms a switch's BFD down before it
+	// declares the switch gone, and dampens flapping switches.
+	BFDConfirm BFDConfirm
 	// WatchQueue bounds each watch's queue of undelivered events (default
 	// DefaultWatchQueue); a consumer that falls further behind is
 	// resynchronised from the table (see watch.go).
@@ -100,8 +103,11 @@ type GoBGP struct {
 
 	mu      sync.Mutex
 	bfdDown map[netip.Addr]bool // neighbors disabled because BFD went down
-	clients clientLoss          // a reflector's switches' sessions (clientloss.go)
-	loss    reflectorLoss       // a client's lost reflectors (reflectorloss.go)
+	// confirm: the confirmation of switches' BFD downs (bfdconfirm.go).
+	confirm                                   *confirmState
+	bfdConfirmed, bfdUnconfirmed, bfdDampened atomic.Uint64
+	clients                                   clientLoss    // a reflector's switches' sessions (clientloss.go)
+	loss                                      reflectorLoss // a client's lost reflectors (reflectorloss.go)
 	// reestablished is when each neighbor's session last came back up
 	// after having been established before (graceful-restart settling).
 	reestablished map[netip.Addr]time.Time
@@ -109,7 +115,8 @@ type GoBGP struct {
 	// away are the neighbors whose established session ended and has not
 	// come back, with when it ended (graceful-restart holding).
 	away      map[netip.Addr]awayRead
-	uptime    map[netip.Addr]uptimeRead
+	sessions  map[netip.Addr]sessionRead
+	discs     map[netip.Addr]peerDisc // what BFD showed of each neighbor's process (restartedAt)
 	neighbors map[netip.Addr]Neighbor
 
 	// restartSynced: this restart's deferral is over (restartPending).
@@ -150,9 +157,10 @@ func NewGoBGP(cfg Options) (*GoBGP, error) {
 	}
 	log := cfg.Logger.With("router_id", cfg.RouterID.String())
 	return &GoBGP{cfg: cfg, log: log, neighbors: map[netip.Addr]Neighbor{}, done: make(chan struct{}),
-		reestablished: map[netip.Addr]time.Time{}, firstUp: map[netip.Addr]time.Time{}, uptime: map[netip.Addr]uptimeRead{},
+		reestablished: map[netip.Addr]time.Time{}, firstUp: map[netip.Addr]time.Time{}, sessions: map[netip.Addr]sessionRead{}, discs: map[netip.Addr]peerDisc{},
 		away:         map[netip.Addr]awayRead{},
 		bfdDown:      map[netip.Addr]bool{},
+		confirm:      newConfirmState(cfg.BFDConfirm),
 		malformedLog: ratelimit.Limit{Every: time.Second}, resyncLog: ratelimit.Limit{Every: time.Second}}, nil
 }
 
@@ -344,5 +352,6 @@ func (g *GoBGP) waitSessionsDown(d time.Duration) {
 // Stats implements Speaker.
 func (g *GoBGP) Stats() Stats {
 	return Stats{Published: g.published.Load(), Withdrawn: g.withdrawn.Load(), Malformed: g.malformed.Load(),
-		Resyncs: g.watches.resyncs.Load()}
+		Resyncs: g.watches.resyncs.Load(), BFDConfirmed: g.bfdConfirmed.Load(), BFDUnconfirmed: g.bfdUnconfirmed.Load(),
+		BFDDampened: g.bfdDampened.Load()}
 }

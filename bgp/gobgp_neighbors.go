@@ -71,11 +71,20 @@ func (g *GoBGP) AddNeighbor(ctx context.Context, n Neighbor) error {
 func bfdKey(n Neighbor) bfd.SessionKey { return bfd.SessionKey{Local: n.LocalAddress, Peer: n.Address} }
 
 // watchBFD hands every BFD state change to onBFD, one at a time, until the
-// speaker stops.
+// speaker stops; on a reflector it also runs out the holds of switches'
+// BFD downs and their hold-downs (bfdconfirm.go).
 func (g *GoBGP) watchBFD(ctx context.Context) {
 	sub := g.cfg.BFD.Subscribe()
 	defer sub.Cancel()
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
 	for {
+		timer.Stop()
+		var timerC <-chan time.Time
+		if at, ok := g.confirm.next(); ok {
+			timer.Reset(time.Until(at))
+			timerC = timer.C
+		}
 		select {
 		case <-ctx.Done():
 			return
@@ -84,60 +93,175 @@ func (g *GoBGP) watchBFD(ctx context.Context) {
 				return
 			}
 			g.onBFD(ch)
+		case <-g.confirm.wake:
+		case now := <-timerC:
+			g.confirmDue(now)
 		}
 	}
 }
 
+// confirmDue declares gone the switches whose hold ran out with BFD still
+// down, and enables the sessions whose hold-down ended.
+func (g *GoBGP) confirmDue(now time.Time) {
+	var gone []pendingDown
+	var enable []netip.Addr
+	g.confirm.mu.Lock()
+	for a, p := range g.confirm.pending {
+		if !now.Before(p.until) {
+			delete(g.confirm.pending, a)
+			gone = append(gone, p)
+		}
+	}
+	for a, at := range g.confirm.enable {
+		if !now.Before(at) {
+			delete(g.confirm.enable, a)
+			enable = append(enable, a)
+		}
+	}
+	g.confirm.mu.Unlock()
+	for _, p := range gone {
+		if s, ok := g.cfg.BFD.Session(bfdKey(p.n)); ok && s.Status().State == bfd.Up {
+			continue // its Up is on its way to onBFD
+		}
+		g.log.Warn("BFD down confirmed: not back within the hold", "neighbor", p.n.Address, "hold", p.hold)
+		g.declareGone(p.n, p.diag, now)
+	}
+	for _, a := range enable {
+		g.enableAfterBFD(a)
+	}
+}
+
+// detectTime is the detection time of neighbor n's BFD session, as the
+// session last agreed it.
+func (g *GoBGP) detectTime(n Neighbor) time.Duration {
+	detect := time.Duration(n.BFD.DetectMult) * max(n.BFD.DesiredMinTx, n.BFD.RequiredMinRx)
+	if s, ok := g.cfg.BFD.Session(bfdKey(n)); ok && s.Status().DetectTime > 0 {
+		detect = s.Status().DetectTime
+	}
+	return detect
+}
+
 // onBFD applies the asymmetry of docs/design.md §3. On a reflector, a client whose
-// BFD session goes from Up to Down is gone: its BGP session is shut down at
-// once (its records are withdrawn everywhere) and kept down until BFD is Up
-// again. On a client, BFD Down towards a reflector drops that reflector's
-// routes when another reflector serves (reflectorloss.go); otherwise they
-// stay, as graceful restart keeps them if the TCP session dies.
+// BFD session goes from Up to Down is gone once confirmed (bfdconfirm.go):
+// its BGP session is shut down (its records are withdrawn everywhere) and
+// kept down until BFD is Up again, and then for its hold-down if it flaps.
+// On a client, BFD Down towards a reflector drops that reflector's routes
+// when another reflector serves (reflectorloss.go); otherwise they stay, as
+// graceful restart keeps them if the TCP session dies.
 func (g *GoBGP) onBFD(ch bfd.StateChange) {
 	g.clients.bfdChanged(ch.Key.Peer)
+	a, now := ch.Key.Peer, time.Now()
 	g.mu.Lock()
-	n, ok := g.neighbors[ch.Key.Peer]
+	n, ok := g.neighbors[a]
 	ok = ok && n.BFD != nil && bfdKey(n) == ch.Key
-	disabled := g.bfdDown[ch.Key.Peer]
+	disabled := g.bfdDown[a]
+	g.mu.Unlock()
 	act := ok && g.cfg.Role == RoleReflector && n.RRClient
-	switch {
-	case act && ch.Old == bfd.Up && ch.New != bfd.Up && ch.PeerAdminDown:
-		// The switch stopped its BFD on purpose (its daemon is stopping or
-		// restarting): not a failure (RFC 5882 §3.2). Its BGP session
-		// decides, with graceful restart.
-		g.mu.Unlock()
-		g.log.Info("BFD: neighbor signalled AdminDown; leaving its session to BGP", "neighbor", ch.Key.Peer)
-		return
-	case act && ch.Old == bfd.Up && ch.New != bfd.Up:
-		g.bfdDown[ch.Key.Peer] = true
-	case act && ch.New == bfd.Up && disabled:
-		delete(g.bfdDown, ch.Key.Peer)
-	default:
-		g.mu.Unlock()
-		if ok && ch.Old == bfd.Up && ch.New != bfd.Up {
-			g.log.Warn("BFD down towards neighbor", "neighbor", ch.Key.Peer, "diag", ch.Diag.String())
-			if g.cfg.Role == RoleClient && !ch.PeerAdminDown && g.loss.bfdDown(ch.Key.Peer) {
-				g.goDropLost(ch.Key.Peer, whyBFD)
+	down := ch.Old == bfd.Up && ch.New != bfd.Up
+	if ok && ch.New == bfd.Up {
+		g.noteBFDUp(a, ch.Key)
+	}
+	if !act {
+		if ok && down {
+			g.log.Warn("BFD down towards neighbor", "neighbor", a, "diag", ch.Diag.String())
+			if g.cfg.Role == RoleClient && !ch.PeerAdminDown && g.loss.bfdDown(a) {
+				g.goDropLost(a, whyBFD)
 			}
 		}
 		return
 	}
-	g.mu.Unlock()
-	ctx := context.Background()
-	if ch.New == bfd.Up {
-		g.log.Info("BFD up again; enabling neighbor", "neighbor", ch.Key.Peer)
-		if err := g.srv.EnablePeer(ctx, &api.EnablePeerRequest{Address: ch.Key.Peer.String()}); err != nil {
-			g.log.Error("enabling neighbor after BFD up", "neighbor", ch.Key.Peer, "err", err)
+	c := g.confirm
+	c.mu.Lock()
+	defer c.poke()
+	_, pending := c.pending[a]
+	switch {
+	case down && ch.PeerAdminDown:
+		// The switch stopped its BFD on purpose (its daemon is stopping or
+		// restarting): not a failure (RFC 5882 §3.2). Its BGP session
+		// decides, with graceful restart.
+		delete(c.pending, a)
+		c.mu.Unlock()
+		g.log.Info("BFD: neighbor signalled AdminDown; leaving its session to BGP", "neighbor", a)
+	case down && disabled:
+		// Back and lost again during its hold-down: it stays down.
+		delete(c.enable, a)
+		c.mu.Unlock()
+		g.log.Warn("BFD down again during the switch's hold-down", "neighbor", a, "diag", ch.Diag.String())
+	case down && !c.cfg.Disabled && !g.clients.lostBefore(a, now.Add(-g.detectTime(n)/3)):
+		// Confirmed at once only by a session that ended well before BFD
+		// went down: a killed daemon's connection closes at once and its
+		// BFD falls silent a detection time later ((mult-1) intervals at
+		// least). A switch that lost BFD itself ends its session on purpose
+		// (reflectorloss.go, dropLost) within about an interval of our BFD
+		// down: that confirms nothing.
+		hold := c.cfg.hold(g.detectTime(n), c.recent(a, now).unconfirmed)
+		c.pending[a] = pendingDown{n: n, diag: ch.Diag.String(), hold: hold, until: now.Add(hold)}
+		c.mu.Unlock()
+		g.log.Warn("BFD down; confirming before the switch is declared gone",
+			"neighbor", a, "diag", ch.Diag.String(), "hold", hold)
+	case down:
+		c.mu.Unlock()
+		g.declareGone(n, ch.Diag.String(), now)
+	case ch.New == bfd.Up && pending:
+		delete(c.pending, a)
+		f := c.down(a, false, now)
+		c.mu.Unlock()
+		g.bfdUnconfirmed.Add(1)
+		g.log.Warn("BFD down not confirmed: back within the hold; nothing withdrawn", "neighbor", a,
+			"unconfirmed_recently", f.unconfirmed, "unconfirmed_total", g.bfdUnconfirmed.Load())
+	case ch.New == bfd.Up && disabled:
+		f := c.recent(a, now)
+		d := c.cfg.holdDown(f.confirmed)
+		if d > 0 {
+			c.enable[a] = now.Add(d)
 		}
+		c.mu.Unlock()
+		if d > 0 {
+			g.bfdDampened.Add(1)
+			g.log.Warn("BFD up again; switch flapping, session held down", "neighbor", a,
+				"hold_down", d, "confirmed_recently", f.confirmed, "dampened_total", g.bfdDampened.Load())
+			return
+		}
+		g.enableAfterBFD(a)
+	default:
+		c.mu.Unlock()
+	}
+}
+
+// enableAfterBFD lets a switch that BFD found again connect.
+func (g *GoBGP) enableAfterBFD(a netip.Addr) {
+	g.mu.Lock()
+	delete(g.bfdDown, a)
+	g.mu.Unlock()
+	g.log.Info("BFD up again; enabling neighbor", "neighbor", a)
+	if err := g.srv.EnablePeer(context.Background(), &api.EnablePeerRequest{Address: a.String()}); err != nil {
+		g.log.Error("enabling neighbor after BFD up", "neighbor", a, "err", err)
+	}
+}
+
+// declareGone shuts the session of a switch whose BFD down is confirmed:
+// its records are withdrawn at once and it stays down until BFD is Up.
+func (g *GoBGP) declareGone(n Neighbor, diag string, now time.Time) {
+	a := n.Address
+	g.mu.Lock()
+	if _, still := g.neighbors[a]; !still || g.bfdDown[a] {
+		g.mu.Unlock()
 		return
 	}
-	g.log.Warn("BFD down: switch gone, shutting its session", "neighbor", ch.Key.Peer, "diag", ch.Diag.String())
+	g.bfdDown[a] = true
+	g.mu.Unlock()
+	g.confirm.mu.Lock()
+	f := g.confirm.down(a, true, now)
+	g.confirm.mu.Unlock()
+	g.bfdConfirmed.Add(1)
+	ctx := context.Background()
+	g.log.Warn("BFD down: switch gone, shutting its session", "neighbor", a, "diag", diag,
+		"confirmed_recently", f.confirmed, "confirmed_total", g.bfdConfirmed.Load())
 	// End the connection before GoBGP can say goodbye with a Hard Reset,
 	// which a switch that was only cut off would obey when its link came
 	// back (sessionclose.go).
-	if _, err := shutdownSessions(n.LocalAddress, ch.Key.Peer); err != nil {
-		g.log.Warn("BFD down: could not shut the session's socket; the switch may get a Hard Reset", "neighbor", ch.Key.Peer, "err", err)
+	if _, err := shutdownSessions(n.LocalAddress, a); err != nil {
+		g.log.Warn("BFD down: could not shut the session's socket; the switch may get a Hard Reset", "neighbor", a, "err", err)
 	}
 	// The switch's TCP session may have died first (a killed process): the
 	// session is then in graceful restart and GoBGP keeps its records stale
@@ -147,14 +271,14 @@ func (g *GoBGP) onBFD(ch bfd.StateChange) {
 	// configuration, not a DisablePeer request: GoBGP would still show it
 	// enabled until the queued request lands, and drop an enable sent
 	// meanwhile) until BFD is back.
-	if err := g.srv.DeletePeer(ctx, &api.DeletePeerRequest{Address: ch.Key.Peer.String()}); err != nil {
-		g.log.Error("removing neighbor after BFD down", "neighbor", ch.Key.Peer, "err", err)
+	if err := g.srv.DeletePeer(ctx, &api.DeletePeerRequest{Address: a.String()}); err != nil {
+		g.log.Error("removing neighbor after BFD down", "neighbor", a, "err", err)
 		return
 	}
 	p := g.apiPeer(ctx, n)
 	p.Conf.AdminDown = true
 	if err := g.srv.AddPeer(ctx, &api.AddPeerRequest{Peer: p}); err != nil {
-		g.log.Error("adding neighbor back after BFD down", "neighbor", ch.Key.Peer, "err", err)
+		g.log.Error("adding neighbor back after BFD down", "neighbor", a, "err", err)
 		return
 	}
 }
@@ -189,15 +313,18 @@ func (g *GoBGP) apiPeer(ctx context.Context, n Neighbor) *api.Peer {
 		p.TtlSecurity = &api.TtlSecurity{Enabled: true, TtlMin: 255}
 	}
 	gr := g.cfg.GracefulRestart
+	restarting := gr.Enabled && gr.Restarting && g.restartPending(ctx)
 	if gr.Enabled {
 		p.GracefulRestart = &api.GracefulRestart{Enabled: true, RestartTime: uint32(gr.RestartTime / time.Second),
-			LocalRestarting: gr.Restarting && g.restartPending(ctx), NotificationEnabled: gr.Notification}
+			LocalRestarting: restarting, NotificationEnabled: gr.Notification}
 	}
 	for _, f := range []*api.Family{familyOpaque, familyRTC} {
 		as := &api.AfiSafi{Config: &api.AfiSafiConfig{Family: f, Enabled: true}}
 		if gr.Enabled {
 			as.MpGracefulRestart = &api.MpGracefulRestart{Config: &api.MpGracefulRestartConfig{Enabled: true}}
-			if f == familyRTC && g.cfg.Role == RoleClient {
+			// A restarting reflector defers its updates anyway (GoBGP's
+			// restart sync), and its switches settle its withdraws.
+			if f == familyRTC && (g.cfg.Role == RoleClient || !restarting) {
 				as.RouteTargetMembership = &api.RouteTargetMembership{
 					Config: &api.RouteTargetMembershipConfig{DeferralTime: uint32(membershipDeferral / time.Second)}}
 			}
@@ -207,18 +334,24 @@ func (g *GoBGP) apiPeer(ctx context.Context, n Neighbor) *api.Peer {
 	return p
 }
 
-// membershipDeferral bounds how long a client waits, on a new session to a
-// reflector, for the reflector's route-target memberships (their End-of-RIB,
-// RFC 4684 §6) before it sends its records. Without the wait GoBGP sends
+// membershipDeferral bounds how long a speaker waits, on a new session, for
+// the neighbor's route-target memberships (their End-of-RIB, RFC 4684 §6)
+// before it sends its records. Both ends wait: each sends its memberships
+// and their End-of-RIB at once, so the wait is a round trip. A client
+// waits for its reflector's; a reflector for its client's, so that its
+// End-of-RIB to a switch whose session only flapped holds every record the
+// switch subscribes to: without the wait it held none, the switch flushed
+// the reflector's stale routes at that End-of-RIB, and as the reflector
+// did not restart, the switch's hosts were told its targets gone
+// (TestBFDLossLeavesTheSwitchItsRoutes; docs/design.md §10). Without the wait GoBGP sends
 // its table at once, filtered by memberships it does not hold yet: nothing,
 // then End-of-RIB. A reflector that keeps the client's records stale
 // (graceful restart) drops them all at that End-of-RIB and takes them back
 // when they follow: a withdraw at every other switch. A restarting client's
 // first sessions are deferred anyway (GoBGP's restart sync); this covers a
 // session that comes up after that sync (TestRestartedClientLateReflectorKeepsRecords).
-// A reflector sends its End-of-RIB right after its memberships, so the wait
-// is a round trip; the deferral timer does nothing once that End-of-RIB
-// came (GoBGP's softResetOut), and sends the table if it never does.
+// The deferral timer does nothing once that End-of-RIB came (GoBGP's
+// softResetOut), and sends the table if it never does.
 const membershipDeferral = 5 * time.Second
 
 // restartPending reports whether this speaker, started as a graceful

@@ -6,29 +6,53 @@ import (
 	"time"
 
 	api "github.com/osrg/gobgp/v3/api"
+	"google.golang.org/protobuf/types/known/anypb"
+
+	"github.com/openinof/inof/bgp/bfd"
 )
 
-// uptimeRead is a session's establishment time as GoBGP reported it, and
-// when it was read.
-type uptimeRead struct {
+// sessionRead is what GoBGP reported of a neighbor's session: when it was
+// established, whether the neighbor's OPEN said it had restarted, and when
+// this was read.
+type sessionRead struct {
 	up, read time.Time
+	// restarting is graceful restart's Restart State bit (RFC 4724 §3) in
+	// the neighbor's OPEN: its speaker restarted and is re-learning. It is
+	// also set when GoBGP shows no graceful restart capability of the
+	// neighbor (not yet, or no longer): unknown counts as restarted.
+	restarting bool
 }
 
-// uptimeCacheFor is how long a read of GoBGP's session uptime is reused:
+// sessionCacheFor is how long a read of GoBGP's session state is reused:
 // withdraws come in bursts.
-const uptimeCacheFor = 50 * time.Millisecond
+const sessionCacheFor = 50 * time.Millisecond
+
+// restartStateBit is the Restart State flag of the graceful restart
+// capability (the top bit of the 4-bit flags, 0x8 as GoBGP keeps them).
+const restartStateBit = 0x08
 
 // settlingSince is the time from which withdraws of records last learned
 // from src are held for the settle time: when src's session last came back
-// up, or, while src is dropped as a lost reflector (reflectorloss.go), when
-// the latest of the other neighbors did. Dropping a lost reflector
-// withdraws the records the serving one lacks; one that came back moments
-// ago may still be re-learning them (found by the soak, seed
-// 4501343603921199704 step 16: a leaf dropped a partitioned reflector 0.5 s
-// after the other came back from a restart, and its hosts were told
-// reason 7 for targets that were there).
+// up from a restart of src's speaker, or, while src is dropped as a lost
+// reflector (reflectorloss.go), when the latest of the other neighbors
+// did. Dropping a lost reflector withdraws the records the serving one
+// lacks; one that came back from a restart moments ago may still be
+// re-learning them (found by the soak, seed 4501343603921199704 step 16: a
+// leaf dropped a partitioned reflector 0.5 s after the other came back
+// from a restart, and its hosts were told reason 7 for targets that were
+// there).
+//
+// A neighbor whose session came back without restarting (the session
+// flapped, its speaker ran on) is never settled: it sends its whole table
+// before its End-of-RIB, so a record missing then, or withdrawn after, is
+// gone, and the hosts told it was there must hear so at once. Holding
+// those withdraws hid a switch killed 0–4 s after a false BFD down had
+// reset every session of its reflector: the other leaves held the
+// withdraws of its records for the settle time, the switch came back
+// within it, and its hosts' peers never heard of a 12 s outage (issue
+// #46, TestPrivKillAfterFlapReason7).
 func (g *GoBGP) settlingSince(src netip.Addr) time.Time {
-	at := g.reestablishedAt(src)
+	at := g.restartedAt(src)
 	if !g.loss.lost(src) {
 		return at
 	}
@@ -41,11 +65,90 @@ func (g *GoBGP) settlingSince(src netip.Addr) time.Time {
 	}
 	g.mu.Unlock()
 	for _, a := range others {
-		if t := g.reestablishedAt(a); t.After(at) {
+		if t := g.restartedAt(a); t.After(at) {
 			at = t
 		}
 	}
 	return at
+}
+
+// restartedAt is when the session to a last came back up from a restart of
+// a's speaker (zero if never, or if a's speaker did not restart then).
+//
+// The Restart State bit of a's OPEN alone does not tell: GoBGP clears it
+// on every neighbor of a restarting speaker once the neighbors connected so
+// far have sent End-of-RIB, and a neighbor that connects later is told the
+// speaker did not restart although it is still re-learning (found by
+// TestGracefulRestart). BFD tells: a new process draws new discriminators
+// (bfd.Manager), so a's speaker is the same process as in the session
+// before when BFD is Up now with the remote discriminator it had then, and
+// its OPEN does not say otherwise. Without that proof (no BFD towards a,
+// BFD not Up, the session's state unreadable) a counts as restarted:
+// holding a withdraw for the settle time is the old, safe side.
+func (g *GoBGP) restartedAt(a netip.Addr) time.Time {
+	now := time.Now()
+	at := g.reestablishedAt(a, now)
+	if at.IsZero() || !g.sameProcess(a) {
+		return at
+	}
+	if s, ok := g.session(a, now); ok && !s.restarting {
+		return time.Time{}
+	}
+	return at
+}
+
+// peerDisc is what BFD showed of a neighbor's process: the remote
+// discriminator of its last Up, and when a discriminator first seen (a new
+// process) came Up.
+type peerDisc struct {
+	disc    uint32
+	newAt   time.Time
+	prevBGP time.Time // when the BGP session before the current one came up
+	lastBGP time.Time // when the current BGP session came up
+}
+
+// noteBFDUp records the remote discriminator of a neighbor's BFD session
+// that came Up (onBFD).
+func (g *GoBGP) noteBFDUp(a netip.Addr, key bfd.SessionKey) {
+	s, ok := g.cfg.BFD.Session(key)
+	if !ok {
+		return
+	}
+	disc := s.Status().RemoteDisc
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	d := g.discs[a]
+	if disc != d.disc {
+		d.disc, d.newAt = disc, time.Now()
+	}
+	g.discs[a] = d
+}
+
+// noteBGPUp records that a's BGP session came up (trackRestarts); g.mu is
+// held.
+func (g *GoBGP) noteBGPUpLocked(a netip.Addr, now time.Time) {
+	d := g.discs[a]
+	d.prevBGP, d.lastBGP = d.lastBGP, now
+	g.discs[a] = d
+}
+
+// sameProcess reports whether BFD proves a's speaker the same process as
+// during a's BGP session before the current one: BFD Up now, with the
+// remote discriminator it came Up with before that session.
+func (g *GoBGP) sameProcess(a netip.Addr) bool {
+	g.mu.Lock()
+	n, configured := g.neighbors[a]
+	d := g.discs[a]
+	g.mu.Unlock()
+	if !configured || n.BFD == nil || g.cfg.BFD == nil || d.disc == 0 || d.prevBGP.IsZero() || d.newAt.After(d.prevBGP) {
+		return false
+	}
+	s, ok := g.cfg.BFD.Session(bfdKey(n))
+	if !ok {
+		return false
+	}
+	st := s.Status()
+	return st.State == bfd.Up && st.RemoteDisc == d.disc
 }
 
 // reestablishedAt is when the session to a last came back up after having
@@ -54,34 +157,56 @@ func (g *GoBGP) settlingSince(src netip.Addr) time.Time {
 // before the event of the re-establishment that caused it: when the
 // tracked time is not recent, GoBGP's own session uptime is asked (whole
 // seconds, so rounded up).
-func (g *GoBGP) reestablishedAt(a netip.Addr) time.Time {
-	now := time.Now()
+func (g *GoBGP) reestablishedAt(a netip.Addr, now time.Time) time.Time {
 	g.mu.Lock()
 	at, first, seen := g.reestablished[a], g.firstUp[a], !g.firstUp[a].IsZero()
-	cached, fresh := g.uptime[a], now.Sub(g.uptime[a].read) < uptimeCacheFor
 	g.mu.Unlock()
 	if !seen || now.Sub(at) < g.cfg.GracefulRestart.SettleTime {
 		return at
 	}
-	up := cached.up
-	if !fresh {
-		up = time.Time{}
-		err := g.srv.ListPeer(context.Background(), &api.ListPeerRequest{Address: a.String()}, func(p *api.Peer) {
-			if p.GetState().GetSessionState() == api.PeerState_ESTABLISHED && p.GetTimers().GetState().GetUptime() != nil {
-				up = p.GetTimers().GetState().GetUptime().AsTime().Add(time.Second)
-			}
-		})
-		if err != nil {
-			return at
-		}
-		g.mu.Lock()
-		g.uptime[a] = uptimeRead{up: up, read: now}
-		g.mu.Unlock()
-	}
-	if up.After(first.Add(time.Second)) && up.After(at) {
-		return up
+	s, ok := g.session(a, now)
+	if ok && s.up.After(first.Add(time.Second)) && s.up.After(at) {
+		return s.up
 	}
 	return at
+}
+
+// session reads a's session from GoBGP, or reuses a read younger than
+// sessionCacheFor.
+func (g *GoBGP) session(a netip.Addr, now time.Time) (sessionRead, bool) {
+	g.mu.Lock()
+	cached := g.sessions[a]
+	g.mu.Unlock()
+	if now.Sub(cached.read) < sessionCacheFor {
+		return cached, true
+	}
+	s := sessionRead{read: now}
+	err := g.srv.ListPeer(context.Background(), &api.ListPeerRequest{Address: a.String()}, func(p *api.Peer) {
+		if p.GetState().GetSessionState() == api.PeerState_ESTABLISHED && p.GetTimers().GetState().GetUptime() != nil {
+			s.up = p.GetTimers().GetState().GetUptime().AsTime().Add(time.Second)
+		}
+		s.restarting = restartState(p.GetState().GetRemoteCap())
+	})
+	if err != nil {
+		return sessionRead{}, false
+	}
+	g.mu.Lock()
+	g.sessions[a] = s
+	g.mu.Unlock()
+	return s, true
+}
+
+// restartState reports whether capabilities received in an OPEN carry
+// graceful restart with the Restart State bit set, or no graceful restart
+// capability at all.
+func restartState(caps []*anypb.Any) bool {
+	for _, c := range caps {
+		var gr api.GracefulRestartCapability
+		if c.MessageIs(&gr) && c.UnmarshalTo(&gr) == nil {
+			return gr.GetFlags()&restartStateBit != 0
+		}
+	}
+	return true
 }
 
 func (g *GoBGP) trackRestarts(ev NeighborEvent) {
@@ -90,6 +215,7 @@ func (g *GoBGP) trackRestarts(ev NeighborEvent) {
 	switch {
 	case ev.State == StateEstablished:
 		delete(g.away, ev.Address)
+		g.noteBGPUpLocked(ev.Address, time.Now())
 		if g.firstUp[ev.Address].IsZero() {
 			g.firstUp[ev.Address] = time.Now()
 		} else {
@@ -127,8 +253,9 @@ func (g *GoBGP) holdUntil(o origin, now time.Time) time.Time {
 	}
 	// Asked again at least every settle time: the neighbor's return may
 	// reach us after its End-of-RIB's withdraws (another GoBGP watcher),
-	// and from then on only the settle time holds.
-	end := g.restartEnds(o.src)
+	// and from then on only the settle time holds (restartEnds reads the
+	// session too, so an End-of-RIB's withdraws seldom wait for that).
+	end := g.restartEnds(o.src, now)
 	if next := now.Add(g.cfg.GracefulRestart.SettleTime); end.After(next) {
 		end = next
 	}
@@ -139,14 +266,18 @@ func (g *GoBGP) holdUntil(o origin, now time.Time) time.Time {
 }
 
 // restartEnds is when the restart time of an away neighbor ends (zero if
-// it is not away): the restart time it announced, read from GoBGP once per
-// absence, or ours.
-func (g *GoBGP) restartEnds(a netip.Addr) time.Time {
+// it is not away, or GoBGP says its session is back since it went away):
+// the restart time it announced, read from GoBGP once per absence, or
+// ours.
+func (g *GoBGP) restartEnds(a netip.Addr, now time.Time) time.Time {
 	g.mu.Lock()
 	away, ok := g.away[a]
 	_, configured := g.neighbors[a]
 	g.mu.Unlock()
 	if !ok || !configured {
+		return time.Time{}
+	}
+	if s, read := g.session(a, now); read && s.up.After(away.since) {
 		return time.Time{}
 	}
 	if away.restart == 0 {

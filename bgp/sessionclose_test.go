@@ -52,7 +52,8 @@ func TestBFDLossLeavesTheSwitchItsRoutes(t *testing.T) {
 	gr := GracefulRestart{Enabled: true, RestartTime: 120 * time.Second}
 	rm := bfd.NewManager(bfd.ManagerOptions{})
 	t.Cleanup(func() { rm.Close() })
-	r := startReflector(t, addr("127.0.0.1"), Options{BFD: rm, GracefulRestart: gr})
+	// Confirmation off: the test drives a confirmed down with onBFD.
+	r := startReflector(t, addr("127.0.0.1"), Options{BFD: rm, GracefulRestart: gr, BFDConfirm: BFDConfirm{Disabled: true}})
 	a := startClient(t, addr("127.0.0.2"), Options{GracefulRestart: gr})
 	b := startClient(t, addr("127.0.0.3"), Options{GracefulRestart: gr})
 	slow := &NeighborBFD{DesiredMinTx: time.Second, RequiredMinRx: time.Second, DetectMult: 10}

@@ -178,4 +178,9 @@ type Stats struct {
 	// Resyncs counts watches whose consumer fell more than the watch
 	// queue behind and were resynchronised from the table.
 	Resyncs uint64
+	// BFDConfirmed and BFDUnconfirmed count a reflector's BFD downs of
+	// switches declared gone and those not confirmed (BFD back within the
+	// hold: nothing withdrawn); BFDDampened the sessions of flapping
+	// switches held down after BFD came back (bfdconfirm.go).
+	BFDConfirmed, BFDUnconfirmed, BFDDampened uint64
 }

@@ -23,11 +23,26 @@ type BFD struct {
 	RequiredMinRx time.Duration `yaml:"required_min_rx"`
 	// DetectMult is how many packets may be missed before Down.
 	DetectMult uint8 `yaml:"detect_mult"`
+	// Confirm (a reflector's): a switch's BFD down while its BGP session
+	// stands is confirmed before the switch is declared gone — BFD not
+	// back within ConfirmHold (0: the detection time) — and flapping
+	// switches are dampened (bgp.BFDConfirm). Off, every BFD down is a
+	// switch gone at once.
+	Confirm     bool          `yaml:"confirm"`
+	ConfirmHold time.Duration `yaml:"confirm_hold"`
+	// Dampen (a reflector's): a switch declared gone again within 5
+	// minutes stays down after BFD is back, 1 s doubling up to 60 s.
+	Dampen bool `yaml:"dampen"`
 }
 
-// DefaultBFD is on, 3 × 100 ms.
+// DefaultBFD is on, 3 × 100 ms, downs confirmed, flaps dampened.
 func DefaultBFD() BFD {
-	return BFD{Enabled: true, DesiredMinTx: 100 * time.Millisecond, RequiredMinRx: 100 * time.Millisecond, DetectMult: 3}
+	return BFD{Enabled: true, DesiredMinTx: 100 * time.Millisecond, RequiredMinRx: 100 * time.Millisecond, DetectMult: 3, Confirm: true, Dampen: true}
+}
+
+// Confirmation is the speaker's confirmation of BFD downs.
+func (b BFD) Confirmation() bgp.BFDConfirm {
+	return bgp.BFDConfirm{Disabled: !b.Confirm, Hold: b.ConfirmHold, NoDampen: !b.Dampen}
 }
 
 // Validate checks the timers of an enabled BFD; prefix names the keys
@@ -35,6 +50,9 @@ func DefaultBFD() BFD {
 func (b BFD) Validate(prefix string) error {
 	if !b.Enabled {
 		return nil
+	}
+	if b.ConfirmHold < 0 || b.ConfirmHold > time.Minute {
+		return fmt.Errorf("%s.confirm_hold %v: want 0 (the detection time) up to 1m", prefix, b.ConfirmHold)
 	}
 	return Timers(prefix, b.DesiredMinTx, b.RequiredMinRx, b.DetectMult, false)
 }

@@ -51,7 +51,7 @@ func desc(name, help string, labels ...string) *prometheus.Desc {
 
 var (
 	descUp             = desc("up", "1 while the reflector runs and its BGP speaker is alive.")
-	descRestarting     = desc("graceful_restart_restarting", "1 if this run started as a graceful restart (the previous run did not stop cleanly).")
+	descRestarting     = desc("graceful_restart_restarting", "1 if this run started as a graceful restart (a previous run left its restart marker).")
 	descSessions       = desc("sessions", "BGP neighbors by kind (client, reflector) and session state.", "kind", "state")
 	descReceived       = desc("neighbor_records_received", "Opaque records accepted from each neighbor (Adj-RIB-In).", "neighbor", "kind")
 	descPublished      = desc("bgp_records_published_total", "Records this speaker originated (configuration copies).")
@@ -76,6 +76,8 @@ var (
 	descBFD            = desc("bfd_sessions", "BFD sessions by state.", "state")
 	descBFDDrops       = desc("bfd_packets_dropped_total", "BFD packets dropped, by reason.", "reason")
 	descBFDChanges     = desc("bfd_transitions_total", "BFD session state changes, by the state entered (a rising count into down: flapping).", "state")
+	descSwitchDowns    = desc("bfd_switch_downs_total", "BFD downs of switches whose session stood, by outcome: confirmed (declared gone: session shut, records withdrawn, hosts told reason 7) or unconfirmed (BFD back within the hold: nothing withdrawn).", "outcome")
+	descDampened       = desc("bfd_switch_dampened_total", "Times a flapping switch's session was held down after BFD came back (exponential hold-down).")
 	descConfigured     = desc("neighbors_configured", "BGP neighbors configured, by kind (client, reflector).", "kind")
 	descJournal        = desc("journal_entries", "Journal entries (history and audit) the store keeps.")
 	descJournalAdopted = desc("journal_entries_adopted_total", "Journal entries taken from peer reflectors.")
@@ -91,7 +93,7 @@ func (c collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descUp, descRestarting, descSessions, descReceived, descPublished,
 		descWithdrawn, descMalformed, descResyncs, descConfigRecords, descCommits, descAdoptedParts, descAdopted,
 		descRefused, descStoreRefused, descClockAhead, descApplyErrors, descMalformedParts, descEvicted, descStale, descPruned,
-		descDevRefused, descUntrusted, descQuarantined, descBFD, descBFDDrops, descBFDChanges, descConfigured,
+		descDevRefused, descUntrusted, descQuarantined, descBFD, descBFDDrops, descBFDChanges, descSwitchDowns, descDampened, descConfigured,
 		descJournal, descJournalAdopted, descConflicts} {
 		ch <- d
 	}
@@ -229,6 +231,9 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 		for s, v := range changes {
 			counter(descBFDChanges, v, s)
 		}
+		counter(descSwitchDowns, st.BFDConfirmed, "confirmed")
+		counter(descSwitchDowns, st.BFDUnconfirmed, "unconfirmed")
+		counter(descDampened, st.BFDDampened)
 		for s, v := range states {
 			gauge(descBFD, float64(v), s)
 		}

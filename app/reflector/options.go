@@ -250,6 +250,7 @@ func (o *Options) speakerOptions(restarting bool) bgp.Options {
 		ListenPort:      int32(o.Listen.Port),
 		TTLSecurity:     o.TTLSecurity,
 		GracefulRestart: o.GracefulRestart.Speaker(restarting),
+		BFDConfirm:      o.BFD.Confirmation(),
 	}
 	if o.ClusterID != "" {
 		so.ClusterID = netip.MustParseAddr(o.ClusterID)

@@ -85,7 +85,7 @@ func TestOptionsToSpeaker(t *testing.T) {
 	so := o.speakerOptions(true)
 	if so.ASN != 65001 || so.RouterID != netip.MustParseAddr("10.0.0.1") || so.ClusterID != netip.MustParseAddr("10.0.0.100") ||
 		so.ListenPort != 179 || len(so.ListenAddresses) != 1 || !so.GracefulRestart.Enabled || !so.GracefulRestart.Restarting ||
-		so.GracefulRestart.RestartTime != 120*time.Second {
+		so.GracefulRestart.RestartTime != 120*time.Second || so.BFDConfirm.Disabled || so.BFDConfirm.Hold != 0 {
 		t.Fatalf("speaker options %+v", so)
 	}
 	ns := o.neighbors()

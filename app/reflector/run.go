@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 
 	"github.com/openinof/inof/app/configsync"
 	"github.com/openinof/inof/app/zoneadmin"
@@ -90,9 +91,12 @@ func (rn *run) openStore(_ context.Context, undo *undoStack) error {
 	return r.settings.load()
 }
 
-// markRunning reads the restart marker (a "running" marker, or one that
-// cannot be read, means the previous run did not stop cleanly: this run
-// is a graceful restart) and sets it to "running".
+// markRunning reads the restart marker and sets it to "running". A
+// marker of any kind means a previous run: this run is a graceful restart
+// (a clean stop too: with RFC 8538 the switches keep its routes stale, and
+// a switch's peers settle withdraws only from a speaker that says it
+// restarted, bgp.GoBGP.settlingSince). A marker that cannot be read counts
+// as a crash.
 func (rn *run) markRunning(_ context.Context, undo *undoStack) error {
 	r := rn.r
 	path := r.opts.StatePath()
@@ -102,16 +106,20 @@ func (rn *run) markRunning(_ context.Context, undo *undoStack) error {
 		prev = stateRunning
 	}
 	rn.prevState = prev
-	rn.restarting = prev == stateRunning
+	rn.restarting = prev != ""
 	if err := writeMarker(path, stateRunning, r.now()); err != nil {
 		return fmt.Errorf("reflector: %w", err)
 	}
 	undo.push(func() {
-		back := stateClean
-		if rn.restarting {
-			back = stateRunning // still owed a graceful restart
+		// As it was: a first start that failed leaves no marker (the next
+		// one is a first start too), another the one it found.
+		var err error
+		if prev == "" {
+			err = os.Remove(path)
+		} else {
+			err = writeMarker(path, prev, r.now())
 		}
-		if err := writeMarker(path, back, r.now()); err != nil {
+		if err != nil {
 			r.log.Error("restoring the restart marker", "err", err)
 		}
 	})

@@ -126,6 +126,12 @@ func TestUnits(t *testing.T) {
 			t.Errorf("inof-host.service %s=%q lacks CAP_NET_ADMIN (--apply-lossless)", k, host.one(k))
 		}
 	}
+	for _, name := range []string{"inofd-reflector.service", "inofd-switch.service"} {
+		u := readUnit(t, filepath.Join(deployDir, name))
+		if u.one("RestrictRealtime") != "no" || u.one("LimitRTPRIO") != "1" {
+			t.Errorf("%s: RestrictRealtime=%q LimitRTPRIO=%q, want no and 1 (BFD's real-time timer thread)", name, u.one("RestrictRealtime"), u.one("LimitRTPRIO"))
+		}
+	}
 	sw := readUnit(t, filepath.Join(deployDir, "inofd-switch.service"))
 	if sw.one("RuntimeDirectory") == "" {
 		t.Error("inofd-switch.service has no RuntimeDirectory: /run is read-only under ProtectSystem=strict")

@@ -5,6 +5,7 @@ package soak
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"sync"
 	"time"
@@ -42,6 +43,10 @@ func (r *run) inject(f Fault) (heal func(), applied bool) {
 		return r.clockStep(f.Node, f.Sign)
 	case DiskFull:
 		return r.diskFull(f.Node, f.Pick)
+	case KillAfterFlap:
+		return r.killAfterFlap(f.Node, f.Delay)
+	case CPUHog:
+		return r.cpuHog()
 	case ZoneEdit, AliasChange, HardZoning:
 		if f.Edit != nil {
 			return nil, r.edit(f.Node, *f.Edit)
@@ -542,4 +547,63 @@ func (r *run) ageOut(i int) bool {
 	}
 	r.m.Touch()
 	return true
+}
+
+// flapFor is how long KillAfterFlap's reflectors drop BFD: past the
+// detection time and the confirmation hold at the soak's timers, so every
+// switch's sessions are reset.
+const flapFor = 1500 * time.Millisecond
+
+// killAfterFlap is issue #46's missed failure: every running reflector
+// drops BFD for flapFor (each takes every switch for gone and resets its
+// session: the hosts may hear reason 7 about any switch's targets, and
+// active again), and wait after BFD passes again switch name is SIGKILLed
+// (its targets must reach every host as gone, even from switches whose
+// own sessions are still coming back). The heal starts it again.
+func (r *run) killAfterFlap(name string, wait time.Duration) (func(), bool) {
+	if !r.f.Node(name).Running() {
+		return nil, false
+	}
+	for _, sw := range r.lay.Switches {
+		r.induced[sw] = true
+		for _, nic := range r.m.NICsOn(sw) {
+			r.hist.Cause(nic.Addr, inof.ReasonBFDDown)
+		}
+	}
+	var blocked []*topo.Node
+	for _, rr := range r.lay.Reflectors {
+		n := r.f.Node(rr)
+		if err := n.BlockBFD(true); err != nil {
+			r.fail("%v", err)
+			continue
+		}
+		blocked = append(blocked, n)
+	}
+	time.Sleep(flapFor)
+	for _, n := range blocked {
+		if err := n.BlockBFD(false); err != nil {
+			r.fail("%v", err)
+		}
+	}
+	time.Sleep(wait)
+	return r.stopSwitch(true, name)
+}
+
+// hogWorkers is how many CPU workers a CPUHog runs: twice the cores of
+// the machines the soak runs on, every core busy.
+const hogWorkers = "4"
+
+// cpuHog keeps every core busy with stress-ng until its heal; nothing may
+// reach any host meanwhile (no cause is recorded): a loaded CPU is not a
+// failure.
+func (r *run) cpuHog() (func(), bool) {
+	cmd := exec.Command("stress-ng", "--cpu", hogWorkers, "--quiet")
+	if err := cmd.Start(); err != nil {
+		r.fail("stress-ng: %v", err)
+		return nil, false
+	}
+	return func() {
+		cmd.Process.Kill()
+		cmd.Wait()
+	}, true
 }

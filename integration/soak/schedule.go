@@ -25,6 +25,8 @@ const (
 	Impair                          // loss and delay on an uplink, then removed
 	ClockStep                       // a reflector's clock stepped ±10 min, then stepped back
 	DiskFull                        // a reflector's store file system filled up, then freed
+	KillAfterFlap                   // every reflector drops BFD for a moment (a false down of every switch), then a switch is SIGKILLed 0–4 s later and started again
+	CPUHog                          // every core kept busy (stress-ng) for the step's hold, then freed
 	ZoneEdit                        // one zone edit on either reflector
 	ConcurrentEdits                 // one edit on each reflector at the same moment
 	HardZoning                      // hard zoning or the default zone toggled
@@ -41,6 +43,7 @@ var kindNames = [...]string{
 	Partition: "bgp-partition", Impair: "loss-delay", ClockStep: "clock-step", DiskFull: "disk-full",
 	ZoneEdit: "zone-edit", ConcurrentEdits: "concurrent-edits", HardZoning: "zoning-settings",
 	AliasChange: "alias-change", Registration: "register-goodbye", AddressChange: "address-change", AgeOut: "age-out",
+	KillAfterFlap: "kill-after-flap", CPUHog: "cpu-hog",
 }
 
 func (k Kind) String() string {
@@ -55,7 +58,7 @@ func (k Kind) String() string {
 // (graceful restart's 10 s settle).
 func (k Kind) settlesSlowly() bool {
 	switch k {
-	case KillReflector, TermReflector, BothReflectors, KillSwitch, TermSwitch, UplinkFlap, Partition:
+	case KillReflector, TermReflector, BothReflectors, KillSwitch, TermSwitch, UplinkFlap, Partition, KillAfterFlap:
 		return true
 	}
 	return false
@@ -66,7 +69,7 @@ func (k Kind) settlesSlowly() bool {
 const riders = 3
 
 // Transient reports whether the fault is healed within its step.
-func (k Kind) Transient() bool { return k >= KillReflector && k <= DiskFull }
+func (k Kind) Transient() bool { return k >= KillReflector && k <= CPUHog }
 
 // Kinds lists every fault kind.
 func Kinds() []Kind {
@@ -101,7 +104,7 @@ func KindsWithout(skip string) ([]Kind, error) {
 // (Model.EditHeldBack), so it comes least often.
 var weights = map[Kind]int{
 	KillReflector: 4, TermReflector: 3, BothReflectors: 2, KillSwitch: 4, TermSwitch: 3,
-	AccessFlap: 10, UplinkFlap: 5, Partition: 4, Impair: 4, ClockStep: 1, DiskFull: 2,
+	AccessFlap: 10, UplinkFlap: 5, Partition: 4, Impair: 4, ClockStep: 1, DiskFull: 2, KillAfterFlap: 3, CPUHog: 2,
 	ZoneEdit: 10, ConcurrentEdits: 4, HardZoning: 3, AliasChange: 5,
 	Registration: 8, AddressChange: 5, AgeOut: 4,
 }
@@ -110,14 +113,16 @@ var weights = map[Kind]int{
 // fabric's state (which edit, which address) are resolved from Pick when
 // the fault is applied, so a schedule depends on its seed alone.
 type Fault struct {
-	Kind  Kind
-	Node  string // the reflector or switch; Partition: the switch
-	Peer  string // Partition: the reflector
-	NIC   int    // index into Layout.NICs (AccessFlap, Registration, AddressChange, AgeOut)
-	Pick  uint64 // resolves edits and addresses
-	Hard  bool   // BothReflectors: SIGKILL rather than SIGTERM
-	Sign  int    // ClockStep: +1 ahead, -1 behind
-	Loss  float64
+	Kind Kind
+	Node string // the reflector or switch; Partition: the switch
+	Peer string // Partition: the reflector
+	NIC  int    // index into Layout.NICs (AccessFlap, Registration, AddressChange, AgeOut)
+	Pick uint64 // resolves edits and addresses
+	Hard bool   // BothReflectors: SIGKILL rather than SIGTERM
+	Sign int    // ClockStep: +1 ahead, -1 behind
+	Loss float64
+	// Delay: Impair, the added delay; KillAfterFlap, the wait from the
+	// end of the false down to the kill.
 	Delay time.Duration
 	// After is the wait before the fault is injected, after the previous
 	// fault of the step.
@@ -136,6 +141,9 @@ func (f Fault) String(l *Layout) string {
 		s += " " + l.NICs[f.NIC].ID()
 	case Impair:
 		s += fmt.Sprintf(" %s loss %.0f%% delay %s", f.Node, f.Loss*100, f.Delay)
+	case KillAfterFlap:
+		s += fmt.Sprintf(" %s %s after", f.Node, f.Delay.Round(time.Millisecond))
+	case CPUHog:
 	case ClockStep:
 		s += fmt.Sprintf(" %s %+d min", f.Node, f.Sign*clockStepMinutes)
 	case BothReflectors:
@@ -305,7 +313,7 @@ func (s *Schedule) draw() Fault {
 	switch f.Kind {
 	case KillReflector, TermReflector, ClockStep, DiskFull, ZoneEdit, HardZoning, AliasChange:
 		f.Node = pick(l.Reflectors)
-	case KillSwitch, TermSwitch:
+	case KillSwitch, TermSwitch, KillAfterFlap:
 		f.Node = pick(l.Switches)
 	case UplinkFlap, Impair:
 		f.Node = pick(append(slices.Clone(l.Reflectors), l.Switches...))
@@ -320,6 +328,8 @@ func (s *Schedule) draw() Fault {
 	case Impair:
 		f.Loss = float64(s.rng.IntN(31)) / 100
 		f.Delay = time.Duration(s.rng.IntN(201)) * time.Millisecond
+	case KillAfterFlap:
+		f.Delay = s.dur(0, 4*time.Second)
 	case ClockStep:
 		f.Sign = 1
 		if s.rng.IntN(2) == 0 {
@@ -333,7 +343,9 @@ func (s *Schedule) draw() Fault {
 func (s *Schedule) targetOn(sw string, busy *busySet) (int, bool) {
 	var cands []int
 	for i, n := range s.layout.NICs {
-		if n.Switch == sw && n.Role.IsTarget() && !busy.nics[i] {
+		// A NIC that is a host too is not touched while its switch
+		// restarts (admit).
+		if n.Switch == sw && n.Role.IsTarget() && !busy.nics[i] && !(n.Role.IsHost() && busy.restarting[sw]) {
 			cands = append(cands, i)
 		}
 	}
@@ -354,6 +366,7 @@ type busySet struct {
 	nodes      map[string]bool // a process, uplink, clock or store fault holds it
 	nics       map[int]bool
 	partition  bool
+	flap, hog  bool            // a KillAfterFlap, a CPUHog taken
 	hostSwitch map[string]bool // switches with a host NIC fault this step
 	restarting map[string]bool // switches restarted this step
 }
@@ -371,17 +384,24 @@ func (b *busySet) admit(l *Layout, f Fault) bool {
 		b.nodes, b.nics, b.hostSwitch, b.restarting = map[string]bool{}, map[int]bool{}, map[string]bool{}, map[string]bool{}
 	}
 	switch f.Kind {
-	case KillReflector, TermReflector, UplinkFlap, Impair, ClockStep, DiskFull, KillSwitch, TermSwitch:
-		if b.nodes[f.Node] {
+	case KillReflector, TermReflector, UplinkFlap, Impair, ClockStep, DiskFull, KillSwitch, TermSwitch, KillAfterFlap:
+		restarts := f.Kind == KillSwitch || f.Kind == TermSwitch || f.Kind == KillAfterFlap
+		if b.nodes[f.Node] || f.Kind == KillAfterFlap && b.flap {
 			return false
 		}
-		if (f.Kind == KillSwitch || f.Kind == TermSwitch) && b.hostSwitch[f.Node] {
+		if restarts && b.hostSwitch[f.Node] {
 			return false
 		}
 		b.nodes[f.Node] = true
-		if f.Kind == KillSwitch || f.Kind == TermSwitch {
+		b.flap = b.flap || f.Kind == KillAfterFlap
+		if restarts {
 			b.restarting[f.Node] = true
 		}
+	case CPUHog:
+		if b.hog {
+			return false
+		}
+		b.hog = true
 	case BothReflectors:
 		for _, r := range l.Reflectors {
 			if b.nodes[r] {

@@ -39,12 +39,12 @@ func TestScheduleDrawsEveryKindAndKeepsItsRules(t *testing.T) {
 		for _, f := range st.Faults {
 			seen[f.Kind]++
 			switch f.Kind {
-			case KillReflector, TermReflector, UplinkFlap, Impair, ClockStep, DiskFull, KillSwitch, TermSwitch:
+			case KillReflector, TermReflector, UplinkFlap, Impair, ClockStep, DiskFull, KillSwitch, TermSwitch, KillAfterFlap:
 				if nodes[f.Node] {
 					t.Fatalf("%s: %s twice", st.Describe(l), f.Node)
 				}
 				nodes[f.Node] = true
-				if f.Kind == KillSwitch || f.Kind == TermSwitch {
+				if f.Kind == KillSwitch || f.Kind == TermSwitch || f.Kind == KillAfterFlap {
 					restarting[f.Node] = true
 				}
 			case AccessFlap, Registration, AddressChange, AgeOut:

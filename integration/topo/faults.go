@@ -143,3 +143,27 @@ func HasIptables() bool {
 	_, err := exec.LookPath("iptables")
 	return err == nil
 }
+
+// bfdRules are the iptables rules (without -A/-D) that drop every BFD
+// control packet (UDP port 3784) the node receives or sends.
+var bfdRules = [][]string{
+	{"INPUT", "-p", "udp", "--dport", "3784", "-j", "DROP"},
+	{"OUTPUT", "-p", "udp", "--dport", "3784", "-j", "DROP"},
+}
+
+// BlockBFD drops (on) or passes again (off) every BFD control packet of
+// the node, BGP and all else still passing: on a reflector, every client's
+// BFD goes down at once although the switches live (a false alarm of the
+// kind a starved CPU causes).
+func (n *Node) BlockBFD(on bool) error {
+	op := "-D"
+	if on {
+		op = "-A"
+	}
+	for _, r := range bfdRules {
+		if err := n.iptables(append([]string{op}, r...)...); err != nil {
+			return err
+		}
+	}
+	return nil
+}
