@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/netip"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/openinof/inof/bgp/bfd"
 	"github.com/openinof/inof/bgp/record"
+	"github.com/openinof/inof/internal/echoprobe"
 	"github.com/openinof/inof/internal/selfexec"
 )
 
@@ -328,4 +330,75 @@ func TestBFDDownConfirmation(t *testing.T) {
 		t.Fatalf("stats %+v, want one confirmed BFD down and unconfirmed ones", st)
 	}
 	child.Signal(syscall.SIGCONT)
+}
+
+// TestBFDDownConfirmedBySilentProbe: a client whose kernel answered the
+// echo probe when its BFD came up, and answers no more when BFD goes down
+// (a box powered off or cut off), is declared gone at once rather than
+// after the hold; the probe that found it silent is the down's. The
+// probe is this package's stand-in (internal/echoprobe is tested against
+// a real peer, and TestPrivVMPathFabricSwitchLost runs the real one).
+func TestBFDDownConfirmedBySilentProbe(t *testing.T) {
+	skipUnderRace(t)
+	ctx := context.Background()
+	rm := bfd.NewManager(bfd.ManagerOptions{})
+	defer rm.Close()
+	var silent atomic.Bool
+	probes := make(chan echoprobe.Options, 16)
+	probe := func(_ context.Context, o echoprobe.Options) (echoprobe.Result, error) {
+		probes <- o
+		if silent.Load() {
+			return echoprobe.Silent, nil
+		}
+		return echoprobe.Answered, nil
+	}
+	// A hold far longer than the test waits: only the probe can confirm.
+	const hold = time.Minute
+	r := startReflector(t, addr("127.0.0.1"), Options{BFD: rm, BFDConfirm: BFDConfirm{Hold: hold, MaxHold: hold, probe: probe}})
+	a := startClient(t, addr("127.0.0.2"), Options{})
+	b := startClient(t, addr("127.0.0.3"), Options{})
+	fast := &NeighborBFD{DesiredMinTx: 50 * time.Millisecond, RequiredMinRx: 50 * time.Millisecond, DetectMult: 3}
+	for _, c := range []*node{a, b} {
+		connect(t, r, c, func(n *Neighbor) {
+			if n.Address == a.addr {
+				n.BFD, n.LocalAddress = fast, r.addr
+			}
+		})
+	}
+	child, _ := selfexec.Start(t, bfdChildEnv+"="+a.addr.String()+","+r.addr.String())
+	zone := record.ZoneRT(testASN, "prod")
+	b.Subscribe(ctx, zone)
+	waitEstablished(t, a, 1)
+	waitBFD(t, rm, 1)
+	select {
+	case o := <-probes:
+		if o.Peer != a.addr || o.Local != r.addr {
+			t.Fatalf("probe at BFD up %+v, want %s from %s", o, a.addr, r.addr)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("no probe when the client's BFD came up")
+	}
+	rec := device(routerID(a), 1)
+	if err := a.Publish(ctx, rec, zone); err != nil {
+		t.Fatal(err)
+	}
+	b.view.waitFor(t, "record at b", func(m map[string]RecordEvent) bool { return m[string(rec.Key())].Record != nil })
+
+	silent.Store(true)
+	if err := child.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	defer child.Signal(syscall.SIGCONT)
+	b.view.waitFor(t, "a's record withdrawn before the hold ran out", func(m map[string]RecordEvent) bool { return m[string(rec.Key())].Record == nil })
+	if st := r.Stats(); st.BFDConfirmed != 1 || st.BFDUnconfirmed != 0 {
+		t.Fatalf("stats %+v, want one confirmed BFD down", st)
+	}
+	select {
+	case o := <-probes:
+		if o.Peer != a.addr || o.Timeout < 5*time.Millisecond || o.Timeout > 50*time.Millisecond {
+			t.Fatalf("probe at BFD down %+v, want %s with a tenth of the detection time (5–50 ms)", o, a.addr)
+		}
+	default:
+		t.Fatal("confirmed without a probe at the down")
+	}
 }

@@ -1,9 +1,12 @@
 package bgp
 
 import (
+	"context"
 	"net/netip"
 	"sync"
 	"time"
+
+	"github.com/openinof/inof/internal/echoprobe"
 )
 
 // BFDConfirm configures how a reflector turns a switch's BFD down into a
@@ -15,6 +18,11 @@ import (
 //   - confirmed at once when the switch's BGP session ended a third of a
 //     detection time or more before (a killed daemon's kernel closes its
 //     connection at once, its BFD falls silent a detection time later);
+//   - confirmed after a short probe when the switch's kernel does not
+//     answer ICMP echo requests (internal/echoprobe) although it answered
+//     them while BFD was up: a kernel answers echo in its receive path even
+//     when every process on the box is starved, so silence means the box,
+//     or every path to it, is gone (a powered-off switch, its uplinks cut);
 //   - otherwise held: the switch is declared gone when BFD is not back
 //     within Hold, and nothing happens when it is (counted, logged). A
 //     session that ends meanwhile confirms nothing: a switch that loses
@@ -35,6 +43,12 @@ type BFDConfirm struct {
 	Hold time.Duration
 	// MaxHold caps Hold as it doubles (default 8 × the detection time).
 	MaxHold time.Duration
+	// NoProbe: a held BFD down waits out its hold; no echo request asks
+	// the switch's kernel whether the box is there.
+	NoProbe bool
+	// ProbeTimeout is how long the echo probe of a held BFD down waits for
+	// an answer (default a tenth of the detection time, within 5–50 ms).
+	ProbeTimeout time.Duration
 	// NoDampen: a switch BFD finds again is enabled at once however often
 	// it flapped.
 	NoDampen bool
@@ -42,9 +56,15 @@ type BFDConfirm struct {
 	// (defaults 1 s and 60 s); DampDecay: the quiet time after which a
 	// switch's flaps are forgotten (default 5 min).
 	DampBase, DampMax, DampDecay time.Duration
+
+	// probe stands in for echoprobe.Probe in this package's tests.
+	probe func(context.Context, echoprobe.Options) (echoprobe.Result, error)
 }
 
 func (c BFDConfirm) withDefaults() BFDConfirm {
+	if c.probe == nil {
+		c.probe = echoprobe.Probe
+	}
 	if c.DampBase <= 0 {
 		c.DampBase = time.Second
 	}
@@ -73,6 +93,15 @@ func (c BFDConfirm) hold(detect time.Duration, unconfirmed int) time.Duration {
 		h *= 2
 	}
 	return min(h, max)
+}
+
+// probeTimeout is how long a probe of a switch whose BFD session has
+// detection time detect waits for an answer.
+func (c BFDConfirm) probeTimeout(detect time.Duration) time.Duration {
+	if c.ProbeTimeout > 0 {
+		return c.ProbeTimeout
+	}
+	return min(max(detect/10, 5*time.Millisecond), 50*time.Millisecond)
 }
 
 // holdDown is how long a switch confirmed down for the n-th time within
@@ -115,6 +144,28 @@ type confirmState struct {
 	// hold-down to end, with when it ends.
 	enable map[netip.Addr]time.Time
 	flaps  map[netip.Addr]flaps
+	// answers holds the switches whose kernel answered the echo probe made
+	// when their BFD came up: only their silence is evidence.
+	answers map[netip.Addr]bool
+	// probes carries the probes onBFD asks for to watchBFD, which starts
+	// them; probed carries their results back to it.
+	probes chan probeRequest
+	probed chan probeResult
+}
+
+// probeRequest asks for an echo probe of a switch: when its BFD came up
+// (down is zero), or for the pending down it may confirm.
+type probeRequest struct {
+	n       Neighbor
+	timeout time.Duration
+	down    pendingDown
+}
+
+// probeResult is what a probe found.
+type probeResult struct {
+	probeRequest
+	result echoprobe.Result
+	err    error
 }
 
 // pendingDown is a BFD down waiting for its confirmation.
@@ -127,7 +178,26 @@ type pendingDown struct {
 
 func newConfirmState(cfg BFDConfirm) *confirmState {
 	return &confirmState{cfg: cfg.withDefaults(), wake: make(chan struct{}, 1), pending: map[netip.Addr]pendingDown{},
-		enable: map[netip.Addr]time.Time{}, flaps: map[netip.Addr]flaps{}}
+		enable: map[netip.Addr]time.Time{}, flaps: map[netip.Addr]flaps{}, answers: map[netip.Addr]bool{},
+		probes: make(chan probeRequest, probeQueue), probed: make(chan probeResult, probeQueue)}
+}
+
+// probeQueue bounds the probes waiting to start or to be looked at; a
+// request that finds the queue full is dropped (the down waits its hold).
+const probeQueue = 64
+
+// requestProbe queues a probe for watchBFD; c.mu is held. It reports
+// whether the request was queued.
+func (c *confirmState) requestProbe(r probeRequest) bool {
+	if c.cfg.Disabled || c.cfg.NoProbe {
+		return false
+	}
+	select {
+	case c.probes <- r:
+		return true
+	default:
+		return false
+	}
 }
 
 // recent returns a's flaps, forgotten after a quiet DampDecay.

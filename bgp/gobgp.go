@@ -124,6 +124,9 @@ type GoBGP struct {
 
 	published, withdrawn, malformed atomic.Uint64
 	malformedLog, resyncLog         ratelimit.Limit
+	// probeLog: a probe that cannot be made fails the same way at every
+	// BFD change (no CAP_NET_RAW); said once a minute.
+	probeLog *ratelimit.Log
 }
 
 var _ Speaker = (*GoBGP)(nil)
@@ -161,7 +164,8 @@ func NewGoBGP(cfg Options) (*GoBGP, error) {
 		away:         map[netip.Addr]awayRead{},
 		bfdDown:      map[netip.Addr]bool{},
 		confirm:      newConfirmState(cfg.BFDConfirm),
-		malformedLog: ratelimit.Limit{Every: time.Second}, resyncLog: ratelimit.Limit{Every: time.Second}}, nil
+		malformedLog: ratelimit.Limit{Every: time.Second}, resyncLog: ratelimit.Limit{Every: time.Second},
+		probeLog: ratelimit.NewLog(time.Minute, nil)}, nil
 }
 
 // Start implements Speaker. ctx bounds the start-up only; the speaker runs

@@ -10,6 +10,7 @@ import (
 	api "github.com/osrg/gobgp/v3/api"
 
 	"github.com/openinof/inof/bgp/bfd"
+	"github.com/openinof/inof/internal/echoprobe"
 )
 
 // neighborAddrs lists the configured neighbors.
@@ -96,7 +97,62 @@ func (g *GoBGP) watchBFD(ctx context.Context) {
 		case <-g.confirm.wake:
 		case now := <-timerC:
 			g.confirmDue(now)
+		case req := <-g.confirm.probes:
+			go g.probe(ctx, req)
+		case res := <-g.confirm.probed:
+			g.onProbe(res, time.Now())
 		}
+	}
+}
+
+// baselineProbe is how long the probe made when a switch's BFD comes up
+// waits for an answer.
+const baselineProbe = time.Second
+
+// probe runs one echo probe and hands its result to watchBFD.
+func (g *GoBGP) probe(ctx context.Context, req probeRequest) {
+	r, err := g.confirm.cfg.probe(ctx, echoprobe.Options{Local: req.n.LocalAddress, Peer: req.n.Address, Timeout: req.timeout})
+	select {
+	case g.confirm.probed <- probeResult{probeRequest: req, result: r, err: err}:
+	case <-ctx.Done():
+	}
+}
+
+// onProbe applies a probe's result: a switch that answered when its BFD
+// came up is one whose later silence counts; a pending down whose switch
+// is silent is confirmed at once.
+func (g *GoBGP) onProbe(res probeResult, now time.Time) {
+	a := res.n.Address
+	c := g.confirm
+	c.mu.Lock()
+	if res.down.until.IsZero() {
+		c.answers[a] = res.err == nil && res.result == echoprobe.Answered
+		c.mu.Unlock()
+		if res.err != nil {
+			g.probeLog.Warn(g.log, "BFD: could not probe the switch; its BFD downs wait out their hold", "neighbor", a, "err", res.err)
+		} else if res.result != echoprobe.Answered {
+			g.log.Info("BFD: the switch does not answer echo requests; its BFD downs wait out their hold", "neighbor", a)
+		}
+		return
+	}
+	p, pending := c.pending[a]
+	confirmed := pending && p.until.Equal(res.down.until) && res.err == nil && res.result == echoprobe.Silent
+	if confirmed {
+		delete(c.pending, a)
+	}
+	c.mu.Unlock()
+	switch {
+	case confirmed:
+		if s, ok := g.cfg.BFD.Session(bfdKey(p.n)); ok && s.Status().State == bfd.Up {
+			return // back: its Up is on its way to onBFD, which counts it unconfirmed
+		}
+		g.log.Warn("BFD down confirmed: the switch does not answer echo requests", "neighbor", a, "probe", res.timeout)
+		g.declareGone(p.n, p.diag, now)
+	case res.err != nil:
+		g.probeLog.Warn(g.log, "BFD down: could not probe the switch; waiting out the hold", "neighbor", a, "err", res.err)
+	case pending && res.result == echoprobe.Answered:
+		g.log.Info("BFD down: the switch's kernel answers echo requests; waiting for BFD within the hold", "neighbor", a,
+			"hold", p.hold)
 	}
 }
 
@@ -174,6 +230,12 @@ func (g *GoBGP) onBFD(ch bfd.StateChange) {
 	c.mu.Lock()
 	defer c.poke()
 	_, pending := c.pending[a]
+	if ch.New == bfd.Up {
+		// Does its kernel answer echo? Only then does its silence after a
+		// BFD down confirm anything. The wait is long: a slow answer here
+		// only leaves the switch unprobed.
+		c.requestProbe(probeRequest{n: n, timeout: baselineProbe})
+	}
 	switch {
 	case down && ch.PeerAdminDown:
 		// The switch stopped its BFD on purpose (its daemon is stopping or
@@ -194,11 +256,14 @@ func (g *GoBGP) onBFD(ch bfd.StateChange) {
 		// least). A switch that lost BFD itself ends its session on purpose
 		// (reflectorloss.go, dropLost) within about an interval of our BFD
 		// down: that confirms nothing.
-		hold := c.cfg.hold(g.detectTime(n), c.recent(a, now).unconfirmed)
-		c.pending[a] = pendingDown{n: n, diag: ch.Diag.String(), hold: hold, until: now.Add(hold)}
+		detect := g.detectTime(n)
+		hold := c.cfg.hold(detect, c.recent(a, now).unconfirmed)
+		p := pendingDown{n: n, diag: ch.Diag.String(), hold: hold, until: now.Add(hold)}
+		c.pending[a] = p
+		probing := c.answers[a] && c.requestProbe(probeRequest{n: n, timeout: c.cfg.probeTimeout(detect), down: p})
 		c.mu.Unlock()
 		g.log.Warn("BFD down; confirming before the switch is declared gone",
-			"neighbor", a, "diag", ch.Diag.String(), "hold", hold)
+			"neighbor", a, "diag", ch.Diag.String(), "hold", hold, "probing", probing)
 	case down:
 		c.mu.Unlock()
 		g.declareGone(n, ch.Diag.String(), now)

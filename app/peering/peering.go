@@ -30,19 +30,26 @@ type BFD struct {
 	// switch gone at once.
 	Confirm     bool          `yaml:"confirm"`
 	ConfirmHold time.Duration `yaml:"confirm_hold"`
+	// Probe (a reflector's, with Confirm): a held BFD down is confirmed at
+	// once when the switch's kernel, which answered ICMP echo requests
+	// while BFD was up, no longer answers them within a tenth of the
+	// detection time (5–50 ms): the box or every path to it is gone, not
+	// only late. Off, a held down always waits out ConfirmHold.
+	Probe bool `yaml:"probe"`
 	// Dampen (a reflector's): a switch declared gone again within 5
 	// minutes stays down after BFD is back, 1 s doubling up to 60 s.
 	Dampen bool `yaml:"dampen"`
 }
 
-// DefaultBFD is on, 3 × 100 ms, downs confirmed, flaps dampened.
+// DefaultBFD is on, 3 × 100 ms, downs confirmed (probing the switch),
+// flaps dampened.
 func DefaultBFD() BFD {
-	return BFD{Enabled: true, DesiredMinTx: 100 * time.Millisecond, RequiredMinRx: 100 * time.Millisecond, DetectMult: 3, Confirm: true, Dampen: true}
+	return BFD{Enabled: true, DesiredMinTx: 100 * time.Millisecond, RequiredMinRx: 100 * time.Millisecond, DetectMult: 3, Confirm: true, Probe: true, Dampen: true}
 }
 
 // Confirmation is the speaker's confirmation of BFD downs.
 func (b BFD) Confirmation() bgp.BFDConfirm {
-	return bgp.BFDConfirm{Disabled: !b.Confirm, Hold: b.ConfirmHold, NoDampen: !b.Dampen}
+	return bgp.BFDConfirm{Disabled: !b.Confirm, Hold: b.ConfirmHold, NoProbe: !b.Probe, NoDampen: !b.Dampen}
 }
 
 // Validate checks the timers of an enabled BFD; prefix names the keys
