@@ -273,31 +273,8 @@ func bfdReflectorAndClient(t *testing.T) (r, a *node, key bfd.SessionKey) {
 // gone and its record withdrawn, counted confirmed.
 func TestBFDDownConfirmation(t *testing.T) {
 	skipUnderRace(t)
-	ctx := context.Background()
-	rm := bfd.NewManager(bfd.ManagerOptions{})
-	defer rm.Close()
 	const hold = 3 * time.Second
-	r := startReflector(t, addr("127.0.0.1"), Options{BFD: rm, BFDConfirm: BFDConfirm{Hold: hold, MaxHold: hold}})
-	a := startClient(t, addr("127.0.0.2"), Options{}) // a's BFD runs in a child process
-	b := startClient(t, addr("127.0.0.3"), Options{})
-	fast := &NeighborBFD{DesiredMinTx: 50 * time.Millisecond, RequiredMinRx: 50 * time.Millisecond, DetectMult: 3}
-	for _, c := range []*node{a, b} {
-		connect(t, r, c, func(n *Neighbor) {
-			if n.Address == a.addr {
-				n.BFD, n.LocalAddress = fast, r.addr
-			}
-		})
-	}
-	child, _ := selfexec.Start(t, bfdChildEnv+"="+a.addr.String()+","+r.addr.String())
-	zone := record.ZoneRT(testASN, "prod")
-	b.Subscribe(ctx, zone)
-	waitEstablished(t, a, 1)
-	waitBFD(t, rm, 1)
-	rec := device(routerID(a), 1)
-	if err := a.Publish(ctx, rec, zone); err != nil {
-		t.Fatal(err)
-	}
-	b.view.waitFor(t, "record at b", func(m map[string]RecordEvent) bool { return m[string(rec.Key())].Record != nil })
+	r, a, b, child, rm, rec := confirmFabric(t, BFDConfirm{Hold: hold, MaxHold: hold})
 
 	// Stopped until the reflector saw BFD down, then resumed at once.
 	if err := child.Signal(syscall.SIGSTOP); err != nil {
@@ -340,9 +317,6 @@ func TestBFDDownConfirmation(t *testing.T) {
 // a real peer, and TestPrivVMPathFabricSwitchLost runs the real one).
 func TestBFDDownConfirmedBySilentProbe(t *testing.T) {
 	skipUnderRace(t)
-	ctx := context.Background()
-	rm := bfd.NewManager(bfd.ManagerOptions{})
-	defer rm.Close()
 	var silent atomic.Bool
 	probes := make(chan echoprobe.Options, 16)
 	probe := func(_ context.Context, o echoprobe.Options) (echoprobe.Result, error) {
@@ -354,22 +328,7 @@ func TestBFDDownConfirmedBySilentProbe(t *testing.T) {
 	}
 	// A hold far longer than the test waits: only the probe can confirm.
 	const hold = time.Minute
-	r := startReflector(t, addr("127.0.0.1"), Options{BFD: rm, BFDConfirm: BFDConfirm{Hold: hold, MaxHold: hold, probe: probe}})
-	a := startClient(t, addr("127.0.0.2"), Options{})
-	b := startClient(t, addr("127.0.0.3"), Options{})
-	fast := &NeighborBFD{DesiredMinTx: 50 * time.Millisecond, RequiredMinRx: 50 * time.Millisecond, DetectMult: 3}
-	for _, c := range []*node{a, b} {
-		connect(t, r, c, func(n *Neighbor) {
-			if n.Address == a.addr {
-				n.BFD, n.LocalAddress = fast, r.addr
-			}
-		})
-	}
-	child, _ := selfexec.Start(t, bfdChildEnv+"="+a.addr.String()+","+r.addr.String())
-	zone := record.ZoneRT(testASN, "prod")
-	b.Subscribe(ctx, zone)
-	waitEstablished(t, a, 1)
-	waitBFD(t, rm, 1)
+	r, a, b, child, _, rec := confirmFabric(t, BFDConfirm{Hold: hold, MaxHold: hold, probe: probe})
 	select {
 	case o := <-probes:
 		if o.Peer != a.addr || o.Local != r.addr {
@@ -378,11 +337,6 @@ func TestBFDDownConfirmedBySilentProbe(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("no probe when the client's BFD came up")
 	}
-	rec := device(routerID(a), 1)
-	if err := a.Publish(ctx, rec, zone); err != nil {
-		t.Fatal(err)
-	}
-	b.view.waitFor(t, "record at b", func(m map[string]RecordEvent) bool { return m[string(rec.Key())].Record != nil })
 
 	silent.Store(true)
 	if err := child.Signal(syscall.SIGSTOP); err != nil {
@@ -401,4 +355,37 @@ func TestBFDDownConfirmedBySilentProbe(t *testing.T) {
 	default:
 		t.Fatal("confirmed without a probe at the down")
 	}
+}
+
+// confirmFabric starts a reflector r with confirmation cfg, a client a
+// whose BFD towards r (3 × 50 ms) runs in the returned child process, and
+// a client b subscribed to the zone of a's record rec, which b has when
+// confirmFabric returns; rm is r's BFD manager.
+func confirmFabric(t *testing.T, cfg BFDConfirm) (r, a, b *node, child *selfexec.Child, rm *bfd.Manager, rec *record.Device) {
+	t.Helper()
+	ctx := context.Background()
+	rm = bfd.NewManager(bfd.ManagerOptions{})
+	t.Cleanup(rm.Close)
+	r = startReflector(t, addr("127.0.0.1"), Options{BFD: rm, BFDConfirm: cfg})
+	a = startClient(t, addr("127.0.0.2"), Options{})
+	b = startClient(t, addr("127.0.0.3"), Options{})
+	fast := &NeighborBFD{DesiredMinTx: 50 * time.Millisecond, RequiredMinRx: 50 * time.Millisecond, DetectMult: 3}
+	for _, c := range []*node{a, b} {
+		connect(t, r, c, func(n *Neighbor) {
+			if n.Address == a.addr {
+				n.BFD, n.LocalAddress = fast, r.addr
+			}
+		})
+	}
+	child, _ = selfexec.Start(t, bfdChildEnv+"="+a.addr.String()+","+r.addr.String())
+	zone := record.ZoneRT(testASN, "prod")
+	b.Subscribe(ctx, zone)
+	waitEstablished(t, a, 1)
+	waitBFD(t, rm, 1)
+	rec = device(routerID(a), 1)
+	if err := a.Publish(ctx, rec, zone); err != nil {
+		t.Fatal(err)
+	}
+	b.view.waitFor(t, "record at b", func(m map[string]RecordEvent) bool { return m[string(rec.Key())].Record != nil })
+	return r, a, b, child, rm, rec
 }

@@ -48,17 +48,10 @@ type HoldBackend interface {
 type Device = inof.Report
 
 // ReportsBackend is a Backend that hands every switch's report of every
-// device with the switch port it came in on: ListDevices shows the port,
-// GetDevice every switch that reports an address.
+// device (each with the switch port it came in on and its first
+// registration): GetDevice shows every switch that reports an address.
 type ReportsBackend interface {
-	Reports(ctx context.Context) ([]Report, error)
-}
-
-// Report is one switch's report of a device, with what its record adds.
-type Report struct {
-	inof.Report
-	AccessPort string    // the switch interface the device is on
-	FirstSeen  time.Time // its first registration on that switch
+	Reports(ctx context.Context) ([]Device, error)
 }
 
 // Session is one BGP session.

@@ -22,18 +22,18 @@ func TestGetDevice(t *testing.T) {
 	feed := api.NewFeed(api.FeedOptions{})
 	b, c := fabric(t, api.ServeOptions{Events: feed})
 	t0 := time.Date(2026, 12, 1, 8, 0, 0, 0, time.UTC)
-	rep := func(addr, sw, port string, role inof.Role, st inof.State, r inof.Reason, changed time.Time) api.Report {
-		return api.Report{Report: inof.Report{Device: inof.Device{Addr: netip.MustParseAddr(addr), Role: role, Protocol: inof.ProtocolTCP},
-			Switch: inof.MustParseRouterID(sw), Status: inof.Status{State: st, Reason: r, Changed: changed}},
-			AccessPort: port, FirstSeen: t0}
+	rep := func(addr, sw, port string, role inof.Role, st inof.State, r inof.Reason, changed time.Time) api.Device {
+		return inof.Report{Device: inof.Device{Addr: netip.MustParseAddr(addr), Role: role, Protocol: inof.ProtocolTCP},
+			Switch: inof.MustParseRouterID(sw), Status: inof.Status{State: st, Reason: r, Changed: changed},
+			AccessPort: port, Since: t0}
 	}
-	reports := []api.Report{
+	reports := []api.Device{
 		rep("10.0.0.1", "192.0.2.1", "Ethernet4", inof.RoleHost, inof.StateActive, 0, t0),
 		rep("10.0.1.1", "192.0.2.2", "Ethernet8", inof.RoleTarget, inof.StateInactive, inof.ReasonLinkDown, t0.Add(time.Minute)),
 		rep("10.0.1.1", "192.0.2.1", "Ethernet0", inof.RoleTarget, inof.StateActive, 0, t0.Add(time.Second)),
 	}
 	b.SetReports(reports...)
-	b.SetDevices(api.Shown([]inof.Report{reports[0].Report, reports[1].Report, reports[2].Report})...)
+	b.SetDevices(api.Shown(reports)...)
 	b.SetHeld(map[inof.RouterID]time.Time{inof.MustParseRouterID("192.0.2.2"): t0.Add(time.Hour)})
 	feed.Publish(api.Event{Kind: "record", Subject: "10.0.1.1", Message: "device joined"})
 	feed.Publish(api.Event{Kind: "record", Subject: "10.0.0.1", Message: "other"})

@@ -35,10 +35,6 @@ func (s *server) ListDevices(ctx context.Context, req *inofv1.ListDevicesRequest
 	if err != nil {
 		return nil, err
 	}
-	ports, err := s.accessPorts(ctx)
-	if err != nil {
-		return nil, err
-	}
 	ix := s.newIndex(cfg, devs)
 	sort.Slice(devs, func(i, j int) bool { return devs[i].Addr.Less(devs[j].Addr) })
 	out := &inofv1.ListDevicesResponse{}
@@ -49,7 +45,7 @@ func (s *server) ListDevices(ctx context.Context, req *inofv1.ListDevicesRequest
 			if until, ok := held[d.Switch]; ok {
 				pd.HeldUntil = timestamppb.New(until)
 			}
-			pd.AccessPort = ports[reportID{d.Switch, d.Addr}]
+			pd.AccessPort = d.AccessPort
 			out.Devices = append(out.Devices, pd)
 		}
 	}

@@ -17,7 +17,7 @@ import (
 
 // reports returns every switch's report of every device: the backend's
 // when it is a ReportsBackend, else the shown ones without their port.
-func (s *server) reports(ctx context.Context) ([]Report, error) {
+func (s *server) reports(ctx context.Context) ([]Device, error) {
 	if rb, ok := s.b.(ReportsBackend); ok {
 		rs, err := rb.Reports(ctx)
 		if err != nil {
@@ -29,34 +29,7 @@ func (s *server) reports(ctx context.Context) ([]Report, error) {
 	if err != nil {
 		return nil, statusOf(fmt.Errorf("devices: %w", err))
 	}
-	out := make([]Report, len(devs))
-	for i, d := range devs {
-		out[i] = Report{Report: d}
-	}
-	return out, nil
-}
-
-// accessPorts maps each device a ReportsBackend reports to its switch
-// port; nil for another backend.
-func (s *server) accessPorts(ctx context.Context) (map[reportID]string, error) {
-	if _, ok := s.b.(ReportsBackend); !ok {
-		return nil, nil
-	}
-	rs, err := s.reports(ctx)
-	if err != nil {
-		return nil, err
-	}
-	out := make(map[reportID]string, len(rs))
-	for _, r := range rs {
-		out[reportID{r.Switch, r.Addr}] = r.AccessPort
-	}
-	return out, nil
-}
-
-// reportID names one switch's report of one address.
-type reportID struct {
-	sw   inof.RouterID
-	addr netip.Addr
+	return devs, nil
 }
 
 // GetDevice tells everything the server knows about one address.
@@ -94,8 +67,8 @@ func (s *server) GetDevice(ctx context.Context, req *inofv1.GetDeviceRequest) (*
 		if !r.Changed.IsZero() {
 			p.Since = timestamppb.New(r.Changed)
 		}
-		if !r.FirstSeen.IsZero() {
-			p.FirstSeen = timestamppb.New(r.FirstSeen)
+		if !r.Since.IsZero() {
+			p.FirstSeen = timestamppb.New(r.Since)
 		}
 		if until, ok := held[r.Switch]; ok {
 			p.HeldUntil = timestamppb.New(until)

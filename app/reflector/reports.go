@@ -10,16 +10,11 @@ import (
 
 // Reports implements api.ReportsBackend: every client's report of every
 // device, with the switch port its record names.
-func (b backend) Reports(context.Context) ([]api.Report, error) {
+func (b backend) Reports(context.Context) ([]api.Device, error) {
 	if err := b.r.Healthy(); err != nil {
 		return nil, fmt.Errorf("reflector: %w", err)
 	}
-	recs := b.r.fabric.devices.Records()
-	out := make([]api.Report, len(recs))
-	for i, d := range recs {
-		out[i] = api.Report{Report: d.Report, AccessPort: d.AccessPort, FirstSeen: d.Since}
-	}
-	return out, nil
+	return b.r.fabric.devices.Reports(), nil
 }
 
 // sessionDetails fills what the API shows of a session beyond its state

@@ -9,13 +9,8 @@ import (
 
 // Reports implements api.ReportsBackend: the device records the switch
 // holds, with the switch port each names.
-func (b switchBackend) Reports(context.Context) ([]api.Report, error) {
-	recs := b.a.table.Records()
-	out := make([]api.Report, len(recs))
-	for i, d := range recs {
-		out[i] = api.Report{Report: d.Report, AccessPort: d.AccessPort, FirstSeen: d.Since}
-	}
-	return out, nil
+func (b switchBackend) Reports(context.Context) ([]api.Device, error) {
+	return b.a.table.Reports(), nil
 }
 
 // sessionDetails fills what the API shows of a session beyond its state

@@ -26,7 +26,7 @@ type Backend struct {
 
 	mu       sync.Mutex
 	devices  []api.Device
-	reports  []api.Report
+	reports  []api.Device
 	sessions []api.Session
 	bfd      []api.BFDSession
 	profile  lossless.Profile
@@ -63,25 +63,21 @@ func (b *Backend) SetDevices(ds ...api.Device) {
 
 // SetReports sets what Reports returns (api.ReportsBackend): every
 // switch's report with its port. Before, Reports returns the devices
-// SetDevices set, without a port.
-func (b *Backend) SetReports(rs ...api.Report) {
+// SetDevices set.
+func (b *Backend) SetReports(rs ...api.Device) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	b.reports = append([]api.Report(nil), rs...)
+	b.reports = append([]api.Device(nil), rs...)
 }
 
 // Reports implements api.ReportsBackend.
-func (b *Backend) Reports(context.Context) ([]api.Report, error) {
+func (b *Backend) Reports(context.Context) ([]api.Device, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.reports != nil {
-		return append([]api.Report(nil), b.reports...), nil
+		return append([]api.Device(nil), b.reports...), nil
 	}
-	out := make([]api.Report, len(b.devices))
-	for i, d := range b.devices {
-		out[i] = api.Report{Report: d}
-	}
-	return out, nil
+	return append([]api.Device(nil), b.devices...), nil
 }
 
 // SetSessions replaces the BGP and BFD session tables.

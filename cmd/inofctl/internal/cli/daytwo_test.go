@@ -26,23 +26,19 @@ import (
 // on each switch, each with its port) and the session details, and puts
 // events on the feed.
 func dayTwoFabric(e *env) {
-	rep := func(addr string, role inof.Role, sw, port string, st inof.State, r inof.Reason, changed time.Time) api.Report {
-		return api.Report{Report: inof.Report{Device: inof.Device{Addr: netip.MustParseAddr(addr), Role: role, Protocol: inof.ProtocolRoCE,
+	rep := func(addr string, role inof.Role, sw, port string, st inof.State, r inof.Reason, changed time.Time) api.Device {
+		return inof.Report{Device: inof.Device{Addr: netip.MustParseAddr(addr), Role: role, Protocol: inof.ProtocolRoCE,
 			Port: 4420, NQN: "nqn.2014-08.org.example:" + addr}, Switch: inof.MustParseRouterID(sw),
-			Status: inof.Status{State: st, Reason: r, Changed: changed}}, AccessPort: port, FirstSeen: testTime.Add(-time.Hour)}
+			Status: inof.Status{State: st, Reason: r, Changed: changed}, AccessPort: port, Since: testTime.Add(-time.Hour)}
 	}
-	reports := []api.Report{
+	reports := []api.Device{
 		rep("10.0.0.1", inof.RoleHost, "192.0.2.1", "Ethernet0", inof.StateActive, 0, testTime),
 		rep("10.0.0.2", inof.RoleHost, "192.0.2.2", "Ethernet4", inof.StateActive, 0, testTime),
 		rep("10.0.1.2", inof.RoleTarget, "192.0.2.2", "Ethernet8", inof.StateActive, 0, testTime.Add(-90*time.Second)),
 		rep("10.0.1.2", inof.RoleTarget, "192.0.2.1", "Ethernet12", inof.StateInactive, inof.ReasonLinkDown, testTime.Add(-2*time.Minute)),
 	}
 	e.b.SetReports(reports...)
-	rs := make([]inof.Report, len(reports))
-	for i, r := range reports {
-		rs[i] = r.Report
-	}
-	e.b.SetDevices(api.Shown(rs)...)
+	e.b.SetDevices(api.Shown(reports)...)
 	e.b.SetSessions([]api.Session{
 		{Peer: "192.0.2.1", Kind: "client", State: "established", Since: testTime.Add(-75 * time.Minute), Received: 3, Advertised: 7,
 			RouterID: "192.0.2.1", LocalAddress: "192.0.2.254", Passive: true, EndOfRIB: true, BFD: true},
@@ -187,11 +183,11 @@ func TestDeviceListWatch(t *testing.T) {
 			cli.IO{In: strings.NewReader(""), Out: &out, Err: &errb, Environ: e.environ, Now: func() time.Time { return testTime }})
 	}()
 	waitFor(t, &out, &errb, "10.0.1.2", 1)
-	e.b.SetReports(api.Report{Report: inof.Report{Device: inof.Device{Addr: netip.MustParseAddr("10.0.3.3"), Role: inof.RoleTarget,
-		Protocol: inof.ProtocolTCP}, Switch: inof.MustParseRouterID("192.0.2.1"), Status: inof.Status{State: inof.StateActive}},
-		AccessPort: "Ethernet16"})
-	e.b.SetDevices(api.Device{Device: inof.Device{Addr: netip.MustParseAddr("10.0.3.3"), Role: inof.RoleTarget,
-		Protocol: inof.ProtocolTCP}, Switch: inof.MustParseRouterID("192.0.2.1"), Status: inof.Status{State: inof.StateActive}})
+	joined := api.Device{Device: inof.Device{Addr: netip.MustParseAddr("10.0.3.3"), Role: inof.RoleTarget,
+		Protocol: inof.ProtocolTCP}, Switch: inof.MustParseRouterID("192.0.2.1"), Status: inof.Status{State: inof.StateActive},
+		AccessPort: "Ethernet16"}
+	e.b.SetReports(joined)
+	e.b.SetDevices(joined)
 	e.feed.Publish(api.Event{Kind: "record", Subject: "10.0.3.3", Message: "device joined"})
 	waitFor(t, &out, &errb, "Ethernet16", 1)
 	// An event of a kind the list does not show asks for nothing.
