@@ -60,72 +60,63 @@ func bootPathFabric(t *testing.T, kernel string, shift int, o vm.PathFabricOptio
 // bound is in the guest's instruction-counted time, where the cut's cost
 // is the same however busy the machine is.
 func TestPrivVMPathFabric(t *testing.T) {
-	topo.RequireVM(t)
-	for _, kernel := range vm.EnvKernels() {
-		name := kernel
-		if name == "" {
-			name = "6.1"
+	eachKernel(t, func(t *testing.T, kernel string) {
+		g, pf := bootPathFabric(t, kernel, pathFabricShift, vm.PathFabricOptions{})
+		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+		defer cancel()
+		const cuts = 3
+		reps, out, err := pf.Cuts(ctx, vm.CutOptions{N: cuts, IOPolicy: "round-robin", Settle: time.Second,
+			After: 500 * time.Millisecond})
+		if err != nil {
+			t.Fatalf("%v\n%s", err, pf.Diagnose(ctx))
 		}
-		t.Run(name, func(t *testing.T) {
-			start := time.Now()
-			g, pf := bootPathFabric(t, kernel, pathFabricShift, vm.PathFabricOptions{})
-			ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
-			defer cancel()
-			const cuts = 3
-			reps, out, err := pf.Cuts(ctx, vm.CutOptions{N: cuts, IOPolicy: "round-robin", Settle: time.Second,
-				After: 500 * time.Millisecond})
-			if err != nil {
-				t.Fatalf("%v\n%s", err, pf.Diagnose(ctx))
+		t.Logf("%s", out)
+		if len(reps) != cuts {
+			t.Fatalf("%d cut reports, want %d", len(reps), cuts)
+		}
+		for _, r := range reps {
+			if r.Problem != "" || r.Errors != 0 || r.StallMS > stallBudget || r.NotLiveMS == 0 || r.BackMS == 0 {
+				t.Errorf("cut %d: stall %.1f ms (budget %d ms), %d read errors, not live after %.1f ms, back %.1f ms; %s",
+					r.Cut, r.StallMS, stallBudget, r.Errors, r.NotLiveMS, r.BackMS, r.Problem)
 			}
-			t.Logf("%s", out)
-			if len(reps) != cuts {
-				t.Fatalf("%d cut reports, want %d", len(reps), cuts)
+		}
+		// Writes: sequence-numbered blocks, every one read back after
+		// each cut.
+		wreps, wout, err := pf.Cuts(ctx, vm.CutOptions{N: 2, IOPolicy: "round-robin", Write: true,
+			Settle: time.Second, After: 500 * time.Millisecond})
+		if err != nil {
+			t.Fatalf("writes: %v\n%s", err, pf.Diagnose(ctx))
+		}
+		t.Logf("%s", wout)
+		if len(wreps) != 2 {
+			t.Fatalf("writes: %d cut reports, want 2", len(wreps))
+		}
+		for _, r := range wreps {
+			if r.Problem != "" || r.Errors != 0 || r.StallMS > stallBudget || r.Verified == 0 || r.Mismatches != 0 {
+				t.Errorf("writes, cut %d: stall %.1f ms, %d write errors, %d blocks verified, %d not the last acknowledged write; %s",
+					r.Cut, r.StallMS, r.Errors, r.Verified, r.Mismatches, r.Problem)
 			}
-			for _, r := range reps {
-				if r.Problem != "" || r.Errors != 0 || r.StallMS > stallBudget || r.NotLiveMS == 0 || r.BackMS == 0 {
-					t.Errorf("cut %d: stall %.1f ms (budget %d ms), %d read errors, not live after %.1f ms, back %.1f ms; %s",
-						r.Cut, r.StallMS, stallBudget, r.Errors, r.NotLiveMS, r.BackMS, r.Problem)
-				}
-			}
-			// Writes: sequence-numbered blocks, every one read back after
-			// each cut.
-			wreps, wout, err := pf.Cuts(ctx, vm.CutOptions{N: 2, IOPolicy: "round-robin", Write: true,
-				Settle: time.Second, After: 500 * time.Millisecond})
-			if err != nil {
-				t.Fatalf("writes: %v\n%s", err, pf.Diagnose(ctx))
-			}
-			t.Logf("%s", wout)
-			if len(wreps) != 2 {
-				t.Fatalf("writes: %d cut reports, want 2", len(wreps))
-			}
-			for _, r := range wreps {
-				if r.Problem != "" || r.Errors != 0 || r.StallMS > stallBudget || r.Verified == 0 || r.Mismatches != 0 {
-					t.Errorf("writes, cut %d: stall %.1f ms, %d write errors, %d blocks verified, %d not the last acknowledged write; %s",
-						r.Cut, r.StallMS, r.Errors, r.Verified, r.Mismatches, r.Problem)
-				}
-			}
-			if oops := vm.KernelOops(g.Console()); oops != "" {
-				t.Errorf("kernel oops:\n%s", oops)
-			}
-			// The host's agent acted on the switch's notification: one
-			// failover per cut, of the cut path, for reason 1.
-			n, err := pf.Grep(ctx, "/tmp/host.log", `msg="path failed over"`)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if n < cuts+2 {
-				t.Errorf("host agent failed %d paths over in %d cuts\n%s", n, cuts+2, pf.Tail(ctx, "/tmp/host.log", 40))
-			}
-			if n, _ := pf.Grep(ctx, "/tmp/host.log", `reason=link-down`); n < cuts+2 {
-				t.Errorf("host agent logged reason link-down %d times in %d cuts", n, cuts+2)
-			}
-			if os.Getenv("INOF_VM_DEBUG") != "" {
-				r, _ := g.Run(ctx, "sh", "-c", "grep -E 'failed over|notif|inactive|link-down' /tmp/host.log | tail -20; dmesg | tail -40; tail -20 /tmp/leaf1.log")
-				t.Logf("debug:\n%s", r.Stdout)
-			}
-			t.Logf("%d cuts in %s of wall time (boot included)", cuts, time.Since(start).Round(time.Second))
-		})
-	}
+		}
+		if oops := vm.KernelOops(g.Console()); oops != "" {
+			t.Errorf("kernel oops:\n%s", oops)
+		}
+		// The host's agent acted on the switch's notification: one
+		// failover per cut, of the cut path, for reason 1.
+		n, err := pf.Grep(ctx, "/tmp/host.log", `msg="path failed over"`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n < cuts+2 {
+			t.Errorf("host agent failed %d paths over in %d cuts\n%s", n, cuts+2, pf.Tail(ctx, "/tmp/host.log", 40))
+		}
+		if n, _ := pf.Grep(ctx, "/tmp/host.log", `reason=link-down`); n < cuts+2 {
+			t.Errorf("host agent logged reason link-down %d times in %d cuts", n, cuts+2)
+		}
+		if os.Getenv("INOF_VM_DEBUG") != "" {
+			r, _ := g.Run(ctx, "sh", "-c", "grep -E 'failed over|notif|inactive|link-down' /tmp/host.log | tail -20; dmesg | tail -40; tail -20 /tmp/leaf1.log")
+			t.Logf("debug:\n%s", r.Stdout)
+		}
+	})
 }
 
 // switchLostBFD is the BFD of TestPrivVMPathFabricSwitchLost's sessions
@@ -150,6 +141,46 @@ var switchLostBFD = vm.PathReflector{BFDInterval: 50 * time.Millisecond, BFDMult
 // fabric (leaf2 tells the host its target is active again). Reasons 6
 // and 4 (vm.TargetSilent, vm.ZoneRemoved) run in BenchmarkPrivVMPathFabric.
 func TestPrivVMPathFabricSwitchLost(t *testing.T) {
+	eachKernel(t, func(t *testing.T, kernel string) {
+		bfd := switchLostBFD
+		g, pf := bootPathFabric(t, kernel, pathFabricShift, vm.PathFabricOptions{Reflector: &bfd})
+		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+		defer cancel()
+		const cuts = 3
+		reps, out, err := pf.Cuts(ctx, vm.CutOptions{N: cuts, IOPolicy: "round-robin", Outage: vm.SwitchLost,
+			Settle: time.Second, After: 500 * time.Millisecond})
+		if err != nil {
+			t.Fatalf("%v\n%s", err, pf.Diagnose(ctx))
+		}
+		t.Logf("%s", out)
+		if len(reps) != cuts {
+			t.Fatalf("%d cut reports, want %d", len(reps), cuts)
+		}
+		for _, r := range reps {
+			if r.Problem != "" || r.Errors != 0 || r.StallMS > stallBudget || r.FromNotifyMS > stallBudget || r.NotifiedMS == 0 || r.NotLiveMS == 0 ||
+				r.BackMS == 0 || r.BackMS > linkBackBudget || r.RejoinMS == 0 {
+				t.Errorf("cut %d: stall %.1f ms from the cut, %.1f ms from the notification (budget %d ms), told after %.1f ms, "+
+					"%d read errors, not live after %.1f ms, back %.1f ms (budget %d ms), leaf1 rejoined after %.1f ms; %s",
+					r.Cut, r.StallMS, r.FromNotifyMS, stallBudget, r.NotifiedMS, r.Errors, r.NotLiveMS, r.BackMS, linkBackBudget,
+					r.RejoinMS, r.Problem)
+			}
+		}
+		if oops := vm.KernelOops(g.Console()); oops != "" {
+			t.Errorf("kernel oops:\n%s", oops)
+		}
+		if n, _ := pf.Grep(ctx, "/tmp/host.log", `reason=bfd-down`); n < cuts {
+			t.Errorf("host agent logged reason bfd-down %d times in %d cuts\n%s", n, cuts, pf.Tail(ctx, "/tmp/host.log", 40))
+		}
+		if os.Getenv("INOF_VM_DEBUG") != "" {
+			r, _ := g.Run(ctx, "sh", "-c", "grep -E 'failed over|bfd|notif|inactive|disconnect' /tmp/host.log | tail -30; tail -30 /tmp/rr.log; tail -30 /tmp/leaf2.log; tail -30 /tmp/leaf1.log")
+			t.Logf("debug:\n%s", r.Stdout)
+		}
+	})
+}
+
+// eachKernel runs fn as a subtest on each kernel of vm.EnvKernels (the
+// default named "6.1") and logs the subtest's wall time.
+func eachKernel(t *testing.T, fn func(t *testing.T, kernel string)) {
 	topo.RequireVM(t)
 	for _, kernel := range vm.EnvKernels() {
 		name := kernel
@@ -158,40 +189,8 @@ func TestPrivVMPathFabricSwitchLost(t *testing.T) {
 		}
 		t.Run(name, func(t *testing.T) {
 			start := time.Now()
-			bfd := switchLostBFD
-			g, pf := bootPathFabric(t, kernel, pathFabricShift, vm.PathFabricOptions{Reflector: &bfd})
-			ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
-			defer cancel()
-			const cuts = 3
-			reps, out, err := pf.Cuts(ctx, vm.CutOptions{N: cuts, IOPolicy: "round-robin", Outage: vm.SwitchLost,
-				Settle: time.Second, After: 500 * time.Millisecond})
-			if err != nil {
-				t.Fatalf("%v\n%s", err, pf.Diagnose(ctx))
-			}
-			t.Logf("%s", out)
-			if len(reps) != cuts {
-				t.Fatalf("%d cut reports, want %d", len(reps), cuts)
-			}
-			for _, r := range reps {
-				if r.Problem != "" || r.Errors != 0 || r.StallMS > stallBudget || r.FromNotifyMS > stallBudget || r.NotifiedMS == 0 || r.NotLiveMS == 0 ||
-					r.BackMS == 0 || r.BackMS > linkBackBudget || r.RejoinMS == 0 {
-					t.Errorf("cut %d: stall %.1f ms from the cut, %.1f ms from the notification (budget %d ms), told after %.1f ms, "+
-						"%d read errors, not live after %.1f ms, back %.1f ms (budget %d ms), leaf1 rejoined after %.1f ms; %s",
-						r.Cut, r.StallMS, r.FromNotifyMS, stallBudget, r.NotifiedMS, r.Errors, r.NotLiveMS, r.BackMS, linkBackBudget,
-						r.RejoinMS, r.Problem)
-				}
-			}
-			if oops := vm.KernelOops(g.Console()); oops != "" {
-				t.Errorf("kernel oops:\n%s", oops)
-			}
-			if n, _ := pf.Grep(ctx, "/tmp/host.log", `reason=bfd-down`); n < cuts {
-				t.Errorf("host agent logged reason bfd-down %d times in %d cuts\n%s", n, cuts, pf.Tail(ctx, "/tmp/host.log", 40))
-			}
-			if os.Getenv("INOF_VM_DEBUG") != "" {
-				r, _ := g.Run(ctx, "sh", "-c", "grep -E 'failed over|bfd|notif|inactive|disconnect' /tmp/host.log | tail -30; tail -30 /tmp/rr.log; tail -30 /tmp/leaf2.log; tail -30 /tmp/leaf1.log")
-				t.Logf("debug:\n%s", r.Stdout)
-			}
-			t.Logf("%d cuts in %s of wall time (boot included)", cuts, time.Since(start).Round(time.Second))
+			fn(t, kernel)
+			t.Logf("%s of wall time (boot included)", time.Since(start).Round(time.Second))
 		})
 	}
 }
