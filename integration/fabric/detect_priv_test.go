@@ -81,7 +81,7 @@ func toldInactive(t *testing.T, p *topo.Probe, target netip.Addr, before []topo.
 // TestPrivKillAfterFlapReason7 is issue #46's missed failure. The target
 // hangs on leaf2 only; a probe host and an inof-host on leaf1 use it. The
 // reflector takes both leaves for dead (a false BFD down: it drops BFD
-// for a second), and then, 0–4 s after BFD passes again, leaf2 is really
+// for a second), and then, 1 s and 4 s after BFD passes again, leaf2 is really
 // killed and stays away for outage. Both hosts on leaf1 must be told the
 // target inactive with reason 7 (BFD down) before leaf2 is back —
 // whatever the state of leaf1's own session to the reflector at that
@@ -107,7 +107,10 @@ func TestPrivKillAfterFlapReason7(t *testing.T) {
 	subscribe(t, qa)
 	await(t, qa, tl.Addr(), inof.StateActive)
 	var lat []time.Duration
-	for _, d := range []time.Duration{0, time.Second, 2 * time.Second, 4 * time.Second} {
+	// Two delays of the 0–4 s where kills were missed (each round costs
+	// leaf2's outage and its return); the soak's kill-after-flap fault
+	// draws the delay at random.
+	for _, d := range []time.Duration{time.Second, 4 * time.Second} {
 		t.Run(fmt.Sprintf("kill+%v", d), func(t *testing.T) {
 			sessions(t, f, 1)
 			qa.Drain()

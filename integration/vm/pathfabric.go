@@ -291,6 +291,11 @@ func (r *PathReflector) bfd() map[string]any {
 }
 
 func (p *PathFabric) reflectorConfig() map[string]any {
+	bfd := p.o.Reflector.bfd()
+	// Cuts seconds apart are flaps to the reflector's dampening, which
+	// would hold leaf1 away for up to a minute after each; the runs
+	// measure failover and link-back, not dampening.
+	bfd["dampen"] = false
 	return map[string]any{
 		"log":            map[string]any{"level": "info"},
 		"metrics_listen": "127.0.0.1:9465",
@@ -302,7 +307,7 @@ func (p *PathFabric) reflectorConfig() map[string]any {
 			map[string]any{"address": uplinkAddr(0, 2).String()},
 			map[string]any{"address": uplinkAddr(1, 2).String(), "local_address": uplinkAddr(1, 1).String()},
 		},
-		"bfd": p.o.Reflector.bfd(),
+		"bfd": bfd,
 		"api": map[string]any{"socket": PathFabricAPI},
 	}
 }
