@@ -463,3 +463,92 @@ func TestSysfsAddressReadOnlyWhileLive(t *testing.T) {
 		t.Fatalf("new controller: traddr %q, want 10.0.0.200", got)
 	}
 }
+
+// TestParseCQT: the Command Quiesce Time is the little-endian field at
+// bytes 386–387 of Identify Controller, in milliseconds.
+func TestParseCQT(t *testing.T) {
+	id := make([]byte, identifySize)
+	if d, err := parseCQT(id); err != nil || d != 0 {
+		t.Fatalf("no CQT: %v, %v; want 0", d, err)
+	}
+	id[385], id[386], id[387], id[388] = 0xff, 0x10, 0x27, 0xff // 10,000 ms, neighbours set
+	if d, err := parseCQT(id); err != nil || d != 10*time.Second {
+		t.Fatalf("CQT 0x2710: %v, %v; want 10s", d, err)
+	}
+	if _, err := parseCQT(id[:400]); err == nil {
+		t.Fatal("a short Identify Controller read as a CQT")
+	}
+	if _, err := identifyController("sda"); err == nil || !strings.Contains(err.Error(), "not an NVMe controller") {
+		t.Fatalf("identify of a non-controller name: %v", err)
+	}
+}
+
+// TestFailoverRespectsCQT: a controller whose target reports a Command
+// Quiesce Time is left to keep-alive at a link down (no abort, no reset:
+// nothing moves its in-flight commands to the sibling at once), counted
+// as "cqt"; its sibling's path on the other target address still fails
+// over at once. With failover.cqt ignore it fails over at once like any
+// other.
+func TestFailoverRespectsCQT(t *testing.T) {
+	if c := DefaultOptions().Failover.CQT; c != CQTRespect {
+		t.Fatalf("default failover.cqt %q, want respect", c)
+	}
+	for _, policy := range []CQTPolicy{CQTRespect, CQTIgnore} {
+		t.Run(string(policy), func(t *testing.T) {
+			o := testOptions(t)
+			o.Failover.CQT = policy
+			nv := newFakeNVMe()
+			h := start(t, o, newFakeClock(), nv)
+			h.kern.mu.Lock()
+			h.kern.cqt["10.0.0.100"] = 1500 * time.Millisecond
+			h.kern.mu.Unlock()
+			a, b := dualPath(t, h)
+			h.notify(inactive("10.0.0.100", 3, inof.ReasonLinkDown))
+			if policy == CQTIgnore {
+				if c := h.kern.next(t); c != "abort 10.0.0.2>10.0.0.100:4420" {
+					t.Fatalf("kernel call %q, want the abort", c)
+				}
+				if c := h.kern.next(t); c != "reset "+a {
+					t.Fatalf("kernel call %q, want reset %s", c, a)
+				}
+				waitMetric(t, h, "inof_host_failovers_total", map[string]string{"reason": "link-down", "result": "sibling"}, 1)
+				return
+			}
+			waitMetric(t, h, "inof_host_failovers_total", map[string]string{"reason": "link-down", "result": "cqt"}, 1)
+			h.kern.none(t)
+			// The other target address reports none: failed over at once.
+			h.notify(inactive("10.0.0.200", 4, inof.ReasonLinkDown))
+			if c := h.kern.next(t); c != "abort 10.0.0.2>10.0.0.200:4420" {
+				t.Fatalf("kernel call %q, want the abort of the path without a CQT", c)
+			}
+			if c := h.kern.next(t); c != "reset "+b {
+				t.Fatalf("kernel call %q, want reset %s", c, b)
+			}
+		})
+	}
+}
+
+// TestNoAbortBesideCQT: an abort reaches every controller on the path, so
+// a path with one controller held for its CQT is never aborted (its other
+// controllers are reset instead); without one, or with failover.cqt
+// ignore, it may be.
+func TestNoAbortBesideCQT(t *testing.T) {
+	held := ownedController{Device: "nvme0", CQTMillis: 200, CQTRead: true}
+	plain := ownedController{Device: "nvme1", CQTRead: true}
+	unread := ownedController{Device: "nvme2", CQTMillis: 200}
+	for _, c := range []struct {
+		policy CQTPolicy
+		owned  []ownedController
+		want   bool
+	}{
+		{CQTRespect, []ownedController{plain, held}, false},
+		{CQTRespect, []ownedController{plain, unread}, true},
+		{CQTIgnore, []ownedController{plain, held}, true},
+		{CQTRespect, nil, true},
+	} {
+		l := &lane{w: &worker{a: &Agent{opt: Options{Failover: FailoverOptions{CQT: c.policy}}}}, owned: c.owned}
+		if got := l.mayAbort(); got != c.want {
+			t.Errorf("cqt %s, owned %+v: mayAbort %v, want %v", c.policy, c.owned, got, c.want)
+		}
+	}
+}

@@ -366,10 +366,14 @@ type fakeKernel struct {
 	ana   map[string]string        // ANA state per device (default none)
 	// pathsErr, when set, is what Paths returns (sysfs unreadable).
 	pathsErr error
+	// cqt is each target address's Command Quiesce Time (default none);
+	// reading it is not a recorded call.
+	cqt map[string]time.Duration
 }
 
 func newFakeKernel(nv *fakeNVMe) *fakeKernel {
-	return &fakeKernel{nv: nv, block: map[string]chan struct{}{}, calls: make(chan string, 1000), ana: map[string]string{}}
+	return &fakeKernel{nv: nv, block: map[string]chan struct{}{}, calls: make(chan string, 1000), ana: map[string]string{},
+		cqt: map[string]time.Duration{}}
 }
 
 func (k *fakeKernel) Paths() ([]KernelPath, error) {
@@ -422,6 +426,17 @@ func (k *fakeKernel) Reset(dev string) error {
 func (k *fakeKernel) AbortTCP(host, target netip.Addr, port uint16) (int, error) {
 	k.calls <- fmt.Sprintf("abort %s>%s:%d", host, target, port)
 	return 1, nil
+}
+
+// CQT is the Command Quiesce Time set for the controller's target address.
+func (k *fakeKernel) CQT(dev string) (time.Duration, error) {
+	p, err := k.Path(dev)
+	if err != nil {
+		return 0, err
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.cqt[p.TrAddr], nil
 }
 
 // HasNVMe is true: the fake's controllers are its sysfs.

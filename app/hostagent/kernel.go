@@ -56,6 +56,10 @@ type Kernel interface {
 	// 2.3 has no connect option for it): while it reconnects, I/O that no
 	// other path can take fails at once instead of queueing.
 	FailFast(device string) error
+	// CQT reads the controller's Command Quiesce Time (Identify
+	// Controller, bytes 386–387): 0 when it reports none. Ask only a live
+	// controller (the command goes over its admin queue).
+	CQT(device string) (time.Duration, error)
 }
 
 // KernelPath is one controller as sysfs shows it.
@@ -326,4 +330,13 @@ func findKernelPath(ps []KernelPath, p Path) (KernelPath, bool) {
 		}
 	}
 	return KernelPath{}, false
+}
+
+// CQT sends Identify Controller to the controller's character device.
+func (SysfsKernel) CQT(device string) (time.Duration, error) {
+	id, err := identifyController(device)
+	if err != nil {
+		return 0, err
+	}
+	return parseCQT(id)
 }

@@ -266,9 +266,22 @@ func (l *lane) connect(ctx context.Context, nqn string, notified time.Time) erro
 		}
 		// Where a connect's time goes: nvme connect itself (nvme-cli and
 		// the kernel's connect), and since the notification arrived.
-		log.Info("connected", "device", dev, "took", time.Since(began).Round(time.Millisecond),
-			"notified_to_connected", time.Since(notified).Round(time.Millisecond))
-		l.owned = append(l.owned, ownedController{Path: p, Device: dev})
+		took := time.Since(began).Round(time.Millisecond)
+		o := ownedController{Path: p, Device: dev}
+		cqt := "unknown"
+		if err := o.setCQT(a.kern, dev); err != nil {
+			log.Warn("reading the controller's command quiesce time (Identify Controller); its paths fail over at once",
+				"device", dev, "err", err)
+		} else {
+			cqt = (time.Duration(o.CQTMillis) * time.Millisecond).String()
+		}
+		log.Info("connected", "device", dev, "took", took,
+			"notified_to_connected", time.Since(notified).Round(time.Millisecond), "cqt", cqt)
+		if o.holdsForCQT(a.opt.Failover) {
+			log.Warn("the target reports a command quiesce time: this path is not failed over at once (failover.cqt: respect)",
+				"device", dev, "cqt", cqt)
+		}
+		l.owned = append(l.owned, o)
 		if a.opt.Failover.LastPath == LastPathFailFast {
 			if err := a.kern.FailFast(dev); err != nil {
 				log.Error("last_path fail-fast: setting fast_io_fail_tmo", "device", dev, "err", err)
@@ -416,6 +429,12 @@ func (l *lane) failover(j job) {
 			log.Info("failover: controller gone")
 			continue
 		}
+		if o.holdsForCQT(a.opt.Failover) {
+			log.Info("path left to keep-alive: the target reports a command quiesce time (failover.cqt: respect)",
+				"device", p.Device, "cqt", time.Duration(o.CQTMillis)*time.Millisecond)
+			a.m.failover(r, "cqt")
+			continue
+		}
 		sib := siblingLive(paths, p)
 		act := failoverAction(a.opt.Failover, r, sib)
 		if act != failPath {
@@ -436,7 +455,7 @@ func (l *lane) failover(j job) {
 			continue
 		}
 		if early.IsZero() {
-			acted, err = l.failPath(cur)
+			acted, err = l.failPath(cur, l.mayAbort())
 		} else if a.opt.Failover.Method == FailoverBoth {
 			err = a.kern.Reset(cur.Device) // EBUSY (recovery under way) is no error
 		}
@@ -472,7 +491,7 @@ func (l *lane) abortFirst(r inof.Reason) time.Time {
 	a := l.w.a
 	m := a.opt.Failover.Method
 	if !pathDead(r) || a.opt.Failover.LastPath == LastPathKeep || (m != FailoverAbort && m != FailoverBoth) ||
-		l.key.Protocol != inof.ProtocolTCP {
+		l.key.Protocol != inof.ProtocolTCP || !l.mayAbort() {
 		return time.Time{}
 	}
 	n, err := a.kern.AbortTCP(l.key.Host, l.key.Target, l.key.Port)
@@ -485,14 +504,23 @@ func (l *lane) abortFirst(r inof.Reason) time.Time {
 	return time.Now()
 }
 
+// mayAbort reports whether the path's TCP connections may be aborted: an
+// abort reaches every controller on the path (host address to target
+// address and port), so none of them may be one held for its target's
+// command quiesce time.
+func (l *lane) mayAbort() bool {
+	return !slices.ContainsFunc(l.owned, func(o ownedController) bool { return o.holdsForCQT(l.w.a.opt.Failover) })
+}
+
 // failPath pushes one live controller into error recovery with the
-// configured method (RDMA has no sockets to abort: it is reset), and
-// returns when its first action was done.
-func (l *lane) failPath(p KernelPath) (time.Time, error) {
+// configured method (RDMA has no sockets to abort: it is reset; so is a
+// path whose connections may not be aborted, abort false), and returns
+// when its first action was done.
+func (l *lane) failPath(p KernelPath, abort bool) (time.Time, error) {
 	a := l.w.a
 	m := a.opt.Failover.Method
 	var errs []error
-	if (m == FailoverAbort || m == FailoverBoth) && p.Transport == "tcp" {
+	if abort && (m == FailoverAbort || m == FailoverBoth) && p.Transport == "tcp" {
 		host, herr := netip.ParseAddr(p.HostTrAddr)
 		tgt, terr := netip.ParseAddr(p.TrAddr)
 		port, perr := strconv.ParseUint(p.TrSvcID, 10, 16)
@@ -546,7 +574,7 @@ func (l *lane) remove(ctx context.Context, reason inof.Reason, logArgs ...any) {
 		}
 		if c.State == "live" && pathDead(reason) && a.opt.Failover.Method != FailoverNone {
 			if p, err := a.kern.Path(c.Device); err == nil && samePath(p.Path, o.Path) && p.State == "live" {
-				if _, err := l.failPath(p); err != nil {
+				if _, err := l.failPath(p, l.mayAbort()); err != nil {
 					log.Warn("reset before disconnect failed", "device", c.Device, "err", err)
 				}
 			}

@@ -59,10 +59,29 @@ const (
 	LastPathKeep LastPathPolicy = "keep"
 )
 
+// CQTPolicy says what a target's Command Quiesce Time does to failing
+// its paths over at once.
+type CQTPolicy string
+
+// CQT policies (docs/host-agent.md, "Writes and failing over at once").
+const (
+	// CQTRespect leaves the paths of a controller that reports a CQT to
+	// keep-alive: the agent never moves its in-flight commands to another
+	// path before the target has had its keep-alive timeout to notice the
+	// loss (the kernels measured here retry at once once a path fails and
+	// do not wait the CQT themselves).
+	CQTRespect CQTPolicy = "respect"
+	// CQTIgnore fails such paths over at once like any other (for a
+	// target whose backend is known to finish a received write long
+	// before a retry can complete).
+	CQTIgnore CQTPolicy = "ignore"
+)
+
 // FailoverOptions configure multipath failover on notifications.
 type FailoverOptions struct {
 	Method   FailoverMethod `yaml:"method"`
 	LastPath LastPathPolicy `yaml:"last_path"`
+	CQT      CQTPolicy      `yaml:"cqt"`
 }
 
 // Options is the whole configuration of inof-host.
@@ -142,7 +161,7 @@ func DefaultOptions() Options {
 		RegistrationTTL:      120 * time.Second,
 		CarrierPoll:          time.Second,
 		NVMe:                 NVMeOptions{Path: "nvme", CommandTimeout: 30 * time.Second, CtrlLossTmo: 1800},
-		Failover:             FailoverOptions{Method: FailoverBoth, LastPath: LastPathWait},
+		Failover:             FailoverOptions{Method: FailoverBoth, LastPath: LastPathWait, CQT: CQTRespect},
 		Lossless:             LosslessOptions{PortClass: "server", Interval: time.Minute, DCBPath: "dcb"},
 	}
 }
@@ -211,6 +230,11 @@ func (o *Options) Validate() error {
 	case LastPathWait, LastPathFailFast, LastPathKeep:
 	default:
 		add("failover.last_path %q: want wait, fail-fast or keep", o.Failover.LastPath)
+	}
+	switch o.Failover.CQT {
+	case CQTRespect, CQTIgnore:
+	default:
+		add("failover.cqt %q: want respect or ignore", o.Failover.CQT)
 	}
 	o.Lossless.validate(add)
 	if len(o.Interfaces) == 0 {

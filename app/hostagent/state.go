@@ -1,6 +1,7 @@
 package hostagent
 
 import (
+	"time"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -18,6 +19,28 @@ const stateVersion = 1
 type ownedController struct {
 	Path
 	Device string `json:"device"` // the name at creation; the kernel may reuse it
+	// CQTMillis is the controller's Command Quiesce Time (Identify
+	// Controller) in milliseconds, once CQTRead says it was read.
+	CQTMillis uint16 `json:"cqt_ms,omitempty"`
+	CQTRead   bool   `json:"cqt_read,omitempty"`
+}
+
+// holdsForCQT reports whether the controller's target reported a Command
+// Quiesce Time that the failover policy respects: its path is not failed
+// over at once (docs/host-agent.md, "Writes and failing over at once").
+func (o ownedController) holdsForCQT(f FailoverOptions) bool {
+	return f.CQT == CQTRespect && o.CQTRead && o.CQTMillis > 0
+}
+
+// setCQT reads the controller's Command Quiesce Time through k (device
+// must be live) and keeps it.
+func (o *ownedController) setCQT(k Kernel, device string) error {
+	d, err := k.CQT(device)
+	if err != nil {
+		return err
+	}
+	o.CQTMillis, o.CQTRead = uint16(min(d/time.Millisecond, 0xffff)), true
+	return nil
 }
 
 type stateFile struct {

@@ -79,6 +79,13 @@ func (w *worker) reconcile(ctx context.Context, owned []ownedController) []owned
 	for _, o := range owned {
 		if c, ok := findController(cs, o.Path); ok {
 			o.Device = c.Device
+			if !o.CQTRead && c.State == "live" {
+				// A state file of an older release, or a controller not
+				// live when it was created.
+				if err := o.setCQT(w.a.kern, c.Device); err != nil {
+					w.a.log.Warn("reading an owned controller's command quiesce time", "device", c.Device, "err", err)
+				}
+			}
 			kept = append(kept, o)
 		} else {
 			w.a.log.Info("owned controller is gone; forgetting it", "path", o.Path.String())

@@ -239,6 +239,12 @@ func disconnectedLine(target, reason string) string {
 	return `msg=disconnected reason=(` + reason + `) path="tcp:` + regexp.QuoteMeta(target) + `:`
 }
 
+// connectedLine matches inof-host's log line for a controller it
+// connected to the target address, with the Command Quiesce Time it read.
+func connectedLine(target, cqt string) string {
+	return `msg=connected path="tcp:` + regexp.QuoteMeta(target) + `:[^\n]* cqt=` + regexp.QuoteMeta(cqt) + `(\s|$)`
+}
+
 // keptLine matches inof-host's log line for an inactive it leaves to the
 // kernel.
 func keptLine(target, reason string) string {
@@ -306,6 +312,10 @@ func TestPrivVMZoneLinkKill(t *testing.T) {
 		if err != nil || len(nss) != 1 {
 			t.Errorf("%s: namespaces %v (%v), want one block device", h.Name, nss, err)
 		}
+		// The agent read the controller's Command Quiesce Time (Identify
+		// Controller through the admin passthrough): Linux nvmet reports
+		// none.
+		logged(t, h, 0, connectedLine(ta, "0s"), wait)
 	}
 	// h3 is outside the zone: after h1 and h2 connected, it has no
 	// controller and received no notification.

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"regexp"
+	"strings"
 	"testing"
 	"time"
 
@@ -52,16 +53,48 @@ func BenchmarkPrivFalseAlarms(b *testing.B) {
 	netns.RequireTool(b, "stress-ng")
 	hog, kills := hogFor(b), trials(b, 10, 3)
 	rows := []result.Row{machineRow(b, "false alarms, start")}
-	for _, set := range []struct {
-		interval string
-		mult     int
-	}{{"50ms", 3}, {"100ms", 3}, {"300ms", 3}} {
-		for _, confirm := range []bool{false, true} {
-			rows = append(rows, falseAlarmRun(b, set.interval, set.mult, confirm, hog, kills)...)
+	intervals, modes := falseAlarmSettings(b)
+	for _, interval := range intervals {
+		for _, confirm := range modes {
+			rows = append(rows, falseAlarmRun(b, interval, 3, confirm, hog, kills)...)
 		}
 	}
 	rows = append(rows, machineRow(b, "false alarms, end"))
 	writeRows(b, "falsealarms", rows)
+}
+
+// falseAlarmSettings are the BFD intervals (multiplier 3) and the
+// reflector's modes (confirming or not) of BenchmarkPrivFalseAlarms:
+// BENCH_FA_INTERVALS (comma-separated durations) and BENCH_FA_MODES
+// ("before", "after" or both) when set, else 50, 100 and 300 ms, each
+// before and after.
+func falseAlarmSettings(b *testing.B) ([]string, []bool) {
+	b.Helper()
+	intervals := []string{"50ms", "100ms", "300ms"}
+	if s := os.Getenv("BENCH_FA_INTERVALS"); s != "" {
+		intervals = nil
+		for _, f := range strings.Split(s, ",") {
+			if d, err := time.ParseDuration(strings.TrimSpace(f)); err != nil || d <= 0 {
+				b.Fatalf("BENCH_FA_INTERVALS=%q: want positive durations", s)
+			}
+			intervals = append(intervals, strings.TrimSpace(f))
+		}
+	}
+	modes := []bool{false, true}
+	if s := os.Getenv("BENCH_FA_MODES"); s != "" {
+		modes = nil
+		for _, f := range strings.Split(s, ",") {
+			switch strings.TrimSpace(f) {
+			case "before":
+				modes = append(modes, false)
+			case "after":
+				modes = append(modes, true)
+			default:
+				b.Fatalf("BENCH_FA_MODES=%q: want before, after or both", s)
+			}
+		}
+	}
+	return intervals, modes
 }
 
 // falseAlarmRun is one fabric of BenchmarkPrivFalseAlarms.
