@@ -262,7 +262,7 @@ func TestConnectOnActive(t *testing.T) {
 				t.Fatal(err)
 			}
 			wantOwned := []ownedController{{Path: Path{Transport: tc.tr, TrAddr: "10.0.0.100", TrSvcID: "4420",
-				HostTrAddr: "10.0.0.2", SubNQN: subNQN}, Device: "nvme0"}}
+				HostTrAddr: "10.0.0.2", SubNQN: subNQN}, Device: "nvme0", CQTRead: true}}
 			if !slices.Equal(owned, wantOwned) {
 				t.Fatalf("state %+v, want %+v", owned, wantOwned)
 			}

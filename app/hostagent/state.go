@@ -1,13 +1,13 @@
 package hostagent
 
 import (
-	"time"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"slices"
+	"time"
 
 	"github.com/openinof/inof/app/daemon"
 )
