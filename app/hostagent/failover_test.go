@@ -498,10 +498,8 @@ func TestFailoverRespectsCQT(t *testing.T) {
 			o := testOptions(t)
 			o.Failover.CQT = policy
 			nv := newFakeNVMe()
+			nv.cqt["10.0.0.100"] = 1500 * time.Millisecond
 			h := start(t, o, newFakeClock(), nv)
-			h.kern.mu.Lock()
-			h.kern.cqt["10.0.0.100"] = 1500 * time.Millisecond
-			h.kern.mu.Unlock()
 			a, b := dualPath(t, h)
 			h.notify(inactive("10.0.0.100", 3, inof.ReasonLinkDown))
 			if policy == CQTIgnore {
@@ -550,5 +548,32 @@ func TestNoAbortBesideCQT(t *testing.T) {
 		if got := l.mayAbort(); got != c.want {
 			t.Errorf("cqt %s, owned %+v: mayAbort %v, want %v", c.policy, c.owned, got, c.want)
 		}
+	}
+}
+
+// TestCQTReadForAdoptedController: a controller from a state file that
+// has no CQT (an older release) is asked at start when it is live, and
+// the answer is kept in the state file.
+func TestCQTReadForAdoptedController(t *testing.T) {
+	o := testOptions(t)
+	nv := newFakeNVMe()
+	nv.cqt["10.0.0.100"] = 300 * time.Millisecond
+	p := Path{Transport: "tcp", TrAddr: "10.0.0.100", TrSvcID: "4420", HostTrAddr: "10.0.0.2", SubNQN: subNQN}
+	dev := nv.add(fakeCtrl{transport: "tcp", traddr: p.TrAddr, trsvcid: p.TrSvcID, hostTraddr: p.HostTrAddr,
+		nqn: subNQN, hostNQN: hostNQN})
+	if err := saveState(o.StateFile, []ownedController{{Path: p, Device: dev}}); err != nil {
+		t.Fatal(err)
+	}
+	h := start(t, o, newFakeClock(), nv)
+	h.nv.expect(t, "list-subsys") // reconcile at start
+	if err := h.stop(); err != nil {
+		t.Fatal(err)
+	}
+	owned, err := loadState(o.StateFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(owned) != 1 || !owned[0].CQTRead || owned[0].CQTMillis != 300 {
+		t.Fatalf("state after start %+v, want the controller with CQT 300 ms read", owned)
 	}
 }

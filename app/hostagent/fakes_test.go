@@ -176,13 +176,18 @@ type fakeNVMe struct {
 	discovery   []DiscoveryRecord
 	failConnect int // fail this many connects
 	calls       chan []string
+	// cqt is each target address's Command Quiesce Time as the fake
+	// kernel reports it (default none).
+	cqt map[string]time.Duration
 }
 
 type fakeCtrl struct {
 	dev, transport, traddr, trsvcid, hostTraddr, nqn, hostNQN, state string
 }
 
-func newFakeNVMe() *fakeNVMe { return &fakeNVMe{calls: make(chan []string, 1000)} }
+func newFakeNVMe() *fakeNVMe {
+	return &fakeNVMe{calls: make(chan []string, 1000), cqt: map[string]time.Duration{}}
+}
 
 // add makes a controller exist, as if someone else had connected it.
 func (f *fakeNVMe) add(c fakeCtrl) string {
@@ -366,14 +371,10 @@ type fakeKernel struct {
 	ana   map[string]string        // ANA state per device (default none)
 	// pathsErr, when set, is what Paths returns (sysfs unreadable).
 	pathsErr error
-	// cqt is each target address's Command Quiesce Time (default none);
-	// reading it is not a recorded call.
-	cqt map[string]time.Duration
 }
 
 func newFakeKernel(nv *fakeNVMe) *fakeKernel {
-	return &fakeKernel{nv: nv, block: map[string]chan struct{}{}, calls: make(chan string, 1000), ana: map[string]string{},
-		cqt: map[string]time.Duration{}}
+	return &fakeKernel{nv: nv, block: map[string]chan struct{}{}, calls: make(chan string, 1000), ana: map[string]string{}}
 }
 
 func (k *fakeKernel) Paths() ([]KernelPath, error) {
@@ -428,15 +429,16 @@ func (k *fakeKernel) AbortTCP(host, target netip.Addr, port uint16) (int, error)
 	return 1, nil
 }
 
-// CQT is the Command Quiesce Time set for the controller's target address.
+// CQT is the Command Quiesce Time set for the controller's target
+// address (fakeNVMe.cqt); reading it is not a recorded call.
 func (k *fakeKernel) CQT(dev string) (time.Duration, error) {
 	p, err := k.Path(dev)
 	if err != nil {
 		return 0, err
 	}
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	return k.cqt[p.TrAddr], nil
+	k.nv.mu.Lock()
+	defer k.nv.mu.Unlock()
+	return k.nv.cqt[p.TrAddr], nil
 }
 
 // HasNVMe is true: the fake's controllers are its sysfs.
