@@ -141,7 +141,6 @@ func falseAlarmRun(b *testing.B, interval string, mult int, confirm bool, hog ti
 	}
 	stopHog := func() { stress.Process.Kill(); stress.Wait() }
 	defer stopHog()
-	load := machineRow(b, "under the hog, "+label)
 	falseSevens, falseOthers := 0, 0
 	end := time.After(hog)
 	// The probe target registers again every 30 s, as a device does at
@@ -168,6 +167,7 @@ func falseAlarmRun(b *testing.B, interval string, mult int, confirm bool, hog ti
 			waiting = false
 		}
 	}
+	load := machineRow(b, "at the end of the hog, "+label)
 	after := reflectorCounts(b, rr)
 	lost := len(regexp.MustCompile(`msg="BGP session lost"[^\n]*kind=client`).FindAllStringIndex(rr.Log()[mark:], -1))
 	b.Logf("%s: %d BFD downs, %d confirmed, %d unconfirmed, %d sessions lost, %d reason-7 and %d other inactive at hosts in %v (%s)", label,
