@@ -1,4 +1,4 @@
-package bgp
+package bgp_test
 
 import (
 	"context"
@@ -11,10 +11,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/openinof/inof/bgp"
+
 	api "github.com/osrg/gobgp/v3/api"
-	gobgplog "github.com/osrg/gobgp/v3/pkg/log"
 	"github.com/osrg/gobgp/v3/pkg/server"
 
+	"github.com/openinof/inof/bgp/bgptest"
 	"github.com/openinof/inof/bgp/record"
 )
 
@@ -35,7 +37,7 @@ type reflection interface {
 
 type oursRefl struct {
 	t      testing.TB
-	r, a   *node
+	r, a   *bgptest.Node
 	zone   record.RouteTarget
 	atRefl counter
 }
@@ -63,31 +65,31 @@ func (c *counter) wait(n int) {
 }
 
 func newOurs(t testing.TB) reflection {
-	o := &oursRefl{t: t, zone: record.ZoneRT(testASN, "bench")}
+	o := &oursRefl{t: t, zone: record.ZoneRT(bgptest.ASN, "bench")}
 	o.atRefl.cond = sync.NewCond(&o.atRefl.mu)
-	port := freePort(t, addr("127.0.0.1"))
-	o.r = startNodeWatch(t, addr("127.0.0.1"), port, Options{Role: RoleReflector, ASN: testASN, RouterID: addr("127.0.0.1"),
-		ListenAddresses: []netip.Addr{addr("127.0.0.1")}, ListenPort: int32(port)}, false)
-	if err := o.r.WatchRecords(context.Background(), func(e RecordEvent) {
+	port := bgptest.FreePort(t, bgptest.Addr("127.0.0.1"))
+	o.r = bgptest.StartNode(t, bgptest.Addr("127.0.0.1"), port, bgp.Options{Role: bgp.RoleReflector, ASN: bgptest.ASN, RouterID: bgptest.Addr("127.0.0.1"),
+		ListenAddresses: []netip.Addr{bgptest.Addr("127.0.0.1")}, ListenPort: int32(port)}, false)
+	if err := o.r.WatchRecords(context.Background(), func(e bgp.RecordEvent) {
 		if !e.Withdrawn {
 			o.atRefl.add(1)
 		}
 	}); err != nil {
 		t.Fatal(err)
 	}
-	o.a = startNodeWatch(t, addr("127.0.0.2"), 0, Options{Role: RoleClient, ASN: testASN, RouterID: addr("127.0.0.2"), ListenPort: -1}, false)
-	connect(t, o.r, o.a, nil)
-	waitEstablished(t, o.a, 1)
+	o.a = bgptest.StartNode(t, bgptest.Addr("127.0.0.2"), 0, bgp.Options{Role: bgp.RoleClient, ASN: bgptest.ASN, RouterID: bgptest.Addr("127.0.0.2"), ListenPort: -1}, false)
+	bgptest.Connect(t, o.r, o.a, nil)
+	bgptest.WaitEstablished(t, o.a, 1)
 	return o
 }
 
 func (o *oursRefl) publish(i int) error {
-	return o.a.Publish(context.Background(), device(routerID(o.a), i), o.zone)
+	return o.a.Publish(context.Background(), bgptest.Device(o.a.RouterID(), i), o.zone)
 }
-func (o *oursRefl) keyOf(i int) []byte { return device(routerID(o.a), i).Key() }
+func (o *oursRefl) keyOf(i int) []byte { return bgptest.Device(o.a.RouterID(), i).Key() }
 
 func (o *oursRefl) connectC(onKey func([]byte)) error {
-	c, err := NewGoBGP(Options{Role: RoleClient, ASN: testASN, RouterID: addr("127.0.0.3"), ListenPort: -1})
+	c, err := bgp.NewGoBGP(bgp.Options{Role: bgp.RoleClient, ASN: bgptest.ASN, RouterID: bgptest.Addr("127.0.0.3"), ListenPort: -1})
 	if err != nil {
 		return err
 	}
@@ -96,7 +98,7 @@ func (o *oursRefl) connectC(onKey func([]byte)) error {
 		return err
 	}
 	o.t.Cleanup(c.Stop)
-	if err := c.WatchRecords(ctx, func(e RecordEvent) {
+	if err := c.WatchRecords(ctx, func(e bgp.RecordEvent) {
 		if !e.Withdrawn {
 			onKey(e.Key)
 		}
@@ -106,10 +108,10 @@ func (o *oursRefl) connectC(onKey func([]byte)) error {
 	if err := c.Subscribe(ctx, o.zone); err != nil {
 		return err
 	}
-	if err := o.r.AddNeighbor(ctx, Neighbor{Address: addr("127.0.0.3"), Passive: true, RRClient: true}); err != nil {
+	if err := o.r.AddNeighbor(ctx, bgp.Neighbor{Address: bgptest.Addr("127.0.0.3"), Passive: true, RRClient: true}); err != nil {
 		return err
 	}
-	return c.AddNeighbor(ctx, Neighbor{Address: o.r.addr, Port: o.r.port, LocalAddress: addr("127.0.0.3")})
+	return c.AddNeighbor(ctx, bgp.Neighbor{Address: o.r.Addr, Port: o.r.Port, LocalAddress: bgptest.Addr("127.0.0.3")})
 }
 
 func (o *oursRefl) waitReflector(n int) { o.atRefl.wait(n) }
@@ -125,10 +127,10 @@ type stockRefl struct {
 }
 
 func stockServer(t testing.TB, id string, port int32) *server.BgpServer {
-	skipUnderRace(t)
-	s := server.NewBgpServer(server.LoggerOption(&slogAdapter{log: slog.Default(), level: gobgplog.InfoLevel}))
+	bgptest.SkipUnderRace(t)
+	s := server.NewBgpServer(server.LoggerOption(bgp.NewGoBGPLogger(slog.Default())))
 	go s.Serve()
-	g := &api.Global{Asn: testASN, RouterId: id, ListenPort: port}
+	g := &api.Global{Asn: bgptest.ASN, RouterId: id, ListenPort: port}
 	if port > 0 {
 		g.ListenAddresses = []string{id}
 	}
@@ -140,26 +142,26 @@ func stockServer(t testing.TB, id string, port int32) *server.BgpServer {
 }
 
 func stockPeer(addr string, port uint32, local string, rrClient, passive bool) *api.Peer {
-	p := &api.Peer{Conf: &api.PeerConf{NeighborAddress: addr, PeerAsn: testASN},
+	p := &api.Peer{Conf: &api.PeerConf{NeighborAddress: addr, PeerAsn: bgptest.ASN},
 		Transport: &api.Transport{RemotePort: port, LocalAddress: local, PassiveMode: passive},
 		Timers:    &api.Timers{Config: &api.TimersConfig{ConnectRetry: 1, HoldTime: 9, KeepaliveInterval: 3}}}
 	if rrClient {
 		p.RouteReflector = &api.RouteReflector{RouteReflectorClient: true, RouteReflectorClusterId: "127.0.0.1"}
 	}
-	for _, f := range []*api.Family{familyOpaque, familyRTC} {
+	for _, f := range []*api.Family{bgp.FamilyOpaque, bgp.FamilyRTC} {
 		p.AfiSafis = append(p.AfiSafis, &api.AfiSafi{Config: &api.AfiSafiConfig{Family: f, Enabled: true}})
 	}
 	return p
 }
 
 func newStock(t testing.TB) reflection {
-	s := &stockRefl{t: t, zone: record.ZoneRT(testASN, "bench")}
+	s := &stockRefl{t: t, zone: record.ZoneRT(bgptest.ASN, "bench")}
 	s.atRefl.cond = sync.NewCond(&s.atRefl.mu)
-	s.rPort = freePort(t, addr("127.0.0.1"))
+	s.rPort = bgptest.FreePort(t, bgptest.Addr("127.0.0.1"))
 	s.r = stockServer(t, "127.0.0.1", int32(s.rPort))
 	s.a = stockServer(t, "127.0.0.2", -1)
 	ctx := context.Background()
-	if _, err := s.r.AddPath(ctx, &api.AddPathRequest{Path: rtcPath(0, nil)}); err != nil {
+	if _, err := s.r.AddPath(ctx, &api.AddPathRequest{Path: bgp.RTCPath(0, nil)}); err != nil {
 		t.Fatal(err)
 	}
 	s.r.WatchEvent(ctx, &api.WatchEventRequest{Table: &api.WatchEventRequest_Table{Filters: []*api.WatchEventRequest_Table_Filter{
@@ -197,12 +199,12 @@ func waitStock(t testing.TB, s *server.BgpServer) {
 	t.Fatal("stock session never established")
 }
 
-func (s *stockRefl) keyOf(i int) []byte { return device(0x7f000002, i).Key() }
+func (s *stockRefl) keyOf(i int) []byte { return bgptest.Device(0x7f000002, i).Key() }
 
 func (s *stockRefl) publish(i int) error {
-	d := device(0x7f000002, i)
+	d := bgptest.Device(0x7f000002, i)
 	v, _ := d.MarshalValue()
-	p, err := opaquePath(d.Key(), v, []record.RouteTarget{s.zone})
+	p, err := bgp.OpaquePath(d.Key(), v, []record.RouteTarget{s.zone})
 	if err != nil {
 		return err
 	}
@@ -222,7 +224,7 @@ func (s *stockRefl) connectC(onKey func([]byte)) error {
 			}
 		}
 	})
-	if _, err := c.AddPath(ctx, &api.AddPathRequest{Path: rtcPath(testASN, &s.zone)}); err != nil {
+	if _, err := c.AddPath(ctx, &api.AddPathRequest{Path: bgp.RTCPath(bgptest.ASN, &s.zone)}); err != nil {
 		return err
 	}
 	if err := s.r.AddPeer(ctx, &api.AddPeerRequest{Peer: stockPeer("127.0.0.3", 0, "", true, true)}); err != nil {

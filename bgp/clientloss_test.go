@@ -1,7 +1,6 @@
 package bgp
 
 import (
-	"context"
 	"net/netip"
 	"testing"
 )
@@ -37,35 +36,5 @@ func TestClientLossOnlyWhatBFDDoesNotExplain(t *testing.T) {
 	}
 	if c.bfdSince(netip.MustParseAddr("10.0.0.12"), 0) {
 		t.Fatal("another client's count moved")
-	}
-}
-
-// TestSilentClientDemoted: a reflector demotes a silent switch's records
-// (clientloss.go) with real GoBGP speakers: at another switch the other
-// reflector's copies win, with no withdraw; once the other reflector is
-// gone, the demoted copies serve, again with no withdraw.
-func TestSilentClientDemoted(t *testing.T) {
-	ctx := context.Background()
-	r1, r2 := startReflector(t, addr("127.0.0.1"), Options{}), startReflector(t, addr("127.0.0.4"), Options{})
-	a, b := startClient(t, addr("127.0.0.2"), Options{}), startClient(t, addr("127.0.0.3"), Options{})
-	for _, r := range []*node{r1, r2} {
-		connect(t, r, a, nil)
-		connect(t, r, b, nil)
-	}
-	waitEstablished(t, a, 2)
-	waitEstablished(t, b, 2)
-	const n = 10
-	publishTo(t, a, b, n)
-	b.view.waitFor(t, "every record best from the lower-addressed reflector", allFrom(r1.addr, n))
-	waitReceived(t, b, map[netip.Addr]uint64{r1.addr: n, r2.addr: n})
-
-	if err := r1.demoteClient(ctx, a.addr, true); err != nil {
-		t.Fatal(err)
-	}
-	b.view.waitFor(t, "every record best from the other reflector", allFrom(r2.addr, n))
-	r2.Stop()
-	b.view.waitFor(t, "the demoted copies serve once the other reflector is gone", allFrom(r1.addr, n))
-	if w := b.view.withdrawCount(); w != 0 {
-		t.Fatalf("the switch saw %d withdraws", w)
 	}
 }

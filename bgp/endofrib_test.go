@@ -1,4 +1,4 @@
-package bgp
+package bgp_test
 
 import (
 	"context"
@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/openinof/inof/bgp"
+	"github.com/openinof/inof/bgp/bgptest"
 	"github.com/openinof/inof/bgp/record"
 )
 
@@ -21,24 +23,24 @@ import (
 // agent's quiet time after End-of-RIB covers.
 func TestEndOfRIBFollowsTheTable(t *testing.T) {
 	ctx := context.Background()
-	gr := Options{GracefulRestart: GracefulRestart{Enabled: true, RestartTime: 60 * time.Second, Notification: true}}
-	r := startReflector(t, addr("127.0.0.1"), gr)
+	gr := bgp.Options{GracefulRestart: bgp.GracefulRestart{Enabled: true, RestartTime: 60 * time.Second, Notification: true}}
+	r := bgptest.StartReflector(t, bgptest.Addr("127.0.0.1"), gr)
 	const n = 300
 	for i := range n {
-		c := &record.Config{Reflector: routerID(r), Writer: routerID(r), Kind: 1, Name: fmt.Sprintf("zone%03d", i), Gen: 1,
+		c := &record.Config{Reflector: r.RouterID(), Writer: r.RouterID(), Kind: 1, Name: fmt.Sprintf("zone%03d", i), Gen: 1,
 			Payload: []byte("x")}
-		if err := r.Publish(ctx, c, record.ConfigRT(testASN)); err != nil {
+		if err := r.Publish(ctx, c, record.ConfigRT(bgptest.ASN)); err != nil {
 			t.Fatal(err)
 		}
 	}
 	// firstEOR connects c and returns the accepted count of the first status
 	// that shows the reflector's End-of-RIB.
-	firstEOR := func(c *node) uint64 {
+	firstEOR := func(c *bgptest.Node) uint64 {
 		t.Helper()
-		if err := c.Subscribe(ctx, record.ConfigRT(testASN)); err != nil {
+		if err := c.Subscribe(ctx, record.ConfigRT(bgptest.ASN)); err != nil {
 			t.Fatal(err)
 		}
-		if err := c.AddNeighbor(ctx, Neighbor{Address: r.addr, Port: r.port, LocalAddress: c.addr}); err != nil {
+		if err := c.AddNeighbor(ctx, bgp.Neighbor{Address: r.Addr, Port: r.Port, LocalAddress: c.Addr}); err != nil {
 			t.Fatal(err)
 		}
 		deadline := time.Now().Add(30 * time.Second)
@@ -47,7 +49,7 @@ func TestEndOfRIBFollowsTheTable(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if len(ns) == 1 && ns[0].State == StateEstablished && ns[0].EndOfRIB {
+			if len(ns) == 1 && ns[0].State == bgp.StateEstablished && ns[0].EndOfRIB {
 				return ns[0].Received
 			}
 			time.Sleep(time.Millisecond)
@@ -55,18 +57,18 @@ func TestEndOfRIBFollowsTheTable(t *testing.T) {
 		t.Fatal("no End-of-RIB from the reflector")
 		return 0
 	}
-	if err := r.AddNeighbor(ctx, Neighbor{Address: addr("127.0.0.2"), Passive: true, RRClient: true}); err != nil {
+	if err := r.AddNeighbor(ctx, bgp.Neighbor{Address: bgptest.Addr("127.0.0.2"), Passive: true, RRClient: true}); err != nil {
 		t.Fatal(err)
 	}
-	fresh := startClient(t, addr("127.0.0.2"), gr)
+	fresh := bgptest.StartClient(t, bgptest.Addr("127.0.0.2"), gr)
 	got := firstEOR(fresh)
 	t.Logf("fresh start: %d of %d records accepted when End-of-RIB was first seen", got, n)
-	fresh.view.waitFor(t, "every record", func(m map[string]RecordEvent) bool { return len(m) == n })
+	fresh.View.WaitFor(t, "every record", func(m map[string]bgp.RecordEvent) bool { return len(m) == n })
 	fresh.Stop() // a graceful stop: the reflector keeps the client's memberships
 
 	restarted := gr
 	restarted.GracefulRestart.Restarting = true
-	back := startClient(t, addr("127.0.0.2"), restarted)
+	back := bgptest.StartClient(t, bgptest.Addr("127.0.0.2"), restarted)
 	if got := firstEOR(back); got != n {
 		t.Fatalf("graceful restart: %d of %d records accepted when End-of-RIB was first seen", got, n)
 	}

@@ -1,4 +1,4 @@
-package bgp
+package bgp_test
 
 import (
 	"context"
@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/openinof/inof/bgp"
+	"github.com/openinof/inof/bgp/bgptest"
 	"github.com/openinof/inof/bgp/record"
 	"github.com/openinof/inof/internal/selfexec"
 )
@@ -21,7 +23,7 @@ type childReflector struct {
 
 func startChildReflector(t *testing.T, c childConfig) *childReflector {
 	t.Helper()
-	skipUnderRace(t)
+	bgptest.SkipUnderRace(t)
 	raw, err := json.Marshal(c)
 	if err != nil {
 		t.Fatal(err)
@@ -40,51 +42,28 @@ func startChildReflector(t *testing.T, c childConfig) *childReflector {
 func TestGracefulRestart(t *testing.T) {
 	const n = 20
 	cc, r, a, b := grStar(t, 60*time.Second, n)
-	b.view.mu.Lock()
-	eventsBefore := b.view.events
-	b.view.mu.Unlock()
+	eventsBefore := b.View.Events()
 
 	r.Kill() // SIGKILL: no Cease, the TCP session just dies
-	waitState(t, b, r.addr, func(s SessionState) bool { return s != StateEstablished })
+	bgptest.WaitState(t, b, r.addr, func(s bgp.SessionState) bool { return s != bgp.StateEstablished })
 
 	cc.Restarting = true
 	startChildReflector(t, cc)
-	waitEstablished(t, a, 1)
-	waitEstablished(t, b, 1)
+	bgptest.WaitEstablished(t, a, 1)
+	bgptest.WaitEstablished(t, b, 1)
 	// The restarted reflector re-learns a's records and sends them again;
 	// each arrives as a fresh path replacing the stale one.
-	b.view.waitFor(t, "records refreshed after the restart", func(m map[string]RecordEvent) bool {
-		return b.view.events >= eventsBefore+n && len(m) == n
+	b.View.WaitForEvents(t, "records refreshed after the restart", eventsBefore+n, func(m map[string]bgp.RecordEvent) bool {
+		return len(m) == n
 	})
-	if w := b.view.withdrawCount(); w != 0 {
+	if w := b.View.Withdraws(); w != 0 {
 		t.Fatalf("client saw %d withdraw events across the reflector restart", w)
 	}
-	b.view.mu.Lock()
-	defer b.view.mu.Unlock()
-	for k, e := range b.view.records {
+	for k, e := range b.View.Records() {
 		if e.Stale {
 			t.Errorf("record %x still stale after End-of-RIB", k)
 		}
 	}
-}
-
-// waitState waits until the session to addr satisfies ok.
-func waitState(t *testing.T, n *node, peer netip.Addr, ok func(SessionState) bool) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for time.Now().Before(deadline) {
-		ns, err := n.Neighbors(context.Background())
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, s := range ns {
-			if s.Address == peer && ok(s.State) {
-				return
-			}
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	t.Fatalf("session %s -> %s never reached the expected state", n.addr, peer)
 }
 
 // TestGracefulStopNotification: with RFC 8538 negotiated (Notification),
@@ -96,43 +75,43 @@ func TestGracefulStopNotification(t *testing.T) {
 	for _, notify := range []bool{true, false} {
 		t.Run(map[bool]string{true: "notification", false: "plain"}[notify], func(t *testing.T) {
 			ctx := context.Background()
-			gr := GracefulRestart{Enabled: true, RestartTime: 60 * time.Second, Notification: notify}
-			r := startReflector(t, addr("127.0.0.1"), Options{GracefulRestart: gr})
-			a := startClient(t, addr("127.0.0.2"), Options{GracefulRestart: gr})
-			b := startClient(t, addr("127.0.0.3"), Options{GracefulRestart: gr})
-			connect(t, r, a, nil)
-			connect(t, r, b, nil)
+			gr := bgp.GracefulRestart{Enabled: true, RestartTime: 60 * time.Second, Notification: notify}
+			r := bgptest.StartReflector(t, bgptest.Addr("127.0.0.1"), bgp.Options{GracefulRestart: gr})
+			a := bgptest.StartClient(t, bgptest.Addr("127.0.0.2"), bgp.Options{GracefulRestart: gr})
+			b := bgptest.StartClient(t, bgptest.Addr("127.0.0.3"), bgp.Options{GracefulRestart: gr})
+			bgptest.Connect(t, r, a, nil)
+			bgptest.Connect(t, r, b, nil)
 			const n = 10
 			zone := publishTo(t, a, b, n)
-			b.view.waitFor(t, "records", func(m map[string]RecordEvent) bool { return len(m) == n })
+			b.View.WaitFor(t, "records", func(m map[string]bgp.RecordEvent) bool { return len(m) == n })
 
 			a.Stop() // a Cease to the reflector
-			waitState(t, r, a.addr, func(s SessionState) bool { return s != StateEstablished })
+			bgptest.WaitState(t, r, a.Addr, func(s bgp.SessionState) bool { return s != bgp.StateEstablished })
 			if !notify {
-				b.view.waitFor(t, "withdraws without RFC 8538", func(m map[string]RecordEvent) bool { return len(m) == 0 })
+				b.View.WaitFor(t, "withdraws without RFC 8538", func(m map[string]bgp.RecordEvent) bool { return len(m) == 0 })
 				return
 			}
-			if w := b.view.withdrawCount(); w != 0 {
+			if w := b.View.Withdraws(); w != 0 {
 				t.Fatalf("b saw %d withdraws when a stopped", w)
 			}
 			restarted := gr
 			restarted.Restarting = true
-			a2 := startClient(t, addr("127.0.0.2"), Options{GracefulRestart: restarted})
+			a2 := bgptest.StartClient(t, bgptest.Addr("127.0.0.2"), bgp.Options{GracefulRestart: restarted})
 			for i := range n {
-				if err := a2.Publish(ctx, device(routerID(a2), i), zone); err != nil {
+				if err := a2.Publish(ctx, bgptest.Device(a2.RouterID(), i), zone); err != nil {
 					t.Fatal(err)
 				}
 			}
-			if err := a2.AddNeighbor(ctx, Neighbor{Address: r.addr, Port: r.port, LocalAddress: a2.addr}); err != nil {
+			if err := a2.AddNeighbor(ctx, bgp.Neighbor{Address: r.Addr, Port: r.Port, LocalAddress: a2.Addr}); err != nil {
 				t.Fatal(err)
 			}
-			waitEstablished(t, a2, 1)
-			marker := device(routerID(a2), n)
+			bgptest.WaitEstablished(t, a2, 1)
+			marker := bgptest.Device(a2.RouterID(), n)
 			if err := a2.Publish(ctx, marker, zone); err != nil {
 				t.Fatal(err)
 			}
-			b.view.waitFor(t, "the restarted client's records", func(m map[string]RecordEvent) bool { return len(m) == n+1 })
-			if w := b.view.withdrawCount(); w != 0 {
+			b.View.WaitFor(t, "the restarted client's records", func(m map[string]bgp.RecordEvent) bool { return len(m) == n+1 })
+			if w := b.View.Withdraws(); w != 0 {
 				t.Fatalf("b saw %d withdraws across a's stop and restart", w)
 			}
 		})
@@ -186,33 +165,33 @@ func (r *refuser) waitRefused(t *testing.T, n int) {
 // grStar starts a reflector in its own process and two clients a and b,
 // all with graceful restart (restart time rt); a publishes n records in a
 // zone b subscribes to, and grStar returns once b holds them all.
-func grStar(t *testing.T, rt time.Duration, n int) (cc childConfig, r *childReflector, a, b *node) {
+func grStar(t *testing.T, rt time.Duration, n int) (cc childConfig, r *childReflector, a, b *bgptest.Node) {
 	t.Helper()
 	ctx := context.Background()
-	rAddr := addr("127.0.0.1")
-	cc = childConfig{RouterID: rAddr.String(), Port: freePort(t, rAddr), Clients: []string{"127.0.0.2", "127.0.0.3"},
+	rAddr := bgptest.Addr("127.0.0.1")
+	cc = childConfig{RouterID: rAddr.String(), Port: bgptest.FreePort(t, rAddr), Clients: []string{"127.0.0.2", "127.0.0.3"},
 		RestartTime: rt}
 	r = startChildReflector(t, cc)
-	gr := Options{GracefulRestart: GracefulRestart{Enabled: true, RestartTime: rt}}
-	a = startClient(t, addr("127.0.0.2"), gr)
-	b = startClient(t, addr("127.0.0.3"), gr)
-	for _, c := range []*node{a, b} {
-		if err := c.AddNeighbor(ctx, Neighbor{Address: r.addr, Port: r.port, LocalAddress: c.addr}); err != nil {
+	gr := bgp.Options{GracefulRestart: bgp.GracefulRestart{Enabled: true, RestartTime: rt}}
+	a = bgptest.StartClient(t, bgptest.Addr("127.0.0.2"), gr)
+	b = bgptest.StartClient(t, bgptest.Addr("127.0.0.3"), gr)
+	for _, c := range []*bgptest.Node{a, b} {
+		if err := c.AddNeighbor(ctx, bgp.Neighbor{Address: r.addr, Port: r.port, LocalAddress: c.Addr}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	publishTo(t, a, b, n)
-	b.view.waitFor(t, "the records at the receiving client", func(m map[string]RecordEvent) bool { return len(m) == n })
+	b.View.WaitFor(t, "the records at the receiving client", func(m map[string]bgp.RecordEvent) bool { return len(m) == n })
 	return cc, r, a, b
 }
 
 // killedWithRefuser starts grStar's fabric, kills the reflector and puts a
 // refuser on its port.
-func killedWithRefuser(t *testing.T, rt time.Duration) (cc childConfig, b *node, ref *refuser) {
+func killedWithRefuser(t *testing.T, rt time.Duration) (cc childConfig, b *bgptest.Node, ref *refuser) {
 	t.Helper()
 	cc, r, _, b := grStar(t, rt, refusedRecords)
 	r.Kill()
-	waitState(t, b, r.addr, func(s SessionState) bool { return s != StateEstablished })
+	bgptest.WaitState(t, b, r.addr, func(s bgp.SessionState) bool { return s != bgp.StateEstablished })
 	return cc, b, startRefuser(t, netip.AddrPortFrom(r.addr, r.port))
 }
 
@@ -229,20 +208,18 @@ const refusedRecords = 20
 func TestRefusedReconnectKeepsStaleRecords(t *testing.T) {
 	cc, b, ref := killedWithRefuser(t, 120*time.Second)
 	ref.waitRefused(t, 2)
-	if w := b.view.withdrawCount(); w != 0 {
+	if w := b.View.Withdraws(); w != 0 {
 		t.Fatalf("the client saw %d withdraws after refused reconnects, within the restart time", w)
 	}
 	ref.ln.Close()
-	b.view.mu.Lock()
-	eventsBefore := b.view.events
-	b.view.mu.Unlock()
+	eventsBefore := b.View.Events()
 	cc.Restarting = true
 	startChildReflector(t, cc)
-	waitEstablished(t, b, 1)
-	b.view.waitFor(t, "records refreshed after the restart", func(m map[string]RecordEvent) bool {
-		return b.view.events >= eventsBefore+refusedRecords && len(m) == refusedRecords
+	bgptest.WaitEstablished(t, b, 1)
+	b.View.WaitForEvents(t, "records refreshed after the restart", eventsBefore+refusedRecords, func(m map[string]bgp.RecordEvent) bool {
+		return len(m) == refusedRecords
 	})
-	if w := b.view.withdrawCount(); w != 0 {
+	if w := b.View.Withdraws(); w != 0 {
 		t.Fatalf("the client saw %d withdraws across the refused reconnects and the restart", w)
 	}
 }
@@ -253,8 +230,8 @@ func TestRefusedReconnectKeepsStaleRecords(t *testing.T) {
 func TestRefusedReconnectHoldEnds(t *testing.T) {
 	_, b, ref := killedWithRefuser(t, 5*time.Second)
 	ref.waitRefused(t, 1)
-	b.view.waitFor(t, "every record withdrawn once the restart time is over", func(m map[string]RecordEvent) bool { return len(m) == 0 })
-	if w := b.view.withdrawCount(); w != refusedRecords {
+	b.View.WaitFor(t, "every record withdrawn once the restart time is over", func(m map[string]bgp.RecordEvent) bool { return len(m) == 0 })
+	if w := b.View.Withdraws(); w != refusedRecords {
 		t.Fatalf("the client saw %d withdraws, want %d", w, refusedRecords)
 	}
 }
@@ -272,43 +249,43 @@ func TestRefusedReconnectHoldEnds(t *testing.T) {
 func TestRestartedClientLateReflectorKeepsRecords(t *testing.T) {
 	const n = 20
 	ctx := context.Background()
-	gr := GracefulRestart{Enabled: true, RestartTime: 60 * time.Second, Notification: true}
-	r1 := startReflector(t, addr("127.0.0.1"), Options{GracefulRestart: gr})
-	r2 := startReflector(t, addr("127.0.0.4"), Options{GracefulRestart: gr})
-	a := startClient(t, addr("127.0.0.2"), Options{GracefulRestart: gr})
-	b := startClient(t, addr("127.0.0.3"), Options{GracefulRestart: gr})
-	connect(t, r1, a, nil)
-	connect(t, r2, a, nil)
-	connect(t, r1, b, nil) // b hears a only through r1
+	gr := bgp.GracefulRestart{Enabled: true, RestartTime: 60 * time.Second, Notification: true}
+	r1 := bgptest.StartReflector(t, bgptest.Addr("127.0.0.1"), bgp.Options{GracefulRestart: gr})
+	r2 := bgptest.StartReflector(t, bgptest.Addr("127.0.0.4"), bgp.Options{GracefulRestart: gr})
+	a := bgptest.StartClient(t, bgptest.Addr("127.0.0.2"), bgp.Options{GracefulRestart: gr})
+	b := bgptest.StartClient(t, bgptest.Addr("127.0.0.3"), bgp.Options{GracefulRestart: gr})
+	bgptest.Connect(t, r1, a, nil)
+	bgptest.Connect(t, r2, a, nil)
+	bgptest.Connect(t, r1, b, nil) // b hears a only through r1
 	publishTo(t, a, b, n)
-	b.view.waitFor(t, "a's records at b", func(m map[string]RecordEvent) bool { return len(m) == n })
-	waitEstablished(t, a, 2)
+	b.View.WaitFor(t, "a's records at b", func(m map[string]bgp.RecordEvent) bool { return len(m) == n })
+	bgptest.WaitEstablished(t, a, 2)
 
 	a.Stop() // Cease with the N bit: both reflectors keep a's records stale
-	waitState(t, b, r1.addr, func(s SessionState) bool { return s == StateEstablished })
+	bgptest.WaitState(t, b, r1.Addr, func(s bgp.SessionState) bool { return s == bgp.StateEstablished })
 
 	restarted := gr
 	restarted.Restarting = true
-	a2 := startClient(t, addr("127.0.0.2"), Options{GracefulRestart: restarted})
-	if err := a2.AddNeighbor(ctx, Neighbor{Address: r2.addr, Port: r2.port, LocalAddress: a2.addr}); err != nil {
+	a2 := bgptest.StartClient(t, bgptest.Addr("127.0.0.2"), bgp.Options{GracefulRestart: restarted})
+	if err := a2.AddNeighbor(ctx, bgp.Neighbor{Address: r2.Addr, Port: r2.Port, LocalAddress: a2.Addr}); err != nil {
 		t.Fatal(err)
 	}
-	zone := record.ZoneRT(testASN, "prod")
+	zone := record.ZoneRT(bgptest.ASN, "prod")
 	for i := range n {
-		if err := a2.Publish(ctx, device(routerID(a2), i), zone); err != nil {
+		if err := a2.Publish(ctx, bgptest.Device(a2.RouterID(), i), zone); err != nil {
 			t.Fatal(err)
 		}
 	}
-	waitEstablished(t, a2, 1)
-	waitNeighbors(t, a2, "the restart sync over", func([]NeighborStatus) bool { return !a2.restartPending(ctx) })
-	if w := b.view.withdrawCount(); w != 0 {
+	bgptest.WaitEstablished(t, a2, 1)
+	bgptest.WaitNeighbors(t, a2, "the restart sync over", func([]bgp.NeighborStatus) bool { return !a2.RestartPending(ctx) })
+	if w := b.View.Withdraws(); w != 0 {
 		t.Fatalf("b saw %d withdraws before a's late session to r1 came up", w)
 	}
-	if err := a2.AddNeighbor(ctx, Neighbor{Address: r1.addr, Port: r1.port, LocalAddress: a2.addr}); err != nil {
+	if err := a2.AddNeighbor(ctx, bgp.Neighbor{Address: r1.Addr, Port: r1.Port, LocalAddress: a2.Addr}); err != nil {
 		t.Fatal(err)
 	}
-	waitEstablished(t, a2, 2)
-	b.view.waitFor(t, "a's records refreshed at b", func(m map[string]RecordEvent) bool {
+	bgptest.WaitEstablished(t, a2, 2)
+	b.View.WaitFor(t, "a's records refreshed at b", func(m map[string]bgp.RecordEvent) bool {
 		if len(m) != n {
 			return false
 		}
@@ -319,7 +296,7 @@ func TestRestartedClientLateReflectorKeepsRecords(t *testing.T) {
 		}
 		return true
 	})
-	if w := b.view.withdrawCount(); w != 0 {
+	if w := b.View.Withdraws(); w != 0 {
 		t.Fatalf("b saw %d withdraws of a's records when a's late session to r1 came up", w)
 	}
 }

@@ -1,4 +1,4 @@
-package bgp
+package bgp_test
 
 import (
 	"context"
@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/openinof/inof/bgp"
+	"github.com/openinof/inof/bgp/bgptest"
 	"github.com/openinof/inof/bgp/record"
 )
 
@@ -19,32 +21,32 @@ import (
 // 12428130709269825763 step 8).
 func TestReflectorGracefulStopWithdrawsNothing(t *testing.T) {
 	ctx := context.Background()
-	gr := GracefulRestart{Enabled: true, RestartTime: 60 * time.Second, Notification: true}
-	r := startReflector(t, addr("127.0.0.1"), Options{GracefulRestart: gr})
-	zone := record.ZoneRT(testASN, "prod")
-	b := startClient(t, addr("127.0.0.2"), Options{GracefulRestart: gr})
-	connect(t, r, b, nil)
+	gr := bgp.GracefulRestart{Enabled: true, RestartTime: 60 * time.Second, Notification: true}
+	r := bgptest.StartReflector(t, bgptest.Addr("127.0.0.1"), bgp.Options{GracefulRestart: gr})
+	zone := record.ZoneRT(bgptest.ASN, "prod")
+	b := bgptest.StartClient(t, bgptest.Addr("127.0.0.2"), bgp.Options{GracefulRestart: gr})
+	bgptest.Connect(t, r, b, nil)
 	if err := b.Subscribe(ctx, zone); err != nil {
 		t.Fatal(err)
 	}
 	const publishers, per = 4, 5
 	for p := range publishers {
-		a := startClient(t, addr(fmt.Sprintf("127.0.0.%d", 3+p)), Options{GracefulRestart: gr})
-		connect(t, r, a, nil)
+		a := bgptest.StartClient(t, bgptest.Addr(fmt.Sprintf("127.0.0.%d", 3+p)), bgp.Options{GracefulRestart: gr})
+		bgptest.Connect(t, r, a, nil)
 		for i := range per {
-			if err := a.Publish(ctx, device(routerID(a), i), zone); err != nil {
+			if err := a.Publish(ctx, bgptest.Device(a.RouterID(), i), zone); err != nil {
 				t.Fatal(err)
 			}
 		}
 	}
-	b.view.waitFor(t, "every record", func(m map[string]RecordEvent) bool { return len(m) == publishers*per })
+	b.View.WaitFor(t, "every record", func(m map[string]bgp.RecordEvent) bool { return len(m) == publishers*per })
 
 	r.Stop()
-	waitState(t, b, r.addr, func(s SessionState) bool { return s != StateEstablished })
-	if w := b.view.withdrawCount(); w != 0 {
+	bgptest.WaitState(t, b, r.Addr, func(s bgp.SessionState) bool { return s != bgp.StateEstablished })
+	if w := b.View.Withdraws(); w != 0 {
 		t.Fatalf("b saw %d withdraws when the reflector stopped", w)
 	}
-	if n := len(b.view.records); n != publishers*per {
+	if n := len(b.View.Records()); n != publishers*per {
 		t.Fatalf("b holds %d records after the reflector's stop, want %d", n, publishers*per)
 	}
 }

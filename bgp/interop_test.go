@@ -1,4 +1,4 @@
-package bgp
+package bgp_test
 
 import (
 	"context"
@@ -10,11 +10,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/openinof/inof/bgp"
+
 	api "github.com/osrg/gobgp/v3/api"
 	pkt "github.com/osrg/gobgp/v3/pkg/packet/bgp"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
+	"github.com/openinof/inof/bgp/bgptest"
 	"github.com/openinof/inof/bgp/record"
 	"github.com/openinof/inof/internal/netns"
 )
@@ -22,10 +25,10 @@ import (
 // gobgpdClient runs Debian's gobgpd (3.10) as a route-reflector client of
 // r, with opaque and RTC families and graceful restart, and returns a gRPC
 // client for its API.
-func gobgpdClient(t *testing.T, r *node, self string) api.GobgpApiClient {
+func gobgpdClient(t *testing.T, r *bgptest.Node, self string) api.GobgpApiClient {
 	t.Helper()
 	bin := netns.RequireTool(t, "gobgpd")
-	apiPort := freePort(t, addr("127.0.0.1"))
+	apiPort := bgptest.FreePort(t, bgptest.Addr("127.0.0.1"))
 	conf := fmt.Sprintf(`[global.config]
   as = %d
   router-id = %q
@@ -52,7 +55,7 @@ func gobgpdClient(t *testing.T, r *node, self string) api.GobgpApiClient {
       afi-safi-name = "rtc"
     [neighbors.afi-safis.mp-graceful-restart.config]
       enabled = true
-`, testASN, self, r.addr, testASN, self, r.port)
+`, bgptest.ASN, self, r.Addr, bgptest.ASN, self, r.Port)
 	path := filepath.Join(t.TempDir(), "gobgpd.toml")
 	if err := os.WriteFile(path, []byte(conf), 0o600); err != nil {
 		t.Fatal(err)
@@ -104,14 +107,14 @@ func binaryPath(key, value []byte, rts ...record.RouteTarget) *api.Path {
 	if len(ecs) > 0 {
 		add(pkt.NewPathAttributeExtendedCommunities(ecs))
 	}
-	return &api.Path{Family: familyOpaque, NlriBinary: nb, PattrsBinary: attrs}
+	return &api.Path{Family: bgp.FamilyOpaque, NlriBinary: nb, PattrsBinary: attrs}
 }
 
 // opaqueKeys lists the keys of the opaque routes in gobgpd's table.
 func opaqueKeys(t *testing.T, c api.GobgpApiClient) map[string]bool {
 	t.Helper()
 	stream, err := c.ListPath(context.Background(), &api.ListPathRequest{TableType: api.TableType_GLOBAL,
-		Family: familyOpaque, EnableNlriBinary: true})
+		Family: bgp.FamilyOpaque, EnableNlriBinary: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -136,23 +139,23 @@ func opaqueKeys(t *testing.T, c api.GobgpApiClient) map[string]bool {
 // session stays up.
 func TestInteropGobgpd(t *testing.T) {
 	ctx := context.Background()
-	r := startReflector(t, addr("127.0.0.1"), Options{GracefulRestart: GracefulRestart{Enabled: true}})
-	a := startClient(t, addr("127.0.0.2"), Options{GracefulRestart: GracefulRestart{Enabled: true}})
-	connect(t, r, a, nil)
+	r := bgptest.StartReflector(t, bgptest.Addr("127.0.0.1"), bgp.Options{GracefulRestart: bgp.GracefulRestart{Enabled: true}})
+	a := bgptest.StartClient(t, bgptest.Addr("127.0.0.2"), bgp.Options{GracefulRestart: bgp.GracefulRestart{Enabled: true}})
+	bgptest.Connect(t, r, a, nil)
 	const foreign = "127.0.0.5"
-	if err := r.AddNeighbor(ctx, Neighbor{Address: addr(foreign), Passive: true, RRClient: true, NoDefaultRT: true}); err != nil {
+	if err := r.AddNeighbor(ctx, bgp.Neighbor{Address: bgptest.Addr(foreign), Passive: true, RRClient: true, NoDefaultRT: true}); err != nil {
 		t.Fatal(err)
 	}
 	g := gobgpdClient(t, r, foreign)
-	zone := record.ZoneRT(testASN, "prod")
-	waitState(t, r, addr(foreign), func(s SessionState) bool { return s == StateEstablished })
+	zone := record.ZoneRT(bgptest.ASN, "prod")
+	bgptest.WaitState(t, r, bgptest.Addr(foreign), func(s bgp.SessionState) bool { return s == bgp.StateEstablished })
 
 	// gobgpd subscribes to the zone through its API (RTC membership).
-	rtc := rtcPath(testASN, &zone)
+	rtc := bgp.RTCPath(bgptest.ASN, &zone)
 	if _, err := g.AddPath(ctx, &api.AddPathRequest{TableType: api.TableType_GLOBAL, Path: rtc}); err != nil {
 		t.Fatal(err)
 	}
-	rec := device(routerID(a), 1)
+	rec := bgptest.Device(a.RouterID(), 1)
 	if err := a.Publish(ctx, rec, zone); err != nil {
 		t.Fatal(err)
 	}
@@ -165,21 +168,21 @@ func TestInteropGobgpd(t *testing.T) {
 	}
 
 	// gobgpd injects a malformed record and then a valid one.
-	k, v, _ := record.Encode(device(0x7f000005, 2), 1)
+	k, v, _ := record.Encode(bgptest.Device(0x7f000005, 2), 1)
 	v[0] = 42 // unknown value version
 	if _, err := g.AddPath(ctx, &api.AddPathRequest{TableType: api.TableType_GLOBAL, Path: binaryPath(k, v, zone)}); err != nil {
 		t.Fatal(err)
 	}
-	good := device(0x7f000005, 3)
+	good := bgptest.Device(0x7f000005, 3)
 	gk, gv, _ := record.Encode(good, 1)
 	if _, err := g.AddPath(ctx, &api.AddPathRequest{TableType: api.TableType_GLOBAL, Path: binaryPath(gk, gv, zone)}); err != nil {
 		t.Fatal(err)
 	}
-	r.view.waitFor(t, "gobgpd's valid record", func(m map[string]RecordEvent) bool { _, ok := m[string(gk)]; return ok })
-	if r.Stats().Malformed == 0 || r.view.has(k) {
-		t.Fatalf("malformed record: counted %d, held %v", r.Stats().Malformed, r.view.has(k))
+	r.View.WaitFor(t, "gobgpd's valid record", func(m map[string]bgp.RecordEvent) bool { _, ok := m[string(gk)]; return ok })
+	if r.Stats().Malformed == 0 || r.View.Has(k) {
+		t.Fatalf("malformed record: counted %d, held %v", r.Stats().Malformed, r.View.Has(k))
 	}
-	if !sessionUp(t, &node{GoBGP: r.GoBGP, addr: r.addr}, &node{addr: addr(foreign)}, time.Second) {
+	if !sessionUp(t, &bgptest.Node{GoBGP: r.GoBGP, Addr: r.Addr}, &bgptest.Node{Addr: bgptest.Addr(foreign)}, time.Second) {
 		t.Fatal("session with gobgpd went down")
 	}
 }

@@ -1,4 +1,4 @@
-package bgp
+package bgp_test
 
 import (
 	"context"
@@ -6,19 +6,22 @@ import (
 	"testing"
 	"time"
 
+	"github.com/openinof/inof/bgp"
+
 	api "github.com/osrg/gobgp/v3/api"
 	gobgplog "github.com/osrg/gobgp/v3/pkg/log"
 
+	"github.com/openinof/inof/bgp/bgptest"
 	"github.com/openinof/inof/bgp/record"
 )
 
 // TestStartContextBoundsStartOnly: the context given to Start bounds the
 // start; the graceful-restart tracker keeps running after it ends.
 func TestStartContextBoundsStartOnly(t *testing.T) {
-	skipUnderRace(t)
-	r := startReflector(t, addr("127.0.0.1"), Options{})
-	g, err := NewGoBGP(Options{Role: RoleClient, ASN: testASN, RouterID: addr("127.0.0.2"), ListenPort: -1,
-		GracefulRestart: GracefulRestart{Enabled: true}})
+	bgptest.SkipUnderRace(t)
+	r := bgptest.StartReflector(t, bgptest.Addr("127.0.0.1"), bgp.Options{})
+	g, err := bgp.NewGoBGP(bgp.Options{Role: bgp.RoleClient, ASN: bgptest.ASN, RouterID: bgptest.Addr("127.0.0.2"), ListenPort: -1,
+		GracefulRestart: bgp.GracefulRestart{Enabled: true}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -28,15 +31,12 @@ func TestStartContextBoundsStartOnly(t *testing.T) {
 	}
 	t.Cleanup(g.Stop)
 	cancel()
-	c := &node{GoBGP: g, addr: addr("127.0.0.2"), view: newRecordView()}
-	connect(t, r, c, nil)
-	waitEstablished(t, c, 1)
+	c := &bgptest.Node{GoBGP: g, Addr: bgptest.Addr("127.0.0.2"), View: bgptest.NewRecordView()}
+	bgptest.Connect(t, r, c, nil)
+	bgptest.WaitEstablished(t, c, 1)
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		g.mu.Lock()
-		seen := !g.firstUp[r.addr].IsZero()
-		g.mu.Unlock()
-		if seen {
+		if !g.FirstUp(r.Addr).IsZero() {
 			return
 		}
 		if time.Now().After(deadline) {
@@ -49,9 +49,9 @@ func TestStartContextBoundsStartOnly(t *testing.T) {
 // TestStopEndsWatchesGoBGP: Stop ends every watch (ours and GoBGP's
 // watcher goroutines) even when the watches' contexts never end.
 func TestStopEndsWatchesGoBGP(t *testing.T) {
-	skipUnderRace(t)
-	g, err := NewGoBGP(Options{Role: RoleClient, ASN: testASN, RouterID: addr("127.0.0.2"), ListenPort: -1,
-		GracefulRestart: GracefulRestart{Enabled: true}})
+	bgptest.SkipUnderRace(t)
+	g, err := bgp.NewGoBGP(bgp.Options{Role: bgp.RoleClient, ASN: bgptest.ASN, RouterID: bgptest.Addr("127.0.0.2"), ListenPort: -1,
+		GracefulRestart: bgp.GracefulRestart{Enabled: true}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,21 +64,21 @@ func TestStopEndsWatchesGoBGP(t *testing.T) {
 // TestAddNeighborRefusedLeavesNoTrace: a neighbor refused by AddNeighbor
 // is not left in the reflector's policy neighbor sets.
 func TestAddNeighborRefusedLeavesNoTrace(t *testing.T) {
-	r := startReflector(t, addr("127.0.0.1"), Options{TTLSecurity: true})
+	r := bgptest.StartReflector(t, bgptest.Addr("127.0.0.1"), bgp.Options{TTLSecurity: true})
 	ctx := context.Background()
-	peer := addr("127.0.0.4")
-	if err := r.AddNeighbor(ctx, Neighbor{Address: peer, LocalAddress: r.addr, PeerReflector: true}); err == nil {
+	peer := bgptest.Addr("127.0.0.4")
+	if err := r.AddNeighbor(ctx, bgp.Neighbor{Address: peer, LocalAddress: r.Addr, PeerReflector: true}); err == nil {
 		t.Fatal("neighbor without GTSM accepted by a GTSM speaker")
 	}
-	if err := r.AddNeighbor(ctx, Neighbor{Address: addr("127.0.0.2"), Passive: true, RRClient: true, TTLSecurity: true}); err != nil {
+	if err := r.AddNeighbor(ctx, bgp.Neighbor{Address: bgptest.Addr("127.0.0.2"), Passive: true, RRClient: true, TTLSecurity: true}); err != nil {
 		t.Fatal(err)
 	}
-	if err := r.AddNeighbor(ctx, Neighbor{Address: addr("127.0.0.2"), Passive: true, RRClient: true, TTLSecurity: true, NoDefaultRT: true}); err == nil {
+	if err := r.AddNeighbor(ctx, bgp.Neighbor{Address: bgptest.Addr("127.0.0.2"), Passive: true, RRClient: true, TTLSecurity: true, NoDefaultRT: true}); err == nil {
 		t.Fatal("the same neighbor added twice")
 	}
-	err := r.srv.ListDefinedSet(ctx, &api.ListDefinedSetRequest{DefinedType: api.DefinedType_NEIGHBOR}, func(s *api.DefinedSet) {
+	err := r.Server().ListDefinedSet(ctx, &api.ListDefinedSetRequest{DefinedType: api.DefinedType_NEIGHBOR}, func(s *api.DefinedSet) {
 		for _, e := range s.List {
-			if e != sentinelNeighbor {
+			if e != bgp.SentinelNeighbor {
 				t.Errorf("neighbor set %s holds %s after refused neighbors", s.Name, e)
 			}
 		}
@@ -98,7 +98,7 @@ func TestGoBGPFatalStopsSpeaker(t *testing.T) {
 		t.Fatal("Done closed before anything happened")
 	default:
 	}
-	a.gobgpLog.Fatal("path's nlri is nil", gobgplog.Fields{"Topic": "Table"})
+	a.GoBGPLogger().Fatal("path's nlri is nil", gobgplog.Fields{"Topic": "Table"})
 	deadline := time.NewTimer(30 * time.Second)
 	defer deadline.Stop()
 	select {
@@ -112,7 +112,7 @@ func TestGoBGPFatalStopsSpeaker(t *testing.T) {
 	if b.Err() != nil {
 		t.Fatalf("the other speaker failed too: %v", b.Err())
 	}
-	if err := a.Publish(context.Background(), device(1, 1), record.ZoneRT(testASN, "x")); err == nil {
+	if err := a.Publish(context.Background(), bgptest.Device(1, 1), record.ZoneRT(bgptest.ASN, "x")); err == nil {
 		t.Fatal("a stopped speaker accepted a record")
 	}
 }
@@ -120,16 +120,16 @@ func TestGoBGPFatalStopsSpeaker(t *testing.T) {
 // TestWatchResyncGoBGP: a slow consumer of a real speaker's watch is
 // resynchronised from the table and converges to it.
 func TestWatchResyncGoBGP(t *testing.T) {
-	red := record.ZoneRT(testASN, "red")
-	r := startReflector(t, addr("127.0.0.1"), Options{})
-	a := startClient(t, addr("127.0.0.2"), Options{})
-	b := startClient(t, addr("127.0.0.3"), Options{WatchQueue: 4})
-	connect(t, r, a, nil)
-	connect(t, r, b, nil)
+	red := record.ZoneRT(bgptest.ASN, "red")
+	r := bgptest.StartReflector(t, bgptest.Addr("127.0.0.1"), bgp.Options{})
+	a := bgptest.StartClient(t, bgptest.Addr("127.0.0.2"), bgp.Options{})
+	b := bgptest.StartClient(t, bgptest.Addr("127.0.0.3"), bgp.Options{WatchQueue: 4})
+	bgptest.Connect(t, r, a, nil)
+	bgptest.Connect(t, r, b, nil)
 	if err := b.Subscribe(context.Background(), red); err != nil {
 		t.Fatal(err)
 	}
-	waitEstablished(t, a, 1)
-	waitEstablished(t, b, 1)
+	bgptest.WaitEstablished(t, a, 1)
+	bgptest.WaitEstablished(t, b, 1)
 	testWatchResync(t, a, b, red, func() bool { return b.Stats().Resyncs > 0 })
 }

@@ -1,4 +1,4 @@
-package bgp
+package bgp_test
 
 import (
 	"context"
@@ -12,7 +12,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/openinof/inof/bgp"
 	"github.com/openinof/inof/bgp/bfd"
+	"github.com/openinof/inof/bgp/bgptest"
 	"github.com/openinof/inof/bgp/record"
 )
 
@@ -80,8 +82,8 @@ func runChildReflector(raw string) error {
 		return err
 	}
 	id := netip.MustParseAddr(c.RouterID)
-	g, err := NewGoBGP(Options{Role: RoleReflector, ASN: testASN, RouterID: id, ListenAddresses: []netip.Addr{id},
-		ListenPort: int32(c.Port), GracefulRestart: GracefulRestart{Enabled: true, RestartTime: c.RestartTime, Restarting: c.Restarting},
+	g, err := bgp.NewGoBGP(bgp.Options{Role: bgp.RoleReflector, ASN: bgptest.ASN, RouterID: id, ListenAddresses: []netip.Addr{id},
+		ListenPort: int32(c.Port), GracefulRestart: bgp.GracefulRestart{Enabled: true, RestartTime: c.RestartTime, Restarting: c.Restarting},
 		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))})
 	if err != nil {
 		return err
@@ -91,7 +93,7 @@ func runChildReflector(raw string) error {
 		return err
 	}
 	for _, cl := range c.Clients {
-		if err := g.AddNeighbor(ctx, Neighbor{Address: netip.MustParseAddr(cl), Passive: true, RRClient: true}); err != nil {
+		if err := g.AddNeighbor(ctx, bgp.Neighbor{Address: netip.MustParseAddr(cl), Passive: true, RRClient: true}); err != nil {
 			return err
 		}
 	}
@@ -106,8 +108,8 @@ func runChildClient(raw string) error {
 	}
 	id, refl := netip.MustParseAddr(c.RouterID), netip.MustParseAddr(c.Reflector)
 	m := bfd.NewManager(bfd.ManagerOptions{})
-	g, err := NewGoBGP(Options{Role: RoleClient, ASN: testASN, RouterID: id, ListenPort: -1, BFD: m,
-		GracefulRestart: GracefulRestart{Enabled: true, RestartTime: c.RestartTime, Notification: true},
+	g, err := bgp.NewGoBGP(bgp.Options{Role: bgp.RoleClient, ASN: bgptest.ASN, RouterID: id, ListenPort: -1, BFD: m,
+		GracefulRestart: bgp.GracefulRestart{Enabled: true, RestartTime: c.RestartTime, Notification: true},
 		Logger:          slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))})
 	if err != nil {
 		return err
@@ -117,12 +119,12 @@ func runChildClient(raw string) error {
 		return err
 	}
 	for i := range c.Records {
-		if err := g.Publish(ctx, device(ridOf(id), i), record.ZoneRT(testASN, c.Zone)); err != nil {
+		if err := g.Publish(ctx, bgptest.Device(bgptest.RouterID(id), i), record.ZoneRT(bgptest.ASN, c.Zone)); err != nil {
 			return err
 		}
 	}
-	err = g.AddNeighbor(ctx, Neighbor{Address: refl, Port: c.ReflectorPort, LocalAddress: id,
-		BFD: &NeighborBFD{DesiredMinTx: 50 * time.Millisecond, RequiredMinRx: 50 * time.Millisecond, DetectMult: 3}})
+	err = g.AddNeighbor(ctx, bgp.Neighbor{Address: refl, Port: c.ReflectorPort, LocalAddress: id,
+		BFD: &bgp.NeighborBFD{DesiredMinTx: 50 * time.Millisecond, RequiredMinRx: 50 * time.Millisecond, DetectMult: 3}})
 	if err != nil {
 		return err
 	}
@@ -143,15 +145,4 @@ func runChildBFD(raw string) error {
 	}
 	fmt.Println("ready")
 	select {}
-}
-
-// skipUnderRace skips a test that runs the real GoBGP when the race
-// detector is on: GoBGP v3.37 races inside its watcher (fixed upstream only
-// in v4). Those tests run without -race; everything else in the package
-// (codec, device tables, the fake fabric) runs with it.
-func skipUnderRace(t testing.TB) {
-	t.Helper()
-	if raceEnabled {
-		t.Skip("runs the real GoBGP, which races internally; run without -race")
-	}
 }

@@ -2,13 +2,16 @@ package bgp
 
 import (
 	"bytes"
+	"net/netip"
 	"slices"
 	"testing"
+	"time"
 
 	api "github.com/osrg/gobgp/v3/api"
 	"google.golang.org/protobuf/types/known/anypb"
 
 	"github.com/openinof/inof/bgp/record"
+	"github.com/openinof/inof/inof"
 )
 
 // protoRouteTargets is the reference: the route targets of a path read
@@ -38,9 +41,17 @@ func protoRouteTargets(t *testing.T, p *api.Path) []record.RouteTarget {
 	return out
 }
 
+// wireDevice is the device record the path codec's tests and benchmarks
+// carry (an active NVMe/TCP target of switch 127.1.0.1).
+func wireDevice() *record.Device {
+	return &record.Device{Report: inof.Report{Switch: 0x7f010001, Device: inof.Device{Addr: netip.MustParseAddr("10.0.0.8"),
+		Role: inof.RoleTarget, Protocol: inof.ProtocolTCP, Port: 4420, NQN: "nqn.2014-08.org.example:t7"},
+		Status: inof.Status{State: inof.StateActive, Changed: time.UnixMilli(2000)}, AccessPort: "swp1", Since: time.UnixMilli(1000)}}
+}
+
 func TestPathWireMatchesProto(t *testing.T) {
 	rts := []record.RouteTarget{record.ZoneRT(65000, "a"), record.ConfigRT(65000), {Global: 4200000000, Local: 7}, {Global: 1, Local: 0}}
-	key, value, err := record.Encode(device(1, 2), len(rts))
+	key, value, err := record.Encode(wireDevice(), len(rts))
 	if err != nil {
 		t.Fatal(err)
 	}

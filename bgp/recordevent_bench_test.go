@@ -1,6 +1,7 @@
 package bgp
 
 import (
+	"net/netip"
 	"testing"
 
 	api "github.com/osrg/gobgp/v3/api"
@@ -13,7 +14,7 @@ import (
 // the attributes a switch sends plus those its reflector adds.
 func watchedPath(tb testing.TB) *api.Path {
 	tb.Helper()
-	key, value, err := record.Encode(device(0x7f010001, 7), 1)
+	key, value, err := record.Encode(wireDevice(), 1)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -35,7 +36,7 @@ func watchedPath(tb testing.TB) *api.Path {
 // BenchmarkRecordEvent is the speaker's work per record a watch receives:
 // reading GoBGP's protobuf path and decoding the record.
 func BenchmarkRecordEvent(b *testing.B) {
-	g, err := NewGoBGP(Options{Role: RoleClient, ASN: 65000, RouterID: addr("127.2.0.1")})
+	g, err := NewGoBGP(Options{Role: RoleClient, ASN: 65000, RouterID: netip.MustParseAddr("127.2.0.1")})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package bgp
+package bgp_test
 
 import (
 	"context"
@@ -9,6 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/openinof/inof/bgp"
+
+	"github.com/openinof/inof/bgp/bgptest"
 	"github.com/openinof/inof/bgp/record"
 	"github.com/openinof/inof/inof"
 	"github.com/openinof/inof/internal/syncbuf"
@@ -24,38 +27,38 @@ import (
 // again.
 func TestLostReflectorDoesNotShadow(t *testing.T) {
 	ctx := context.Background()
-	lf := startLossFabric(t, Options{GracefulRestart: GracefulRestart{Enabled: true, RestartTime: 120 * time.Second}})
+	lf := startLossFabric(t, bgp.Options{GracefulRestart: bgp.GracefulRestart{Enabled: true, RestartTime: 120 * time.Second}})
 	c1, r1, r2, a, b, zone := lf.c1, lf.r1, lf.r2, lf.a, lf.b, lf.zone
 
 	r1.Kill() // SIGKILL: the sessions die, graceful restart keeps r1's routes
-	waitState(t, b, r1.addr, func(s SessionState) bool { return s != StateEstablished })
-	waitState(t, a, r1.addr, func(s SessionState) bool { return s != StateEstablished })
+	bgptest.WaitState(t, b, r1.addr, func(s bgp.SessionState) bool { return s != bgp.StateEstablished })
+	bgptest.WaitState(t, a, r1.addr, func(s bgp.SessionState) bool { return s != bgp.StateEstablished })
 	killed := time.Now()
 
-	changed := device(routerID(a), 0)
+	changed := bgptest.Device(a.RouterID(), 0)
 	changed.State, changed.Reason, changed.Changed = inof.StateInactive, inof.ReasonLinkDown, time.UnixMilli(3000)
 	if err := a.Publish(ctx, changed, zone); err != nil {
 		t.Fatal(err)
 	}
 	key := string(changed.Key())
-	b.view.waitFor(t, "the change, through the other reflector", func(m map[string]RecordEvent) bool {
+	b.View.WaitFor(t, "the change, through the other reflector", func(m map[string]bgp.RecordEvent) bool {
 		d, ok := m[key].Record.(*record.Device)
 		return ok && d.State == inof.StateInactive
 	})
 	t.Logf("change seen at the client %v after the kill (restart time 120 s)", time.Since(killed).Round(time.Millisecond))
-	b.view.waitFor(t, "every record from the surviving reflector", allFrom(r2.addr, lossRecords))
-	if w := b.view.withdrawCount(); w != 0 {
+	b.View.WaitFor(t, "every record from the surviving reflector", allFrom(r2.addr, lossRecords))
+	if w := b.View.Withdraws(); w != 0 {
 		t.Fatalf("the client saw %d withdraws while the other reflector served", w)
 	}
 
 	// r1 comes back (restarting) and the client peers with it again.
 	c1.Restarting = true
 	startChildReflector(t, c1)
-	waitEstablished(t, b, 2)
+	bgptest.WaitEstablished(t, b, 2)
 	if got := b.Stats(); got.Malformed != 0 {
 		t.Fatalf("stats %+v", got)
 	}
-	if w := b.view.withdrawCount(); w != 0 {
+	if w := b.View.Withdraws(); w != 0 {
 		t.Fatalf("the client saw %d withdraws after the reflector came back", w)
 	}
 }
@@ -72,22 +75,22 @@ func TestLostReflectorWaitsForReturningOne(t *testing.T) {
 	ctx := context.Background()
 	// The settle time is far longer than the test: only r2 re-learning
 	// the records ends the hold.
-	lf := startLossFabric(t, Options{GracefulRestart: GracefulRestart{Enabled: true, RestartTime: 120 * time.Second, SettleTime: 10 * time.Minute}})
+	lf := startLossFabric(t, bgp.Options{GracefulRestart: bgp.GracefulRestart{Enabled: true, RestartTime: 120 * time.Second, SettleTime: 10 * time.Minute}})
 	c2, r1, r2, a, b := lf.c2, lf.r1, lf.r2, lf.a, lf.b
 
 	// r2 restarts without a's records: a is not its neighbor meanwhile.
 	if err := a.RemoveNeighbor(ctx, r2.addr); err != nil {
 		t.Fatal(err)
 	}
-	waitReceived(t, b, map[netip.Addr]uint64{r1.addr: lossRecords, r2.addr: 0})
+	bgptest.WaitReceived(t, b, map[netip.Addr]uint64{r1.addr: lossRecords, r2.addr: 0})
 	r2.Kill()
-	waitState(t, b, r2.addr, func(s SessionState) bool { return s != StateEstablished })
+	bgptest.WaitState(t, b, r2.addr, func(s bgp.SessionState) bool { return s != bgp.StateEstablished })
 	c2.Restarting = true
 	r2 = startChildReflector(t, c2)
-	waitNeighbors(t, b, "r2 back with End-of-RIB", func(ns []NeighborStatus) bool {
+	bgptest.WaitNeighbors(t, b, "r2 back with End-of-RIB", func(ns []bgp.NeighborStatus) bool {
 		for _, s := range ns {
 			if s.Address == r2.addr {
-				return s.State == StateEstablished && s.EndOfRIB
+				return s.State == bgp.StateEstablished && s.EndOfRIB
 			}
 		}
 		return false
@@ -95,20 +98,20 @@ func TestLostReflectorWaitsForReturningOne(t *testing.T) {
 
 	// r1 is lost: b drops it for r2, which holds none of the records.
 	r1.Kill()
-	waitState(t, b, r1.addr, func(s SessionState) bool { return s != StateEstablished })
+	bgptest.WaitState(t, b, r1.addr, func(s bgp.SessionState) bool { return s != bgp.StateEstablished })
 	// b's records, best from r1 until now, are from nowhere once b has
 	// dropped r1: without the hold they are withdrawn.
-	waitNeighbors(t, b, "r1 dropped", func([]NeighborStatus) bool { return b.loss.lost(r1.addr) })
-	if got := b.view.withdrawCount(); got != 0 {
+	bgptest.WaitNeighbors(t, b, "r1 dropped", func([]bgp.NeighborStatus) bool { return b.ReflectorLost(r1.addr) })
+	if got := b.View.Withdraws(); got != 0 {
 		t.Fatalf("the client saw %d withdraws when it dropped r1 for a reflector back moments ago", got)
 	}
 
 	// r2 re-learns them.
-	if err := a.AddNeighbor(ctx, Neighbor{Address: r2.addr, Port: r2.port, LocalAddress: a.addr}); err != nil {
+	if err := a.AddNeighbor(ctx, bgp.Neighbor{Address: r2.addr, Port: r2.port, LocalAddress: a.Addr}); err != nil {
 		t.Fatal(err)
 	}
-	b.view.waitFor(t, "every record from the returned reflector", allFrom(r2.addr, lossRecords))
-	if w := b.view.withdrawCount(); w != 0 {
+	b.View.WaitFor(t, "every record from the returned reflector", allFrom(r2.addr, lossRecords))
+	if w := b.View.Withdraws(); w != 0 {
 		t.Fatalf("the client saw %d withdraws; the returned reflector re-learned every record within its settle time", w)
 	}
 }
@@ -127,34 +130,34 @@ func TestLostReflectorNotDroppedForStalledOne(t *testing.T) {
 	ctx := context.Background()
 	var logged syncbuf.Buffer
 	logger := slog.New(slog.NewTextHandler(&logged, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	lf := startLossFabric(t, Options{Logger: logger, GracefulRestart: GracefulRestart{Enabled: true, RestartTime: 120 * time.Second}})
+	lf := startLossFabric(t, bgp.Options{Logger: logger, GracefulRestart: bgp.GracefulRestart{Enabled: true, RestartTime: 120 * time.Second}})
 	r1, r2, a, b, zone := lf.r1, lf.r2, lf.a, lf.b, lf.zone
 
 	if err := r2.Signal(syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
-	changed := device(routerID(a), 0)
+	changed := bgptest.Device(a.RouterID(), 0)
 	changed.State, changed.Reason, changed.Changed = inof.StateInactive, inof.ReasonLinkDown, time.UnixMilli(3000)
 	if err := a.Publish(ctx, changed, zone); err != nil {
 		t.Fatal(err)
 	}
 	key := string(changed.Key())
-	isChanged := func(m map[string]RecordEvent) bool {
+	isChanged := func(m map[string]bgp.RecordEvent) bool {
 		d, ok := m[key].Record.(*record.Device)
 		return ok && d.State == inof.StateInactive
 	}
-	b.view.waitFor(t, "the change, through r1", isChanged)
+	b.View.WaitFor(t, "the change, through r1", isChanged)
 	// r2's keepalives stop: after the interval and the margin its session
 	// to b reads as stalled, while still established (hold time 9 s).
 	deadline := time.Now().Add(30 * time.Second)
-	for stalledSession(b.addr, r2.addr, 3*time.Second) == "" {
+	for bgp.StalledSession(b.Addr, r2.addr, 3*time.Second) == "" {
 		if time.Now().After(deadline) {
 			t.Fatal("b's session to the hung r2 never read as stalled")
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
 	r1.Kill()
-	waitState(t, b, r1.addr, func(s SessionState) bool { return s != StateEstablished })
+	bgptest.WaitState(t, b, r1.addr, func(s bgp.SessionState) bool { return s != bgp.StateEstablished })
 	deadline = time.Now().Add(30 * time.Second)
 	for !strings.Contains(logged.String(), `msg="reflector lost; keeping its routes (no other reflector serves)" router_id=127.0.0.3 neighbor=127.0.0.1`) {
 		if strings.Contains(logged.String(), `msg="reflector lost; dropping its routes, another reflector serves" router_id=127.0.0.3`) {
@@ -165,10 +168,7 @@ func TestLostReflectorNotDroppedForStalledOne(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	b.view.mu.Lock()
-	kept := isChanged(b.view.records)
-	b.view.mu.Unlock()
-	if !kept {
+	if !isChanged(b.View.Records()) {
 		t.Fatal("b went back to r2's older copy of the changed record")
 	}
 
@@ -177,10 +177,10 @@ func TestLostReflectorNotDroppedForStalledOne(t *testing.T) {
 	if err := r2.Signal(syscall.SIGCONT); err != nil {
 		t.Fatal(err)
 	}
-	b.view.waitFor(t, "every record from r2, the changed one too", func(m map[string]RecordEvent) bool {
+	b.View.WaitFor(t, "every record from r2, the changed one too", func(m map[string]bgp.RecordEvent) bool {
 		return allFrom(r2.addr, lossRecords)(m) && isChanged(m)
 	})
-	if w := b.view.withdrawCount(); w != 0 {
+	if w := b.View.Withdraws(); w != 0 {
 		t.Fatalf("the client saw %d withdraws", w)
 	}
 }
@@ -191,7 +191,7 @@ func TestLostReflectorNotDroppedForStalledOne(t *testing.T) {
 type lossFabric struct {
 	c1, c2 childConfig
 	r1, r2 *childReflector
-	a, b   *node
+	a, b   *bgptest.Node
 	zone   record.RouteTarget
 }
 
@@ -199,48 +199,48 @@ const lossRecords = 10
 
 // startLossFabric starts it with the clients' options opts and waits until
 // b holds every record best from r1 and both reflectors' copies.
-func startLossFabric(t *testing.T, opts Options) lossFabric {
+func startLossFabric(t *testing.T, opts bgp.Options) lossFabric {
 	t.Helper()
 	ctx := context.Background()
-	r1Addr, r2Addr := addr("127.0.0.1"), addr("127.0.0.4")
+	r1Addr, r2Addr := bgptest.Addr("127.0.0.1"), bgptest.Addr("127.0.0.4")
 	clients := []string{"127.0.0.2", "127.0.0.3"}
 	lf := lossFabric{
-		c1:   childConfig{RouterID: r1Addr.String(), Port: freePort(t, r1Addr), Clients: clients, RestartTime: 120 * time.Second},
-		c2:   childConfig{RouterID: r2Addr.String(), Port: freePort(t, r2Addr), Clients: clients, RestartTime: 120 * time.Second},
-		zone: record.ZoneRT(testASN, "prod"),
+		c1:   childConfig{RouterID: r1Addr.String(), Port: bgptest.FreePort(t, r1Addr), Clients: clients, RestartTime: 120 * time.Second},
+		c2:   childConfig{RouterID: r2Addr.String(), Port: bgptest.FreePort(t, r2Addr), Clients: clients, RestartTime: 120 * time.Second},
+		zone: record.ZoneRT(bgptest.ASN, "prod"),
 	}
 	lf.r1, lf.r2 = startChildReflector(t, lf.c1), startChildReflector(t, lf.c2)
-	lf.a = startClient(t, addr("127.0.0.2"), opts)
-	lf.b = startClient(t, addr("127.0.0.3"), opts)
-	for _, c := range []*node{lf.a, lf.b} {
+	lf.a = bgptest.StartClient(t, bgptest.Addr("127.0.0.2"), opts)
+	lf.b = bgptest.StartClient(t, bgptest.Addr("127.0.0.3"), opts)
+	for _, c := range []*bgptest.Node{lf.a, lf.b} {
 		for _, r := range []*childReflector{lf.r1, lf.r2} {
-			if err := c.AddNeighbor(ctx, Neighbor{Address: r.addr, Port: r.port, LocalAddress: c.addr}); err != nil {
+			if err := c.AddNeighbor(ctx, bgp.Neighbor{Address: r.addr, Port: r.port, LocalAddress: c.Addr}); err != nil {
 				t.Fatal(err)
 			}
 		}
 	}
-	waitEstablished(t, lf.a, 2)
-	waitEstablished(t, lf.b, 2)
+	bgptest.WaitEstablished(t, lf.a, 2)
+	bgptest.WaitEstablished(t, lf.b, 2)
 	if err := lf.b.Subscribe(ctx, lf.zone); err != nil {
 		t.Fatal(err)
 	}
 	for i := range lossRecords {
-		if err := lf.a.Publish(ctx, device(routerID(lf.a), i), lf.zone); err != nil {
+		if err := lf.a.Publish(ctx, bgptest.Device(lf.a.RouterID(), i), lf.zone); err != nil {
 			t.Fatal(err)
 		}
 	}
-	lf.b.view.waitFor(t, "every record best from the lower-addressed reflector", allFrom(lf.r1.addr, lossRecords))
+	lf.b.View.WaitFor(t, "every record best from the lower-addressed reflector", allFrom(lf.r1.addr, lossRecords))
 	// The other reflector's copies must have arrived too before r1 goes:
 	// best from r1 says nothing of them, and a record r2 has not reflected
 	// yet is withdrawn when b drops r1 (TestLostReflectorDoesNotShadow
 	// used to fail so, "the client saw N withdraws", on a loaded machine).
-	waitReceived(t, lf.b, map[netip.Addr]uint64{lf.r1.addr: lossRecords, lf.r2.addr: lossRecords})
+	bgptest.WaitReceived(t, lf.b, map[netip.Addr]uint64{lf.r1.addr: lossRecords, lf.r2.addr: lossRecords})
 	return lf
 }
 
 // allFrom: a view holds n records, each best from r and not stale.
-func allFrom(r netip.Addr, n int) func(map[string]RecordEvent) bool {
-	return func(m map[string]RecordEvent) bool {
+func allFrom(r netip.Addr, n int) func(map[string]bgp.RecordEvent) bool {
+	return func(m map[string]bgp.RecordEvent) bool {
 		if len(m) != n {
 			return false
 		}

@@ -1,4 +1,4 @@
-package bgp
+package bgp_test
 
 import (
 	"context"
@@ -6,6 +6,9 @@ import (
 	"net/netip"
 	"testing"
 	"time"
+
+	"github.com/openinof/inof/bgp"
+	"github.com/openinof/inof/bgp/bgptest"
 )
 
 // TestNoMultipathTCP guards go.mod's `godebug multipathtcp=0`: with MPTCP
@@ -20,7 +23,7 @@ func TestNoMultipathTCP(t *testing.T) {
 
 // sessionUp reports whether the client's session to the reflector reaches
 // Established within d.
-func sessionUp(t *testing.T, c, r *node, d time.Duration) bool {
+func sessionUp(t *testing.T, c, r *bgptest.Node, d time.Duration) bool {
 	t.Helper()
 	deadline := time.Now().Add(d)
 	for time.Now().Before(deadline) {
@@ -29,7 +32,7 @@ func sessionUp(t *testing.T, c, r *node, d time.Duration) bool {
 			t.Fatal(err)
 		}
 		for _, s := range ns {
-			if s.Address == r.addr && s.State == StateEstablished {
+			if s.Address == r.Addr && s.State == bgp.StateEstablished {
 				return true
 			}
 		}
@@ -39,10 +42,10 @@ func sessionUp(t *testing.T, c, r *node, d time.Duration) bool {
 }
 
 // pairWith connects a client to a reflector with per-side neighbor edits.
-func pairWith(t *testing.T, r, c *node, rEdit, cEdit func(*Neighbor)) {
+func pairWith(t *testing.T, r, c *bgptest.Node, rEdit, cEdit func(*bgp.Neighbor)) {
 	t.Helper()
-	rn := Neighbor{Address: c.addr, Passive: true, RRClient: true}
-	cn := Neighbor{Address: r.addr, Port: r.port, LocalAddress: c.addr}
+	rn := bgp.Neighbor{Address: c.Addr, Passive: true, RRClient: true}
+	cn := bgp.Neighbor{Address: r.Addr, Port: r.Port, LocalAddress: c.Addr}
 	rEdit(&rn)
 	cEdit(&cn)
 	if err := r.AddNeighbor(context.Background(), rn); err != nil {
@@ -54,11 +57,11 @@ func pairWith(t *testing.T, r, c *node, rEdit, cEdit func(*Neighbor)) {
 }
 
 func TestTCPMD5(t *testing.T) {
-	r := startReflector(t, addr("127.0.0.1"), Options{})
-	good := startClient(t, addr("127.0.0.2"), Options{})
-	wrong := startClient(t, addr("127.0.0.3"), Options{})
-	none := startClient(t, addr("127.0.0.4"), Options{})
-	secret := func(p string) func(*Neighbor) { return func(n *Neighbor) { n.Password = p } }
+	r := bgptest.StartReflector(t, bgptest.Addr("127.0.0.1"), bgp.Options{})
+	good := bgptest.StartClient(t, bgptest.Addr("127.0.0.2"), bgp.Options{})
+	wrong := bgptest.StartClient(t, bgptest.Addr("127.0.0.3"), bgp.Options{})
+	none := bgptest.StartClient(t, bgptest.Addr("127.0.0.4"), bgp.Options{})
+	secret := func(p string) func(*bgp.Neighbor) { return func(n *bgp.Neighbor) { n.Password = p } }
 	pairWith(t, r, good, secret("s3cret"), secret("s3cret"))
 	pairWith(t, r, wrong, secret("s3cret"), secret("other"))
 	pairWith(t, r, none, secret("s3cret"), secret(""))
@@ -79,13 +82,13 @@ func TestTCPMD5(t *testing.T) {
 // which GoBGP alone would let through before it sets the minimum TTL on the
 // accepted connection.
 func TestGTSM(t *testing.T) {
-	r := startReflector(t, addr("127.0.0.1"), Options{TTLSecurity: true})
-	both := startClient(t, addr("127.0.0.2"), Options{})
-	plain := startClient(t, addr("127.0.0.3"), Options{})
-	gtsm := func(on bool) func(*Neighbor) { return func(n *Neighbor) { n.TTLSecurity = on } }
+	r := bgptest.StartReflector(t, bgptest.Addr("127.0.0.1"), bgp.Options{TTLSecurity: true})
+	both := bgptest.StartClient(t, bgptest.Addr("127.0.0.2"), bgp.Options{})
+	plain := bgptest.StartClient(t, bgptest.Addr("127.0.0.3"), bgp.Options{})
+	gtsm := func(on bool) func(*bgp.Neighbor) { return func(n *bgp.Neighbor) { n.TTLSecurity = on } }
 	pairWith(t, r, both, gtsm(true), gtsm(true))
 	pairWith(t, r, plain, gtsm(true), gtsm(false))
-	if err := r.AddNeighbor(context.Background(), Neighbor{Address: addr("127.0.0.9")}); err == nil {
+	if err := r.AddNeighbor(context.Background(), bgp.Neighbor{Address: bgptest.Addr("127.0.0.9")}); err == nil {
 		t.Fatal("a GTSM speaker took a neighbor without GTSM")
 	}
 	if !sessionUp(t, both, r, 30*time.Second) {
@@ -95,7 +98,7 @@ func TestGTSM(t *testing.T) {
 	// handshake never completes (without the listener's minimum TTL the
 	// kernel would accept it and queue whatever the peer sends first).
 	d := net.Dialer{Timeout: time.Second, LocalAddr: &net.TCPAddr{IP: net.ParseIP("127.0.0.8")}}
-	if c, err := d.Dial("tcp", netip.AddrPortFrom(r.addr, r.port).String()); err == nil {
+	if c, err := d.Dial("tcp", netip.AddrPortFrom(r.Addr, r.Port).String()); err == nil {
 		c.Close()
 		t.Fatal("a TCP connection with TTL 64 was accepted by a GTSM listener")
 	}

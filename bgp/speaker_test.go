@@ -1,10 +1,12 @@
-package bgp
+package bgp_test
 
 import (
 	"context"
 	"errors"
 	"testing"
 
+	"github.com/openinof/inof/bgp"
+	"github.com/openinof/inof/bgp/bgptest"
 	"github.com/openinof/inof/bgp/record"
 )
 
@@ -13,36 +15,36 @@ import (
 // withdrawal clears it everywhere.
 func TestReflectOneToTwo(t *testing.T) {
 	ctx := context.Background()
-	zone := record.ZoneRT(testASN, "prod")
+	zone := record.ZoneRT(bgptest.ASN, "prod")
 	r, a, b := star(t, zone)
 
-	rec := device(0x7f000002, 1)
+	rec := bgptest.Device(0x7f000002, 1)
 	if err := a.Publish(ctx, rec, zone); err != nil {
 		t.Fatal(err)
 	}
-	b.view.waitFor(t, "record at b", func(m map[string]RecordEvent) bool { _, ok := m[string(rec.Key())]; return ok })
-	got, _ := b.view.get(rec.Key())
+	b.View.WaitFor(t, "record at b", func(m map[string]bgp.RecordEvent) bool { _, ok := m[string(rec.Key())]; return ok })
+	got, _ := b.View.Get(rec.Key())
 	d, ok := got.Record.(*record.Device)
-	if !ok || d.Device != rec.Device || d.AccessPort != "swp1" || got.Source != r.addr || len(got.RouteTargets) != 1 || got.RouteTargets[0] != zone {
+	if !ok || d.Device != rec.Device || d.AccessPort != "swp1" || got.Source != r.Addr || len(got.RouteTargets) != 1 || got.RouteTargets[0] != zone {
 		t.Fatalf("b got %+v (%+v)", got, got.Record)
 	}
-	r.view.waitFor(t, "record at reflector", func(m map[string]RecordEvent) bool { _, ok := m[string(rec.Key())]; return ok })
+	r.View.WaitFor(t, "record at reflector", func(m map[string]bgp.RecordEvent) bool { _, ok := m[string(rec.Key())]; return ok })
 
 	if err := a.Withdraw(ctx, rec.Key()); err != nil {
 		t.Fatal(err)
 	}
-	b.view.waitFor(t, "withdraw at b", func(m map[string]RecordEvent) bool { _, ok := m[string(rec.Key())]; return !ok })
-	r.view.waitFor(t, "withdraw at reflector", func(m map[string]RecordEvent) bool { _, ok := m[string(rec.Key())]; return !ok })
+	b.View.WaitFor(t, "withdraw at b", func(m map[string]bgp.RecordEvent) bool { _, ok := m[string(rec.Key())]; return !ok })
+	r.View.WaitFor(t, "withdraw at reflector", func(m map[string]bgp.RecordEvent) bool { _, ok := m[string(rec.Key())]; return !ok })
 }
 
 func TestPublishTooLarge(t *testing.T) {
-	c := startClient(t, addr("127.0.0.2"), Options{})
+	c := bgptest.StartClient(t, bgptest.Addr("127.0.0.2"), bgp.Options{})
 	big := &record.Config{Reflector: 1, Kind: 2, Name: "z", Payload: make([]byte, 3890)}
-	if err := c.Publish(context.Background(), big, record.ConfigRT(testASN)); !errors.Is(err, record.ErrTooLarge) {
+	if err := c.Publish(context.Background(), big, record.ConfigRT(bgptest.ASN)); !errors.Is(err, record.ErrTooLarge) {
 		t.Fatalf("publish of %d-byte payload: %v", len(big.Payload), err)
 	}
 	ok := &record.Config{Reflector: 1, Kind: 2, Name: "z", Payload: make([]byte, 3800)}
-	if err := c.Publish(context.Background(), ok, record.ConfigRT(testASN)); err != nil {
+	if err := c.Publish(context.Background(), ok, record.ConfigRT(bgptest.ASN)); err != nil {
 		t.Fatalf("publish of %d-byte payload: %v", len(ok.Payload), err)
 	}
 }

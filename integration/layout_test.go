@@ -2,6 +2,7 @@ package integration
 
 import (
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -37,8 +38,8 @@ func imports(t *testing.T) map[string][]string {
 }
 
 // bgpLayer is a package's layer inside bgp (docs/design.md §2): 1 the codec
-// (bgp/record), 2 the speaker (bgp, bgp/bfd), 3 the tables (bgp/table); 0
-// outside bgp.
+// (bgp/record), 2 the speaker (bgp, bgp/bfd, and the test helpers over it,
+// bgp/bgptest), 3 the tables (bgp/table); 0 outside bgp.
 func bgpLayer(p string) int {
 	switch {
 	case under(p, "bgp/record"):
@@ -161,30 +162,83 @@ func TestLeanImports(t *testing.T) {
 	}
 }
 
+// pkgImports is what one package and its tests import of this module
+// (module-relative paths).
+type pkgImports struct {
+	imports []string // the package's own
+	tests   []string // its tests' (in-package and external)
+}
+
+// testImports lists every package of the module, privileged tests
+// included, with what it and its tests import of the module.
+func testImports(t *testing.T) map[string]pkgImports {
+	t.Helper()
+	out, err := exec.Command("go", "list", "-tags", "privileged", "-f",
+		`{{.ImportPath}} {{join .Imports " "}} | {{join .TestImports " "}} {{join .XTestImports " "}}`, module+"/...").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list: %v\n%s", err, out)
+	}
+	m := map[string]pkgImports{}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		own, tests, _ := strings.Cut(line, "|")
+		fields := strings.Fields(own)
+		var p pkgImports
+		for dst, list := range map[*[]string][]string{&p.imports: fields[1:], &p.tests: strings.Fields(tests)} {
+			for _, imp := range list {
+				if strings.HasPrefix(imp, module+"/") {
+					*dst = append(*dst, rel(imp))
+				}
+			}
+		}
+		m[rel(fields[0])] = p
+	}
+	if len(m) == 0 {
+		t.Fatal("go list printed no packages")
+	}
+	return m
+}
+
 // TestTestsImportNoHarness: outside integration/, no package and none of
 // its tests (privileged ones included) imports a package of integration/;
 // the helpers unit tests share (netns, selfexec) live in internal/.
 func TestTestsImportNoHarness(t *testing.T) {
-	out, err := exec.Command("go", "list", "-tags", "privileged", "-f",
-		`{{.ImportPath}} {{join .Imports " "}} {{join .TestImports " "}} {{join .XTestImports " "}}`, module+"/...").CombinedOutput()
-	if err != nil {
-		t.Fatalf("go list: %v\n%s", err, out)
-	}
-	seen := 0
-	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
-		fields := strings.Fields(line)
-		pkg := rel(fields[0])
-		seen++
+	for pkg, p := range testImports(t) {
 		if under(pkg, "integration") {
 			continue
 		}
-		for _, imp := range fields[1:] {
-			if under(rel(imp), "integration") && strings.HasPrefix(imp, module+"/") {
-				t.Errorf("%s (or its tests) imports %s: harness code used outside integration/ belongs in internal/", pkg, rel(imp))
+		for _, imp := range append(p.imports, p.tests...) {
+			if under(imp, "integration") {
+				t.Errorf("%s (or its tests) imports %s: harness code used outside integration/ belongs in internal/", pkg, imp)
 			}
 		}
 	}
-	if seen == 0 {
-		t.Fatal("go list printed no packages")
+}
+
+// TestTestHelpersOnlyInTests: a package of test helpers (docs/design.md
+// §2) is imported by no package, only by the tests of the packages it
+// serves.
+func TestTestHelpersOnlyInTests(t *testing.T) {
+	serves := map[string][]string{"bgp/bgptest": {"bgp", "bgp/table"}}
+	used := map[string]bool{}
+	for pkg, p := range testImports(t) {
+		for _, imp := range p.imports {
+			if serves[imp] != nil {
+				t.Errorf("%s imports %s: test helpers are for tests only", pkg, imp)
+			}
+		}
+		for _, imp := range p.tests {
+			if serves[imp] == nil {
+				continue
+			}
+			used[imp] = true
+			if !slices.Contains(serves[imp], pkg) {
+				t.Errorf("%s's tests import %s, which serves the tests of %v only", pkg, imp, serves[imp])
+			}
+		}
+	}
+	for h := range serves {
+		if !used[h] {
+			t.Errorf("no test imports %s: go list output not understood, or the helpers are dead", h)
+		}
 	}
 }

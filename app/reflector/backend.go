@@ -228,9 +228,7 @@ func (b backend) Sessions(ctx context.Context) ([]api.Session, error) {
 	defer b.r.fabric.mu.Unlock()
 	out := make([]api.Session, len(ns))
 	for i, n := range ns {
-		out[i] = api.Session{Peer: n.Address.String(), Kind: neighborKind(n.Neighbor), State: n.State.String(),
-			Received: n.Received, Advertised: n.Advertised}
-		sessionDetails(&out[i], n)
+		out[i] = peering.Session(n, neighborKind(n.Neighbor))
 		if st, ok := b.r.fabric.bgp[n.Address]; ok && st.state == n.State {
 			out[i].Since = st.since
 		}

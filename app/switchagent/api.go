@@ -9,6 +9,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/openinof/inof/app/api"
+	"github.com/openinof/inof/app/peering"
 	"github.com/openinof/inof/lossless"
 	"github.com/openinof/inof/zones"
 )
@@ -57,8 +58,7 @@ func (b switchBackend) Sessions(ctx context.Context) ([]api.Session, error) {
 	}
 	out := make([]api.Session, len(ns))
 	for i, n := range ns {
-		out[i] = api.Session{Peer: n.Address.String(), Kind: "reflector", State: n.State.String(), Received: n.Received}
-		sessionDetails(&out[i], n)
+		out[i] = peering.Session(n, "reflector")
 	}
 	return out, nil
 }

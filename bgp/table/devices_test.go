@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/openinof/inof/bgp"
+	"github.com/openinof/inof/bgp/bgptest"
 	"github.com/openinof/inof/bgp/record"
 	"github.com/openinof/inof/inof"
 )
@@ -41,16 +42,10 @@ func (v *deviceView) apply(e bgp.RecordEvent) {
 // fabric reaches).
 func (v *deviceView) waitFor(t testing.TB, what string, cond func(t *DeviceTable) bool) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	stop := time.AfterFunc(30*time.Second, func() { v.mu.Lock(); v.cond.Broadcast(); v.mu.Unlock() })
-	defer stop.Stop()
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	for !cond(v.table) {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		v.cond.Wait()
+	if !bgptest.WaitCond(v.cond, func() bool { return cond(v.table) }) {
+		t.Fatalf("timed out waiting for %s", what)
 	}
 }
 
@@ -71,7 +66,7 @@ func (v *deviceView) changes(id record.DeviceID) []DeviceChange {
 }
 
 func TestDeviceRecordValidatedOnEncode(t *testing.T) {
-	good := device(1, 1)
+	good := bgptest.Device(1, 1)
 	if _, _, err := record.Encode(good, 1); err != nil {
 		t.Fatal(err)
 	}
@@ -118,7 +113,7 @@ func forceEncode(d *record.Device) ([]byte, []byte, error) {
 }
 
 func TestParseDeviceKey(t *testing.T) {
-	d := device(0x0a000001, 5)
+	d := bgptest.Device(0x0a000001, 5)
 	d.Epoch = 1<<40 + 3
 	k, err := record.ParseDeviceKey(d.Key())
 	if err != nil || k != (record.DeviceKey{DeviceID: d.ID(), Epoch: d.Epoch}) {
@@ -163,7 +158,7 @@ func TestDeviceTable(t *testing.T) {
 }
 
 func testDeviceTable(t *testing.T, opts DeviceTableOptions) {
-	d := *device(1, 1)
+	d := *bgptest.Device(1, 1)
 	opts.MaxDevices = 2
 	tb := NewDeviceTable(opts)
 	step := func(ev bgp.RecordEvent, wantChange bool, check func(DeviceChange) bool) {
@@ -197,8 +192,8 @@ func testDeviceTable(t *testing.T, opts DeviceTableOptions) {
 	if got, _ := tb.Get(d.ID()); got.Epoch != 15 || tb.Stats().Evicted != 6-maxEpochs {
 		t.Fatalf("epoch bound: current %d, stats %+v", got.Epoch, tb.Stats())
 	}
-	tb.Apply(nil, devEvent(*device(1, 2), 1, inof.StateActive))
-	if _, ok := applyOne(t, tb, devEvent(*device(1, 3), 1, inof.StateActive)); ok || tb.Stats().Refused != 1 || len(tb.Reports()) != 2 || tb.Len() != 2 {
+	tb.Apply(nil, devEvent(*bgptest.Device(1, 2), 1, inof.StateActive))
+	if _, ok := applyOne(t, tb, devEvent(*bgptest.Device(1, 3), 1, inof.StateActive)); ok || tb.Stats().Refused != 1 || len(tb.Reports()) != 2 || tb.Len() != 2 {
 		t.Fatalf("device bound: stats %+v, %d devices", tb.Stats(), len(tb.Reports()))
 	}
 }
@@ -252,8 +247,8 @@ func testRetagSets(t *testing.T, a RecordPublisher, sw inof.RouterID, v retagVie
 func testRetagWith(t *testing.T, pub devicePublishing, flush func(), sw inof.RouterID, v retagViews, keepsEpoch bool) {
 	t.Helper()
 	ctx := context.Background()
-	red, blue := record.ZoneRT(testASN, "red"), record.ZoneRT(testASN, "blue")
-	rec, marker := *device(sw, 1), *device(sw, 2)
+	red, blue := record.ZoneRT(bgptest.ASN, "red"), record.ZoneRT(bgptest.ASN, "blue")
+	rec, marker := *bgptest.Device(sw, 1), *bgptest.Device(sw, 2)
 	all := []*deviceView{v.red, v.blue, v.both}
 	step := func(n uint16) {
 		t.Helper()
@@ -332,27 +327,27 @@ func testRetagWith(t *testing.T, pub devicePublishing, flush func(), sw inof.Rou
 
 // TestFakeRetag runs the re-tag scenario on the fake fabric.
 func TestFakeRetag(t *testing.T) {
-	red, blue := record.ZoneRT(testASN, "red"), record.ZoneRT(testASN, "blue")
-	_, _, cs := fakeStar(t, map[string][]record.RouteTarget{"127.0.0.2": nil, "127.0.0.3": {red}, "127.0.0.4": {blue}, "127.0.0.5": {red, blue}})
+	red, blue := record.ZoneRT(bgptest.ASN, "red"), record.ZoneRT(bgptest.ASN, "blue")
+	cs := fakeStar(t, map[string][]record.RouteTarget{"127.0.0.2": nil, "127.0.0.3": {red}, "127.0.0.4": {blue}, "127.0.0.5": {red, blue}})
 	testRetag(t, cs["127.0.0.2"], 0x7f000002, retagViews{red: cs["127.0.0.3"].dev, blue: cs["127.0.0.4"].dev, both: cs["127.0.0.5"].dev})
 }
 
 // TestFakeRetagSets runs the re-tag scenario through device sets on the
 // fake fabric.
 func TestFakeRetagSets(t *testing.T) {
-	red, blue := record.ZoneRT(testASN, "red"), record.ZoneRT(testASN, "blue")
-	_, _, cs := fakeStar(t, map[string][]record.RouteTarget{"127.0.0.2": nil, "127.0.0.3": {red}, "127.0.0.4": {blue}, "127.0.0.5": {red, blue}})
+	red, blue := record.ZoneRT(bgptest.ASN, "red"), record.ZoneRT(bgptest.ASN, "blue")
+	cs := fakeStar(t, map[string][]record.RouteTarget{"127.0.0.2": nil, "127.0.0.3": {red}, "127.0.0.4": {blue}, "127.0.0.5": {red, blue}})
 	testRetagSets(t, cs["127.0.0.2"], 0x7f000002, retagViews{red: cs["127.0.0.3"].dev, blue: cs["127.0.0.4"].dev, both: cs["127.0.0.5"].dev})
 }
 
 // testRetagGap shows the speaker-level behaviour that DevicePublisher works
 // around: the same key published again with a route target the receiver
 // does not want leaves the receiver with the old value.
-func testRetagGap(t *testing.T, a RecordPublisher, sw inof.RouterID, redOnly *recordView) {
+func testRetagGap(t *testing.T, a RecordPublisher, sw inof.RouterID, redOnly *bgptest.RecordView) {
 	t.Helper()
 	ctx := context.Background()
-	red, blue := record.ZoneRT(testASN, "red"), record.ZoneRT(testASN, "blue")
-	rec := device(sw, 10)
+	red, blue := record.ZoneRT(bgptest.ASN, "red"), record.ZoneRT(bgptest.ASN, "blue")
+	rec := bgptest.Device(sw, 10)
 	if err := a.Publish(ctx, rec, red); err != nil {
 		t.Fatal(err)
 	}
@@ -361,21 +356,21 @@ func testRetagGap(t *testing.T, a RecordPublisher, sw inof.RouterID, redOnly *re
 	if err := a.Publish(ctx, &moved, blue); err != nil {
 		t.Fatal(err)
 	}
-	marker := device(sw, 11)
+	marker := bgptest.Device(sw, 11)
 	if err := a.Publish(ctx, marker, red); err != nil {
 		t.Fatal(err)
 	}
-	redOnly.waitFor(t, "marker", hasKey(marker.Key()))
-	got, ok := redOnly.get(rec.Key())
+	redOnly.WaitFor(t, "marker", bgptest.HasKey(marker.Key()))
+	got, ok := redOnly.Get(rec.Key())
 	if d, isDev := got.Record.(*record.Device); !ok || !isDev || d.Device.Port != rec.Device.Port {
 		t.Fatalf("red-only receiver: %+v %v (the speaker is expected to leave the old value)", got, ok)
 	}
 }
 
 func TestFakeRetagGap(t *testing.T) {
-	red := record.ZoneRT(testASN, "red")
-	_, _, cs := fakeStar(t, map[string][]record.RouteTarget{"127.0.0.2": nil, "127.0.0.3": {red}})
-	testRetagGap(t, cs["127.0.0.2"], 0x7f000002, cs["127.0.0.3"].view)
+	red := record.ZoneRT(bgptest.ASN, "red")
+	cs := fakeStar(t, map[string][]record.RouteTarget{"127.0.0.2": nil, "127.0.0.3": {red}})
+	testRetagGap(t, cs["127.0.0.2"], 0x7f000002, cs["127.0.0.3"].View)
 }
 
 // TestFakeRepublishAfterRestart: a switch agent that restarts republishes
@@ -385,14 +380,14 @@ func TestFakeRetagGap(t *testing.T) {
 // the old one, active, for ever.
 func TestFakeRepublishAfterRestart(t *testing.T) {
 	ctx := context.Background()
-	red, blue := record.ZoneRT(testASN, "red"), record.ZoneRT(testASN, "blue")
-	_, _, cs := fakeStar(t, map[string][]record.RouteTarget{"127.0.0.2": nil, "127.0.0.3": {red}})
+	red, blue := record.ZoneRT(bgptest.ASN, "red"), record.ZoneRT(bgptest.ASN, "blue")
+	cs := fakeStar(t, map[string][]record.RouteTarget{"127.0.0.2": nil, "127.0.0.3": {red}})
 	sp, redOnly := cs["127.0.0.2"], cs["127.0.0.3"].dev
 	before, err := NewDevicePublisher(DevicePublisherOptions{Speaker: sp})
 	if err != nil {
 		t.Fatal(err)
 	}
-	rec := *device(0x7f000002, 1)
+	rec := *bgptest.Device(0x7f000002, 1)
 	if err := before.Publish(ctx, rec, red); err != nil {
 		t.Fatal(err)
 	}

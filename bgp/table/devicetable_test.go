@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/openinof/inof/bgp"
+	"github.com/openinof/inof/bgp/bgptest"
 	"github.com/openinof/inof/bgp/record"
 	"github.com/openinof/inof/inof"
 )
@@ -50,7 +51,7 @@ func TestDeviceTableSetValues(t *testing.T) {
 			const sw = inof.RouterID(0x7f000002)
 			tb := NewDeviceTable(DeviceTableOptions{MaxDevices: 4, Decoded: c.decoded})
 			dev := func(i int, epoch uint64, st inof.State) record.Device {
-				d := *device(sw, i)
+				d := *bgptest.Device(sw, i)
 				d.Epoch, d.State = epoch, st
 				if st != inof.StateActive {
 					d.Reason = inof.ReasonLinkDown
@@ -124,7 +125,7 @@ func TestDeviceTableAcrossFormats(t *testing.T) {
 func testDeviceTableAcrossFormats(t *testing.T, opts DeviceTableOptions) {
 	const sw = inof.RouterID(0x7f000002)
 	tb := NewDeviceTable(opts)
-	d := *device(sw, 1)
+	d := *bgptest.Device(sw, 1)
 	d.Epoch = 7
 	own := d
 	own.AccessPort = "swp9"
@@ -164,7 +165,7 @@ func TestDecodedTableDecodesOnce(t *testing.T) {
 		return bgp.RecordEvent{Key: k, Record: got}
 	}
 	dev := func(i int, epoch uint64, st inof.State) *record.Device {
-		d := device(sw, i)
+		d := bgptest.Device(sw, i)
 		d.Epoch, d.State = epoch, st
 		return d
 	}

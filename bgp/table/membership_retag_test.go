@@ -4,6 +4,7 @@ import (
 	"context"
 	"testing"
 
+	"github.com/openinof/inof/bgp/bgptest"
 	"github.com/openinof/inof/bgp/record"
 )
 
@@ -18,14 +19,14 @@ import (
 // (TestPrivSoakRetagWhileUnsubscribing shows that in the soak's fabric).
 func TestRetagKeepsOldMembershipGoBGP(t *testing.T) {
 	ctx := context.Background()
-	x, y := record.ZoneRT(testASN, "x"), record.ZoneRT(testASN, "y")
+	x, y := record.ZoneRT(bgptest.ASN, "x"), record.ZoneRT(bgptest.ASN, "y")
 	_, cs, dvs := realStar(t, nil, []record.RouteTarget{x, y})
 	a, b, bv := cs[0], cs[1], dvs[1]
 	pub, err := NewDevicePublisher(DevicePublisherOptions{Speaker: a})
 	if err != nil {
 		t.Fatal(err)
 	}
-	rec, marker := *device(routerID(a), 1), *device(routerID(a), 2)
+	rec, marker := *bgptest.Device(a.RouterID(), 1), *bgptest.Device(a.RouterID(), 2)
 	if err := pub.Publish(ctx, rec, x); err != nil {
 		t.Fatal(err)
 	}

@@ -8,13 +8,14 @@ import (
 	"time"
 
 	"github.com/openinof/inof/bgp"
+	"github.com/openinof/inof/bgp/bgptest"
 	"github.com/openinof/inof/bgp/record"
 	"github.com/openinof/inof/inof"
 )
 
 // fabric2 is two reflectors (one cluster) and two clients peering with both.
 type fabric2 struct {
-	r1, r2, a, b *node
+	r1, r2, a, b *bgptest.Node
 	rep1, rep2   *ConfigReplicator
 	zone         record.RouteTarget
 }
@@ -23,31 +24,31 @@ func newFabric2(t *testing.T) *fabric2 {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	cluster := addr("127.0.0.100")
+	cluster := bgptest.Addr("127.0.0.100")
 	f := &fabric2{
-		r1:   startReflector(t, addr("127.0.0.1"), bgp.Options{ClusterID: cluster}),
-		r2:   startReflector(t, addr("127.0.0.4"), bgp.Options{ClusterID: cluster}),
-		a:    startClient(t, addr("127.0.0.2"), bgp.Options{}),
-		b:    startClient(t, addr("127.0.0.3"), bgp.Options{}),
-		zone: record.ZoneRT(testASN, "prod"),
+		r1:   bgptest.StartReflector(t, bgptest.Addr("127.0.0.1"), bgp.Options{ClusterID: cluster}),
+		r2:   bgptest.StartReflector(t, bgptest.Addr("127.0.0.4"), bgp.Options{ClusterID: cluster}),
+		a:    bgptest.StartClient(t, bgptest.Addr("127.0.0.2"), bgp.Options{}),
+		b:    bgptest.StartClient(t, bgptest.Addr("127.0.0.3"), bgp.Options{}),
+		zone: record.ZoneRT(bgptest.ASN, "prod"),
 	}
-	peerReflectors(t, f.r1, f.r2)
-	for _, r := range []*node{f.r1, f.r2} {
-		connect(t, r, f.a, nil)
-		connect(t, r, f.b, nil)
+	bgptest.PeerReflectors(t, f.r1, f.r2)
+	for _, r := range []*bgptest.Node{f.r1, f.r2} {
+		bgptest.Connect(t, r, f.a, nil)
+		bgptest.Connect(t, r, f.b, nil)
 	}
-	for _, c := range []*node{f.a, f.b} {
-		for _, rt := range []record.RouteTarget{f.zone, record.ConfigRT(testASN)} {
+	for _, c := range []*bgptest.Node{f.a, f.b} {
+		for _, rt := range []record.RouteTarget{f.zone, record.ConfigRT(bgptest.ASN)} {
 			if err := c.Subscribe(ctx, rt); err != nil {
 				t.Fatal(err)
 			}
 		}
 	}
 	for _, p := range []struct {
-		r   *node
+		r   *bgptest.Node
 		rep **ConfigReplicator
 	}{{f.r1, &f.rep1}, {f.r2, &f.rep2}} {
-		rep, err := NewConfigReplicator(ReplicatorOptions{Speaker: p.r.GoBGP, RouterID: routerID(p.r), RT: record.ConfigRT(testASN)})
+		rep, err := NewConfigReplicator(ReplicatorOptions{Speaker: p.r.GoBGP, RouterID: p.r.RouterID(), RT: record.ConfigRT(bgptest.ASN)})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -56,22 +57,20 @@ func newFabric2(t *testing.T) *fabric2 {
 		}
 		*p.rep = rep
 	}
-	waitEstablished(t, f.r1, 3)
-	waitEstablished(t, f.r2, 3)
-	waitEstablished(t, f.a, 2)
-	waitEstablished(t, f.b, 2)
+	bgptest.WaitEstablished(t, f.r1, 3)
+	bgptest.WaitEstablished(t, f.r2, 3)
+	bgptest.WaitEstablished(t, f.a, 2)
+	bgptest.WaitEstablished(t, f.b, 2)
 	return f
 }
 
-// configAt returns the newest version of an object among the copies a node
-// holds.
-func configAt(v *recordView, obj record.ConfigObject) (record.Config, bool) {
+// configAt returns the newest version of an object among the copies of
+// it in records (a view's).
+func configAt(records map[string]bgp.RecordEvent, obj record.ConfigObject) (record.Config, bool) {
 	cv := NewConfigView()
-	v.mu.Lock()
-	for _, e := range v.records {
+	for _, e := range records {
 		cv.Apply(e)
 	}
-	v.mu.Unlock()
 	for _, c := range cv.Objects() {
 		if c.Object() == obj {
 			return c, true
@@ -80,11 +79,10 @@ func configAt(v *recordView, obj record.ConfigObject) (record.Config, bool) {
 	return record.Config{}, false
 }
 
-func hasVersion(v *recordView, obj record.ConfigObject, gen uint64) func(map[string]bgp.RecordEvent) bool {
-	return func(map[string]bgp.RecordEvent) bool {
-		v.mu.Unlock()
-		defer v.mu.Lock()
-		c, ok := configAt(v, obj)
+// hasVersion is a wait condition: the newest copy of obj is at gen.
+func hasVersion(obj record.ConfigObject, gen uint64) func(map[string]bgp.RecordEvent) bool {
+	return func(m map[string]bgp.RecordEvent) bool {
+		c, ok := configAt(m, obj)
 		return ok && c.Gen == gen
 	}
 }
@@ -102,31 +100,31 @@ func TestTwoReflectors(t *testing.T) {
 	obj := record.ConfigObject{Kind: 2, Name: "prod"}
 	clock := inof.NewClock(nil)
 	gen1 := clock.Next()
-	if _, err := f.rep1.Put(ctx, record.Config{Kind: 2, Name: "prod", Gen: gen1, Writer: routerID(f.r1), Payload: []byte("v1")}); err != nil {
+	if _, err := f.rep1.Put(ctx, record.Config{Kind: 2, Name: "prod", Gen: gen1, Writer: f.r1.RouterID(), Payload: []byte("v1")}); err != nil {
 		t.Fatal(err)
 	}
-	for _, n := range []*node{f.a, f.b} {
-		n.view.waitFor(t, "config v1 at client", hasVersion(n.view, obj, gen1))
+	for _, n := range []*bgptest.Node{f.a, f.b} {
+		n.View.WaitFor(t, "config v1 at client", hasVersion(obj, gen1))
 	}
 	waitObject(t, f.rep2, obj, gen1)
 	gen2 := clock.Next()
-	if _, err := f.rep2.Put(ctx, record.Config{Kind: 2, Name: "prod", Gen: gen2, Writer: routerID(f.r2), Deleted: true}); err != nil {
+	if _, err := f.rep2.Put(ctx, record.Config{Kind: 2, Name: "prod", Gen: gen2, Writer: f.r2.RouterID(), Deleted: true}); err != nil {
 		t.Fatal(err)
 	}
 	waitObject(t, f.rep1, obj, gen2)
-	for _, n := range []*node{f.a, f.b} {
-		n.view.waitFor(t, "tombstone at client", hasVersion(n.view, obj, gen2))
+	for _, n := range []*bgptest.Node{f.a, f.b} {
+		n.View.WaitFor(t, "tombstone at client", hasVersion(obj, gen2))
 	}
 	// An old copy offered again loses against the tombstone.
-	if took, _ := f.rep1.Put(ctx, record.Config{Kind: 2, Name: "prod", Gen: gen1, Writer: routerID(f.r1)}); took {
+	if took, _ := f.rep1.Put(ctx, record.Config{Kind: 2, Name: "prod", Gen: gen1, Writer: f.r1.RouterID()}); took {
 		t.Fatal("old version replaced the tombstone")
 	}
 
 	// What b receives from each reflector (Adj-RIB-In).
-	rx := map[netip.Addr]*recordView{f.r1.addr: newRecordView(), f.r2.addr: newRecordView()}
+	rx := map[netip.Addr]*bgptest.RecordView{f.r1.Addr: bgptest.NewRecordView(), f.r2.Addr: bgptest.NewRecordView()}
 	if err := f.b.WatchReceived(ctx, func(e bgp.RecordEvent) {
 		if v := rx[e.Source]; v != nil {
-			v.apply(e)
+			v.Apply(e)
 		}
 	}); err != nil {
 		t.Fatal(err)
@@ -135,7 +133,7 @@ func TestTwoReflectors(t *testing.T) {
 	// Device records from a reach b through both reflectors.
 	const n = 50
 	for i := range n {
-		if err := f.a.Publish(ctx, device(routerID(f.a), i), f.zone); err != nil {
+		if err := f.a.Publish(ctx, bgptest.Device(f.a.RouterID(), i), f.zone); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -150,22 +148,20 @@ func TestTwoReflectors(t *testing.T) {
 			return c == want
 		}
 	}
-	for _, nd := range []*node{f.b, f.r1, f.r2} {
-		nd.view.waitFor(t, "50 devices", allAt(n))
+	for _, nd := range []*bgptest.Node{f.b, f.r1, f.r2} {
+		nd.View.WaitFor(t, "50 devices", allAt(n))
 	}
-	for _, r := range []*node{f.r1, f.r2} {
-		r.view.mu.Lock()
-		for _, e := range r.view.records {
-			if _, ok := e.Record.(*record.Device); ok && e.Source != f.a.addr {
-				t.Errorf("reflector %s holds a device record from %s: records crossed reflectors", r.addr, e.Source)
+	for _, r := range []*bgptest.Node{f.r1, f.r2} {
+		for _, e := range r.View.Records() {
+			if _, ok := e.Record.(*record.Device); ok && e.Source != f.a.Addr {
+				t.Errorf("reflector %s holds a device record from %s: records crossed reflectors", r.Addr, e.Source)
 			}
 		}
-		r.view.mu.Unlock()
 	}
 
 	// 200 add/withdraw cycles, then a marker: nothing of the cycles stays.
 	for i := range 200 {
-		d := device(routerID(f.a), 1000+i)
+		d := bgptest.Device(f.a.RouterID(), 1000+i)
 		if err := f.a.Publish(ctx, d, f.zone); err != nil {
 			t.Fatal(err)
 		}
@@ -173,14 +169,14 @@ func TestTwoReflectors(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	marker := device(routerID(f.a), 5000)
+	marker := bgptest.Device(f.a.RouterID(), 5000)
 	if err := f.a.Publish(ctx, marker, f.zone); err != nil {
 		t.Fatal(err)
 	}
-	for _, nd := range []*node{f.b, f.r1, f.r2} {
+	for _, nd := range []*bgptest.Node{f.b, f.r1, f.r2} {
 		// Settles at exactly the 50 records and the marker; a ghost of a
 		// cycle would keep the count above that until the wait gives up.
-		nd.view.waitFor(t, "marker and no ghosts", func(m map[string]bgp.RecordEvent) bool {
+		nd.View.WaitFor(t, "marker and no ghosts", func(m map[string]bgp.RecordEvent) bool {
 			_, ok := m[string(marker.Key())]
 			return ok && allAt(n+1)(m)
 		})
@@ -190,12 +186,12 @@ func TestTwoReflectors(t *testing.T) {
 	// records keep flowing through r2.
 	stable := [][]byte{marker.Key()}
 	for i := range n {
-		stable = append(stable, device(routerID(f.a), i).Key())
+		stable = append(stable, bgptest.Device(f.a.RouterID(), i).Key())
 	}
 	// Both reflectors' copies of every stable record are at b before r1
 	// goes (a copy still in flight from r2 would make a withdraw legitimate).
-	for _, r := range []*node{f.r1, f.r2} {
-		rx[r.addr].waitFor(t, "copies from both reflectors at b", func(m map[string]bgp.RecordEvent) bool {
+	for _, r := range []*bgptest.Node{f.r1, f.r2} {
+		rx[r.Addr].WaitFor(t, "copies from both reflectors at b", func(m map[string]bgp.RecordEvent) bool {
 			for _, k := range stable {
 				if _, ok := m[string(k)]; !ok {
 					return false
@@ -204,38 +200,38 @@ func TestTwoReflectors(t *testing.T) {
 			return true
 		})
 	}
-	before := withdrawsOf(f.b.view, stable)
+	before := f.b.View.WithdrawsOf(stable)
 	f.r1.Stop()
 	// Wait until b has processed the loss of r1: every record's best path
 	// is then r2's copy (those via r1 moved in the same step that would
 	// have withdrawn them).
-	waitState(t, f.b, f.r1.addr, func(s bgp.SessionState) bool { return s != bgp.StateEstablished })
-	f.b.view.waitFor(t, "b's records via r2 only", func(m map[string]bgp.RecordEvent) bool {
+	bgptest.WaitState(t, f.b, f.r1.Addr, func(s bgp.SessionState) bool { return s != bgp.StateEstablished })
+	f.b.View.WaitFor(t, "b's records via r2 only", func(m map[string]bgp.RecordEvent) bool {
 		for _, k := range stable {
-			if e, ok := m[string(k)]; ok && e.Source != f.r2.addr {
+			if e, ok := m[string(k)]; ok && e.Source != f.r2.Addr {
 				return false
 			}
 		}
 		return true
 	})
-	more := device(routerID(f.a), 6000)
+	more := bgptest.Device(f.a.RouterID(), 6000)
 	if err := f.a.Publish(ctx, more, f.zone); err != nil {
 		t.Fatal(err)
 	}
-	f.b.view.waitFor(t, "record via r2", allAt(n+2))
-	after := withdrawsOf(f.b.view, stable)
+	f.b.View.WaitFor(t, "record via r2", allAt(n+2))
+	after := f.b.View.WithdrawsOf(stable)
 	for k, w := range before {
 		if after[k] != w {
 			t.Fatalf("b saw a withdraw of %x after r1 stopped", k)
 		}
 	}
-	if c, ok := configAt(f.b.view, obj); !ok || c.Gen != gen2 {
+	if c, ok := configAt(f.b.View.Records(), obj); !ok || c.Gen != gen2 {
 		t.Fatalf("configuration lost with r1: %+v %v", c, ok)
 	}
 	if err := f.a.Withdraw(ctx, more.Key()); err != nil {
 		t.Fatal(err)
 	}
-	f.b.view.waitFor(t, "withdraw via r2", allAt(n+1))
+	f.b.View.WaitFor(t, "withdraw via r2", allAt(n+1))
 }
 
 func waitObject(t *testing.T, rep *ConfigReplicator, obj record.ConfigObject, gen uint64) {
@@ -250,15 +246,4 @@ func waitObject(t *testing.T, rep *ConfigReplicator, obj record.ConfigObject, ge
 		time.Sleep(5 * time.Millisecond)
 	}
 	t.Fatalf("object %v generation %d never adopted: %+v", obj, gen, rep.Objects())
-}
-
-// withdrawsOf counts the withdraw events seen so far for keys.
-func withdrawsOf(v *recordView, keys [][]byte) map[string]int {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	out := map[string]int{}
-	for _, k := range keys {
-		out[string(k)] = v.byKey[string(k)]
-	}
-	return out
 }

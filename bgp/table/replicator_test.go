@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/openinof/inof/bgp"
+	"github.com/openinof/inof/bgp/bgptest"
 	"github.com/openinof/inof/bgp/record"
 	"github.com/openinof/inof/inof"
 )
@@ -24,7 +25,7 @@ func (c *fakeClock) Set(t time.Time) { c.mu.Lock(); c.now = t; c.mu.Unlock() }
 // clocks, and a client subscribed to the configuration route target.
 type fakeReflectors struct {
 	f              *bgp.FakeFabric
-	r1, r2, client *fnode
+	r1, r2, client *bgptest.FakeNode
 	rep1, rep2     *ConfigReplicator
 	clk1, clk2     *fakeClock
 }
@@ -35,25 +36,25 @@ func newFakeReflectors(t *testing.T, start time.Time) *fakeReflectors {
 	t.Cleanup(cancel)
 	f := bgp.NewFakeFabric()
 	x := &fakeReflectors{f: f, clk1: &fakeClock{now: start}, clk2: &fakeClock{now: start},
-		r1: newFakeNode(t, f, "127.0.0.1", bgp.Options{Role: bgp.RoleReflector}),
-		r2: newFakeNode(t, f, "127.0.0.4", bgp.Options{Role: bgp.RoleReflector})}
-	x.client = newFakeNode(t, f, "127.0.0.2", bgp.Options{})
-	for _, p := range []struct{ a, b *fnode }{{x.r1, x.r2}, {x.r2, x.r1}} {
-		if err := p.a.AddNeighbor(ctx, bgp.Neighbor{Address: p.b.addr, PeerReflector: true}); err != nil {
+		r1: bgptest.NewFakeNode(t, f, "127.0.0.1", bgp.Options{Role: bgp.RoleReflector}),
+		r2: bgptest.NewFakeNode(t, f, "127.0.0.4", bgp.Options{Role: bgp.RoleReflector})}
+	x.client = bgptest.NewFakeNode(t, f, "127.0.0.2", bgp.Options{})
+	for _, p := range []struct{ a, b *bgptest.FakeNode }{{x.r1, x.r2}, {x.r2, x.r1}} {
+		if err := p.a.AddNeighbor(ctx, bgp.Neighbor{Address: p.b.Addr, PeerReflector: true}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	fakeConnect(t, x.r1, x.client, nil)
-	fakeConnect(t, x.r2, x.client, nil)
-	if err := x.client.Subscribe(ctx, record.ConfigRT(testASN)); err != nil {
+	bgptest.FakeConnect(t, x.r1, x.client, nil)
+	bgptest.FakeConnect(t, x.r2, x.client, nil)
+	if err := x.client.Subscribe(ctx, record.ConfigRT(bgptest.ASN)); err != nil {
 		t.Fatal(err)
 	}
 	for _, p := range []struct {
-		r   *fnode
+		r   *bgptest.FakeNode
 		clk *fakeClock
 		rep **ConfigReplicator
 	}{{x.r1, x.clk1, &x.rep1}, {x.r2, x.clk2, &x.rep2}} {
-		rep, err := NewConfigReplicator(ReplicatorOptions{Speaker: p.r, RouterID: ridOf(p.r.addr), RT: record.ConfigRT(testASN), Now: p.clk.Now,
+		rep, err := NewConfigReplicator(ReplicatorOptions{Speaker: p.r, RouterID: bgptest.RouterID(p.r.Addr), RT: record.ConfigRT(bgptest.ASN), Now: p.clk.Now,
 			RetryEvery: 10 * time.Millisecond})
 		if err != nil {
 			t.Fatal(err)
@@ -86,14 +87,14 @@ func TestReplicatorPrunesTombstones(t *testing.T) {
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	x := newFakeReflectors(t, t0)
 	obj := record.ConfigObject{Kind: 2, Name: "old", Part: 1}
-	tomb := record.Config{Kind: 2, Name: "old", Part: 1, Gen: inof.GenerationAt(t0), Writer: ridOf(x.r1.addr), Deleted: true}
+	tomb := record.Config{Kind: 2, Name: "old", Part: 1, Gen: inof.GenerationAt(t0), Writer: bgptest.RouterID(x.r1.Addr), Deleted: true}
 	if took, err := x.rep1.Put(ctx, tomb); !took || err != nil {
 		t.Fatalf("put: %v %v", took, err)
 	}
 	waitObject(t, x.rep2, obj, tomb.Gen)
 	k1 := tomb
-	k1.Reflector = ridOf(x.r1.addr)
-	x.client.view.waitFor(t, "r1's tombstone at the client", hasKey(k1.Key()))
+	k1.Reflector = bgptest.RouterID(x.r1.Addr)
+	x.client.View.WaitFor(t, "r1's tombstone at the client", bgptest.HasKey(k1.Key()))
 
 	// Not yet expired: nothing to prune.
 	x.clk1.Set(t0.Add(inof.TombstoneLifetime))
@@ -104,17 +105,17 @@ func TestReplicatorPrunesTombstones(t *testing.T) {
 	if n, err := x.rep1.Prune(ctx); n != 1 || err != nil {
 		t.Fatalf("prune: %d %v", n, err)
 	}
-	x.client.view.waitFor(t, "r1's tombstone withdrawn", func(m map[string]bgp.RecordEvent) bool { return !hasKey(k1.Key())(m) })
+	x.client.View.WaitFor(t, "r1's tombstone withdrawn", func(m map[string]bgp.RecordEvent) bool { return !bgptest.HasKey(k1.Key())(m) })
 
 	// r2 (its clock behind) still carries its copy and offers it again
 	// when the reflectors' session comes back: r1 refuses it.
-	x.f.Cut(x.r1.addr, x.r2.addr)
-	x.f.Mend(x.r1.addr, x.r2.addr)
+	x.f.Cut(x.r1.Addr, x.r2.Addr)
+	x.f.Mend(x.r1.Addr, x.r2.Addr)
 	waitStats(t, "expired tombstone refused", func() bool { return x.rep1.Stats().Expired >= 1 })
 	if objs := x.rep1.Objects(); len(objs) != 0 {
 		t.Fatalf("r1 re-adopted the pruned tombstone: %+v", objs)
 	}
-	if x.client.view.has(k1.Key()) {
+	if x.client.View.Has(k1.Key()) {
 		t.Fatal("r1 re-originated the pruned tombstone")
 	}
 	// A local Put of an expired tombstone (a store not pruned yet) is ignored.
@@ -133,8 +134,8 @@ func TestReplicatorRefusesFutureGenerations(t *testing.T) {
 	ctx := context.Background()
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	x := newFakeReflectors(t, t0)
-	far := record.Config{Kind: 2, Name: "far", Gen: inof.GenerationAt(t0.Add(inof.MaxGenerationSkew + time.Minute)), Writer: ridOf(x.r2.addr)}
-	near := record.Config{Kind: 2, Name: "near", Gen: inof.GenerationAt(t0.Add(time.Minute)), Writer: ridOf(x.r2.addr)}
+	far := record.Config{Kind: 2, Name: "far", Gen: inof.GenerationAt(t0.Add(inof.MaxGenerationSkew + time.Minute)), Writer: bgptest.RouterID(x.r2.Addr)}
+	near := record.Config{Kind: 2, Name: "near", Gen: inof.GenerationAt(t0.Add(time.Minute)), Writer: bgptest.RouterID(x.r2.Addr)}
 	for _, c := range []record.Config{far, near} {
 		if _, err := x.rep2.Put(ctx, c); err != nil {
 			t.Fatal(err)
@@ -153,13 +154,13 @@ func TestReplicatorRefusesFutureGenerations(t *testing.T) {
 	// Each side's view of the other: r1 hears r2 originate both parts,
 	// the newest from the future, refused and held back; r2 hears r1
 	// carry only near, so r1 lacks one of r2's parts.
-	r1, r2 := ridOf(x.r1.addr), ridOf(x.r2.addr)
+	r1, r2 := bgptest.RouterID(x.r1.Addr), bgptest.RouterID(x.r2.Addr)
 	waitStats(t, "r1 carrying near at r2", func() bool {
 		ps := mustPeers(t, x.rep2)
 		return len(ps) == 1 && ps[0].Parts == 1
 	})
 	p1, p2 := mustPeers(t, x.rep1), mustPeers(t, x.rep2)
-	if len(p1) != 1 || p1[0].Session != "established" || p1[0].RouterID != r2 || p1[0].Address != x.r2.addr || p1[0].Parts != 2 || p1[0].Newest != far.Gen ||
+	if len(p1) != 1 || p1[0].Session != "established" || p1[0].RouterID != r2 || p1[0].Address != x.r2.Addr || p1[0].Parts != 2 || p1[0].Newest != far.Gen ||
 		p1[0].NewestWriter != r2 || p1[0].Future < 1 || p1[0].Deferred != 1 || p1[0].Behind != 0 {
 		t.Fatalf("r1's view of r2: %+v", p1)
 	}
@@ -189,12 +190,12 @@ func TestReplicatorAdoptsOnlyFromPeerReflectors(t *testing.T) {
 	ctx := context.Background()
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	x := newFakeReflectors(t, t0)
-	forged := record.Config{Reflector: ridOf(x.r2.addr), Kind: 2, Name: "injected", Gen: inof.GenerationAt(t0),
-		Writer: ridOf(x.r2.addr), Payload: []byte{1}}
-	if err := x.client.Publish(ctx, &forged, record.ConfigRT(testASN)); err != nil {
+	forged := record.Config{Reflector: bgptest.RouterID(x.r2.Addr), Kind: 2, Name: "injected", Gen: inof.GenerationAt(t0),
+		Writer: bgptest.RouterID(x.r2.Addr), Payload: []byte{1}}
+	if err := x.client.Publish(ctx, &forged, record.ConfigRT(bgptest.ASN)); err != nil {
 		t.Fatal(err)
 	}
-	good := record.Config{Kind: 2, Name: "good", Gen: inof.GenerationAt(t0), Writer: ridOf(x.r2.addr)}
+	good := record.Config{Kind: 2, Name: "good", Gen: inof.GenerationAt(t0), Writer: bgptest.RouterID(x.r2.Addr)}
 	if _, err := x.rep2.Put(ctx, good); err != nil {
 		t.Fatal(err)
 	}
@@ -219,7 +220,7 @@ func TestReplicatorWithdrawRemembersVersion(t *testing.T) {
 	ctx := context.Background()
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	x := newFakeReflectors(t, t0)
-	part := record.Config{Kind: 2, Name: "z", Part: 1, Gen: inof.GenerationAt(t0), Writer: ridOf(x.r1.addr)}
+	part := record.Config{Kind: 2, Name: "z", Part: 1, Gen: inof.GenerationAt(t0), Writer: bgptest.RouterID(x.r1.Addr)}
 	if _, err := x.rep1.Put(ctx, part); err != nil {
 		t.Fatal(err)
 	}
@@ -228,17 +229,17 @@ func TestReplicatorWithdrawRemembersVersion(t *testing.T) {
 		t.Fatal(err)
 	}
 	own := part
-	own.Reflector = ridOf(x.r2.addr)
-	x.client.view.waitFor(t, "r2's copy withdrawn", func(m map[string]bgp.RecordEvent) bool { return !hasKey(own.Key())(m) })
+	own.Reflector = bgptest.RouterID(x.r2.Addr)
+	x.client.View.WaitFor(t, "r2's copy withdrawn", func(m map[string]bgp.RecordEvent) bool { return !bgptest.HasKey(own.Key())(m) })
 	if err := x.rep2.Withdraw(ctx, part); err != nil { // not held: nothing to do
 		t.Fatal(err)
 	}
 
 	// r1 offers its copy again (the session comes back): not re-adopted.
 	// A second object sent after it tells when r2 has seen the offer.
-	x.f.Cut(x.r1.addr, x.r2.addr)
-	x.f.Mend(x.r1.addr, x.r2.addr)
-	marker := record.Config{Kind: 2, Name: "marker", Gen: inof.GenerationAt(t0), Writer: ridOf(x.r1.addr)}
+	x.f.Cut(x.r1.Addr, x.r2.Addr)
+	x.f.Mend(x.r1.Addr, x.r2.Addr)
+	marker := record.Config{Kind: 2, Name: "marker", Gen: inof.GenerationAt(t0), Writer: bgptest.RouterID(x.r1.Addr)}
 	if _, err := x.rep1.Put(ctx, marker); err != nil {
 		t.Fatal(err)
 	}
@@ -248,7 +249,7 @@ func TestReplicatorWithdrawRemembersVersion(t *testing.T) {
 			t.Fatalf("withdrawn part adopted again: %+v", c)
 		}
 	}
-	if x.client.view.has(own.Key()) {
+	if x.client.View.Has(own.Key()) {
 		t.Fatal("r2 re-originated the withdrawn part")
 	}
 
@@ -275,7 +276,7 @@ func TestReplicatorStaleWithdrawKeepsNewerCopy(t *testing.T) {
 	ctx := context.Background()
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	x := newFakeReflectors(t, t0)
-	old := record.Config{Kind: 2, Name: "z", Part: 1, Gen: inof.GenerationAt(t0), Writer: ridOf(x.r2.addr)}
+	old := record.Config{Kind: 2, Name: "z", Part: 1, Gen: inof.GenerationAt(t0), Writer: bgptest.RouterID(x.r2.Addr)}
 	if _, err := x.rep2.Put(ctx, old); err != nil {
 		t.Fatal(err)
 	}
@@ -288,7 +289,7 @@ func TestReplicatorStaleWithdrawKeepsNewerCopy(t *testing.T) {
 	if held.Gen != old.Gen {
 		t.Fatalf("r2 does not hold the part: %+v", x.rep2.Objects())
 	}
-	newer := record.Config{Kind: 2, Name: "z", Part: 1, Gen: old.Gen + 1, Writer: ridOf(x.r1.addr), Payload: []byte{1}}
+	newer := record.Config{Kind: 2, Name: "z", Part: 1, Gen: old.Gen + 1, Writer: bgptest.RouterID(x.r1.Addr), Payload: []byte{1}}
 	if _, err := x.rep1.Put(ctx, newer); err != nil {
 		t.Fatal(err)
 	}
@@ -314,14 +315,14 @@ func TestReplicatorStaleWithdrawKeepsNewerCopy(t *testing.T) {
 		t.Fatalf("Put of the version held: took %v, err %v", took, err)
 	}
 	own := newer
-	own.Reflector = ridOf(x.r2.addr)
-	x.client.view.waitFor(t, "r2's copy of the newer version", hasKey(own.Key()))
+	own.Reflector = bgptest.RouterID(x.r2.Addr)
+	x.client.View.WaitFor(t, "r2's copy of the newer version", bgptest.HasKey(own.Key()))
 
 	// Withdrawn at the version held, it goes.
 	if err := x.rep2.Withdraw(ctx, newer); err != nil {
 		t.Fatal(err)
 	}
-	x.client.view.waitFor(t, "r2's copy withdrawn", func(m map[string]bgp.RecordEvent) bool { return !hasKey(own.Key())(m) })
+	x.client.View.WaitFor(t, "r2's copy withdrawn", func(m map[string]bgp.RecordEvent) bool { return !bgptest.HasKey(own.Key())(m) })
 }
 
 func mustPeers(t *testing.T, r *ConfigReplicator) []PeerCopies {

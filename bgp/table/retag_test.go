@@ -6,25 +6,26 @@ import (
 	"testing"
 
 	"github.com/openinof/inof/bgp"
+	"github.com/openinof/inof/bgp/bgptest"
 	"github.com/openinof/inof/bgp/record"
 )
 
 // realStar starts a reflector 127.0.0.1 and clients 127.0.0.2, .3, …, the
 // i-th subscribed to subs[i], each with a device view, and waits for the
 // sessions.
-func realStar(t *testing.T, subs ...[]record.RouteTarget) (*node, []*node, []*deviceView) {
+func realStar(t *testing.T, subs ...[]record.RouteTarget) (*bgptest.Node, []*bgptest.Node, []*deviceView) {
 	t.Helper()
 	ctx := context.Background()
-	r := startReflector(t, addr("127.0.0.1"), bgp.Options{})
-	var cs []*node
+	r := bgptest.StartReflector(t, bgptest.Addr("127.0.0.1"), bgp.Options{})
+	var cs []*bgptest.Node
 	var dvs []*deviceView
 	for i, rts := range subs {
-		c := startClient(t, addr(fmt.Sprintf("127.0.0.%d", i+2)), bgp.Options{})
+		c := bgptest.StartClient(t, bgptest.Addr(fmt.Sprintf("127.0.0.%d", i+2)), bgp.Options{})
 		dv := newDeviceView()
 		if err := c.WatchRecords(ctx, dv.apply); err != nil {
 			t.Fatal(err)
 		}
-		connect(t, r, c, nil)
+		bgptest.Connect(t, r, c, nil)
 		for _, rt := range rts {
 			if err := c.Subscribe(ctx, rt); err != nil {
 				t.Fatal(err)
@@ -33,7 +34,7 @@ func realStar(t *testing.T, subs ...[]record.RouteTarget) (*node, []*node, []*de
 		cs, dvs = append(cs, c), append(dvs, dv)
 	}
 	for _, c := range cs {
-		waitEstablished(t, c, 1)
+		bgptest.WaitEstablished(t, c, 1)
 	}
 	return r, cs, dvs
 }
@@ -43,26 +44,26 @@ func realStar(t *testing.T, subs ...[]record.RouteTarget) (*node, []*node, []*de
 // (inactive with reason zone change, then gone), stays at switches in both
 // zones and reaches blue-only ones.
 func TestRetagGoBGP(t *testing.T) {
-	red, blue := record.ZoneRT(testASN, "red"), record.ZoneRT(testASN, "blue")
+	red, blue := record.ZoneRT(bgptest.ASN, "red"), record.ZoneRT(bgptest.ASN, "blue")
 	_, cs, dvs := realStar(t, nil, []record.RouteTarget{red}, []record.RouteTarget{blue}, []record.RouteTarget{red, blue})
-	testRetag(t, cs[0], routerID(cs[0]), retagViews{red: dvs[1], blue: dvs[2], both: dvs[3]})
+	testRetag(t, cs[0], cs[0].RouterID(), retagViews{red: dvs[1], blue: dvs[2], both: dvs[3]})
 }
 
 // TestRetagSetsGoBGP runs the re-tag scenario through device sets
 // against real GoBGP.
 func TestRetagSetsGoBGP(t *testing.T) {
-	red, blue := record.ZoneRT(testASN, "red"), record.ZoneRT(testASN, "blue")
+	red, blue := record.ZoneRT(bgptest.ASN, "red"), record.ZoneRT(bgptest.ASN, "blue")
 	_, cs, dvs := realStar(t, nil, []record.RouteTarget{red}, []record.RouteTarget{blue}, []record.RouteTarget{red, blue})
-	testRetagSets(t, cs[0], routerID(cs[0]), retagViews{red: dvs[1], blue: dvs[2], both: dvs[3]})
+	testRetagSets(t, cs[0], cs[0].RouterID(), retagViews{red: dvs[1], blue: dvs[2], both: dvs[3]})
 }
 
 // TestRetagGapGoBGP pins the GoBGP behaviour the fake models and
 // DevicePublisher works around: re-publishing a key with a route target a
 // receiver does not want leaves the old value at that receiver.
 func TestRetagGapGoBGP(t *testing.T) {
-	red := record.ZoneRT(testASN, "red")
+	red := record.ZoneRT(bgptest.ASN, "red")
 	_, cs, _ := realStar(t, nil, []record.RouteTarget{red})
-	testRetagGap(t, cs[0], routerID(cs[0]), cs[1].view)
+	testRetagGap(t, cs[0], cs[0].RouterID(), cs[1].View)
 }
 
 // TestSwitchRecordStaysAtReflectorGoBGP: a switch record reaches the
@@ -72,24 +73,24 @@ func TestRetagGapGoBGP(t *testing.T) {
 func TestSwitchRecordStaysAtReflectorGoBGP(t *testing.T) {
 	ctx := context.Background()
 	r, cs, _ := realStar(t, nil, []record.RouteTarget{record.AnyRT})
-	rx := newRecordView()
-	if err := r.WatchReceived(ctx, rx.apply, record.TypeSwitch); err != nil {
+	rx := bgptest.NewRecordView()
+	if err := r.WatchReceived(ctx, rx.Apply, record.TypeSwitch); err != nil {
 		t.Fatal(err)
 	}
-	sw := &record.Switch{Switch: routerID(cs[0]), Reads: record.SwitchReadsDeviceSets}
+	sw := &record.Switch{Switch: cs[0].RouterID(), Reads: record.SwitchReadsDeviceSets}
 	if err := cs[0].Publish(ctx, sw, record.SwitchInfoRT); err != nil {
 		t.Fatal(err)
 	}
-	rx.waitFor(t, "the switch record at the reflector", hasKey(sw.Key()))
-	if got, _ := rx.get(sw.Key()); got.Record.(*record.Switch).Reads != record.SwitchReadsDeviceSets {
+	rx.WaitFor(t, "the switch record at the reflector", bgptest.HasKey(sw.Key()))
+	if got, _ := rx.Get(sw.Key()); got.Record.(*record.Switch).Reads != record.SwitchReadsDeviceSets {
 		t.Fatalf("reflector got %+v", got.Record)
 	}
-	marker := device(routerID(cs[0]), 1)
-	if err := cs[0].Publish(ctx, marker, record.ZoneRT(testASN, "red")); err != nil {
+	marker := bgptest.Device(cs[0].RouterID(), 1)
+	if err := cs[0].Publish(ctx, marker, record.ZoneRT(bgptest.ASN, "red")); err != nil {
 		t.Fatal(err)
 	}
-	cs[1].view.waitFor(t, "the device record at the other client", hasKey(marker.Key()))
-	if cs[1].view.has(sw.Key()) {
+	cs[1].View.WaitFor(t, "the device record at the other client", bgptest.HasKey(marker.Key()))
+	if cs[1].View.Has(sw.Key()) {
 		t.Fatal("the switch record reached another client")
 	}
 }

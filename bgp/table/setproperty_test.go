@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/openinof/inof/bgp/bgptest"
 	"github.com/openinof/inof/bgp/record"
 	"github.com/openinof/inof/inof"
 )
@@ -33,8 +34,8 @@ func (s slowPublisher) Withdraw(ctx context.Context, key []byte) error {
 // propertyFabric is one fake fabric of the property test: a publishing
 // switch and receivers with different subscriptions.
 type propertyFabric struct {
-	pub       *fnode
-	receivers []*fnode
+	pub       *devNode
+	receivers []*devNode
 }
 
 func newPropertyFabric(t *testing.T, subs [][]record.RouteTarget) propertyFabric {
@@ -42,7 +43,7 @@ func newPropertyFabric(t *testing.T, subs [][]record.RouteTarget) propertyFabric
 	for i, rts := range subs {
 		clients[fmt.Sprintf("127.0.0.%d", i+3)] = rts
 	}
-	_, _, cs := fakeStar(t, clients)
+	cs := fakeStar(t, clients)
 	pf := propertyFabric{pub: cs["127.0.0.2"]}
 	for i := range subs {
 		pf.receivers = append(pf.receivers, cs[fmt.Sprintf("127.0.0.%d", i+3)])
@@ -77,7 +78,7 @@ func TestPropertySetsMatchPerDevice(t *testing.T) {
 func runSetProperty(t *testing.T, seed uint64, ops int) SetPublisherStats {
 	ctx := context.Background()
 	rng := rand.New(rand.NewPCG(seed, 26))
-	zones := []record.RouteTarget{record.ZoneRT(testASN, "red"), record.ZoneRT(testASN, "blue"), record.ZoneRT(testASN, "green"), record.ZoneRT(testASN, "yellow")}
+	zones := []record.RouteTarget{record.ZoneRT(bgptest.ASN, "red"), record.ZoneRT(bgptest.ASN, "blue"), record.ZoneRT(bgptest.ASN, "green"), record.ZoneRT(bgptest.ASN, "yellow")}
 	subs := [][]record.RouteTarget{{zones[0]}, {zones[1]}, {zones[0], zones[1]}, {zones[2]}, zones, {record.AnyRT}}
 	per, sets := newPropertyFabric(t, subs), newPropertyFabric(t, subs)
 	const sw = inof.RouterID(0x7f000002)
@@ -103,7 +104,7 @@ func runSetProperty(t *testing.T, seed uint64, ops int) SetPublisherStats {
 	const devices = 14
 	last := map[record.DeviceID]inof.State{} // what each published device was last published as
 	mayVanish := map[record.DeviceID]bool{}
-	marker := *device(sw, 999)
+	marker := *bgptest.Device(sw, 999)
 	checkpoints := 0
 	var splits, merges uint64 // of publishers before a restart
 	var trace []string
@@ -126,7 +127,7 @@ func runSetProperty(t *testing.T, seed uint64, ops int) SetPublisherStats {
 			t.Fatal(err)
 		}
 		for i := range subs {
-			for _, n := range []*fnode{per.receivers[i], sets.receivers[i]} {
+			for _, n := range []*devNode{per.receivers[i], sets.receivers[i]} {
 				n.dev.waitFor(t, "marker", func(tb *DeviceTable) bool {
 					m, ok := tb.Get(marker.ID())
 					return ok && m.Device.Port == marker.Device.Port
@@ -141,7 +142,7 @@ func runSetProperty(t *testing.T, seed uint64, ops int) SetPublisherStats {
 
 	for op := range ops {
 		i := rng.IntN(devices)
-		rec := *device(sw, i)
+		rec := *bgptest.Device(sw, i)
 		id := rec.ID()
 		switch k := rng.IntN(20); {
 		case k < 13: // publish: a state, some zones, strings of some length

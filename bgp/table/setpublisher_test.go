@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/openinof/inof/bgp/bgptest"
 	"github.com/openinof/inof/bgp/record"
 	"github.com/openinof/inof/inof"
 )
@@ -114,9 +115,9 @@ func TestSetPublisherSpacesSends(t *testing.T) {
 	const interval = 20 * time.Millisecond
 	pub, log, clk := spacedPublisher(t, interval)
 	t.Cleanup(pub.Close)
-	red := record.ZoneRT(testASN, "red")
+	red := record.ZoneRT(bgptest.ASN, "red")
 
-	if err := pub.Publish(ctx, *device(sw, 1), red); err != nil {
+	if err := pub.Publish(ctx, *bgptest.Device(sw, 1), red); err != nil {
 		t.Fatal(err)
 	}
 	if got := log.next(t); len(got.Devices) != 1 {
@@ -129,7 +130,7 @@ func TestSetPublisherSpacesSends(t *testing.T) {
 	// 5 ms later, three more devices: the shard waits the 15 ms left.
 	clk.Add(5 * time.Millisecond)
 	for i := 2; i <= 4; i++ {
-		if err := pub.Publish(ctx, *device(sw, i), red); err != nil {
+		if err := pub.Publish(ctx, *bgptest.Device(sw, i), red); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -137,7 +138,7 @@ func TestSetPublisherSpacesSends(t *testing.T) {
 		t.Fatalf("waited %v, want the 15ms left of the interval", d)
 	}
 	log.none(t, "within the interval")
-	if err := pub.Publish(ctx, *device(sw, 5), red); err != nil { // while it waits
+	if err := pub.Publish(ctx, *bgptest.Device(sw, 5), red); err != nil { // while it waits
 		t.Fatal(err)
 	}
 	clk.Add(15 * time.Millisecond)
@@ -154,7 +155,7 @@ func TestSetPublisherSpacesSends(t *testing.T) {
 
 	// A quiet interval later a change goes out at once, without a wait.
 	clk.Add(interval)
-	if err := pub.Publish(ctx, *device(sw, 6), red); err != nil {
+	if err := pub.Publish(ctx, *bgptest.Device(sw, 6), red); err != nil {
 		t.Fatal(err)
 	}
 	if got := log.next(t); len(got.Devices) != 6 {
@@ -172,9 +173,9 @@ func TestSetPublisherSpacesSends(t *testing.T) {
 func TestSetPublisherCloseEndsWait(t *testing.T) {
 	ctx, sw := context.Background(), testSwitch
 	pub, log, clk := spacedPublisher(t, time.Second)
-	red := record.ZoneRT(testASN, "red")
+	red := record.ZoneRT(bgptest.ASN, "red")
 	for i := 1; i <= 2; i++ {
-		if err := pub.Publish(ctx, *device(sw, i), red); err != nil {
+		if err := pub.Publish(ctx, *bgptest.Device(sw, i), red); err != nil {
 			t.Fatal(err)
 		}
 		if i == 1 {
@@ -186,7 +187,7 @@ func TestSetPublisherCloseEndsWait(t *testing.T) {
 	if err := pub.Flush(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if err := pub.Publish(ctx, *device(sw, 3), red); err != ErrPublisherClosed {
+	if err := pub.Publish(ctx, *bgptest.Device(sw, 3), red); err != ErrPublisherClosed {
 		t.Fatalf("publish after close: %v, want ErrPublisherClosed", err)
 	}
 }
@@ -203,17 +204,17 @@ func TestSetPublisherBatch(t *testing.T) {
 	ctx, sw := context.Background(), testSwitch
 	pub, log, clk := spacedPublisher(t, time.Second)
 	t.Cleanup(pub.Close)
-	red, blue := record.ZoneRT(testASN, "red"), record.ZoneRT(testASN, "blue")
+	red, blue := record.ZoneRT(bgptest.ASN, "red"), record.ZoneRT(bgptest.ASN, "blue")
 	pub.Batch(func() {
 		for i := 1; i <= 3; i++ {
-			if err := pub.Publish(ctx, *device(sw, i), red); err != nil {
+			if err := pub.Publish(ctx, *bgptest.Device(sw, i), red); err != nil {
 				t.Fatal(err)
 			}
 			// Nothing goes out while the batch runs.
 			log.none(t, "inside the batch")
 		}
 		pub.Batch(func() { // nested: released with the outer one
-			if err := pub.Publish(ctx, *device(sw, 4), blue); err != nil {
+			if err := pub.Publish(ctx, *bgptest.Device(sw, 4), blue); err != nil {
 				t.Fatal(err)
 			}
 		})
@@ -244,19 +245,19 @@ func TestSetPublisherBatchHoldsWaitingShard(t *testing.T) {
 	ctx, sw := context.Background(), testSwitch
 	pub, log, clk := spacedPublisher(t, time.Second)
 	t.Cleanup(pub.Close)
-	red := record.ZoneRT(testASN, "red")
-	if err := pub.Publish(ctx, *device(sw, 1), red); err != nil {
+	red := record.ZoneRT(bgptest.ASN, "red")
+	if err := pub.Publish(ctx, *bgptest.Device(sw, 1), red); err != nil {
 		t.Fatal(err)
 	}
 	log.next(t)
-	if err := pub.Publish(ctx, *device(sw, 2), red); err != nil {
+	if err := pub.Publish(ctx, *bgptest.Device(sw, 2), red); err != nil {
 		t.Fatal(err)
 	}
 	clk.waitAsked(t) // device 2 waits for the interval
 	pub.Batch(func() {
 		clk.Add(time.Second)
 		clk.fire <- clk.Now() // the interval ends inside the batch
-		if err := pub.Publish(ctx, *device(sw, 3), red); err != nil {
+		if err := pub.Publish(ctx, *bgptest.Device(sw, 3), red); err != nil {
 			t.Fatal(err)
 		}
 		log.none(t, "inside the batch")

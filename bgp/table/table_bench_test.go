@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/openinof/inof/bgp"
+	"github.com/openinof/inof/bgp/bgptest"
 	"github.com/openinof/inof/bgp/record"
 	"github.com/openinof/inof/inof"
 )
@@ -14,7 +15,7 @@ import (
 func BenchmarkDeviceTableApply(b *testing.B) {
 	evs := make([]bgp.RecordEvent, 1<<16)
 	for i := range evs {
-		d := device(1, i)
+		d := bgptest.Device(1, i)
 		d.Epoch = 1
 		evs[i] = bgp.RecordEvent{Key: d.Key(), Record: d}
 	}
@@ -43,9 +44,9 @@ func BenchmarkSetRecord(b *testing.B) {
 		b.Fatal(err)
 	}
 	b.Cleanup(pub.Close)
-	ctx, red := context.Background(), record.ZoneRT(testASN, "red")
+	ctx, red := context.Background(), record.ZoneRT(bgptest.ASN, "red")
 	for i := range 40 {
-		if err := pub.Publish(ctx, *device(testSwitch, 40-i), red); err != nil {
+		if err := pub.Publish(ctx, *bgptest.Device(testSwitch, 40-i), red); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -74,7 +75,7 @@ func BenchmarkDeviceTableUpdate(b *testing.B) {
 	const n = 1 << 12
 	evs := make([]bgp.RecordEvent, 2*n)
 	for i := range evs {
-		d := device(1, i%n)
+		d := bgptest.Device(1, i%n)
 		d.Epoch = 1
 		if i >= n {
 			d.State, d.Reason = inof.StateInactive, inof.ReasonLinkDown

@@ -1,0 +1,6 @@
+//go:build race
+
+package bgptest
+
+// raceEnabled: the race detector is on (see SkipUnderRace).
+const raceEnabled = true

@@ -1,6 +1,0 @@
-//go:build !race
-
-package table
-
-// raceEnabled: the race detector is on (see skipUnderRace).
-const raceEnabled = false
