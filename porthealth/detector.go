@@ -3,6 +3,7 @@ package porthealth
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/openinof/inof/inof"
@@ -106,6 +107,12 @@ func DefaultThresholds() Thresholds {
 		MaxFlaps:       3,
 		FlapWindow:     10 * time.Minute,
 	}
+}
+
+// clone copies t with its own Priorities.
+func (t Thresholds) clone() Thresholds {
+	t.Priorities = slices.Clone(t.Priorities)
+	return t
 }
 
 // Validate checks the thresholds against the poll interval: every time
@@ -216,6 +223,27 @@ func NewDetector(th Thresholds) *Detector {
 		d.watch |= 1 << p
 	}
 	return d
+}
+
+// SetThresholds replaces the thresholds (valid ones, see
+// Thresholds.Validate) and keeps every port's state: a sick port stays sick
+// until it recovers under the new ones, runs and windows in progress are
+// judged by them from the next sample. A priority no longer watched drops
+// its pause run, so watched again later it starts afresh.
+func (d *Detector) SetThresholds(th Thresholds) {
+	d.th = th
+	d.watch = 0
+	for _, p := range th.Priorities {
+		d.watch |= 1 << p
+	}
+	for _, ps := range d.ports {
+		for p := range uint8(NumPriorities) {
+			if d.watch&(1<<p) == 0 {
+				ps.storm.have &^= 1 << p
+				ps.storm.rising[p] = time.Time{}
+			}
+		}
+	}
 }
 
 // Forget drops a port's state (it is no longer watched).

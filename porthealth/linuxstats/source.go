@@ -15,6 +15,7 @@ package linuxstats
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/vishvananda/netlink"
@@ -84,6 +85,14 @@ func Open(o Options) (*Source, error) {
 		return nil, fmt.Errorf("linux stats: %w", err)
 	}
 	return &Source{opts: o, nl: nl, eth: eth, ports: map[string]*portStats{}}, nil
+}
+
+// SetPriorities implements porthealth.PrioritySource: the next reads
+// fetch the pause counters of prios (those above 7 are left out); each
+// port's statistics layout is looked up again.
+func (s *Source) SetPriorities(prios []uint8) {
+	s.opts.Priorities = slices.DeleteFunc(slices.Clone(prios), func(p uint8) bool { return p >= porthealth.NumPriorities })
+	clear(s.ports)
 }
 
 // Close closes the sockets.
