@@ -176,6 +176,9 @@ type Event struct {
 	// Capped: the port reached MaxFlaps, so its recovery waits for a clean
 	// flap window (sick events), or waited for one (healthy events).
 	Capped bool
+	// Watch is the sequence number of the Monitor's watch set the event
+	// was decided under (Monitor.Watch); zero from a bare Detector.
+	Watch uint64
 }
 
 // Detector holds the per-port state of both conditions. It is not safe for

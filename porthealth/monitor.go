@@ -89,6 +89,7 @@ type Monitor struct {
 
 	mu      sync.Mutex
 	pending []string // the latest watch set not yet taken by Run
+	seq     uint64   // of the latest Watch
 	tuning  *Tuning  // the latest tuning not yet taken by Run
 	changed chan struct{}
 
@@ -175,14 +176,21 @@ func (m *Monitor) Events() <-chan Event { return m.events }
 
 // Watch sets the ports to watch, replacing the earlier set; Run takes it
 // before its next poll. A port left out loses its state without an event.
-func (m *Monitor) Watch(ports []string) {
+// It returns the set's sequence number (1, 2, ...): events decided under
+// this set or a later one carry at least that number in Event.Watch, so a
+// caller can tell an event still on its way about a port it dropped from
+// one about the port watched again.
+func (m *Monitor) Watch(ports []string) uint64 {
 	m.mu.Lock()
 	m.pending = slices.Clone(ports)
 	if m.pending == nil {
 		m.pending = []string{}
 	}
+	m.seq++
+	seq := m.seq
 	m.mu.Unlock()
 	m.signal()
+	return seq
 }
 
 // Stats returns the counters.
@@ -206,7 +214,7 @@ func (m *Monitor) Run(ctx context.Context) error {
 				m.take(r)
 			default:
 			}
-			if err := m.poll(ctx, r.ports, r.interval); err != nil {
+			if err := m.poll(ctx, r); err != nil {
 				return err
 			}
 		}
@@ -217,6 +225,7 @@ func (m *Monitor) Run(ctx context.Context) error {
 type runState struct {
 	tick     Ticker
 	ports    []string
+	seq      uint64 // of the watch set ports is
 	interval time.Duration
 }
 
@@ -226,10 +235,15 @@ func (m *Monitor) take(r *runState) {
 	m.mu.Lock()
 	ports, t := m.pending, m.tuning
 	m.pending, m.tuning = nil, nil
+	r.seq = m.seq
 	m.mu.Unlock()
 	if ports != nil {
+		keep := make(map[string]bool, len(ports))
+		for _, p := range ports {
+			keep[p] = true
+		}
 		for _, p := range r.ports {
-			if !slices.Contains(ports, p) {
+			if !keep[p] {
 				m.det.Forget(p)
 			}
 		}
@@ -257,7 +271,8 @@ func (m *Monitor) take(r *runState) {
 
 // poll reads the source once (bounded by one interval) and delivers the
 // events; it returns an error only when ctx ended.
-func (m *Monitor) poll(ctx context.Context, ports []string, interval time.Duration) error {
+func (m *Monitor) poll(ctx context.Context, r *runState) error {
+	ports, interval := r.ports, r.interval
 	if len(ports) == 0 {
 		return nil
 	}
@@ -281,6 +296,7 @@ func (m *Monitor) poll(ctx context.Context, ports []string, interval time.Durati
 			continue
 		}
 		for _, ev := range m.det.Observe(now, s) {
+			ev.Watch = r.seq
 			select {
 			case m.events <- ev:
 			case <-ctx.Done():

@@ -131,6 +131,10 @@ func (e *Engine) PortHealth(port string, reason inof.Reason, now time.Time) Outp
 	return e.applyLocal(e.local.PortHealth(port, reason, now))
 }
 
+// PortsChanged returns the access ports that carry a registered device
+// when that set changed since the last call (Local.PortsChanged).
+func (e *Engine) PortsChanged() ([]string, bool) { return e.local.PortsChanged() }
+
 // PortDown handles carrier loss on an access port for the registrations
 // the registration table does not hold: those restored from the state file
 // and not refreshed since (the table reports its own as Unregister).
