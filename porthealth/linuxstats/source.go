@@ -14,6 +14,7 @@ package linuxstats
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -53,6 +54,7 @@ type Source struct {
 	nl    *netlink.Handle
 	eth   *ethtool
 	ports map[string]*portStats // ethtool layout per port
+	links int                   // links in the last dump; 0 before the first
 }
 
 // portStats is where a port's pause counters sit in its ethtool statistics.
@@ -103,14 +105,16 @@ func (s *Source) Close() error {
 
 // Read implements porthealth.Source: one link dump for the error
 // counters, one ethtool read per port for the pause counters.
+//
+// The error counters come from one link dump, or, when the ports are
+// fewer than a quarter of the links the last dump saw, from one link get
+// per port: the kernel builds and we parse every link of a dump (about
+// 12 µs a link), so on a switch of 1,000 ports polling the 40 that carry
+// a device the gets cost a fraction of the dump.
 func (s *Source) Read(_ context.Context, ports []string) ([]porthealth.Sample, error) {
-	links, err := s.nl.LinkList()
+	byName, err := s.linkStats(ports)
 	if err != nil {
-		return nil, fmt.Errorf("linux stats: link dump: %w", err)
-	}
-	byName := make(map[string]*netlink.LinkStatistics, len(links))
-	for _, l := range links {
-		byName[l.Attrs().Name] = l.Attrs().Statistics
+		return nil, err
 	}
 	out := make([]porthealth.Sample, len(ports))
 	for i, name := range ports {
@@ -130,6 +134,35 @@ func (s *Source) Read(_ context.Context, ports []string) ([]porthealth.Sample, e
 		out[i] = smp
 	}
 	return out, nil
+}
+
+// linkStats returns the statistics of ports by name (a port missing has
+// no entry).
+func (s *Source) linkStats(ports []string) (map[string]*netlink.LinkStatistics, error) {
+	byName := make(map[string]*netlink.LinkStatistics, len(ports))
+	if s.links == 0 || 4*len(ports) > s.links {
+		links, err := s.nl.LinkList()
+		if err != nil {
+			return nil, fmt.Errorf("linux stats: link dump: %w", err)
+		}
+		s.links = len(links)
+		for _, l := range links {
+			byName[l.Attrs().Name] = l.Attrs().Statistics
+		}
+		return byName, nil
+	}
+	for _, name := range ports {
+		l, err := s.nl.LinkByName(name)
+		var missing netlink.LinkNotFoundError
+		switch {
+		case errors.As(err, &missing):
+			continue
+		case err != nil:
+			return nil, fmt.Errorf("linux stats: link %s: %w", name, err)
+		}
+		byName[name] = l.Attrs().Statistics
+	}
+	return byName, nil
 }
 
 // RxErrors is the receive error count of a link: rx_errors, or the sum of
