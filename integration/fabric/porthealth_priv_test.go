@@ -4,6 +4,8 @@ package fabric
 
 import (
 	"fmt"
+	"net/netip"
+	"path/filepath"
 	"regexp"
 	"testing"
 	"time"
@@ -135,4 +137,63 @@ func TestPrivPortHealthHostPort(t *testing.T) {
 		t.Errorf("h3 nvme calls %q: no disconnect expected", calls)
 	}
 	report.Record(t, "port-health host port (storm in COUNTERS_DB → the host's switch sends, reason 2)", lat)
+}
+
+// TestPrivPortHealthSnsdHost: nvme-snsd's captured registration and
+// zone query (host-register.pcap, RoCE) replayed on a leaf1 port that
+// leaf1 watches through COUNTERS_DB, a RoCE target on leaf2. The port is
+// reported stormed, then takes 100 input errors: the host is told the
+// target inactive with reason 2, then 3, and active after each recovery,
+// every frame passing nvme-snsd's acceptance rules (snsd-wire.md §5–§6)
+// and ACKed as snsd does.
+func TestPrivPortHealthSnsdHost(t *testing.T) {
+	requireSwitchRole(t)
+	frames, err := readPcap(filepath.Join(captures, "host-register.pcap"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(frames) < 2 || frames[1][22] != 0x23 {
+		t.Fatal("host-register.pcap does not start with snsd's LLDPDU and zone query")
+	}
+	db := topo.StartCountersDB(t)
+	tgtDev := topo.Device{Name: "tgt", NICs: []topo.NIC{{Switch: "leaf2", Role: "target", Protocol: "rdma", Port: 4420, NQN: subNQN}}}
+	snsd := topo.Device{Name: "snsd", Probe: true, NICs: []topo.NIC{{Switch: "leaf1", Address: "10.77.0.2/24", MAC: "a6:b9:d7:5d:f8:ea"}}}
+	spec := topo.Spec{Reflectors: []string{"rr1"}, Switches: []string{"leaf1", "leaf2"},
+		Devices: []topo.Device{tgtDev, snsd}, Passive: []string{"tgt"}}
+	spec.SwitchConfig = func(name string, cfg map[string]any) {
+		if name == "leaf1" {
+			cfg["port_health"] = map[string]any{"source": "sonic", "redis": db.Sock, "error_recovery": "1s"}
+		}
+	}
+	f := topo.Start(t, spec)
+	if err := f.WaitEstablished(wait); err != nil {
+		t.Fatal(err)
+	}
+	leaf1, node := f.Node("leaf1"), f.Node("snsd")
+	p := node.Probe(0)
+	p.SetAutoAck(false)
+	for _, fr := range frames[:2] {
+		if err := p.SendRaw(fr); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := leaf1.WaitMetric(wait, func(v float64) bool { return v == 1 }, "inof_switch_registrations"); err != nil {
+		t.Fatal(err)
+	}
+	tgt := f.Node("tgt")
+	if err := tgt.Start(); err != nil {
+		t.Fatal(err)
+	}
+	db.AddSwitch(leaf1)
+	port := node.Links[0].Port
+	h := &snsdHost{t: t, p: p, ips: []netip.Addr{netip.MustParseAddr("10.77.0.2")}, target: tgt.Links[0].Addr()}
+	h.expect(1, 0)
+	db.SetStormed(port, true)
+	h.expect(0, uint32(inof.ReasonPFCStorm))
+	db.SetStormed(port, false)
+	h.expect(1, 0)
+	db.AddErrors(port, 100)
+	h.expect(0, uint32(inof.ReasonPacketErr))
+	h.expect(1, 0)
+	t.Logf("%d notify frames checked against nvme-snsd's acceptance rules", h.checked)
 }
