@@ -61,11 +61,18 @@ func TestPortHealthReason(t *testing.T) {
 	}
 }
 
-// askSource is a porthealth.Source that serves clean counters and records
-// the ports each read asked for.
+// askSource is a porthealth.Source that serves the receive errors the
+// test sets (zero by default) and records the ports each read asked for.
 type askSource struct {
 	mu    sync.Mutex
 	asked [][]string
+	errs  map[string]uint64
+}
+
+func (s *askSource) setErrors(port string, n uint64) {
+	s.mu.Lock()
+	s.errs[port] = n
+	s.mu.Unlock()
 }
 
 func (s *askSource) Read(_ context.Context, ports []string) ([]porthealth.Sample, error) {
@@ -73,8 +80,10 @@ func (s *askSource) Read(_ context.Context, ports []string) ([]porthealth.Sample
 	s.asked = append(s.asked, slices.Clone(ports))
 	s.mu.Unlock()
 	out := make([]porthealth.Sample, len(ports))
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	for i, p := range ports {
-		out[i] = porthealth.Sample{Port: p, HasErrors: true}
+		out[i] = porthealth.Sample{Port: p, HasErrors: true, Errors: s.errs[p]}
 	}
 	return out, nil
 }
@@ -100,7 +109,7 @@ func (s *askSource) waitAsked(t *testing.T, want ...string) [][]string {
 // TestPortHealthFollowsDevicesAndProfile: on a switch with three access
 // ports, port health polls only the ports that carry a registered device
 // (none before the first registers, the port dropped when its last device
-// leaves), and the thresholds follow the lossless profile the reflector
+// leaves, its sickness with it), and the thresholds follow the lossless profile the reflector
 // publishes, a value set in port_health winning over the profile's; a
 // profile whose watchdog makes them unusable is refused and counted, and
 // those in force stay.
@@ -135,7 +144,7 @@ func TestPortHealthFollowsDevicesAndProfile(t *testing.T) {
 		}
 	}
 
-	src := &askSource{}
+	src := &askSource{errs: map[string]uint64{}}
 	reg := prometheus.NewRegistry()
 	ports := []string{"swp1", "swp2", "swp3"}
 	near, far := memPorts("10.0.0.11", ports...)
@@ -177,9 +186,20 @@ func TestPortHealthFollowsDevicesAndProfile(t *testing.T) {
 		t.Fatalf("after a refused profile: %+v, want %+v", in, want)
 	}
 
-	// The host's port loses carrier: its registration ends, swp2 is dropped.
-	s.links <- l2proto.LinkState{Name: "swp2", Running: false}
-	src.waitAsked(t, "swp3")
+	// The target's port takes 100 receive errors: sick, the host is told
+	// reason 3. Then the port loses carrier: the target's registration
+	// ends, swp3 is dropped and its sick gauge returns to 0.
+	src.setErrors("swp3", 100)
+	host.waitFor("target inactive, packet errors", last(tgt.dev.Addr, inof.StateInactive, inof.ReasonPacketErr))
+	sick := func() float64 {
+		return gatheredWith(t, reg, "inof_switch_port_sick", "port", "swp3", "condition", "packet-errors")
+	}
+	if v := sick(); v != 1 {
+		t.Fatalf("swp3 sick gauge %v, want 1", v)
+	}
+	s.links <- l2proto.LinkState{Name: "swp3", Running: false}
+	src.waitAsked(t, "swp2")
+	waitFor(t, "swp3's sick gauge back to 0", func() bool { return sick() == 0 })
 }
 
 // waitFor polls ok until it holds (a wait, not a bound on how fast).
@@ -197,13 +217,39 @@ func waitFor(t *testing.T, what string, ok func() bool) {
 // gathered is the value of the unlabelled counter name in reg.
 func gathered(t *testing.T, reg *prometheus.Registry, name string) float64 {
 	t.Helper()
+	return gatheredWith(t, reg, name)
+}
+
+// gatheredWith is the value of the counter or gauge name in reg with the
+// labels given as name, value pairs (-1 if there is none).
+func gatheredWith(t *testing.T, reg *prometheus.Registry, name string, labels ...string) float64 {
+	t.Helper()
 	mfs, err := reg.Gather()
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, mf := range mfs {
-		if mf.GetName() == name && len(mf.GetMetric()) == 1 {
-			return mf.GetMetric()[0].GetCounter().GetValue()
+		if mf.GetName() != name {
+			continue
+		}
+	metrics:
+		for _, m := range mf.GetMetric() {
+			have := map[string]string{}
+			for _, lp := range m.GetLabel() {
+				have[lp.GetName()] = lp.GetValue()
+			}
+			if len(have) != len(labels)/2 {
+				continue
+			}
+			for i := 0; i+1 < len(labels); i += 2 {
+				if have[labels[i]] != labels[i+1] {
+					continue metrics
+				}
+			}
+			if g := m.GetGauge(); g != nil {
+				return g.GetValue()
+			}
+			return m.GetCounter().GetValue()
 		}
 	}
 	return -1
