@@ -209,7 +209,8 @@ func (h *portHealth) reason(port string) inof.Reason {
 	return inof.ReasonNone
 }
 
-// start runs the Monitor over the access ports until the agent stops.
+// startPortHealth runs the Monitor, over the access ports that carry a
+// device (followPorts), until the agent stops.
 func (a *Agent) startPortHealth() {
 	h := a.health
 	if h == nil {
