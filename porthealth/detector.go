@@ -3,6 +3,7 @@ package porthealth
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/openinof/inof/inof"
@@ -108,6 +109,12 @@ func DefaultThresholds() Thresholds {
 	}
 }
 
+// clone copies t with its own Priorities.
+func (t Thresholds) clone() Thresholds {
+	t.Priorities = slices.Clone(t.Priorities)
+	return t
+}
+
 // Validate checks the thresholds against the poll interval: every time
 // must be positive and the detection time and the error window at least
 // one poll interval, since a storm or a rate cannot be seen between polls.
@@ -169,6 +176,9 @@ type Event struct {
 	// Capped: the port reached MaxFlaps, so its recovery waits for a clean
 	// flap window (sick events), or waited for one (healthy events).
 	Capped bool
+	// Watch is the sequence number of the Monitor's watch set the event
+	// was decided under (Monitor.Watch); zero from a bare Detector.
+	Watch uint64
 }
 
 // Detector holds the per-port state of both conditions. It is not safe for
@@ -216,6 +226,27 @@ func NewDetector(th Thresholds) *Detector {
 		d.watch |= 1 << p
 	}
 	return d
+}
+
+// SetThresholds replaces the thresholds (valid ones, see
+// Thresholds.Validate) and keeps every port's state: a sick port stays sick
+// until it recovers under the new ones, runs and windows in progress are
+// judged by them from the next sample. A priority no longer watched drops
+// its pause run, so watched again later it starts afresh.
+func (d *Detector) SetThresholds(th Thresholds) {
+	d.th = th
+	d.watch = 0
+	for _, p := range th.Priorities {
+		d.watch |= 1 << p
+	}
+	for _, ps := range d.ports {
+		for p := range uint8(NumPriorities) {
+			if d.watch&(1<<p) == 0 {
+				ps.storm.have &^= 1 << p
+				ps.storm.rising[p] = time.Time{}
+			}
+		}
+	}
 }
 
 // Forget drops a port's state (it is no longer watched).

@@ -9,8 +9,9 @@
 //
 // The Detector is pure: it is fed samples with their time and returns
 // events, so tests drive it on synthetic time. A Monitor polls a Source on
-// a ticker from one goroutine that owns the Detector and delivers events on
-// a channel. Sources read platform counters: porthealth/sonic reads SONiC's
+// a ticker from one goroutine that owns the Detector, takes the ports to
+// watch (Watch) and new thresholds (Tune) as messages before its next poll,
+// and delivers events on a channel. Sources read platform counters: porthealth/sonic reads SONiC's
 // COUNTERS_DB in Redis, porthealth/linuxstats reads netlink and ethtool
 // statistics (docs/switch-agent.md, "Port health").
 package porthealth

@@ -21,6 +21,15 @@ type Source interface {
 	Read(ctx context.Context, ports []string) ([]Sample, error)
 }
 
+// PrioritySource is a Source that reads the pause counters of chosen
+// priorities only. The Monitor's goroutine calls SetPriorities before a
+// read whenever the watched priorities changed (Monitor.Tune), so such a
+// source reads what the thresholds in force watch.
+type PrioritySource interface {
+	Source
+	SetPriorities(prios []uint8)
+}
+
 // Clock is the Monitor's time source; tests drive a fake one.
 type Clock interface {
 	Now() time.Time
@@ -80,7 +89,11 @@ type Monitor struct {
 
 	mu      sync.Mutex
 	pending []string // the latest watch set not yet taken by Run
+	seq     uint64   // of the latest Watch
+	tuning  *Tuning  // the latest tuning not yet taken by Run
 	changed chan struct{}
+
+	inForce atomic.Pointer[Tuning] // what Run polls with
 
 	polls, readErrs, portErrs atomic.Uint64
 }
@@ -105,13 +118,57 @@ func New(opts Options) (*Monitor, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	return &Monitor{
+	m := &Monitor{
 		opts:    opts,
 		det:     NewDetector(opts.Thresholds),
 		events:  make(chan Event, 64),
 		limit:   ratelimit.NewLog(0, opts.Clock.Now),
 		changed: make(chan struct{}, 1),
-	}, nil
+	}
+	m.inForce.Store(&Tuning{Interval: opts.Interval, Thresholds: opts.Thresholds.clone()})
+	if ps, ok := opts.Source.(PrioritySource); ok {
+		ps.SetPriorities(slices.Clone(opts.Thresholds.Priorities))
+	}
+	return m, nil
+}
+
+// Tuning is a poll interval with the thresholds it is used with.
+type Tuning struct {
+	Interval   time.Duration
+	Thresholds Thresholds
+}
+
+// Tune replaces the poll interval and the thresholds; Run takes them
+// before its next poll, as it takes a watch set. Values Thresholds.Validate
+// refuses are returned as an error and change nothing. The ports keep their
+// state: a sick port stays sick until it recovers under the new thresholds,
+// and a storm run or an error window in progress is judged by them from
+// the next poll (Detector.SetThresholds).
+func (m *Monitor) Tune(t Tuning) error {
+	if err := t.Thresholds.Validate(t.Interval); err != nil {
+		return fmt.Errorf("porthealth: %w", err)
+	}
+	t.Thresholds = t.Thresholds.clone()
+	m.mu.Lock()
+	m.tuning = &t
+	m.mu.Unlock()
+	m.signal()
+	return nil
+}
+
+// InForce returns the interval and thresholds Run polls with now (those
+// of New until Run took a Tune).
+func (m *Monitor) InForce() Tuning {
+	t := *m.inForce.Load()
+	t.Thresholds = t.Thresholds.clone()
+	return t
+}
+
+func (m *Monitor) signal() {
+	select {
+	case m.changed <- struct{}{}:
+	default:
+	}
 }
 
 // Events delivers the port events. Run blocks while it is full.
@@ -119,17 +176,21 @@ func (m *Monitor) Events() <-chan Event { return m.events }
 
 // Watch sets the ports to watch, replacing the earlier set; Run takes it
 // before its next poll. A port left out loses its state without an event.
-func (m *Monitor) Watch(ports []string) {
+// It returns the set's sequence number (1, 2, ...): events decided under
+// this set or a later one carry at least that number in Event.Watch, so a
+// caller can tell an event still on its way about a port it dropped from
+// one about the port watched again.
+func (m *Monitor) Watch(ports []string) uint64 {
 	m.mu.Lock()
 	m.pending = slices.Clone(ports)
 	if m.pending == nil {
 		m.pending = []string{}
 	}
+	m.seq++
+	seq := m.seq
 	m.mu.Unlock()
-	select {
-	case m.changed <- struct{}{}:
-	default:
-	}
+	m.signal()
+	return seq
 }
 
 // Stats returns the counters.
@@ -139,53 +200,84 @@ func (m *Monitor) Stats() Stats {
 
 // Run polls until ctx ends and returns ctx's error. Only one Run may run.
 func (m *Monitor) Run(ctx context.Context) error {
-	tick := m.opts.Clock.NewTicker(m.opts.Interval)
-	defer tick.Stop()
-	var ports []string
+	r := &runState{tick: m.opts.Clock.NewTicker(m.opts.Interval), interval: m.opts.Interval}
+	defer func() { r.tick.Stop() }()
 	for {
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-m.changed:
-			ports = m.take(ports)
-		case <-tick.C():
-			select { // a Watch made before this tick applies to it
+			m.take(r)
+		case <-r.tick.C():
+			select { // a Watch or Tune made before this tick applies to it
 			case <-m.changed:
-				ports = m.take(ports)
+				m.take(r)
 			default:
 			}
-			if err := m.poll(ctx, ports); err != nil {
+			if err := m.poll(ctx, r); err != nil {
 				return err
 			}
 		}
 	}
 }
 
-// take installs the pending watch set and forgets the ports it dropped.
-func (m *Monitor) take(old []string) []string {
+// runState is what Run owns besides the detector.
+type runState struct {
+	tick     Ticker
+	ports    []string
+	seq      uint64 // of the watch set ports is
+	interval time.Duration
+}
+
+// take installs the pending watch set, forgetting the ports it dropped,
+// and the pending tuning, restarting the ticker if the interval changed.
+func (m *Monitor) take(r *runState) {
 	m.mu.Lock()
-	ports := m.pending
-	m.pending = nil
+	ports, t := m.pending, m.tuning
+	m.pending, m.tuning = nil, nil
+	r.seq = m.seq
 	m.mu.Unlock()
-	if ports == nil {
-		return old
-	}
-	for _, p := range old {
-		if !slices.Contains(ports, p) {
-			m.det.Forget(p)
+	if ports != nil {
+		keep := make(map[string]bool, len(ports))
+		for _, p := range ports {
+			keep[p] = true
 		}
+		for _, p := range r.ports {
+			if !keep[p] {
+				m.det.Forget(p)
+			}
+		}
+		r.ports = ports
 	}
-	return ports
+	if t == nil {
+		return
+	}
+	old := m.inForce.Load()
+	if t.Interval != old.Interval {
+		r.tick.Stop()
+		r.tick = m.opts.Clock.NewTicker(t.Interval)
+	}
+	r.interval = t.Interval
+	if ps, ok := m.opts.Source.(PrioritySource); ok && !slices.Equal(t.Thresholds.Priorities, old.Thresholds.Priorities) {
+		ps.SetPriorities(slices.Clone(t.Thresholds.Priorities))
+	}
+	m.det.SetThresholds(t.Thresholds)
+	m.inForce.Store(t)
+	m.opts.Logger.Info("port health: thresholds in force", "interval", t.Interval, "priorities", fmt.Sprint(ints(t.Thresholds.Priorities)),
+		"storm_detection", t.Thresholds.StormDetection, "storm_recovery", t.Thresholds.StormRecovery,
+		"error_limit", t.Thresholds.ErrorLimit, "error_window", t.Thresholds.ErrorWindow,
+		"error_recovery", t.Thresholds.ErrorRecovery, "max_flaps", t.Thresholds.MaxFlaps, "flap_window", t.Thresholds.FlapWindow)
 }
 
 // poll reads the source once (bounded by one interval) and delivers the
 // events; it returns an error only when ctx ended.
-func (m *Monitor) poll(ctx context.Context, ports []string) error {
+func (m *Monitor) poll(ctx context.Context, r *runState) error {
+	ports, interval := r.ports, r.interval
 	if len(ports) == 0 {
 		return nil
 	}
 	now := m.opts.Clock.Now() // the samples' time: when the read began
-	rctx, cancel := context.WithTimeout(ctx, m.opts.Interval)
+	rctx, cancel := context.WithTimeout(ctx, interval)
 	samples, err := m.opts.Source.Read(rctx, ports)
 	cancel()
 	if ctx.Err() != nil {
@@ -204,6 +296,7 @@ func (m *Monitor) poll(ctx context.Context, ports []string) error {
 			continue
 		}
 		for _, ev := range m.det.Observe(now, s) {
+			ev.Watch = r.seq
 			select {
 			case m.events <- ev:
 			case <-ctx.Done():
@@ -212,4 +305,13 @@ func (m *Monitor) poll(ctx context.Context, ports []string) error {
 		}
 	}
 	return nil
+}
+
+// ints widens priorities for logs (a []uint8 would print as bytes).
+func ints(ps []uint8) []int {
+	out := make([]int, len(ps))
+	for i, p := range ps {
+		out[i] = int(p)
+	}
+	return out
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/openinof/inof/inof"
 	"github.com/openinof/inof/l2proto"
 	"github.com/openinof/inof/lossless"
+	"github.com/openinof/inof/porthealth"
 	"github.com/openinof/inof/zones"
 )
 
@@ -46,6 +47,10 @@ type Config struct {
 	// InterfaceAddrs returns an access port's addresses (nil: the
 	// system's), announced for the discovery controller's referrals.
 	InterfaceAddrs func(port string) ([]netip.Prefix, error)
+	// HealthSource, when set, is the port health source in place of the
+	// one port_health.source names (tests); port health then runs
+	// whatever the source option says.
+	HealthSource porthealth.Source
 }
 
 // Agent is inofd --role switch: the access ports' registrations, the
@@ -144,7 +149,7 @@ func New(cfg Config) (*Agent, error) {
 		}
 	}
 	var err error
-	if a.health, err = newPortHealth(cfg.Options.PortHealth, cfg.Logger, cfg.Registry); err != nil {
+	if a.health, err = newPortHealth(cfg.Options.PortHealth, cfg.HealthSource, cfg.Logger, cfg.Registry); err != nil {
 		return nil, fmt.Errorf("switchagent: %w", err)
 	}
 	if a.disc, err = newDiscovery(a, cfg); err != nil {
@@ -399,9 +404,11 @@ func (a *Agent) apply(ctx context.Context, out Output) {
 	}
 	if a.notices.on {
 		a.notices.ns = append(a.notices.ns, out.Notices...)
+		a.followPorts()
 		return
 	}
 	a.sendNotices(out.Notices)
+	a.followPorts()
 }
 
 // holdNotices holds the notices back until sendHeld (a batch of records).

@@ -22,6 +22,7 @@ import (
 	"github.com/openinof/inof/inof"
 	"github.com/openinof/inof/l2proto"
 	"github.com/openinof/inof/lossless"
+	"github.com/openinof/inof/porthealth"
 )
 
 const testASN = 65000
@@ -196,6 +197,14 @@ func runSwitch(t *testing.T, f *bgp.FakeFabric, reflector netip.Addr, id, stateD
 func runSwitchLogged(t *testing.T, f *bgp.FakeFabric, reflector netip.Addr, id, stateDir string, reg *prometheus.Registry,
 	log *slog.Logger, edit func(*Options), links map[string]l2proto.Link) *testSwitch {
 	t.Helper()
+	return runSwitchHealth(t, f, reflector, id, stateDir, reg, log, edit, links, nil)
+}
+
+// runSwitchHealth is runSwitchLogged with health as the port health
+// source (nil: none unless the options name one).
+func runSwitchHealth(t *testing.T, f *bgp.FakeFabric, reflector netip.Addr, id, stateDir string, reg *prometheus.Registry,
+	log *slog.Logger, edit func(*Options), links map[string]l2proto.Link, health porthealth.Source) *testSwitch {
+	t.Helper()
 	sp, err := f.NewSpeaker(bgp.Options{Role: bgp.RoleClient, ASN: testASN, RouterID: netip.MustParseAddr(id)})
 	if err != nil {
 		t.Fatal(err)
@@ -219,8 +228,9 @@ func runSwitchLogged(t *testing.T, f *bgp.FakeFabric, reflector netip.Addr, id, 
 			}
 			return nil, fmt.Errorf("no link %s", p)
 		},
-		WatchStray: func(ctx context.Context, _ func(string, []byte)) error { <-ctx.Done(); return nil },
-		WatchLinks: s.watchLinks})
+		WatchStray:   func(ctx context.Context, _ func(string, []byte)) error { <-ctx.Done(); return nil },
+		WatchLinks:   s.watchLinks,
+		HealthSource: health})
 	if err != nil {
 		t.Fatal(err)
 	}

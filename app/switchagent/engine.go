@@ -69,8 +69,14 @@ type Engine struct {
 	// host sends right after the LLDPDU that registered it asks for what
 	// that registration already told it (StartQuery).
 	greeted map[netip.Addr]bool
-	tally   *tally // zones of the active local devices
-	subs    []string
+	// sick holds the local hosts whose every registration here is on a
+	// sick access port, with the port's reason: told every target through
+	// that port is inactive with the reason, they are told nothing while
+	// sick and every usable target again at recovery (docs/switch-agent.md,
+	// "Port health").
+	sick  map[netip.Addr]inof.Reason
+	tally *tally // zones of the local devices that hold theirs (holdsZones)
+	subs  []string
 	// retiring holds remote devices whose record was retired for a zone
 	// change while they were active (see retired): they stay as they were
 	// until their new epoch arrives or RetireGrace ends.
@@ -106,7 +112,7 @@ func NewEngine(self inof.RouterID, holdDown time.Duration, cfg *zones.Config) (*
 	}
 	return &Engine{self: self, local: NewLocal(holdDown), targets: NewTargets(), plan: NewPlanner(),
 		ix: ix, hosts: map[netip.Addr]string{}, away: map[netip.Addr]bool{}, greeted: map[netip.Addr]bool{},
-		tally: newTally(), subs: []string{},
+		sick: map[netip.Addr]inof.Reason{}, tally: newTally(), subs: []string{},
 		retiring: map[netip.Addr]retiringDevice{}, clock: time.Now}, nil
 }
 
@@ -130,6 +136,10 @@ func (e *Engine) Unregister(port string, addr netip.Addr, reason inof.Reason, no
 func (e *Engine) PortHealth(port string, reason inof.Reason, now time.Time) Output {
 	return e.applyLocal(e.local.PortHealth(port, reason, now))
 }
+
+// PortsChanged returns the access ports that carry a registered device
+// when that set changed since the last call (Local.PortsChanged).
+func (e *Engine) PortsChanged() ([]string, bool) { return e.local.PortsChanged() }
 
 // PortDown handles carrier loss on an access port for the registrations
 // the registration table does not hold: those restored from the state file
@@ -194,8 +204,17 @@ func (e *Engine) applyLocal(as []Action) Output {
 			greet = e.away[r.Device.Addr] || (!had && !e.plan.Known(r.Device.Addr))
 			e.hosts[r.Device.Addr] = r.AccessPort
 			delete(e.away, r.Device.Addr)
+			delete(e.sick, r.Device.Addr) // recovered: refresh tells it what it may use
 		}
-		if r.State != inof.StateActive {
+		_, registered := e.hosts[r.Device.Addr]
+		switch {
+		case r.State == inof.StateActive:
+		case registered && portSick(r):
+			// A local host on a sick port, still registered: refresh tells
+			// it every target through the port is inactive with the
+			// port's reason, so it fails over to its other NIC.
+			e.sick[r.Device.Addr] = r.Reason
+		default:
 			// The device left: a host among them is told nothing from now
 			// on, above all not its own departure read as zone changes of
 			// every target it saw (it cannot hear them, and nvme-snsd
@@ -208,16 +227,28 @@ func (e *Engine) applyLocal(as []Action) Output {
 			e.greeted[r.Device.Addr] = true
 		}
 		zs := e.zonesOf(r.Device)
-		e.tally.set(r.Device.Addr, zs, r.State == inof.StateActive)
+		e.tally.set(r.Device.Addr, zs, holdsZones(r))
 		out.Publish = append(out.Publish, Publish{Record: r, Zones: Tags(zs)})
 	}
 	out.Subscriptions = e.resubscribe()
 	return out
 }
 
+// portSick reports whether local record r is inactive because its ports
+// are sick (reason 2 or 3, Local.PortHealth): its registration stays.
+func portSick(r inof.Report) bool {
+	return r.State == inof.StateInactive && (r.Reason == inof.ReasonPFCStorm || r.Reason == inof.ReasonPacketErr)
+}
+
+// holdsZones reports whether local record r keeps its zones subscribed:
+// while active, and while inactive on a sick port (still registered, it
+// will be active again without a new subscription).
+func holdsZones(r inof.Report) bool { return r.State == inof.StateActive || portSick(r) }
+
 func (e *Engine) forgetHost(addr netip.Addr) {
 	delete(e.hosts, addr)
 	delete(e.greeted, addr)
+	delete(e.sick, addr)
 	e.plan.Forget(addr)
 }
 
@@ -249,7 +280,7 @@ func (e *Engine) retally() { e.tally = e.tallyBy(e.zonesOf) }
 func (e *Engine) tallyBy(zonesOf func(inof.Device) []string) *tally {
 	t := newTally()
 	for _, r := range e.local.Published() {
-		t.set(r.Device.Addr, zonesOf(r.Device), r.State == inof.StateActive)
+		t.set(r.Device.Addr, zonesOf(r.Device), holdsZones(r))
 	}
 	return t
 }
@@ -327,8 +358,13 @@ func (e *Engine) refreshFrom(addr netip.Addr, goneWhy inof.Reason, mayWait bool)
 	var out Output
 	if _, local := e.hosts[addr]; local && e.plan.Known(addr) {
 		// A local host whose own record changed (its NQN, say) may now be
-		// in other zones: look at everything it sees.
-		out.Notices = append(out.Notices, e.portNotices(e.plan.Reconcile(addr, e.usable(addr), why))...)
+		// in other zones: look at everything it sees. One on a sick port
+		// may use nothing through it, for the port's reason.
+		hostWhy := why
+		if reason, sick := e.sick[addr]; sick {
+			hostWhy = func(netip.Addr) inof.Reason { return reason }
+		}
+		out.Notices = append(out.Notices, e.portNotices(e.plan.Reconcile(addr, e.usable(addr), hostWhy))...)
 	}
 	usableTarget := present && cur.State == inof.StateActive && cur.Device.Role.IsTarget()
 	for _, host := range e.concerned(addr, usableTarget) {
@@ -463,9 +499,12 @@ func (e *Engine) Resync() Output {
 	return out
 }
 
-// usable returns the targets host may use now.
+// usable returns the targets host may use now: none through a sick port.
 func (e *Engine) usable(host netip.Addr) map[netip.Addr]inof.Device {
 	out := map[netip.Addr]inof.Device{}
+	if _, sick := e.sick[host]; sick {
+		return out
+	}
 	for t := range e.ix.Targets(host) {
 		out[t.Addr] = t
 	}

@@ -266,3 +266,50 @@ func TestEngineRetiredEpochOfAHiddenTarget(t *testing.T) {
 		inactive("swp1", hostA, tgt1, inof.ReasonZoneChange))
 	notices(t, "end of the grace: already told", e.Tick(now.Add(RetireGrace)))
 }
+
+// TestEngineHostOnSickPort: a local host whose port turns sick is told
+// every target it was told active is inactive with the port's reason (the
+// paths through that port: it fails them over to its other NIC), is told
+// nothing while sick (a new target, its own query, a second reason), keeps
+// its zones subscribed, and is told every usable target active at
+// recovery. The same address also registered on a healthy port is told
+// nothing: a notification names a path by the two addresses, not a port.
+func TestEngineHostOnSickPort(t *testing.T) {
+	e := newEngine(t, nil)
+	e.Register(registration("swp1", hostA, at(0)), at(0))
+	e.ZoneQuery(hostA.Addr)
+	for _, tg := range []inof.Device{tgt1, tgt2} {
+		e.Record(inof.Report{Switch: remote, Device: tg, Status: inof.Status{State: inof.StateActive, Changed: at(1)}})
+	}
+	out := e.PortHealth("swp1", inof.ReasonPFCStorm, at(2))
+	notices(t, "storm on the host's port", out,
+		inactive("swp1", hostA, tgt1, inof.ReasonPFCStorm), inactive("swp1", hostA, tgt2, inof.ReasonPFCStorm))
+	if len(out.Publish) != 1 || out.Publish[0].Record.State != inof.StateInactive || out.Publish[0].Record.Reason != inof.ReasonPFCStorm {
+		t.Fatalf("published %+v", out.Publish)
+	}
+	if out.Subscriptions != nil {
+		t.Fatalf("a sick host's zones were given up: %v", out.Subscriptions)
+	}
+	tgt3 := tgt2
+	tgt3.Addr = netip.MustParseAddr("10.2.0.3")
+	notices(t, "a target joins while the host is sick",
+		e.Record(inof.Report{Switch: remote, Device: tgt3, Status: inof.Status{State: inof.StateActive, Changed: at(3)}}))
+	notices(t, "the sick host's zone query", e.ZoneQuery(hostA.Addr))
+	notices(t, "errors too", e.PortHealth("swp1", inof.ReasonPacketErr, at(4)))
+	notices(t, "recovery", e.PortHealth("swp1", inof.ReasonNone, at(5)),
+		active("swp1", hostA, tgt1), active("swp1", hostA, tgt2), active("swp1", hostA, tgt3))
+
+	// Sick, then gone: nothing more after the inactive notices.
+	notices(t, "errors", e.PortHealth("swp1", inof.ReasonPacketErr, at(6)),
+		inactive("swp1", hostA, tgt1, inof.ReasonPacketErr), inactive("swp1", hostA, tgt2, inof.ReasonPacketErr),
+		inactive("swp1", hostA, tgt3, inof.ReasonPacketErr))
+	notices(t, "the sick host leaves", e.Unregister("swp1", hostA.Addr, inof.ReasonLinkDown, at(7)))
+	notices(t, "a target leaves after the host", e.Record(inof.Report{Switch: remote, Device: tgt1,
+		Status: inof.Status{State: inof.StateInactive, Reason: inof.ReasonLinkDown, Changed: at(8)}}))
+
+	// One address on two ports, one of them sick: nothing to tell.
+	e.Register(registration("swp2", hostB, at(10)), at(10))
+	e.Register(registration("swp3", hostB, at(10)), at(10))
+	e.ZoneQuery(hostB.Addr)
+	notices(t, "one of two ports of one address sick", e.PortHealth("swp2", inof.ReasonPFCStorm, at(11)))
+}

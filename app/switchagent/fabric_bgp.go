@@ -390,6 +390,7 @@ func (f *bgpFabric) onProfile(c record.Config) {
 	}
 	f.a.profile.Store(&p)
 	f.a.log.Info("lossless profile received", "generation", c.Gen)
+	f.a.followProfile(p)
 }
 
 // nextTick is when a membership no longer wanted is due to go.

@@ -44,6 +44,11 @@ type Local struct {
 	// sick are the access ports in poor health (a PFC storm, receive
 	// errors), with the reason a device on them is published inactive.
 	sick map[string]inof.Reason
+	// regs counts the registrations per access port; a port leaves it
+	// (and sick) with its last registration. portsChanged says a port
+	// came or went since Ports was last asked.
+	regs         map[string]int
+	portsChanged bool
 }
 
 // RestoredTTL is how long a registration restored from the state file
@@ -78,7 +83,43 @@ func NewLocal(holdDown time.Duration) *Local {
 	if holdDown <= 0 {
 		holdDown = DefaultHoldDown
 	}
-	return &Local{holdDown: holdDown, devs: map[netip.Addr]*localDev{}, sick: map[string]inof.Reason{}}
+	return &Local{holdDown: holdDown, devs: map[netip.Addr]*localDev{}, sick: map[string]inof.Reason{}, regs: map[string]int{}}
+}
+
+// addReg counts a registration on port.
+func (l *Local) addReg(port string) {
+	l.regs[port]++
+	if l.regs[port] == 1 {
+		l.portsChanged = true
+	}
+}
+
+// dropReg uncounts a registration on port; the last one takes the port's
+// health with it (its watch stops, and it starts healthy when a device
+// registers again).
+func (l *Local) dropReg(port string) {
+	l.regs[port]--
+	if l.regs[port] <= 0 {
+		delete(l.regs, port)
+		delete(l.sick, port)
+		l.portsChanged = true
+	}
+}
+
+// PortsChanged returns, sorted, the access ports that carry a
+// registration if that set changed since the last call, and nil, false if
+// it did not.
+func (l *Local) PortsChanged() ([]string, bool) {
+	if !l.portsChanged {
+		return nil, false
+	}
+	l.portsChanged = false
+	out := make([]string, 0, len(l.regs))
+	for p := range l.regs {
+		out = append(out, p)
+	}
+	slices.Sort(out)
+	return out, true
 }
 
 // Register records that r.Device is registered on r.AccessPort since
@@ -92,6 +133,9 @@ func (l *Local) Register(r inof.Report, now time.Time) []Action {
 		l.devs[r.Device.Addr] = d
 	}
 	r.Status = inof.Status{State: inof.StateActive}
+	if _, ok := d.ports[r.AccessPort]; !ok {
+		l.addReg(r.AccessPort)
+	}
 	d.ports[r.AccessPort] = r
 	delete(d.restored, r.AccessPort) // the registration table has it now
 	return l.republish(d, inof.ReasonNone, now)
@@ -108,6 +152,7 @@ func (l *Local) Unregister(port string, addr netip.Addr, reason inof.Reason, now
 		return nil
 	}
 	delete(d.ports, port)
+	l.dropReg(port)
 	delete(d.restored, port)
 	return l.republish(d, reason, now)
 }
@@ -131,8 +176,12 @@ func (l *Local) PortDown(port string, now time.Time) []Action {
 // what to publish: a device registered only on sick ports is published
 // inactive with the reason while its registration stays (no hold-down),
 // and active again when one of its ports is healthy.
+//
+// A port without registrations is not watched: a late event about it (the
+// last device left while the event was on its way) is ignored, so the
+// next device on it starts healthy.
 func (l *Local) PortHealth(port string, reason inof.Reason, now time.Time) []Action {
-	if l.sick[port] == reason {
+	if l.sick[port] == reason || l.regs[port] == 0 {
 		return nil
 	}
 	if reason == inof.ReasonNone {
@@ -290,6 +339,7 @@ func (l *Local) Restore(rs []inof.Report, expires map[RegistrationKey]time.Time,
 			reg := r
 			reg.Status = inof.Status{State: inof.StateActive}
 			d.ports[r.AccessPort] = reg
+			l.addReg(r.AccessPort)
 			at, ok := expires[RegistrationKey{Port: r.AccessPort, Addr: r.Device.Addr}]
 			if !ok {
 				at = now.Add(RestoredTTL)

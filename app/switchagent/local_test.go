@@ -2,6 +2,7 @@ package switchagent
 
 import (
 	"net/netip"
+	"slices"
 	"testing"
 	"time"
 
@@ -227,14 +228,54 @@ func TestLocalPortHealth(t *testing.T) {
 	if a.Record.State != inof.StateActive || a.Record.AccessPort != "swp2" {
 		t.Fatalf("with a healthy second port: %+v", a)
 	}
+	// A port without devices is not watched: a late report about it is
+	// ignored, and a device registering there starts active.
 	if as := l.PortHealth("swp3", inof.ReasonPFCStorm, at(8)); len(as) != 0 {
 		t.Fatalf("a port without devices published %+v", as)
+	}
+	third := hostDev
+	third.Addr = netip.MustParseAddr("10.0.0.9")
+	if a := one(t, "register on swp3", l.Register(registration("swp3", third, at(8)), at(8))); a.Record.State != inof.StateActive {
+		t.Fatalf("registered on a port reported sick while it had no device: %+v", a)
 	}
 	// A device registering on a sick port starts inactive.
 	other := hostDev
 	other.Addr = netip.MustParseAddr("10.0.0.8")
-	a = one(t, "register on a sick port", l.Register(registration("swp3", other, at(9)), at(9)))
-	if a.Record.State != inof.StateInactive || a.Record.Reason != inof.ReasonPFCStorm {
+	a = one(t, "register on a sick port", l.Register(registration("swp1", other, at(9)), at(9)))
+	if a.Record.State != inof.StateInactive || a.Record.Reason != inof.ReasonPacketErr {
 		t.Fatalf("registered on a sick port: %+v", a)
 	}
+}
+
+// TestLocalPorts: the ports carrying a registration, and whether they
+// changed; the last registration leaving a sick port takes its sickness
+// with it.
+func TestLocalPorts(t *testing.T) {
+	l := NewLocal(30 * time.Second)
+	expect := func(what string, want []string, changed bool) {
+		t.Helper()
+		got, ch := l.PortsChanged()
+		if !slices.Equal(got, want) || ch != changed {
+			t.Fatalf("%s: ports %v changed %v, want %v %v", what, got, ch, want, changed)
+		}
+	}
+	expect("empty", nil, false)
+	other := hostDev
+	other.Addr = netip.MustParseAddr("10.0.0.8")
+	l.Register(registration("swp2", hostDev, at(0)), at(0))
+	l.Register(registration("swp1", other, at(0)), at(0))
+	expect("two ports", []string{"swp1", "swp2"}, true)
+	l.Register(registration("swp1", hostDev, at(1)), at(1))
+	l.Register(registration("swp1", hostDev, at(1)), at(2)) // a refresh
+	expect("a second registration on swp1", nil, false)
+	one(t, "swp1 sick", l.PortHealth("swp1", inof.ReasonPFCStorm, at(3))) // other: inactive
+	l.Unregister("swp1", other.Addr, inof.ReasonLinkDown, at(4))
+	expect("one of two left swp1", nil, false)
+	l.Unregister("swp1", hostDev.Addr, inof.ReasonLinkDown, at(5))
+	expect("the last left swp1", []string{"swp2"}, true)
+	// swp1 forgot its storm: a device registering there is active.
+	if a := one(t, "back on swp1", l.Register(registration("swp1", other, at(6)), at(6))); a.Record.State != inof.StateActive {
+		t.Fatalf("a device on a port whose last device had left while sick: %+v", a)
+	}
+	expect("back on swp1", []string{"swp1", "swp2"}, true)
 }

@@ -77,53 +77,67 @@ func TestPrivSnsdCapturedHost(t *testing.T) {
 	}
 	tl := tgt.Links[0]
 
-	// expect reads notify frames until one carries want's state, checking
-	// every frame and ACKing it as snsd would.
-	checked := 0
-	expect := func(state, reason uint32) {
-		t.Helper()
-		deadline := time.Now().Add(wait)
-		for {
-			r, ok := p.Next(time.Until(deadline))
-			if !ok {
-				t.Fatalf("no notification with state %d from leaf2", state)
+	h := &snsdHost{t: t, p: p, ips: hostIP, target: tl.Addr()}
+	h.expect(1, 0)
+	tl.Cut(t)
+	h.expect(0, uint32(inof.ReasonLinkDown))
+	t.Logf("%d notify frames checked against nvme-snsd's acceptance rules", h.checked)
+}
+
+// snsdHost reads notify frames at a probe as nvme-snsd would: every frame
+// must pass its acceptance rules (snsd-wire.md §5–§6) with nothing
+// dropped, be of version 1 with exactly sub-TLVs 1,2,5,6,7,8, and name
+// target as a RoCE target on port 4420; each is ACKed as snsd does.
+type snsdHost struct {
+	t       *testing.T
+	p       *topo.Probe
+	ips     []netip.Addr // the host's own addresses
+	target  netip.Addr
+	checked int // notify frames checked
+}
+
+// expect reads notify frames until one carries state, which must come
+// with reason.
+func (h *snsdHost) expect(state, reason uint32) {
+	t := h.t
+	t.Helper()
+	deadline := time.Now().Add(wait)
+	for {
+		r, ok := h.p.Next(time.Until(deadline))
+		if !ok {
+			t.Fatalf("no notification with state %d", state)
+		}
+		if len(r.Raw) < 23 || binary.BigEndian.Uint16(r.Raw[12:]) != 0x88A7 || r.Raw[22]&0x3F != 0x21 {
+			continue // not a notification (an echo of our own frames is never read)
+		}
+		ns, dropped, err := snsdAccept(r.Raw, h.ips)
+		if err != nil || len(dropped) > 0 {
+			t.Fatalf("nvme-snsd would drop this frame (%v; dropped roots %v):\n% x", err, dropped, r.Raw)
+		}
+		for _, n := range ns {
+			if n.Version != 1 || !slices.Equal(n.Types, []uint8{1, 2, 5, 6, 7, 8}) {
+				t.Errorf("notification version %d sub-TLVs %v, want version 1 and exactly 1,2,5,6,7,8", n.Version, n.Types)
 			}
-			if len(r.Raw) < 23 || binary.BigEndian.Uint16(r.Raw[12:]) != 0x88A7 || r.Raw[22]&0x3F != 0x21 {
-				continue // not a notification (an echo of our own frames is never read)
+			if n.Target != h.target || n.Role != uint8(inof.RoleTarget) || n.Protocol != uint8(inof.ProtocolRoCE) || n.Port != 4420 {
+				t.Errorf("notification %+v, want target %s role 1 protocol 1 port 4420", n, h.target)
 			}
-			ns, dropped, err := snsdAccept(r.Raw, hostIP)
-			if err != nil || len(dropped) > 0 {
-				t.Fatalf("nvme-snsd would drop this frame (%v; dropped roots %v):\n% x", err, dropped, r.Raw)
+			if n.State > 1 {
+				t.Errorf("state %d: snsd acts on 0 and 1 only", n.State)
 			}
-			for _, n := range ns {
-				if n.Version != 1 || !slices.Equal(n.Types, []uint8{1, 2, 5, 6, 7, 8}) {
-					t.Errorf("notification version %d sub-TLVs %v, want version 1 and exactly 1,2,5,6,7,8", n.Version, n.Types)
+		}
+		h.checked++
+		if err := h.p.SendRaw(snsdACK(h.p.MAC(), ns)); err != nil {
+			t.Fatal(err)
+		}
+		for _, n := range ns {
+			if n.State == state {
+				if n.Reason != reason {
+					t.Fatalf("state %d with reason %d, want %d", state, n.Reason, reason)
 				}
-				if n.Target != tl.Addr() || n.Role != uint8(inof.RoleTarget) || n.Protocol != uint8(inof.ProtocolRoCE) || n.Port != 4420 {
-					t.Errorf("notification %+v, want target %s role 1 protocol 1 port 4420", n, tl.Addr())
-				}
-				if n.State > 1 {
-					t.Errorf("state %d: snsd acts on 0 and 1 only", n.State)
-				}
-			}
-			checked++
-			if err := p.SendRaw(snsdACK(p.MAC(), ns)); err != nil {
-				t.Fatal(err)
-			}
-			for _, n := range ns {
-				if n.State == state {
-					if n.Reason != reason {
-						t.Fatalf("state %d with reason %d, want %d", state, n.Reason, reason)
-					}
-					return
-				}
+				return
 			}
 		}
 	}
-	expect(1, 0)
-	tl.Cut(t)
-	expect(0, uint32(inof.ReasonLinkDown))
-	t.Logf("%d notify frames checked against nvme-snsd's acceptance rules", checked)
 }
 
 // TestPrivLinkDownLatency measures, over 200 trials, the time from setting

@@ -14,7 +14,9 @@ package linuxstats
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/vishvananda/netlink"
@@ -52,6 +54,7 @@ type Source struct {
 	nl    *netlink.Handle
 	eth   *ethtool
 	ports map[string]*portStats // ethtool layout per port
+	links int                   // links in the last dump; 0 before the first
 }
 
 // portStats is where a port's pause counters sit in its ethtool statistics.
@@ -86,6 +89,14 @@ func Open(o Options) (*Source, error) {
 	return &Source{opts: o, nl: nl, eth: eth, ports: map[string]*portStats{}}, nil
 }
 
+// SetPriorities implements porthealth.PrioritySource: the next reads
+// fetch the pause counters of prios (those above 7 are left out); each
+// port's statistics layout is looked up again.
+func (s *Source) SetPriorities(prios []uint8) {
+	s.opts.Priorities = slices.DeleteFunc(slices.Clone(prios), func(p uint8) bool { return p >= porthealth.NumPriorities })
+	clear(s.ports)
+}
+
 // Close closes the sockets.
 func (s *Source) Close() error {
 	s.nl.Close()
@@ -94,14 +105,16 @@ func (s *Source) Close() error {
 
 // Read implements porthealth.Source: one link dump for the error
 // counters, one ethtool read per port for the pause counters.
+//
+// The error counters come from one link dump, or, when the ports are
+// fewer than a quarter of the links the last dump saw, from one link get
+// per port: the kernel builds and we parse every link of a dump (about
+// 12 µs a link), so on a switch of 1,000 ports polling the 40 that carry
+// a device the gets cost a fraction of the dump.
 func (s *Source) Read(_ context.Context, ports []string) ([]porthealth.Sample, error) {
-	links, err := s.nl.LinkList()
+	byName, err := s.linkStats(ports)
 	if err != nil {
-		return nil, fmt.Errorf("linux stats: link dump: %w", err)
-	}
-	byName := make(map[string]*netlink.LinkStatistics, len(links))
-	for _, l := range links {
-		byName[l.Attrs().Name] = l.Attrs().Statistics
+		return nil, err
 	}
 	out := make([]porthealth.Sample, len(ports))
 	for i, name := range ports {
@@ -121,6 +134,35 @@ func (s *Source) Read(_ context.Context, ports []string) ([]porthealth.Sample, e
 		out[i] = smp
 	}
 	return out, nil
+}
+
+// linkStats returns the statistics of ports by name (a port missing has
+// no entry).
+func (s *Source) linkStats(ports []string) (map[string]*netlink.LinkStatistics, error) {
+	byName := make(map[string]*netlink.LinkStatistics, len(ports))
+	if s.links == 0 || 4*len(ports) > s.links {
+		links, err := s.nl.LinkList()
+		if err != nil {
+			return nil, fmt.Errorf("linux stats: link dump: %w", err)
+		}
+		s.links = len(links)
+		for _, l := range links {
+			byName[l.Attrs().Name] = l.Attrs().Statistics
+		}
+		return byName, nil
+	}
+	for _, name := range ports {
+		l, err := s.nl.LinkByName(name)
+		var missing netlink.LinkNotFoundError
+		switch {
+		case errors.As(err, &missing):
+			continue
+		case err != nil:
+			return nil, fmt.Errorf("linux stats: link %s: %w", name, err)
+		}
+		byName[name] = l.Attrs().Statistics
+	}
+	return byName, nil
 }
 
 // RxErrors is the receive error count of a link: rx_errors, or the sum of

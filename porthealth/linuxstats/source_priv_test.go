@@ -5,6 +5,7 @@ package linuxstats
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -53,6 +54,21 @@ func TestPrivNetlinkErrors(t *testing.T) {
 	}
 	if got[1].Err == nil || !strings.Contains(got[1].Err.Error(), "nosuch") {
 		t.Fatalf("a missing link read without error: %+v", got[1])
+	}
+	// Ten more links: the second read dumps them all, the third, of two
+	// ports among thirteen links, gets the two links one by one and
+	// reads the same.
+	for i := range 5 {
+		ns.MustIP("link", "add", fmt.Sprintf("phc%d", i), "type", "veth", "peer", "name", fmt.Sprintf("phd%d", i))
+	}
+	for read := range 2 {
+		again, err := src.Read(context.Background(), []string{"phb", "nosuch"})
+		if err != nil || again[0] != got[0] || again[1].Err == nil || again[1].Err.Error() != got[1].Err.Error() {
+			t.Fatalf("read %d: %+v %v, want %+v", read+2, again, err, got)
+		}
+	}
+	if src.links != 13 {
+		t.Fatalf("the last dump saw %d links, want 13", src.links)
 	}
 	// The namespace's own links only: the host's are not visible.
 	var outside *Source

@@ -87,17 +87,30 @@ func Open(o Options) (*Source, error) {
 	if len(o.Priorities) == 0 {
 		o.Priorities = []uint8{3}
 	}
-	s := &Source{prios: o.Priorities, stale: true}
 	for _, p := range o.Priorities {
 		if p >= porthealth.NumPriorities {
 			return nil, fmt.Errorf("sonic counters: priority %d: priorities are 0–7", p)
 		}
-		s.fields = append(s.fields, PFCRxField(p))
 	}
-	s.fields = append(s.fields, InErrors, CRCErrors)
+	s := &Source{stale: true}
+	s.SetPriorities(o.Priorities)
 	s.c = redis.NewClient(&redis.Options{Network: o.Network, Addr: o.Addr, DB: o.DB, Protocol: 2,
 		DisableIdentity: true, PoolSize: 2, MaxRetries: -1})
 	return s, nil
+}
+
+// SetPriorities implements porthealth.PrioritySource: the next reads
+// fetch the pause counters and watchdog queues of prios (those above 7 are
+// left out).
+func (s *Source) SetPriorities(prios []uint8) {
+	s.prios, s.fields = s.prios[:0], s.fields[:0]
+	for _, p := range prios {
+		if p < porthealth.NumPriorities {
+			s.prios = append(s.prios, p)
+			s.fields = append(s.fields, PFCRxField(p))
+		}
+	}
+	s.fields = append(s.fields, InErrors, CRCErrors)
 }
 
 // Close closes the connections.

@@ -155,6 +155,15 @@ func TestReadCountersDB(t *testing.T) {
 		t.Fatalf("Ethernet8 on priorities 3 and 4: %+v, %v", got[0], err)
 	}
 
+	// The lossless priority changed to 5 (a new profile): the source reads
+	// priority 5's counter and queue 5, which has no watchdog status.
+	src.SetPriorities([]uint8{5})
+	got, err = src.Read(ctx, []string{"Ethernet4"})
+	if err != nil || got[0].Err != nil || got[0].PauseValid != 1<<5 || got[0].Pause[5] != 99 || got[0].Pause[3] != 0 || got[0].HasWatchdog {
+		t.Fatalf("Ethernet4 on priority 5: %+v, %v", got[0], err)
+	}
+	src.SetPriorities([]uint8{3})
+
 	// A garbled counter is that port's error, not the read's.
 	k.set(CountersKey+portOID(0), PFCRxField(3), "lots")
 	got, err = src.Read(ctx, []string{"Ethernet0", "Ethernet4"})
