@@ -3,18 +3,14 @@ package vm
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/netip"
-	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"gopkg.in/yaml.v3"
 
 	"github.com/openinof/inof/integration/vm/internal/ctlproto"
-	"github.com/openinof/inof/internal/syncbuf"
 )
 
 // A PathFabric is a whole dual-path NVMe/TCP fabric inside one guest (a
@@ -176,15 +172,9 @@ func StartPathFabric(ctx context.Context, g *Guest, o PathFabricOptions) (*PathF
 	if _, err := g.Sh(ctx, s.String()); err != nil {
 		return nil, fmt.Errorf("vm: path fabric: links: %w", err)
 	}
-	// nvmet in tgt: ip netns exec mounts a fresh sysfs, without configfs.
-	tscript, err := targetScript(Target{NQN: PathFabricNQN, Addrs: []netip.Addr{pathTargetAddr(0), pathTargetAddr(1)},
-		Device: "/dev/ram0"})
-	if err != nil {
-		return nil, err
-	}
-	if _, err := g.Run(ctx, GuestIP, "netns", "exec", "tgt", "sh", "-c",
-		"mount -t configfs none /sys/kernel/config && "+tscript); err != nil {
-		return nil, fmt.Errorf("vm: path fabric: target: %w", err)
+	if err := g.SetupTargetIn(ctx, "tgt", Target{NQN: PathFabricNQN, Addrs: []netip.Addr{pathTargetAddr(0), pathTargetAddr(1)},
+		Device: "/dev/ram0"}); err != nil {
+		return nil, fmt.Errorf("vm: path fabric: %w", err)
 	}
 	configs := map[string]map[string]any{"/etc/inof/host.yaml": p.hostConfig()}
 	if o.Reflector == nil {
@@ -211,14 +201,13 @@ func StartPathFabric(ctx context.Context, g *Guest, o PathFabricOptions) (*PathF
 		}
 	}
 	for k := 1; k <= 2; k++ {
-		// exec keeps the pid: sh's becomes ip's becomes inofd's.
-		script := fmt.Sprintf("setsid sh -c 'echo $$ >%s; exec %s netns exec leaf%d %s --role switch --config /etc/inof/leaf%[3]d.yaml'"+
-			" </dev/null >>/tmp/leaf%[3]d.log 2>&1 &\n", leafPID(k), GuestIP, k, GuestInofd)
+		script := DaemonScript(fmt.Sprintf("leaf%d", k), leafPID(k), fmt.Sprintf("/tmp/leaf%d.log", k),
+			GuestInofd, "--role", "switch", "--config", fmt.Sprintf("/etc/inof/leaf%d.yaml", k))
 		if err := g.WriteFile(ctx, leafStart(k), []byte(script), 0o700); err != nil {
 			return nil, err
 		}
-		script = fmt.Sprintf("setsid sh -c 'echo $$ >%s; exec %s netns exec tgt %s --config /etc/inof/tgt%d.yaml'"+
-			" </dev/null >>/tmp/tgt%[4]d.log 2>&1 &\n", targetPID(k), GuestIP, GuestInofHost, k)
+		script = DaemonScript("tgt", targetPID(k), fmt.Sprintf("/tmp/tgt%d.log", k),
+			GuestInofHost, "--config", fmt.Sprintf("/etc/inof/tgt%d.yaml", k))
 		if err := g.WriteFile(ctx, targetStart(k), []byte(script), 0o700); err != nil {
 			return nil, err
 		}
@@ -246,8 +235,7 @@ func StartPathFabric(ctx context.Context, g *Guest, o PathFabricOptions) (*PathF
 		tgtStart = fmt.Sprintf("sh %s\nsh %s\n", targetStart(1), targetStart(2))
 	}
 	start := fmt.Sprintf("IP=%s\nsh %s\nsh %s\n", GuestIP, leafStart(1), leafStart(2)) +
-		fmt.Sprintf("i=0; until grep -q '%[1]s' /tmp/leaf1.log && grep -q '%[1]s' /tmp/leaf2.log; do\n", ready) +
-		"  i=$((i+1)); [ $i -lt 450 ] || { echo switches did not start; exit 1; }; sleep 0.1\ndone\nsleep 1\n" +
+		WaitLinesScript("switches did not start", ready, 450, "/tmp/leaf1.log", "/tmp/leaf2.log") + "sleep 1\n" +
 		tgtStart +
 		"setsid " + GuestInofHost + " --config /etc/inof/host.yaml </dev/null >/tmp/host.log 2>&1 &\n"
 	if _, err := g.Sh(ctx, start); err != nil {
@@ -321,9 +309,7 @@ func (p *PathFabric) startReflector(ctx context.Context) error {
 	}
 	script := fmt.Sprintf("setsid %s netns exec rr %s --role reflector --config /etc/inof/rr.yaml </dev/null >/tmp/rr.log 2>&1 &\n",
 		GuestIP, GuestInofd) +
-		fmt.Sprintf("i=0; until %s --server unix://%s zone create %s %s --yes >/tmp/inofctl.out 2>&1; do\n",
-			GuestInofctl, PathFabricAPI, PathFabricZone, strings.Join(members, " ")) +
-		"  i=$((i+1)); [ $i -lt 90 ] || { cat /tmp/inofctl.out; echo reflector API did not answer; exit 1; }; sleep 0.5\ndone\n"
+		ZoneCreateScript(PathFabricAPI, PathFabricZone, members)
 	if _, err := p.g.Sh(ctx, script); err != nil {
 		return fmt.Errorf("vm: path fabric: reflector: %w", err)
 	}
@@ -453,138 +439,46 @@ type CutReport = ctlproto.CutReport
 // time: allow minutes per cut). It returns the reports and the runner's
 // output.
 func (p *PathFabric) Cuts(ctx context.Context, o CutOptions) ([]CutReport, string, error) {
-	argv := []string{GuestCuts, "-n", strconv.Itoa(o.N),
-		"-paths", pathTargetAddr(0).String() + "," + pathTargetAddr(1).String()}
+	plan := CutPlan{Paths: []netip.Addr{pathTargetAddr(0), pathTargetAddr(1)}}
 	if o.Outage != PortDown && p.o.Reflector == nil {
 		return nil, "", fmt.Errorf("vm: path fabric: outage %d needs the reflector (PathFabricOptions.Reflector)", o.Outage)
 	}
 	inofctl := fmt.Sprintf("%s --server unix://%s zone %%s %s %s --yes", GuestInofctl, PathFabricAPI, PathFabricZone, pathHostAddr(0))
 	switch o.Outage {
 	case PortDown:
-		argv = append(argv, "-link", "leaf1/swp2")
+		plan.Links = []string{"leaf1/swp2"}
 	case SwitchLost:
-		argv = append(argv, "-link", "leaf1/up0,leaf1/sw", "-kill", leafPID(1), "-restart", "sh "+leafStart(1),
-			"-rejoin", "/tmp/leaf2.log:target="+pathTargetAddr(0).String()+" state=active")
+		plan.Links, plan.Kill, plan.Restart = []string{"leaf1/up0", "leaf1/sw"}, leafPID(1), "sh "+leafStart(1)
+		plan.Rejoin = "/tmp/leaf2.log:target=" + pathTargetAddr(0).String() + " state=active"
 	case TargetSilent:
-		argv = append(argv, "-kill", targetPID(1), "-restart", "sh "+targetStart(1), "-until-gone")
+		plan.Kill, plan.Restart, plan.UntilGone = targetPID(1), "sh "+targetStart(1), true
 	case ZoneRemoved:
-		argv = append(argv, "-cut-sh", fmt.Sprintf(inofctl, "remove"), "-restart", fmt.Sprintf(inofctl, "add"), "-until-gone")
+		plan.CutSh, plan.Restart, plan.UntilGone = fmt.Sprintf(inofctl, "remove"), fmt.Sprintf(inofctl, "add"), true
 	default:
 		return nil, "", fmt.Errorf("vm: path fabric: no outage %d", o.Outage)
 	}
 	if p.o.Failover != "none" {
-		logs := "/tmp/host.log,/tmp/leaf1.log,/tmp/leaf2.log"
+		plan.Notify = []string{"/tmp/host.log", "/tmp/leaf1.log", "/tmp/leaf2.log"}
 		if p.o.Reflector != nil {
-			logs += ",/tmp/rr.log"
-		}
-		argv = append(argv, "-notify", logs)
-	}
-	if o.IOPolicy != "" {
-		argv = append(argv, "-iopolicy", o.IOPolicy)
-	}
-	if o.Write {
-		argv = append(argv, "-write")
-	}
-	for _, d := range []struct {
-		flag string
-		v    time.Duration
-	}{{"-settle", o.Settle}, {"-after", o.After}, {"-hold", o.Hold}, {"-back", o.Back}, {"-ready", o.Ready}} {
-		if d.v > 0 {
-			argv = append(argv, d.flag, d.v.String())
+			plan.Notify = append(plan.Notify, "/tmp/rr.log")
 		}
 	}
-	out := &syncbuf.Buffer{}
-	proc, err := p.g.Start(ctx, argv, out)
-	if err != nil {
-		return nil, "", err
-	}
-	// Wait for the runner; a kernel oops on the console ends the wait
-	// (the runner may never finish then).
-	tick := time.NewTicker(time.Second)
-	defer tick.Stop()
-	for done := false; !done; {
-		select {
-		case <-proc.Done():
-			done = true
-		case <-ctx.Done():
-			proc.Signal(context.Background(), syscall.SIGKILL)
-			return nil, out.String(), fmt.Errorf("vm: %s: cuts: %w", p.g.Name, ctx.Err())
-		case <-tick.C:
-			if oops := KernelOops(p.g.Console()); oops != "" {
-				return nil, out.String(), fmt.Errorf("vm: %s: kernel oops during the cuts:\n%s", p.g.Name, oops)
-			}
-		}
-	}
-	code, err := proc.Wait(ctx)
-	if err != nil {
-		return nil, out.String(), fmt.Errorf("vm: %s: cuts: %w", p.g.Name, err)
-	}
-	var reps []CutReport
-	for _, l := range strings.Split(out.String(), "\n") {
-		if j, ok := strings.CutPrefix(l, ctlproto.CutLinePrefix); ok {
-			var r CutReport
-			if err := json.Unmarshal([]byte(j), &r); err != nil {
-				return reps, out.String(), fmt.Errorf("vm: cuts: %q: %w", l, err)
-			}
-			reps = append(reps, r)
-		}
-	}
-	if code != 0 || !strings.Contains(out.String(), ctlproto.CutsDone) {
-		return reps, out.String(), fmt.Errorf("vm: %s: cuts exited %d:\n%s", p.g.Name, code, truncate(out.String(), 2000))
-	}
-	return reps, out.String(), nil
-}
-
-// KernelOops returns the console from the first kernel oops or BUG line
-// on (at most 40 lines), "" when there is none.
-func KernelOops(console string) string {
-	i := strings.Index(console, "BUG: ")
-	if j := strings.Index(console, "Oops: "); j >= 0 && (i < 0 || j < i) {
-		i = j
-	}
-	if i < 0 {
-		return ""
-	}
-	l := strings.Split(console[i:], "\n")
-	if len(l) > 40 {
-		l = l[:40]
-	}
-	return strings.Join(l, "\n")
+	return p.g.Cuts(ctx, plan, o)
 }
 
 // Grep counts the lines of a daemon's log file (PathFabricLogs) that
 // contain s.
 func (p *PathFabric) Grep(ctx context.Context, file, s string) (int, error) {
-	r, err := p.g.Run(ctx, "grep", "-c", "-F", s, file)
-	if err != nil {
-		return 0, err
-	}
-	if r.Code > 1 {
-		return 0, fmt.Errorf("vm: grep %s: exit %d: %s", file, r.Code, bytes.TrimSpace(r.Stderr))
-	}
-	return strconv.Atoi(strings.TrimSpace(string(r.Stdout)))
+	return p.g.Grep(ctx, file, s)
 }
 
 // Diagnose is the end of every daemon's log and of the console, for a
 // failure's message.
 func (p *PathFabric) Diagnose(ctx context.Context) string {
-	var b strings.Builder
-	for _, f := range PathFabricLogs {
-		fmt.Fprintf(&b, "--- %s:\n%s", f, p.Tail(ctx, f, 25))
-	}
-	l := strings.Split(strings.TrimRight(p.g.Console(), "\n"), "\n")
-	if len(l) > 30 {
-		l = l[len(l)-30:]
-	}
-	fmt.Fprintf(&b, "--- console:\n%s\n", strings.Join(l, "\n"))
-	return b.String()
+	return p.g.Diagnose(ctx, PathFabricLogs...)
 }
 
 // Tail is the end of a daemon's log file.
 func (p *PathFabric) Tail(ctx context.Context, file string, lines int) string {
-	r, err := p.g.Run(ctx, "tail", "-n", strconv.Itoa(lines), file)
-	if err != nil {
-		return err.Error()
-	}
-	return string(r.Stdout)
+	return p.g.Tail(ctx, file, lines)
 }
