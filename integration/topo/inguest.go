@@ -201,6 +201,19 @@ func (f *Fabric) startInGuest() {
 	if _, err := g.Sh(ctx, f.guestStartScript()); err != nil {
 		tb.Fatalf("topo: daemons in the guest: %v", err)
 	}
+	// As on the machine, Start returns once every daemon answers
+	// /healthz.
+	for _, n := range f.order {
+		if slices.Contains(f.spec.Passive, n.Name) {
+			continue
+		}
+		if err := Poll(vmTimeout, func() (bool, error) {
+			code, _, err := n.HTTPGet("/healthz")
+			return err == nil && code == http.StatusOK, err
+		}); err != nil {
+			tb.Fatalf("topo: %s in the guest not healthy: %v", n.Name, err)
+		}
+	}
 }
 
 // guestNode adds a node that lives in guest namespace ns ("" the init
