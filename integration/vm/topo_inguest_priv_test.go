@@ -23,10 +23,15 @@ const inGuestNQN = "nqn.2026-12.io.openinof:in-guest"
 // (Fabric.GuestCuts): leaf1 tells the host (reason 1), its agent fails
 // the path over; per cut the longest gap between completed reads is at
 // most 200 ms of guest time, with no read error, and the path is live
-// again after the restore. The host agent's metrics (read through the
-// guest) count an inactive notification per cut.
+// again after the restore. Then 2 cuts with sequence-numbered writes:
+// every block read back after each cut holds its last acknowledged write.
+// The host agent logged a failover for reason 1 at every cut, and its
+// metrics (read through the guest) count an inactive notification per
+// cut. It runs on the first kernel of INOF_VM_KERNELS (the default one),
+// in place of TestPrivVMPathFabric's run there.
 func TestPrivTopoInGuestPortDown(t *testing.T) {
 	requireFabric(t, true)
+	kernel := vm.EnvKernels()[0]
 	start := time.Now()
 	dual := func(name, role string) topo.Device {
 		d := topo.Device{Name: name}
@@ -46,9 +51,10 @@ func TestPrivTopoInGuestPortDown(t *testing.T) {
 			cfg["registration_interval"] = "1s"
 			cfg["registration_ttl"] = "4s"
 		},
-		InGuest: &topo.GuestOptions{Icount: &vm.Icount{Shift: pathFabricShift}},
+		InGuest: &topo.GuestOptions{Kernel: kernel, Icount: &vm.Icount{Shift: pathFabricShift}},
 	})
-	t.Logf("guest booted and fabric started in %s of wall time", time.Since(start).Round(time.Second))
+	t.Logf("guest booted and fabric started in %s of wall time (kernel %q, icount shift %d)", time.Since(start).Round(time.Second),
+		kernel, pathFabricShift)
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
 	host := f.Node("h1")
@@ -72,19 +78,42 @@ func TestPrivTopoInGuestPortDown(t *testing.T) {
 				r.Cut, r.StallMS, stallBudget, r.Errors, r.NotifiedMS, r.NotLiveMS, r.BackMS, r.Problem)
 		}
 	}
+	// Writes: sequence-numbered blocks, every one read back after each
+	// cut.
+	const wcuts = 2
+	wreps, wout, err := f.GuestCuts(ctx, topo.GuestCut{Link: f.Node("tgt").Links[0],
+		Options: vm.CutOptions{N: wcuts, IOPolicy: "round-robin", Write: true, Settle: time.Second, After: 500 * time.Millisecond}})
+	t.Logf("%s", wout)
+	if err != nil {
+		t.Fatalf("writes: %v", err)
+	}
+	if len(wreps) != wcuts {
+		t.Fatalf("writes: %d cut reports, want %d", len(wreps), wcuts)
+	}
+	for _, r := range wreps {
+		if r.Problem != "" || r.Errors != 0 || r.StallMS > stallBudget || r.Verified == 0 || r.Mismatches != 0 {
+			t.Errorf("writes, cut %d: stall %.1f ms, %d write errors, %d blocks verified, %d not the last acknowledged write; %s",
+				r.Cut, r.StallMS, r.Errors, r.Verified, r.Mismatches, r.Problem)
+		}
+	}
 	g := f.Guest()
 	if oops := vm.KernelOops(g.Console()); oops != "" {
 		t.Errorf("kernel oops:\n%s", oops)
 	}
-	if n, _ := g.Grep(ctx, host.GuestLog(), `reason=link-down`); n < cuts {
-		t.Errorf("host agent logged reason link-down %d times in %d cuts\n%s", n, cuts, g.Tail(ctx, host.GuestLog(), 40))
+	// The host's agent acted on the switch's notification: a failover
+	// per cut, for reason 1.
+	if n, _ := g.Grep(ctx, host.GuestLog(), `msg="path failed over"`); n < cuts+wcuts {
+		t.Errorf("host agent failed %d paths over in %d cuts\n%s", n, cuts+wcuts, g.Tail(ctx, host.GuestLog(), 40))
+	}
+	if n, _ := g.Grep(ctx, host.GuestLog(), `reason=link-down`); n < cuts+wcuts {
+		t.Errorf("host agent logged reason link-down %d times in %d cuts", n, cuts+wcuts)
 	}
 	after, err := host.Notifications("inactive")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if after-before < cuts {
-		t.Errorf("host agent counted %.0f inactive notifications in %d cuts", after-before, cuts)
+	if after-before < cuts+wcuts {
+		t.Errorf("host agent counted %.0f inactive notifications in %d cuts", after-before, cuts+wcuts)
 	}
 	t.Logf("%s of wall time (boot included)", time.Since(start).Round(time.Second))
 }
