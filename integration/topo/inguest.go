@@ -184,8 +184,8 @@ func (f *Fabric) startInGuest() {
 		tb.Fatalf("topo: links in the guest: %v", err)
 	}
 	targets := 0
-	for _, n := range f.order {
-		if t, ok := n.vmTarget(); ok && n.Kind == KindHost {
+	for _, n := range f.Nodes(KindHost) {
+		if t, ok := n.vmTarget(); ok {
 			t.Device = guestDisks[targets]
 			targets++
 			if err := g.SetupTargetIn(ctx, n.gns, t); err != nil {

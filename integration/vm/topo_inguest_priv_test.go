@@ -115,5 +115,10 @@ func TestPrivTopoInGuestPortDown(t *testing.T) {
 	if after-before < cuts+wcuts {
 		t.Errorf("host agent counted %.0f inactive notifications in %d cuts", after-before, cuts+wcuts)
 	}
+	// A switch's metrics, read in its namespace through the guest: leaf1
+	// holds the host's and the target's registrations.
+	if v, err := f.Node("leaf1").Metric("inof_switch_registrations"); err != nil || v < 2 {
+		t.Errorf("leaf1: inof_switch_registrations %v (%v), want the host's and the target's", v, err)
+	}
 	t.Logf("%s of wall time (boot included)", time.Since(start).Round(time.Second))
 }
