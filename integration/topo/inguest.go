@@ -244,62 +244,39 @@ func (f *Fabric) Guest() *vm.Guest {
 	return f.guest.g
 }
 
-// ipIn is the guest command that runs iproute2's ip in namespace ns.
-func ipIn(ns string) string {
-	if ns == "" {
-		return "$IP"
-	}
-	return "$IP -n " + ns
-}
-
 // guestLinks is the guest script that makes the namespaces, the control
 // network, each switch's bridge and the device cables.
 func (f *Fabric) guestLinks() string {
-	var s strings.Builder
-	fmt.Fprintf(&s, "set -e\nIP=%s\n", vm.GuestIP)
+	s := vm.NewLinkScript()
 	for _, ns := range append([]string{guestCtlNS}, f.guestNamespaces()...) {
-		fmt.Fprintf(&s, "$IP netns add %[1]s\n$IP -n %[1]s link set lo up\n", ns)
+		s.Namespace(ns)
 	}
-	fmt.Fprintf(&s, "$IP -n %[1]s link add dev br0 type bridge\n$IP -n %[1]s link set dev br0 up\n", guestCtlNS)
-	veths := 0
-	// veth cables a pair of interfaces, made in the init namespace
-	// under passing names and moved.
-	veth := func(nsA, ifA, nsB, ifB string) {
-		veths++
-		a, b := fmt.Sprintf("va%d", veths), fmt.Sprintf("vb%d", veths)
-		fmt.Fprintf(&s, "$IP link add dev %s type veth peer name %s\n", a, b)
-		for _, e := range [][3]string{{a, nsA, ifA}, {b, nsB, ifB}} {
-			if e[1] != "" {
-				fmt.Fprintf(&s, "$IP link set dev %s netns %s\n", e[0], e[1])
-			}
-			fmt.Fprintf(&s, "%[1]s link set dev %[2]s name %[3]s\n%[1]s link set dev %[3]s up\n", ipIn(e[1]), e[0], e[2])
-		}
-	}
+	fmt.Fprintf(s, "$IP -n %[1]s link add dev br0 type bridge\n$IP -n %[1]s link set dev br0 up\n", guestCtlNS)
 	for _, n := range f.order {
 		if n.Kind == KindHost {
 			continue
 		}
-		veth(guestCtlNS, n.Name, n.gns, "fab0")
-		fmt.Fprintf(&s, "$IP -n %s link set dev %s master br0\n", guestCtlNS, n.Name)
-		fmt.Fprintf(&s, "$IP -n %s addr add %s/24 dev fab0\n", n.gns, n.Addr)
+		s.Veth(guestCtlNS, n.Name, n.gns, "fab0")
+		fmt.Fprintf(s, "$IP -n %s link set dev %s master br0\n", guestCtlNS, n.Name)
+		fmt.Fprintf(s, "$IP -n %s addr add %s/24 dev fab0\n", n.gns, n.Addr)
 		if n.Kind != KindSwitch {
 			continue
 		}
-		fmt.Fprintf(&s, "$IP -n %[1]s link add dev sw type bridge\n$IP -n %[1]s link set dev sw up\n", n.gns)
+		fmt.Fprintf(s, "$IP -n %[1]s link add dev sw type bridge\n$IP -n %[1]s link set dev sw up\n", n.gns)
 		if len(n.Links) == 0 {
 			// The agent wants an access port.
-			fmt.Fprintf(&s, "$IP -n %[1]s link add dev p0 type dummy\n$IP -n %[1]s link set dev p0 up\n", n.gns)
+			fmt.Fprintf(s, "$IP -n %[1]s link add dev p0 type dummy\n$IP -n %[1]s link set dev p0 up\n", n.gns)
 			n.dummyPort = true
 		}
 	}
 	for _, n := range f.Nodes(KindHost) {
 		for _, l := range n.Links {
-			veth(n.gns, l.IfName, l.Switch.gns, l.Port)
-			fmt.Fprintf(&s, "$IP -n %s link set dev %s master sw\n", l.Switch.gns, l.Port)
-			fmt.Fprintf(&s, "%s addr add %s dev %s\n", ipIn(n.gns), l.Prefix, l.IfName)
+			s.Veth(n.gns, l.IfName, l.Switch.gns, l.Port)
+			fmt.Fprintf(s, "$IP -n %s link set dev %s master sw\n", l.Switch.gns, l.Port)
+			fmt.Fprintf(s, "%s addr add %s dev %s\n", vm.IPIn(n.gns), l.Prefix, l.IfName)
 		}
 	}
-	prohibitCrossPaths(&s, "$IP", f.guest.host.Links)
+	prohibitCrossPaths(&s.Builder, "$IP", f.guest.host.Links)
 	return s.String()
 }
 
@@ -366,23 +343,19 @@ func (n *Node) writeGuestConfig(ctx context.Context) error {
 }
 
 // guestStartScript starts the daemons not passive in the order a fabric
-// needs: the reflectors (and the zone made on the first), the switches,
-// and once they are ready (a second later in guest time: a host agent's
-// zone query that no switch hears is not repeated, docs/realhost.md,
-// finding 6) the targets' agents and then the host's.
+// in one guest starts in (vm.FabricStart), the zone made on the first
+// reflector.
 func (f *Fabric) guestStartScript() string {
-	var s strings.Builder
-	s.WriteString("set -e\n")
-	start := func(n *Node) {
+	var st vm.FabricStart
+	start := func(to *[]string, n *Node) {
 		if !slices.Contains(f.spec.Passive, n.Name) {
-			fmt.Fprintf(&s, "sh %s\n", n.guestStartPath())
+			*to = append(*to, "sh "+n.guestStartPath())
 		}
 	}
-	refl, sws := f.Nodes(KindReflector), f.Nodes(KindSwitch)
+	refl := f.Nodes(KindReflector)
 	for _, n := range refl {
-		start(n)
+		start(&st.Reflectors, n)
 	}
-	ready := "switch agent starting"
 	if len(refl) > 0 {
 		var members []string
 		for _, d := range f.Nodes(KindHost) {
@@ -390,26 +363,25 @@ func (f *Fabric) guestStartScript() string {
 				members = append(members, l.Addr().String())
 			}
 		}
-		s.WriteString(vm.ZoneCreateScript(refl[0].guestAPISocket(), f.guest.o.Zone, members))
-		ready = "zone configuration changed"
+		st.Zone = vm.ZoneCreateScript(refl[0].guestAPISocket(), f.guest.o.Zone, members)
 	}
-	var logs []string
-	for _, n := range sws {
-		start(n)
+	for _, n := range f.Nodes(KindSwitch) {
+		start(&st.Switches, n)
 		if !slices.Contains(f.spec.Passive, n.Name) {
-			logs = append(logs, n.GuestLog())
+			st.SwitchLogs = append(st.SwitchLogs, n.GuestLog())
 		}
-	}
-	if len(logs) > 0 {
-		s.WriteString(vm.WaitLinesScript("switches did not start", ready, 450, logs...) + "sleep 1\n")
 	}
 	for _, n := range f.Nodes(KindHost) {
 		if n != f.guest.host {
-			start(n)
+			start(&st.Targets, n)
 		}
 	}
-	start(f.guest.host)
-	return s.String()
+	var host []string
+	start(&host, f.guest.host)
+	if len(host) > 0 {
+		st.Host = host[0]
+	}
+	return st.Script()
 }
 
 // GuestStart starts the node's daemon in the guest again (Spec.InGuest),

@@ -136,38 +136,31 @@ func StartPathFabric(ctx context.Context, g *Guest, o PathFabricOptions) (*PathF
 	}
 	o.KeepAliveTmo, o.ReconnectDelay, o.CtrlLossTmo = def(o.KeepAliveTmo, 2), def(o.ReconnectDelay, 1), def(o.CtrlLossTmo, 60)
 	p := &PathFabric{g: g, o: o}
-	var s strings.Builder
-	fmt.Fprintf(&s, "set -e\nIP=%s\n", GuestIP)
+	s := NewLinkScript()
 	nss := []string{"leaf1", "leaf2", "tgt"}
 	if o.Reflector != nil {
 		nss = append(nss, "rr")
 	}
 	for _, ns := range nss {
-		fmt.Fprintf(&s, "$IP netns add %[1]s\n$IP -n %[1]s link set lo up\n", ns)
+		s.Namespace(ns)
 	}
 	for k := range 2 {
 		leaf := fmt.Sprintf("leaf%d", k+1)
-		// Made in the init namespace, then moved (and the switch ends
-		// renamed swp1 and swp2 there).
-		fmt.Fprintf(&s, "$IP link add dev e%[1]d type veth peer name h%[1]d\n$IP link set dev h%[1]d netns %[2]s\n"+
-			"$IP -n %[2]s link set dev h%[1]d name swp1\n", k+1, leaf)
-		fmt.Fprintf(&s, "$IP link add dev t%[1]d type veth peer name s%[1]d\n$IP link set dev t%[1]d netns tgt\n"+
-			"$IP link set dev s%[1]d netns %[2]s\n$IP -n %[2]s link set dev s%[1]d name swp2\n", k+1, leaf)
-		fmt.Fprintf(&s, "$IP -n %[1]s link add dev sw type bridge\n$IP -n %[1]s link set dev swp1 master sw\n"+
-			"$IP -n %[1]s link set dev swp2 master sw\n", leaf)
-		fmt.Fprintf(&s, "$IP -n %[1]s link set dev sw up\n$IP -n %[1]s link set dev swp1 up\n$IP -n %[1]s link set dev swp2 up\n", leaf)
-		fmt.Fprintf(&s, "$IP addr add %s/24 dev e%d\n$IP link set dev e%[2]d up\n", pathHostAddr(k), k+1)
-		fmt.Fprintf(&s, "$IP -n tgt addr add %s/24 dev t%d\n$IP -n tgt link set dev t%[2]d up\n", pathTargetAddr(k), k+1)
+		s.Veth("", fmt.Sprintf("e%d", k+1), leaf, "swp1")
+		s.Veth("tgt", fmt.Sprintf("t%d", k+1), leaf, "swp2")
+		fmt.Fprintf(s, "$IP -n %[1]s link add dev sw type bridge\n$IP -n %[1]s link set dev swp1 master sw\n"+
+			"$IP -n %[1]s link set dev swp2 master sw\n$IP -n %[1]s link set dev sw up\n", leaf)
+		fmt.Fprintf(s, "$IP addr add %s/24 dev e%d\n", pathHostAddr(k), k+1)
+		fmt.Fprintf(s, "$IP -n tgt addr add %s/24 dev t%d\n", pathTargetAddr(k), k+1)
 		if o.Reflector == nil {
 			continue
 		}
 		// The uplink: up0 in the leaf, rK in the reflector.
-		fmt.Fprintf(&s, "$IP link add dev up%[1]d type veth peer name r%[1]d\n$IP link set dev up%[1]d netns %[2]s\n"+
-			"$IP -n %[2]s link set dev up%[1]d name up0\n$IP link set dev r%[1]d netns rr\n", k+1, leaf)
-		fmt.Fprintf(&s, "$IP -n %s addr add %s/30 dev up0\n$IP -n %[1]s link set dev up0 up\n", leaf, uplinkAddr(k, 2))
-		fmt.Fprintf(&s, "$IP -n rr addr add %s/30 dev r%d\n$IP -n rr link set dev r%[2]d up\n", uplinkAddr(k, 1), k+1)
+		s.Veth(leaf, "up0", "rr", fmt.Sprintf("r%d", k+1))
+		fmt.Fprintf(s, "$IP -n %s addr add %s/30 dev up0\n", leaf, uplinkAddr(k, 2))
+		fmt.Fprintf(s, "$IP -n rr addr add %s/30 dev r%d\n", uplinkAddr(k, 1), k+1)
 		// No path from this host address to the other network.
-		fmt.Fprintf(&s, "$IP rule add from %s to %s/24 prohibit\n", pathHostAddr(k), pathTargetAddr(1-k))
+		fmt.Fprintf(s, "$IP rule add from %s to %s/24 prohibit\n", pathHostAddr(k), pathTargetAddr(1-k))
 	}
 	if _, err := g.Sh(ctx, s.String()); err != nil {
 		return nil, fmt.Errorf("vm: path fabric: links: %w", err)
@@ -212,33 +205,20 @@ func StartPathFabric(ctx context.Context, g *Guest, o PathFabricOptions) (*PathF
 			return nil, err
 		}
 	}
+	start := FabricStart{Switches: []string{"sh " + leafStart(1), "sh " + leafStart(2)},
+		SwitchLogs: []string{"/tmp/leaf1.log", "/tmp/leaf2.log"},
+		Targets:    []string{"setsid $IP netns exec tgt " + GuestInofHost + " --config /etc/inof/tgt.yaml </dev/null >/tmp/tgt.log 2>&1 &"},
+		Host:       "setsid " + GuestInofHost + " --config /etc/inof/host.yaml </dev/null >/tmp/host.log 2>&1 &"}
 	if o.Reflector != nil {
-		if err := p.startReflector(ctx); err != nil {
-			return nil, err
+		var members []string
+		for k := range 2 {
+			members = append(members, pathHostAddr(k).String(), pathTargetAddr(k).String())
 		}
+		start.Reflectors = []string{"setsid $IP netns exec rr " + GuestInofd + " --role reflector --config /etc/inof/rr.yaml </dev/null >/tmp/rr.log 2>&1 &"}
+		start.Zone = ZoneCreateScript(PathFabricAPI, PathFabricZone, members)
+		start.Targets = []string{"sh " + targetStart(1), "sh " + targetStart(2)}
 	}
-	// The switches first, and the agents only once both switches run (a
-	// second later, in guest time: they open their access ports after
-	// the line waited for). A host agent's zone query that no switch
-	// hears is not repeated, and a switch tells a host that registers
-	// after a target nothing until it is asked: started together, the
-	// host never heard of the target on one leaf in 3 of 16 guests
-	// (docs/realhost.md, finding 6).
-	// In BGP mode the switches wait until the reflector gave them the
-	// zone.
-	ready := "switch agent starting"
-	if o.Reflector != nil {
-		ready = "zone configuration changed"
-	}
-	tgtStart := "setsid $IP netns exec tgt " + GuestInofHost + " --config /etc/inof/tgt.yaml </dev/null >/tmp/tgt.log 2>&1 &\n"
-	if o.Reflector != nil {
-		tgtStart = fmt.Sprintf("sh %s\nsh %s\n", targetStart(1), targetStart(2))
-	}
-	start := fmt.Sprintf("IP=%s\nsh %s\nsh %s\n", GuestIP, leafStart(1), leafStart(2)) +
-		WaitLinesScript("switches did not start", ready, 450, "/tmp/leaf1.log", "/tmp/leaf2.log") + "sleep 1\n" +
-		tgtStart +
-		"setsid " + GuestInofHost + " --config /etc/inof/host.yaml </dev/null >/tmp/host.log 2>&1 &\n"
-	if _, err := g.Sh(ctx, start); err != nil {
+	if _, err := g.Sh(ctx, start.Script()); err != nil {
 		return nil, fmt.Errorf("vm: path fabric: daemons: %w", err)
 	}
 	return p, nil
@@ -298,22 +278,6 @@ func (p *PathFabric) reflectorConfig() map[string]any {
 		"bfd": bfd,
 		"api": map[string]any{"socket": PathFabricAPI},
 	}
-}
-
-// startReflector starts the reflector and creates the zone through its
-// API with inofctl, retrying (in guest time) until the API answers.
-func (p *PathFabric) startReflector(ctx context.Context) error {
-	var members []string
-	for k := range 2 {
-		members = append(members, pathHostAddr(k).String(), pathTargetAddr(k).String())
-	}
-	script := fmt.Sprintf("setsid %s netns exec rr %s --role reflector --config /etc/inof/rr.yaml </dev/null >/tmp/rr.log 2>&1 &\n",
-		GuestIP, GuestInofd) +
-		ZoneCreateScript(PathFabricAPI, PathFabricZone, members)
-	if _, err := p.g.Sh(ctx, script); err != nil {
-		return fmt.Errorf("vm: path fabric: reflector: %w", err)
-	}
-	return nil
 }
 
 // Zone runs inofctl zone ARGS... --yes against the reflector (BGP mode
