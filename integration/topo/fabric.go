@@ -451,6 +451,9 @@ func (n *Node) ConfigPath() string { return n.cfgPath }
 // It goes through netlink inside the switch's namespace and returns the
 // time just before the change was asked for, for latency measurements.
 // For a VM device it also takes the guest's carrier away or back (QMP).
+// In a fabric in one guest (Spec.InGuest) it runs ip there, and the time
+// is the machine's, not the guest's: Fabric.GuestCuts measures in the
+// guest's.
 func (l *Link) SetLink(up bool) (time.Time, error) {
 	if l.Device.vm != nil {
 		return l.setVMLink(up)

@@ -47,8 +47,12 @@ import (
 // /tmp/NODE.log in the guest (Node.GuestLog). No probe devices, VM devices,
 // switches on reflectors, or more than two targets. The operations are
 // Fabric.GuestCuts (cuts measured in guest time by the guest's cut
-// runner), Node.GuestKill and GuestStart, Node.Inofctl, Link.SetLink and
-// the metrics (through the guest's control channel).
+// runner), Node.GuestKill and GuestStart, Node.GuestLog, and through the
+// guest's control channel Node.Inofctl, Link.SetLink, Node.SetUplink and
+// the metrics (Metric, WaitMetric, Notifications). Start, the iptables
+// faults and Impair need a node's namespace on the machine and say so;
+// Kill, Stop and Reload find nothing running there, and Log and WaitLog
+// read the machine's files, not the guest's.
 type GuestOptions struct {
 	// Kernel is the guest's kernel package (as VM.Kernel).
 	Kernel string
@@ -490,13 +494,24 @@ func (n *Node) guestInofctl(args ...string) (string, error) {
 
 // setGuestLink sets the switch's port of a link in the guest down or up.
 func (l *Link) setGuestLink(up bool) (time.Time, error) {
+	at := time.Now()
+	return at, l.Device.f.guest.setLink(l.Switch.gns, l.Port, up)
+}
+
+// setLink sets interface ifName of guest namespace ns down or up.
+func (ig *inGuest) setLink(ns, ifName string, up bool) error {
 	state := "down"
 	if up {
 		state = "up"
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	at := time.Now()
-	_, err := l.Device.f.guest.g.Sh(ctx, fmt.Sprintf("%s -n %s link set dev %s %s", vm.GuestIP, l.Switch.gns, l.Port, state))
-	return at, err
+	_, err := ig.g.Sh(ctx, fmt.Sprintf("%s -n %s link set dev %s %s", vm.GuestIP, ns, ifName, state))
+	return err
+}
+
+// errInGuest is what the operations that need the node's namespace on the
+// machine say for a node of a fabric in one guest.
+func (n *Node) errInGuest(op string) error {
+	return fmt.Errorf("topo: %s: %s: the node runs in the fabric's guest (Spec.InGuest)", n.Name, op)
 }

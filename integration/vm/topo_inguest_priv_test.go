@@ -4,6 +4,8 @@ package vm_test
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -119,6 +121,30 @@ func TestPrivTopoInGuestPortDown(t *testing.T) {
 	// holds the host's and the target's registrations.
 	if v, err := f.Node("leaf1").Metric("inof_switch_registrations"); err != nil || v < 2 {
 		t.Errorf("leaf1: inof_switch_registrations %v (%v), want the host's and the target's", v, err)
+	}
+	// The zone Start made, through inofctl in the guest.
+	if out, err := f.Node("rr1").Inofctl("zone", "list"); err != nil || !strings.Contains(out, "fabric") {
+		t.Errorf("inofctl zone list on rr1: %v\n%s", err, out)
+	}
+	// The other cuts of the topo API, done in the guest: a link's switch
+	// port and a switch's uplink, down and up again.
+	l := f.Node("tgt").Links[1]
+	for _, c := range []struct {
+		set      func(bool) error
+		ns, link string
+	}{
+		{func(up bool) error { _, err := l.SetLink(up); return err }, l.Switch.Name, l.Port},
+		{f.Node("leaf2").SetUplink, "leaf2", topo.Uplink},
+	} {
+		for _, up := range []bool{false, true} {
+			if err := c.set(up); err != nil {
+				t.Fatal(err)
+			}
+			out, err := g.Sh(ctx, fmt.Sprintf("%s -n %s -o link show dev %s", vm.GuestIP, c.ns, c.link))
+			if err != nil || strings.Contains(out, ",UP") != up {
+				t.Errorf("%s/%s set up=%v: %v %s", c.ns, c.link, up, err, out)
+			}
+		}
 	}
 	t.Logf("%s of wall time (boot included)", time.Since(start).Round(time.Second))
 }
