@@ -59,8 +59,8 @@ test-unit:
 # suite) runs in `make bench`; the deterministic one-guest tests prove the
 # failover bound here: reason 1 on the default kernel through a topo.Spec
 # realised in one guest (TestPrivTopoInGuestPortDown, integration/vm,
-# 60-100 s; it takes the place of TestPrivVMPathFabric's run on that
-# kernel), TestPrivVMPathFabric on the other kernels (about a minute each;
+# 65-125 s on a loaded machine; it takes the place of TestPrivVMPathFabric's
+# run on that kernel), TestPrivVMPathFabric on the other kernels (about a minute each;
 # reason 1) and TestPrivVMPathFabricSwitchLost (50-145 s, the default
 # kernel only; reason 7, a reflector in the guest); reason 7 on every
 # kernel and reasons 6 and 4 run in BenchmarkPrivVMPathFabric.
