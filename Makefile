@@ -56,11 +56,14 @@ test-unit:
 # The soak (integration/soak) runs in test-soak, its scripted regressions
 # (~10 min together) in `make soak`.
 # TestPrivVMDualPath (four wall-clock guests, the realism check of the VM
-# suite) runs in `make bench`; the deterministic one-guest TestPrivVMPathFabric
-# (about a minute per kernel; reason 1) and TestPrivVMPathFabricSwitchLost
-# (50-145 s, the default kernel only; reason 7, a reflector in the guest)
-# prove the failover bound here; reason 7 on every kernel and reasons 6
-# and 4 run in BenchmarkPrivVMPathFabric.
+# suite) runs in `make bench`; the deterministic one-guest tests prove the
+# failover bound here: reason 1 on the default kernel through a topo.Spec
+# realised in one guest (TestPrivTopoInGuestPortDown, integration/vm,
+# 65-125 s on a loaded machine; it takes the place of TestPrivVMPathFabric's
+# run on that kernel), TestPrivVMPathFabric on the other kernels (about a minute each;
+# reason 1) and TestPrivVMPathFabricSwitchLost (50-145 s, the default
+# kernel only; reason 7, a reflector in the guest); reason 7 on every
+# kernel and reasons 6 and 4 run in BenchmarkPrivVMPathFabric.
 test-priv:
 ifeq ($(ROOT),0)
 	$(GO) test -tags $(PRIVTAG) -count=1 -p 1 -timeout 30m -run '^TestPriv' -skip '^TestPrivSoak|^TestPrivVMDualPath$$' $(PKGS)

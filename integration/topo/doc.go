@@ -22,6 +22,12 @@
 // failure, and namespace names are unique per process (internal/netns),
 // so parallel test binaries never collide.
 //
+// A device with VM set is a qemu guest of its own (integration/vm, wall
+// time). With Spec.InGuest the whole spec is realised instead inside one
+// guest, every node a namespace of it, in instruction-counted time if
+// asked (GuestOptions): one clock for everything a cut sets off, and cuts
+// paced and measured by the guest itself (Fabric.GuestCuts).
+//
 // The binaries are built once per test binary by Main (call it from
 // TestMain); the scenario tests live in integration/fabric.
 package topo

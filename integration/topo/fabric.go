@@ -53,6 +53,7 @@ type Fabric struct {
 	nodes map[string]*Node
 	order []*Node
 	vm    *vmFabric // VM devices' data segments (vm.go); nil without VMs
+	guest *inGuest  // the guest of a fabric realised in one (inguest.go)
 }
 
 // Node is one namespace of the fabric and what runs in it.
@@ -85,6 +86,9 @@ type Node struct {
 	mu   sync.Mutex
 	proc *proc
 	vm   *vmNode // a VM device's guest (vm.go)
+	// gns is the node's namespace in the guest of a fabric realised in
+	// one (Spec.InGuest); "" there is the guest's init namespace.
+	gns string
 }
 
 // Link is a device NIC cabled to a switch access port (one veth pair).
@@ -122,6 +126,10 @@ func Start(tb testing.TB, spec Spec) *Fabric {
 	f := &Fabric{tb: tb, Dir: dir, spec: spec, nodes: map[string]*Node{}}
 	// Registered first, so it runs last: every process is gone by then.
 	tb.Cleanup(f.collect)
+	if spec.InGuest != nil {
+		f.startInGuest()
+		return f
+	}
 
 	f.fab = netns.New(tb, "fab")
 	f.fab.MustIP("link", "add", "br0", "type", "bridge")
@@ -443,9 +451,15 @@ func (n *Node) ConfigPath() string { return n.cfgPath }
 // It goes through netlink inside the switch's namespace and returns the
 // time just before the change was asked for, for latency measurements.
 // For a VM device it also takes the guest's carrier away or back (QMP).
+// In a fabric in one guest (Spec.InGuest) it runs ip there, and the time
+// is the machine's, not the guest's: Fabric.GuestCuts measures in the
+// guest's.
 func (l *Link) SetLink(up bool) (time.Time, error) {
 	if l.Device.vm != nil {
 		return l.setVMLink(up)
+	}
+	if l.Device.f.guest != nil {
+		return l.setGuestLink(up)
 	}
 	var at time.Time
 	err := l.Switch.NS.Do(func() error {

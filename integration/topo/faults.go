@@ -20,6 +20,9 @@ func (n *Node) SetUplink(up bool) error {
 	if n.Kind != KindReflector && n.Kind != KindSwitch {
 		return fmt.Errorf("topo: %s has no uplink", n.Name)
 	}
+	if n.f.guest != nil {
+		return n.f.guest.setLink(n.gns, Uplink, up)
+	}
 	state := "down"
 	if up {
 		state = "up"
@@ -30,6 +33,9 @@ func (n *Node) SetUplink(up bool) error {
 
 // iptables runs iptables inside the node's namespace.
 func (n *Node) iptables(args ...string) error {
+	if n.f.guest != nil {
+		return n.errInGuest("iptables")
+	}
 	out, err := n.NS.Command(append([]string{"iptables", "-w"}, args...)...).CombinedOutput()
 	if err != nil {
 		return fmt.Errorf("topo: %s: iptables %s: %w: %s", n.Name, strings.Join(args, " "), err, out)
@@ -101,6 +107,9 @@ const impairQueue = 7
 func (n *Node) Impair(im Impairment) (undo func() error, err error) {
 	if n.Kind != KindReflector && n.Kind != KindSwitch {
 		return nil, fmt.Errorf("topo: %s has no uplink", n.Name)
+	}
+	if n.f.guest != nil {
+		return nil, n.errInGuest("impair")
 	}
 	if im.Loss < 0 || im.Loss >= 1 || im.Delay < 0 {
 		return nil, fmt.Errorf("topo: impairment %+v: loss must be in [0,1), delay not negative", im)

@@ -89,6 +89,9 @@ func (n *Node) Inofctl(args ...string) (string, error) {
 	if n.Kind != KindReflector && n.Kind != KindSwitch {
 		return "", errors.New("topo: inofctl talks to a reflector or a switch")
 	}
+	if n.f.guest != nil {
+		return n.guestInofctl(args...)
+	}
 	bin, err := Binary("inofctl")
 	if err != nil {
 		return "", err

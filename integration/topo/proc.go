@@ -26,6 +26,9 @@ func (n *Node) Start() error {
 	if n.Kind == KindProbe {
 		return fmt.Errorf("topo: %s is a probe device, it runs nothing", n.Name)
 	}
+	if n.f.guest != nil {
+		return n.errInGuest("start (GuestStart starts it there)")
+	}
 	n.mu.Lock()
 	if n.proc != nil && !n.proc.exited() {
 		n.mu.Unlock()

@@ -48,6 +48,11 @@ type Spec struct {
 	// ones) and passes its signals on, e.g. a tracer. nil runs the daemon
 	// itself.
 	Wrap func(name string) []string
+
+	// InGuest, when set, realises the whole fabric inside one qemu guest
+	// (see GuestOptions), in instruction-counted time if asked, instead
+	// of as namespaces on the machine.
+	InGuest *GuestOptions
 }
 
 // recordFormat is the format the fabric runs in.
@@ -146,6 +151,9 @@ func (s *Spec) check() error {
 				}
 			}
 		}
+	}
+	if s.InGuest != nil {
+		return s.checkInGuest()
 	}
 	return nil
 }

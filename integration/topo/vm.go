@@ -84,28 +84,37 @@ const agentConfig = "/etc/inof-host.yaml"
 // vmTimeout bounds a guest's boot and setup, and each agent start.
 const vmTimeout = 2 * time.Minute
 
-// vmImage is the guest image for a kernel package, built (or found in the
+// vmImage is the guest image for a kernel package (with what a whole
+// fabric in one guest needs, if fabric), built (or found in the
 // cache) once per test binary.
-func vmImage(kernel string) (vm.Image, error) {
+func vmImage(kernel string, fabric bool) (vm.Image, error) {
 	vmImages.mu.Lock()
 	defer vmImages.mu.Unlock()
-	if img, ok := vmImages.built[kernel]; ok {
+	key := imageKey{kernel, fabric}
+	if img, ok := vmImages.built[key]; ok {
 		return img, nil
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	img, err := vm.BuildImage(ctx, vm.ImageOptions{KernelPackage: kernel})
+	img, err := vm.BuildImage(ctx, vm.ImageOptions{KernelPackage: kernel, Fabric: fabric})
 	if err == nil {
-		vmImages.built[kernel] = img
+		vmImages.built[key] = img
 	}
 	return img, err
 }
 
-// vmImages holds the images built so far, by kernel package.
+// imageKey is what tells images apart: the kernel package and
+// vm.ImageOptions.Fabric.
+type imageKey struct {
+	kernel string
+	fabric bool
+}
+
+// vmImages holds the images built so far.
 var vmImages = struct {
 	mu    sync.Mutex
-	built map[string]vm.Image
-}{built: map[string]vm.Image{}}
+	built map[imageKey]vm.Image
+}{built: map[imageKey]vm.Image{}}
 
 // checkVM reports problems of a VM device's specification.
 func (d Device) checkVM() error {
@@ -244,7 +253,7 @@ func (f *Fabric) bootVMs() func() {
 
 // bootGuest boots the node's guest and configures it.
 func (n *Node) bootGuest() error {
-	img, err := vmImage(n.vm.spec.VM.Kernel)
+	img, err := vmImage(n.vm.spec.VM.Kernel, false)
 	if err != nil {
 		return fmt.Errorf("topo: %s: guest image: %w", n.Name, err)
 	}
@@ -266,23 +275,7 @@ func (n *Node) bootGuest() error {
 			l.IfName, cfg.NICs[k].MAC, l.IfName, k)
 		fmt.Fprintf(&s, "ip addr add %s dev %s\nip link set %s up\n", l.Prefix, l.IfName, l.IfName)
 	}
-	// Segments are separate networks: a connect from NIC k's address to
-	// another segment fails at once instead of leaving by the other NIC.
-	// (Busybox's ip rule has no prohibit action: a rule per NIC address
-	// looks up a table of prohibit routes.)
-	for k, l := range n.Links {
-		table := 100 + k
-		rule := false
-		for _, o := range n.Links {
-			if o != l && o.Prefix.Masked() != l.Prefix.Masked() {
-				fmt.Fprintf(&s, "ip route add prohibit %s table %d\n", o.Prefix.Masked(), table)
-				rule = true
-			}
-		}
-		if rule {
-			fmt.Fprintf(&s, "ip rule add from %s table %d\n", l.Addr(), table)
-		}
-	}
+	prohibitCrossPaths(&s, "ip", n.Links)
 	if _, err := v.guest.Sh(ctx, s.String()); err != nil {
 		return fmt.Errorf("topo: %s: NICs: %w", n.Name, err)
 	}
@@ -294,18 +287,34 @@ func (n *Node) bootGuest() error {
 			return fmt.Errorf("topo: %s: %w", n.Name, err)
 		}
 	}
-	cfgMap := n.guestAgentConfig()
-	if hook := n.f.spec.HostConfig; hook != nil {
-		hook(n.Name, cfgMap)
-	}
-	b, err := yaml.Marshal(cfgMap)
+	o := v.spec.VM
+	b, err := n.guestAgentConfig("/var/lib/inof-host/state.json", o.KeepAliveTmo, o.ReconnectDelay, o.CtrlLossTmo, [3]int{2, 1, 5})
 	if err != nil {
-		return fmt.Errorf("topo: %s configuration: %w", n.Name, err)
-	}
-	if err := os.WriteFile(n.cfgPath, b, 0o600); err != nil {
 		return err
 	}
 	return v.guest.WriteFile(ctx, agentConfig, b, 0o600)
+}
+
+// prohibitCrossPaths writes the guest sh lines (ip is the command that
+// runs ip in the device's namespace) that make NIC segments separate
+// networks: a connect from one NIC's address to another segment fails at
+// once instead of leaving by the other NIC. (Busybox's ip rule has no
+// prohibit action: a rule per NIC address looks up a table of prohibit
+// routes.)
+func prohibitCrossPaths(s *strings.Builder, ip string, links []*Link) {
+	for k, l := range links {
+		table := 100 + k
+		rule := false
+		for _, o := range links {
+			if o != l && o.Prefix.Masked() != l.Prefix.Masked() {
+				fmt.Fprintf(s, "%s route add prohibit %s table %d\n", ip, o.Prefix.Masked(), table)
+				rule = true
+			}
+		}
+		if rule {
+			fmt.Fprintf(s, "%s rule add from %s table %d\n", ip, l.Addr(), table)
+		}
+	}
 }
 
 // vmTarget is the nvmet target the guest serves, if it has target NICs.
@@ -320,33 +329,43 @@ func (n *Node) vmTarget() (vm.Target, bool) {
 	return t, len(t.Addrs) > 0
 }
 
-func (n *Node) guestAgentConfig() map[string]any {
-	o := n.vm.spec.VM
+// guestAgentConfig writes inof-host's configuration in a guest, with its
+// nvme connect -k, -c and -l (0 means d's) and the Spec's hook applied,
+// to the node's configuration file and returns it.
+func (n *Node) guestAgentConfig(state string, ka, rd, cl int, d [3]int) ([]byte, error) {
 	def := func(v, d int) int {
 		if v == 0 {
 			return d
 		}
 		return v
 	}
-	ifs := n.hostInterfaces()
-	return map[string]any{
+	cfg := map[string]any{
 		"log":            map[string]any{"level": "debug"},
 		"metrics_listen": hostMetrics,
-		"state_file":     "/var/lib/inof-host/state.json",
+		"state_file":     state,
 		"host_nqn":       n.HostNQN(),
-		"nvme": map[string]any{"path": vm.GuestNVMe, "keep_alive_tmo": def(o.KeepAliveTmo, 2),
-			"reconnect_delay": def(o.ReconnectDelay, 1), "ctrl_loss_tmo": def(o.CtrlLossTmo, 5)},
-		"interfaces": ifs,
+		"nvme": map[string]any{"path": vm.GuestNVMe, "keep_alive_tmo": def(ka, d[0]),
+			"reconnect_delay": def(rd, d[1]), "ctrl_loss_tmo": def(cl, d[2])},
+		"interfaces": n.hostInterfaces(),
 	}
+	if hook := n.f.spec.HostConfig; hook != nil {
+		hook(n.Name, cfg)
+	}
+	b, err := yaml.Marshal(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("topo: %s configuration: %w", n.Name, err)
+	}
+	return b, os.WriteFile(n.cfgPath, b, 0o600)
 }
 
-// Guest is a VM device's guest (nil for other nodes, or before Start
-// booted it).
+// Guest is a VM device's guest, or the guest of a fabric realised in one
+// (Spec.InGuest) for each of its nodes; nil for other nodes, or before
+// Start booted it.
 func (n *Node) Guest() *vm.Guest {
-	if n.vm == nil {
-		return nil
+	if n.vm != nil {
+		return n.vm.guest
 	}
-	return n.vm.guest
+	return n.f.Guest()
 }
 
 // StartAgent starts inof-host inside a VM device's guest, with its output
@@ -501,7 +520,16 @@ func (t guestHTTP) RoundTrip(req *http.Request) (*http.Response, error) {
 	if req.Method != http.MethodGet {
 		return nil, fmt.Errorf("topo: %s: only GET reaches a guest", t.n.Name)
 	}
-	code, body, err := g.HTTPGet(req.Context(), req.URL.String())
+	var (
+		code int
+		body []byte
+		err  error
+	)
+	if t.n.gns == "" {
+		code, body, err = g.HTTPGet(req.Context(), req.URL.String())
+	} else {
+		code, body, err = t.n.guestNSGet(req.Context(), req.URL.String())
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -34,8 +34,11 @@
 // instruction-counted time; PathFabric builds a whole dual-path fabric
 // (two switch agents, the target, the host under test) inside one such
 // guest, and its Cuts are paced and measured by the guest itself
-// (guestinit's cut runner), so a bound in guest time is repeatable on a
-// loaded machine.
+// (guestinit's cut runner, Guest.Cuts with a CutPlan), so a bound in
+// guest time is repeatable on a loaded machine. The parts such a fabric is
+// built from (LinkScript, DaemonScript, FabricStart, ZoneCreateScript,
+// SetupTargetIn, Guest.Cuts with a CutPlan) also serve integration/topo,
+// which realises any topo.Spec inside one guest (topo.Spec.InGuest).
 //
 // Its own privileged tests (TestPrivGuestNVMeTCP, the scenarios
 // TestPrivVMZoneLinkKill and TestPrivVMDualPath, and the deterministic

@@ -3,18 +3,14 @@ package vm
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/netip"
-	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"gopkg.in/yaml.v3"
 
 	"github.com/openinof/inof/integration/vm/internal/ctlproto"
-	"github.com/openinof/inof/internal/syncbuf"
 )
 
 // A PathFabric is a whole dual-path NVMe/TCP fabric inside one guest (a
@@ -140,51 +136,38 @@ func StartPathFabric(ctx context.Context, g *Guest, o PathFabricOptions) (*PathF
 	}
 	o.KeepAliveTmo, o.ReconnectDelay, o.CtrlLossTmo = def(o.KeepAliveTmo, 2), def(o.ReconnectDelay, 1), def(o.CtrlLossTmo, 60)
 	p := &PathFabric{g: g, o: o}
-	var s strings.Builder
-	fmt.Fprintf(&s, "set -e\nIP=%s\n", GuestIP)
+	s := NewLinkScript()
 	nss := []string{"leaf1", "leaf2", "tgt"}
 	if o.Reflector != nil {
 		nss = append(nss, "rr")
 	}
 	for _, ns := range nss {
-		fmt.Fprintf(&s, "$IP netns add %[1]s\n$IP -n %[1]s link set lo up\n", ns)
+		s.Namespace(ns)
 	}
 	for k := range 2 {
 		leaf := fmt.Sprintf("leaf%d", k+1)
-		// Made in the init namespace, then moved (and the switch ends
-		// renamed swp1 and swp2 there).
-		fmt.Fprintf(&s, "$IP link add dev e%[1]d type veth peer name h%[1]d\n$IP link set dev h%[1]d netns %[2]s\n"+
-			"$IP -n %[2]s link set dev h%[1]d name swp1\n", k+1, leaf)
-		fmt.Fprintf(&s, "$IP link add dev t%[1]d type veth peer name s%[1]d\n$IP link set dev t%[1]d netns tgt\n"+
-			"$IP link set dev s%[1]d netns %[2]s\n$IP -n %[2]s link set dev s%[1]d name swp2\n", k+1, leaf)
-		fmt.Fprintf(&s, "$IP -n %[1]s link add dev sw type bridge\n$IP -n %[1]s link set dev swp1 master sw\n"+
-			"$IP -n %[1]s link set dev swp2 master sw\n", leaf)
-		fmt.Fprintf(&s, "$IP -n %[1]s link set dev sw up\n$IP -n %[1]s link set dev swp1 up\n$IP -n %[1]s link set dev swp2 up\n", leaf)
-		fmt.Fprintf(&s, "$IP addr add %s/24 dev e%d\n$IP link set dev e%[2]d up\n", pathHostAddr(k), k+1)
-		fmt.Fprintf(&s, "$IP -n tgt addr add %s/24 dev t%d\n$IP -n tgt link set dev t%[2]d up\n", pathTargetAddr(k), k+1)
+		s.Veth("", fmt.Sprintf("e%d", k+1), leaf, "swp1")
+		s.Veth("tgt", fmt.Sprintf("t%d", k+1), leaf, "swp2")
+		fmt.Fprintf(s, "$IP -n %[1]s link add dev sw type bridge\n$IP -n %[1]s link set dev swp1 master sw\n"+
+			"$IP -n %[1]s link set dev swp2 master sw\n$IP -n %[1]s link set dev sw up\n", leaf)
+		fmt.Fprintf(s, "$IP addr add %s/24 dev e%d\n", pathHostAddr(k), k+1)
+		fmt.Fprintf(s, "$IP -n tgt addr add %s/24 dev t%d\n", pathTargetAddr(k), k+1)
 		if o.Reflector == nil {
 			continue
 		}
 		// The uplink: up0 in the leaf, rK in the reflector.
-		fmt.Fprintf(&s, "$IP link add dev up%[1]d type veth peer name r%[1]d\n$IP link set dev up%[1]d netns %[2]s\n"+
-			"$IP -n %[2]s link set dev up%[1]d name up0\n$IP link set dev r%[1]d netns rr\n", k+1, leaf)
-		fmt.Fprintf(&s, "$IP -n %s addr add %s/30 dev up0\n$IP -n %[1]s link set dev up0 up\n", leaf, uplinkAddr(k, 2))
-		fmt.Fprintf(&s, "$IP -n rr addr add %s/30 dev r%d\n$IP -n rr link set dev r%[2]d up\n", uplinkAddr(k, 1), k+1)
+		s.Veth(leaf, "up0", "rr", fmt.Sprintf("r%d", k+1))
+		fmt.Fprintf(s, "$IP -n %s addr add %s/30 dev up0\n", leaf, uplinkAddr(k, 2))
+		fmt.Fprintf(s, "$IP -n rr addr add %s/30 dev r%d\n", uplinkAddr(k, 1), k+1)
 		// No path from this host address to the other network.
-		fmt.Fprintf(&s, "$IP rule add from %s to %s/24 prohibit\n", pathHostAddr(k), pathTargetAddr(1-k))
+		fmt.Fprintf(s, "$IP rule add from %s to %s/24 prohibit\n", pathHostAddr(k), pathTargetAddr(1-k))
 	}
 	if _, err := g.Sh(ctx, s.String()); err != nil {
 		return nil, fmt.Errorf("vm: path fabric: links: %w", err)
 	}
-	// nvmet in tgt: ip netns exec mounts a fresh sysfs, without configfs.
-	tscript, err := targetScript(Target{NQN: PathFabricNQN, Addrs: []netip.Addr{pathTargetAddr(0), pathTargetAddr(1)},
-		Device: "/dev/ram0"})
-	if err != nil {
-		return nil, err
-	}
-	if _, err := g.Run(ctx, GuestIP, "netns", "exec", "tgt", "sh", "-c",
-		"mount -t configfs none /sys/kernel/config && "+tscript); err != nil {
-		return nil, fmt.Errorf("vm: path fabric: target: %w", err)
+	if err := g.SetupTargetIn(ctx, "tgt", Target{NQN: PathFabricNQN, Addrs: []netip.Addr{pathTargetAddr(0), pathTargetAddr(1)},
+		Device: "/dev/ram0"}); err != nil {
+		return nil, fmt.Errorf("vm: path fabric: %w", err)
 	}
 	configs := map[string]map[string]any{"/etc/inof/host.yaml": p.hostConfig()}
 	if o.Reflector == nil {
@@ -211,46 +194,31 @@ func StartPathFabric(ctx context.Context, g *Guest, o PathFabricOptions) (*PathF
 		}
 	}
 	for k := 1; k <= 2; k++ {
-		// exec keeps the pid: sh's becomes ip's becomes inofd's.
-		script := fmt.Sprintf("setsid sh -c 'echo $$ >%s; exec %s netns exec leaf%d %s --role switch --config /etc/inof/leaf%[3]d.yaml'"+
-			" </dev/null >>/tmp/leaf%[3]d.log 2>&1 &\n", leafPID(k), GuestIP, k, GuestInofd)
+		script := DaemonScript(fmt.Sprintf("leaf%d", k), leafPID(k), fmt.Sprintf("/tmp/leaf%d.log", k),
+			GuestInofd, "--role", "switch", "--config", fmt.Sprintf("/etc/inof/leaf%d.yaml", k))
 		if err := g.WriteFile(ctx, leafStart(k), []byte(script), 0o700); err != nil {
 			return nil, err
 		}
-		script = fmt.Sprintf("setsid sh -c 'echo $$ >%s; exec %s netns exec tgt %s --config /etc/inof/tgt%d.yaml'"+
-			" </dev/null >>/tmp/tgt%[4]d.log 2>&1 &\n", targetPID(k), GuestIP, GuestInofHost, k)
+		script = DaemonScript("tgt", targetPID(k), fmt.Sprintf("/tmp/tgt%d.log", k),
+			GuestInofHost, "--config", fmt.Sprintf("/etc/inof/tgt%d.yaml", k))
 		if err := g.WriteFile(ctx, targetStart(k), []byte(script), 0o700); err != nil {
 			return nil, err
 		}
 	}
+	start := FabricStart{Switches: []string{"sh " + leafStart(1), "sh " + leafStart(2)},
+		SwitchLogs: []string{"/tmp/leaf1.log", "/tmp/leaf2.log"},
+		Targets:    []string{"setsid $IP netns exec tgt " + GuestInofHost + " --config /etc/inof/tgt.yaml </dev/null >/tmp/tgt.log 2>&1 &"},
+		Host:       "setsid " + GuestInofHost + " --config /etc/inof/host.yaml </dev/null >/tmp/host.log 2>&1 &"}
 	if o.Reflector != nil {
-		if err := p.startReflector(ctx); err != nil {
-			return nil, err
+		var members []string
+		for k := range 2 {
+			members = append(members, pathHostAddr(k).String(), pathTargetAddr(k).String())
 		}
+		start.Reflectors = []string{"setsid $IP netns exec rr " + GuestInofd + " --role reflector --config /etc/inof/rr.yaml </dev/null >/tmp/rr.log 2>&1 &"}
+		start.Zone = ZoneCreateScript(PathFabricAPI, PathFabricZone, members)
+		start.Targets = []string{"sh " + targetStart(1), "sh " + targetStart(2)}
 	}
-	// The switches first, and the agents only once both switches run (a
-	// second later, in guest time: they open their access ports after
-	// the line waited for). A host agent's zone query that no switch
-	// hears is not repeated, and a switch tells a host that registers
-	// after a target nothing until it is asked: started together, the
-	// host never heard of the target on one leaf in 3 of 16 guests
-	// (docs/realhost.md, finding 6).
-	// In BGP mode the switches wait until the reflector gave them the
-	// zone.
-	ready := "switch agent starting"
-	if o.Reflector != nil {
-		ready = "zone configuration changed"
-	}
-	tgtStart := "setsid $IP netns exec tgt " + GuestInofHost + " --config /etc/inof/tgt.yaml </dev/null >/tmp/tgt.log 2>&1 &\n"
-	if o.Reflector != nil {
-		tgtStart = fmt.Sprintf("sh %s\nsh %s\n", targetStart(1), targetStart(2))
-	}
-	start := fmt.Sprintf("IP=%s\nsh %s\nsh %s\n", GuestIP, leafStart(1), leafStart(2)) +
-		fmt.Sprintf("i=0; until grep -q '%[1]s' /tmp/leaf1.log && grep -q '%[1]s' /tmp/leaf2.log; do\n", ready) +
-		"  i=$((i+1)); [ $i -lt 450 ] || { echo switches did not start; exit 1; }; sleep 0.1\ndone\nsleep 1\n" +
-		tgtStart +
-		"setsid " + GuestInofHost + " --config /etc/inof/host.yaml </dev/null >/tmp/host.log 2>&1 &\n"
-	if _, err := g.Sh(ctx, start); err != nil {
+	if _, err := g.Sh(ctx, start.Script()); err != nil {
 		return nil, fmt.Errorf("vm: path fabric: daemons: %w", err)
 	}
 	return p, nil
@@ -310,24 +278,6 @@ func (p *PathFabric) reflectorConfig() map[string]any {
 		"bfd": bfd,
 		"api": map[string]any{"socket": PathFabricAPI},
 	}
-}
-
-// startReflector starts the reflector and creates the zone through its
-// API with inofctl, retrying (in guest time) until the API answers.
-func (p *PathFabric) startReflector(ctx context.Context) error {
-	var members []string
-	for k := range 2 {
-		members = append(members, pathHostAddr(k).String(), pathTargetAddr(k).String())
-	}
-	script := fmt.Sprintf("setsid %s netns exec rr %s --role reflector --config /etc/inof/rr.yaml </dev/null >/tmp/rr.log 2>&1 &\n",
-		GuestIP, GuestInofd) +
-		fmt.Sprintf("i=0; until %s --server unix://%s zone create %s %s --yes >/tmp/inofctl.out 2>&1; do\n",
-			GuestInofctl, PathFabricAPI, PathFabricZone, strings.Join(members, " ")) +
-		"  i=$((i+1)); [ $i -lt 90 ] || { cat /tmp/inofctl.out; echo reflector API did not answer; exit 1; }; sleep 0.5\ndone\n"
-	if _, err := p.g.Sh(ctx, script); err != nil {
-		return fmt.Errorf("vm: path fabric: reflector: %w", err)
-	}
-	return nil
 }
 
 // Zone runs inofctl zone ARGS... --yes against the reflector (BGP mode
@@ -453,138 +403,46 @@ type CutReport = ctlproto.CutReport
 // time: allow minutes per cut). It returns the reports and the runner's
 // output.
 func (p *PathFabric) Cuts(ctx context.Context, o CutOptions) ([]CutReport, string, error) {
-	argv := []string{GuestCuts, "-n", strconv.Itoa(o.N),
-		"-paths", pathTargetAddr(0).String() + "," + pathTargetAddr(1).String()}
+	plan := CutPlan{Paths: []netip.Addr{pathTargetAddr(0), pathTargetAddr(1)}}
 	if o.Outage != PortDown && p.o.Reflector == nil {
 		return nil, "", fmt.Errorf("vm: path fabric: outage %d needs the reflector (PathFabricOptions.Reflector)", o.Outage)
 	}
 	inofctl := fmt.Sprintf("%s --server unix://%s zone %%s %s %s --yes", GuestInofctl, PathFabricAPI, PathFabricZone, pathHostAddr(0))
 	switch o.Outage {
 	case PortDown:
-		argv = append(argv, "-link", "leaf1/swp2")
+		plan.Links = []string{"leaf1/swp2"}
 	case SwitchLost:
-		argv = append(argv, "-link", "leaf1/up0,leaf1/sw", "-kill", leafPID(1), "-restart", "sh "+leafStart(1),
-			"-rejoin", "/tmp/leaf2.log:target="+pathTargetAddr(0).String()+" state=active")
+		plan.Links, plan.Kill, plan.Restart = []string{"leaf1/up0", "leaf1/sw"}, leafPID(1), "sh "+leafStart(1)
+		plan.Rejoin = "/tmp/leaf2.log:target=" + pathTargetAddr(0).String() + " state=active"
 	case TargetSilent:
-		argv = append(argv, "-kill", targetPID(1), "-restart", "sh "+targetStart(1), "-until-gone")
+		plan.Kill, plan.Restart, plan.UntilGone = targetPID(1), "sh "+targetStart(1), true
 	case ZoneRemoved:
-		argv = append(argv, "-cut-sh", fmt.Sprintf(inofctl, "remove"), "-restart", fmt.Sprintf(inofctl, "add"), "-until-gone")
+		plan.CutSh, plan.Restart, plan.UntilGone = fmt.Sprintf(inofctl, "remove"), fmt.Sprintf(inofctl, "add"), true
 	default:
 		return nil, "", fmt.Errorf("vm: path fabric: no outage %d", o.Outage)
 	}
 	if p.o.Failover != "none" {
-		logs := "/tmp/host.log,/tmp/leaf1.log,/tmp/leaf2.log"
+		plan.Notify = []string{"/tmp/host.log", "/tmp/leaf1.log", "/tmp/leaf2.log"}
 		if p.o.Reflector != nil {
-			logs += ",/tmp/rr.log"
-		}
-		argv = append(argv, "-notify", logs)
-	}
-	if o.IOPolicy != "" {
-		argv = append(argv, "-iopolicy", o.IOPolicy)
-	}
-	if o.Write {
-		argv = append(argv, "-write")
-	}
-	for _, d := range []struct {
-		flag string
-		v    time.Duration
-	}{{"-settle", o.Settle}, {"-after", o.After}, {"-hold", o.Hold}, {"-back", o.Back}, {"-ready", o.Ready}} {
-		if d.v > 0 {
-			argv = append(argv, d.flag, d.v.String())
+			plan.Notify = append(plan.Notify, "/tmp/rr.log")
 		}
 	}
-	out := &syncbuf.Buffer{}
-	proc, err := p.g.Start(ctx, argv, out)
-	if err != nil {
-		return nil, "", err
-	}
-	// Wait for the runner; a kernel oops on the console ends the wait
-	// (the runner may never finish then).
-	tick := time.NewTicker(time.Second)
-	defer tick.Stop()
-	for done := false; !done; {
-		select {
-		case <-proc.Done():
-			done = true
-		case <-ctx.Done():
-			proc.Signal(context.Background(), syscall.SIGKILL)
-			return nil, out.String(), fmt.Errorf("vm: %s: cuts: %w", p.g.Name, ctx.Err())
-		case <-tick.C:
-			if oops := KernelOops(p.g.Console()); oops != "" {
-				return nil, out.String(), fmt.Errorf("vm: %s: kernel oops during the cuts:\n%s", p.g.Name, oops)
-			}
-		}
-	}
-	code, err := proc.Wait(ctx)
-	if err != nil {
-		return nil, out.String(), fmt.Errorf("vm: %s: cuts: %w", p.g.Name, err)
-	}
-	var reps []CutReport
-	for _, l := range strings.Split(out.String(), "\n") {
-		if j, ok := strings.CutPrefix(l, ctlproto.CutLinePrefix); ok {
-			var r CutReport
-			if err := json.Unmarshal([]byte(j), &r); err != nil {
-				return reps, out.String(), fmt.Errorf("vm: cuts: %q: %w", l, err)
-			}
-			reps = append(reps, r)
-		}
-	}
-	if code != 0 || !strings.Contains(out.String(), ctlproto.CutsDone) {
-		return reps, out.String(), fmt.Errorf("vm: %s: cuts exited %d:\n%s", p.g.Name, code, truncate(out.String(), 2000))
-	}
-	return reps, out.String(), nil
-}
-
-// KernelOops returns the console from the first kernel oops or BUG line
-// on (at most 40 lines), "" when there is none.
-func KernelOops(console string) string {
-	i := strings.Index(console, "BUG: ")
-	if j := strings.Index(console, "Oops: "); j >= 0 && (i < 0 || j < i) {
-		i = j
-	}
-	if i < 0 {
-		return ""
-	}
-	l := strings.Split(console[i:], "\n")
-	if len(l) > 40 {
-		l = l[:40]
-	}
-	return strings.Join(l, "\n")
+	return p.g.Cuts(ctx, plan, o)
 }
 
 // Grep counts the lines of a daemon's log file (PathFabricLogs) that
 // contain s.
 func (p *PathFabric) Grep(ctx context.Context, file, s string) (int, error) {
-	r, err := p.g.Run(ctx, "grep", "-c", "-F", s, file)
-	if err != nil {
-		return 0, err
-	}
-	if r.Code > 1 {
-		return 0, fmt.Errorf("vm: grep %s: exit %d: %s", file, r.Code, bytes.TrimSpace(r.Stderr))
-	}
-	return strconv.Atoi(strings.TrimSpace(string(r.Stdout)))
+	return p.g.Grep(ctx, file, s)
 }
 
 // Diagnose is the end of every daemon's log and of the console, for a
 // failure's message.
 func (p *PathFabric) Diagnose(ctx context.Context) string {
-	var b strings.Builder
-	for _, f := range PathFabricLogs {
-		fmt.Fprintf(&b, "--- %s:\n%s", f, p.Tail(ctx, f, 25))
-	}
-	l := strings.Split(strings.TrimRight(p.g.Console(), "\n"), "\n")
-	if len(l) > 30 {
-		l = l[len(l)-30:]
-	}
-	fmt.Fprintf(&b, "--- console:\n%s\n", strings.Join(l, "\n"))
-	return b.String()
+	return p.g.Diagnose(ctx, PathFabricLogs...)
 }
 
 // Tail is the end of a daemon's log file.
 func (p *PathFabric) Tail(ctx context.Context, file string, lines int) string {
-	r, err := p.g.Run(ctx, "tail", "-n", strconv.Itoa(lines), file)
-	if err != nil {
-		return err.Error()
-	}
-	return string(r.Stdout)
+	return p.g.Tail(ctx, file, lines)
 }
