@@ -441,6 +441,31 @@ func (t *Tx) SetSettings(st Settings) error {
 	return nil
 }
 
+// SetPin pins nqn to the locations, replacing its pin if it has one.
+func (t *Tx) SetPin(nqn string, at ...Location) error {
+	if err := t.check(); err != nil {
+		return err
+	}
+	p, err := NewPin(nqn, at...)
+	if err != nil {
+		return err
+	}
+	t.work.Pins[nqn] = p
+	return nil
+}
+
+// RemovePin removes the pin of nqn: any device may claim it again.
+func (t *Tx) RemovePin(nqn string) error {
+	if err := t.check(); err != nil {
+		return err
+	}
+	if t.work.Pins[nqn] == nil {
+		return fmt.Errorf("pin %q: %w", nqn, ErrNotFound)
+	}
+	delete(t.work.Pins, nqn)
+	return nil
+}
+
 // Note describes the transaction for the journal entry Commit writes.
 func (t *Tx) Note(n Note) { t.note = n }
 
@@ -603,6 +628,13 @@ func changedRecords(old, new *Config) []Record {
 	for name := range old.Aliases {
 		if new.Aliases[name] == nil {
 			out = append(out, Record{Key: Key{KindAlias, name}, Deleted: true})
+		}
+	}
+	for _, nqn := range PinsChanged(old, new) {
+		if p := new.Pins[nqn]; p != nil {
+			out = append(out, Record{Key: Key{KindPin, nqn}, At: append([]Location(nil), p.At...)})
+		} else {
+			out = append(out, Record{Key: Key{KindPin, nqn}, Deleted: true})
 		}
 	}
 	return out
