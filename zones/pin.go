@@ -87,7 +87,7 @@ func (p *Pin) Validate() error {
 			continue
 		}
 		if seen[l] {
-			errs = append(errs, fmt.Errorf("pin %s: %s: %w", p.NQN, l, ErrDuplicate))
+			errs = append(errs, fmt.Errorf("%w: %s: %s twice: %w", ErrPin, p.NQN, l, ErrDuplicate))
 		}
 		seen[l] = true
 	}

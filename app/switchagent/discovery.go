@@ -116,6 +116,9 @@ func (s *discoverySource) put(addr netip.Addr, cur inof.Report, present bool, re
 		}
 	}
 	s.mu.Lock()
+	if usable && s.ix.Config().Refuses(cur) {
+		usable = false // a claim to a pinned NQN outside its pin (pins.go)
+	}
 	old, had := s.ix.Device(addr)
 	changed := false
 	switch {
