@@ -70,7 +70,7 @@ type Agent struct {
 	ports *portSide
 	// health watches the access ports' health; nil when off.
 	health *portHealth
-	pins   *pinReport // the refusals of NQN pins (pins.go)
+	pins   *pinReport     // the refusals of NQN pins (pins.go)
 	disc   *discoveryPart // the NVMe/TCP discovery controller; nil when off
 	tasks  *tasks         // the goroutines Run started (set by Run before any starts)
 	engine *Engine
