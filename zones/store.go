@@ -147,6 +147,16 @@ func (s *Store) Config() *Config {
 	return s.config.Clone()
 }
 
+// Pins returns the pins of the committed configuration, keyed by NQN,
+// without a copy: the caller must not change the map or the pins (a
+// change of the store replaces the map). For judging every device record
+// a reflector receives, where Config's copy would cost too much.
+func (s *Store) Pins() map[string]*Pin {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.config.Pins
+}
+
 // Records returns every record, tombstones included, sorted.
 func (s *Store) Records() []Record {
 	s.mu.Lock()
