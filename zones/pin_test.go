@@ -253,3 +253,12 @@ func TestPinsChanged(t *testing.T) {
 		t.Errorf("a clone changed %v", got)
 	}
 }
+
+// pinRecords are seeds for the fuzz targets: a pin and its tombstone.
+func pinRecords() []Record {
+	at := []Location{{Switch: 0x0a00000b, Port: "eth3"}, {Switch: 0x0a00000c, Port: "Ethernet12"}}
+	return []Record{
+		{Key: Key{KindPin, array1}, Version: Version{Gen: 7, RouterID: 1}, At: at},
+		{Key: Key{KindPin, array1}, Version: Version{Gen: 8, RouterID: 1}, Deleted: true},
+	}
+}
