@@ -324,6 +324,7 @@ func (e *Engine) refreshFrom(addr netip.Addr, goneWhy inof.Reason, mayWait bool)
 	}
 	delete(e.retiring, addr)
 	var out Output
+	cur = e.allowed(addr, cur, present)
 	refused := e.judge(addr, cur, present, &out)
 	if present && cur.State == inof.StateActive && !refused {
 		if err := e.ix.Put(cur.Device); err != nil {

@@ -43,15 +43,34 @@ func (e *Engine) judge(addr netip.Addr, cur inof.Report, present bool, out *Outp
 	return true
 }
 
+// allowed returns the record of addr to judge: cur, the preferred one,
+// unless the pins refuse it while another switch's active record of the
+// address is allowed (the real device, and a device claiming its NQN and
+// its address on another port): then that one, so a claim from elsewhere
+// cannot take the real device out of its zones.
+func (e *Engine) allowed(addr netip.Addr, cur inof.Report, present bool) inof.Report {
+	cfg := e.ix.Config()
+	if !present || !cfg.Refuses(cur) {
+		return cur
+	}
+	for _, r := range e.targets.Reports(addr) {
+		if r.State == inof.StateActive && !cfg.Refuses(r) {
+			return r
+		}
+	}
+	return cur
+}
+
 // rejudge judges again, under the configuration just put in force, the
 // devices that claim one of the NQNs whose pin changed: those refused now
 // leave the index, those allowed now enter it (Diff then tells the hosts).
 func (e *Engine) rejudge(changed []string, out *Output) {
 	for _, a := range e.claiming(changed) {
-		cur, present := e.targets.Get(a)
 		if _, retiring := e.retiring[a]; retiring {
 			continue // its new epoch is judged when it comes
 		}
+		cur, present := e.targets.Get(a)
+		cur = e.allowed(a, cur, present)
 		if refused := e.judge(a, cur, present, out); present && cur.State == inof.StateActive && !refused {
 			_ = e.ix.Put(cur.Device) // a record the index took before, or kept out by its pin only: valid
 		} else {

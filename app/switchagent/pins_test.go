@@ -132,3 +132,27 @@ func TestDiscoverySourcePins(t *testing.T) {
 		t.Errorf("unpinned: discovery lists %v, want the target", got)
 	}
 }
+
+// A device claiming the pinned array's NQN and its address from another
+// switch's port does not take the array out of its zone, whichever record
+// the merge prefers.
+func TestEnginePinSameAddress(t *testing.T) {
+	real := tgt1
+	real.NQN = arrayNQN
+	e := newEngine(t, pinned(t, zones.Location{Switch: remote, Port: "eth3"}))
+	e.Register(registration("swp1", hostA, at(0)), at(0))
+	e.ZoneQuery(hostA.Addr)
+	notices(t, "the array", e.Record(inof.Report{Switch: remote, AccessPort: "eth3", Device: real,
+		Status: inof.Status{State: inof.StateActive, Changed: at(1)}}), active("swp1", hostA, real))
+	rogue := real
+	rogue.Port = 4421 // a view of its own: the merge prefers it (the newer change)
+	out := e.Record(inof.Report{Switch: other, AccessPort: "eth9", Device: rogue, Status: inof.Status{State: inof.StateActive, Changed: at(2)}})
+	notices(t, "the same address and NQN from elsewhere", out)
+	if ts := e.usable(hostA.Addr); len(ts) != 1 {
+		t.Fatalf("hostA may use %v, want the array", ts)
+	}
+	e.Gone(remote, real.Addr) // the array's own record goes: only the refused claim is left
+	if ts := e.usable(hostA.Addr); len(ts) != 0 {
+		t.Fatalf("hostA may use %v after the array left", ts)
+	}
+}
