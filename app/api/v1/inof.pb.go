@@ -2320,7 +2320,7 @@ type Event struct {
 	Time  *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=time,proto3" json:"time,omitempty"`
 	// kind: "registration", "record", "notification", "session", "zoning",
 	// "lossless", "trust" (a client quarantined or released), "access" (a change an
-	// identity may not make), or "gap" (the events from gap_from to gap_to were dropped before the
+	// identity may not make), "pin" (a device refused by an NQN pin), or "gap" (the events from gap_from to gap_to were dropped before the
 	// client read them, or lost with a restart).
 	Kind          string            `protobuf:"bytes,4,opt,name=kind,proto3" json:"kind,omitempty"`
 	Subject       string            `protobuf:"bytes,5,opt,name=subject,proto3" json:"subject,omitempty"`
