@@ -5,6 +5,7 @@ package attack
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/openinof/inof/inof"
 	"github.com/openinof/inof/integration/topo"
@@ -136,14 +137,28 @@ func TestPrivPinnedNQN(t *testing.T) {
 			return n.Target == t1.Addr() && n.State == inof.StateInactive && n.Reason == inof.ReasonLinkDown
 		})
 	}
+	// The array comes back: registered again until its switch hears it
+	// (the port may not be up at the first one), as the array's own
+	// LLDP would every 30 s.
 	t1.Link.Restore(t)
-	if err := t1.Reregister(); err != nil {
-		t.Fatal(err)
-	}
+	back := func(n l2proto.Notification) bool { return n.Target == t1.Addr() && n.State == inof.StateActive }
+	waitFor(t, "h1 told the array is back", wait, func() (bool, error) {
+		if err := t1.Reregister(); err != nil {
+			return false, err
+		}
+		r, ok := h1.Next(time.Second)
+		for _, n := range notices([]topo.Received{r}) {
+			if ok && n.Host == h1.Addr() {
+				heard[h1] = append(heard[h1], n)
+				if back(n) {
+					return true, nil
+				}
+			}
+		}
+		return false, nil
+	})
+	hear(h2, "the array back", back)
 	for _, h := range []*topo.Probe{h1, h2} {
-		hear(h, "the array back", func(n l2proto.Notification) bool {
-			return n.Target == t1.Addr() && n.State == inof.StateActive
-		})
 		for _, n := range append(heard[h], notices(h.Drain())...) {
 			if n.Target == x1.Addr() {
 				t.Errorf("%s was told about the rogue: %+v", h.Link.Device.Name, n)
