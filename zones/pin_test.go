@@ -185,6 +185,9 @@ func TestStorePins(t *testing.T) {
 	if got := s.Config().Pins[array1]; got == nil || !reflect.DeepEqual(got.At, []Location{a, b}) {
 		t.Fatalf("reopened: %+v", got)
 	}
+	if got := s.Pins()[array1]; got == nil || !reflect.DeepEqual(got.At, []Location{a, b}) {
+		t.Fatalf("Pins after reopening: %+v", got)
+	}
 	tx = s.Begin()
 	if err := tx.RemovePin("nqn.2014-08.org.example:none"); !errors.Is(err, ErrNotFound) {
 		t.Errorf("removing a pin that is not there: %v", err)
@@ -195,8 +198,8 @@ func TestStorePins(t *testing.T) {
 	if rs, err := tx.Commit(); err != nil || len(rs) != 1 || !rs[0].Deleted {
 		t.Fatalf("remove: %+v, %v", rs, err)
 	}
-	if len(s.Config().Pins) != 0 {
-		t.Errorf("pins left: %v", s.Config().Pins)
+	if len(s.Config().Pins) != 0 || len(s.Pins()) != 0 {
+		t.Errorf("pins left: %v, %v", s.Config().Pins, s.Pins())
 	}
 }
 

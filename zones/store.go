@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -60,6 +61,8 @@ type Store struct {
 	revision uint64 // bumped by every change, for optimistic transactions
 	refused  Refused
 	journal  []Version // the journal's entries, oldest first
+	// pins is config.Pins, read without the lock (Pins).
+	pins atomic.Pointer[map[string]*Pin]
 }
 
 // Refused counts the records Apply refused by their generation.
@@ -128,7 +131,7 @@ func Open(path string, opts StoreOptions) (*Store, error) {
 		db.Close()
 		return nil, fmt.Errorf("zones: load store %s: %w", path, err)
 	}
-	s.config = s.records.Config()
+	s.setConfig(s.records.Config())
 	if ahead := s.ClockAhead(); ahead > inof.MaxGenerationSkew {
 		s.log.Warn("zones: the store's generation clock is ahead of the wall clock: peer reflectors refuse its changes "+
 			"until their clocks catch up (has the clock stepped back, or was a backup from the future restored?)",
@@ -148,13 +151,16 @@ func (s *Store) Config() *Config {
 }
 
 // Pins returns the pins of the committed configuration, keyed by NQN,
-// without a copy: the caller must not change the map or the pins (a
-// change of the store replaces the map). For judging every device record
-// a reflector receives, where Config's copy would cost too much.
-func (s *Store) Pins() map[string]*Pin {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.config.Pins
+// without a copy and without waiting for a commit being written: the
+// caller must not change the map or the pins (a change of the store
+// replaces the map). For judging every device record a reflector
+// receives, where Config's copy would cost too much.
+func (s *Store) Pins() map[string]*Pin { return *s.pins.Load() }
+
+// setConfig puts c in force (with s.mu held).
+func (s *Store) setConfig(c *Config) {
+	s.config = c
+	s.pins.Store(&c.Pins)
 }
 
 // Records returns every record, tombstones included, sorted.
@@ -230,7 +236,7 @@ func (s *Store) Apply(in []Record) ([]Record, error) {
 		_ = s.clock.Observe(r.Gen) // checked above, cannot fail
 	}
 	s.records = next
-	s.config = next.Config()
+	s.setConfig(next.Config())
 	s.revision++
 	return won, errors.Join(errs...)
 }
@@ -540,7 +546,7 @@ func (t *Tx) Commit() ([]Record, error) {
 	}
 	t.entry = &e
 	s.records = next
-	s.config = next.Config()
+	s.setConfig(next.Config())
 	s.revision++
 	return changed, nil
 }
