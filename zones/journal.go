@@ -193,6 +193,8 @@ func summarize(before Records, changed []Record) string {
 		case r.Kind == KindSettings:
 			parts = append(parts, fmt.Sprintf("settings: default zone %s, hard zoning %s",
 				onOff(r.Settings.DefaultZoneEnabled), onOff(r.Settings.HardZoning)))
+		case r.Kind == KindPin:
+			parts = append(parts, fmt.Sprintf("%s: %d switch ports", r.Key, len(r.At)))
 		case !had:
 			parts = append(parts, fmt.Sprintf("%s: created (%d members)", r.Key, len(r.Members)))
 		default:

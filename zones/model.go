@@ -246,11 +246,14 @@ type Config struct {
 	Settings Settings
 	Zones    map[string]*Zone
 	Aliases  map[string]*Alias
+	// Pins bind NQNs to the access ports where devices may claim them
+	// (Pin), keyed by NQN.
+	Pins map[string]*Pin
 }
 
 // NewConfig returns an empty configuration with the given settings.
 func NewConfig(s Settings) *Config {
-	return &Config{Settings: s, Zones: map[string]*Zone{}, Aliases: map[string]*Alias{}}
+	return &Config{Settings: s, Zones: map[string]*Zone{}, Aliases: map[string]*Alias{}, Pins: map[string]*Pin{}}
 }
 
 // Clone returns a deep copy.
@@ -261,6 +264,9 @@ func (c *Config) Clone() *Config {
 	}
 	for n, a := range c.Aliases {
 		out.Aliases[n] = &Alias{Name: a.Name, Members: append([]Member(nil), a.Members...)}
+	}
+	for n, p := range c.Pins {
+		out.Pins[n] = &Pin{NQN: p.NQN, At: append([]Location(nil), p.At...)}
 	}
 	return out
 }
@@ -308,6 +314,15 @@ func (c *Config) Validate() error {
 			}
 		}
 		errs = append(errs, checkMembers("zone "+name, z.Members)...)
+	}
+	for nqn, p := range c.Pins {
+		if p.NQN != nqn {
+			errs = append(errs, fmt.Errorf("pin %q: %w: stored under %q but names %q", nqn, ErrPin, nqn, p.NQN))
+			continue
+		}
+		if err := p.Validate(); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	sort.Slice(errs, func(i, j int) bool { return errs[i].Error() < errs[j].Error() })
 	return errors.Join(errs...)

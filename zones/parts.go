@@ -7,6 +7,7 @@ import (
 	"hash/fnv"
 	"slices"
 
+	"github.com/openinof/inof/inof"
 	"github.com/openinof/inof/internal/wire"
 )
 
@@ -58,6 +59,18 @@ func (r Record) Parts(maxPayload int) ([]Part, error) {
 		chunks = [][]byte{nil}
 	case r.Kind == KindSettings:
 		b, _ := r.appendContent(nil)
+		chunks = [][]byte{b}
+	case r.Kind == KindPin:
+		if err := (&Pin{NQN: r.Name, At: r.At}).Validate(); err != nil {
+			return nil, fmt.Errorf("zones: record %s: %w", r.Key, err)
+		}
+		b, err := r.appendContent(nil)
+		if err != nil {
+			return nil, fmt.Errorf("zones: record %s: %w", r.Key, err)
+		}
+		if len(b) > maxPayload-partHeader {
+			return nil, fmt.Errorf("zones: record %s: %d bytes of content do not fit one part of %d", r.Key, len(b), maxPayload)
+		}
 		chunks = [][]byte{b}
 	default:
 		var cur []byte
@@ -277,6 +290,10 @@ func (k Key) validate() error {
 	case KindZone, KindAlias:
 		if err := ValidateName(k.Name); err != nil {
 			return fmt.Errorf("%w: %w", ErrRecord, err)
+		}
+	case KindPin:
+		if err := inof.ValidateNQN(k.Name); err != nil {
+			return fmt.Errorf("%w: %w: %w", ErrRecord, ErrPin, err)
 		}
 	default:
 		return fmt.Errorf("%w: kind %d", ErrRecord, k.Kind)

@@ -218,10 +218,10 @@ func TestAssemblerRefuses(t *testing.T) {
 }
 
 func FuzzPart(f *testing.F) {
-	for _, r := range []Record{
+	for _, r := range append([]Record{
 		{Key: Key{KindZone, "z"}, Members: ipv4Members(3)},
 		{Key: Key{KindSettings, ""}, Settings: DefaultSettings()},
-	} {
+	}, pinRecords()[0]) {
 		ps, _ := r.Parts(maxPayload)
 		f.Add(uint8(r.Kind), r.Name, ps[0].Payload)
 	}

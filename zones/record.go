@@ -20,6 +20,9 @@ const (
 	KindSettings Kind = 1
 	KindZone     Kind = 2
 	KindAlias    Kind = 3
+	// KindPin is an NQN pin (Pin), named by its NQN. Releases before pins
+	// ignore it in BGP (a configuration kind they do not know).
+	KindPin Kind = 4
 )
 
 func (k Kind) String() string {
@@ -30,6 +33,8 @@ func (k Kind) String() string {
 		return "zone"
 	case KindAlias:
 		return "alias"
+	case KindPin:
+		return "pin"
 	}
 	return fmt.Sprintf("kind(%d)", uint8(k))
 }
@@ -79,8 +84,9 @@ type Record struct {
 	Key
 	Version
 	Deleted  bool
-	Members  []Member // zone or alias
-	Settings Settings // settings
+	Members  []Member   // zone or alias
+	Settings Settings   // settings
+	At       []Location // pin: the access ports where its NQN may be claimed, sorted
 }
 
 // Records is a replicated configuration: one record per key.
@@ -151,6 +157,8 @@ func (rs Records) Config() *Config {
 			c.Zones[k.Name] = &Zone{Name: k.Name, Members: append([]Member(nil), r.Members...)}
 		case KindAlias:
 			c.Aliases[k.Name] = &Alias{Name: k.Name, Members: append([]Member(nil), r.Members...)}
+		case KindPin:
+			c.Pins[k.Name] = &Pin{NQN: k.Name, At: append([]Location(nil), r.At...)}
 		}
 	}
 	return c
@@ -171,11 +179,15 @@ func (rs Records) Sorted() []Record {
 	return out
 }
 
-// Store encoding (version 1), big-endian; local to one reflector's file:
+// Store encoding, big-endian; local to one reflector's file:
 //
-//	version(1)=1 kind(1) flags(1: bit0 deleted) gen(8) router-id(4) name_len(1) name
+//	version(1) kind(1) flags(1: bit0 deleted) gen(8) router-id(4) name_len(1) name
 //	settings: content
-//	zone/alias: count(2) content
+//	zone/alias/pin: count(2) content
+//
+// Version 1 holds the kinds settings, zone and alias; version 2 (pins) adds
+// the kind pin and is written for pins only, so the records of the other
+// kinds keep their bytes and stores written before pins load unchanged.
 //
 // Content, the same in the store and in replicated parts:
 //
@@ -185,7 +197,23 @@ func (rs Records) Sorted() []Record {
 //	  range:  family(1) lo(4|16) hi(4|16)
 //	  prefix: family(1) addr(4|16) bits(1)
 //	  nqn/alias: len(1) bytes
-const recordVersion = 1
+//	pin: the locations, each router-id(4) port_len(1) port
+const (
+	recordVersion    = 1
+	recordVersionPin = 2
+)
+
+// versionOf is the store encoding's version for records of kind k.
+func versionOf(k Kind) byte {
+	if k == KindPin {
+		return recordVersionPin
+	}
+	return recordVersion
+}
+
+// counted reports whether records of kind k carry a count before their
+// content in the store encoding.
+func counted(k Kind) bool { return k == KindZone || k == KindAlias || k == KindPin }
 
 // ErrRecord wraps every record decoding error.
 var ErrRecord = errors.New("malformed zone record")
@@ -198,15 +226,21 @@ func (r Record) MarshalBinary() ([]byte, error) {
 	if len(r.Members) > MaxMembers {
 		return nil, fmt.Errorf("%w: %d members (at most %d)", ErrMember, len(r.Members), MaxMembers)
 	}
-	b := []byte{recordVersion, byte(r.Kind), 0}
+	if len(r.At) > MaxPinPorts {
+		return nil, fmt.Errorf("%w: %d switch ports (at most %d)", ErrPin, len(r.At), MaxPinPorts)
+	}
+	b := []byte{versionOf(r.Kind), byte(r.Kind), 0}
 	if r.Deleted {
 		b[2] = 1
 	}
 	b = binary.BigEndian.AppendUint64(b, r.Gen)
 	b = binary.BigEndian.AppendUint32(b, uint32(r.RouterID))
 	b = append(append(b, byte(len(r.Name))), r.Name...)
-	if r.Kind == KindZone || r.Kind == KindAlias {
+	switch r.Kind {
+	case KindZone, KindAlias:
 		b = binary.BigEndian.AppendUint16(b, uint16(len(r.Members)))
+	case KindPin:
+		b = binary.BigEndian.AppendUint16(b, uint16(len(r.At)))
 	}
 	return r.appendContent(b)
 }
@@ -229,6 +263,15 @@ func (r Record) appendContent(b []byte) ([]byte, error) {
 			if b, err = appendMember(b, m); err != nil {
 				return nil, err
 			}
+		}
+		return b, nil
+	case KindPin:
+		for _, l := range r.At {
+			if len(l.Port) > 255 {
+				return nil, fmt.Errorf("%w: %d-byte port name", ErrPin, len(l.Port))
+			}
+			b = binary.BigEndian.AppendUint32(b, uint32(l.Switch))
+			b = append(append(b, byte(len(l.Port))), l.Port...)
 		}
 		return b, nil
 	}
@@ -259,16 +302,20 @@ func appendMember(b []byte, m Member) ([]byte, error) {
 func (r *Record) UnmarshalBinary(b []byte) error {
 	*r = Record{}
 	d := wire.NewReader(b)
-	if v := d.U8(); v != recordVersion {
+	v := d.U8()
+	if v != recordVersion && v != recordVersionPin {
 		return fmt.Errorf("%w: version %d", ErrRecord, v)
 	}
 	r.Kind = Kind(d.U8())
+	if r.Kind == KindPin && v < recordVersionPin {
+		return fmt.Errorf("%w: a pin record of version %d", ErrRecord, v)
+	}
 	r.Deleted = d.U8()&1 != 0
 	r.Gen = d.U64()
 	r.RouterID = inof.RouterID(d.U32())
 	r.Name = d.Str()
-	n := -1 // members to read; -1: until the end
-	if r.Kind == KindZone || r.Kind == KindAlias {
+	n := -1 // members or locations to read; -1: until the end
+	if counted(r.Kind) {
 		n = int(d.U16())
 	}
 	if d.Err() != nil {
@@ -283,10 +330,15 @@ func (r *Record) decodeContent(d *wire.Reader, n int) error {
 	if err := r.Key.validate(); err != nil {
 		return err
 	}
-	if r.Kind == KindSettings {
+	switch r.Kind {
+	case KindSettings:
 		f := d.U8()
 		r.Settings = Settings{DefaultZoneEnabled: f&1 != 0, HardZoning: f&2 != 0}
-	} else {
+	case KindPin:
+		if err := r.decodePin(d, n); err != nil {
+			return err
+		}
+	default:
 		for i := 0; (n < 0 && d.Len() > 0 || i < n) && d.Err() == nil; i++ {
 			m, err := readMember(d)
 			if err != nil {
@@ -340,4 +392,23 @@ func readMember(d *wire.Reader) (Member, error) {
 		return m, fmt.Errorf("%w: %w", ErrRecord, err)
 	}
 	return m, nil
+}
+
+// decodePin reads a pin's locations (n, or all that are left if n < 0) and
+// checks the pin as a commit would; a tombstone has none.
+func (r *Record) decodePin(d *wire.Reader, n int) error {
+	for i := 0; (n < 0 && d.Len() > 0 || i < n) && d.Err() == nil && len(r.At) <= MaxPinPorts; i++ {
+		l := Location{Switch: inof.RouterID(d.U32()), Port: d.Str()}
+		if d.Err() == nil {
+			r.At = append(r.At, l)
+		}
+	}
+	if d.Err() != nil || r.Deleted && len(r.At) == 0 {
+		return nil // a short read is reported by the caller
+	}
+	r.At = sortLocations(r.At)
+	if err := (&Pin{NQN: r.Name, At: r.At}).Validate(); err != nil {
+		return fmt.Errorf("%w: %w", ErrRecord, err)
+	}
+	return nil
 }

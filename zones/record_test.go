@@ -110,6 +110,10 @@ func FuzzRecord(f *testing.F) {
 		b, _ := g.record().MarshalBinary()
 		f.Add(b)
 	}
+	for _, r := range pinRecords() {
+		b, _ := r.MarshalBinary()
+		f.Add(b)
+	}
 	f.Fuzz(func(t *testing.T, b []byte) {
 		var r Record
 		if err := r.UnmarshalBinary(b); err != nil {

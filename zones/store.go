@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -60,6 +61,8 @@ type Store struct {
 	revision uint64 // bumped by every change, for optimistic transactions
 	refused  Refused
 	journal  []Version // the journal's entries, oldest first
+	// pins is config.Pins, read without the lock (Pins).
+	pins atomic.Pointer[map[string]*Pin]
 }
 
 // Refused counts the records Apply refused by their generation.
@@ -128,7 +131,7 @@ func Open(path string, opts StoreOptions) (*Store, error) {
 		db.Close()
 		return nil, fmt.Errorf("zones: load store %s: %w", path, err)
 	}
-	s.config = s.records.Config()
+	s.setConfig(s.records.Config())
 	if ahead := s.ClockAhead(); ahead > inof.MaxGenerationSkew {
 		s.log.Warn("zones: the store's generation clock is ahead of the wall clock: peer reflectors refuse its changes "+
 			"until their clocks catch up (has the clock stepped back, or was a backup from the future restored?)",
@@ -145,6 +148,19 @@ func (s *Store) Config() *Config {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.config.Clone()
+}
+
+// Pins returns the pins of the committed configuration, keyed by NQN,
+// without a copy and without waiting for a commit being written: the
+// caller must not change the map or the pins (a change of the store
+// replaces the map). For judging every device record a reflector
+// receives, where Config's copy would cost too much.
+func (s *Store) Pins() map[string]*Pin { return *s.pins.Load() }
+
+// setConfig puts c in force (with s.mu held).
+func (s *Store) setConfig(c *Config) {
+	s.config = c
+	s.pins.Store(&c.Pins)
 }
 
 // Records returns every record, tombstones included, sorted.
@@ -220,7 +236,7 @@ func (s *Store) Apply(in []Record) ([]Record, error) {
 		_ = s.clock.Observe(r.Gen) // checked above, cannot fail
 	}
 	s.records = next
-	s.config = next.Config()
+	s.setConfig(next.Config())
 	s.revision++
 	return won, errors.Join(errs...)
 }
@@ -441,6 +457,31 @@ func (t *Tx) SetSettings(st Settings) error {
 	return nil
 }
 
+// SetPin pins nqn to the locations, replacing its pin if it has one.
+func (t *Tx) SetPin(nqn string, at ...Location) error {
+	if err := t.check(); err != nil {
+		return err
+	}
+	p, err := NewPin(nqn, at...)
+	if err != nil {
+		return err
+	}
+	t.work.Pins[nqn] = p
+	return nil
+}
+
+// RemovePin removes the pin of nqn: any device may claim it again.
+func (t *Tx) RemovePin(nqn string) error {
+	if err := t.check(); err != nil {
+		return err
+	}
+	if t.work.Pins[nqn] == nil {
+		return fmt.Errorf("pin %q: %w", nqn, ErrNotFound)
+	}
+	delete(t.work.Pins, nqn)
+	return nil
+}
+
 // Note describes the transaction for the journal entry Commit writes.
 func (t *Tx) Note(n Note) { t.note = n }
 
@@ -505,7 +546,7 @@ func (t *Tx) Commit() ([]Record, error) {
 	}
 	t.entry = &e
 	s.records = next
-	s.config = next.Config()
+	s.setConfig(next.Config())
 	s.revision++
 	return changed, nil
 }
@@ -603,6 +644,13 @@ func changedRecords(old, new *Config) []Record {
 	for name := range old.Aliases {
 		if new.Aliases[name] == nil {
 			out = append(out, Record{Key: Key{KindAlias, name}, Deleted: true})
+		}
+	}
+	for _, nqn := range PinsChanged(old, new) {
+		if p := new.Pins[nqn]; p != nil {
+			out = append(out, Record{Key: Key{KindPin, nqn}, At: append([]Location(nil), p.At...)})
+		} else {
+			out = append(out, Record{Key: Key{KindPin, nqn}, Deleted: true})
 		}
 	}
 	return out

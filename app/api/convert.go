@@ -20,6 +20,17 @@ func zoningProto(c *zones.Config) *inofv1.Zoning {
 	for _, n := range aliasNames(c) {
 		out.Aliases = append(out.Aliases, &inofv1.Alias{Name: n, Members: memberStrings(c.Aliases[n].Members)})
 	}
+	for _, n := range c.PinNQNs() {
+		out.Pins = append(out.Pins, &inofv1.Pin{Nqn: n, At: locationStrings(c.Pins[n].At)})
+	}
+	return out
+}
+
+func locationStrings(ls []zones.Location) []string {
+	out := make([]string, len(ls))
+	for i, l := range ls {
+		out[i] = l.String()
+	}
 	return out
 }
 

@@ -46,6 +46,7 @@ func (s *server) ListDevices(ctx context.Context, req *inofv1.ListDevicesRequest
 				pd.HeldUntil = timestamppb.New(until)
 			}
 			pd.AccessPort = d.AccessPort
+			pd.PinRefused = cfg.Refuses(d)
 			out.Devices = append(out.Devices, pd)
 		}
 	}

@@ -75,6 +75,14 @@ func applyEdit(tx *zones.Tx, e *inofv1.Edit) error {
 			st.HardZoning = e.SetSettings.GetHardZoning()
 		}
 		return tx.SetSettings(st)
+	case *inofv1.Edit_SetPin:
+		at, err := parseLocations(e.SetPin.GetAt())
+		if err != nil {
+			return err
+		}
+		return tx.SetPin(e.SetPin.GetNqn(), at...)
+	case *inofv1.Edit_RemovePin:
+		return tx.RemovePin(e.RemovePin.GetNqn())
 	}
 	return status.Error(codes.InvalidArgument, "empty or unknown edit")
 }
@@ -112,6 +120,20 @@ func parseMembers(in []string) ([]zones.Member, error) {
 			continue
 		}
 		out = append(out, m)
+	}
+	return out, errors.Join(errs...)
+}
+
+func parseLocations(in []string) ([]zones.Location, error) {
+	out := make([]zones.Location, 0, len(in))
+	var errs []error
+	for _, s := range in {
+		l, err := zones.ParseLocation(s)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		out = append(out, l)
 	}
 	return out, errors.Join(errs...)
 }

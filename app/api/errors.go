@@ -35,6 +35,8 @@ func statusOf(err error) error {
 		code = codes.Unavailable
 	case errors.Is(err, errAliasInUse):
 		code = codes.FailedPrecondition
+	case errors.Is(err, zones.ErrPin):
+		code = codes.InvalidArgument
 	case errors.Is(err, zones.ErrNotFound):
 		code = codes.NotFound
 	case errors.Is(err, zones.ErrDuplicate):

@@ -306,6 +306,9 @@ func (s *server) WhoSees(ctx context.Context, req *inofv1.WhoSeesRequest) (*inof
 	if err != nil {
 		return nil, err
 	}
+	if _, refused := pinRefused(cfg, devs, ta); refused {
+		return &inofv1.VisibilityResponse{}, nil // in no zone: no host is told about it
+	}
 	t, ok := ix.Device(ta)
 	if !ok {
 		return nil, status.Errorf(codes.NotFound, "target %s is not registered", ta)

@@ -86,6 +86,7 @@ func (s *server) GetDevice(ctx context.Context, req *inofv1.GetDeviceRequest) (*
 		sb, _ := inof.ParseRouterID(b.GetSwitch())
 		return int(sa) - int(sb)
 	})
+	out.NqnClaims = nqnClaims(rs, shown.GetNqn())
 	var vis *inofv1.VisibilityResponse
 	if inof.Role(shown.GetRole()).IsHost() {
 		vis, err = s.Visibility(ctx, &inofv1.VisibilityRequest{Host: addr.String()})
@@ -98,6 +99,34 @@ func (s *server) GetDevice(ctx context.Context, req *inofv1.GetDeviceRequest) (*
 	out.Visibility = vis.GetTargets()
 	out.Events = s.keptEvents(func(e Event) bool { return e.Subject == addr.String() })
 	return out, nil
+}
+
+// nqnClaims lists the active reports that claim nqn as "SWITCH:PORT
+// ADDRESS", sorted, when they come from more than one switch port (nil
+// otherwise, and for no NQN). A dual-ported array and a device claiming
+// another's NQN look the same here; a pin tells them apart (docs/zoning.md).
+func nqnClaims(rs []Device, nqn string) []string {
+	if nqn == "" {
+		return nil
+	}
+	type at struct {
+		sw   inof.RouterID
+		port string
+	}
+	ports := map[at]bool{}
+	var out []string
+	for _, r := range rs {
+		if r.NQN != nqn || !r.Active() {
+			continue
+		}
+		ports[at{r.Switch, r.AccessPort}] = true
+		out = append(out, fmt.Sprintf("%s:%s %s", r.Switch, r.AccessPort, r.Addr))
+	}
+	if len(ports) < 2 {
+		return nil
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
 }
 
 // GetSession tells everything the server knows about one BGP session.

@@ -10,7 +10,7 @@ import (
 )
 
 // Revision identifies a zoning configuration by its content: settings,
-// zones and aliases with their members in order. Two configurations have
+// zones and aliases with their members in order, pins with their ports. Two configurations have
 // the same revision exactly when they hold the same content (up to the
 // hash), so a client that edits against revision R knows its view is still
 // current when the store's revision is still R, whoever committed or merged
@@ -35,6 +35,15 @@ func Revision(c *zones.Config) string {
 	}
 	list("zone", c.ZoneNames(), func(n string) []zones.Member { return c.Zones[n].Members })
 	list("alias", aliasNames(c), func(n string) []zones.Member { return c.Aliases[n].Members })
+	for _, n := range c.PinNQNs() { // nothing without pins: revisions from before them stand
+		write("pin")
+		write(n)
+		at := c.Pins[n].At
+		write(fmt.Sprint(len(at)))
+		for _, l := range at {
+			write(l.String())
+		}
+	}
 	return fmt.Sprintf("%016x", h.Sum64())
 }
 

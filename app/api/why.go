@@ -27,9 +27,15 @@ func (s *server) Why(ctx context.Context, req *inofv1.WhyRequest) (*inofv1.WhyRe
 	if err != nil {
 		return nil, err
 	}
-	cfg, _, ix, err := s.index(ctx)
+	cfg, devs, ix, err := s.index(ctx)
 	if err != nil {
 		return nil, err
+	}
+	for _, a := range []netip.Addr{ha, ta} {
+		if c, refused := pinRefused(cfg, devs, a); refused {
+			return &inofv1.WhyResponse{Host: ha.String(), Target: ta.String(),
+				Reason: fmt.Sprintf("%s is refused by a pin (%s): in no zone", a, c)}, nil
+		}
 	}
 	if _, ok := ix.Device(ha); !ok {
 		return nil, status.Errorf(codes.NotFound, "host %s is not registered", ha)
@@ -49,6 +55,9 @@ func (s *server) Visibility(ctx context.Context, req *inofv1.VisibilityRequest) 
 	cfg, devs, ix, err := s.index(ctx)
 	if err != nil {
 		return nil, err
+	}
+	if _, refused := pinRefused(cfg, devs, ha); refused {
+		return &inofv1.VisibilityResponse{}, nil // in no zone: it sees nothing
 	}
 	h, ok := ix.Device(ha)
 	if !ok {
@@ -83,6 +92,17 @@ func explainEach(st zones.Settings, ix *zones.Index, devs []Device, self netip.A
 		}
 	}
 	return out
+}
+
+// pinRefused reports whether addr's shown device is one whose claim to
+// its NQN cfg's pins refuse (newIndex leaves it out), with the claim.
+func pinRefused(cfg *zones.Config, devs []Device, addr netip.Addr) (zones.Claim, bool) {
+	for _, d := range devs {
+		if d.Addr == addr && cfg.Refuses(d) {
+			return cfg.Judge(d.Device, d.Switch, d.AccessPort), true
+		}
+	}
+	return zones.Claim{}, false
 }
 
 // index returns the committed configuration, the devices and their index

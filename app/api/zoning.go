@@ -126,7 +126,11 @@ func (s *server) changes(ctx context.Context, before, after *zones.Config) ([]*i
 		return nil, fmt.Errorf("devices: %w", err)
 	}
 	old := s.newIndex(before, devs)
-	delta := zones.Diff(old, old.WithConfig(after))
+	next := old.WithConfig(after)
+	if len(zones.PinsChanged(before, after)) > 0 {
+		next = s.newIndex(after, devs) // the pins decide which devices count
+	}
+	delta := zones.Diff(old, next)
 	var all []zones.Change
 	done := map[netip.Addr]bool{}
 	for _, d := range devs {
@@ -149,10 +153,15 @@ func (s *server) changes(ctx context.Context, before, after *zones.Config) ([]*i
 }
 
 // newIndex indexes the devices under c, skipping (and logging) the ones
-// the index refuses, so one bad record does not take the API down.
+// the index refuses, so one bad record does not take the API down. A device
+// whose claim to its NQN c's pins refuse is left out too, as the switches
+// leave it out: it is in no zone and sees nothing.
 func (s *server) newIndex(c *zones.Config, devs []Device) *zones.Index {
 	ix, _ := zones.NewIndex(c, nil) // no devices: cannot fail
 	for _, d := range devs {
+		if c.Refuses(d) {
+			continue
+		}
 		if err := ix.Put(d.Device); err != nil {
 			s.log.Warn("api: device skipped", "device", d.Device.String(), "err", err)
 		}

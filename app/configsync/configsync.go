@@ -23,6 +23,7 @@ const (
 	KindSettings = Kind(zones.KindSettings) // fabric settings (zone store)
 	KindZone     = Kind(zones.KindZone)     // a zone (zone store)
 	KindAlias    = Kind(zones.KindAlias)    // an alias (zone store)
+	KindPin      = Kind(zones.KindPin)      // an NQN pin (zone store), named by its NQN
 	// KindLossless is the fabric's lossless profile: lossless.Encode as
 	// payload, one object (empty name, part 0).
 	KindLossless Kind = 16
@@ -56,6 +57,7 @@ var kinds = map[Kind]struct {
 	KindSettings:     {"settings", OwnerZoneStore},
 	KindZone:         {"zone", OwnerZoneStore},
 	KindAlias:        {"alias", OwnerZoneStore},
+	KindPin:          {"pin", OwnerZoneStore},
 	KindLossless:     {"lossless", OwnerLossless},
 	KindJournal:      {"journal", OwnerJournal},
 	KindRecordFormat: {"record-format", OwnerRecordFormat},

@@ -125,3 +125,34 @@ func TestAssemblerIgnoresOtherKindsAndRejectsGarbage(t *testing.T) {
 		t.Fatalf("error %q does not name the reflector %s", err, want)
 	}
 }
+
+// TestPinFitsOneRecord: the largest pin (the longest NQN, MaxPinPorts ports
+// of the longest names) is one BGP record and reassembles as it was.
+func TestPinFitsOneRecord(t *testing.T) {
+	nqn := "nqn.2014-08.org.example:" + strings.Repeat("a", inof.MaxNQNLen-len("nqn.2014-08.org.example:"))
+	var at []zones.Location
+	for i := range zones.MaxPinPorts {
+		at = append(at, zones.Location{Switch: inof.RouterID(i + 1), Port: strings.Repeat("p", zones.MaxPortNameLen)})
+	}
+	p, err := zones.NewPin(nqn, at...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := zones.Record{Key: zones.Key{Kind: zones.KindPin, Name: nqn},
+		Version: zones.Version{Gen: inof.GenerationAt(inof.NewClock(nil).Now()), RouterID: 7}, At: p.At}
+	recs, err := Records(want)
+	if err != nil || len(recs) != 1 {
+		t.Fatalf("%d records, %v", len(recs), err)
+	}
+	recs[0].Reflector = 1
+	if _, _, err := record.Encode(&recs[0], 1); err != nil {
+		t.Fatalf("does not fit a BGP record: %v", err)
+	}
+	got, ok, err := NewAssembler(0).Add(recs[0])
+	if err != nil || !ok || !reflect.DeepEqual(got, want) {
+		t.Fatalf("reassembled %+v, %v, %v", got, ok, err)
+	}
+	if KindOf(recs[0]).Owner() != OwnerZoneStore || KindOf(recs[0]).String() != "pin" {
+		t.Errorf("kind %s owned by %d", KindOf(recs[0]), KindOf(recs[0]).Owner())
+	}
+}

@@ -541,3 +541,35 @@ func TestControlCharactersAreEscaped(t *testing.T) {
 		}
 	}
 }
+
+// TestDevicePagesShowPins: a device a pin refuses is in no zone on the
+// devices and device pages, and the device page lists the ports claiming
+// its NQN.
+func TestDevicePagesShowPins(t *testing.T) {
+	s := newSite(t)
+	const nqn = "nqn.2014-08.org.example:array1"
+	rep := func(addr, sw, port string) api.Device {
+		return inof.Report{Device: inof.Device{Addr: netip.MustParseAddr(addr), Role: inof.RoleTarget, Protocol: inof.ProtocolTCP, NQN: nqn},
+			Switch: inof.MustParseRouterID(sw), Status: inof.Status{State: inof.StateActive}, AccessPort: port}
+	}
+	devs := append(devices(), rep("10.1.1.5", "192.0.2.1", "eth3"), rep("10.1.1.66", "192.0.2.2", "eth9"))
+	s.b.SetDevices(devs...)
+	s.b.SetReports(devs...)
+	s.commit(t, &inofv1.Edit{Edit: &inofv1.Edit_SetPin{SetPin: &inofv1.Pin{Nqn: nqn, At: []string{"192.0.2.1:eth3"}}}})
+	c := s.client("")
+	for path, want := range map[string][]string{
+		"/ui/devices":           {"none (pin refused)"},
+		"/ui/devices/10.1.1.66": {"refused by a pin", "NQN claimed on", "192.0.2.1:eth3 10.1.1.5", "192.0.2.2:eth9 10.1.1.66"},
+		"/ui/devices/10.1.1.5":  {"NQN claimed on", "default"},
+	} {
+		code, body, _ := s.do(t, c, "GET", path, viewerToken)
+		if code != http.StatusOK {
+			t.Fatalf("GET %s: %d\n%s", path, code, body)
+		}
+		for _, w := range want {
+			if !strings.Contains(body, w) {
+				t.Errorf("GET %s: no %q in\n%s", path, w, body)
+			}
+		}
+	}
+}

@@ -90,6 +90,9 @@ type deviceView struct {
 	Sees    []*inofv1.WhyResponse
 	AsHost  bool
 	History []event // newest first: the events of this address
+	// Claims are the switch ports claiming the device's NQN
+	// ("SWITCH:PORT ADDRESS"), when more than one does (GetDevice).
+	Claims []string
 }
 
 func (c *Console) device(r *http.Request) (string, any, error) {
@@ -110,6 +113,11 @@ func (c *Console) device(r *http.Request) (string, any, error) {
 		return "", nil, status.Errorf(codes.NotFound, "device %s is not registered", addr)
 	}
 	v := deviceView{Device: d}
+	detail, err := c.f.GetDevice(ctx, &inofv1.GetDeviceRequest{Address: addr})
+	if err != nil {
+		return "", nil, err
+	}
+	v.Claims = detail.GetNqnClaims()
 	switch d.GetRole() {
 	case inofv1.Role_ROLE_HOST, inofv1.Role_ROLE_BOTH:
 		v.AsHost = true

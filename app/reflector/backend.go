@@ -16,6 +16,7 @@ import (
 	"github.com/openinof/inof/bgp/record"
 	"github.com/openinof/inof/bgp/table"
 	"github.com/openinof/inof/inof"
+	"github.com/openinof/inof/internal/ratelimit"
 	"github.com/openinof/inof/lossless"
 	"github.com/openinof/inof/zones"
 )
@@ -32,9 +33,16 @@ type fabricView struct {
 	peerReflectors map[netip.Addr]bool
 	events         EventPublisher
 	now            func() time.Time
+	log            *slog.Logger
+	lines          *ratelimit.Log // lines a device on a port can cause
 	// sessionLog logs BGP changes (from the neighbor watch) and BFD
 	// changes (from the BFD subscription).
 	sessionLog *peering.SessionLog
+	// pins returns the NQN pins in force (set by Run before the record
+	// watch starts; nil before): the WatchRecords goroutine judges each
+	// device record's claim to its NQN (pins.go).
+	pins    func() map[string]*zones.Pin
+	refused pinRefusals // written by the WatchRecords goroutine
 
 	mu       sync.Mutex
 	bgp      map[netip.Addr]sessionState  // written by the WatchNeighbors goroutine
@@ -50,7 +58,7 @@ type sessionState struct {
 
 func newFabricView(maxDevices int, peerReflectors map[netip.Addr]bool, events EventPublisher, now func() time.Time, log *slog.Logger) *fabricView {
 	f := &fabricView{devices: table.NewDeviceTable(table.DeviceTableOptions{MaxDevices: maxDevices, Logger: log}),
-		peerReflectors: peerReflectors, events: events, now: now,
+		peerReflectors: peerReflectors, events: events, now: now, log: log, lines: ratelimit.NewLog(0, nil),
 		bgp: map[netip.Addr]sessionState{}, bfdSince: map[bfd.SessionKey]time.Time{}, rids: map[netip.Addr]inof.RouterID{}}
 	f.sessionLog = &peering.SessionLog{Log: log, Kind: f.neighborKind}
 	return f
@@ -63,6 +71,7 @@ func (f *fabricView) onRecord(ev bgp.RecordEvent) {
 	f.changes = f.devices.Apply(f.changes[:0], ev)
 	for _, ch := range f.changes {
 		f.events.Publish(deviceEvent(ch))
+		f.judge(ch)
 	}
 	clear(f.changes)
 }

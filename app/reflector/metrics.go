@@ -58,7 +58,7 @@ var (
 	descWithdrawn      = desc("bgp_records_withdrawn_total", "Withdraws this speaker originated.")
 	descMalformed      = desc("bgp_records_malformed_total", "Malformed records received (treated as withdrawn).")
 	descResyncs        = desc("bgp_watch_resyncs_total", "Watches resynchronised after falling behind.")
-	descConfigRecords  = desc("config_records", "Stored configuration records by kind (settings, zone, alias) and deletion.", "kind", "deleted")
+	descConfigRecords  = desc("config_records", "Stored configuration records by kind (settings, zone, alias, pin) and deletion.", "kind", "deleted")
 	descCommits        = desc("config_commits_total", "Local commits that changed something.")
 	descAdoptedParts   = desc("config_parts_adopted_total", "Newer configuration parts taken from peer reflectors and re-originated.")
 	descAdopted        = desc("config_records_adopted_total", "Complete records from peer reflectors that won (in the zone store, and the lossless profile).")
@@ -71,6 +71,7 @@ var (
 	descStale          = desc("config_stale_parts_withdrawn_total", "Parts withdrawn because their record shrank or lost to a newer version.")
 	descPruned         = desc("config_tombstones_pruned_total", "Expired tombstones forgotten, by where (store, bgp).", "where")
 	descDevRefused     = desc("device_records_refused_total", "Device records the fabric view refused at its bound (max_devices).")
+	descPinRefused     = desc("pin_refusals_total", "Device records claiming a pinned NQN on a switch port outside its pin (each refused claim once; the switches keep such devices out of every zone).")
 	descUntrusted      = desc("records_refused_total", "Records refused because their sender does not own them (docs/security.md), by reason.", "reason")
 	descQuarantined    = desc("quarantined_clients", "Clients in quarantine: all their records refused.")
 	descBFD            = desc("bfd_sessions", "BFD sessions by state.", "state")
@@ -93,7 +94,7 @@ func (c collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descUp, descRestarting, descSessions, descReceived, descPublished,
 		descWithdrawn, descMalformed, descResyncs, descConfigRecords, descCommits, descAdoptedParts, descAdopted,
 		descRefused, descStoreRefused, descClockAhead, descApplyErrors, descMalformedParts, descEvicted, descStale, descPruned,
-		descDevRefused, descUntrusted, descQuarantined, descBFD, descBFDDrops, descBFDChanges, descSwitchDowns, descDampened, descConfigured,
+		descDevRefused, descPinRefused, descUntrusted, descQuarantined, descBFD, descBFDDrops, descBFDChanges, descSwitchDowns, descDampened, descConfigured,
 		descJournal, descJournalAdopted, descConflicts} {
 		ch <- d
 	}
@@ -164,6 +165,7 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 	counter(descStale, rs.Withdrawn)
 	counter(descPruned, rs.Pruned, "bgp")
 	counter(descDevRefused, dev.Refused)
+	counter(descPinRefused, r.fabric.refused.count.Load())
 	for reason, v := range r.trust.refusals.Counts() {
 		counter(descUntrusted, v, reason)
 	}
@@ -172,7 +174,7 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 	counter(descStoreRefused, sr.Expired, "expired")
 	type kd struct{ kind, deleted string }
 	recs := map[kd]int{}
-	for _, k := range []zones.Kind{zones.KindSettings, zones.KindZone, zones.KindAlias} {
+	for _, k := range []zones.Kind{zones.KindSettings, zones.KindZone, zones.KindAlias, zones.KindPin} {
 		recs[kd{k.String(), "false"}], recs[kd{k.String(), "true"}] = 0, 0
 	}
 	if started {

@@ -210,6 +210,7 @@ func (rn *run) startSync(_ context.Context, undo *undoStack) error {
 	// The best table feeds the fabric view; what a client does not own
 	// is counted by the Adj-RIB-In watch and withdrawn once its sender
 	// is quarantined.
+	r.fabric.pins = rn.store.Pins
 	if err := rn.speaker.WatchRecords(lctx, func(ev bgp.RecordEvent) {
 		if r.trust.owned(ev) {
 			r.fabric.onRecord(ev)

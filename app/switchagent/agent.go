@@ -51,6 +51,9 @@ type Config struct {
 	// one port_health.source names (tests); port health then runs
 	// whatever the source option says.
 	HealthSource porthealth.Source
+	// Events takes the agent's events for the API's feed (the refusals of
+	// NQN pins, pins.go); nil: none.
+	Events EventPublisher
 }
 
 // Agent is inofd --role switch: the access ports' registrations, the
@@ -72,6 +75,7 @@ type Agent struct {
 	ports *portSide
 	// health watches the access ports' health; nil when off.
 	health *portHealth
+	pins   *pinReport     // the refusals of NQN pins (pins.go)
 	disc   *discoveryPart // the NVMe/TCP discovery controller; nil when off
 	tasks  *tasks         // the goroutines Run started (set by Run before any starts)
 	engine *Engine
@@ -149,6 +153,9 @@ func New(cfg Config) (*Agent, error) {
 		}
 	}
 	var err error
+	if a.pins, err = newPinReport(cfg); err != nil {
+		return nil, fmt.Errorf("switchagent: %w", err)
+	}
 	if a.health, err = newPortHealth(cfg.Options.PortHealth, cfg.HealthSource, cfg.Logger, cfg.Registry); err != nil {
 		return nil, fmt.Errorf("switchagent: %w", err)
 	}
@@ -383,8 +390,10 @@ func (a *Agent) applyConfig(ctx context.Context) {
 	a.configDue = false
 	cfg := a.zrecs.Config()
 	a.config.Store(cfg)
+	pins := zones.PinsChanged(a.engine.ix.Config(), cfg)
 	a.apply(ctx, a.engine.Config(cfg))
 	if a.disc.setConfig(cfg) {
+		a.disc.rejudge(a.engine, pins)
 		a.subscribe(ctx, a.engine.subs) // discovery wants every zone of cfg
 	}
 }
@@ -397,6 +406,7 @@ func (a *Agent) apply(ctx context.Context, out Output) {
 	if len(out.Publish)+len(out.Withdraw) > 0 {
 		a.hold.localChanged() // the memberships taken ahead follow the local devices
 	}
+	a.pins.report(a.self, out.Refused)
 	a.fab.publish(ctx, out)
 	a.disc.apply(a.engine, out)
 	if out.Subscriptions != nil {

@@ -116,6 +116,9 @@ func (s *discoverySource) put(addr netip.Addr, cur inof.Report, present bool, re
 		}
 	}
 	s.mu.Lock()
+	if usable && s.ix.Config().Refuses(cur) {
+		usable = false // a claim to a pinned NQN outside its pin (pins.go)
+	}
 	old, had := s.ix.Device(addr)
 	changed := false
 	switch {
@@ -244,7 +247,7 @@ func (d *discoveryPart) touch(e *Engine, addr netip.Addr) {
 		return
 	}
 	cur, ok := e.targets.Get(addr)
-	d.src.put(addr, cur, ok, e.targets.Reports(addr))
+	d.src.put(addr, e.allowed(addr, cur, ok), ok, e.targets.Reports(addr))
 }
 
 // apply touches the local records an engine output publishes or

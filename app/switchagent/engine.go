@@ -32,6 +32,10 @@ type Output struct {
 	// changed, nil otherwise.
 	Subscriptions []string
 	Notices       []PortNotice
+	// Refused are the claims to a pinned NQN the pins began to refuse
+	// (pins.go): to count, log and report; the engine already keeps them
+	// out of every zone.
+	Refused []Refusal
 }
 
 func (o *Output) merge(x Output) {
@@ -41,6 +45,7 @@ func (o *Output) merge(x Output) {
 		o.Subscriptions = x.Subscriptions
 	}
 	o.Notices = append(o.Notices, x.Notices...)
+	o.Refused = append(o.Refused, x.Refused...)
 }
 
 // Engine is the switch agent's decision core, free of I/O: registrations on
@@ -81,7 +86,10 @@ type Engine struct {
 	// change while they were active (see retired): they stay as they were
 	// until their new epoch arrives or RetireGrace ends.
 	retiring map[netip.Addr]retiringDevice
-	clock    func() time.Time // time.Now; tests set it
+	// refused holds the addresses whose merged record claims a pinned NQN
+	// on a switch port outside its pin (pins.go): kept out of the index.
+	refused map[netip.Addr]bool
+	clock   func() time.Time // time.Now; tests set it
 }
 
 // RetireGrace is how long a remote device whose record was retired for a
@@ -113,7 +121,7 @@ func NewEngine(self inof.RouterID, holdDown time.Duration, cfg *zones.Config) (*
 	return &Engine{self: self, local: NewLocal(holdDown), targets: NewTargets(), plan: NewPlanner(),
 		ix: ix, hosts: map[netip.Addr]string{}, away: map[netip.Addr]bool{}, greeted: map[netip.Addr]bool{},
 		sick: map[netip.Addr]inof.Reason{}, tally: newTally(), subs: []string{},
-		retiring: map[netip.Addr]retiringDevice{}, clock: time.Now}, nil
+		retiring: map[netip.Addr]retiringDevice{}, refused: map[netip.Addr]bool{}, clock: time.Now}, nil
 }
 
 // Register handles a registration (new, or changed content) of r.Device on
@@ -226,7 +234,7 @@ func (e *Engine) applyLocal(as []Action) Output {
 			out.Notices = append(out.Notices, e.portNotices(e.plan.Answer(r.Device.Addr, e.usable(r.Device.Addr), e.why(netip.Addr{}, 0)))...)
 			e.greeted[r.Device.Addr] = true
 		}
-		zs := e.zonesOf(r.Device)
+		zs := e.memberZones(r)
 		e.tally.set(r.Device.Addr, zs, holdsZones(r))
 		out.Publish = append(out.Publish, Publish{Record: r, Zones: Tags(zs)})
 	}
@@ -268,19 +276,20 @@ func (e *Engine) leave(addr netip.Addr) {
 	e.forgetHost(addr)
 }
 
-// zonesOf returns the custom zones of a device under the current
-// configuration, whether or not it is in the index.
-func (e *Engine) zonesOf(d inof.Device) []string { return e.ix.ZonesOf(d) }
-
 // retally counts the zones of the active local devices afresh (after the
 // configuration changed).
-func (e *Engine) retally() { e.tally = e.tallyBy(e.zonesOf) }
+func (e *Engine) retally() { e.tally = e.tallyBy(e.ix.Config(), e.ix.ZonesOf) }
 
-// tallyBy counts the zones (zonesOf) of the active local devices.
-func (e *Engine) tallyBy(zonesOf func(inof.Device) []string) *tally {
+// tallyBy counts the zones (zonesOf under cfg, none for a claim cfg's pins
+// refuse) of the active local devices.
+func (e *Engine) tallyBy(cfg *zones.Config, zonesOf func(inof.Device) []string) *tally {
 	t := newTally()
 	for _, r := range e.local.Published() {
-		t.set(r.Device.Addr, zonesOf(r.Device), holdsZones(r))
+		var zs []string
+		if !cfg.Refuses(r) {
+			zs = zonesOf(r.Device)
+		}
+		t.set(r.Device.Addr, zs, holdsZones(r))
 	}
 	return t
 }
@@ -302,7 +311,7 @@ func (e *Engine) resubscribe() []string {
 // are; it changes nothing.
 func (e *Engine) SubscriptionsUnder(cfg *zones.Config) []string {
 	ix, _ := zones.NewIndex(cfg, nil) // no devices: nothing to refuse
-	subs, _ := e.tallyBy(ix.ZonesOf).subscriptions(cfg.Settings, cfg.ZoneNames)
+	subs, _ := e.tallyBy(cfg, ix.ZonesOf).subscriptions(cfg.Settings, cfg.ZoneNames)
 	return subs
 }
 
@@ -345,7 +354,10 @@ func (e *Engine) refreshFrom(addr netip.Addr, goneWhy inof.Reason, mayWait bool)
 		return Output{}
 	}
 	delete(e.retiring, addr)
-	if present && cur.State == inof.StateActive {
+	var out Output
+	cur = e.allowed(addr, cur, present)
+	refused := e.judge(addr, cur, present, &out)
+	if present && cur.State == inof.StateActive && !refused {
 		if err := e.ix.Put(cur.Device); err != nil {
 			// An invalid device never becomes usable; it was validated by
 			// the record codec, so this is a bug upstream.
@@ -355,7 +367,6 @@ func (e *Engine) refreshFrom(addr netip.Addr, goneWhy inof.Reason, mayWait bool)
 		e.ix.Remove(addr)
 	}
 	why := e.why(addr, goneWhy)
-	var out Output
 	if _, local := e.hosts[addr]; local && e.plan.Known(addr) {
 		// A local host whose own record changed (its NQN, say) may now be
 		// in other zones: look at everything it sees. One on a sick port
@@ -366,7 +377,7 @@ func (e *Engine) refreshFrom(addr netip.Addr, goneWhy inof.Reason, mayWait bool)
 		}
 		out.Notices = append(out.Notices, e.portNotices(e.plan.Reconcile(addr, e.usable(addr), hostWhy))...)
 	}
-	usableTarget := present && cur.State == inof.StateActive && cur.Device.Role.IsTarget()
+	usableTarget := present && cur.State == inof.StateActive && cur.Device.Role.IsTarget() && !refused
 	for _, host := range e.concerned(addr, usableTarget) {
 		usable := usableTarget && e.ix.CanSee(host, addr)
 		dev := cur.Device
@@ -430,8 +441,9 @@ func (e *Engine) why(addr netip.Addr, goneWhy inof.Reason) func(netip.Addr) inof
 func (e *Engine) Config(cfg *zones.Config) Output {
 	old := e.ix
 	e.ix = old.WithConfig(cfg)
-	delta := zones.Diff(old, e.ix)
 	var out Output
+	e.rejudge(zones.PinsChanged(old.Config(), cfg), &out)
+	delta := zones.Diff(old, e.ix)
 	// WithConfig keeps the devices: every change is the configuration's.
 	why := func(netip.Addr) inof.Reason { return inof.ReasonZoneChange }
 	for _, host := range e.localHosts() {
@@ -451,7 +463,7 @@ func (e *Engine) Config(cfg *zones.Config) Output {
 	}
 	for _, r := range e.local.Published() {
 		if !slices.Equal(old.Zones(r.Device.Addr), e.ix.Zones(r.Device.Addr)) {
-			out.Publish = append(out.Publish, Publish{Record: r, Zones: Tags(e.zonesOf(r.Device))})
+			out.Publish = append(out.Publish, Publish{Record: r, Zones: Tags(e.memberZones(r))})
 		}
 	}
 	e.retally()
@@ -555,10 +567,10 @@ func (e *Engine) Restore(published []inof.Report, told map[netip.Addr][]inof.Dev
 			e.hosts[r.Device.Addr] = r.AccessPort
 		}
 		e.targets.Put(r)
-		if r.State == inof.StateActive {
+		if r.State == inof.StateActive && !e.judge(r.Device.Addr, r, true, &out) {
 			_ = e.ix.Put(r.Device)
 		}
-		out.Publish = append(out.Publish, Publish{Record: r, Zones: Tags(e.zonesOf(r.Device))})
+		out.Publish = append(out.Publish, Publish{Record: r, Zones: Tags(e.memberZones(r))})
 	}
 	for h, ds := range told {
 		if _, ok := e.hosts[h]; ok {

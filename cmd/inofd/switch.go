@@ -42,8 +42,9 @@ func runSwitch(env runEnv) error {
 // edits. The server is bound before the agent starts, like the metrics.
 func buildSwitch(opts switchagent.Options, p *daemon.Process) (built[switchagent.Options], error) {
 	log := p.Log
+	events := api.NewFeed(api.FeedOptions{}) // the API's event feed: zoning (direct mode), pin refusals
 	agent, err := switchagent.New(switchagent.Config{Options: opts, Registry: p.Registry, Logger: log,
-		EventLogger: p.Logging.Events()})
+		EventLogger: p.Logging.Events(), Events: events})
 	if err != nil {
 		return built[switchagent.Options]{}, err
 	}
@@ -52,10 +53,6 @@ func buildSwitch(opts switchagent.Options, p *daemon.Process) (built[switchagent
 		log.Warn("direct mode without api.socket or api.listen: zoning cannot be changed (the default zone is in force)")
 	}
 	if opts.API.Enabled() {
-		var events *api.Feed
-		if opts.Direct() {
-			events = api.NewFeed(api.FeedOptions{})
-		}
 		so := opts.API.ServeOptions(!opts.Direct(), events, log)
 		so.Role = "switch"
 		so.Registry = p.Registry

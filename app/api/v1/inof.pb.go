@@ -124,6 +124,7 @@ type Zoning struct {
 	Settings      *Settings `protobuf:"bytes,2,opt,name=settings,proto3" json:"settings,omitempty"`
 	Zones         []*Zone   `protobuf:"bytes,3,rep,name=zones,proto3" json:"zones,omitempty"`     // sorted by name
 	Aliases       []*Alias  `protobuf:"bytes,4,rep,name=aliases,proto3" json:"aliases,omitempty"` // sorted by name
+	Pins          []*Pin    `protobuf:"bytes,5,rep,name=pins,proto3" json:"pins,omitempty"`       // sorted by NQN
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -186,6 +187,70 @@ func (x *Zoning) GetAliases() []*Alias {
 	return nil
 }
 
+func (x *Zoning) GetPins() []*Pin {
+	if x != nil {
+		return x.Pins
+	}
+	return nil
+}
+
+// Pin binds an NQN to the switch ports where a device may claim it: a
+// device that claims it on any other port is refused (in no zone, told to
+// no host). docs/zoning.md, "NQN pins".
+type Pin struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Nqn   string                 `protobuf:"bytes,1,opt,name=nqn,proto3" json:"nqn,omitempty"`
+	// at: "ROUTER-ID:PORT" (the switch's router-id, its access port),
+	// sorted.
+	At            []string `protobuf:"bytes,2,rep,name=at,proto3" json:"at,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Pin) Reset() {
+	*x = Pin{}
+	mi := &file_inof_v1_inof_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Pin) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Pin) ProtoMessage() {}
+
+func (x *Pin) ProtoReflect() protoreflect.Message {
+	mi := &file_inof_v1_inof_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Pin.ProtoReflect.Descriptor instead.
+func (*Pin) Descriptor() ([]byte, []int) {
+	return file_inof_v1_inof_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *Pin) GetNqn() string {
+	if x != nil {
+		return x.Nqn
+	}
+	return ""
+}
+
+func (x *Pin) GetAt() []string {
+	if x != nil {
+		return x.At
+	}
+	return nil
+}
+
 // Settings are the fabric-wide zoning switches.
 type Settings struct {
 	state              protoimpl.MessageState `protogen:"open.v1"`
@@ -197,7 +262,7 @@ type Settings struct {
 
 func (x *Settings) Reset() {
 	*x = Settings{}
-	mi := &file_inof_v1_inof_proto_msgTypes[2]
+	mi := &file_inof_v1_inof_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -209,7 +274,7 @@ func (x *Settings) String() string {
 func (*Settings) ProtoMessage() {}
 
 func (x *Settings) ProtoReflect() protoreflect.Message {
-	mi := &file_inof_v1_inof_proto_msgTypes[2]
+	mi := &file_inof_v1_inof_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -222,7 +287,7 @@ func (x *Settings) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Settings.ProtoReflect.Descriptor instead.
 func (*Settings) Descriptor() ([]byte, []int) {
-	return file_inof_v1_inof_proto_rawDescGZIP(), []int{2}
+	return file_inof_v1_inof_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *Settings) GetDefaultZoneEnabled() bool {
@@ -252,7 +317,7 @@ type Zone struct {
 
 func (x *Zone) Reset() {
 	*x = Zone{}
-	mi := &file_inof_v1_inof_proto_msgTypes[3]
+	mi := &file_inof_v1_inof_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -264,7 +329,7 @@ func (x *Zone) String() string {
 func (*Zone) ProtoMessage() {}
 
 func (x *Zone) ProtoReflect() protoreflect.Message {
-	mi := &file_inof_v1_inof_proto_msgTypes[3]
+	mi := &file_inof_v1_inof_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -277,7 +342,7 @@ func (x *Zone) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Zone.ProtoReflect.Descriptor instead.
 func (*Zone) Descriptor() ([]byte, []int) {
-	return file_inof_v1_inof_proto_rawDescGZIP(), []int{3}
+	return file_inof_v1_inof_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *Zone) GetName() string {
@@ -305,7 +370,7 @@ type Alias struct {
 
 func (x *Alias) Reset() {
 	*x = Alias{}
-	mi := &file_inof_v1_inof_proto_msgTypes[4]
+	mi := &file_inof_v1_inof_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -317,7 +382,7 @@ func (x *Alias) String() string {
 func (*Alias) ProtoMessage() {}
 
 func (x *Alias) ProtoReflect() protoreflect.Message {
-	mi := &file_inof_v1_inof_proto_msgTypes[4]
+	mi := &file_inof_v1_inof_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -330,7 +395,7 @@ func (x *Alias) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Alias.ProtoReflect.Descriptor instead.
 func (*Alias) Descriptor() ([]byte, []int) {
-	return file_inof_v1_inof_proto_rawDescGZIP(), []int{4}
+	return file_inof_v1_inof_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *Alias) GetName() string {
@@ -362,6 +427,8 @@ type Edit struct {
 	//	*Edit_AddAliasMembers
 	//	*Edit_RemoveAliasMembers
 	//	*Edit_SetSettings
+	//	*Edit_SetPin
+	//	*Edit_RemovePin
 	Edit          isEdit_Edit `protobuf_oneof:"edit"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -369,7 +436,7 @@ type Edit struct {
 
 func (x *Edit) Reset() {
 	*x = Edit{}
-	mi := &file_inof_v1_inof_proto_msgTypes[5]
+	mi := &file_inof_v1_inof_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -381,7 +448,7 @@ func (x *Edit) String() string {
 func (*Edit) ProtoMessage() {}
 
 func (x *Edit) ProtoReflect() protoreflect.Message {
-	mi := &file_inof_v1_inof_proto_msgTypes[5]
+	mi := &file_inof_v1_inof_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -394,7 +461,7 @@ func (x *Edit) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Edit.ProtoReflect.Descriptor instead.
 func (*Edit) Descriptor() ([]byte, []int) {
-	return file_inof_v1_inof_proto_rawDescGZIP(), []int{5}
+	return file_inof_v1_inof_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *Edit) GetEdit() isEdit_Edit {
@@ -494,6 +561,24 @@ func (x *Edit) GetSetSettings() *SetSettings {
 	return nil
 }
 
+func (x *Edit) GetSetPin() *Pin {
+	if x != nil {
+		if x, ok := x.Edit.(*Edit_SetPin); ok {
+			return x.SetPin
+		}
+	}
+	return nil
+}
+
+func (x *Edit) GetRemovePin() *RemovePin {
+	if x != nil {
+		if x, ok := x.Edit.(*Edit_RemovePin); ok {
+			return x.RemovePin
+		}
+	}
+	return nil
+}
+
 type isEdit_Edit interface {
 	isEdit_Edit()
 }
@@ -538,6 +623,14 @@ type Edit_SetSettings struct {
 	SetSettings *SetSettings `protobuf:"bytes,10,opt,name=set_settings,json=setSettings,proto3,oneof"`
 }
 
+type Edit_SetPin struct {
+	SetPin *Pin `protobuf:"bytes,11,opt,name=set_pin,json=setPin,proto3,oneof"` // pins an NQN (replacing its pin)
+}
+
+type Edit_RemovePin struct {
+	RemovePin *RemovePin `protobuf:"bytes,12,opt,name=remove_pin,json=removePin,proto3,oneof"`
+}
+
 func (*Edit_CreateZone) isEdit_Edit() {}
 
 func (*Edit_DeleteZone) isEdit_Edit() {}
@@ -558,6 +651,54 @@ func (*Edit_RemoveAliasMembers) isEdit_Edit() {}
 
 func (*Edit_SetSettings) isEdit_Edit() {}
 
+func (*Edit_SetPin) isEdit_Edit() {}
+
+func (*Edit_RemovePin) isEdit_Edit() {}
+
+type RemovePin struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Nqn           string                 `protobuf:"bytes,1,opt,name=nqn,proto3" json:"nqn,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RemovePin) Reset() {
+	*x = RemovePin{}
+	mi := &file_inof_v1_inof_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RemovePin) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RemovePin) ProtoMessage() {}
+
+func (x *RemovePin) ProtoReflect() protoreflect.Message {
+	mi := &file_inof_v1_inof_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RemovePin.ProtoReflect.Descriptor instead.
+func (*RemovePin) Descriptor() ([]byte, []int) {
+	return file_inof_v1_inof_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *RemovePin) GetNqn() string {
+	if x != nil {
+		return x.Nqn
+	}
+	return ""
+}
+
 type CreateZone struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
@@ -568,7 +709,7 @@ type CreateZone struct {
 
 func (x *CreateZone) Reset() {
 	*x = CreateZone{}
-	mi := &file_inof_v1_inof_proto_msgTypes[6]
+	mi := &file_inof_v1_inof_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -580,7 +721,7 @@ func (x *CreateZone) String() string {
 func (*CreateZone) ProtoMessage() {}
 
 func (x *CreateZone) ProtoReflect() protoreflect.Message {
-	mi := &file_inof_v1_inof_proto_msgTypes[6]
+	mi := &file_inof_v1_inof_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -593,7 +734,7 @@ func (x *CreateZone) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateZone.ProtoReflect.Descriptor instead.
 func (*CreateZone) Descriptor() ([]byte, []int) {
-	return file_inof_v1_inof_proto_rawDescGZIP(), []int{6}
+	return file_inof_v1_inof_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *CreateZone) GetName() string {
@@ -619,7 +760,7 @@ type DeleteZone struct {
 
 func (x *DeleteZone) Reset() {
 	*x = DeleteZone{}
-	mi := &file_inof_v1_inof_proto_msgTypes[7]
+	mi := &file_inof_v1_inof_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -631,7 +772,7 @@ func (x *DeleteZone) String() string {
 func (*DeleteZone) ProtoMessage() {}
 
 func (x *DeleteZone) ProtoReflect() protoreflect.Message {
-	mi := &file_inof_v1_inof_proto_msgTypes[7]
+	mi := &file_inof_v1_inof_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -644,7 +785,7 @@ func (x *DeleteZone) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteZone.ProtoReflect.Descriptor instead.
 func (*DeleteZone) Descriptor() ([]byte, []int) {
-	return file_inof_v1_inof_proto_rawDescGZIP(), []int{7}
+	return file_inof_v1_inof_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *DeleteZone) GetName() string {
@@ -664,7 +805,7 @@ type RenameZone struct {
 
 func (x *RenameZone) Reset() {
 	*x = RenameZone{}
-	mi := &file_inof_v1_inof_proto_msgTypes[8]
+	mi := &file_inof_v1_inof_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -676,7 +817,7 @@ func (x *RenameZone) String() string {
 func (*RenameZone) ProtoMessage() {}
 
 func (x *RenameZone) ProtoReflect() protoreflect.Message {
-	mi := &file_inof_v1_inof_proto_msgTypes[8]
+	mi := &file_inof_v1_inof_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -689,7 +830,7 @@ func (x *RenameZone) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RenameZone.ProtoReflect.Descriptor instead.
 func (*RenameZone) Descriptor() ([]byte, []int) {
-	return file_inof_v1_inof_proto_rawDescGZIP(), []int{8}
+	return file_inof_v1_inof_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *RenameZone) GetName() string {
@@ -716,7 +857,7 @@ type ZoneMembers struct {
 
 func (x *ZoneMembers) Reset() {
 	*x = ZoneMembers{}
-	mi := &file_inof_v1_inof_proto_msgTypes[9]
+	mi := &file_inof_v1_inof_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -728,7 +869,7 @@ func (x *ZoneMembers) String() string {
 func (*ZoneMembers) ProtoMessage() {}
 
 func (x *ZoneMembers) ProtoReflect() protoreflect.Message {
-	mi := &file_inof_v1_inof_proto_msgTypes[9]
+	mi := &file_inof_v1_inof_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -741,7 +882,7 @@ func (x *ZoneMembers) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ZoneMembers.ProtoReflect.Descriptor instead.
 func (*ZoneMembers) Descriptor() ([]byte, []int) {
-	return file_inof_v1_inof_proto_rawDescGZIP(), []int{9}
+	return file_inof_v1_inof_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *ZoneMembers) GetZone() string {
@@ -768,7 +909,7 @@ type CreateAlias struct {
 
 func (x *CreateAlias) Reset() {
 	*x = CreateAlias{}
-	mi := &file_inof_v1_inof_proto_msgTypes[10]
+	mi := &file_inof_v1_inof_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -780,7 +921,7 @@ func (x *CreateAlias) String() string {
 func (*CreateAlias) ProtoMessage() {}
 
 func (x *CreateAlias) ProtoReflect() protoreflect.Message {
-	mi := &file_inof_v1_inof_proto_msgTypes[10]
+	mi := &file_inof_v1_inof_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -793,7 +934,7 @@ func (x *CreateAlias) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateAlias.ProtoReflect.Descriptor instead.
 func (*CreateAlias) Descriptor() ([]byte, []int) {
-	return file_inof_v1_inof_proto_rawDescGZIP(), []int{10}
+	return file_inof_v1_inof_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *CreateAlias) GetName() string {
@@ -819,7 +960,7 @@ type DeleteAlias struct {
 
 func (x *DeleteAlias) Reset() {
 	*x = DeleteAlias{}
-	mi := &file_inof_v1_inof_proto_msgTypes[11]
+	mi := &file_inof_v1_inof_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -831,7 +972,7 @@ func (x *DeleteAlias) String() string {
 func (*DeleteAlias) ProtoMessage() {}
 
 func (x *DeleteAlias) ProtoReflect() protoreflect.Message {
-	mi := &file_inof_v1_inof_proto_msgTypes[11]
+	mi := &file_inof_v1_inof_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -844,7 +985,7 @@ func (x *DeleteAlias) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteAlias.ProtoReflect.Descriptor instead.
 func (*DeleteAlias) Descriptor() ([]byte, []int) {
-	return file_inof_v1_inof_proto_rawDescGZIP(), []int{11}
+	return file_inof_v1_inof_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *DeleteAlias) GetName() string {
@@ -864,7 +1005,7 @@ type AliasMembers struct {
 
 func (x *AliasMembers) Reset() {
 	*x = AliasMembers{}
-	mi := &file_inof_v1_inof_proto_msgTypes[12]
+	mi := &file_inof_v1_inof_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -876,7 +1017,7 @@ func (x *AliasMembers) String() string {
 func (*AliasMembers) ProtoMessage() {}
 
 func (x *AliasMembers) ProtoReflect() protoreflect.Message {
-	mi := &file_inof_v1_inof_proto_msgTypes[12]
+	mi := &file_inof_v1_inof_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -889,7 +1030,7 @@ func (x *AliasMembers) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AliasMembers.ProtoReflect.Descriptor instead.
 func (*AliasMembers) Descriptor() ([]byte, []int) {
-	return file_inof_v1_inof_proto_rawDescGZIP(), []int{12}
+	return file_inof_v1_inof_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *AliasMembers) GetAlias() string {
@@ -917,7 +1058,7 @@ type SetSettings struct {
 
 func (x *SetSettings) Reset() {
 	*x = SetSettings{}
-	mi := &file_inof_v1_inof_proto_msgTypes[13]
+	mi := &file_inof_v1_inof_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -929,7 +1070,7 @@ func (x *SetSettings) String() string {
 func (*SetSettings) ProtoMessage() {}
 
 func (x *SetSettings) ProtoReflect() protoreflect.Message {
-	mi := &file_inof_v1_inof_proto_msgTypes[13]
+	mi := &file_inof_v1_inof_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -942,7 +1083,7 @@ func (x *SetSettings) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetSettings.ProtoReflect.Descriptor instead.
 func (*SetSettings) Descriptor() ([]byte, []int) {
-	return file_inof_v1_inof_proto_rawDescGZIP(), []int{13}
+	return file_inof_v1_inof_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *SetSettings) GetDefaultZoneEnabled() bool {
@@ -975,7 +1116,7 @@ type ApplyZoningRequest struct {
 
 func (x *ApplyZoningRequest) Reset() {
 	*x = ApplyZoningRequest{}
-	mi := &file_inof_v1_inof_proto_msgTypes[14]
+	mi := &file_inof_v1_inof_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -987,7 +1128,7 @@ func (x *ApplyZoningRequest) String() string {
 func (*ApplyZoningRequest) ProtoMessage() {}
 
 func (x *ApplyZoningRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_inof_v1_inof_proto_msgTypes[14]
+	mi := &file_inof_v1_inof_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1000,7 +1141,7 @@ func (x *ApplyZoningRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApplyZoningRequest.ProtoReflect.Descriptor instead.
 func (*ApplyZoningRequest) Descriptor() ([]byte, []int) {
-	return file_inof_v1_inof_proto_rawDescGZIP(), []int{14}
+	return file_inof_v1_inof_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *ApplyZoningRequest) GetEdits() []*Edit {
@@ -1048,7 +1189,7 @@ type ApplyZoningResponse struct {
 
 func (x *ApplyZoningResponse) Reset() {
 	*x = ApplyZoningResponse{}
-	mi := &file_inof_v1_inof_proto_msgTypes[15]
+	mi := &file_inof_v1_inof_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1060,7 +1201,7 @@ func (x *ApplyZoningResponse) String() string {
 func (*ApplyZoningResponse) ProtoMessage() {}
 
 func (x *ApplyZoningResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_inof_v1_inof_proto_msgTypes[15]
+	mi := &file_inof_v1_inof_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1073,7 +1214,7 @@ func (x *ApplyZoningResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApplyZoningResponse.ProtoReflect.Descriptor instead.
 func (*ApplyZoningResponse) Descriptor() ([]byte, []int) {
-	return file_inof_v1_inof_proto_rawDescGZIP(), []int{15}
+	return file_inof_v1_inof_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *ApplyZoningResponse) GetRevision() string {
@@ -1117,7 +1258,7 @@ type VisibilityChange struct {
 
 func (x *VisibilityChange) Reset() {
 	*x = VisibilityChange{}
-	mi := &file_inof_v1_inof_proto_msgTypes[16]
+	mi := &file_inof_v1_inof_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1129,7 +1270,7 @@ func (x *VisibilityChange) String() string {
 func (*VisibilityChange) ProtoMessage() {}
 
 func (x *VisibilityChange) ProtoReflect() protoreflect.Message {
-	mi := &file_inof_v1_inof_proto_msgTypes[16]
+	mi := &file_inof_v1_inof_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1142,7 +1283,7 @@ func (x *VisibilityChange) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use VisibilityChange.ProtoReflect.Descriptor instead.
 func (*VisibilityChange) Descriptor() ([]byte, []int) {
-	return file_inof_v1_inof_proto_rawDescGZIP(), []int{16}
+	return file_inof_v1_inof_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *VisibilityChange) GetHost() string {
@@ -1185,14 +1326,17 @@ type Device struct {
 	HeldUntil *timestamppb.Timestamp `protobuf:"bytes,11,opt,name=held_until,json=heldUntil,proto3" json:"held_until,omitempty"`
 	// access_port is the switch interface the device is on ("Ethernet0");
 	// empty when the server does not know it.
-	AccessPort    string `protobuf:"bytes,12,opt,name=access_port,json=accessPort,proto3" json:"access_port,omitempty"`
+	AccessPort string `protobuf:"bytes,12,opt,name=access_port,json=accessPort,proto3" json:"access_port,omitempty"`
+	// pin_refused: the device claims a pinned NQN on a switch port outside
+	// its pin; it is in no zone and no host is told about it (zones empty).
+	PinRefused    bool `protobuf:"varint,13,opt,name=pin_refused,json=pinRefused,proto3" json:"pin_refused,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Device) Reset() {
 	*x = Device{}
-	mi := &file_inof_v1_inof_proto_msgTypes[17]
+	mi := &file_inof_v1_inof_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1204,7 +1348,7 @@ func (x *Device) String() string {
 func (*Device) ProtoMessage() {}
 
 func (x *Device) ProtoReflect() protoreflect.Message {
-	mi := &file_inof_v1_inof_proto_msgTypes[17]
+	mi := &file_inof_v1_inof_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1217,7 +1361,7 @@ func (x *Device) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Device.ProtoReflect.Descriptor instead.
 func (*Device) Descriptor() ([]byte, []int) {
-	return file_inof_v1_inof_proto_rawDescGZIP(), []int{17}
+	return file_inof_v1_inof_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *Device) GetAddress() string {
@@ -1304,6 +1448,13 @@ func (x *Device) GetAccessPort() string {
 	return ""
 }
 
+func (x *Device) GetPinRefused() bool {
+	if x != nil {
+		return x.PinRefused
+	}
+	return false
+}
+
 type ListDevicesRequest struct {
 	state  protoimpl.MessageState `protogen:"open.v1"`
 	Zone   string                 `protobuf:"bytes,1,opt,name=zone,proto3" json:"zone,omitempty"` // a custom zone, or "default" for devices in none
@@ -1318,7 +1469,7 @@ type ListDevicesRequest struct {
 
 func (x *ListDevicesRequest) Reset() {
 	*x = ListDevicesRequest{}
-	mi := &file_inof_v1_inof_proto_msgTypes[18]
+	mi := &file_inof_v1_inof_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1330,7 +1481,7 @@ func (x *ListDevicesRequest) String() string {
 func (*ListDevicesRequest) ProtoMessage() {}
 
 func (x *ListDevicesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_inof_v1_inof_proto_msgTypes[18]
+	mi := &file_inof_v1_inof_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1343,7 +1494,7 @@ func (x *ListDevicesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListDevicesRequest.ProtoReflect.Descriptor instead.
 func (*ListDevicesRequest) Descriptor() ([]byte, []int) {
-	return file_inof_v1_inof_proto_rawDescGZIP(), []int{18}
+	return file_inof_v1_inof_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *ListDevicesRequest) GetZone() string {
@@ -1390,7 +1541,7 @@ type ListDevicesResponse struct {
 
 func (x *ListDevicesResponse) Reset() {
 	*x = ListDevicesResponse{}
-	mi := &file_inof_v1_inof_proto_msgTypes[19]
+	mi := &file_inof_v1_inof_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1402,7 +1553,7 @@ func (x *ListDevicesResponse) String() string {
 func (*ListDevicesResponse) ProtoMessage() {}
 
 func (x *ListDevicesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_inof_v1_inof_proto_msgTypes[19]
+	mi := &file_inof_v1_inof_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1415,7 +1566,7 @@ func (x *ListDevicesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListDevicesResponse.ProtoReflect.Descriptor instead.
 func (*ListDevicesResponse) Descriptor() ([]byte, []int) {
-	return file_inof_v1_inof_proto_rawDescGZIP(), []int{19}
+	return file_inof_v1_inof_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *ListDevicesResponse) GetDevices() []*Device {
@@ -1435,7 +1586,7 @@ type WhyRequest struct {
 
 func (x *WhyRequest) Reset() {
 	*x = WhyRequest{}
-	mi := &file_inof_v1_inof_proto_msgTypes[20]
+	mi := &file_inof_v1_inof_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1447,7 +1598,7 @@ func (x *WhyRequest) String() string {
 func (*WhyRequest) ProtoMessage() {}
 
 func (x *WhyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_inof_v1_inof_proto_msgTypes[20]
+	mi := &file_inof_v1_inof_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1460,7 +1611,7 @@ func (x *WhyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WhyRequest.ProtoReflect.Descriptor instead.
 func (*WhyRequest) Descriptor() ([]byte, []int) {
-	return file_inof_v1_inof_proto_rawDescGZIP(), []int{20}
+	return file_inof_v1_inof_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *WhyRequest) GetHost() string {
@@ -1493,7 +1644,7 @@ type WhyResponse struct {
 
 func (x *WhyResponse) Reset() {
 	*x = WhyResponse{}
-	mi := &file_inof_v1_inof_proto_msgTypes[21]
+	mi := &file_inof_v1_inof_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1505,7 +1656,7 @@ func (x *WhyResponse) String() string {
 func (*WhyResponse) ProtoMessage() {}
 
 func (x *WhyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_inof_v1_inof_proto_msgTypes[21]
+	mi := &file_inof_v1_inof_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1518,7 +1669,7 @@ func (x *WhyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WhyResponse.ProtoReflect.Descriptor instead.
 func (*WhyResponse) Descriptor() ([]byte, []int) {
-	return file_inof_v1_inof_proto_rawDescGZIP(), []int{21}
+	return file_inof_v1_inof_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *WhyResponse) GetHost() string {
@@ -1581,7 +1732,7 @@ type VisibilityRequest struct {
 
 func (x *VisibilityRequest) Reset() {
 	*x = VisibilityRequest{}
-	mi := &file_inof_v1_inof_proto_msgTypes[22]
+	mi := &file_inof_v1_inof_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1593,7 +1744,7 @@ func (x *VisibilityRequest) String() string {
 func (*VisibilityRequest) ProtoMessage() {}
 
 func (x *VisibilityRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_inof_v1_inof_proto_msgTypes[22]
+	mi := &file_inof_v1_inof_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1606,7 +1757,7 @@ func (x *VisibilityRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use VisibilityRequest.ProtoReflect.Descriptor instead.
 func (*VisibilityRequest) Descriptor() ([]byte, []int) {
-	return file_inof_v1_inof_proto_rawDescGZIP(), []int{22}
+	return file_inof_v1_inof_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *VisibilityRequest) GetHost() string {
@@ -1632,7 +1783,7 @@ type VisibilityResponse struct {
 
 func (x *VisibilityResponse) Reset() {
 	*x = VisibilityResponse{}
-	mi := &file_inof_v1_inof_proto_msgTypes[23]
+	mi := &file_inof_v1_inof_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1644,7 +1795,7 @@ func (x *VisibilityResponse) String() string {
 func (*VisibilityResponse) ProtoMessage() {}
 
 func (x *VisibilityResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_inof_v1_inof_proto_msgTypes[23]
+	mi := &file_inof_v1_inof_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1657,7 +1808,7 @@ func (x *VisibilityResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use VisibilityResponse.ProtoReflect.Descriptor instead.
 func (*VisibilityResponse) Descriptor() ([]byte, []int) {
-	return file_inof_v1_inof_proto_rawDescGZIP(), []int{23}
+	return file_inof_v1_inof_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *VisibilityResponse) GetTargets() []*WhyResponse {
@@ -1675,7 +1826,7 @@ type ListSessionsRequest struct {
 
 func (x *ListSessionsRequest) Reset() {
 	*x = ListSessionsRequest{}
-	mi := &file_inof_v1_inof_proto_msgTypes[24]
+	mi := &file_inof_v1_inof_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1687,7 +1838,7 @@ func (x *ListSessionsRequest) String() string {
 func (*ListSessionsRequest) ProtoMessage() {}
 
 func (x *ListSessionsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_inof_v1_inof_proto_msgTypes[24]
+	mi := &file_inof_v1_inof_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1700,7 +1851,7 @@ func (x *ListSessionsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListSessionsRequest.ProtoReflect.Descriptor instead.
 func (*ListSessionsRequest) Descriptor() ([]byte, []int) {
-	return file_inof_v1_inof_proto_rawDescGZIP(), []int{24}
+	return file_inof_v1_inof_proto_rawDescGZIP(), []int{26}
 }
 
 // Session is one BGP session.
@@ -1725,7 +1876,7 @@ type Session struct {
 
 func (x *Session) Reset() {
 	*x = Session{}
-	mi := &file_inof_v1_inof_proto_msgTypes[25]
+	mi := &file_inof_v1_inof_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1737,7 +1888,7 @@ func (x *Session) String() string {
 func (*Session) ProtoMessage() {}
 
 func (x *Session) ProtoReflect() protoreflect.Message {
-	mi := &file_inof_v1_inof_proto_msgTypes[25]
+	mi := &file_inof_v1_inof_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1750,7 +1901,7 @@ func (x *Session) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Session.ProtoReflect.Descriptor instead.
 func (*Session) Descriptor() ([]byte, []int) {
-	return file_inof_v1_inof_proto_rawDescGZIP(), []int{25}
+	return file_inof_v1_inof_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *Session) GetPeer() string {
@@ -1853,7 +2004,7 @@ type ListSessionsResponse struct {
 
 func (x *ListSessionsResponse) Reset() {
 	*x = ListSessionsResponse{}
-	mi := &file_inof_v1_inof_proto_msgTypes[26]
+	mi := &file_inof_v1_inof_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1865,7 +2016,7 @@ func (x *ListSessionsResponse) String() string {
 func (*ListSessionsResponse) ProtoMessage() {}
 
 func (x *ListSessionsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_inof_v1_inof_proto_msgTypes[26]
+	mi := &file_inof_v1_inof_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1878,7 +2029,7 @@ func (x *ListSessionsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListSessionsResponse.ProtoReflect.Descriptor instead.
 func (*ListSessionsResponse) Descriptor() ([]byte, []int) {
-	return file_inof_v1_inof_proto_rawDescGZIP(), []int{26}
+	return file_inof_v1_inof_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *ListSessionsResponse) GetSessions() []*Session {
@@ -1896,7 +2047,7 @@ type ListBFDSessionsRequest struct {
 
 func (x *ListBFDSessionsRequest) Reset() {
 	*x = ListBFDSessionsRequest{}
-	mi := &file_inof_v1_inof_proto_msgTypes[27]
+	mi := &file_inof_v1_inof_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1908,7 +2059,7 @@ func (x *ListBFDSessionsRequest) String() string {
 func (*ListBFDSessionsRequest) ProtoMessage() {}
 
 func (x *ListBFDSessionsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_inof_v1_inof_proto_msgTypes[27]
+	mi := &file_inof_v1_inof_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1921,7 +2072,7 @@ func (x *ListBFDSessionsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListBFDSessionsRequest.ProtoReflect.Descriptor instead.
 func (*ListBFDSessionsRequest) Descriptor() ([]byte, []int) {
-	return file_inof_v1_inof_proto_rawDescGZIP(), []int{27}
+	return file_inof_v1_inof_proto_rawDescGZIP(), []int{29}
 }
 
 // BFDSession is one BFD session.
@@ -1941,7 +2092,7 @@ type BFDSession struct {
 
 func (x *BFDSession) Reset() {
 	*x = BFDSession{}
-	mi := &file_inof_v1_inof_proto_msgTypes[28]
+	mi := &file_inof_v1_inof_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1953,7 +2104,7 @@ func (x *BFDSession) String() string {
 func (*BFDSession) ProtoMessage() {}
 
 func (x *BFDSession) ProtoReflect() protoreflect.Message {
-	mi := &file_inof_v1_inof_proto_msgTypes[28]
+	mi := &file_inof_v1_inof_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1966,7 +2117,7 @@ func (x *BFDSession) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BFDSession.ProtoReflect.Descriptor instead.
 func (*BFDSession) Descriptor() ([]byte, []int) {
-	return file_inof_v1_inof_proto_rawDescGZIP(), []int{28}
+	return file_inof_v1_inof_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *BFDSession) GetPeer() string {
@@ -2034,7 +2185,7 @@ type ListBFDSessionsResponse struct {
 
 func (x *ListBFDSessionsResponse) Reset() {
 	*x = ListBFDSessionsResponse{}
-	mi := &file_inof_v1_inof_proto_msgTypes[29]
+	mi := &file_inof_v1_inof_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2046,7 +2197,7 @@ func (x *ListBFDSessionsResponse) String() string {
 func (*ListBFDSessionsResponse) ProtoMessage() {}
 
 func (x *ListBFDSessionsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_inof_v1_inof_proto_msgTypes[29]
+	mi := &file_inof_v1_inof_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2059,7 +2210,7 @@ func (x *ListBFDSessionsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListBFDSessionsResponse.ProtoReflect.Descriptor instead.
 func (*ListBFDSessionsResponse) Descriptor() ([]byte, []int) {
-	return file_inof_v1_inof_proto_rawDescGZIP(), []int{29}
+	return file_inof_v1_inof_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *ListBFDSessionsResponse) GetSessions() []*BFDSession {
@@ -2091,7 +2242,7 @@ type WatchEventsRequest struct {
 
 func (x *WatchEventsRequest) Reset() {
 	*x = WatchEventsRequest{}
-	mi := &file_inof_v1_inof_proto_msgTypes[30]
+	mi := &file_inof_v1_inof_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2103,7 +2254,7 @@ func (x *WatchEventsRequest) String() string {
 func (*WatchEventsRequest) ProtoMessage() {}
 
 func (x *WatchEventsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_inof_v1_inof_proto_msgTypes[30]
+	mi := &file_inof_v1_inof_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2116,7 +2267,7 @@ func (x *WatchEventsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchEventsRequest.ProtoReflect.Descriptor instead.
 func (*WatchEventsRequest) Descriptor() ([]byte, []int) {
-	return file_inof_v1_inof_proto_rawDescGZIP(), []int{30}
+	return file_inof_v1_inof_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *WatchEventsRequest) GetEpoch() uint64 {
@@ -2169,7 +2320,7 @@ type Event struct {
 	Time  *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=time,proto3" json:"time,omitempty"`
 	// kind: "registration", "record", "notification", "session", "zoning",
 	// "lossless", "trust" (a client quarantined or released), "access" (a change an
-	// identity may not make), or "gap" (the events from gap_from to gap_to were dropped before the
+	// identity may not make), "pin" (a device refused by an NQN pin), or "gap" (the events from gap_from to gap_to were dropped before the
 	// client read them, or lost with a restart).
 	Kind          string            `protobuf:"bytes,4,opt,name=kind,proto3" json:"kind,omitempty"`
 	Subject       string            `protobuf:"bytes,5,opt,name=subject,proto3" json:"subject,omitempty"`
@@ -2183,7 +2334,7 @@ type Event struct {
 
 func (x *Event) Reset() {
 	*x = Event{}
-	mi := &file_inof_v1_inof_proto_msgTypes[31]
+	mi := &file_inof_v1_inof_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2195,7 +2346,7 @@ func (x *Event) String() string {
 func (*Event) ProtoMessage() {}
 
 func (x *Event) ProtoReflect() protoreflect.Message {
-	mi := &file_inof_v1_inof_proto_msgTypes[31]
+	mi := &file_inof_v1_inof_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2208,7 +2359,7 @@ func (x *Event) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Event.ProtoReflect.Descriptor instead.
 func (*Event) Descriptor() ([]byte, []int) {
-	return file_inof_v1_inof_proto_rawDescGZIP(), []int{31}
+	return file_inof_v1_inof_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *Event) GetEpoch() uint64 {
@@ -2282,7 +2433,7 @@ type GetLosslessProfileRequest struct {
 
 func (x *GetLosslessProfileRequest) Reset() {
 	*x = GetLosslessProfileRequest{}
-	mi := &file_inof_v1_inof_proto_msgTypes[32]
+	mi := &file_inof_v1_inof_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2294,7 +2445,7 @@ func (x *GetLosslessProfileRequest) String() string {
 func (*GetLosslessProfileRequest) ProtoMessage() {}
 
 func (x *GetLosslessProfileRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_inof_v1_inof_proto_msgTypes[32]
+	mi := &file_inof_v1_inof_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2307,7 +2458,7 @@ func (x *GetLosslessProfileRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetLosslessProfileRequest.ProtoReflect.Descriptor instead.
 func (*GetLosslessProfileRequest) Descriptor() ([]byte, []int) {
-	return file_inof_v1_inof_proto_rawDescGZIP(), []int{32}
+	return file_inof_v1_inof_proto_rawDescGZIP(), []int{34}
 }
 
 // LosslessProfile is a lossless profile as YAML (docs/lossless.md).
@@ -2320,7 +2471,7 @@ type LosslessProfile struct {
 
 func (x *LosslessProfile) Reset() {
 	*x = LosslessProfile{}
-	mi := &file_inof_v1_inof_proto_msgTypes[33]
+	mi := &file_inof_v1_inof_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2332,7 +2483,7 @@ func (x *LosslessProfile) String() string {
 func (*LosslessProfile) ProtoMessage() {}
 
 func (x *LosslessProfile) ProtoReflect() protoreflect.Message {
-	mi := &file_inof_v1_inof_proto_msgTypes[33]
+	mi := &file_inof_v1_inof_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2345,7 +2496,7 @@ func (x *LosslessProfile) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LosslessProfile.ProtoReflect.Descriptor instead.
 func (*LosslessProfile) Descriptor() ([]byte, []int) {
-	return file_inof_v1_inof_proto_rawDescGZIP(), []int{33}
+	return file_inof_v1_inof_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *LosslessProfile) GetYaml() string {
@@ -2364,7 +2515,7 @@ type SetLosslessProfileRequest struct {
 
 func (x *SetLosslessProfileRequest) Reset() {
 	*x = SetLosslessProfileRequest{}
-	mi := &file_inof_v1_inof_proto_msgTypes[34]
+	mi := &file_inof_v1_inof_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2376,7 +2527,7 @@ func (x *SetLosslessProfileRequest) String() string {
 func (*SetLosslessProfileRequest) ProtoMessage() {}
 
 func (x *SetLosslessProfileRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_inof_v1_inof_proto_msgTypes[34]
+	mi := &file_inof_v1_inof_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2389,7 +2540,7 @@ func (x *SetLosslessProfileRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetLosslessProfileRequest.ProtoReflect.Descriptor instead.
 func (*SetLosslessProfileRequest) Descriptor() ([]byte, []int) {
-	return file_inof_v1_inof_proto_rawDescGZIP(), []int{34}
+	return file_inof_v1_inof_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *SetLosslessProfileRequest) GetYaml() string {
@@ -2408,7 +2559,7 @@ type ValidateLosslessProfileRequest struct {
 
 func (x *ValidateLosslessProfileRequest) Reset() {
 	*x = ValidateLosslessProfileRequest{}
-	mi := &file_inof_v1_inof_proto_msgTypes[35]
+	mi := &file_inof_v1_inof_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2420,7 +2571,7 @@ func (x *ValidateLosslessProfileRequest) String() string {
 func (*ValidateLosslessProfileRequest) ProtoMessage() {}
 
 func (x *ValidateLosslessProfileRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_inof_v1_inof_proto_msgTypes[35]
+	mi := &file_inof_v1_inof_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2433,7 +2584,7 @@ func (x *ValidateLosslessProfileRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ValidateLosslessProfileRequest.ProtoReflect.Descriptor instead.
 func (*ValidateLosslessProfileRequest) Descriptor() ([]byte, []int) {
-	return file_inof_v1_inof_proto_rawDescGZIP(), []int{35}
+	return file_inof_v1_inof_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *ValidateLosslessProfileRequest) GetYaml() string {
@@ -2457,7 +2608,7 @@ type Problem struct {
 
 func (x *Problem) Reset() {
 	*x = Problem{}
-	mi := &file_inof_v1_inof_proto_msgTypes[36]
+	mi := &file_inof_v1_inof_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2469,7 +2620,7 @@ func (x *Problem) String() string {
 func (*Problem) ProtoMessage() {}
 
 func (x *Problem) ProtoReflect() protoreflect.Message {
-	mi := &file_inof_v1_inof_proto_msgTypes[36]
+	mi := &file_inof_v1_inof_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2482,7 +2633,7 @@ func (x *Problem) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Problem.ProtoReflect.Descriptor instead.
 func (*Problem) Descriptor() ([]byte, []int) {
-	return file_inof_v1_inof_proto_rawDescGZIP(), []int{36}
+	return file_inof_v1_inof_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *Problem) GetField() string {
@@ -2529,7 +2680,7 @@ type ValidateLosslessProfileResponse struct {
 
 func (x *ValidateLosslessProfileResponse) Reset() {
 	*x = ValidateLosslessProfileResponse{}
-	mi := &file_inof_v1_inof_proto_msgTypes[37]
+	mi := &file_inof_v1_inof_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2541,7 +2692,7 @@ func (x *ValidateLosslessProfileResponse) String() string {
 func (*ValidateLosslessProfileResponse) ProtoMessage() {}
 
 func (x *ValidateLosslessProfileResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_inof_v1_inof_proto_msgTypes[37]
+	mi := &file_inof_v1_inof_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2554,7 +2705,7 @@ func (x *ValidateLosslessProfileResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ValidateLosslessProfileResponse.ProtoReflect.Descriptor instead.
 func (*ValidateLosslessProfileResponse) Descriptor() ([]byte, []int) {
-	return file_inof_v1_inof_proto_rawDescGZIP(), []int{37}
+	return file_inof_v1_inof_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *ValidateLosslessProfileResponse) GetProblems() []*Problem {
@@ -2574,7 +2725,7 @@ type RenderLosslessProfileRequest struct {
 
 func (x *RenderLosslessProfileRequest) Reset() {
 	*x = RenderLosslessProfileRequest{}
-	mi := &file_inof_v1_inof_proto_msgTypes[38]
+	mi := &file_inof_v1_inof_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2586,7 +2737,7 @@ func (x *RenderLosslessProfileRequest) String() string {
 func (*RenderLosslessProfileRequest) ProtoMessage() {}
 
 func (x *RenderLosslessProfileRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_inof_v1_inof_proto_msgTypes[38]
+	mi := &file_inof_v1_inof_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2599,7 +2750,7 @@ func (x *RenderLosslessProfileRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RenderLosslessProfileRequest.ProtoReflect.Descriptor instead.
 func (*RenderLosslessProfileRequest) Descriptor() ([]byte, []int) {
-	return file_inof_v1_inof_proto_rawDescGZIP(), []int{38}
+	return file_inof_v1_inof_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *RenderLosslessProfileRequest) GetYaml() string {
@@ -2625,7 +2776,7 @@ type RenderLosslessProfileResponse struct {
 
 func (x *RenderLosslessProfileResponse) Reset() {
 	*x = RenderLosslessProfileResponse{}
-	mi := &file_inof_v1_inof_proto_msgTypes[39]
+	mi := &file_inof_v1_inof_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2637,7 +2788,7 @@ func (x *RenderLosslessProfileResponse) String() string {
 func (*RenderLosslessProfileResponse) ProtoMessage() {}
 
 func (x *RenderLosslessProfileResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_inof_v1_inof_proto_msgTypes[39]
+	mi := &file_inof_v1_inof_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2650,7 +2801,7 @@ func (x *RenderLosslessProfileResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RenderLosslessProfileResponse.ProtoReflect.Descriptor instead.
 func (*RenderLosslessProfileResponse) Descriptor() ([]byte, []int) {
-	return file_inof_v1_inof_proto_rawDescGZIP(), []int{39}
+	return file_inof_v1_inof_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *RenderLosslessProfileResponse) GetText() string {
@@ -2668,7 +2819,7 @@ type VersionRequest struct {
 
 func (x *VersionRequest) Reset() {
 	*x = VersionRequest{}
-	mi := &file_inof_v1_inof_proto_msgTypes[40]
+	mi := &file_inof_v1_inof_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2680,7 +2831,7 @@ func (x *VersionRequest) String() string {
 func (*VersionRequest) ProtoMessage() {}
 
 func (x *VersionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_inof_v1_inof_proto_msgTypes[40]
+	mi := &file_inof_v1_inof_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2693,7 +2844,7 @@ func (x *VersionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use VersionRequest.ProtoReflect.Descriptor instead.
 func (*VersionRequest) Descriptor() ([]byte, []int) {
-	return file_inof_v1_inof_proto_rawDescGZIP(), []int{40}
+	return file_inof_v1_inof_proto_rawDescGZIP(), []int{42}
 }
 
 // VersionResponse is the serving daemon's build (Go build information).
@@ -2713,7 +2864,7 @@ type VersionResponse struct {
 
 func (x *VersionResponse) Reset() {
 	*x = VersionResponse{}
-	mi := &file_inof_v1_inof_proto_msgTypes[41]
+	mi := &file_inof_v1_inof_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2725,7 +2876,7 @@ func (x *VersionResponse) String() string {
 func (*VersionResponse) ProtoMessage() {}
 
 func (x *VersionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_inof_v1_inof_proto_msgTypes[41]
+	mi := &file_inof_v1_inof_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2738,7 +2889,7 @@ func (x *VersionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use VersionResponse.ProtoReflect.Descriptor instead.
 func (*VersionResponse) Descriptor() ([]byte, []int) {
-	return file_inof_v1_inof_proto_rawDescGZIP(), []int{41}
+	return file_inof_v1_inof_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *VersionResponse) GetProgram() string {
@@ -2816,7 +2967,7 @@ type ListJournalRequest struct {
 
 func (x *ListJournalRequest) Reset() {
 	*x = ListJournalRequest{}
-	mi := &file_inof_v1_inof_proto_msgTypes[42]
+	mi := &file_inof_v1_inof_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2828,7 +2979,7 @@ func (x *ListJournalRequest) String() string {
 func (*ListJournalRequest) ProtoMessage() {}
 
 func (x *ListJournalRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_inof_v1_inof_proto_msgTypes[42]
+	mi := &file_inof_v1_inof_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2841,7 +2992,7 @@ func (x *ListJournalRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListJournalRequest.ProtoReflect.Descriptor instead.
 func (*ListJournalRequest) Descriptor() ([]byte, []int) {
-	return file_inof_v1_inof_proto_rawDescGZIP(), []int{42}
+	return file_inof_v1_inof_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *ListJournalRequest) GetIdentity() string {
@@ -2912,7 +3063,7 @@ type JournalEntry struct {
 
 func (x *JournalEntry) Reset() {
 	*x = JournalEntry{}
-	mi := &file_inof_v1_inof_proto_msgTypes[43]
+	mi := &file_inof_v1_inof_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2924,7 +3075,7 @@ func (x *JournalEntry) String() string {
 func (*JournalEntry) ProtoMessage() {}
 
 func (x *JournalEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_inof_v1_inof_proto_msgTypes[43]
+	mi := &file_inof_v1_inof_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2937,7 +3088,7 @@ func (x *JournalEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JournalEntry.ProtoReflect.Descriptor instead.
 func (*JournalEntry) Descriptor() ([]byte, []int) {
-	return file_inof_v1_inof_proto_rawDescGZIP(), []int{43}
+	return file_inof_v1_inof_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *JournalEntry) GetId() string {
@@ -3026,7 +3177,7 @@ type Conflict struct {
 
 func (x *Conflict) Reset() {
 	*x = Conflict{}
-	mi := &file_inof_v1_inof_proto_msgTypes[44]
+	mi := &file_inof_v1_inof_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3038,7 +3189,7 @@ func (x *Conflict) String() string {
 func (*Conflict) ProtoMessage() {}
 
 func (x *Conflict) ProtoReflect() protoreflect.Message {
-	mi := &file_inof_v1_inof_proto_msgTypes[44]
+	mi := &file_inof_v1_inof_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3051,7 +3202,7 @@ func (x *Conflict) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Conflict.ProtoReflect.Descriptor instead.
 func (*Conflict) Descriptor() ([]byte, []int) {
-	return file_inof_v1_inof_proto_rawDescGZIP(), []int{44}
+	return file_inof_v1_inof_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *Conflict) GetObject() string {
@@ -3093,7 +3244,7 @@ type ListJournalResponse struct {
 
 func (x *ListJournalResponse) Reset() {
 	*x = ListJournalResponse{}
-	mi := &file_inof_v1_inof_proto_msgTypes[45]
+	mi := &file_inof_v1_inof_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3105,7 +3256,7 @@ func (x *ListJournalResponse) String() string {
 func (*ListJournalResponse) ProtoMessage() {}
 
 func (x *ListJournalResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_inof_v1_inof_proto_msgTypes[45]
+	mi := &file_inof_v1_inof_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3118,7 +3269,7 @@ func (x *ListJournalResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListJournalResponse.ProtoReflect.Descriptor instead.
 func (*ListJournalResponse) Descriptor() ([]byte, []int) {
-	return file_inof_v1_inof_proto_rawDescGZIP(), []int{45}
+	return file_inof_v1_inof_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *ListJournalResponse) GetEntries() []*JournalEntry {
@@ -3152,7 +3303,7 @@ type GetRevisionRequest struct {
 
 func (x *GetRevisionRequest) Reset() {
 	*x = GetRevisionRequest{}
-	mi := &file_inof_v1_inof_proto_msgTypes[46]
+	mi := &file_inof_v1_inof_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3164,7 +3315,7 @@ func (x *GetRevisionRequest) String() string {
 func (*GetRevisionRequest) ProtoMessage() {}
 
 func (x *GetRevisionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_inof_v1_inof_proto_msgTypes[46]
+	mi := &file_inof_v1_inof_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3177,7 +3328,7 @@ func (x *GetRevisionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetRevisionRequest.ProtoReflect.Descriptor instead.
 func (*GetRevisionRequest) Descriptor() ([]byte, []int) {
-	return file_inof_v1_inof_proto_rawDescGZIP(), []int{46}
+	return file_inof_v1_inof_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *GetRevisionRequest) GetRevision() string {
@@ -3195,7 +3346,7 @@ type BackupRequest struct {
 
 func (x *BackupRequest) Reset() {
 	*x = BackupRequest{}
-	mi := &file_inof_v1_inof_proto_msgTypes[47]
+	mi := &file_inof_v1_inof_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3207,7 +3358,7 @@ func (x *BackupRequest) String() string {
 func (*BackupRequest) ProtoMessage() {}
 
 func (x *BackupRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_inof_v1_inof_proto_msgTypes[47]
+	mi := &file_inof_v1_inof_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3220,7 +3371,7 @@ func (x *BackupRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BackupRequest.ProtoReflect.Descriptor instead.
 func (*BackupRequest) Descriptor() ([]byte, []int) {
-	return file_inof_v1_inof_proto_rawDescGZIP(), []int{47}
+	return file_inof_v1_inof_proto_rawDescGZIP(), []int{49}
 }
 
 type BackupChunk struct {
@@ -3232,7 +3383,7 @@ type BackupChunk struct {
 
 func (x *BackupChunk) Reset() {
 	*x = BackupChunk{}
-	mi := &file_inof_v1_inof_proto_msgTypes[48]
+	mi := &file_inof_v1_inof_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3244,7 +3395,7 @@ func (x *BackupChunk) String() string {
 func (*BackupChunk) ProtoMessage() {}
 
 func (x *BackupChunk) ProtoReflect() protoreflect.Message {
-	mi := &file_inof_v1_inof_proto_msgTypes[48]
+	mi := &file_inof_v1_inof_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3257,7 +3408,7 @@ func (x *BackupChunk) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BackupChunk.ProtoReflect.Descriptor instead.
 func (*BackupChunk) Descriptor() ([]byte, []int) {
-	return file_inof_v1_inof_proto_rawDescGZIP(), []int{48}
+	return file_inof_v1_inof_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *BackupChunk) GetData() []byte {
@@ -3276,7 +3427,7 @@ type FindMemberRequest struct {
 
 func (x *FindMemberRequest) Reset() {
 	*x = FindMemberRequest{}
-	mi := &file_inof_v1_inof_proto_msgTypes[49]
+	mi := &file_inof_v1_inof_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3288,7 +3439,7 @@ func (x *FindMemberRequest) String() string {
 func (*FindMemberRequest) ProtoMessage() {}
 
 func (x *FindMemberRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_inof_v1_inof_proto_msgTypes[49]
+	mi := &file_inof_v1_inof_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3301,7 +3452,7 @@ func (x *FindMemberRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FindMemberRequest.ProtoReflect.Descriptor instead.
 func (*FindMemberRequest) Descriptor() ([]byte, []int) {
-	return file_inof_v1_inof_proto_rawDescGZIP(), []int{49}
+	return file_inof_v1_inof_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *FindMemberRequest) GetMember() string {
@@ -3323,7 +3474,7 @@ type MemberUse struct {
 
 func (x *MemberUse) Reset() {
 	*x = MemberUse{}
-	mi := &file_inof_v1_inof_proto_msgTypes[50]
+	mi := &file_inof_v1_inof_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3335,7 +3486,7 @@ func (x *MemberUse) String() string {
 func (*MemberUse) ProtoMessage() {}
 
 func (x *MemberUse) ProtoReflect() protoreflect.Message {
-	mi := &file_inof_v1_inof_proto_msgTypes[50]
+	mi := &file_inof_v1_inof_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3348,7 +3499,7 @@ func (x *MemberUse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MemberUse.ProtoReflect.Descriptor instead.
 func (*MemberUse) Descriptor() ([]byte, []int) {
-	return file_inof_v1_inof_proto_rawDescGZIP(), []int{50}
+	return file_inof_v1_inof_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *MemberUse) GetZone() string {
@@ -3381,7 +3532,7 @@ type FindMemberResponse struct {
 
 func (x *FindMemberResponse) Reset() {
 	*x = FindMemberResponse{}
-	mi := &file_inof_v1_inof_proto_msgTypes[51]
+	mi := &file_inof_v1_inof_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3393,7 +3544,7 @@ func (x *FindMemberResponse) String() string {
 func (*FindMemberResponse) ProtoMessage() {}
 
 func (x *FindMemberResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_inof_v1_inof_proto_msgTypes[51]
+	mi := &file_inof_v1_inof_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3406,7 +3557,7 @@ func (x *FindMemberResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FindMemberResponse.ProtoReflect.Descriptor instead.
 func (*FindMemberResponse) Descriptor() ([]byte, []int) {
-	return file_inof_v1_inof_proto_rawDescGZIP(), []int{51}
+	return file_inof_v1_inof_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *FindMemberResponse) GetUses() []*MemberUse {
@@ -3426,7 +3577,7 @@ type WhoSeesRequest struct {
 
 func (x *WhoSeesRequest) Reset() {
 	*x = WhoSeesRequest{}
-	mi := &file_inof_v1_inof_proto_msgTypes[52]
+	mi := &file_inof_v1_inof_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3438,7 +3589,7 @@ func (x *WhoSeesRequest) String() string {
 func (*WhoSeesRequest) ProtoMessage() {}
 
 func (x *WhoSeesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_inof_v1_inof_proto_msgTypes[52]
+	mi := &file_inof_v1_inof_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3451,7 +3602,7 @@ func (x *WhoSeesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WhoSeesRequest.ProtoReflect.Descriptor instead.
 func (*WhoSeesRequest) Descriptor() ([]byte, []int) {
-	return file_inof_v1_inof_proto_rawDescGZIP(), []int{52}
+	return file_inof_v1_inof_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *WhoSeesRequest) GetTarget() string {
@@ -3476,7 +3627,7 @@ type GetRecordFormatRequest struct {
 
 func (x *GetRecordFormatRequest) Reset() {
 	*x = GetRecordFormatRequest{}
-	mi := &file_inof_v1_inof_proto_msgTypes[53]
+	mi := &file_inof_v1_inof_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3488,7 +3639,7 @@ func (x *GetRecordFormatRequest) String() string {
 func (*GetRecordFormatRequest) ProtoMessage() {}
 
 func (x *GetRecordFormatRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_inof_v1_inof_proto_msgTypes[53]
+	mi := &file_inof_v1_inof_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3501,7 +3652,7 @@ func (x *GetRecordFormatRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetRecordFormatRequest.ProtoReflect.Descriptor instead.
 func (*GetRecordFormatRequest) Descriptor() ([]byte, []int) {
-	return file_inof_v1_inof_proto_rawDescGZIP(), []int{53}
+	return file_inof_v1_inof_proto_rawDescGZIP(), []int{55}
 }
 
 type SetRecordFormatRequest struct {
@@ -3513,7 +3664,7 @@ type SetRecordFormatRequest struct {
 
 func (x *SetRecordFormatRequest) Reset() {
 	*x = SetRecordFormatRequest{}
-	mi := &file_inof_v1_inof_proto_msgTypes[54]
+	mi := &file_inof_v1_inof_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3525,7 +3676,7 @@ func (x *SetRecordFormatRequest) String() string {
 func (*SetRecordFormatRequest) ProtoMessage() {}
 
 func (x *SetRecordFormatRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_inof_v1_inof_proto_msgTypes[54]
+	mi := &file_inof_v1_inof_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3538,7 +3689,7 @@ func (x *SetRecordFormatRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetRecordFormatRequest.ProtoReflect.Descriptor instead.
 func (*SetRecordFormatRequest) Descriptor() ([]byte, []int) {
-	return file_inof_v1_inof_proto_rawDescGZIP(), []int{54}
+	return file_inof_v1_inof_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *SetRecordFormatRequest) GetFormat() string {
@@ -3560,7 +3711,7 @@ type RecordFormat struct {
 
 func (x *RecordFormat) Reset() {
 	*x = RecordFormat{}
-	mi := &file_inof_v1_inof_proto_msgTypes[55]
+	mi := &file_inof_v1_inof_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3572,7 +3723,7 @@ func (x *RecordFormat) String() string {
 func (*RecordFormat) ProtoMessage() {}
 
 func (x *RecordFormat) ProtoReflect() protoreflect.Message {
-	mi := &file_inof_v1_inof_proto_msgTypes[55]
+	mi := &file_inof_v1_inof_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3585,7 +3736,7 @@ func (x *RecordFormat) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RecordFormat.ProtoReflect.Descriptor instead.
 func (*RecordFormat) Descriptor() ([]byte, []int) {
-	return file_inof_v1_inof_proto_rawDescGZIP(), []int{55}
+	return file_inof_v1_inof_proto_rawDescGZIP(), []int{57}
 }
 
 func (x *RecordFormat) GetFormat() string {
@@ -3613,7 +3764,7 @@ type SwitchReads struct {
 
 func (x *SwitchReads) Reset() {
 	*x = SwitchReads{}
-	mi := &file_inof_v1_inof_proto_msgTypes[56]
+	mi := &file_inof_v1_inof_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3625,7 +3776,7 @@ func (x *SwitchReads) String() string {
 func (*SwitchReads) ProtoMessage() {}
 
 func (x *SwitchReads) ProtoReflect() protoreflect.Message {
-	mi := &file_inof_v1_inof_proto_msgTypes[56]
+	mi := &file_inof_v1_inof_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3638,7 +3789,7 @@ func (x *SwitchReads) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SwitchReads.ProtoReflect.Descriptor instead.
 func (*SwitchReads) Descriptor() ([]byte, []int) {
-	return file_inof_v1_inof_proto_rawDescGZIP(), []int{56}
+	return file_inof_v1_inof_proto_rawDescGZIP(), []int{58}
 }
 
 func (x *SwitchReads) GetSwitch() string {
@@ -3670,7 +3821,7 @@ type ListReflectorsRequest struct {
 
 func (x *ListReflectorsRequest) Reset() {
 	*x = ListReflectorsRequest{}
-	mi := &file_inof_v1_inof_proto_msgTypes[57]
+	mi := &file_inof_v1_inof_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3682,7 +3833,7 @@ func (x *ListReflectorsRequest) String() string {
 func (*ListReflectorsRequest) ProtoMessage() {}
 
 func (x *ListReflectorsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_inof_v1_inof_proto_msgTypes[57]
+	mi := &file_inof_v1_inof_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3695,7 +3846,7 @@ func (x *ListReflectorsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListReflectorsRequest.ProtoReflect.Descriptor instead.
 func (*ListReflectorsRequest) Descriptor() ([]byte, []int) {
-	return file_inof_v1_inof_proto_rawDescGZIP(), []int{57}
+	return file_inof_v1_inof_proto_rawDescGZIP(), []int{59}
 }
 
 type ListReflectorsResponse struct {
@@ -3712,7 +3863,7 @@ type ListReflectorsResponse struct {
 
 func (x *ListReflectorsResponse) Reset() {
 	*x = ListReflectorsResponse{}
-	mi := &file_inof_v1_inof_proto_msgTypes[58]
+	mi := &file_inof_v1_inof_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3724,7 +3875,7 @@ func (x *ListReflectorsResponse) String() string {
 func (*ListReflectorsResponse) ProtoMessage() {}
 
 func (x *ListReflectorsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_inof_v1_inof_proto_msgTypes[58]
+	mi := &file_inof_v1_inof_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3737,7 +3888,7 @@ func (x *ListReflectorsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListReflectorsResponse.ProtoReflect.Descriptor instead.
 func (*ListReflectorsResponse) Descriptor() ([]byte, []int) {
-	return file_inof_v1_inof_proto_rawDescGZIP(), []int{58}
+	return file_inof_v1_inof_proto_rawDescGZIP(), []int{60}
 }
 
 func (x *ListReflectorsResponse) GetNow() *timestamppb.Timestamp {
@@ -3797,7 +3948,7 @@ type Reflector struct {
 
 func (x *Reflector) Reset() {
 	*x = Reflector{}
-	mi := &file_inof_v1_inof_proto_msgTypes[59]
+	mi := &file_inof_v1_inof_proto_msgTypes[61]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3809,7 +3960,7 @@ func (x *Reflector) String() string {
 func (*Reflector) ProtoMessage() {}
 
 func (x *Reflector) ProtoReflect() protoreflect.Message {
-	mi := &file_inof_v1_inof_proto_msgTypes[59]
+	mi := &file_inof_v1_inof_proto_msgTypes[61]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3822,7 +3973,7 @@ func (x *Reflector) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Reflector.ProtoReflect.Descriptor instead.
 func (*Reflector) Descriptor() ([]byte, []int) {
-	return file_inof_v1_inof_proto_rawDescGZIP(), []int{59}
+	return file_inof_v1_inof_proto_rawDescGZIP(), []int{61}
 }
 
 func (x *Reflector) GetRouterId() string {
@@ -3932,7 +4083,7 @@ type GetDeviceRequest struct {
 
 func (x *GetDeviceRequest) Reset() {
 	*x = GetDeviceRequest{}
-	mi := &file_inof_v1_inof_proto_msgTypes[60]
+	mi := &file_inof_v1_inof_proto_msgTypes[62]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3944,7 +4095,7 @@ func (x *GetDeviceRequest) String() string {
 func (*GetDeviceRequest) ProtoMessage() {}
 
 func (x *GetDeviceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_inof_v1_inof_proto_msgTypes[60]
+	mi := &file_inof_v1_inof_proto_msgTypes[62]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3957,7 +4108,7 @@ func (x *GetDeviceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetDeviceRequest.ProtoReflect.Descriptor instead.
 func (*GetDeviceRequest) Descriptor() ([]byte, []int) {
-	return file_inof_v1_inof_proto_rawDescGZIP(), []int{60}
+	return file_inof_v1_inof_proto_rawDescGZIP(), []int{62}
 }
 
 func (x *GetDeviceRequest) GetAddress() string {
@@ -3984,7 +4135,7 @@ type DeviceReport struct {
 
 func (x *DeviceReport) Reset() {
 	*x = DeviceReport{}
-	mi := &file_inof_v1_inof_proto_msgTypes[61]
+	mi := &file_inof_v1_inof_proto_msgTypes[63]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3996,7 +4147,7 @@ func (x *DeviceReport) String() string {
 func (*DeviceReport) ProtoMessage() {}
 
 func (x *DeviceReport) ProtoReflect() protoreflect.Message {
-	mi := &file_inof_v1_inof_proto_msgTypes[61]
+	mi := &file_inof_v1_inof_proto_msgTypes[63]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4009,7 +4160,7 @@ func (x *DeviceReport) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeviceReport.ProtoReflect.Descriptor instead.
 func (*DeviceReport) Descriptor() ([]byte, []int) {
-	return file_inof_v1_inof_proto_rawDescGZIP(), []int{61}
+	return file_inof_v1_inof_proto_rawDescGZIP(), []int{63}
 }
 
 func (x *DeviceReport) GetSwitch() string {
@@ -4076,15 +4227,20 @@ type DeviceDetail struct {
 	// visibility: for a host (or both), every registered target and whether
 	// it sees it; for a target, every registered host and whether it sees
 	// it (the hosts that see it are those its switches tell).
-	Visibility    []*WhyResponse `protobuf:"bytes,3,rep,name=visibility,proto3" json:"visibility,omitempty"`
-	Events        []*Event       `protobuf:"bytes,4,rep,name=events,proto3" json:"events,omitempty"` // the kept events about the address, oldest first
+	Visibility []*WhyResponse `protobuf:"bytes,3,rep,name=visibility,proto3" json:"visibility,omitempty"`
+	Events     []*Event       `protobuf:"bytes,4,rep,name=events,proto3" json:"events,omitempty"` // the kept events about the address, oldest first
+	// nqn_claims: when the device's NQN is claimed on more than one switch
+	// port (by this device or others), each of them as "ROUTER-ID:PORT
+	// ADDRESS", sorted; information (a dual-ported array looks the same as
+	// a device claiming another's NQN), unless a pin refuses some.
+	NqnClaims     []string `protobuf:"bytes,5,rep,name=nqn_claims,json=nqnClaims,proto3" json:"nqn_claims,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *DeviceDetail) Reset() {
 	*x = DeviceDetail{}
-	mi := &file_inof_v1_inof_proto_msgTypes[62]
+	mi := &file_inof_v1_inof_proto_msgTypes[64]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4096,7 +4252,7 @@ func (x *DeviceDetail) String() string {
 func (*DeviceDetail) ProtoMessage() {}
 
 func (x *DeviceDetail) ProtoReflect() protoreflect.Message {
-	mi := &file_inof_v1_inof_proto_msgTypes[62]
+	mi := &file_inof_v1_inof_proto_msgTypes[64]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4109,7 +4265,7 @@ func (x *DeviceDetail) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeviceDetail.ProtoReflect.Descriptor instead.
 func (*DeviceDetail) Descriptor() ([]byte, []int) {
-	return file_inof_v1_inof_proto_rawDescGZIP(), []int{62}
+	return file_inof_v1_inof_proto_rawDescGZIP(), []int{64}
 }
 
 func (x *DeviceDetail) GetDevice() *Device {
@@ -4140,6 +4296,13 @@ func (x *DeviceDetail) GetEvents() []*Event {
 	return nil
 }
 
+func (x *DeviceDetail) GetNqnClaims() []string {
+	if x != nil {
+		return x.NqnClaims
+	}
+	return nil
+}
+
 type GetSessionRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Peer          string                 `protobuf:"bytes,1,opt,name=peer,proto3" json:"peer,omitempty"` // the neighbor's address
@@ -4149,7 +4312,7 @@ type GetSessionRequest struct {
 
 func (x *GetSessionRequest) Reset() {
 	*x = GetSessionRequest{}
-	mi := &file_inof_v1_inof_proto_msgTypes[63]
+	mi := &file_inof_v1_inof_proto_msgTypes[65]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4161,7 +4324,7 @@ func (x *GetSessionRequest) String() string {
 func (*GetSessionRequest) ProtoMessage() {}
 
 func (x *GetSessionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_inof_v1_inof_proto_msgTypes[63]
+	mi := &file_inof_v1_inof_proto_msgTypes[65]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4174,7 +4337,7 @@ func (x *GetSessionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetSessionRequest.ProtoReflect.Descriptor instead.
 func (*GetSessionRequest) Descriptor() ([]byte, []int) {
-	return file_inof_v1_inof_proto_rawDescGZIP(), []int{63}
+	return file_inof_v1_inof_proto_rawDescGZIP(), []int{65}
 }
 
 func (x *GetSessionRequest) GetPeer() string {
@@ -4196,7 +4359,7 @@ type SessionDetail struct {
 
 func (x *SessionDetail) Reset() {
 	*x = SessionDetail{}
-	mi := &file_inof_v1_inof_proto_msgTypes[64]
+	mi := &file_inof_v1_inof_proto_msgTypes[66]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4208,7 +4371,7 @@ func (x *SessionDetail) String() string {
 func (*SessionDetail) ProtoMessage() {}
 
 func (x *SessionDetail) ProtoReflect() protoreflect.Message {
-	mi := &file_inof_v1_inof_proto_msgTypes[64]
+	mi := &file_inof_v1_inof_proto_msgTypes[66]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4221,7 +4384,7 @@ func (x *SessionDetail) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionDetail.ProtoReflect.Descriptor instead.
 func (*SessionDetail) Descriptor() ([]byte, []int) {
-	return file_inof_v1_inof_proto_rawDescGZIP(), []int{64}
+	return file_inof_v1_inof_proto_rawDescGZIP(), []int{66}
 }
 
 func (x *SessionDetail) GetSession() *Session {
@@ -4250,12 +4413,16 @@ var File_inof_v1_inof_proto protoreflect.FileDescriptor
 const file_inof_v1_inof_proto_rawDesc = "" +
 	"\n" +
 	"\x12inof/v1/inof.proto\x12\ainof.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\x12\n" +
-	"\x10GetZoningRequest\"\xa2\x01\n" +
+	"\x10GetZoningRequest\"\xc4\x01\n" +
 	"\x06Zoning\x12\x1a\n" +
 	"\brevision\x18\x01 \x01(\tR\brevision\x12-\n" +
 	"\bsettings\x18\x02 \x01(\v2\x11.inof.v1.SettingsR\bsettings\x12#\n" +
 	"\x05zones\x18\x03 \x03(\v2\r.inof.v1.ZoneR\x05zones\x12(\n" +
-	"\aaliases\x18\x04 \x03(\v2\x0e.inof.v1.AliasR\aaliases\"]\n" +
+	"\aaliases\x18\x04 \x03(\v2\x0e.inof.v1.AliasR\aaliases\x12 \n" +
+	"\x04pins\x18\x05 \x03(\v2\f.inof.v1.PinR\x04pins\"'\n" +
+	"\x03Pin\x12\x10\n" +
+	"\x03nqn\x18\x01 \x01(\tR\x03nqn\x12\x0e\n" +
+	"\x02at\x18\x02 \x03(\tR\x02at\"]\n" +
 	"\bSettings\x120\n" +
 	"\x14default_zone_enabled\x18\x01 \x01(\bR\x12defaultZoneEnabled\x12\x1f\n" +
 	"\vhard_zoning\x18\x02 \x01(\bR\n" +
@@ -4265,7 +4432,7 @@ const file_inof_v1_inof_proto_rawDesc = "" +
 	"\amembers\x18\x02 \x03(\tR\amembers\"5\n" +
 	"\x05Alias\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x18\n" +
-	"\amembers\x18\x02 \x03(\tR\amembers\"\x81\x05\n" +
+	"\amembers\x18\x02 \x03(\tR\amembers\"\xdf\x05\n" +
 	"\x04Edit\x126\n" +
 	"\vcreate_zone\x18\x01 \x01(\v2\x13.inof.v1.CreateZoneH\x00R\n" +
 	"createZone\x126\n" +
@@ -4280,8 +4447,13 @@ const file_inof_v1_inof_proto_rawDesc = "" +
 	"\x11add_alias_members\x18\b \x01(\v2\x15.inof.v1.AliasMembersH\x00R\x0faddAliasMembers\x12I\n" +
 	"\x14remove_alias_members\x18\t \x01(\v2\x15.inof.v1.AliasMembersH\x00R\x12removeAliasMembers\x129\n" +
 	"\fset_settings\x18\n" +
-	" \x01(\v2\x14.inof.v1.SetSettingsH\x00R\vsetSettingsB\x06\n" +
-	"\x04edit\":\n" +
+	" \x01(\v2\x14.inof.v1.SetSettingsH\x00R\vsetSettings\x12'\n" +
+	"\aset_pin\x18\v \x01(\v2\f.inof.v1.PinH\x00R\x06setPin\x123\n" +
+	"\n" +
+	"remove_pin\x18\f \x01(\v2\x12.inof.v1.RemovePinH\x00R\tremovePinB\x06\n" +
+	"\x04edit\"\x1d\n" +
+	"\tRemovePin\x12\x10\n" +
+	"\x03nqn\x18\x01 \x01(\tR\x03nqn\":\n" +
 	"\n" +
 	"CreateZone\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x18\n" +
@@ -4323,7 +4495,7 @@ const file_inof_v1_inof_proto_rawDesc = "" +
 	"\x10VisibilityChange\x12\x12\n" +
 	"\x04host\x18\x01 \x01(\tR\x04host\x12\x16\n" +
 	"\x06target\x18\x02 \x01(\tR\x06target\x12\x18\n" +
-	"\avisible\x18\x03 \x01(\bR\avisible\"\xf3\x02\n" +
+	"\avisible\x18\x03 \x01(\bR\avisible\"\x94\x03\n" +
 	"\x06Device\x12\x18\n" +
 	"\aaddress\x18\x01 \x01(\tR\aaddress\x12!\n" +
 	"\x04role\x18\x02 \x01(\x0e2\r.inof.v1.RoleR\x04role\x12\x1a\n" +
@@ -4339,7 +4511,9 @@ const file_inof_v1_inof_proto_rawDesc = "" +
 	"\n" +
 	"held_until\x18\v \x01(\v2\x1a.google.protobuf.TimestampR\theldUntil\x12\x1f\n" +
 	"\vaccess_port\x18\f \x01(\tR\n" +
-	"accessPort\"\x95\x01\n" +
+	"accessPort\x12\x1f\n" +
+	"\vpin_refused\x18\r \x01(\bR\n" +
+	"pinRefused\"\x95\x01\n" +
 	"\x12ListDevicesRequest\x12\x12\n" +
 	"\x04zone\x18\x01 \x01(\tR\x04zone\x12\x16\n" +
 	"\x06switch\x18\x02 \x01(\tR\x06switch\x12!\n" +
@@ -4552,14 +4726,16 @@ const file_inof_v1_inof_proto_rawDesc = "" +
 	"first_seen\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\tfirstSeen\x129\n" +
 	"\n" +
 	"held_until\x18\a \x01(\v2\x1a.google.protobuf.TimestampR\theldUntil\x12\x14\n" +
-	"\x05shown\x18\b \x01(\bR\x05shown\"\xc6\x01\n" +
+	"\x05shown\x18\b \x01(\bR\x05shown\"\xe5\x01\n" +
 	"\fDeviceDetail\x12'\n" +
 	"\x06device\x18\x01 \x01(\v2\x0f.inof.v1.DeviceR\x06device\x12/\n" +
 	"\areports\x18\x02 \x03(\v2\x15.inof.v1.DeviceReportR\areports\x124\n" +
 	"\n" +
 	"visibility\x18\x03 \x03(\v2\x14.inof.v1.WhyResponseR\n" +
 	"visibility\x12&\n" +
-	"\x06events\x18\x04 \x03(\v2\x0e.inof.v1.EventR\x06events\"'\n" +
+	"\x06events\x18\x04 \x03(\v2\x0e.inof.v1.EventR\x06events\x12\x1d\n" +
+	"\n" +
+	"nqn_claims\x18\x05 \x03(\tR\tnqnClaims\"'\n" +
 	"\x11GetSessionRequest\x12\x12\n" +
 	"\x04peer\x18\x01 \x01(\tR\x04peer\"\x8a\x01\n" +
 	"\rSessionDetail\x12*\n" +
@@ -4612,179 +4788,184 @@ func file_inof_v1_inof_proto_rawDescGZIP() []byte {
 }
 
 var file_inof_v1_inof_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_inof_v1_inof_proto_msgTypes = make([]protoimpl.MessageInfo, 66)
+var file_inof_v1_inof_proto_msgTypes = make([]protoimpl.MessageInfo, 68)
 var file_inof_v1_inof_proto_goTypes = []any{
 	(Role)(0),                               // 0: inof.v1.Role
 	(*GetZoningRequest)(nil),                // 1: inof.v1.GetZoningRequest
 	(*Zoning)(nil),                          // 2: inof.v1.Zoning
-	(*Settings)(nil),                        // 3: inof.v1.Settings
-	(*Zone)(nil),                            // 4: inof.v1.Zone
-	(*Alias)(nil),                           // 5: inof.v1.Alias
-	(*Edit)(nil),                            // 6: inof.v1.Edit
-	(*CreateZone)(nil),                      // 7: inof.v1.CreateZone
-	(*DeleteZone)(nil),                      // 8: inof.v1.DeleteZone
-	(*RenameZone)(nil),                      // 9: inof.v1.RenameZone
-	(*ZoneMembers)(nil),                     // 10: inof.v1.ZoneMembers
-	(*CreateAlias)(nil),                     // 11: inof.v1.CreateAlias
-	(*DeleteAlias)(nil),                     // 12: inof.v1.DeleteAlias
-	(*AliasMembers)(nil),                    // 13: inof.v1.AliasMembers
-	(*SetSettings)(nil),                     // 14: inof.v1.SetSettings
-	(*ApplyZoningRequest)(nil),              // 15: inof.v1.ApplyZoningRequest
-	(*ApplyZoningResponse)(nil),             // 16: inof.v1.ApplyZoningResponse
-	(*VisibilityChange)(nil),                // 17: inof.v1.VisibilityChange
-	(*Device)(nil),                          // 18: inof.v1.Device
-	(*ListDevicesRequest)(nil),              // 19: inof.v1.ListDevicesRequest
-	(*ListDevicesResponse)(nil),             // 20: inof.v1.ListDevicesResponse
-	(*WhyRequest)(nil),                      // 21: inof.v1.WhyRequest
-	(*WhyResponse)(nil),                     // 22: inof.v1.WhyResponse
-	(*VisibilityRequest)(nil),               // 23: inof.v1.VisibilityRequest
-	(*VisibilityResponse)(nil),              // 24: inof.v1.VisibilityResponse
-	(*ListSessionsRequest)(nil),             // 25: inof.v1.ListSessionsRequest
-	(*Session)(nil),                         // 26: inof.v1.Session
-	(*ListSessionsResponse)(nil),            // 27: inof.v1.ListSessionsResponse
-	(*ListBFDSessionsRequest)(nil),          // 28: inof.v1.ListBFDSessionsRequest
-	(*BFDSession)(nil),                      // 29: inof.v1.BFDSession
-	(*ListBFDSessionsResponse)(nil),         // 30: inof.v1.ListBFDSessionsResponse
-	(*WatchEventsRequest)(nil),              // 31: inof.v1.WatchEventsRequest
-	(*Event)(nil),                           // 32: inof.v1.Event
-	(*GetLosslessProfileRequest)(nil),       // 33: inof.v1.GetLosslessProfileRequest
-	(*LosslessProfile)(nil),                 // 34: inof.v1.LosslessProfile
-	(*SetLosslessProfileRequest)(nil),       // 35: inof.v1.SetLosslessProfileRequest
-	(*ValidateLosslessProfileRequest)(nil),  // 36: inof.v1.ValidateLosslessProfileRequest
-	(*Problem)(nil),                         // 37: inof.v1.Problem
-	(*ValidateLosslessProfileResponse)(nil), // 38: inof.v1.ValidateLosslessProfileResponse
-	(*RenderLosslessProfileRequest)(nil),    // 39: inof.v1.RenderLosslessProfileRequest
-	(*RenderLosslessProfileResponse)(nil),   // 40: inof.v1.RenderLosslessProfileResponse
-	(*VersionRequest)(nil),                  // 41: inof.v1.VersionRequest
-	(*VersionResponse)(nil),                 // 42: inof.v1.VersionResponse
-	(*ListJournalRequest)(nil),              // 43: inof.v1.ListJournalRequest
-	(*JournalEntry)(nil),                    // 44: inof.v1.JournalEntry
-	(*Conflict)(nil),                        // 45: inof.v1.Conflict
-	(*ListJournalResponse)(nil),             // 46: inof.v1.ListJournalResponse
-	(*GetRevisionRequest)(nil),              // 47: inof.v1.GetRevisionRequest
-	(*BackupRequest)(nil),                   // 48: inof.v1.BackupRequest
-	(*BackupChunk)(nil),                     // 49: inof.v1.BackupChunk
-	(*FindMemberRequest)(nil),               // 50: inof.v1.FindMemberRequest
-	(*MemberUse)(nil),                       // 51: inof.v1.MemberUse
-	(*FindMemberResponse)(nil),              // 52: inof.v1.FindMemberResponse
-	(*WhoSeesRequest)(nil),                  // 53: inof.v1.WhoSeesRequest
-	(*GetRecordFormatRequest)(nil),          // 54: inof.v1.GetRecordFormatRequest
-	(*SetRecordFormatRequest)(nil),          // 55: inof.v1.SetRecordFormatRequest
-	(*RecordFormat)(nil),                    // 56: inof.v1.RecordFormat
-	(*SwitchReads)(nil),                     // 57: inof.v1.SwitchReads
-	(*ListReflectorsRequest)(nil),           // 58: inof.v1.ListReflectorsRequest
-	(*ListReflectorsResponse)(nil),          // 59: inof.v1.ListReflectorsResponse
-	(*Reflector)(nil),                       // 60: inof.v1.Reflector
-	(*GetDeviceRequest)(nil),                // 61: inof.v1.GetDeviceRequest
-	(*DeviceReport)(nil),                    // 62: inof.v1.DeviceReport
-	(*DeviceDetail)(nil),                    // 63: inof.v1.DeviceDetail
-	(*GetSessionRequest)(nil),               // 64: inof.v1.GetSessionRequest
-	(*SessionDetail)(nil),                   // 65: inof.v1.SessionDetail
-	nil,                                     // 66: inof.v1.Event.AttributesEntry
-	(*timestamppb.Timestamp)(nil),           // 67: google.protobuf.Timestamp
+	(*Pin)(nil),                             // 3: inof.v1.Pin
+	(*Settings)(nil),                        // 4: inof.v1.Settings
+	(*Zone)(nil),                            // 5: inof.v1.Zone
+	(*Alias)(nil),                           // 6: inof.v1.Alias
+	(*Edit)(nil),                            // 7: inof.v1.Edit
+	(*RemovePin)(nil),                       // 8: inof.v1.RemovePin
+	(*CreateZone)(nil),                      // 9: inof.v1.CreateZone
+	(*DeleteZone)(nil),                      // 10: inof.v1.DeleteZone
+	(*RenameZone)(nil),                      // 11: inof.v1.RenameZone
+	(*ZoneMembers)(nil),                     // 12: inof.v1.ZoneMembers
+	(*CreateAlias)(nil),                     // 13: inof.v1.CreateAlias
+	(*DeleteAlias)(nil),                     // 14: inof.v1.DeleteAlias
+	(*AliasMembers)(nil),                    // 15: inof.v1.AliasMembers
+	(*SetSettings)(nil),                     // 16: inof.v1.SetSettings
+	(*ApplyZoningRequest)(nil),              // 17: inof.v1.ApplyZoningRequest
+	(*ApplyZoningResponse)(nil),             // 18: inof.v1.ApplyZoningResponse
+	(*VisibilityChange)(nil),                // 19: inof.v1.VisibilityChange
+	(*Device)(nil),                          // 20: inof.v1.Device
+	(*ListDevicesRequest)(nil),              // 21: inof.v1.ListDevicesRequest
+	(*ListDevicesResponse)(nil),             // 22: inof.v1.ListDevicesResponse
+	(*WhyRequest)(nil),                      // 23: inof.v1.WhyRequest
+	(*WhyResponse)(nil),                     // 24: inof.v1.WhyResponse
+	(*VisibilityRequest)(nil),               // 25: inof.v1.VisibilityRequest
+	(*VisibilityResponse)(nil),              // 26: inof.v1.VisibilityResponse
+	(*ListSessionsRequest)(nil),             // 27: inof.v1.ListSessionsRequest
+	(*Session)(nil),                         // 28: inof.v1.Session
+	(*ListSessionsResponse)(nil),            // 29: inof.v1.ListSessionsResponse
+	(*ListBFDSessionsRequest)(nil),          // 30: inof.v1.ListBFDSessionsRequest
+	(*BFDSession)(nil),                      // 31: inof.v1.BFDSession
+	(*ListBFDSessionsResponse)(nil),         // 32: inof.v1.ListBFDSessionsResponse
+	(*WatchEventsRequest)(nil),              // 33: inof.v1.WatchEventsRequest
+	(*Event)(nil),                           // 34: inof.v1.Event
+	(*GetLosslessProfileRequest)(nil),       // 35: inof.v1.GetLosslessProfileRequest
+	(*LosslessProfile)(nil),                 // 36: inof.v1.LosslessProfile
+	(*SetLosslessProfileRequest)(nil),       // 37: inof.v1.SetLosslessProfileRequest
+	(*ValidateLosslessProfileRequest)(nil),  // 38: inof.v1.ValidateLosslessProfileRequest
+	(*Problem)(nil),                         // 39: inof.v1.Problem
+	(*ValidateLosslessProfileResponse)(nil), // 40: inof.v1.ValidateLosslessProfileResponse
+	(*RenderLosslessProfileRequest)(nil),    // 41: inof.v1.RenderLosslessProfileRequest
+	(*RenderLosslessProfileResponse)(nil),   // 42: inof.v1.RenderLosslessProfileResponse
+	(*VersionRequest)(nil),                  // 43: inof.v1.VersionRequest
+	(*VersionResponse)(nil),                 // 44: inof.v1.VersionResponse
+	(*ListJournalRequest)(nil),              // 45: inof.v1.ListJournalRequest
+	(*JournalEntry)(nil),                    // 46: inof.v1.JournalEntry
+	(*Conflict)(nil),                        // 47: inof.v1.Conflict
+	(*ListJournalResponse)(nil),             // 48: inof.v1.ListJournalResponse
+	(*GetRevisionRequest)(nil),              // 49: inof.v1.GetRevisionRequest
+	(*BackupRequest)(nil),                   // 50: inof.v1.BackupRequest
+	(*BackupChunk)(nil),                     // 51: inof.v1.BackupChunk
+	(*FindMemberRequest)(nil),               // 52: inof.v1.FindMemberRequest
+	(*MemberUse)(nil),                       // 53: inof.v1.MemberUse
+	(*FindMemberResponse)(nil),              // 54: inof.v1.FindMemberResponse
+	(*WhoSeesRequest)(nil),                  // 55: inof.v1.WhoSeesRequest
+	(*GetRecordFormatRequest)(nil),          // 56: inof.v1.GetRecordFormatRequest
+	(*SetRecordFormatRequest)(nil),          // 57: inof.v1.SetRecordFormatRequest
+	(*RecordFormat)(nil),                    // 58: inof.v1.RecordFormat
+	(*SwitchReads)(nil),                     // 59: inof.v1.SwitchReads
+	(*ListReflectorsRequest)(nil),           // 60: inof.v1.ListReflectorsRequest
+	(*ListReflectorsResponse)(nil),          // 61: inof.v1.ListReflectorsResponse
+	(*Reflector)(nil),                       // 62: inof.v1.Reflector
+	(*GetDeviceRequest)(nil),                // 63: inof.v1.GetDeviceRequest
+	(*DeviceReport)(nil),                    // 64: inof.v1.DeviceReport
+	(*DeviceDetail)(nil),                    // 65: inof.v1.DeviceDetail
+	(*GetSessionRequest)(nil),               // 66: inof.v1.GetSessionRequest
+	(*SessionDetail)(nil),                   // 67: inof.v1.SessionDetail
+	nil,                                     // 68: inof.v1.Event.AttributesEntry
+	(*timestamppb.Timestamp)(nil),           // 69: google.protobuf.Timestamp
 }
 var file_inof_v1_inof_proto_depIdxs = []int32{
-	3,  // 0: inof.v1.Zoning.settings:type_name -> inof.v1.Settings
-	4,  // 1: inof.v1.Zoning.zones:type_name -> inof.v1.Zone
-	5,  // 2: inof.v1.Zoning.aliases:type_name -> inof.v1.Alias
-	7,  // 3: inof.v1.Edit.create_zone:type_name -> inof.v1.CreateZone
-	8,  // 4: inof.v1.Edit.delete_zone:type_name -> inof.v1.DeleteZone
-	9,  // 5: inof.v1.Edit.rename_zone:type_name -> inof.v1.RenameZone
-	10, // 6: inof.v1.Edit.add_zone_members:type_name -> inof.v1.ZoneMembers
-	10, // 7: inof.v1.Edit.remove_zone_members:type_name -> inof.v1.ZoneMembers
-	11, // 8: inof.v1.Edit.create_alias:type_name -> inof.v1.CreateAlias
-	12, // 9: inof.v1.Edit.delete_alias:type_name -> inof.v1.DeleteAlias
-	13, // 10: inof.v1.Edit.add_alias_members:type_name -> inof.v1.AliasMembers
-	13, // 11: inof.v1.Edit.remove_alias_members:type_name -> inof.v1.AliasMembers
-	14, // 12: inof.v1.Edit.set_settings:type_name -> inof.v1.SetSettings
-	6,  // 13: inof.v1.ApplyZoningRequest.edits:type_name -> inof.v1.Edit
-	17, // 14: inof.v1.ApplyZoningResponse.changes:type_name -> inof.v1.VisibilityChange
-	0,  // 15: inof.v1.Device.role:type_name -> inof.v1.Role
-	67, // 16: inof.v1.Device.since:type_name -> google.protobuf.Timestamp
-	67, // 17: inof.v1.Device.held_until:type_name -> google.protobuf.Timestamp
-	0,  // 18: inof.v1.ListDevicesRequest.role:type_name -> inof.v1.Role
-	18, // 19: inof.v1.ListDevicesResponse.devices:type_name -> inof.v1.Device
-	22, // 20: inof.v1.VisibilityResponse.targets:type_name -> inof.v1.WhyResponse
-	67, // 21: inof.v1.Session.since:type_name -> google.protobuf.Timestamp
-	26, // 22: inof.v1.ListSessionsResponse.sessions:type_name -> inof.v1.Session
-	67, // 23: inof.v1.BFDSession.since:type_name -> google.protobuf.Timestamp
-	29, // 24: inof.v1.ListBFDSessionsResponse.sessions:type_name -> inof.v1.BFDSession
-	67, // 25: inof.v1.WatchEventsRequest.since:type_name -> google.protobuf.Timestamp
-	67, // 26: inof.v1.Event.time:type_name -> google.protobuf.Timestamp
-	66, // 27: inof.v1.Event.attributes:type_name -> inof.v1.Event.AttributesEntry
-	37, // 28: inof.v1.ValidateLosslessProfileResponse.problems:type_name -> inof.v1.Problem
-	67, // 29: inof.v1.VersionResponse.started:type_name -> google.protobuf.Timestamp
-	67, // 30: inof.v1.ListJournalRequest.since:type_name -> google.protobuf.Timestamp
-	67, // 31: inof.v1.ListJournalRequest.until:type_name -> google.protobuf.Timestamp
-	67, // 32: inof.v1.JournalEntry.time:type_name -> google.protobuf.Timestamp
-	44, // 33: inof.v1.ListJournalResponse.entries:type_name -> inof.v1.JournalEntry
-	45, // 34: inof.v1.ListJournalResponse.conflicts:type_name -> inof.v1.Conflict
-	51, // 35: inof.v1.FindMemberResponse.uses:type_name -> inof.v1.MemberUse
-	57, // 36: inof.v1.RecordFormat.switches:type_name -> inof.v1.SwitchReads
-	67, // 37: inof.v1.ListReflectorsResponse.now:type_name -> google.protobuf.Timestamp
-	60, // 38: inof.v1.ListReflectorsResponse.reflectors:type_name -> inof.v1.Reflector
-	67, // 39: inof.v1.Reflector.clock:type_name -> google.protobuf.Timestamp
-	67, // 40: inof.v1.DeviceReport.since:type_name -> google.protobuf.Timestamp
-	67, // 41: inof.v1.DeviceReport.first_seen:type_name -> google.protobuf.Timestamp
-	67, // 42: inof.v1.DeviceReport.held_until:type_name -> google.protobuf.Timestamp
-	18, // 43: inof.v1.DeviceDetail.device:type_name -> inof.v1.Device
-	62, // 44: inof.v1.DeviceDetail.reports:type_name -> inof.v1.DeviceReport
-	22, // 45: inof.v1.DeviceDetail.visibility:type_name -> inof.v1.WhyResponse
-	32, // 46: inof.v1.DeviceDetail.events:type_name -> inof.v1.Event
-	26, // 47: inof.v1.SessionDetail.session:type_name -> inof.v1.Session
-	29, // 48: inof.v1.SessionDetail.bfd:type_name -> inof.v1.BFDSession
-	32, // 49: inof.v1.SessionDetail.events:type_name -> inof.v1.Event
-	1,  // 50: inof.v1.Fabric.GetZoning:input_type -> inof.v1.GetZoningRequest
-	15, // 51: inof.v1.Fabric.ApplyZoning:input_type -> inof.v1.ApplyZoningRequest
-	19, // 52: inof.v1.Fabric.ListDevices:input_type -> inof.v1.ListDevicesRequest
-	21, // 53: inof.v1.Fabric.Why:input_type -> inof.v1.WhyRequest
-	23, // 54: inof.v1.Fabric.Visibility:input_type -> inof.v1.VisibilityRequest
-	25, // 55: inof.v1.Fabric.ListSessions:input_type -> inof.v1.ListSessionsRequest
-	28, // 56: inof.v1.Fabric.ListBFDSessions:input_type -> inof.v1.ListBFDSessionsRequest
-	31, // 57: inof.v1.Fabric.WatchEvents:input_type -> inof.v1.WatchEventsRequest
-	33, // 58: inof.v1.Fabric.GetLosslessProfile:input_type -> inof.v1.GetLosslessProfileRequest
-	35, // 59: inof.v1.Fabric.SetLosslessProfile:input_type -> inof.v1.SetLosslessProfileRequest
-	36, // 60: inof.v1.Fabric.ValidateLosslessProfile:input_type -> inof.v1.ValidateLosslessProfileRequest
-	39, // 61: inof.v1.Fabric.RenderLosslessProfile:input_type -> inof.v1.RenderLosslessProfileRequest
-	41, // 62: inof.v1.Fabric.Version:input_type -> inof.v1.VersionRequest
-	43, // 63: inof.v1.Fabric.ListJournal:input_type -> inof.v1.ListJournalRequest
-	47, // 64: inof.v1.Fabric.GetRevision:input_type -> inof.v1.GetRevisionRequest
-	48, // 65: inof.v1.Fabric.Backup:input_type -> inof.v1.BackupRequest
-	50, // 66: inof.v1.Fabric.FindMember:input_type -> inof.v1.FindMemberRequest
-	53, // 67: inof.v1.Fabric.WhoSees:input_type -> inof.v1.WhoSeesRequest
-	54, // 68: inof.v1.Fabric.GetRecordFormat:input_type -> inof.v1.GetRecordFormatRequest
-	55, // 69: inof.v1.Fabric.SetRecordFormat:input_type -> inof.v1.SetRecordFormatRequest
-	58, // 70: inof.v1.Fabric.ListReflectors:input_type -> inof.v1.ListReflectorsRequest
-	61, // 71: inof.v1.Fabric.GetDevice:input_type -> inof.v1.GetDeviceRequest
-	64, // 72: inof.v1.Fabric.GetSession:input_type -> inof.v1.GetSessionRequest
-	2,  // 73: inof.v1.Fabric.GetZoning:output_type -> inof.v1.Zoning
-	16, // 74: inof.v1.Fabric.ApplyZoning:output_type -> inof.v1.ApplyZoningResponse
-	20, // 75: inof.v1.Fabric.ListDevices:output_type -> inof.v1.ListDevicesResponse
-	22, // 76: inof.v1.Fabric.Why:output_type -> inof.v1.WhyResponse
-	24, // 77: inof.v1.Fabric.Visibility:output_type -> inof.v1.VisibilityResponse
-	27, // 78: inof.v1.Fabric.ListSessions:output_type -> inof.v1.ListSessionsResponse
-	30, // 79: inof.v1.Fabric.ListBFDSessions:output_type -> inof.v1.ListBFDSessionsResponse
-	32, // 80: inof.v1.Fabric.WatchEvents:output_type -> inof.v1.Event
-	34, // 81: inof.v1.Fabric.GetLosslessProfile:output_type -> inof.v1.LosslessProfile
-	34, // 82: inof.v1.Fabric.SetLosslessProfile:output_type -> inof.v1.LosslessProfile
-	38, // 83: inof.v1.Fabric.ValidateLosslessProfile:output_type -> inof.v1.ValidateLosslessProfileResponse
-	40, // 84: inof.v1.Fabric.RenderLosslessProfile:output_type -> inof.v1.RenderLosslessProfileResponse
-	42, // 85: inof.v1.Fabric.Version:output_type -> inof.v1.VersionResponse
-	46, // 86: inof.v1.Fabric.ListJournal:output_type -> inof.v1.ListJournalResponse
-	2,  // 87: inof.v1.Fabric.GetRevision:output_type -> inof.v1.Zoning
-	49, // 88: inof.v1.Fabric.Backup:output_type -> inof.v1.BackupChunk
-	52, // 89: inof.v1.Fabric.FindMember:output_type -> inof.v1.FindMemberResponse
-	24, // 90: inof.v1.Fabric.WhoSees:output_type -> inof.v1.VisibilityResponse
-	56, // 91: inof.v1.Fabric.GetRecordFormat:output_type -> inof.v1.RecordFormat
-	56, // 92: inof.v1.Fabric.SetRecordFormat:output_type -> inof.v1.RecordFormat
-	59, // 93: inof.v1.Fabric.ListReflectors:output_type -> inof.v1.ListReflectorsResponse
-	63, // 94: inof.v1.Fabric.GetDevice:output_type -> inof.v1.DeviceDetail
-	65, // 95: inof.v1.Fabric.GetSession:output_type -> inof.v1.SessionDetail
-	73, // [73:96] is the sub-list for method output_type
-	50, // [50:73] is the sub-list for method input_type
-	50, // [50:50] is the sub-list for extension type_name
-	50, // [50:50] is the sub-list for extension extendee
-	0,  // [0:50] is the sub-list for field type_name
+	4,  // 0: inof.v1.Zoning.settings:type_name -> inof.v1.Settings
+	5,  // 1: inof.v1.Zoning.zones:type_name -> inof.v1.Zone
+	6,  // 2: inof.v1.Zoning.aliases:type_name -> inof.v1.Alias
+	3,  // 3: inof.v1.Zoning.pins:type_name -> inof.v1.Pin
+	9,  // 4: inof.v1.Edit.create_zone:type_name -> inof.v1.CreateZone
+	10, // 5: inof.v1.Edit.delete_zone:type_name -> inof.v1.DeleteZone
+	11, // 6: inof.v1.Edit.rename_zone:type_name -> inof.v1.RenameZone
+	12, // 7: inof.v1.Edit.add_zone_members:type_name -> inof.v1.ZoneMembers
+	12, // 8: inof.v1.Edit.remove_zone_members:type_name -> inof.v1.ZoneMembers
+	13, // 9: inof.v1.Edit.create_alias:type_name -> inof.v1.CreateAlias
+	14, // 10: inof.v1.Edit.delete_alias:type_name -> inof.v1.DeleteAlias
+	15, // 11: inof.v1.Edit.add_alias_members:type_name -> inof.v1.AliasMembers
+	15, // 12: inof.v1.Edit.remove_alias_members:type_name -> inof.v1.AliasMembers
+	16, // 13: inof.v1.Edit.set_settings:type_name -> inof.v1.SetSettings
+	3,  // 14: inof.v1.Edit.set_pin:type_name -> inof.v1.Pin
+	8,  // 15: inof.v1.Edit.remove_pin:type_name -> inof.v1.RemovePin
+	7,  // 16: inof.v1.ApplyZoningRequest.edits:type_name -> inof.v1.Edit
+	19, // 17: inof.v1.ApplyZoningResponse.changes:type_name -> inof.v1.VisibilityChange
+	0,  // 18: inof.v1.Device.role:type_name -> inof.v1.Role
+	69, // 19: inof.v1.Device.since:type_name -> google.protobuf.Timestamp
+	69, // 20: inof.v1.Device.held_until:type_name -> google.protobuf.Timestamp
+	0,  // 21: inof.v1.ListDevicesRequest.role:type_name -> inof.v1.Role
+	20, // 22: inof.v1.ListDevicesResponse.devices:type_name -> inof.v1.Device
+	24, // 23: inof.v1.VisibilityResponse.targets:type_name -> inof.v1.WhyResponse
+	69, // 24: inof.v1.Session.since:type_name -> google.protobuf.Timestamp
+	28, // 25: inof.v1.ListSessionsResponse.sessions:type_name -> inof.v1.Session
+	69, // 26: inof.v1.BFDSession.since:type_name -> google.protobuf.Timestamp
+	31, // 27: inof.v1.ListBFDSessionsResponse.sessions:type_name -> inof.v1.BFDSession
+	69, // 28: inof.v1.WatchEventsRequest.since:type_name -> google.protobuf.Timestamp
+	69, // 29: inof.v1.Event.time:type_name -> google.protobuf.Timestamp
+	68, // 30: inof.v1.Event.attributes:type_name -> inof.v1.Event.AttributesEntry
+	39, // 31: inof.v1.ValidateLosslessProfileResponse.problems:type_name -> inof.v1.Problem
+	69, // 32: inof.v1.VersionResponse.started:type_name -> google.protobuf.Timestamp
+	69, // 33: inof.v1.ListJournalRequest.since:type_name -> google.protobuf.Timestamp
+	69, // 34: inof.v1.ListJournalRequest.until:type_name -> google.protobuf.Timestamp
+	69, // 35: inof.v1.JournalEntry.time:type_name -> google.protobuf.Timestamp
+	46, // 36: inof.v1.ListJournalResponse.entries:type_name -> inof.v1.JournalEntry
+	47, // 37: inof.v1.ListJournalResponse.conflicts:type_name -> inof.v1.Conflict
+	53, // 38: inof.v1.FindMemberResponse.uses:type_name -> inof.v1.MemberUse
+	59, // 39: inof.v1.RecordFormat.switches:type_name -> inof.v1.SwitchReads
+	69, // 40: inof.v1.ListReflectorsResponse.now:type_name -> google.protobuf.Timestamp
+	62, // 41: inof.v1.ListReflectorsResponse.reflectors:type_name -> inof.v1.Reflector
+	69, // 42: inof.v1.Reflector.clock:type_name -> google.protobuf.Timestamp
+	69, // 43: inof.v1.DeviceReport.since:type_name -> google.protobuf.Timestamp
+	69, // 44: inof.v1.DeviceReport.first_seen:type_name -> google.protobuf.Timestamp
+	69, // 45: inof.v1.DeviceReport.held_until:type_name -> google.protobuf.Timestamp
+	20, // 46: inof.v1.DeviceDetail.device:type_name -> inof.v1.Device
+	64, // 47: inof.v1.DeviceDetail.reports:type_name -> inof.v1.DeviceReport
+	24, // 48: inof.v1.DeviceDetail.visibility:type_name -> inof.v1.WhyResponse
+	34, // 49: inof.v1.DeviceDetail.events:type_name -> inof.v1.Event
+	28, // 50: inof.v1.SessionDetail.session:type_name -> inof.v1.Session
+	31, // 51: inof.v1.SessionDetail.bfd:type_name -> inof.v1.BFDSession
+	34, // 52: inof.v1.SessionDetail.events:type_name -> inof.v1.Event
+	1,  // 53: inof.v1.Fabric.GetZoning:input_type -> inof.v1.GetZoningRequest
+	17, // 54: inof.v1.Fabric.ApplyZoning:input_type -> inof.v1.ApplyZoningRequest
+	21, // 55: inof.v1.Fabric.ListDevices:input_type -> inof.v1.ListDevicesRequest
+	23, // 56: inof.v1.Fabric.Why:input_type -> inof.v1.WhyRequest
+	25, // 57: inof.v1.Fabric.Visibility:input_type -> inof.v1.VisibilityRequest
+	27, // 58: inof.v1.Fabric.ListSessions:input_type -> inof.v1.ListSessionsRequest
+	30, // 59: inof.v1.Fabric.ListBFDSessions:input_type -> inof.v1.ListBFDSessionsRequest
+	33, // 60: inof.v1.Fabric.WatchEvents:input_type -> inof.v1.WatchEventsRequest
+	35, // 61: inof.v1.Fabric.GetLosslessProfile:input_type -> inof.v1.GetLosslessProfileRequest
+	37, // 62: inof.v1.Fabric.SetLosslessProfile:input_type -> inof.v1.SetLosslessProfileRequest
+	38, // 63: inof.v1.Fabric.ValidateLosslessProfile:input_type -> inof.v1.ValidateLosslessProfileRequest
+	41, // 64: inof.v1.Fabric.RenderLosslessProfile:input_type -> inof.v1.RenderLosslessProfileRequest
+	43, // 65: inof.v1.Fabric.Version:input_type -> inof.v1.VersionRequest
+	45, // 66: inof.v1.Fabric.ListJournal:input_type -> inof.v1.ListJournalRequest
+	49, // 67: inof.v1.Fabric.GetRevision:input_type -> inof.v1.GetRevisionRequest
+	50, // 68: inof.v1.Fabric.Backup:input_type -> inof.v1.BackupRequest
+	52, // 69: inof.v1.Fabric.FindMember:input_type -> inof.v1.FindMemberRequest
+	55, // 70: inof.v1.Fabric.WhoSees:input_type -> inof.v1.WhoSeesRequest
+	56, // 71: inof.v1.Fabric.GetRecordFormat:input_type -> inof.v1.GetRecordFormatRequest
+	57, // 72: inof.v1.Fabric.SetRecordFormat:input_type -> inof.v1.SetRecordFormatRequest
+	60, // 73: inof.v1.Fabric.ListReflectors:input_type -> inof.v1.ListReflectorsRequest
+	63, // 74: inof.v1.Fabric.GetDevice:input_type -> inof.v1.GetDeviceRequest
+	66, // 75: inof.v1.Fabric.GetSession:input_type -> inof.v1.GetSessionRequest
+	2,  // 76: inof.v1.Fabric.GetZoning:output_type -> inof.v1.Zoning
+	18, // 77: inof.v1.Fabric.ApplyZoning:output_type -> inof.v1.ApplyZoningResponse
+	22, // 78: inof.v1.Fabric.ListDevices:output_type -> inof.v1.ListDevicesResponse
+	24, // 79: inof.v1.Fabric.Why:output_type -> inof.v1.WhyResponse
+	26, // 80: inof.v1.Fabric.Visibility:output_type -> inof.v1.VisibilityResponse
+	29, // 81: inof.v1.Fabric.ListSessions:output_type -> inof.v1.ListSessionsResponse
+	32, // 82: inof.v1.Fabric.ListBFDSessions:output_type -> inof.v1.ListBFDSessionsResponse
+	34, // 83: inof.v1.Fabric.WatchEvents:output_type -> inof.v1.Event
+	36, // 84: inof.v1.Fabric.GetLosslessProfile:output_type -> inof.v1.LosslessProfile
+	36, // 85: inof.v1.Fabric.SetLosslessProfile:output_type -> inof.v1.LosslessProfile
+	40, // 86: inof.v1.Fabric.ValidateLosslessProfile:output_type -> inof.v1.ValidateLosslessProfileResponse
+	42, // 87: inof.v1.Fabric.RenderLosslessProfile:output_type -> inof.v1.RenderLosslessProfileResponse
+	44, // 88: inof.v1.Fabric.Version:output_type -> inof.v1.VersionResponse
+	48, // 89: inof.v1.Fabric.ListJournal:output_type -> inof.v1.ListJournalResponse
+	2,  // 90: inof.v1.Fabric.GetRevision:output_type -> inof.v1.Zoning
+	51, // 91: inof.v1.Fabric.Backup:output_type -> inof.v1.BackupChunk
+	54, // 92: inof.v1.Fabric.FindMember:output_type -> inof.v1.FindMemberResponse
+	26, // 93: inof.v1.Fabric.WhoSees:output_type -> inof.v1.VisibilityResponse
+	58, // 94: inof.v1.Fabric.GetRecordFormat:output_type -> inof.v1.RecordFormat
+	58, // 95: inof.v1.Fabric.SetRecordFormat:output_type -> inof.v1.RecordFormat
+	61, // 96: inof.v1.Fabric.ListReflectors:output_type -> inof.v1.ListReflectorsResponse
+	65, // 97: inof.v1.Fabric.GetDevice:output_type -> inof.v1.DeviceDetail
+	67, // 98: inof.v1.Fabric.GetSession:output_type -> inof.v1.SessionDetail
+	76, // [76:99] is the sub-list for method output_type
+	53, // [53:76] is the sub-list for method input_type
+	53, // [53:53] is the sub-list for extension type_name
+	53, // [53:53] is the sub-list for extension extendee
+	0,  // [0:53] is the sub-list for field type_name
 }
 
 func init() { file_inof_v1_inof_proto_init() }
@@ -4792,7 +4973,7 @@ func file_inof_v1_inof_proto_init() {
 	if File_inof_v1_inof_proto != nil {
 		return
 	}
-	file_inof_v1_inof_proto_msgTypes[5].OneofWrappers = []any{
+	file_inof_v1_inof_proto_msgTypes[6].OneofWrappers = []any{
 		(*Edit_CreateZone)(nil),
 		(*Edit_DeleteZone)(nil),
 		(*Edit_RenameZone)(nil),
@@ -4803,15 +4984,17 @@ func file_inof_v1_inof_proto_init() {
 		(*Edit_AddAliasMembers)(nil),
 		(*Edit_RemoveAliasMembers)(nil),
 		(*Edit_SetSettings)(nil),
+		(*Edit_SetPin)(nil),
+		(*Edit_RemovePin)(nil),
 	}
-	file_inof_v1_inof_proto_msgTypes[13].OneofWrappers = []any{}
+	file_inof_v1_inof_proto_msgTypes[15].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_inof_v1_inof_proto_rawDesc), len(file_inof_v1_inof_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   66,
+			NumMessages:   68,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -15,11 +15,14 @@ import (
 
 // File is the declarative form of a whole zoning configuration
 // (`inofctl zoning export`, `zoning apply -f`): settings, aliases and zones
-// with their members, names sorted, so that it diffs well in git.
+// with their members, names sorted, so that it diffs well in git; and the
+// NQN pins with their switch ports. A file without pins (nil: no pins key,
+// as files written before pins) leaves the pins as they are.
 type File struct {
 	Settings Settings            `yaml:"settings"`
 	Aliases  map[string][]string `yaml:"aliases"`
 	Zones    map[string][]string `yaml:"zones"`
+	Pins     map[string][]string `yaml:"pins,omitempty"`
 }
 
 // Settings are the fabric-wide switches; a file must set both.
@@ -38,6 +41,10 @@ func Of(z *inofv1.Zoning) File {
 	}
 	for _, x := range z.GetZones() {
 		f.Zones[x.GetName()] = append([]string{}, x.GetMembers()...)
+	}
+	f.Pins = map[string][]string{}
+	for _, x := range z.GetPins() {
+		f.Pins[x.GetNqn()] = append([]string{}, x.GetAt()...)
 	}
 	return f
 }
@@ -121,6 +128,17 @@ func PlanFor(cur File, want File) Plan {
 	// after the zones stop using them.
 	p.Diff = append(append(p.Diff, aliases.diff...), zs.diff...)
 	p.Edits = append(append(append(append(p.Edits, aliases.write...), zs.write...), zs.drop...), aliases.drop...)
+	if want.Pins != nil {
+		pins := planNamed("pin", cur.Pins, want.Pins,
+			func(n string) *inofv1.Edit {
+				return &inofv1.Edit{Edit: &inofv1.Edit_RemovePin{RemovePin: &inofv1.RemovePin{Nqn: n}}}
+			},
+			func(n string, at []string) *inofv1.Edit {
+				return &inofv1.Edit{Edit: &inofv1.Edit_SetPin{SetPin: &inofv1.Pin{Nqn: n, At: at}}}
+			})
+		p.Diff = append(p.Diff, pins.diff...)
+		p.Edits = append(append(p.Edits, pins.write...), pins.drop...)
+	}
 	return p
 }
 
@@ -256,6 +274,9 @@ func Undone(base, cur, want File) []string {
 	}
 	named("alias", base.Aliases, cur.Aliases, want.Aliases)
 	named("zone", base.Zones, cur.Zones, want.Zones)
+	if want.Pins != nil {
+		named("pin", base.Pins, cur.Pins, want.Pins)
+	}
 	return out
 }
 
@@ -270,6 +291,12 @@ func After(f File, es []*inofv1.Edit) File {
 	}
 	for k, v := range f.Zones {
 		out.Zones[k] = slices.Clone(v)
+	}
+	if f.Pins != nil {
+		out.Pins = map[string][]string{}
+	}
+	for k, v := range f.Pins {
+		out.Pins[k] = slices.Clone(v)
 	}
 	add := func(m map[string][]string, name string, ms []string) {
 		for _, x := range ms {
@@ -302,6 +329,13 @@ func After(f File, es []*inofv1.Edit) File {
 			add(out.Aliases, x.AddAliasMembers.GetAlias(), x.AddAliasMembers.GetMembers())
 		case *inofv1.Edit_RemoveAliasMembers:
 			remove(out.Aliases, x.RemoveAliasMembers.GetAlias(), x.RemoveAliasMembers.GetMembers())
+		case *inofv1.Edit_SetPin:
+			if out.Pins == nil {
+				out.Pins = map[string][]string{}
+			}
+			out.Pins[x.SetPin.GetNqn()] = slices.Clone(x.SetPin.GetAt())
+		case *inofv1.Edit_RemovePin:
+			delete(out.Pins, x.RemovePin.GetNqn())
 		case *inofv1.Edit_SetSettings:
 			if s := x.SetSettings; s.DefaultZoneEnabled != nil {
 				*out.Settings.DefaultZone = s.GetDefaultZoneEnabled()

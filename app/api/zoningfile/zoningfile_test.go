@@ -56,3 +56,31 @@ func TestAfter(t *testing.T) {
 		t.Errorf("the file changed: %+v", cur)
 	}
 }
+
+// TestPlanPins: pins plan like zones (set, moved, removed, in that file's
+// order) when the file has pins; a file without a pins key leaves them.
+func TestPlanPins(t *testing.T) {
+	const a, b = "nqn.2014-08.org.example:a", "nqn.2014-08.org.example:b"
+	cur := file(true, map[string][]string{})
+	cur.Pins = map[string][]string{a: {"10.0.0.11:eth3"}, b: {"10.0.0.11:eth4"}}
+	want := file(true, map[string][]string{})
+	want.Pins = map[string][]string{a: {"10.0.0.11:eth3", "10.0.0.12:eth3"}}
+	p := PlanFor(cur, want)
+	if !slices.Equal(p.Diff, []string{"~ pin " + a + ": +10.0.0.12:eth3", "- pin " + b + " (1 members)"}) {
+		t.Errorf("diff %q", p.Diff)
+	}
+	if len(p.Edits) != 3 || p.Edits[0].GetRemovePin().GetNqn() != a || !slices.Equal(p.Edits[1].GetSetPin().GetAt(), want.Pins[a]) ||
+		p.Edits[2].GetRemovePin().GetNqn() != b {
+		t.Errorf("edits %v", p.Edits)
+	}
+	if got := After(cur, p.Edits); !slices.Equal(got.Pins[a], want.Pins[a]) || got.Pins[b] != nil {
+		t.Errorf("after %v", got.Pins)
+	}
+	if p := PlanFor(cur, file(true, map[string][]string{})); len(p.Edits) != 0 {
+		t.Errorf("a file without pins: %v", p.Edits)
+	}
+	set := &inofv1.Edit{Edit: &inofv1.Edit_SetPin{SetPin: &inofv1.Pin{Nqn: b, At: []string{"10.0.0.13:eth1"}}}}
+	if got := After(file(true, map[string][]string{}), []*inofv1.Edit{set}); !slices.Equal(got.Pins[b], []string{"10.0.0.13:eth1"}) {
+		t.Errorf("after a pin set: %v", got.Pins)
+	}
+}

@@ -76,7 +76,7 @@ func readZoningFile(path string, stdin io.Reader) (zoningfile.File, string, erro
 }
 
 // zoningKeys are the keys of a zoning file, by section ("" the top).
-var zoningKeys = map[string][]string{"": {"settings", "aliases", "zones"}, "settings": {"default_zone", "hard_zoning"}}
+var zoningKeys = map[string][]string{"": {"settings", "aliases", "zones", "pins"}, "settings": {"default_zone", "hard_zoning"}}
 
 // checkZoningNode checks a zoning file's YAML before it is decoded, to
 // say where a mistake is: an unknown key (and the key it likely meant), a
@@ -106,14 +106,11 @@ func checkZoningNode(top *yaml.Node, src []byte, path string) error {
 					return at(sk, "unknown key settings.%s%s", sk.Value, didYouMean(sk.Value, zoningKeys["settings"]))
 				}
 			}
-		case "aliases", "zones":
+		case "aliases", "zones", "pins":
 			if v.Kind != yaml.MappingNode {
 				continue
 			}
-			kind := "zone"
-			if k.Value == "aliases" {
-				kind = "alias"
-			}
+			kind := map[string]string{"aliases": "alias", "zones": "zone", "pins": "pin"}[k.Value]
 			for j := 0; j+1 < len(v.Content); j += 2 {
 				name, list := v.Content[j], v.Content[j+1]
 				if list.Kind != yaml.SequenceNode {

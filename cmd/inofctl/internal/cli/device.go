@@ -64,7 +64,9 @@ func (a *app) deviceCommand() *cobra.Command {
 	show := &cobra.Command{Use: "show ADDRESS", Short: "Show everything known about one device",
 		Long: "Shows one device: its role, protocol, NQN, status and since when, the switch and port that\n" +
 			"report it (every switch, when more than one does), its zones, the targets a host sees or\n" +
-			"the hosts told about a target (with why), and the events the server keeps about it.",
+			"the hosts told about a target (with why), and the events the server keeps about it. When\n" +
+			"its NQN is claimed on more than one switch port it lists them (\"claimed on N ports\"):\n" +
+			"information, unless a pin (inofctl pin) says which ports may claim it.",
 		Args: cobra.ExactArgs(1), ValidArgsFunction: a.completeDevices, RunE: a.run(a.deviceShow)}
 	cmd.AddCommand(list, show, why, whoSees)
 	return group(cmd)
@@ -88,11 +90,11 @@ func (a *app) deviceList(ctx context.Context, c inofv1.FabricClient, req *inofv1
 		for _, d := range resp.GetDevices() {
 			if a.wide() {
 				row(w, d.GetAddress(), roleName(d.GetRole()), d.GetProtocol(), d.GetSwitch(), d.GetAccessPort(), a.deviceStatus(d),
-					since(d.GetSince()), zoneText(d.GetZones()), service(d.GetPort()), d.GetNqn())
+					since(d.GetSince()), deviceZones(d), service(d.GetPort()), d.GetNqn())
 				continue
 			}
 			row(w, d.GetAddress(), roleName(d.GetRole()), d.GetProtocol(), d.GetSwitch(), d.GetAccessPort(), a.deviceStatus(d),
-				zoneText(d.GetZones()), d.GetNqn())
+				deviceZones(d), d.GetNqn())
 		}
 	})
 }
@@ -113,6 +115,15 @@ func (a *app) deviceStatus(d *inofv1.Device) string {
 // left is the time from now to t, in whole seconds, not below zero.
 func (a *app) left(t *timestamppb.Timestamp) time.Duration {
 	return max(0, t.AsTime().Sub(a.now()).Round(time.Second))
+}
+
+// deviceZones lists a device's zones, or says that a pin refuses its
+// claim to its NQN (then it is in no zone, not the default one).
+func deviceZones(d *inofv1.Device) string {
+	if d.GetPinRefused() {
+		return "(none: pin refused)"
+	}
+	return zoneText(d.GetZones())
 }
 
 // zoneText lists a device's zones ("(default)" for none).
@@ -168,7 +179,16 @@ func (a *app) deviceDetail(w io.Writer, resp *inofv1.DeviceDetail) {
 		at += " port " + p
 	}
 	field("  Switch", at)
-	field("  Zones", zoneText(d.GetZones()))
+	field("  Zones", deviceZones(d))
+	if d.GetPinRefused() {
+		field("  Pin", "refused: its NQN is pinned to other switch ports (inofctl pin list); no host is told about it")
+	}
+	if cs := resp.GetNqnClaims(); len(cs) > 0 {
+		fmt.Fprintf(w, "NQN claimed on %d ports (one device on two ports, or two devices with one NQN: a pin tells which may):\n", claimPorts(cs))
+		for _, c := range cs {
+			fmt.Fprintf(w, "  %s\n", c)
+		}
+	}
 	fmt.Fprintf(w, "Reported by %d switch(es):\n", len(resp.GetReports()))
 	a.header(w, "  SWITCH", "PORT", "STATUS", "SINCE", "FIRST-SEEN", "SHOWN")
 	for _, r := range resp.GetReports() {
@@ -202,6 +222,17 @@ func (a *app) deviceDetail(w io.Writer, resp *inofv1.DeviceDetail) {
 	for _, e := range resp.GetEvents() {
 		row(w, "  "+stamp(e.GetTime().AsTime()), e.GetKind(), eventText(e))
 	}
+}
+
+// claimPorts counts the switch ports of GetDevice's nqn_claims
+// ("SWITCH:PORT ADDRESS").
+func claimPorts(cs []string) int {
+	ports := map[string]bool{}
+	for _, c := range cs {
+		at, _, _ := strings.Cut(c, " ")
+		ports[at] = true
+	}
+	return len(ports)
 }
 
 // isHost reports whether a role is a host's (a device of role both is

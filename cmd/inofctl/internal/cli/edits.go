@@ -38,6 +38,10 @@ func describe(e *inofv1.Edit) string {
 			parts = append(parts, "fabric set hard-zoning "+onOff(x.SetSettings.GetHardZoning()))
 		}
 		return strings.Join(parts, "; ")
+	case *inofv1.Edit_SetPin:
+		return "pin set " + x.SetPin.GetNqn() + " --at " + strings.Join(x.SetPin.GetAt(), " --at ")
+	case *inofv1.Edit_RemovePin:
+		return "pin remove " + x.RemovePin.GetNqn()
 	}
 	return fmt.Sprintf("unknown edit %v", e)
 }

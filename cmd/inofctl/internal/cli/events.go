@@ -165,7 +165,7 @@ func (a *app) eventStream(ctx context.Context, c inofv1.FabricClient, f *eventsF
 
 // eventKinds are the kinds of events the servers publish (docs/cli.md).
 var eventKinds = []string{"registration", "record", "notification", "session", "zoning", "lossless", "trust",
-	"access", "conflict", "backup", "fabric", "gap"}
+	"access", "conflict", "backup", "fabric", "pin", "gap"}
 
 // printEvent writes one event: a line of text, or its envelope as a line
 // of JSON or a YAML document.

@@ -142,7 +142,7 @@ func (a *app) command() *cobra.Command {
 	f.Duration("timeout", def.Timeout, "timeout of each call")
 	f.String("staging-file", def.StagingFile, "where --stage keeps zoning edits")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return err })
-	root.AddCommand(a.zoneCommand(), a.aliasCommand(), a.zoningCommand(), a.fabricCommand(),
+	root.AddCommand(a.zoneCommand(), a.aliasCommand(), a.pinCommand(), a.zoningCommand(), a.fabricCommand(),
 		a.deviceCommand(), a.sessionCommand(), a.bfdCommand(), a.eventsCommand(), a.losslessCommand(), a.tokenCommand(),
 		a.reflectorCommand(), a.versionCommand(), a.auditCommand(), a.backupCommand())
 	_ = root.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]string{"table", "wide", "json", "yaml"}, cobra.ShellCompDirectiveNoFileComp))

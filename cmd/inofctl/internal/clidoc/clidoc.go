@@ -27,7 +27,7 @@ The server refuses plaintext and unauthenticated remote calls.
 
 ## Zoning changes: single-shot with an expected revision
 
-Every zoning change (` + "`zone`, `alias`, `fabric set`" + `) is sent as one ` + "`ApplyZoning`" + ` call holding the
+Every zoning change (` + "`zone`, `alias`, `pin`, `fabric set`" + `) is sent as one ` + "`ApplyZoning`" + ` call holding the
 edits and the revision of the configuration they were made against; the reflector applies all of them
 in one store transaction, or none, and only if the configuration still has that revision. Before
 committing, inofctl sends the same edits as a dry run and prints the visibility changes they would
@@ -61,7 +61,18 @@ nothing). Every commit is a journal entry that both reflectors keep (the last ` 
 ` + "`zoning history`" + `, ` + "`zoning show --revision R`" + `, ` + "`zoning diff R1 R2`" + `, ` + "`zoning rollback R`" + ` and
 ` + "`audit`" + ` (who, from where, when, what; lost concurrent edits as conflicts) read it. ` + "`backup FILE`" + `
 saves the store online; ` + "`inofd restore`" + ` puts it on a stopped reflector (docs/zoning.md, "Day-2
-walkthrough").
+walkthrough"). The file holds the NQN pins under ` + "`pins:`" + ` when there are any; a file without that key (one
+written before pins, or exported with none) leaves the pins as they are.
+
+## NQN pins
+
+A device declares its NQN itself, so a zone member ` + "`nqn.…`" + ` admits any device that claims that NQN, on
+any port. ` + "`pin set NQN --at SWITCH:PORT`" + ` (repeatable; the switch's router-id and its access port) binds
+the NQN to the ports where it may be claimed: a device claiming it anywhere else is in no zone and told
+to no host, and every switch and reflector counts it, logs it and reports an event of kind ` + "`pin`" + `
+(docs/zoning.md, "NQN pins"). ` + "`pin list`" + ` and ` + "`pin remove`" + ` read and drop pins; a pin is a zoning edit like
+the others (dry run, question, ` + "`--stage`" + `, journal, rollback). ` + "`device show`" + ` lists the ports an NQN is
+claimed on when there is more than one.
 
 | FC / Huawei | inofctl |
 |---|---|
@@ -104,7 +115,7 @@ this shape changes the version):
 ` + "`" + `` + "`" + `` + "`" + `
 
 A list kind (` + "`" + `DeviceList` + "`" + `, ` + "`" + `SessionList` + "`" + `, ` + "`" + `BFDSessionList` + "`" + `, ` + "`" + `ZoneList` + "`" + `, ` + "`" + `AliasList` + "`" + `,
-` + "`" + `VisibilityList` + "`" + `, ` + "`" + `MemberUseList` + "`" + `, ` + "`" + `ConflictList` + "`" + `, ` + "`" + `ProblemList` + "`" + `, ` + "`" + `PlatformList` + "`" + `,
+` + "`" + `PinList` + "`" + `, ` + "`" + `VisibilityList` + "`" + `, ` + "`" + `MemberUseList` + "`" + `, ` + "`" + `ConflictList` + "`" + `, ` + "`" + `ProblemList` + "`" + `, ` + "`" + `PlatformList` + "`" + `,
 ` + "`" + `JournalEntryList` + "`" + `) carries its entries in ` + "`" + `items` + "`" + ` (` + "`" + `[]` + "`" + ` when there are none); any other kind
 (` + "`" + `Device` + "`" + `, ` + "`" + `Session` + "`" + `, ` + "`" + `Why` + "`" + `, ` + "`" + `Zone` + "`" + `, ` + "`" + `Alias` + "`" + `, ` + "`" + `Zoning` + "`" + `, ` + "`" + `ZoningChange` + "`" + `, ` + "`" + `ZoningDiff` + "`" + `, ` + "`" + `Fabric` + "`" + `,
 ` + "`" + `Journal` + "`" + `, ` + "`" + `Reflectors` + "`" + `, ` + "`" + `LosslessProfile` + "`" + `, ` + "`" + `LosslessCheck` + "`" + `, ` + "`" + `Simulation` + "`" + `, ` + "`" + `Version` + "`" + `) its
