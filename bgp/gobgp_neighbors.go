@@ -125,18 +125,30 @@ func (g *GoBGP) onProbe(res probeResult, now time.Time) {
 	a := res.n.Address
 	c := g.confirm
 	c.mu.Lock()
+	answered := res.err == nil && res.result == echoprobe.Answered
+	client := g.cfg.Role == RoleClient
 	if res.down.until.IsZero() {
-		c.answers[a] = res.err == nil && res.result == echoprobe.Answered
+		c.answers[a] = answered
 		c.mu.Unlock()
+		wait := "its BFD downs wait out their hold"
+		if client {
+			wait = "a BFD down towards it drops it at once"
+		}
 		if res.err != nil {
-			g.probeLog.Warn(g.log, "BFD: could not probe the switch; its BFD downs wait out their hold", "neighbor", a, "err", res.err)
-		} else if res.result != echoprobe.Answered {
-			g.log.Info("BFD: the switch does not answer echo requests; its BFD downs wait out their hold", "neighbor", a)
+			g.probeLog.Warn(g.log, "BFD: could not probe the neighbor; "+wait, "neighbor", a, "err", res.err)
+		} else if !answered {
+			g.log.Info("BFD: the neighbor does not answer echo requests; "+wait, "neighbor", a)
 		}
 		return
 	}
+	// A reflector's silence is evidence; a switch goes on without a
+	// reflector whose kernel does not answer for any reason.
+	evidence := res.err == nil && res.result == echoprobe.Silent
+	if client {
+		evidence = !answered
+	}
 	p, pending := c.pending[a]
-	confirmed := pending && p.until.Equal(res.down.until) && res.err == nil && res.result == echoprobe.Silent
+	confirmed := pending && p.until.Equal(res.down.until) && evidence
 	if confirmed {
 		delete(c.pending, a)
 	}
@@ -146,14 +158,28 @@ func (g *GoBGP) onProbe(res probeResult, now time.Time) {
 		if s, ok := g.cfg.BFD.Session(bfdKey(p.n)); ok && s.Status().State == bfd.Up {
 			return // back: its Up is on its way to onBFD, which counts it unconfirmed
 		}
-		g.log.Warn("BFD down confirmed: the switch does not answer echo requests", "neighbor", a, "probe", res.timeout)
-		g.declareGone(p.n, p.diag, now)
-	case res.err != nil:
-		g.probeLog.Warn(g.log, "BFD down: could not probe the switch; waiting out the hold", "neighbor", a, "err", res.err)
-	case pending && res.result == echoprobe.Answered:
-		g.log.Info("BFD down: the switch's kernel answers echo requests; waiting for BFD within the hold", "neighbor", a,
+		if res.err != nil {
+			g.probeLog.Warn(g.log, "BFD down confirmed: could not probe the neighbor", "neighbor", a, "err", res.err)
+		} else {
+			g.log.Warn("BFD down confirmed: the neighbor does not answer echo requests", "neighbor", a, "probe", res.timeout)
+		}
+		g.confirmedDown(p, now)
+	case res.err != nil && !client:
+		g.probeLog.Warn(g.log, "BFD down: could not probe the neighbor; waiting out the hold", "neighbor", a, "err", res.err)
+	case pending && answered:
+		g.log.Info("BFD down: the neighbor's kernel answers echo requests; waiting for BFD within the hold", "neighbor", a,
 			"hold", p.hold)
 	}
+}
+
+// confirmedDown acts on a confirmed BFD down: a reflector declares the
+// switch gone, a switch drops the reflector.
+func (g *GoBGP) confirmedDown(p pendingDown, now time.Time) {
+	if g.cfg.Role == RoleClient {
+		g.dropReflectorAfterBFD(p.n.Address, now)
+		return
+	}
+	g.declareGone(p.n, p.diag, now)
 }
 
 // confirmDue declares gone the switches whose hold ran out with BFD still
@@ -180,7 +206,7 @@ func (g *GoBGP) confirmDue(now time.Time) {
 			continue // its Up is on its way to onBFD
 		}
 		g.log.Warn("BFD down confirmed: not back within the hold", "neighbor", p.n.Address, "hold", p.hold)
-		g.declareGone(p.n, p.diag, now)
+		g.confirmedDown(p, now)
 	}
 	for _, a := range enable {
 		g.enableAfterBFD(a)
@@ -201,9 +227,10 @@ func (g *GoBGP) detectTime(n Neighbor) time.Duration {
 // BFD session goes from Up to Down is gone once confirmed (bfdconfirm.go):
 // its BGP session is shut down (its records are withdrawn everywhere) and
 // kept down until BFD is Up again, and then for its hold-down if it flaps.
-// On a client, BFD Down towards a reflector drops that reflector's routes
-// when another reflector serves (reflectorloss.go); otherwise they stay, as
-// graceful restart keeps them if the TCP session dies.
+// On a client, BFD Down towards a reflector, unless its kernel still
+// answers echo (onReflectorBFD), drops that reflector's routes when another
+// reflector serves (reflectorloss.go); otherwise they stay, as graceful
+// restart keeps them if the TCP session dies.
 func (g *GoBGP) onBFD(ch bfd.StateChange) {
 	g.clients.bfdChanged(ch.Key.Peer)
 	a, now := ch.Key.Peer, time.Now()
@@ -212,17 +239,20 @@ func (g *GoBGP) onBFD(ch bfd.StateChange) {
 	ok = ok && n.BFD != nil && bfdKey(n) == ch.Key
 	disabled := g.bfdDown[a]
 	g.mu.Unlock()
-	act := ok && g.cfg.Role == RoleReflector && n.RRClient
+	if !ok {
+		return
+	}
 	down := ch.Old == bfd.Up && ch.New != bfd.Up
-	if ok && ch.New == bfd.Up {
+	if ch.New == bfd.Up {
 		g.noteBFDUp(a, ch.Key)
 	}
-	if !act {
-		if ok && down {
+	switch {
+	case g.cfg.Role == RoleClient:
+		g.onReflectorBFD(n, ch, down, now)
+		return
+	case !n.RRClient:
+		if down {
 			g.log.Warn("BFD down towards neighbor", "neighbor", a, "diag", ch.Diag.String())
-			if g.cfg.Role == RoleClient && !ch.PeerAdminDown && g.loss.bfdDown(a) {
-				g.goDropLost(a, whyBFD)
-			}
 		}
 		return
 	}
