@@ -396,7 +396,7 @@ func (g *GoBGP) apiPeer(ctx context.Context, n Neighbor) *api.Peer {
 		Conf:      &api.PeerConf{NeighborAddress: n.Address.String(), PeerAsn: asn, AuthPassword: n.Password},
 		Transport: &api.Transport{PassiveMode: n.Passive, RemotePort: uint32(n.Port)},
 		Timers: &api.Timers{Config: &api.TimersConfig{HoldTime: uint64(hold / time.Second),
-			KeepaliveInterval: uint64(keep / time.Second), ConnectRetry: 1}},
+			KeepaliveInterval: uint64(keep / time.Second), ConnectRetry: 1, IdleHoldTimeAfterReset: idleHoldAfterReset}},
 	}
 	if n.LocalAddress.IsValid() {
 		p.Transport.LocalAddress = n.LocalAddress.String()

@@ -43,6 +43,9 @@ func (g *GoBGP) onReflectorBFD(n Neighbor, ch bfd.StateChange, down bool, now ti
 			g.log.Warn("BFD down towards reflector not confirmed: back within the hold; session and routes kept", "neighbor", a,
 				"unconfirmed_recently", f.unconfirmed, "unconfirmed_total", g.bfdUnconfirmed.Load())
 		}
+		// The reflector is reachable again: a session that ended
+		// meanwhile need not wait out GoBGP's idle hold.
+		g.goReconnect(a, "BFD up")
 		return
 	}
 	if !down {
