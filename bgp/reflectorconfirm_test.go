@@ -18,7 +18,9 @@ import (
 
 // witness is a client a with BFD (3 × 50 ms) and confirmation towards a
 // reflector r, and a client b whose record rec a holds; states are the
-// session states a saw towards r from the start.
+// session states a saw towards r from the start (its first session's
+// opening included). Its addresses are 127.0.46.x: a BFD session of another
+// test's (or another process's) on 127.0.0.x cannot come up with a's.
 type witness struct {
 	r, a, b *node
 	am      *bfd.Manager
@@ -33,9 +35,9 @@ func newWitness(t *testing.T, cfg BFDConfirm) *witness {
 	ctx := context.Background()
 	w := &witness{am: bfd.NewManager(bfd.ManagerOptions{}), zone: record.ZoneRT(testASN, "prod")}
 	t.Cleanup(w.am.Close)
-	w.r = startReflector(t, addr("127.0.0.1"), Options{})
-	w.a = startClient(t, addr("127.0.0.2"), Options{BFD: w.am, BFDConfirm: cfg})
-	w.b = startClient(t, addr("127.0.0.3"), Options{})
+	w.r = startReflector(t, addr("127.0.46.1"), Options{})
+	w.a = startClient(t, addr("127.0.46.2"), Options{BFD: w.am, BFDConfirm: cfg})
+	w.b = startClient(t, addr("127.0.46.3"), Options{})
 	fast := &NeighborBFD{DesiredMinTx: 50 * time.Millisecond, RequiredMinRx: 50 * time.Millisecond, DetectMult: 3}
 	connect(t, w.r, w.a, func(n *Neighbor) {
 		if n.Address == w.r.addr { // a's side
