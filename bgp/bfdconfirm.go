@@ -158,18 +158,29 @@ type confirmState struct {
 }
 
 // probeRequest asks for an echo probe of a switch: when its BFD came up
-// (down is zero), or for the pending down it may confirm.
+// (down is zero), or for the pending down it may confirm. On a reflector
+// with other switches, a down's probe also asks a control: another switch
+// whose BFD is up and whose kernel answered before. Only when the control
+// answers does the suspect's silence say the suspect is gone rather than
+// the reflector itself cut off (its own uplink down: every switch silent
+// at once).
 type probeRequest struct {
 	n       Neighbor
 	timeout time.Duration
 	down    pendingDown
+	// control is the witness of the reflector's own reachability
+	// (hasControl false: none was asked).
+	control    Neighbor
+	hasControl bool
 }
 
-// probeResult is what a probe found.
+// probeResult is what a probe found; controlAnswered says the control
+// (if asked) answered.
 type probeResult struct {
 	probeRequest
-	result echoprobe.Result
-	err    error
+	result          echoprobe.Result
+	err             error
+	controlAnswered bool
 }
 
 // pendingDown is a BFD down waiting for its confirmation.

@@ -109,13 +109,53 @@ func (g *GoBGP) watchBFD(ctx context.Context) {
 // waits for an answer.
 const baselineProbe = time.Second
 
-// probe runs one echo probe and hands its result to watchBFD.
+// probe runs one echo probe (and its control's, at once) and hands the
+// result to watchBFD.
 func (g *GoBGP) probe(ctx context.Context, req probeRequest) {
+	control := make(chan bool, 1)
+	if req.hasControl {
+		go func() {
+			r, err := g.confirm.cfg.probe(ctx, echoprobe.Options{Local: req.control.LocalAddress, Peer: req.control.Address,
+				Timeout: req.timeout})
+			control <- err == nil && r == echoprobe.Answered
+		}()
+	} else {
+		control <- false
+	}
 	r, err := g.confirm.cfg.probe(ctx, echoprobe.Options{Local: req.n.LocalAddress, Peer: req.n.Address, Timeout: req.timeout})
 	select {
-	case g.confirm.probed <- probeResult{probeRequest: req, result: r, err: err}:
+	case g.confirm.probed <- probeResult{probeRequest: req, result: r, err: err, controlAnswered: <-control}:
 	case <-ctx.Done():
 	}
+}
+
+// witnesses looks at the reflector's other switches with BFD, seen from
+// switch a's down: whether there are any (others), whether any of them
+// has BFD up (hears: the reflector still hears its fabric), and one that
+// can serve as the control of a's probe (BFD up, answered echo before,
+// no down of its own pending). The caller holds g.confirm.mu.
+func (g *GoBGP) witnesses(a netip.Addr) (control Neighbor, hasControl, others, hears bool) {
+	g.mu.Lock()
+	var ns []Neighbor
+	for addr, n := range g.neighbors {
+		if addr != a && n.RRClient && n.BFD != nil {
+			ns = append(ns, n)
+		}
+	}
+	g.mu.Unlock()
+	c := g.confirm
+	for _, n := range ns {
+		others = true
+		s, ok := g.cfg.BFD.Session(bfdKey(n))
+		if !ok || s.Status().State != bfd.Up {
+			continue
+		}
+		hears = true
+		if _, pending := c.pending[n.Address]; !hasControl && c.answers[n.Address] && !pending {
+			control, hasControl = n, true
+		}
+	}
+	return control, hasControl, others, hears
 }
 
 // onProbe applies a probe's result: a switch that answered when its BFD
@@ -143,7 +183,7 @@ func (g *GoBGP) onProbe(res probeResult, now time.Time) {
 	}
 	// A reflector's silence is evidence; a switch goes on without a
 	// reflector whose kernel does not answer for any reason.
-	evidence := res.err == nil && res.result == echoprobe.Silent
+	evidence := res.err == nil && res.result == echoprobe.Silent && (!res.hasControl || res.controlAnswered)
 	if client {
 		evidence = !answered
 	}
@@ -166,6 +206,9 @@ func (g *GoBGP) onProbe(res probeResult, now time.Time) {
 		g.confirmedDown(p, now)
 	case res.err != nil && !client:
 		g.probeLog.Warn(g.log, "BFD down: could not probe the neighbor; waiting out the hold", "neighbor", a, "err", res.err)
+	case pending && !answered && res.hasControl:
+		g.log.Warn("BFD down: the switch is silent, and so is the control switch asked beside it: this reflector may be the one cut off; waiting out the hold",
+			"neighbor", a, "control", res.control.Address, "hold", p.hold)
 	case pending && answered:
 		g.log.Info("BFD down: the neighbor's kernel answers echo requests; waiting for BFD within the hold", "neighbor", a,
 			"hold", p.hold)
@@ -205,12 +248,39 @@ func (g *GoBGP) confirmDue(now time.Time) {
 		if s, ok := g.cfg.BFD.Session(bfdKey(p.n)); ok && s.Status().State == bfd.Up {
 			continue // its Up is on its way to onBFD
 		}
+		if g.cfg.Role == RoleReflector && g.cutOff(p, now) {
+			continue
+		}
 		g.log.Warn("BFD down confirmed: not back within the hold", "neighbor", p.n.Address, "hold", p.hold)
 		g.confirmedDown(p, now)
 	}
 	for _, a := range enable {
 		g.enableAfterBFD(a)
 	}
+}
+
+// cutOff keeps a switch's down pending for another hold when the
+// reflector hears none of its other switches with BFD: every session down
+// at once is the reflector cut off (its uplink), not its whole fabric gone
+// (and were it gone, no host would be left to tell). It reports whether
+// it kept the down; a lone switch is never kept.
+func (g *GoBGP) cutOff(p pendingDown, now time.Time) bool {
+	c := g.confirm
+	c.mu.Lock()
+	_, _, others, hears := g.witnesses(p.n.Address)
+	_, taken := c.pending[p.n.Address]
+	keep := others && !hears && !taken
+	if keep {
+		p.until = now.Add(p.hold)
+		c.pending[p.n.Address] = p
+	}
+	c.mu.Unlock()
+	if keep {
+		c.poke()
+		g.probeLog.Warn(g.log, "BFD down towards every switch: this reflector seems cut off; confirming no switch gone until it hears one again",
+			"neighbor", p.n.Address, "hold", p.hold)
+	}
+	return keep
 }
 
 // detectTime is the detection time of neighbor n's BFD session, as the
@@ -290,7 +360,11 @@ func (g *GoBGP) onBFD(ch bfd.StateChange) {
 		hold := c.cfg.hold(detect, c.recent(a, now).unconfirmed)
 		p := pendingDown{n: n, diag: ch.Diag.String(), hold: hold, until: now.Add(hold)}
 		c.pending[a] = p
-		probing := c.answers[a] && c.requestProbe(probeRequest{n: n, timeout: c.cfg.probeTimeout(detect), down: p})
+		control, hasControl, others, _ := g.witnesses(a)
+		// With other switches, silence confirms only beside a control
+		// that answers; a lone switch's silence confirms by itself.
+		probing := c.answers[a] && (hasControl || !others) &&
+			c.requestProbe(probeRequest{n: n, timeout: c.cfg.probeTimeout(detect), down: p, control: control, hasControl: hasControl})
 		c.mu.Unlock()
 		g.log.Warn("BFD down; confirming before the switch is declared gone",
 			"neighbor", a, "diag", ch.Diag.String(), "hold", hold, "probing", probing)
