@@ -32,6 +32,10 @@ import (
 //     DampDecay keeps the switch's session down for a hold-down that doubles
 //     from DampBase (up to DampMax) once BFD is back: a flapping switch is
 //     dampened, as switch vendors' BFD dampening does.
+//
+// On a client (a switch) the same settings confirm a BFD down towards a
+// reflector before the switch drops it (onReflectorBFD): only an answer
+// to the echo probe holds the drop, for Hold; there is no dampening.
 type BFDConfirm struct {
 	// Disabled: every BFD down shuts the session at once and BFD back
 	// enables it at once (the behaviour before confirmation and
@@ -87,9 +91,13 @@ func (c BFDConfirm) hold(detect time.Duration, unconfirmed int) time.Duration {
 	if max <= 0 {
 		max = 8 * detect
 	}
-	max = maxDur(max, base)
+	return doubled(base, maxDur(max, base), unconfirmed)
+}
+
+// doubled is base doubled n times, capped at max.
+func doubled(base, max time.Duration, n int) time.Duration {
 	h := base
-	for i := 0; i < unconfirmed && h < max; i++ {
+	for i := 0; i < n && h < max; i++ {
 		h *= 2
 	}
 	return min(h, max)
@@ -110,11 +118,7 @@ func (c BFDConfirm) holdDown(n int) time.Duration {
 	if n <= 1 || c.Disabled || c.NoDampen {
 		return 0
 	}
-	h := c.DampBase
-	for i := 2; i < n && h < c.DampMax; i++ {
-		h *= 2
-	}
-	return min(h, c.DampMax)
+	return doubled(c.DampBase, c.DampMax, n-2)
 }
 
 func maxDur(a, b time.Duration) time.Duration {
@@ -154,18 +158,29 @@ type confirmState struct {
 }
 
 // probeRequest asks for an echo probe of a switch: when its BFD came up
-// (down is zero), or for the pending down it may confirm.
+// (down is zero), or for the pending down it may confirm. On a reflector
+// with other switches, a down's probe also asks a control: another switch
+// whose BFD is up and whose kernel answered before. Only when the control
+// answers does the suspect's silence say the suspect is gone rather than
+// the reflector itself cut off (its own uplink down: every switch silent
+// at once).
 type probeRequest struct {
 	n       Neighbor
 	timeout time.Duration
 	down    pendingDown
+	// control is the witness of the reflector's own reachability
+	// (hasControl false: none was asked).
+	control    Neighbor
+	hasControl bool
 }
 
-// probeResult is what a probe found.
+// probeResult is what a probe found; controlAnswered says the control
+// (if asked) answered.
 type probeResult struct {
 	probeRequest
-	result echoprobe.Result
-	err    error
+	result          echoprobe.Result
+	err             error
+	controlAnswered bool
 }
 
 // pendingDown is a BFD down waiting for its confirmation.

@@ -108,6 +108,7 @@ type GoBGP struct {
 	bfdConfirmed, bfdUnconfirmed, bfdDampened atomic.Uint64
 	clients                                   clientLoss    // a reflector's switches' sessions (clientloss.go)
 	loss                                      reflectorLoss // a client's lost reflectors (reflectorloss.go)
+	reconnects                                reconnects    // a client's prompt reconnects (reconnect.go)
 	// reestablished is when each neighbor's session last came back up
 	// after having been established before (graceful-restart settling).
 	reestablished map[netip.Addr]time.Time

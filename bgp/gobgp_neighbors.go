@@ -109,13 +109,53 @@ func (g *GoBGP) watchBFD(ctx context.Context) {
 // waits for an answer.
 const baselineProbe = time.Second
 
-// probe runs one echo probe and hands its result to watchBFD.
+// probe runs one echo probe (and its control's, at once) and hands the
+// result to watchBFD.
 func (g *GoBGP) probe(ctx context.Context, req probeRequest) {
+	control := make(chan bool, 1)
+	if req.hasControl {
+		go func() {
+			r, err := g.confirm.cfg.probe(ctx, echoprobe.Options{Local: req.control.LocalAddress, Peer: req.control.Address,
+				Timeout: req.timeout})
+			control <- err == nil && r == echoprobe.Answered
+		}()
+	} else {
+		control <- false
+	}
 	r, err := g.confirm.cfg.probe(ctx, echoprobe.Options{Local: req.n.LocalAddress, Peer: req.n.Address, Timeout: req.timeout})
 	select {
-	case g.confirm.probed <- probeResult{probeRequest: req, result: r, err: err}:
+	case g.confirm.probed <- probeResult{probeRequest: req, result: r, err: err, controlAnswered: <-control}:
 	case <-ctx.Done():
 	}
+}
+
+// witnesses looks at the reflector's other switches with BFD, seen from
+// switch a's down: whether there are any (others), whether any of them
+// has BFD up (hears: the reflector still hears its fabric), and one that
+// can serve as the control of a's probe (BFD up, answered echo before,
+// no down of its own pending). The caller holds g.confirm.mu.
+func (g *GoBGP) witnesses(a netip.Addr) (control Neighbor, hasControl, others, hears bool) {
+	g.mu.Lock()
+	var ns []Neighbor
+	for addr, n := range g.neighbors {
+		if addr != a && n.RRClient && n.BFD != nil {
+			ns = append(ns, n)
+		}
+	}
+	g.mu.Unlock()
+	c := g.confirm
+	for _, n := range ns {
+		others = true
+		s, ok := g.cfg.BFD.Session(bfdKey(n))
+		if !ok || s.Status().State != bfd.Up {
+			continue
+		}
+		hears = true
+		if _, pending := c.pending[n.Address]; !hasControl && c.answers[n.Address] && !pending {
+			control, hasControl = n, true
+		}
+	}
+	return control, hasControl, others, hears
 }
 
 // onProbe applies a probe's result: a switch that answered when its BFD
@@ -125,18 +165,30 @@ func (g *GoBGP) onProbe(res probeResult, now time.Time) {
 	a := res.n.Address
 	c := g.confirm
 	c.mu.Lock()
+	answered := res.err == nil && res.result == echoprobe.Answered
+	client := g.cfg.Role == RoleClient
 	if res.down.until.IsZero() {
-		c.answers[a] = res.err == nil && res.result == echoprobe.Answered
+		c.answers[a] = answered
 		c.mu.Unlock()
+		wait := "its BFD downs wait out their hold"
+		if client {
+			wait = "a BFD down towards it drops it at once"
+		}
 		if res.err != nil {
-			g.probeLog.Warn(g.log, "BFD: could not probe the switch; its BFD downs wait out their hold", "neighbor", a, "err", res.err)
-		} else if res.result != echoprobe.Answered {
-			g.log.Info("BFD: the switch does not answer echo requests; its BFD downs wait out their hold", "neighbor", a)
+			g.probeLog.Warn(g.log, "BFD: could not probe the neighbor; "+wait, "neighbor", a, "err", res.err)
+		} else if !answered {
+			g.log.Info("BFD: the neighbor does not answer echo requests; "+wait, "neighbor", a)
 		}
 		return
 	}
+	// A reflector's silence is evidence; a switch goes on without a
+	// reflector whose kernel does not answer for any reason.
+	evidence := res.err == nil && res.result == echoprobe.Silent && (!res.hasControl || res.controlAnswered)
+	if client {
+		evidence = !answered
+	}
 	p, pending := c.pending[a]
-	confirmed := pending && p.until.Equal(res.down.until) && res.err == nil && res.result == echoprobe.Silent
+	confirmed := pending && p.until.Equal(res.down.until) && evidence
 	if confirmed {
 		delete(c.pending, a)
 	}
@@ -146,14 +198,31 @@ func (g *GoBGP) onProbe(res probeResult, now time.Time) {
 		if s, ok := g.cfg.BFD.Session(bfdKey(p.n)); ok && s.Status().State == bfd.Up {
 			return // back: its Up is on its way to onBFD, which counts it unconfirmed
 		}
-		g.log.Warn("BFD down confirmed: the switch does not answer echo requests", "neighbor", a, "probe", res.timeout)
-		g.declareGone(p.n, p.diag, now)
-	case res.err != nil:
-		g.probeLog.Warn(g.log, "BFD down: could not probe the switch; waiting out the hold", "neighbor", a, "err", res.err)
-	case pending && res.result == echoprobe.Answered:
-		g.log.Info("BFD down: the switch's kernel answers echo requests; waiting for BFD within the hold", "neighbor", a,
+		if res.err != nil {
+			g.probeLog.Warn(g.log, "BFD down confirmed: could not probe the neighbor", "neighbor", a, "err", res.err)
+		} else {
+			g.log.Warn("BFD down confirmed: the neighbor does not answer echo requests", "neighbor", a, "probe", res.timeout)
+		}
+		g.confirmedDown(p, now)
+	case res.err != nil && !client:
+		g.probeLog.Warn(g.log, "BFD down: could not probe the neighbor; waiting out the hold", "neighbor", a, "err", res.err)
+	case pending && !answered && res.hasControl:
+		g.log.Warn("BFD down: the switch is silent, and so is the control switch asked beside it: this reflector may be the one cut off; waiting out the hold",
+			"neighbor", a, "control", res.control.Address, "hold", p.hold)
+	case pending && answered:
+		g.log.Info("BFD down: the neighbor's kernel answers echo requests; waiting for BFD within the hold", "neighbor", a,
 			"hold", p.hold)
 	}
+}
+
+// confirmedDown acts on a confirmed BFD down: a reflector declares the
+// switch gone, a switch drops the reflector.
+func (g *GoBGP) confirmedDown(p pendingDown, now time.Time) {
+	if g.cfg.Role == RoleClient {
+		g.dropReflectorAfterBFD(p.n.Address, now)
+		return
+	}
+	g.declareGone(p.n, p.diag, now)
 }
 
 // confirmDue declares gone the switches whose hold ran out with BFD still
@@ -179,12 +248,39 @@ func (g *GoBGP) confirmDue(now time.Time) {
 		if s, ok := g.cfg.BFD.Session(bfdKey(p.n)); ok && s.Status().State == bfd.Up {
 			continue // its Up is on its way to onBFD
 		}
+		if g.cfg.Role == RoleReflector && g.cutOff(p, now) {
+			continue
+		}
 		g.log.Warn("BFD down confirmed: not back within the hold", "neighbor", p.n.Address, "hold", p.hold)
-		g.declareGone(p.n, p.diag, now)
+		g.confirmedDown(p, now)
 	}
 	for _, a := range enable {
 		g.enableAfterBFD(a)
 	}
+}
+
+// cutOff keeps a switch's down pending for another hold when the
+// reflector hears none of its other switches with BFD: every session down
+// at once is the reflector cut off (its uplink), not its whole fabric gone
+// (and were it gone, no host would be left to tell). It reports whether
+// it kept the down; a lone switch is never kept.
+func (g *GoBGP) cutOff(p pendingDown, now time.Time) bool {
+	c := g.confirm
+	c.mu.Lock()
+	_, _, others, hears := g.witnesses(p.n.Address)
+	_, taken := c.pending[p.n.Address]
+	keep := others && !hears && !taken
+	if keep {
+		p.until = now.Add(p.hold)
+		c.pending[p.n.Address] = p
+	}
+	c.mu.Unlock()
+	if keep {
+		c.poke()
+		g.probeLog.Warn(g.log, "BFD down towards every switch: this reflector seems cut off; confirming no switch gone until it hears one again",
+			"neighbor", p.n.Address, "hold", p.hold)
+	}
+	return keep
 }
 
 // detectTime is the detection time of neighbor n's BFD session, as the
@@ -201,9 +297,10 @@ func (g *GoBGP) detectTime(n Neighbor) time.Duration {
 // BFD session goes from Up to Down is gone once confirmed (bfdconfirm.go):
 // its BGP session is shut down (its records are withdrawn everywhere) and
 // kept down until BFD is Up again, and then for its hold-down if it flaps.
-// On a client, BFD Down towards a reflector drops that reflector's routes
-// when another reflector serves (reflectorloss.go); otherwise they stay, as
-// graceful restart keeps them if the TCP session dies.
+// On a client, BFD Down towards a reflector, unless its kernel still
+// answers echo (onReflectorBFD), drops that reflector's routes when another
+// reflector serves (reflectorloss.go); otherwise they stay, as graceful
+// restart keeps them if the TCP session dies.
 func (g *GoBGP) onBFD(ch bfd.StateChange) {
 	g.clients.bfdChanged(ch.Key.Peer)
 	a, now := ch.Key.Peer, time.Now()
@@ -212,17 +309,20 @@ func (g *GoBGP) onBFD(ch bfd.StateChange) {
 	ok = ok && n.BFD != nil && bfdKey(n) == ch.Key
 	disabled := g.bfdDown[a]
 	g.mu.Unlock()
-	act := ok && g.cfg.Role == RoleReflector && n.RRClient
+	if !ok {
+		return
+	}
 	down := ch.Old == bfd.Up && ch.New != bfd.Up
-	if ok && ch.New == bfd.Up {
+	if ch.New == bfd.Up {
 		g.noteBFDUp(a, ch.Key)
 	}
-	if !act {
-		if ok && down {
+	switch {
+	case g.cfg.Role == RoleClient:
+		g.onReflectorBFD(n, ch, down, now)
+		return
+	case !n.RRClient:
+		if down {
 			g.log.Warn("BFD down towards neighbor", "neighbor", a, "diag", ch.Diag.String())
-			if g.cfg.Role == RoleClient && !ch.PeerAdminDown && g.loss.bfdDown(a) {
-				g.goDropLost(a, whyBFD)
-			}
 		}
 		return
 	}
@@ -260,7 +360,11 @@ func (g *GoBGP) onBFD(ch bfd.StateChange) {
 		hold := c.cfg.hold(detect, c.recent(a, now).unconfirmed)
 		p := pendingDown{n: n, diag: ch.Diag.String(), hold: hold, until: now.Add(hold)}
 		c.pending[a] = p
-		probing := c.answers[a] && c.requestProbe(probeRequest{n: n, timeout: c.cfg.probeTimeout(detect), down: p})
+		control, hasControl, others, _ := g.witnesses(a)
+		// With other switches, silence confirms only beside a control
+		// that answers; a lone switch's silence confirms by itself.
+		probing := c.answers[a] && (hasControl || !others) &&
+			c.requestProbe(probeRequest{n: n, timeout: c.cfg.probeTimeout(detect), down: p, control: control, hasControl: hasControl})
 		c.mu.Unlock()
 		g.log.Warn("BFD down; confirming before the switch is declared gone",
 			"neighbor", a, "diag", ch.Diag.String(), "hold", hold, "probing", probing)
@@ -366,7 +470,7 @@ func (g *GoBGP) apiPeer(ctx context.Context, n Neighbor) *api.Peer {
 		Conf:      &api.PeerConf{NeighborAddress: n.Address.String(), PeerAsn: asn, AuthPassword: n.Password},
 		Transport: &api.Transport{PassiveMode: n.Passive, RemotePort: uint32(n.Port)},
 		Timers: &api.Timers{Config: &api.TimersConfig{HoldTime: uint64(hold / time.Second),
-			KeepaliveInterval: uint64(keep / time.Second), ConnectRetry: 1}},
+			KeepaliveInterval: uint64(keep / time.Second), ConnectRetry: 1, IdleHoldTimeAfterReset: idleHoldAfterReset}},
 	}
 	if n.LocalAddress.IsValid() {
 		p.Transport.LocalAddress = n.LocalAddress.String()

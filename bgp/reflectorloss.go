@@ -151,6 +151,10 @@ func (g *GoBGP) goDropLost(addr netip.Addr, why string) {
 	ctx, cancel := g.watches.context(context.Background())
 	g.watches.goWatch(ctx, cancel, func(ctx context.Context) {
 		for first := true; !g.dropLost(ctx, addr, why, first) && why == whySession; first = false {
+			if first {
+				// Its routes are kept: the session must come back soon.
+				g.goReconnect(addr, why)
+			}
 			select {
 			case <-ctx.Done():
 				return

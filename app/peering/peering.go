@@ -23,18 +23,21 @@ type BFD struct {
 	RequiredMinRx time.Duration `yaml:"required_min_rx"`
 	// DetectMult is how many packets may be missed before Down.
 	DetectMult uint8 `yaml:"detect_mult"`
-	// Confirm (a reflector's): a switch's BFD down while its BGP session
-	// stands is confirmed before the switch is declared gone — BFD not
-	// back within ConfirmHold (0: the detection time) — and flapping
-	// switches are dampened (bgp.BFDConfirm). Off, every BFD down is a
-	// switch gone at once.
+	// Confirm: a reflector confirms a switch's BFD down while its BGP
+	// session stands before the switch is declared gone — BFD not back
+	// within ConfirmHold (0: the detection time) — and dampens flapping
+	// switches (bgp.BFDConfirm); a switch holds the drop of a reflector
+	// whose kernel answers the echo probe (Probe) for ConfirmHold. Off,
+	// every BFD down is a switch gone, or a reflector dropped, at once.
 	Confirm     bool          `yaml:"confirm"`
 	ConfirmHold time.Duration `yaml:"confirm_hold"`
-	// Probe (a reflector's, with Confirm): a held BFD down is confirmed at
-	// once when the switch's kernel, which answered ICMP echo requests
-	// while BFD was up, no longer answers them within a tenth of the
-	// detection time (5–50 ms): the box or every path to it is gone, not
-	// only late. Off, a held down always waits out ConfirmHold.
+	// Probe (with Confirm): at a BFD down the neighbor's kernel, which
+	// answered ICMP echo requests while BFD was up, is asked again with a
+	// tenth of the detection time (5–50 ms) to answer. A reflector confirms
+	// a switch's down at once when it is silent (the box or every path to
+	// it is gone, not only late); off, a held down waits out ConfirmHold.
+	// A switch holds the drop of a reflector only while it answers; off,
+	// it drops the reflector at once.
 	Probe bool `yaml:"probe"`
 	// Dampen (a reflector's): a switch declared gone again within 5
 	// minutes stays down after BFD is back, 1 s doubling up to 60 s.

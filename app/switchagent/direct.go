@@ -143,6 +143,7 @@ func (d *directFabric) neighbors(context.Context) ([]bgp.NeighborStatus, error) 
 	return nil, nil
 }
 func (d *directFabric) bfdManager() *bfd.Manager          { return nil }
+func (d *directFabric) speakerStats() bgp.Stats           { return bgp.Stats{} }
 func (d *directFabric) setStats() table.SetPublisherStats { return table.SetPublisherStats{} }
 
 // refusals: none (no records are received), every reason at zero.

@@ -61,6 +61,8 @@ type fabricSide interface {
 	// metrics (none in direct mode).
 	neighbors(ctx context.Context) ([]bgp.NeighborStatus, error)
 	bfdManager() *bfd.Manager
+	// speakerStats is the BGP speaker's counters (zero in direct mode).
+	speakerStats() bgp.Stats
 	setStats() table.SetPublisherStats
 	// refusals counts the records refused for their sender, by reason.
 	refusals() map[string]uint64

@@ -82,7 +82,7 @@ func (f *bgpFabric) start(ctx context.Context, saved zones.Records, restarting b
 			mgr = bfd.NewManager(bfd.ManagerOptions{Logger: a.log, RealTime: true})
 		}
 		g, err := bgp.NewGoBGP(bgp.Options{Role: bgp.RoleClient, ASN: o.ASN, RouterID: netip.MustParseAddr(o.RouterID),
-			ListenPort: -1, TTLSecurity: o.TTLSecurity, BFD: mgr, Logger: a.log,
+			ListenPort: -1, TTLSecurity: o.TTLSecurity, BFD: mgr, BFDConfirm: o.BFD.Confirmation(), Logger: a.log,
 			GracefulRestart: o.GracefulRestart.Speaker(restarting)})
 		if err != nil {
 			if mgr != nil {
@@ -450,19 +450,31 @@ func (f *bgpFabric) backend(view switchBackend) api.Backend { return view }
 
 // neighbors returns the sessions to the reflectors.
 func (f *bgpFabric) neighbors(ctx context.Context) ([]bgp.NeighborStatus, error) {
-	f.mu.Lock()
-	sp := f.speaker
-	f.mu.Unlock()
+	sp := f.running()
 	if sp == nil {
 		return nil, errSpeakerNotRunning
 	}
 	return sp.Neighbors(ctx)
 }
 
+// running is the speaker once started, nil before.
+func (f *bgpFabric) running() bgp.Speaker {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.speaker
+}
+
 func (f *bgpFabric) bfdManager() *bfd.Manager {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.bfd
+}
+
+func (f *bgpFabric) speakerStats() bgp.Stats {
+	if sp := f.running(); sp != nil {
+		return sp.Stats()
+	}
+	return bgp.Stats{}
 }
 
 func (f *bgpFabric) setStats() table.SetPublisherStats {

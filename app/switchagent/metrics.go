@@ -23,6 +23,7 @@ type metrics struct {
 	badConfig      prometheus.Counter
 
 	up, registrations, refused, records, recordsRefused, untrusted, notifications, sessions, bfdSessions, bfdChanges, dropped *prometheus.Desc
+	reflectorDowns                                                                                                            *prometheus.Desc
 	format, setChanges, setUpdates, configHeld                                                                                *prometheus.Desc
 }
 
@@ -53,8 +54,11 @@ func newMetrics(a *Agent) *metrics {
 		sessions:    d("bgp_sessions", "BGP sessions to the reflectors by state.", "state"),
 		bfdSessions: d("bfd_sessions", "BFD sessions by state.", "state"),
 		bfdChanges:  d("bfd_transitions_total", "BFD session state changes, by the state entered (a rising count into down: flapping).", "state"),
-		dropped:     d("frames_dropped_total", "Frames dropped on the access ports by reason.", "reason"),
-		format:      d("record_format", "1 for the record format the switch publishes in (per-device, sets), 0 for the other.", "format"),
+		reflectorDowns: d("bfd_reflector_downs_total", "BFD downs towards a reflector whose session stood, by outcome: confirmed "+
+			"(the reflector dropped: its routes, or its session when no other reflector serves) or unconfirmed (its kernel "+
+			"answered echo and BFD came back within the hold: session and routes kept).", "outcome"),
+		dropped: d("frames_dropped_total", "Frames dropped on the access ports by reason.", "reason"),
+		format:  d("record_format", "1 for the record format the switch publishes in (per-device, sets), 0 for the other.", "format"),
 		setChanges: d("device_set_changes_total", "Changes made to this switch's device set records (devices published, "+
 			"withdrawn, retired, merged); divided by inof_switch_device_set_updates_total it is the changes one UPDATE carried."),
 		setUpdates: d("device_set_updates_total", "Device set records sent (UPDATEs), withdraws of emptied shards excluded."),
@@ -73,7 +77,7 @@ func (m *metrics) notified(r l2proto.Result) {
 // Describe implements prometheus.Collector.
 func (m *metrics) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{m.up, m.registrations, m.refused, m.records, m.recordsRefused, m.untrusted, m.notifications,
-		m.sessions, m.bfdSessions, m.bfdChanges, m.dropped, m.format, m.setChanges, m.setUpdates, m.configHeld} {
+		m.sessions, m.bfdSessions, m.bfdChanges, m.reflectorDowns, m.dropped, m.format, m.setChanges, m.setUpdates, m.configHeld} {
 		ch <- d
 	}
 	for _, c := range []prometheus.Collector{m.delivered, m.queriesDropped, m.notifyRefused, m.badConfig} {
@@ -161,6 +165,9 @@ func (m *metrics) Collect(ch chan<- prometheus.Metric) {
 		for st, v := range changes {
 			counter(m.bfdChanges, float64(v), st)
 		}
+		st := a.fab.speakerStats()
+		counter(m.reflectorDowns, float64(st.BFDConfirmed), "confirmed")
+		counter(m.reflectorDowns, float64(st.BFDUnconfirmed), "unconfirmed")
 	}
 	drops := map[string]uint64{"not-access-port": 0}
 	for _, r := range l2proto.DropReasons() {

@@ -126,10 +126,12 @@ func TestUnits(t *testing.T) {
 			t.Errorf("inof-host.service %s=%q lacks CAP_NET_ADMIN (--apply-lossless)", k, host.one(k))
 		}
 	}
-	rr := readUnit(t, filepath.Join(deployDir, "inofd-reflector.service"))
-	for _, k := range []string{"CapabilityBoundingSet", "AmbientCapabilities"} {
-		if !regexp.MustCompile(`\bCAP_NET_RAW\b`).MatchString(rr.one(k)) {
-			t.Errorf("inofd-reflector.service %s=%q lacks CAP_NET_RAW (bfd.probe's ICMP echo)", k, rr.one(k))
+	for _, name := range []string{"inofd-reflector.service", "inofd-switch.service"} {
+		u := readUnit(t, filepath.Join(deployDir, name))
+		for _, k := range []string{"CapabilityBoundingSet", "AmbientCapabilities"} {
+			if !regexp.MustCompile(`\bCAP_NET_RAW\b`).MatchString(u.one(k)) {
+				t.Errorf("%s %s=%q lacks CAP_NET_RAW (bfd.probe's ICMP echo)", name, k, u.one(k))
+			}
 		}
 	}
 	for _, name := range []string{"inofd-reflector.service", "inofd-switch.service"} {

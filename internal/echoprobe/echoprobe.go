@@ -2,8 +2,8 @@
 // there: ICMP echo requests, which the kernel answers in its receive path
 // even when every process on the box is starved of CPU. A reflector uses it
 // to tell a switch that fell silent because it died (no answer) from one
-// whose daemon was only late (an answer): docs/bfd.md, "Confirming a BFD
-// down".
+// whose daemon was only late (an answer), and a switch to keep a reflector
+// whose BFD was only late: docs/bfd.md, "With BGP".
 package echoprobe
 
 import (
