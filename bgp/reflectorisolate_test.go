@@ -70,7 +70,9 @@ type isolateFabric struct {
 	logged  *syncbuf.Buffer
 }
 
-func newIsolateFabric(t *testing.T, hold time.Duration) *isolateFabric {
+// newIsolateFabric starts the fabric with confirmation hold hold; with
+// mute b's kernel never answers echo (b can be no control).
+func newIsolateFabric(t *testing.T, hold time.Duration, mute bool) *isolateFabric {
 	t.Helper()
 	bgptest.SkipUnderRace(t)
 	ctx := context.Background()
@@ -82,6 +84,9 @@ func newIsolateFabric(t *testing.T, hold time.Duration) *isolateFabric {
 	f.r = bgptest.StartReflector(t, bgptest.Addr("127.0.47.1"), bgp.Options{BFD: f.rm, BFDConfirm: cfg, Logger: logger})
 	f.a = bgptest.StartClient(t, bgptest.Addr("127.0.47.2"), bgp.Options{})
 	f.b = bgptest.StartClient(t, bgptest.Addr("127.0.47.3"), bgp.Options{})
+	if mute {
+		f.probe.set(f.b.Addr, echoprobe.Silent)
+	}
 	fast := &bgp.NeighborBFD{DesiredMinTx: 50 * time.Millisecond, RequiredMinRx: 50 * time.Millisecond, DetectMult: 3}
 	for _, c := range []*bgptest.Node{f.a, f.b} {
 		bgptest.Connect(t, f.r, c, func(n *bgp.Neighbor) {
@@ -105,9 +110,11 @@ func newIsolateFabric(t *testing.T, hold time.Duration) *isolateFabric {
 		t.Fatal(err)
 	}
 	f.b.View.WaitFor(t, "a's record at b", func(m map[string]bgp.RecordEvent) bool { return m[string(f.rec.Key())].Record != nil })
-	// Both switches' baselines (the probes at their BFD up) applied: each
-	// may serve as the other's control.
-	f.waitUntil(t, "both baselines answered", func() bool { return f.r.EchoAnswered(f.a.Addr) && f.r.EchoAnswered(f.b.Addr) })
+	// The switches' baselines (the probes at their BFD up) applied: each
+	// that answered may serve as the other's control.
+	f.waitUntil(t, "the baselines answered", func() bool {
+		return f.r.EchoAnswered(f.a.Addr) && (mute || f.r.EchoAnswered(f.b.Addr))
+	})
 	return f
 }
 
@@ -147,7 +154,7 @@ func (f *isolateFabric) downProbes(t *testing.T, n int) {
 // itself is reachable, so a is declared gone at once (a's record withdrawn
 // at b) although the hold is a minute.
 func TestReflectorSilentSwitchBesideAnsweringControl(t *testing.T) {
-	f := newIsolateFabric(t, time.Minute)
+	f := newIsolateFabric(t, time.Minute, false)
 	n := f.probe.count()
 	f.probe.set(f.a.Addr, echoprobe.Silent)
 	if err := f.ca.Signal(syscall.SIGSTOP); err != nil {
@@ -168,7 +175,7 @@ func TestReflectorSilentSwitchBesideAnsweringControl(t *testing.T) {
 // so a's silence confirms nothing; BFD back within the hold costs a
 // nothing and counts unconfirmed.
 func TestReflectorSilentSwitchBesideSilentControl(t *testing.T) {
-	f := newIsolateFabric(t, time.Minute)
+	f := newIsolateFabric(t, time.Minute, false)
 	n := f.probe.count()
 	f.probe.set(f.a.Addr, echoprobe.Silent)
 	f.probe.set(f.b.Addr, echoprobe.Silent)
@@ -205,7 +212,7 @@ func TestReflectorSilentSwitchBesideSilentControl(t *testing.T) {
 // and none is confirmed. Once b is back, a, still down, is confirmed after
 // a hold.
 func TestReflectorHearingNoSwitchConfirmsNone(t *testing.T) {
-	f := newIsolateFabric(t, time.Second)
+	f := newIsolateFabric(t, time.Second, false)
 	for _, c := range []*selfexec.Child{f.ca, f.cb} {
 		if err := c.Signal(syscall.SIGSTOP); err != nil {
 			t.Fatal(err)
@@ -238,5 +245,40 @@ func TestReflectorHearingNoSwitchConfirmsNone(t *testing.T) {
 		if s.Key.Peer == f.a.Addr && s.State == bfd.Up {
 			t.Fatal("a's BFD up: its down was not the one confirmed")
 		}
+	}
+}
+
+// TestReflectorSilentSwitchWithoutControl: switch a's BFD goes down and a
+// would be silent, but the other switch b never answered echo, so no
+// control can say the reflector is reachable: a is not probed, its down
+// waits out its hold (a minute), and BFD back counts it unconfirmed.
+// (With no other switch at all, a's silence confirms by itself:
+// TestBFDDownConfirmedBySilentProbe.)
+func TestReflectorSilentSwitchWithoutControl(t *testing.T) {
+	f := newIsolateFabric(t, time.Minute, true)
+	n := f.probe.count()
+	f.probe.set(f.a.Addr, echoprobe.Silent)
+	if err := f.ca.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	// The reflector logs its decision to probe or not at the down.
+	f.waitUntil(t, "a's down held", func() bool {
+		return strings.Contains(f.logged.String(), "confirming before the switch is declared gone") || f.r.Stats().BFDConfirmed > 0
+	})
+	if st := f.r.Stats(); st.BFDConfirmed != 0 {
+		t.Fatalf("stats %+v: a confirmed gone with no control beside its probe", st)
+	}
+	for _, o := range f.probe.since(n) {
+		if o.Peer == f.a.Addr {
+			t.Fatalf("a probed at its down (%+v) with no control to ask beside it", o)
+		}
+	}
+	if err := f.ca.Signal(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	waitBFDState(t, f.rm, f.a.Addr, bfd.Up)
+	f.waitUntil(t, "BFD back counted unconfirmed", func() bool { return f.r.Stats().BFDUnconfirmed >= 1 })
+	if st := f.r.Stats(); st.BFDConfirmed != 0 || !f.b.View.Has(f.rec.Key()) {
+		t.Fatalf("stats %+v, a's record at b %v: want no confirmed down and the record kept", st, f.b.View.Has(f.rec.Key()))
 	}
 }
