@@ -70,3 +70,19 @@ func (g *GoBGP) FirstUp(a netip.Addr) time.Time {
 	defer g.mu.Unlock()
 	return g.firstUp[a]
 }
+
+// ReconnectBurst is how many prompt reconnects a neighbor gets within the
+// window before it waits GoBGP's idle hold.
+const ReconnectBurst = reconnectBurst
+
+// BaselineProbe is how long the echo probe at a BFD up waits for an answer.
+const BaselineProbe = baselineProbe
+
+// EchoAnswered reports whether switch a's kernel answered the echo probe
+// made when its BFD last came up (its baseline, applied).
+func (g *GoBGP) EchoAnswered(a netip.Addr) bool {
+	c := g.confirm
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.answers[a]
+}

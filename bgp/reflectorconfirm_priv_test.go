@@ -1,6 +1,6 @@
 //go:build privileged
 
-package bgp
+package bgp_test
 
 import (
 	"context"
@@ -11,7 +11,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/openinof/inof/bgp"
 	"github.com/openinof/inof/bgp/bfd"
+	"github.com/openinof/inof/bgp/bgptest"
 	"github.com/openinof/inof/internal/echoprobe"
 	"github.com/openinof/inof/internal/netns"
 )
@@ -30,7 +32,7 @@ const inNetnsEnv = "INOF_BGP_TEST_IN_NETNS"
 // once, although its hold is a minute.
 func TestPrivClientBFDDownWitness(t *testing.T) {
 	if os.Getenv(inNetnsEnv) == "" {
-		skipUnderRace(t)
+		bgptest.SkipUnderRace(t)
 		netns.RequireTool(t, "iptables")
 		ns := netns.New(t, "bfdw")
 		cmd := ns.Command(os.Args[0], "-test.run=^TestPrivClientBFDDownWitness$", "-test.count=1", "-test.v")
@@ -70,30 +72,30 @@ func TestPrivClientBFDDownWitness(t *testing.T) {
 		}
 	}
 
-	w := newWitness(t, BFDConfirm{Hold: time.Minute, MaxHold: time.Minute, probe: probe})
+	w := newWitness(t, bgp.BFDConfirm{Hold: time.Minute, MaxHold: time.Minute}.WithProbe(probe))
 	rm := bfd.NewManager(bfd.ManagerOptions{})
 	t.Cleanup(rm.Close)
-	if _, err := rm.Add(bfd.Config{Key: bfd.SessionKey{Local: w.r.addr, Peer: w.a.addr}, DesiredMinTx: 50 * time.Millisecond,
+	if _, err := rm.Add(bfd.Config{Key: bfd.SessionKey{Local: w.r.Addr, Peer: w.a.Addr}, DesiredMinTx: 50 * time.Millisecond,
 		RequiredMinRx: 50 * time.Millisecond, DetectMult: 3}); err != nil {
 		t.Fatal(err)
 	}
-	waitBFDState(t, w.am, w.r.addr, bfd.Up)
+	waitBFDState(t, w.am, w.r.Addr, bfd.Up)
 	waitCount(&answered, 1, "the probe at BFD up")
 
-	bfdRule := []string{"INPUT", "-i", "lo", "-p", "udp", "-s", w.r.addr.String(), "-d", w.a.addr.String(), "--dport", "3784", "-j", "DROP"}
+	bfdRule := []string{"INPUT", "-i", "lo", "-p", "udp", "-s", w.r.Addr.String(), "-d", w.a.Addr.String(), "--dport", "3784", "-j", "DROP"}
 	iptables(append([]string{"-A"}, bfdRule...)...)
-	waitBFDState(t, w.am, w.r.addr, bfd.Down)
+	waitBFDState(t, w.am, w.r.Addr, bfd.Down)
 	waitCount(&answered, 2, "the probe at the BFD down")
 	iptables(append([]string{"-D"}, bfdRule...)...)
-	waitBFDState(t, w.am, w.r.addr, bfd.Up)
-	waitStats(t, w.a, "BFD back within the hold", func(s Stats) bool { return s.BFDUnconfirmed == 1 })
+	waitBFDState(t, w.am, w.r.Addr, bfd.Up)
+	waitStats(t, w.a, "BFD back within the hold", func(s bgp.Stats) bool { return s.BFDUnconfirmed == 1 })
 	w.keptThroughout(t, 0)
 	waitCount(&answered, 3, "the probe at BFD back up")
 
-	iptables("-A", "INPUT", "-i", "lo", "-p", "icmp", "--icmp-type", "echo-request", "-d", w.r.addr.String(), "-j", "DROP")
+	iptables("-A", "INPUT", "-i", "lo", "-p", "icmp", "--icmp-type", "echo-request", "-d", w.r.Addr.String(), "-j", "DROP")
 	iptables(append([]string{"-A"}, bfdRule...)...)
-	waitBFDState(t, w.am, w.r.addr, bfd.Down)
-	waitState(t, w.a, w.r.addr, func(s SessionState) bool { return s != StateEstablished })
+	waitBFDState(t, w.am, w.r.Addr, bfd.Down)
+	bgptest.WaitState(t, w.a, w.r.Addr, func(s bgp.SessionState) bool { return s != bgp.StateEstablished })
 	if st := w.a.Stats(); st.BFDConfirmed != 1 || silent.Load() != 1 {
 		t.Fatalf("stats %+v, %d silent probes: want one confirmed down after one silent probe", st, silent.Load())
 	}

@@ -1,4 +1,4 @@
-package bgp
+package bgp_test
 
 import (
 	"context"
@@ -10,7 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/openinof/inof/bgp"
 	"github.com/openinof/inof/bgp/bfd"
+	"github.com/openinof/inof/bgp/bgptest"
 	"github.com/openinof/inof/bgp/record"
 	"github.com/openinof/inof/internal/echoprobe"
 	"github.com/openinof/inof/internal/selfexec"
@@ -22,31 +24,31 @@ import (
 // opening included). Its addresses are 127.0.46.x: a BFD session of another
 // test's (or another process's) on 127.0.0.x cannot come up with a's.
 type witness struct {
-	r, a, b *node
+	r, a, b *bgptest.Node
 	am      *bfd.Manager
 	rec     *record.Device
 	zone    record.RouteTarget
 	mu      sync.Mutex
-	states  []SessionState
+	states  []bgp.SessionState
 }
 
-func newWitness(t *testing.T, cfg BFDConfirm) *witness {
+func newWitness(t *testing.T, cfg bgp.BFDConfirm) *witness {
 	t.Helper()
 	ctx := context.Background()
-	w := &witness{am: bfd.NewManager(bfd.ManagerOptions{}), zone: record.ZoneRT(testASN, "prod")}
+	w := &witness{am: bfd.NewManager(bfd.ManagerOptions{}), zone: record.ZoneRT(bgptest.ASN, "prod")}
 	t.Cleanup(w.am.Close)
-	w.r = startReflector(t, addr("127.0.46.1"), Options{})
-	w.a = startClient(t, addr("127.0.46.2"), Options{BFD: w.am, BFDConfirm: cfg})
-	w.b = startClient(t, addr("127.0.46.3"), Options{})
-	fast := &NeighborBFD{DesiredMinTx: 50 * time.Millisecond, RequiredMinRx: 50 * time.Millisecond, DetectMult: 3}
-	connect(t, w.r, w.a, func(n *Neighbor) {
-		if n.Address == w.r.addr { // a's side
+	w.r = bgptest.StartReflector(t, bgptest.Addr("127.0.46.1"), bgp.Options{})
+	w.a = bgptest.StartClient(t, bgptest.Addr("127.0.46.2"), bgp.Options{BFD: w.am, BFDConfirm: cfg})
+	w.b = bgptest.StartClient(t, bgptest.Addr("127.0.46.3"), bgp.Options{})
+	fast := &bgp.NeighborBFD{DesiredMinTx: 50 * time.Millisecond, RequiredMinRx: 50 * time.Millisecond, DetectMult: 3}
+	bgptest.Connect(t, w.r, w.a, func(n *bgp.Neighbor) {
+		if n.Address == w.r.Addr { // a's side
 			n.BFD = fast
 		}
 	})
-	connect(t, w.r, w.b, nil)
-	err := w.a.WatchNeighbors(ctx, func(ev NeighborEvent) {
-		if ev.Address == w.r.addr {
+	bgptest.Connect(t, w.r, w.b, nil)
+	err := w.a.WatchNeighbors(ctx, func(ev bgp.NeighborEvent) {
+		if ev.Address == w.r.Addr {
 			w.mu.Lock()
 			w.states = append(w.states, ev.State)
 			w.mu.Unlock()
@@ -58,22 +60,22 @@ func newWitness(t *testing.T, cfg BFDConfirm) *witness {
 	if err := w.a.Subscribe(ctx, w.zone); err != nil {
 		t.Fatal(err)
 	}
-	waitEstablished(t, w.a, 1)
-	waitEstablished(t, w.b, 1)
-	w.rec = device(routerID(w.b), 1)
+	bgptest.WaitEstablished(t, w.a, 1)
+	bgptest.WaitEstablished(t, w.b, 1)
+	w.rec = bgptest.Device(w.b.RouterID(), 1)
 	if err := w.b.Publish(ctx, w.rec, w.zone); err != nil {
 		t.Fatal(err)
 	}
-	w.a.view.waitFor(t, "b's record at a", func(m map[string]RecordEvent) bool { return m[string(w.rec.Key())].Record != nil })
+	w.a.View.WaitFor(t, "b's record at a", func(m map[string]bgp.RecordEvent) bool { return m[string(w.rec.Key())].Record != nil })
 	return w
 }
 
 // key is a's BFD session towards r.
-func (w *witness) key() bfd.SessionKey { return bfd.SessionKey{Local: w.a.addr, Peer: w.r.addr} }
+func (w *witness) key() bfd.SessionKey { return bfd.SessionKey{Local: w.a.Addr, Peer: w.r.Addr} }
 
 // bfd hands a the BFD change old → new towards r, as its BFD watch does.
 func (w *witness) bfd(old, new bfd.State) {
-	w.a.onBFD(bfd.StateChange{Key: w.key(), Old: old, New: new, Diag: bfd.DiagControlExpired})
+	w.a.OnBFD(bfd.StateChange{Key: w.key(), Old: old, New: new, Diag: bfd.DiagControlExpired})
 }
 
 // keptThroughout checks, once a marker record of b's has reached a (so
@@ -81,18 +83,18 @@ func (w *witness) bfd(old, new bfd.State) {
 // Established and a still holds rec.
 func (w *witness) keptThroughout(t *testing.T, i int) {
 	t.Helper()
-	marker := device(routerID(w.b), 100+i)
+	marker := bgptest.Device(w.b.RouterID(), 100+i)
 	if err := w.b.Publish(context.Background(), marker, w.zone); err != nil {
 		t.Fatal(err)
 	}
-	w.a.view.waitFor(t, "b's marker at a", func(m map[string]RecordEvent) bool { return m[string(marker.Key())].Record != nil })
+	w.a.View.WaitFor(t, "b's marker at a", func(m map[string]bgp.RecordEvent) bool { return m[string(marker.Key())].Record != nil })
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	up := slices.Index(w.states, StateEstablished)
-	if up < 0 || slices.ContainsFunc(w.states[up:], func(s SessionState) bool { return s != StateEstablished }) {
+	up := slices.Index(w.states, bgp.StateEstablished)
+	if up < 0 || slices.ContainsFunc(w.states[up:], func(s bgp.SessionState) bool { return s != bgp.StateEstablished }) {
 		t.Fatalf("a's session to the reflector was reset: states %v", w.states)
 	}
-	if !w.a.view.has(w.rec.Key()) {
+	if !w.a.View.Has(w.rec.Key()) {
 		t.Fatal("a lost the reflector's routes")
 	}
 }
@@ -130,7 +132,7 @@ func (p *fakeProbe) next(t *testing.T, what string) echoprobe.Options {
 }
 
 // waitStats waits until a's speaker counts as ok says.
-func waitStats(t *testing.T, n *node, what string, ok func(Stats) bool) {
+func waitStats(t *testing.T, n *bgptest.Node, what string, ok func(bgp.Stats) bool) {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for !ok(n.Stats()) {
@@ -150,20 +152,20 @@ func waitStats(t *testing.T, n *node, what string, ok func(Stats) bool) {
 // TestReflectorBFDStarvedKeepsSession runs the real one.
 func TestClientBFDDownWitness(t *testing.T) {
 	p := newFakeProbe(echoprobe.Answered)
-	w := newWitness(t, BFDConfirm{Hold: time.Minute, MaxHold: time.Minute, probe: p.probe})
+	w := newWitness(t, bgp.BFDConfirm{Hold: time.Minute, MaxHold: time.Minute}.WithProbe(p.probe))
 
 	w.bfd(bfd.Down, bfd.Up)
-	if o := p.next(t, "when BFD came up"); o.Peer != w.r.addr || o.Local != w.a.addr || o.Timeout != baselineProbe {
-		t.Fatalf("probe at BFD up %+v, want %s from %s for %v", o, w.r.addr, w.a.addr, baselineProbe)
+	if o := p.next(t, "when BFD came up"); o.Peer != w.r.Addr || o.Local != w.a.Addr || o.Timeout != bgp.BaselineProbe {
+		t.Fatalf("probe at BFD up %+v, want %s from %s for %v", o, w.r.Addr, w.a.Addr, bgp.BaselineProbe)
 	}
 	for i := range 3 {
 		w.bfd(bfd.Up, bfd.Down)
-		if o := p.next(t, "at the BFD down"); o.Peer != w.r.addr || o.Timeout < 5*time.Millisecond || o.Timeout > 50*time.Millisecond {
-			t.Fatalf("probe at BFD down %+v, want %s with a tenth of the detection time (5–50 ms)", o, w.r.addr)
+		if o := p.next(t, "at the BFD down"); o.Peer != w.r.Addr || o.Timeout < 5*time.Millisecond || o.Timeout > 50*time.Millisecond {
+			t.Fatalf("probe at BFD down %+v, want %s with a tenth of the detection time (5–50 ms)", o, w.r.Addr)
 		}
 		w.bfd(bfd.Down, bfd.Up)
 		p.next(t, "when BFD came back")
-		waitStats(t, w.a, "BFD back within the hold", func(s Stats) bool { return s.BFDUnconfirmed == uint64(i+1) })
+		waitStats(t, w.a, "BFD back within the hold", func(s bgp.Stats) bool { return s.BFDUnconfirmed == uint64(i+1) })
 		w.keptThroughout(t, i)
 	}
 	if st := w.a.Stats(); st.BFDConfirmed != 0 {
@@ -173,7 +175,7 @@ func TestClientBFDDownWitness(t *testing.T) {
 	p.result.Store(int32(echoprobe.Silent))
 	w.bfd(bfd.Up, bfd.Down)
 	p.next(t, "at the BFD down")
-	waitState(t, w.a, w.r.addr, func(s SessionState) bool { return s != StateEstablished })
+	bgptest.WaitState(t, w.a, w.r.Addr, func(s bgp.SessionState) bool { return s != bgp.StateEstablished })
 	if st := w.a.Stats(); st.BFDConfirmed != 1 || st.BFDUnconfirmed != 3 {
 		t.Fatalf("stats %+v, want one confirmed down and three unconfirmed", st)
 	}
@@ -195,7 +197,7 @@ func TestClientBFDDownWithoutWitness(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := newFakeProbe(tc.baseline)
-			w := newWitness(t, BFDConfirm{Hold: tc.hold, MaxHold: tc.hold, probe: p.probe})
+			w := newWitness(t, bgp.BFDConfirm{Hold: tc.hold, MaxHold: tc.hold}.WithProbe(p.probe))
 			w.bfd(bfd.Down, bfd.Up)
 			p.next(t, "when BFD came up")
 			// The baseline's result is applied on a's BFD watch; a second
@@ -204,8 +206,8 @@ func TestClientBFDDownWithoutWitness(t *testing.T) {
 			w.bfd(bfd.Init, bfd.Up)
 			p.next(t, "at the second Up")
 			w.bfd(bfd.Up, bfd.Down)
-			waitState(t, w.a, w.r.addr, func(s SessionState) bool { return s != StateEstablished })
-			waitStats(t, w.a, "the drop counted", func(s Stats) bool { return s.BFDConfirmed == 1 })
+			bgptest.WaitState(t, w.a, w.r.Addr, func(s bgp.SessionState) bool { return s != bgp.StateEstablished })
+			waitStats(t, w.a, "the drop counted", func(s bgp.Stats) bool { return s.BFDConfirmed == 1 })
 			probed := len(p.calls) > 0
 			if tc.baseline != echoprobe.Answered && probed {
 				t.Fatal("probed the down of a reflector that never answered echo")
@@ -232,9 +234,9 @@ func TestReflectorBFDStarvedKeepsSession(t *testing.T) {
 		}
 		return r, err
 	}
-	w := newWitness(t, BFDConfirm{Hold: time.Minute, MaxHold: time.Minute, probe: probe})
-	child, _ := selfexec.Start(t, bfdChildEnv+"="+w.r.addr.String()+","+w.a.addr.String())
-	waitBFDState(t, w.am, w.r.addr, bfd.Up)
+	w := newWitness(t, bgp.BFDConfirm{Hold: time.Minute, MaxHold: time.Minute}.WithProbe(probe))
+	child, _ := selfexec.Start(t, bfdChildEnv+"="+w.r.Addr.String()+","+w.a.Addr.String())
+	waitBFDState(t, w.am, w.r.Addr, bfd.Up)
 	waitProbes := func(n int32) {
 		deadline := time.Now().Add(30 * time.Second)
 		for probed.Load() < n {
@@ -248,13 +250,13 @@ func TestReflectorBFDStarvedKeepsSession(t *testing.T) {
 	if err := child.Signal(syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
-	waitBFDState(t, w.am, w.r.addr, bfd.Down)
+	waitBFDState(t, w.am, w.r.Addr, bfd.Down)
 	waitProbes(2) // the down's
 	if err := child.Signal(syscall.SIGCONT); err != nil {
 		t.Fatal(err)
 	}
-	waitBFDState(t, w.am, w.r.addr, bfd.Up)
-	waitStats(t, w.a, "BFD back within the hold", func(s Stats) bool { return s.BFDUnconfirmed == 1 })
+	waitBFDState(t, w.am, w.r.Addr, bfd.Up)
+	waitStats(t, w.a, "BFD back within the hold", func(s bgp.Stats) bool { return s.BFDUnconfirmed == 1 })
 	w.keptThroughout(t, 0)
 	if st := w.a.Stats(); st.BFDConfirmed != 0 {
 		t.Fatalf("stats %+v, want no confirmed down", st)
