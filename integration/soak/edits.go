@@ -345,6 +345,14 @@ func (p *editPicker) aliasEdit() (Edit, bool) {
 	}
 }
 
+// Committed reports whether a failed inofctl edit's error says the
+// reflector committed the edit all the same: what failed was handing it
+// on (originating it, or the call's deadline ran out while replication
+// ran; app/reflector). Such an edit landed, and the model must follow it.
+func Committed(err error) bool {
+	return err != nil && strings.Contains(err.Error(), "reflector: committed")
+}
+
 // AfterEdit returns the configurations possible after edit e was made on
 // a reflector that holds one of poss (the zoning in force and, while
 // concurrent edits are unresolved, their candidates): if it was taken,

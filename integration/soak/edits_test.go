@@ -1,6 +1,7 @@
 package soak
 
 import (
+	"errors"
 	"slices"
 	"strings"
 	"testing"
@@ -183,4 +184,25 @@ func TestConfigDiff(t *testing.T) {
 
 func splitLines(s string) []string {
 	return slices.DeleteFunc(strings.Split(s, "\n"), func(x string) bool { return x == "" })
+}
+
+// TestCommitted: an inofctl error that says the reflector committed the
+// edit (app/reflector's originate hand-off) counts as taken; a refusal,
+// a conflict or a store that could not write does not.
+func TestCommitted(t *testing.T) {
+	for msg, want := range map[string]bool{
+		"topo: inofctl zone add zA 10.100.9.3 --yes: exit status 1: inofctl: reflector: committed; replication still running: context deadline exceeded (DeadlineExceeded)": true,
+		"inofctl: reflector: committed; originating failed: speaker stopped (Unknown)":                                                                                      true,
+		"inofctl: reflector: committed but not yet replicated (Unavailable)":                                                                                                true,
+		"inofctl: reflector: configuration changed since the transaction began; begin again (Aborted)":                                                                      false,
+		"inofctl: edit 1: zone \"zC\": not found (NotFound)":                                                                                                                false,
+		"inofctl: reflector: zones: write: no space left on device (Internal)":                                                                                              false,
+	} {
+		if got := Committed(errors.New(msg)); got != want {
+			t.Errorf("Committed(%q) = %v, want %v", msg, got, want)
+		}
+	}
+	if Committed(nil) {
+		t.Error("Committed(nil)")
+	}
 }

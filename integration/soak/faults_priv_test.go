@@ -369,9 +369,11 @@ func (r *run) diskFull(name string, pick uint64) (func(), bool) {
 }
 
 // edit runs one zoning change on a reflector. The model follows when it
-// succeeds; an outcome the model did not expect is a finding, except on a
-// reflector whose store is full or whose clock is stepped, where either
-// outcome is fair. No edit is made where an older version from another
+// succeeds, or fails after the reflector committed it (Committed); an
+// outcome the model did not expect is a finding, except on a reflector
+// whose store is full or whose clock is stepped, where a refusal is fair
+// (the store makes a change visible only once it is written, so a refused
+// edit changed nothing). No edit is made where an older version from another
 // reflector may overrule it, or it the newer one (Model.EditHeldBack).
 func (r *run) edit(name string, e Edit) bool {
 	rr := r.m.Reflectors[name]
@@ -388,7 +390,9 @@ func (r *run) edit(name string, e Edit) bool {
 	}
 	out, err := r.f.Node(name).Inofctl(append(e.Args, "--yes")...)
 	r.edited = true
-	if err != nil {
+	if Committed(err) {
+		r.logf("  %s on %s committed, though inofctl failed: %v", e, name, err)
+	} else if err != nil {
 		after := AfterEdit(r.m.Possible(), e, false)
 		switch {
 		case rr.DiskFull || rr.ClockOffset != 0:
@@ -450,14 +454,18 @@ func (r *run) concurrentEdits(pick uint64) bool {
 	}
 	wg.Wait()
 	r.edited = true
+	var taken [2]bool
 	for i, err := range errs {
-		if err != nil {
-			r.logf("  concurrent edit on %s refused: %v", r.lay.Reflectors[i], err)
-		} else {
+		switch taken[i] = err == nil || Committed(err); {
+		case err == nil:
 			r.logf("  concurrent edit on %s taken: %s", r.lay.Reflectors[i], []Edit{a, b}[i])
+		case taken[i]:
+			r.logf("  concurrent edit on %s committed, though inofctl failed: %s: %v", r.lay.Reflectors[i], []Edit{a, b}[i], err)
+		default:
+			r.logf("  concurrent edit on %s refused: %v", r.lay.Reflectors[i], err)
 		}
 	}
-	cands, passing := r.m.ConcurrentlyEdited(a, b, errs[0] == nil, errs[1] == nil)
+	cands, passing := r.m.ConcurrentlyEdited(a, b, taken[0], taken[1])
 	if len(cands) == 0 {
 		r.fail("the model cannot explain the outcome of the concurrent edits from the zoning in force or any candidate")
 		return true
