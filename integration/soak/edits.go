@@ -345,6 +345,14 @@ func (p *editPicker) aliasEdit() (Edit, bool) {
 	}
 }
 
+// Committed reports whether a failed inofctl edit's error says the
+// reflector committed the edit all the same: what failed was handing it
+// on (originating it, or the call's deadline ran out while replication
+// ran; app/reflector). Such an edit landed, and the model must follow it.
+func Committed(err error) bool {
+	return err != nil && strings.Contains(err.Error(), "reflector: committed")
+}
+
 // AfterEdit returns the configurations possible after edit e was made on
 // a reflector that holds one of poss (the zoning in force and, while
 // concurrent edits are unresolved, their candidates): if it was taken,
@@ -370,11 +378,30 @@ func AfterEdit(poss []*zones.Config, e Edit, taken bool) []*zones.Config {
 }
 
 // Candidates are the configurations two edits committed at the same time
-// on two reflectors may leave, from base: either applied after the other
-// (the second reflector had merged the first), or each applied to base
-// and, for every object both wrote, either's version winning (the newest
-// generation wins per object). ok says which edits succeeded.
-func Candidates(base *zones.Config, a, b Edit, aOK, bOK bool) []*zones.Config {
+// on two reflectors may leave, from any base of poss (the zoning in force
+// and, while earlier concurrent edits are unresolved, their candidates):
+// either applied after the other (the second reflector had merged the
+// first), or each applied to base and, for every object both wrote,
+// either's version winning (the newest generation wins per object). ok
+// says which edits succeeded; a base an edit that succeeded does not apply
+// to is no base of the outcome. Empty means no base explains it.
+func Candidates(poss []*zones.Config, a, b Edit, aOK, bOK bool) []*zones.Config {
+	var out []*zones.Config
+	addCfg := func(c *zones.Config) {
+		if !slices.ContainsFunc(out, func(o *zones.Config) bool { return SameConfig(o, c) }) {
+			out = append(out, c)
+		}
+	}
+	for _, base := range poss {
+		for _, c := range candidatesFrom(base, a, b, aOK, bOK) {
+			addCfg(c)
+		}
+	}
+	return out
+}
+
+// candidatesFrom are the Candidates of two edits from one base.
+func candidatesFrom(base *zones.Config, a, b Edit, aOK, bOK bool) []*zones.Config {
 	var out []*zones.Config
 	addCfg := func(c *zones.Config) {
 		for _, o := range out {
@@ -432,22 +459,24 @@ func Candidates(base *zones.Config, a, b Edit, aOK, bOK bool) []*zones.Config {
 
 // Passing are the configurations the fabric may hold on the way to one of
 // the Candidates of two edits committed at the same time, beyond them: each
-// edit that succeeded applied to base alone, which its reflector held
+// edit that succeeded applied alone to a base of poss, which its reflector held
 // until it adopted the other's, and which the switches were sent (seed
 // 15397260239042831068 step 29: a zone edit on rr1 and a rename of that
 // zone on rr2; the switches took rr1's edit first, a host lost a target for
 // 25 ms, reason zone change, and the rename's records, with the zone's old
 // members, brought it back). A notification such a configuration explains
 // is fair; what hosts are told last must still match a candidate.
-func Passing(base *zones.Config, a, b Edit, aOK, bOK bool) []*zones.Config {
+func Passing(poss []*zones.Config, a, b Edit, aOK, bOK bool) []*zones.Config {
 	var out []*zones.Config
-	for _, e := range []struct {
-		edit Edit
-		ok   bool
-	}{{a, aOK}, {b, bOK}} {
-		c := base.Clone()
-		if e.ok && e.edit.Apply(c) == nil {
-			out = append(out, c)
+	for _, base := range poss {
+		for _, e := range []struct {
+			edit Edit
+			ok   bool
+		}{{a, aOK}, {b, bOK}} {
+			c := base.Clone()
+			if e.ok && e.edit.Apply(c) == nil {
+				out = append(out, c)
+			}
 		}
 	}
 	return out
@@ -545,3 +574,22 @@ func ParseZoning(out []byte) (*zones.Config, error) {
 
 // ConfigString renders a configuration for logs.
 func ConfigString(c *zones.Config) string { return canonical(c) }
+
+// ConfigDiff renders what got holds that want does not (+) and what want
+// holds that got does not (-), a line per setting, zone or alias, for
+// logs: "" when they are the same.
+func ConfigDiff(want, got *zones.Config) string {
+	w, g := strings.Split(canonical(want), "\n"), strings.Split(canonical(got), "\n")
+	var sb strings.Builder
+	for _, l := range w {
+		if l != "" && !slices.Contains(g, l) {
+			fmt.Fprintf(&sb, "-%s\n", l)
+		}
+	}
+	for _, l := range g {
+		if l != "" && !slices.Contains(w, l) {
+			fmt.Fprintf(&sb, "+%s\n", l)
+		}
+	}
+	return sb.String()
+}

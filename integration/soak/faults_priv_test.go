@@ -14,7 +14,6 @@ import (
 
 	"github.com/openinof/inof/inof"
 	"github.com/openinof/inof/integration/topo"
-	"github.com/openinof/inof/zones"
 )
 
 // stopTimeout bounds a SIGTERM stop.
@@ -370,9 +369,11 @@ func (r *run) diskFull(name string, pick uint64) (func(), bool) {
 }
 
 // edit runs one zoning change on a reflector. The model follows when it
-// succeeds; an outcome the model did not expect is a finding, except on a
-// reflector whose store is full or whose clock is stepped, where either
-// outcome is fair. No edit is made where an older version from another
+// succeeds, or fails after the reflector committed it (Committed); an
+// outcome the model did not expect is a finding, except on a reflector
+// whose store is full or whose clock is stepped, where a refusal is fair
+// (the store makes a change visible only once it is written, so a refused
+// edit changed nothing). No edit is made where an older version from another
 // reflector may overrule it, or it the newer one (Model.EditHeldBack).
 func (r *run) edit(name string, e Edit) bool {
 	rr := r.m.Reflectors[name]
@@ -389,9 +390,10 @@ func (r *run) edit(name string, e Edit) bool {
 	}
 	out, err := r.f.Node(name).Inofctl(append(e.Args, "--yes")...)
 	r.edited = true
-	poss := append([]*zones.Config{r.m.Config}, r.m.Candidates...)
-	after := AfterEdit(poss, e, err == nil)
-	if err != nil {
+	if Committed(err) {
+		r.logf("  %s on %s committed, though inofctl failed: %v", e, name, err)
+	} else if err != nil {
+		after := AfterEdit(r.m.Possible(), e, false)
 		switch {
 		case rr.DiskFull || rr.ClockOffset != 0:
 			r.logf("  %s on %s refused (store full or clock stepped): %v", e, name, err)
@@ -405,17 +407,14 @@ func (r *run) edit(name string, e Edit) bool {
 		}
 		return true
 	}
+	// While concurrent edits are unresolved the edit lands on whichever
+	// of their results the reflectors settled on.
+	after := r.m.Edited(name, e)
 	if len(after) == 0 {
 		r.fail("the model cannot apply %s to the zoning in force or any candidate", e)
 		return true
 	}
-	// While concurrent edits are unresolved the edit lands on whichever
-	// of their results the reflectors settled on.
-	r.m.Wrote(name)
-	r.m.SetConfig(after[0], name)
-	if len(after) > 1 {
-		r.m.Candidates = after[1:]
-	}
+	r.logf("  %s on %s taken (%d possible zonings)", e, name, len(after))
 	for _, c := range after {
 		r.hist.Config(c)
 	}
@@ -455,18 +454,24 @@ func (r *run) concurrentEdits(pick uint64) bool {
 	}
 	wg.Wait()
 	r.edited = true
+	var taken [2]bool
 	for i, err := range errs {
-		if err != nil {
+		switch taken[i] = err == nil || Committed(err); {
+		case err == nil:
+			r.logf("  concurrent edit on %s taken: %s", r.lay.Reflectors[i], []Edit{a, b}[i])
+		case taken[i]:
+			r.logf("  concurrent edit on %s committed, though inofctl failed: %s: %v", r.lay.Reflectors[i], []Edit{a, b}[i], err)
+		default:
 			r.logf("  concurrent edit on %s refused: %v", r.lay.Reflectors[i], err)
 		}
 	}
-	cands := Candidates(base, a, b, errs[0] == nil, errs[1] == nil)
-	if len(cands) == 1 {
-		r.m.SetConfig(cands[0])
-	} else {
-		r.m.Candidates = cands
+	cands, passing := r.m.ConcurrentlyEdited(a, b, taken[0], taken[1])
+	if len(cands) == 0 {
+		r.fail("the model cannot explain the outcome of the concurrent edits from the zoning in force or any candidate")
+		return true
 	}
-	for _, c := range append(cands, Passing(base, a, b, errs[0] == nil, errs[1] == nil)...) {
+	r.logf("  %d possible zonings", len(cands))
+	for _, c := range append(cands, passing...) {
 		r.hist.Config(c)
 	}
 	return true

@@ -146,6 +146,54 @@ func (m *Model) SetConfig(c *zones.Config, at ...string) {
 	m.Touch()
 }
 
+// Possible returns every configuration the reflectors may hold: the one
+// in force and, while concurrent edits are unresolved, the other
+// candidates.
+func (m *Model) Possible() []*zones.Config {
+	return append([]*zones.Config{m.Config}, m.Candidates...)
+}
+
+// setPossible makes cs[0] the zoning in force, held at (as SetConfig),
+// and the others its candidates until read back.
+func (m *Model) setPossible(cs []*zones.Config, at ...string) {
+	m.SetConfig(cs[0], at...)
+	if len(cs) > 1 {
+		m.Candidates = cs[1:]
+	}
+}
+
+// Edited follows edit e, taken by reflector name: it landed on whichever
+// possible configuration the reflector held (one it applies to). It
+// returns the configurations possible now, the first in force; none, the
+// model left as it was, if no configuration the reflectors may hold takes
+// e.
+func (m *Model) Edited(name string, e Edit) []*zones.Config {
+	after := AfterEdit(m.Possible(), e, true)
+	if len(after) == 0 {
+		return nil
+	}
+	m.Wrote(name)
+	m.setPossible(after, name)
+	return after
+}
+
+// ConcurrentlyEdited follows edits a and b committed at the same moment on
+// the two reflectors, ok saying which were taken. Every configuration they
+// may leave from any the reflectors may hold (Candidates of Possible, not
+// of the zoning in force alone: earlier concurrent edits may be
+// unresolved) is possible until read back. It returns those, and the
+// configurations the fabric may pass on the way (Passing); none, the model
+// left as it was, if no configuration explains the outcome.
+func (m *Model) ConcurrentlyEdited(a, b Edit, aOK, bOK bool) (cands, passing []*zones.Config) {
+	poss := m.Possible()
+	cands = Candidates(poss, a, b, aOK, bOK)
+	if len(cands) == 0 {
+		return nil, nil
+	}
+	m.setPossible(cands)
+	return cands, Passing(poss, a, b, aOK, bOK)
+}
+
 // ReplicationWait is how long after its clock catches up a reflector takes
 // a version it refused as too far ahead: the replicator looks at refused
 // versions again every 10 s (bgp.ReplicatorOptions.RetryEvery), plus a

@@ -434,3 +434,20 @@ func TestPrivSoakClockStepBackLosesNothing(t *testing.T) {
 		Step{Faults: []Fault{{Kind: TermReflector, Node: "rr2"}}, Hold: 5 * time.Second, MidCheck: true},
 	)
 }
+
+// TestPrivSoakConcurrentEditsTwiceBeforeReadBack: concurrent edits of one
+// zone (pick 133: both add to zB, so either version of zB or both adds may
+// win), a settings change, concurrent edits again and an alias change, all
+// before the zoning is read back (seed 17557118548203131219 step 5: the
+// second concurrent edits were modelled from the first ones' base, both
+// of their acknowledged edits dropped out of the model, and every later
+// check found the agreeing reflectors holding "a zoning the edits cannot
+// have made").
+func TestPrivSoakConcurrentEditsTwiceBeforeReadBack(t *testing.T) {
+	scripted(t, Step{Faults: []Fault{
+		{Kind: ConcurrentEdits, Pick: 133},
+		{Kind: HardZoning, Node: "rr2", Pick: 1, After: time.Second},
+		{Kind: ConcurrentEdits, Pick: 1001, After: 600 * time.Millisecond},
+		{Kind: AliasChange, Node: "rr1", Pick: 202, After: 10 * time.Millisecond},
+	}, Hold: time.Second})
+}

@@ -335,6 +335,9 @@ func (r *run) runStep(st Step) {
 	began := time.Now()
 	defer func() { r.stats.StepTime = append(r.stats.StepTime, time.Since(began)) }()
 	r.hist.Begin(st.N, r.m.Config)
+	for _, c := range r.m.Candidates {
+		r.hist.Config(c) // concurrent edits not read back yet
+	}
 	r.rec.SetStep(st.N)
 	r.beginStep()
 	r.logf("%s", st.Describe(r.lay))
@@ -622,7 +625,7 @@ func (r *run) resolveZoning(last bool) bool {
 			return false
 		}
 	}
-	want := append([]*zones.Config{r.m.Config}, r.m.Candidates...)
+	want := r.m.Possible()
 	for _, c := range want {
 		if SameConfig(c, got[0]) {
 			if r.m.Candidates != nil || !SameConfig(c, r.m.Config) {
@@ -639,6 +642,9 @@ func (r *run) resolveZoning(last bool) bool {
 	}
 	if last {
 		r.logf("  the reflectors hold a zoning the edits cannot have made:\n%s", ConfigString(got[0]))
+		for i, c := range want {
+			r.logf("  the model's zoning %d of %d (- it only, + the reflectors only):\n%s", i+1, len(want), ConfigDiff(c, got[0]))
+		}
 	}
 	return false
 }

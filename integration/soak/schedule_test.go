@@ -131,28 +131,28 @@ func TestCandidatesOfConcurrentEdits(t *testing.T) {
 	m1 := zones.MustParseMember("10.100.9.3")
 	m2 := zones.MustParseMember("10.100.10.3")
 	// Two zones: one outcome whatever the order.
-	if got := Candidates(base, addTo("zA", m1), addTo("zB", m2), true, true); len(got) != 1 {
+	if got := Candidates([]*zones.Config{base}, addTo("zA", m1), addTo("zB", m2), true, true); len(got) != 1 {
 		t.Fatalf("edits of two zones: %d candidates", len(got))
 	}
 	// One zone: both in (one after the other), or either alone (the newer
 	// generation wins the zone).
-	got := Candidates(base, addTo("zA", m1), addTo("zA", m2), true, true)
+	got := Candidates([]*zones.Config{base}, addTo("zA", m1), addTo("zA", m2), true, true)
 	if len(got) != 3 {
 		t.Fatalf("edits of one zone: %d candidates, want 3", len(got))
 	}
 	// One refused: only the other.
-	if got := Candidates(base, addTo("zA", m1), addTo("zA", m2), true, false); len(got) != 1 ||
+	if got := Candidates([]*zones.Config{base}, addTo("zA", m1), addTo("zA", m2), true, false); len(got) != 1 ||
 		!slices.Contains(got[0].Zones["zA"].Members, m1) || slices.Contains(got[0].Zones["zA"].Members, m2) {
 		t.Fatalf("one edit refused: %d candidates", len(got))
 	}
 	// On the way: each alone on base (here also the refused one's
 	// partner), never the refused one.
-	if got := Passing(base, addTo("zA", m1), addTo("zB", m2), true, true); len(got) != 2 ||
+	if got := Passing([]*zones.Config{base}, addTo("zA", m1), addTo("zB", m2), true, true); len(got) != 2 ||
 		!slices.Contains(got[0].Zones["zA"].Members, m1) || slices.Contains(got[0].Zones["zB"].Members, m2) ||
 		!slices.Contains(got[1].Zones["zB"].Members, m2) || slices.Contains(got[1].Zones["zA"].Members, m1) {
 		t.Fatalf("passing configurations of two edits: %d", len(got))
 	}
-	if got := Passing(base, addTo("zA", m1), addTo("zB", m2), false, true); len(got) != 1 ||
+	if got := Passing([]*zones.Config{base}, addTo("zA", m1), addTo("zB", m2), false, true); len(got) != 1 ||
 		slices.Contains(got[0].Zones["zA"].Members, m1) {
 		t.Fatalf("passing configurations with one refused: %d", len(got))
 	}
