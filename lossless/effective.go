@@ -66,6 +66,9 @@ type ClassHeadroom struct {
 	// (Bytes is our estimate of what it should hold).
 	Computed    bool
 	Unconfirmed bool
+	// XoffOnly: Bytes is the xoff part of the headroom only (SONiC on
+	// Broadcom, where the guaranteed buffer holds the rest).
+	XoffOnly bool
 }
 
 // classifyMap is the profile's classification: trust and the traffic class

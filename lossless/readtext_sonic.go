@@ -53,7 +53,7 @@ func readSONiC(text []byte, in renderInput) (Effective, error) {
 		sp := disagreeing(ports)
 		all = append(all, ports...)
 		e.ECN = append(e.ECN, ClassECN{Class: plan.Port.Name, ECNThresholds: sp.ECN})
-		e.Headroom = append(e.Headroom, ClassHeadroom{Class: plan.Port.Name, Bytes: sp.Headroom, Unconfirmed: in.pl.BroadcomProfile})
+		e.Headroom = append(e.Headroom, ClassHeadroom{Class: plan.Port.Name, Bytes: sp.Headroom, Unconfirmed: in.pl.BroadcomProfile, XoffOnly: in.pl.BroadcomProfile})
 	}
 	if len(all) == 0 {
 		return fail("no port classes")
