@@ -70,17 +70,19 @@ func textBlocks(lines [][]string, head ...string) (map[string][][]string, error)
 	return out, nil
 }
 
-// disagreeing is vs[0], or the first of vs that reads differently from
-// it: when interfaces of a rendering disagree, the check shows one that
-// cannot be what the profile says for all of them.
-func disagreeing[T any](vs []T) T {
-	first := fmt.Sprint(vs[0])
-	for _, v := range vs[1:] {
-		if fmt.Sprint(v) != first {
-			return v
+// agree returns vs[0] when what reads the same for every one of vs (the
+// settings of the interfaces devs), else an error naming the first
+// interface that differs: a rendering that sets interfaces of one kind
+// differently is itself wrong.
+func agree[T any](devs []string, vs []T, what func(T) any) (T, error) {
+	first := fmt.Sprintf("%+v", what(vs[0]))
+	for i, v := range vs[1:] {
+		if got := fmt.Sprintf("%+v", what(v)); got != first {
+			var zero T
+			return zero, fmt.Errorf("interfaces %s and %s are set differently: %s and %s", devs[0], devs[i+1], first, got)
 		}
 	}
-	return vs[0]
+	return vs[0], nil
 }
 
 // percentOf turns relative weights of the non-strict scheduled classes of p

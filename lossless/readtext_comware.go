@@ -6,13 +6,18 @@ import (
 	"strings"
 )
 
-// comwarePort is what the interface view of one Comware interface does.
+// comwarePort is what the interface view of one Comware interface does:
+// the same on every interface (comwareDevice), and per port class.
 type comwarePort struct {
+	comwareDevice
+	ECN      ECNThresholds
+	Headroom uint32
+}
+
+type comwareDevice struct {
 	Classify string
 	Lossless string
 	ETS      []TCShare
-	ECN      ECNThresholds
-	Headroom uint32
 	Watchdog bool
 }
 
@@ -65,6 +70,7 @@ func readComware(text []byte, in renderInput) (Effective, error) {
 	copy(prioTC[:], lp)
 	var e Effective
 	var all []comwarePort
+	var devs []string
 	for _, plan := range in.plans {
 		var ports []comwarePort
 		for _, dev := range plan.Port.Interfaces {
@@ -77,15 +83,21 @@ func readComware(text []byte, in renderInput) (Effective, error) {
 		if len(ports) == 0 {
 			return fail("port class %s has no interfaces", plan.Port.Name)
 		}
-		cp := disagreeing(ports)
-		all = append(all, ports...)
+		cp, err := agree(plan.Port.Interfaces, ports, func(cp comwarePort) any { return cp })
+		if err != nil {
+			return fail("%w", err)
+		}
+		all, devs = append(all, ports...), append(devs, plan.Port.Interfaces...)
 		e.ECN = append(e.ECN, ClassECN{Class: plan.Port.Name, ECNThresholds: cp.ECN, Unconfirmed: true})
 		e.Headroom = append(e.Headroom, ClassHeadroom{Class: plan.Port.Name, Bytes: cp.Headroom, Unconfirmed: true})
 	}
 	if len(all) == 0 {
 		return fail("no port classes")
 	}
-	cp := disagreeing(all)
+	cp, err := agree(devs, all, func(cp comwarePort) any { return cp.comwareDevice })
+	if err != nil {
+		return fail("%w", err)
+	}
 	e.Classify, e.ETS = cp.Classify, cp.ETS
 	e.LosslessPriorities, _ = list8(cp.Lossless)
 	keyPrio := []uint8{0, 1, 2, 3, 4, 5, 6, 7}

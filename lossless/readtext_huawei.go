@@ -6,13 +6,18 @@ import (
 	"strings"
 )
 
-// huaweiPort is what the interface view of one CloudEngine interface does.
+// huaweiPort is what the interface view of one CloudEngine interface does:
+// the same on every interface (huaweiDevice), and per port class.
 type huaweiPort struct {
+	huaweiDevice
+	ECN      ECNThresholds
+	Headroom uint32
+}
+
+type huaweiDevice struct {
 	Classify string
 	Lossless string
 	ETS      []TCShare
-	ECN      ECNThresholds
-	Headroom uint32
 }
 
 // readHuawei reads what a CloudEngine rendering does: the diffserv domain's
@@ -50,6 +55,7 @@ func readHuawei(text []byte, in renderInput) (Effective, error) {
 	}
 	inbound, key, n := "ip-dscp-inbound", "dscp", 64
 	var all []huaweiPort
+	var devs []string
 	for _, plan := range in.plans {
 		var ports []huaweiPort
 		for _, dev := range plan.Port.Interfaces {
@@ -62,8 +68,11 @@ func readHuawei(text []byte, in renderInput) (Effective, error) {
 		if len(ports) == 0 {
 			return fail("port class %s has no interfaces", plan.Port.Name)
 		}
-		hp := disagreeing(ports)
-		all = append(all, ports...)
+		hp, err := agree(plan.Port.Interfaces, ports, func(hp huaweiPort) any { return hp })
+		if err != nil {
+			return fail("%w", err)
+		}
+		all, devs = append(all, ports...), append(devs, plan.Port.Interfaces...)
 		e.ECN = append(e.ECN, ClassECN{Class: plan.Port.Name, ECNThresholds: hp.ECN})
 		if h.HdrmKB[1] != 0 {
 			// The switch rounds thresholds up to whole blocks.
@@ -75,7 +84,10 @@ func readHuawei(text []byte, in renderInput) (Effective, error) {
 	if len(all) == 0 {
 		return fail("no port classes")
 	}
-	hp := disagreeing(all)
+	hp, err := agree(devs, all, func(hp huaweiPort) any { return hp.huaweiDevice })
+	if err != nil {
+		return fail("%w", err)
+	}
 	e.Classify, e.ETS = hp.Classify, hp.ETS
 	e.LosslessPriorities, _ = list8(hp.Lossless)
 	if e.Classify == "pcp" {

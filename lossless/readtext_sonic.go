@@ -5,14 +5,19 @@ import (
 	"fmt"
 )
 
-// sonicPort is what config_db sets for one interface.
+// sonicPort is what config_db sets for one interface: the same on every
+// interface (sonicDevice), and per port class.
 type sonicPort struct {
+	sonicDevice
+	ECN      ECNThresholds
+	Headroom uint32
+}
+
+type sonicDevice struct {
 	Lossless string
 	Classify string
 	ToTC     []uint8
 	ETS      []TCShare
-	ECN      ECNThresholds
-	Headroom uint32
 	Watchdog WatchdogTimes
 }
 
@@ -38,6 +43,7 @@ func readSONiC(text []byte, in renderInput) (Effective, error) {
 	}
 	var e Effective
 	var all []sonicPort
+	var devs []string
 	for _, plan := range in.plans {
 		var ports []sonicPort
 		for _, dev := range plan.Port.Interfaces {
@@ -50,19 +56,24 @@ func readSONiC(text []byte, in renderInput) (Effective, error) {
 		if len(ports) == 0 {
 			return fail("port class %s has no interfaces", plan.Port.Name)
 		}
-		sp := disagreeing(ports)
-		all = append(all, ports...)
+		sp, err := agree(plan.Port.Interfaces, ports, func(sp sonicPort) any { return sp })
+		if err != nil {
+			return fail("%w", err)
+		}
+		all, devs = append(all, ports...), append(devs, plan.Port.Interfaces...)
 		e.ECN = append(e.ECN, ClassECN{Class: plan.Port.Name, ECNThresholds: sp.ECN})
 		e.Headroom = append(e.Headroom, ClassHeadroom{Class: plan.Port.Name, Bytes: sp.Headroom, Unconfirmed: in.pl.BroadcomProfile, XoffOnly: in.pl.BroadcomProfile})
 	}
 	if len(all) == 0 {
 		return fail("no port classes")
 	}
-	sp := disagreeing(all)
+	sp, err := agree(devs, all, func(sp sonicPort) any { return sp.sonicDevice })
+	if err != nil {
+		return fail("%w", err)
+	}
 	e.LosslessPriorities, _ = list8(sp.Lossless)
 	e.Classify, e.ToTC, e.ETS = sp.Classify, sp.ToTC, sp.ETS
-	w := disagreeing(all).Watchdog
-	e.Watchdog = &w
+	e.Watchdog = &sp.Watchdog
 	e.CNP = p.cnpPlace(e.ToTC, e.ETS, e.LosslessPriorities)
 	return e, nil
 }
@@ -82,7 +93,7 @@ func readSONiCPort(db sonicDB, p Profile, dev string, pollMs uint32) (sonicPort,
 		return v, nil
 	}
 	qos := db["PORT_QOS_MAP"][dev]
-	sp := sonicPort{Lossless: qos["pfc_enable"]}
+	sp := sonicPort{sonicDevice: sonicDevice{Lossless: qos["pfc_enable"]}}
 	if sp.Lossless != "" {
 		if _, err := list8(sp.Lossless); err != nil {
 			return sonicPort{}, fmt.Errorf("pfc_enable: %w", err)
