@@ -1,7 +1,7 @@
 package lossless
 
-// Effective is what a rendering makes a device do, taken from the values the
-// renderer wrote (not from the profile), so Check can compare targets.
+// Effective is what a rendering makes a device do, read back from the
+// rendering's own text (not from the profile), so Check can compare targets.
 type Effective struct {
 	// LosslessPriorities are the priorities PFC is enabled for.
 	LosslessPriorities []uint8

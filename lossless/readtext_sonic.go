@@ -3,6 +3,7 @@ package lossless
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 )
 
 // sonicPort is what config_db sets for one interface: the same on every
@@ -130,7 +131,7 @@ func readSONiCPort(db sonicDB, p Profile, dev string, pollMs uint32) (sonicPort,
 		if err != nil {
 			return sonicPort{}, err
 		}
-		weight[c.TC] = uint32(min(w, 1<<20))
+		weight[c.TC] = uint32(min(w, math.MaxUint32))
 	}
 	sp.ETS = sharesFor(p, strict, percentOf(p, strict, weight))
 	if tcs := p.losslessTCs(); len(tcs) > 0 {
@@ -157,7 +158,7 @@ func readSONiCPort(db sonicDB, p Profile, dev string, pollMs uint32) (sonicPort,
 		if err != nil {
 			return sonicPort{}, err
 		}
-		sp.Headroom = uint32(min(hr, 1<<32-1))
+		sp.Headroom = uint32(min(hr, math.MaxUint32))
 	}
 	wd := db["PFC_WD"][dev]
 	detect, err1 := num("PFC_WD", dev, "detection_time")
