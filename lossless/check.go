@@ -192,7 +192,7 @@ func checkRows(p Profile, rs []Rendering) []CheckRow {
 			if err != nil {
 				return CheckCell{Differs, err.Error()}
 			}
-			return CheckCell{compareHeadroom(need.HeadroomBytes, got), fmt.Sprintf("%d B", got.Bytes)}
+			return CheckCell{compareHeadroom(need, got), fmt.Sprintf("%d B", got.Bytes)}
 		})
 	}
 	return rows
@@ -275,35 +275,41 @@ func describeECN(e ECNThresholds) string {
 }
 
 // compareECN: equal, rounded up by less than the 1 KiB any target counts
-// in, or in an unconfirmed unit.
+// in, or either in an unconfirmed unit; anything else differs.
 func compareECN(want ECNThresholds, got ClassECN) Status {
 	switch {
 	case got.PmaxPercent != want.PmaxPercent:
+		return Differs
+	case got.ECNThresholds != want && !(within(want.KminBytes, got.KminBytes, 1024) && within(want.KmaxBytes, got.KmaxBytes, 1024)):
 		return Differs
 	case got.Unconfirmed:
 		return Unconfirmed
 	case got.ECNThresholds == want:
 		return Same
-	case within(want.KminBytes, got.KminBytes, 1024) && within(want.KmaxBytes, got.KmaxBytes, 1024):
-		return Rounded
 	}
-	return Differs
+	return Rounded
 }
 
 func within(want, got, slack uint64) bool { return got >= want && got-want < slack }
 
 // compareHeadroom: the target reserves at least what the profile needs on
-// its platform, rounded up by less than 1 KiB plus one block.
-func compareHeadroom(need uint32, got ClassHeadroom) Status {
+// its platform (the xoff part where that is all the target's value is),
+// rounded up by less than 1 KiB plus one block, or either in an unconfirmed
+// unit; anything else differs.
+func compareHeadroom(need PortPlan, got ClassHeadroom) Status {
+	want := need.HeadroomBytes
+	if got.XoffOnly {
+		want = need.XoffBytes
+	}
 	switch {
 	case got.Computed:
 		return SelfComputed
+	case !within(uint64(want), uint64(got.Bytes), 1024+huaweiBlockBytes):
+		return Differs
 	case got.Unconfirmed:
 		return Unconfirmed
-	case got.Bytes == need:
+	case got.Bytes == want:
 		return Same
-	case within(uint64(need), uint64(got.Bytes), 1024+huaweiBlockBytes):
-		return Rounded
 	}
-	return Differs
+	return Rounded
 }

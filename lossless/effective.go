@@ -1,7 +1,7 @@
 package lossless
 
-// Effective is what a rendering makes a device do, taken from the values the
-// renderer wrote (not from the profile), so Check can compare targets.
+// Effective is what a rendering makes a device do, read back from the
+// rendering's own text (not from the profile), so Check can compare targets.
 type Effective struct {
 	// LosslessPriorities are the priorities PFC is enabled for.
 	LosslessPriorities []uint8
@@ -66,6 +66,9 @@ type ClassHeadroom struct {
 	// (Bytes is our estimate of what it should hold).
 	Computed    bool
 	Unconfirmed bool
+	// XoffOnly: Bytes is the xoff part of the headroom only (SONiC on
+	// Broadcom, where the guaranteed buffer holds the rest).
+	XoffOnly bool
 }
 
 // classifyMap is the profile's classification: trust and the traffic class

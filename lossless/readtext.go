@@ -7,9 +7,10 @@ import (
 	"strings"
 )
 
-// The NVUE and Linux renderings are read back from their own text: what
-// `inofctl lossless check` compares is what the emitted commands do, so a
-// mistake in a command line shows as a difference instead of repeating the
+// Every rendering is read back from its own text (NVUE and Linux here,
+// SONiC, CloudEngine and Comware in readtext_*.go): what `inofctl lossless
+// check` compares is what the emitted commands do, so a mistake in a
+// command line or field shows as a difference instead of repeating the
 // profile's values.
 
 // textFields are the words of each command line of a rendering, comments
@@ -42,6 +43,66 @@ func textValues(lines [][]string, prefix ...string) [][]string {
 	return out
 }
 
+// textBlocks returns the lines of every block a line `head… NAME` (or
+// exactly `head…`, name "") opens and a line `quit` closes, by name.
+// Blocks do not nest; one left open is an error.
+func textBlocks(lines [][]string, head ...string) (map[string][][]string, error) {
+	out := map[string][][]string{}
+	for i := 0; i < len(lines); i++ {
+		f := lines[i]
+		if len(f) < len(head) || len(f) > len(head)+1 || !slices.Equal(f[:len(head)], head) {
+			continue
+		}
+		name := ""
+		if len(f) > len(head) {
+			name = f[len(head)]
+		}
+		j := i + 1
+		for j < len(lines) && !slices.Equal(lines[j], []string{"quit"}) {
+			j++
+		}
+		if j == len(lines) {
+			return nil, fmt.Errorf("%q is not closed by quit", strings.Join(f, " "))
+		}
+		out[name] = append(out[name], lines[i+1:j]...)
+		i = j
+	}
+	return out, nil
+}
+
+// agree returns vs[0] when what reads the same for every one of vs (the
+// settings of the interfaces devs), else an error naming the first
+// interface that differs: a rendering that sets interfaces of one kind
+// differently is itself wrong.
+func agree[T any](devs []string, vs []T, what func(T) any) (T, error) {
+	first := fmt.Sprintf("%+v", what(vs[0]))
+	for i, v := range vs[1:] {
+		if got := fmt.Sprintf("%+v", what(v)); got != first {
+			var zero T
+			return zero, fmt.Errorf("interfaces %s and %s are set differently: %s and %s", devs[0], devs[i+1], first, got)
+		}
+	}
+	return vs[0], nil
+}
+
+// percentOf turns relative weights of the non-strict scheduled classes of p
+// into percentages.
+func percentOf(p Profile, strict map[uint8]bool, weight map[uint8]uint32) map[uint8]float64 {
+	var sum float64
+	for _, c := range p.scheduled() {
+		if !strict[c.TC] {
+			sum += float64(weight[c.TC])
+		}
+	}
+	pct := map[uint8]float64{}
+	for _, c := range p.scheduled() {
+		if !strict[c.TC] && sum > 0 {
+			pct[c.TC] = 100 * float64(weight[c.TC]) / sum
+		}
+	}
+	return pct
+}
+
 func atoi8(s string) (uint8, error) {
 	v, err := strconv.ParseUint(s, 10, 8)
 	return uint8(v), err
@@ -51,6 +112,8 @@ func atoi32(s string) (uint32, error) {
 	v, err := strconv.ParseUint(s, 10, 32)
 	return uint32(v), err
 }
+
+func atoi64(s string) (uint64, error) { return strconv.ParseUint(s, 10, 64) }
 
 // list8 parses "3" or "0,1,2".
 func list8(s string) ([]uint8, error) {

@@ -16,7 +16,6 @@ func renderComware(in renderInput) (Rendering, error) {
 	p, c := in.p, in.pl.Comware
 	cell := p.SwitchBuffer.CellBytes
 	var ns notes
-	e := Effective{LosslessPriorities: p.LosslessPriorities, Classify: p.RoCE.Trust, ToTC: p.classifyMap()}
 	var t text
 	t.line("# iNOF lossless profile %q for H3C Comware 7, platform %s.", p.Name, in.pl.Name)
 	t.line("# WRED limits and PFC headroom are in cells of %d B (unit and cell size not confirmed by the command", cell)
@@ -43,7 +42,6 @@ func renderComware(in renderInput) (Rendering, error) {
 	for _, plan := range in.plans {
 		name := fmt.Sprintf("INOF-%dG", plan.Port.SpeedMbps/1000)
 		ecn := comwareECN(plan.ECN, cell, c.WREDMaxLimit, &ns)
-		e.ECN = append(e.ECN, ClassECN{Class: plan.Port.Name, ECNThresholds: ecn.eff, Unconfirmed: true})
 		if _, done := tables[plan.Port.SpeedMbps]; done {
 			continue
 		}
@@ -59,8 +57,7 @@ func renderComware(in renderInput) (Rendering, error) {
 		t.line(" quit")
 	}
 
-	precision, interval, delay, wd := comwareWatchdog(p.Watchdog, c, &ns)
-	e.Watchdog = wd
+	precision, interval, delay := comwareWatchdog(p.Watchdog, c, &ns)
 	t.line("priority-flow-control deadlock precision %s", precision)
 	for _, prio := range p.LosslessPriorities {
 		t.line("priority-flow-control deadlock cos %d interval %d", prio, interval)
@@ -70,26 +67,24 @@ func renderComware(in renderInput) (Rendering, error) {
 		t.line("priority-flow-control deadlock auto-recover action %s", map[string]string{ActionDrop: "discard", ActionForward: "forwarding"}[p.Watchdog.Action])
 	}
 
-	weights, ets := comwareWeights(p, c.WFQMaxWeight, &ns)
-	e.ETS = ets
+	weights, _ := comwareWeights(p, c.WFQMaxWeight, &ns)
 	for _, plan := range in.plans {
 		cells := divCeil(plan.HeadroomBytes, cell)
-		e.Headroom = append(e.Headroom, ClassHeadroom{Class: plan.Port.Name, Bytes: cells * cell, Unconfirmed: true})
 		for _, dev := range plan.Port.Interfaces {
 			comwareInterface(&t, p, plan, dev, cells, weights)
 		}
 	}
 	t.comments("# Note: ", ns)
 	t.line("return")
-	e.CNP = p.cnpPlace(e.ToTC, e.ETS, e.LosslessPriorities)
-	return Rendering{Text: t.bytes(), Notes: ns, Effective: e}, nil
+	read, err := readComware(t.bytes(), in)
+	if err != nil {
+		return Rendering{}, err
+	}
+	return Rendering{Text: t.bytes(), Notes: ns, Effective: read}, nil
 }
 
-// comwareLimits are the WRED limits in cells and what they are in bytes.
-type comwareLimits struct {
-	low, high uint32
-	eff       ECNThresholds
-}
+// comwareLimits are the WRED limits in cells.
+type comwareLimits struct{ low, high uint32 }
 
 // comwareECN converts the thresholds to cells, at most maxLimit.
 func comwareECN(e ECNThresholds, cell, maxLimit uint32, ns *notes) comwareLimits {
@@ -102,8 +97,7 @@ func comwareECN(e ECNThresholds, cell, maxLimit uint32, ns *notes) comwareLimits
 		ns.add("ECN Kmin %d B does not fit below the WRED high limit; set to %d cells", e.KminBytes, high-1)
 		low = high - 1
 	}
-	return comwareLimits{low: low, high: high, eff: ECNThresholds{
-		KminBytes: uint64(low) * uint64(cell), KmaxBytes: uint64(high) * uint64(cell), PmaxPercent: e.PmaxPercent}}
+	return comwareLimits{low: low, high: high}
 }
 
 // comwareWeights are the WFQ byte-counts per ets class: the profile's

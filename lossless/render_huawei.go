@@ -17,7 +17,6 @@ const huaweiSlot = 1
 func renderHuawei(in renderInput) (Rendering, error) {
 	p, pl, h := in.p, in.pl, in.pl.Huawei
 	var ns notes
-	e := Effective{LosslessPriorities: p.LosslessPriorities, Classify: p.RoCE.Trust, ToTC: p.classifyMap()}
 	var t text
 	t.line("# iNOF lossless profile %q for Huawei CloudEngine, platform %s (%s).", p.Name, pl.Name, pl.Models)
 	t.line("system-view")
@@ -30,17 +29,12 @@ func renderHuawei(in renderInput) (Rendering, error) {
 			kb := divCeil(plan.HeadroomBytes, 1024)
 			hdrmKB[plan.Port.Name] = kb
 			poolKB += kb * nLossless * uint32(len(plan.Port.Interfaces))
-			// The switch rounds thresholds up to whole blocks.
-			e.Headroom = append(e.Headroom, ClassHeadroom{Class: plan.Port.Name, Bytes: roundUp(kb*1024, huaweiBlockBytes)})
 		}
 		if h.HeadroomPool {
 			t.line("# chip headroom pool: the hdrm of every lossless queue of the interfaces below")
 			t.line("qos buffer headroom-pool size %d kbytes slot %d", poolKB, huaweiSlot)
 		}
 	} else {
-		for _, plan := range in.plans {
-			e.Headroom = append(e.Headroom, ClassHeadroom{Class: plan.Port.Name, Bytes: plan.HeadroomBytes, Computed: true})
-		}
 		ns.add("%s has no hdrm form of `dcb pfc buffer` (only xon/xoff thresholds): the switch sizes PFC headroom itself; the profile's headroom is in the comments", pl.Name)
 	}
 
@@ -56,7 +50,6 @@ func renderHuawei(in renderInput) (Rendering, error) {
 		t.line("dcb pfc deadlock-detect timer %d", detect)
 		t.line("dcb pfc deadlock-recovery timer %d", recovery)
 	}
-	e.Watchdog = wd
 	if wd.Action != "" {
 		t.line("dcb pfc deadlock recovery-behavior %s slot %d", huaweiBehavior(wd.Action), huaweiSlot)
 	}
@@ -71,7 +64,7 @@ func renderHuawei(in renderInput) (Rendering, error) {
 			t.line(" 8021p-inbound %d phb %s green", prio, huaweiPHB(tc))
 		}
 	} else {
-		for d, tc := range e.ToTC {
+		for d, tc := range p.classifyMap() {
 			t.line(" ip-dscp-inbound %d phb %s green", d, huaweiPHB(tc))
 		}
 	}
@@ -86,7 +79,6 @@ func renderHuawei(in renderInput) (Rendering, error) {
 			ns.add("%s drop-profile limits take %d–%d B: ECN at %d Mb/s is Kmin %d B, Kmax %d B (profile: %d, %d B)",
 				pl.Name, lo, hi, plan.Port.SpeedMbps, eff.KminBytes, eff.KmaxBytes, ecn.KminBytes, ecn.KmaxBytes)
 		}
-		e.ECN = append(e.ECN, ClassECN{Class: plan.Port.Name, ECNThresholds: eff})
 		if profiles[plan.Port.SpeedMbps] {
 			continue
 		}
@@ -112,7 +104,6 @@ func renderHuawei(in renderInput) (Rendering, error) {
 			drr = append(drr, c.TC)
 		}
 	}
-	e.ETS = p.sharesOf(func(c TrafficClass) float64 { return float64(c.Weight) })
 	for _, plan := range in.plans {
 		for _, dev := range plan.Port.Interfaces {
 			t.line("interface %s", dev)
@@ -144,8 +135,11 @@ func renderHuawei(in renderInput) (Rendering, error) {
 	t.comments("# Note: ", ns)
 	t.line("commit")
 	t.line("return")
-	e.CNP = p.cnpPlace(e.ToTC, e.ETS, e.LosslessPriorities)
-	return Rendering{Text: t.bytes(), Notes: ns, Effective: e}, nil
+	read, err := readHuawei(t.bytes(), in)
+	if err != nil {
+		return Rendering{}, err
+	}
+	return Rendering{Text: t.bytes(), Notes: ns, Effective: read}, nil
 }
 
 // huaweiDropProfile names the ECN drop profile of a port speed.

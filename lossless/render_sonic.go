@@ -43,14 +43,13 @@ func renderSONiC(in renderInput) (Rendering, error) {
 	var ns notes
 	ns.add("BUFFER_PROFILE pool %s and BUFFER_PG <port>|%d profile %s are the platform's own (buffers.json); config load merges with them",
 		sonicLosslessPool, p.lossyPG(), sonicLossyProfile)
-	e := Effective{LosslessPriorities: p.LosslessPriorities, Classify: p.RoCE.Trust, ToTC: sonicMaps(db, p)}
-	e.ETS = sonicSchedulers(db, p)
+	sonicMaps(db, p)
+	sonicSchedulers(db, p)
 	pfc := joinUint8(p.LosslessPriorities, ",")
 	for _, plan := range in.plans {
 		profile := fmt.Sprintf("pg_lossless_%d_%dm_profile", plan.Port.SpeedMbps, plan.Port.CableMeters)
 		db.set("BUFFER_PROFILE", profile, "pool", sonicLosslessPool)
 		db.set("BUFFER_PROFILE", profile, "dynamic_th", itoa(p.SwitchBuffer.DynamicThreshold))
-		headroom := ClassHeadroom{Class: plan.Port.Name, Bytes: plan.HeadroomBytes}
 		if in.pl.BroadcomProfile {
 			// Broadcom: size is the guaranteed buffer, xoff the headroom
 			// beyond it, xon_offset the resume hysteresis.
@@ -61,16 +60,13 @@ func renderSONiC(in renderInput) (Rendering, error) {
 			db.set("BUFFER_PROFILE", profile, "xon", "0")
 			db.set("BUFFER_PROFILE", profile, "xon_offset", itoa(guaranteed))
 			db.set("BUFFER_PROFILE", profile, "xoff", itoa(xoff))
-			headroom = ClassHeadroom{Class: plan.Port.Name, Bytes: xoff, Unconfirmed: true}
 		} else {
 			db.set("BUFFER_PROFILE", profile, "xon", itoa(plan.Switch.Xon))
 			db.set("BUFFER_PROFILE", profile, "xoff", itoa(plan.XoffBytes))
 			db.set("BUFFER_PROFILE", profile, "size", itoa(plan.HeadroomBytes))
 		}
-		e.Headroom = append(e.Headroom, headroom)
 		wred := fmt.Sprintf("INOF_LOSSLESS_%d", plan.Port.SpeedMbps)
 		sonicWRED(db, wred, plan.ECN)
-		e.ECN = append(e.ECN, ClassECN{Class: plan.Port.Name, ECNThresholds: plan.ECN})
 		for _, dev := range plan.Port.Interfaces {
 			db.set("CABLE_LENGTH", sonicMap, dev, fmt.Sprintf("%dm", plan.Port.CableMeters))
 			maps := []string{"tc_to_queue_map", "tc_to_pg_map", "pfc_to_queue_map", "dscp_to_tc_map"}
@@ -105,33 +101,36 @@ func renderSONiC(in renderInput) (Rendering, error) {
 		ns.add("BUFFER_PROFILE size = xon + xoff (Mellanox); xoff is the larger of SONiC's current dynamic model (sonic-swss buffer_headroom_mellanox.lua) and the mlx5 NIC's")
 	}
 	db.set("PFC_WD", "GLOBAL", "POLL_INTERVAL", itoa(p.Watchdog.PollMs))
-	e.Watchdog = sonicWatchdog(p.Watchdog, &ns)
-	e.CNP = p.cnpPlace(e.ToTC, e.ETS, e.LosslessPriorities)
+	sonicWatchdogNote(p.Watchdog, &ns)
 	out, err := json.MarshalIndent(db, "", "    ")
 	if err != nil {
 		return Rendering{}, fmt.Errorf("lossless: render sonic: %w", err)
 	}
-	return Rendering{Text: append(out, '\n'), Notes: ns, Effective: e}, nil
+	out = append(out, '\n')
+	read, err := readSONiC(out, in)
+	if err != nil {
+		return Rendering{}, err
+	}
+	return Rendering{Text: out, Notes: ns, Effective: read}, nil
 }
 
-// sonicWatchdog is SONiC pfcwd's timing: it acts on poll ticks, so times
-// that are not a multiple of the poll interval take effect at the next one.
-func sonicWatchdog(w Watchdog, ns *notes) *WatchdogTimes {
+// sonicWatchdogNote says where SONiC pfcwd's timing differs: it acts on
+// poll ticks, so times that are not a multiple of the poll interval take
+// effect at the next one.
+func sonicWatchdogNote(w Watchdog, ns *notes) {
 	d, r := roundUp(w.DetectionMs, w.PollMs), roundUp(w.RestorationMs, w.PollMs)
 	if d != w.DetectionMs || r != w.RestorationMs {
 		ns.add("pfcwd polls every %d ms: detection %d ms and restoration %d ms take effect at %d and %d ms", w.PollMs, w.DetectionMs, w.RestorationMs, d, r)
 	}
-	return &WatchdogTimes{DetectionMs: d, RestorationMs: r, Action: w.Action}
 }
 
 // roundUp is v rounded up to a multiple of step.
 func roundUp(v, step uint32) uint32 { return divCeil(v, step) * step }
 
-// sonicMaps writes the classification, TC, PG, queue and PFC-priority maps
-// and returns the DSCP (or PCP) → TC map it wrote. Every TC that is not
+// sonicMaps writes the classification, TC, PG, queue and PFC-priority maps. Every TC that is not
 // lossless goes to the lossy PG (lossyPG), whose profile is the platform's
 // lossy one; a lossless TC has the PG of its number.
-func sonicMaps(db sonicDB, p Profile) []uint8 {
+func sonicMaps(db sonicDB, p Profile) {
 	toTC := p.classifyMap()
 	table := "DSCP_TO_TC_MAP"
 	if p.RoCE.Trust == "pcp" {
@@ -151,12 +150,11 @@ func sonicMaps(db sonicDB, p Profile) []uint8 {
 		db.set("TC_TO_QUEUE_MAP", sonicMap, k, k)
 		db.set("MAP_PFC_PRIORITY_TO_QUEUE", sonicMap, k, k)
 	}
-	return toTC
 }
 
-// sonicSchedulers writes one scheduler per scheduled traffic class and
-// returns the shares: DWRR weights are relative.
-func sonicSchedulers(db sonicDB, p Profile) []TCShare {
+// sonicSchedulers writes one scheduler per scheduled traffic class (DWRR
+// weights are relative).
+func sonicSchedulers(db sonicDB, p Profile) {
 	for _, c := range p.scheduled() {
 		name := fmt.Sprintf("INOF_TC%d", c.TC)
 		if c.Scheduler == SchedulerStrict {
@@ -166,7 +164,6 @@ func sonicSchedulers(db sonicDB, p Profile) []TCShare {
 		db.set("SCHEDULER", name, "type", "DWRR")
 		db.set("SCHEDULER", name, "weight", itoa(c.Weight))
 	}
-	return p.sharesOf(func(c TrafficClass) float64 { return float64(c.Weight) })
 }
 
 // sonicWRED writes an ECN-marking WRED profile with the same thresholds for

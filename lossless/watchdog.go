@@ -77,7 +77,7 @@ func huaweiBehavior(action string) string {
 // comwareWatchdog: Comware counts the deadlock interval and the
 // auto-recover delay in units of the device-wide precision; the finest
 // precision that holds both in at most DeadlockMaxUnits units is used.
-func comwareWatchdog(w Watchdog, c *ComwareCaps, ns *notes) (precision string, interval, delay uint32, eff *WatchdogTimes) {
+func comwareWatchdog(w Watchdog, c *ComwareCaps, ns *notes) (precision string, interval, delay uint32) {
 	for _, precision = range []string{"high", "normal", "low"} {
 		unit := c.DeadlockUnitMs[precision]
 		interval, delay = divCeil(w.DetectionMs, unit), divCeil(w.RestorationMs, unit)
@@ -87,14 +87,12 @@ func comwareWatchdog(w Watchdog, c *ComwareCaps, ns *notes) (precision string, i
 	}
 	unit := c.DeadlockUnitMs[precision]
 	interval, delay = min(max(interval, 1), c.DeadlockMaxUnits), min(max(delay, 1), c.DeadlockMaxUnits)
-	eff = &WatchdogTimes{DetectionMs: interval * unit, RestorationMs: delay * unit, Action: w.Action, Unconfirmed: true}
 	if w.Action == ActionAlert {
 		ns.add("Comware cannot only alert on a PFC deadlock: auto-recover forwards or discards; the device default (forwarding) is kept")
-		eff.Action = ActionForward
 	}
-	if eff.DetectionMs != w.DetectionMs || eff.RestorationMs != w.RestorationMs {
+	if d, r := interval*unit, delay*unit; d != w.DetectionMs || r != w.RestorationMs {
 		ns.add("deadlock interval %d and delay %d at precision %s are %d and %d ms (profile: %d and %d ms)",
-			interval, delay, precision, eff.DetectionMs, eff.RestorationMs, w.DetectionMs, w.RestorationMs)
+			interval, delay, precision, d, r, w.DetectionMs, w.RestorationMs)
 	}
-	return precision, interval, delay, eff
+	return precision, interval, delay
 }
