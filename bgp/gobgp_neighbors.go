@@ -209,6 +209,10 @@ func (g *GoBGP) onProbe(res probeResult, now time.Time) {
 	case pending && !answered && res.hasControl:
 		g.log.Warn("BFD down: the switch is silent, and so is the control switch asked beside it: this reflector may be the one cut off; waiting out the hold",
 			"neighbor", a, "control", res.control.Address, "hold", p.hold)
+	case pending && answered && client:
+		// Asked again at every hold (askAgain): said once a minute.
+		g.probeLog.Info(g.log, "BFD down: the reflector's kernel answers echo requests; session kept, asking again every hold", "neighbor", a,
+			"hold", p.hold)
 	case pending && answered:
 		g.log.Info("BFD down: the neighbor's kernel answers echo requests; waiting for BFD within the hold", "neighbor", a,
 			"hold", p.hold)
@@ -251,12 +255,40 @@ func (g *GoBGP) confirmDue(now time.Time) {
 		if g.cfg.Role == RoleReflector && g.cutOff(p, now) {
 			continue
 		}
+		if g.cfg.Role == RoleClient && g.askAgain(p, now) {
+			continue
+		}
 		g.log.Warn("BFD down confirmed: not back within the hold", "neighbor", p.n.Address, "hold", p.hold)
 		g.confirmedDown(p, now)
 	}
 	for _, a := range enable {
 		g.enableAfterBFD(a)
 	}
+}
+
+// askAgain keeps a switch's BFD down towards a reflector pending for
+// another hold, and probes the reflector again, when its kernel answered
+// the probes so far: a reflector that answers echo is there, its BFD late
+// (its CPU) or filtered; the switch keeps the session and leaves a hung
+// daemon to the BGP hold timer rather than ending a live session (and
+// then waiting for the reflector to take it back). The next silent probe
+// drops it. It reports whether it kept the down.
+func (g *GoBGP) askAgain(p pendingDown, now time.Time) bool {
+	c := g.confirm
+	c.mu.Lock()
+	_, taken := c.pending[p.n.Address]
+	keep := !taken && c.answers[p.n.Address]
+	if keep {
+		p.until = now.Add(p.hold)
+		if keep = c.requestProbe(probeRequest{n: p.n, timeout: c.cfg.probeTimeout(g.detectTime(p.n)), down: p}); keep {
+			c.pending[p.n.Address] = p
+		}
+	}
+	c.mu.Unlock()
+	if keep {
+		c.poke()
+	}
+	return keep
 }
 
 // cutOff keeps a switch's down pending for another hold when the

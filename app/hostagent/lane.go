@@ -272,7 +272,7 @@ func (l *lane) connect(ctx context.Context, nqn string, notified time.Time) erro
 		if err := o.setCQT(a.kern, dev); err != nil {
 			log.Warn("reading the controller's command quiesce time (Identify Controller); its paths fail over at once",
 				"device", dev, "err", err)
-		} else {
+		} else if o.CQTRead {
 			cqt = (time.Duration(o.CQTMillis) * time.Millisecond).String()
 		}
 		log.Info("connected", "device", dev, "took", took,

@@ -33,8 +33,12 @@ func (o ownedController) holdsForCQT(f FailoverOptions) bool {
 }
 
 // setCQT reads the controller's Command Quiesce Time through k (device
-// must be live) and keeps it.
+// must be live) and keeps it. Where the kernel has no NVMe class (a
+// stand-in nvme-cli) there is nothing to ask: it reads nothing.
 func (o *ownedController) setCQT(k Kernel, device string) error {
+	if !k.HasNVMe() {
+		return nil
+	}
 	d, err := k.CQT(device)
 	if err != nil {
 		return err

@@ -1,6 +1,7 @@
 package ratelimit
 
 import (
+	"context"
 	"log/slog"
 	"sync"
 	"time"
@@ -40,6 +41,16 @@ func NewLog(every time.Duration, now func() time.Time) *Log {
 // the next line written says how many were not ("not_logged_since_last").
 // It reports whether it wrote.
 func (r *Log) Warn(l *slog.Logger, msg string, args ...any) bool {
+	return r.write(l, slog.LevelWarn, msg, args...)
+}
+
+// Info is Warn at INFO, for a line a lasting condition repeats (a probe
+// answered again and again).
+func (r *Log) Info(l *slog.Logger, msg string, args ...any) bool {
+	return r.write(l, slog.LevelInfo, msg, args...)
+}
+
+func (r *Log) write(l *slog.Logger, level slog.Level, msg string, args ...any) bool {
 	now := r.now()
 	r.mu.Lock()
 	if t, ok := r.last[msg]; ok && now.Sub(t) < r.every {
@@ -54,6 +65,6 @@ func (r *Log) Warn(l *slog.Logger, msg string, args ...any) bool {
 	if n > 0 {
 		args = append(args, "not_logged_since_last", n)
 	}
-	l.Warn(msg, args...)
+	l.Log(context.Background(), level, msg, args...)
 	return true
 }
