@@ -8,6 +8,8 @@ import (
 	"time"
 
 	api "github.com/osrg/gobgp/v3/api"
+
+	"github.com/openinof/inof/bgp/bfd"
 )
 
 // reflectorLoss drops a lost reflector's routes on a client that still has
@@ -43,8 +45,11 @@ type reflectorLoss struct {
 }
 
 // observe records a session state change and reports whether it is the
-// loss of an established session not yet handled.
-func (l *reflectorLoss) observe(ev NeighborEvent) bool {
+// loss of an established session not yet handled (lost), or a connection
+// that was opened and closed again before its session came up (closed: a
+// reflector that does not take the switch yet; GoBGP then waits its 5 s
+// idle hold before it tries again).
+func (l *reflectorLoss) observe(ev NeighborEvent) (lost, closed bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.init()
@@ -55,9 +60,10 @@ func (l *reflectorLoss) observe(ev NeighborEvent) bool {
 		if prev != StateEstablished {
 			l.ups[ev.Address]++
 		}
-		return false
+		return false, false
 	}
-	return prev == StateEstablished && l.claim(ev.Address)
+	closed = ev.State == StateIdle && (prev == StateOpenSent || prev == StateOpenConfirm)
+	return prev == StateEstablished && l.claim(ev.Address), closed
 }
 
 // bfdDown reports whether a BFD loss towards addr is not yet handled.
@@ -124,8 +130,17 @@ func (l *reflectorLoss) claim(addr netip.Addr) bool {
 // goroutine: it only hands losses on).
 func (g *GoBGP) watchReflectorLoss() error {
 	return g.watchPeers(g.watches.lifetime(), func(ev NeighborEvent) {
-		if g.loss.observe(ev) {
+		lost, closed := g.loss.observe(ev)
+		switch {
+		case lost:
 			g.goDropLost(ev.Address, whySession)
+		case closed && g.bfdUp(ev.Address):
+			// BFD says the reflector is there: it closed the connection
+			// because it had not taken the switch back yet (a switch it
+			// declared gone waits for BFD): try again after a short hold,
+			// not GoBGP's 5 s. (Closed before BFD came up, the reconnect
+			// at BFD up does it.)
+			g.goReconnect(ev.Address, "connection closed before the session came up")
 		}
 	})
 }
@@ -292,4 +307,16 @@ func stalledSession(local, peer netip.Addr, keepalive time.Duration) string {
 		}
 	}
 	return why
+}
+
+// bfdUp reports whether neighbor a has a BFD session that is up.
+func (g *GoBGP) bfdUp(a netip.Addr) bool {
+	g.mu.Lock()
+	n, ok := g.neighbors[a]
+	g.mu.Unlock()
+	if !ok || n.BFD == nil || g.cfg.BFD == nil {
+		return false
+	}
+	s, ok := g.cfg.BFD.Session(bfdKey(n))
+	return ok && s.Status().State == bfd.Up
 }
