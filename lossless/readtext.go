@@ -1,6 +1,7 @@
 package lossless
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -74,6 +75,41 @@ func textBlocks(lines [][]string, head ...string) (map[string][][]string, error)
 // settings of the interfaces devs), else an error naming the first
 // interface that differs: a rendering that sets interfaces of one kind
 // differently is itself wrong.
+// readClasses reads every interface of each port class with read. A
+// class's interfaces must agree (classes: each class's value, in plan
+// order), and all interfaces must agree on what device (a projection of
+// the value) says they set for the whole device; first is the first
+// interface's value.
+func readClasses[T any](plans []PortPlan, read func(dev string) (T, error), device func(T) any) (classes []T, first T, err error) {
+	var all []T
+	var devs []string
+	for _, plan := range plans {
+		var ports []T
+		for _, dev := range plan.Port.Interfaces {
+			v, err := read(dev)
+			if err != nil {
+				return nil, first, fmt.Errorf("interface %s: %w", dev, err)
+			}
+			ports = append(ports, v)
+		}
+		if len(ports) == 0 {
+			return nil, first, fmt.Errorf("port class %s has no interfaces", plan.Port.Name)
+		}
+		v, err := agree(plan.Port.Interfaces, ports, func(v T) any { return v })
+		if err != nil {
+			return nil, first, err
+		}
+		classes, all, devs = append(classes, v), append(all, ports...), append(devs, plan.Port.Interfaces...)
+	}
+	if len(all) == 0 {
+		return nil, first, errors.New("no port classes")
+	}
+	if first, err = agree(devs, all, device); err != nil {
+		return nil, first, err
+	}
+	return classes, first, nil
+}
+
 func agree[T any](devs []string, vs []T, what func(T) any) (T, error) {
 	first := fmt.Sprintf("%+v", what(vs[0]))
 	for i, v := range vs[1:] {

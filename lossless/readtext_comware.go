@@ -69,34 +69,14 @@ func readComware(text []byte, in renderInput) (Effective, error) {
 	var prioTC [NumPriorities]uint8
 	copy(prioTC[:], lp)
 	var e Effective
-	var all []comwarePort
-	var devs []string
-	for _, plan := range in.plans {
-		var ports []comwarePort
-		for _, dev := range plan.Port.Interfaces {
-			cp, err := readComwarePort(ifaces[dev], wred, p, cell)
-			if err != nil {
-				return fail("interface %s: %w", dev, err)
-			}
-			ports = append(ports, cp)
-		}
-		if len(ports) == 0 {
-			return fail("port class %s has no interfaces", plan.Port.Name)
-		}
-		cp, err := agree(plan.Port.Interfaces, ports, func(cp comwarePort) any { return cp })
-		if err != nil {
-			return fail("%w", err)
-		}
-		all, devs = append(all, ports...), append(devs, plan.Port.Interfaces...)
-		e.ECN = append(e.ECN, ClassECN{Class: plan.Port.Name, ECNThresholds: cp.ECN, Unconfirmed: true})
-		e.Headroom = append(e.Headroom, ClassHeadroom{Class: plan.Port.Name, Bytes: cp.Headroom, Unconfirmed: true})
-	}
-	if len(all) == 0 {
-		return fail("no port classes")
-	}
-	cp, err := agree(devs, all, func(cp comwarePort) any { return cp.comwareDevice })
+	classes, cp, err := readClasses(in.plans, func(dev string) (comwarePort, error) { return readComwarePort(ifaces[dev], wred, p, cell) },
+		func(cp comwarePort) any { return cp.comwareDevice })
 	if err != nil {
 		return fail("%w", err)
+	}
+	for i, plan := range in.plans {
+		e.ECN = append(e.ECN, ClassECN{Class: plan.Port.Name, ECNThresholds: classes[i].ECN, Unconfirmed: true})
+		e.Headroom = append(e.Headroom, ClassHeadroom{Class: plan.Port.Name, Bytes: classes[i].Headroom, Unconfirmed: true})
 	}
 	e.Classify, e.ETS = cp.Classify, cp.ETS
 	e.LosslessPriorities, _ = list8(cp.Lossless)

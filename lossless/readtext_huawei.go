@@ -54,39 +54,19 @@ func readHuawei(text []byte, in renderInput) (Effective, error) {
 		return fail("%w", err)
 	}
 	inbound, key, n := "ip-dscp-inbound", "dscp", 64
-	var all []huaweiPort
-	var devs []string
-	for _, plan := range in.plans {
-		var ports []huaweiPort
-		for _, dev := range plan.Port.Interfaces {
-			hp, err := readHuaweiPort(ifaces[dev], drops, p, prios, h)
-			if err != nil {
-				return fail("interface %s: %w", dev, err)
-			}
-			ports = append(ports, hp)
-		}
-		if len(ports) == 0 {
-			return fail("port class %s has no interfaces", plan.Port.Name)
-		}
-		hp, err := agree(plan.Port.Interfaces, ports, func(hp huaweiPort) any { return hp })
-		if err != nil {
-			return fail("%w", err)
-		}
-		all, devs = append(all, ports...), append(devs, plan.Port.Interfaces...)
-		e.ECN = append(e.ECN, ClassECN{Class: plan.Port.Name, ECNThresholds: hp.ECN})
+	classes, hp, err := readClasses(in.plans, func(dev string) (huaweiPort, error) { return readHuaweiPort(ifaces[dev], drops, p, prios, h) },
+		func(hp huaweiPort) any { return hp.huaweiDevice })
+	if err != nil {
+		return fail("%w", err)
+	}
+	for i, plan := range in.plans {
+		e.ECN = append(e.ECN, ClassECN{Class: plan.Port.Name, ECNThresholds: classes[i].ECN})
 		if h.HdrmKB[1] != 0 {
 			// The switch rounds thresholds up to whole blocks.
-			e.Headroom = append(e.Headroom, ClassHeadroom{Class: plan.Port.Name, Bytes: roundUp(hp.Headroom, huaweiBlockBytes)})
+			e.Headroom = append(e.Headroom, ClassHeadroom{Class: plan.Port.Name, Bytes: roundUp(classes[i].Headroom, huaweiBlockBytes)})
 		} else {
 			e.Headroom = append(e.Headroom, ClassHeadroom{Class: plan.Port.Name, Bytes: plan.HeadroomBytes, Computed: true})
 		}
-	}
-	if len(all) == 0 {
-		return fail("no port classes")
-	}
-	hp, err := agree(devs, all, func(hp huaweiPort) any { return hp.huaweiDevice })
-	if err != nil {
-		return fail("%w", err)
 	}
 	e.Classify, e.ETS = hp.Classify, hp.ETS
 	e.LosslessPriorities, _ = list8(hp.Lossless)

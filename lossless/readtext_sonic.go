@@ -43,34 +43,15 @@ func readSONiC(text []byte, in renderInput) (Effective, error) {
 		}
 	}
 	var e Effective
-	var all []sonicPort
-	var devs []string
-	for _, plan := range in.plans {
-		var ports []sonicPort
-		for _, dev := range plan.Port.Interfaces {
-			sp, err := readSONiCPort(db, p, dev, pollMs)
-			if err != nil {
-				return fail("%s: %w", dev, err)
-			}
-			ports = append(ports, sp)
-		}
-		if len(ports) == 0 {
-			return fail("port class %s has no interfaces", plan.Port.Name)
-		}
-		sp, err := agree(plan.Port.Interfaces, ports, func(sp sonicPort) any { return sp })
-		if err != nil {
-			return fail("%w", err)
-		}
-		all, devs = append(all, ports...), append(devs, plan.Port.Interfaces...)
-		e.ECN = append(e.ECN, ClassECN{Class: plan.Port.Name, ECNThresholds: sp.ECN})
-		e.Headroom = append(e.Headroom, ClassHeadroom{Class: plan.Port.Name, Bytes: sp.Headroom, Unconfirmed: in.pl.BroadcomProfile, XoffOnly: in.pl.BroadcomProfile})
-	}
-	if len(all) == 0 {
-		return fail("no port classes")
-	}
-	sp, err := agree(devs, all, func(sp sonicPort) any { return sp.sonicDevice })
+	classes, sp, err := readClasses(in.plans, func(dev string) (sonicPort, error) { return readSONiCPort(db, p, dev, pollMs) },
+		func(sp sonicPort) any { return sp.sonicDevice })
 	if err != nil {
 		return fail("%w", err)
+	}
+	for i, plan := range in.plans {
+		e.ECN = append(e.ECN, ClassECN{Class: plan.Port.Name, ECNThresholds: classes[i].ECN})
+		e.Headroom = append(e.Headroom, ClassHeadroom{Class: plan.Port.Name, Bytes: classes[i].Headroom,
+			Unconfirmed: in.pl.BroadcomProfile, XoffOnly: in.pl.BroadcomProfile})
 	}
 	e.LosslessPriorities, _ = list8(sp.Lossless)
 	e.Classify, e.ToTC, e.ETS = sp.Classify, sp.ToTC, sp.ETS
