@@ -369,14 +369,7 @@ func TestFailoverFromOtherHostAddress(t *testing.T) {
 	o := testOptions(t)
 	o.DisconnectOn = DisconnectNever
 	nv := newFakeNVMe()
-	other := Path{Transport: "tcp", TrAddr: "10.0.0.100", TrSvcID: "4420", HostTrAddr: "10.0.0.3", SubNQN: subNQN}
-	dev := nv.add(fakeCtrl{transport: "tcp", traddr: other.TrAddr, trsvcid: other.TrSvcID, hostTraddr: other.HostTrAddr,
-		nqn: subNQN, hostNQN: hostNQN})
-	if err := saveState(o.StateFile, []ownedController{{Path: other, Device: dev}}); err != nil {
-		t.Fatal(err)
-	}
-	h := start(t, o, newFakeClock(), nv)
-	h.nv.expect(t, "list-subsys") // reconcile at start
+	h, dev := startOwning(t, o, nv, "10.0.0.3")
 	h.notify(inactive("10.0.0.100", 1, inof.ReasonZoneChange))
 	h.notify(inactive("10.0.0.100", 2, inof.ReasonPFCStorm))
 	h.notify(inactive("10.0.0.100", 3, inof.ReasonBFDDown))
@@ -558,14 +551,7 @@ func TestCQTReadForAdoptedController(t *testing.T) {
 	o := testOptions(t)
 	nv := newFakeNVMe()
 	nv.cqt["10.0.0.100"] = 300 * time.Millisecond
-	p := Path{Transport: "tcp", TrAddr: "10.0.0.100", TrSvcID: "4420", HostTrAddr: "10.0.0.2", SubNQN: subNQN}
-	dev := nv.add(fakeCtrl{transport: "tcp", traddr: p.TrAddr, trsvcid: p.TrSvcID, hostTraddr: p.HostTrAddr,
-		nqn: subNQN, hostNQN: hostNQN})
-	if err := saveState(o.StateFile, []ownedController{{Path: p, Device: dev}}); err != nil {
-		t.Fatal(err)
-	}
-	h := start(t, o, newFakeClock(), nv)
-	h.nv.expect(t, "list-subsys") // reconcile at start
+	h, _ := startOwning(t, o, nv, "10.0.0.2")
 	if err := h.stop(); err != nil {
 		t.Fatal(err)
 	}
@@ -576,4 +562,21 @@ func TestCQTReadForAdoptedController(t *testing.T) {
 	if len(owned) != 1 || !owned[0].CQTRead || owned[0].CQTMillis != 300 {
 		t.Fatalf("state after start %+v, want the controller with CQT 300 ms read", owned)
 	}
+}
+
+// startOwning starts the agent with a live controller from host address
+// host to 10.0.0.100:4420 in its state file (created by an earlier run)
+// and waits for the reconcile at start; it returns the controller's
+// device.
+func startOwning(t *testing.T, o Options, nv *fakeNVMe, host string) (*harness, string) {
+	t.Helper()
+	p := Path{Transport: "tcp", TrAddr: "10.0.0.100", TrSvcID: "4420", HostTrAddr: host, SubNQN: subNQN}
+	dev := nv.add(fakeCtrl{transport: "tcp", traddr: p.TrAddr, trsvcid: p.TrSvcID, hostTraddr: p.HostTrAddr,
+		nqn: subNQN, hostNQN: hostNQN})
+	if err := saveState(o.StateFile, []ownedController{{Path: p, Device: dev}}); err != nil {
+		t.Fatal(err)
+	}
+	h := start(t, o, newFakeClock(), nv)
+	h.nv.expect(t, "list-subsys") // reconcile at start
+	return h, dev
 }
