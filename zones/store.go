@@ -170,6 +170,16 @@ func (s *Store) Records() []Record {
 	return s.records.Sorted()
 }
 
+// Record returns the stored record of key k (a tombstone included), and
+// whether there is one: a look-up, where Records copies and sorts them
+// all.
+func (s *Store) Record(k Key) (Record, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r, ok := s.records[k]
+	return r, ok
+}
+
 // observe moves the clock past a generation read from the file. Stored
 // generations were checked when they were written or applied, so they are
 // trusted even when the wall clock has since stepped back (then new commits

@@ -418,3 +418,42 @@ func TestStoreCrashSafety(t *testing.T) {
 	}
 	t.Logf("8 kills, %d whole commits survived", last)
 }
+
+// TestStoreRecordLooksUp: Record finds what Records lists, by key, a
+// deletion's tombstone included, and nothing for a key never written.
+func TestStoreRecordLooksUp(t *testing.T) {
+	s := openStore(t, filepath.Join(t.TempDir(), "zones.db"), 1)
+	tx := s.Begin()
+	if err := tx.CreateZone("prod", MustParseMember("10.0.9.9")); err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.CreateZone("test", MustParseMember("10.0.9.8")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	tx = s.Begin()
+	if err := tx.DeleteZone("test"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	all := s.Records()
+	if len(all) == 0 {
+		t.Fatal("no records")
+	}
+	for _, want := range all {
+		got, ok := s.Record(want.Key)
+		if !ok || fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("Record(%s) = %v, %v; want %v", want.Key, got, ok, want)
+		}
+	}
+	if r, ok := s.Record(Key{Kind: KindZone, Name: "test"}); !ok || !r.Deleted {
+		t.Errorf("the deleted zone's record: %v, %v; want its tombstone", r, ok)
+	}
+	if r, ok := s.Record(Key{Kind: KindZone, Name: "never"}); ok {
+		t.Errorf("a key never written: %v", r)
+	}
+}

@@ -146,7 +146,6 @@ func (l *syncLoop) originate(ctx context.Context, keys []zones.Key) error {
 // assembler; a completed record is applied to the store (persisted) and, if
 // it wins, originated in full with the parts it no longer has withdrawn.
 func (l *syncLoop) merge(ctx context.Context, batch []record.Config) {
-	stored := l.storeIndex()
 	touched := map[zones.Key]bool{}
 	var complete []zones.Record
 	var journal []record.Config
@@ -165,7 +164,7 @@ func (l *syncLoop) merge(ctx context.Context, batch []record.Config) {
 			continue // a kind of a newer release
 		}
 		k := zones.Key{Kind: zones.Kind(c.Kind), Name: c.Name}
-		if cur, ok := stored[k]; ok && !cur.Version.Less(zones.Version{Gen: c.Gen, RouterID: c.Writer}) {
+		if cur, ok := l.rn.store.Record(k); ok && !cur.Version.Less(zones.Version{Gen: c.Gen, RouterID: c.Writer}) {
 			touched[k] = true
 			continue
 		}
@@ -252,7 +251,6 @@ func (l *syncLoop) reconcile(ctx context.Context, keys []zones.Key) error {
 	if len(keys) == 0 {
 		return nil
 	}
-	stored := l.storeIndex()
 	want := map[zones.Key]bool{}
 	for _, k := range keys {
 		want[k] = true
@@ -265,7 +263,7 @@ func (l *syncLoop) reconcile(ctx context.Context, keys []zones.Key) error {
 	}
 	var errs []error
 	for _, k := range keys {
-		rec, ok := stored[k]
+		rec, ok := l.rn.store.Record(k)
 		if !ok {
 			continue // refused by the store (and so by the replicator), or pruned
 		}
@@ -303,15 +301,6 @@ func (l *syncLoop) prune(ctx context.Context) {
 	if n > 0 || w > 0 {
 		l.log.Info("expired tombstones pruned", "store", n, "withdrawn", w)
 	}
-}
-
-func (l *syncLoop) storeIndex() map[zones.Key]zones.Record {
-	recs := l.rn.store.Records()
-	out := make(map[zones.Key]zones.Record, len(recs))
-	for _, rec := range recs {
-		out[rec.Key] = rec
-	}
-	return out
 }
 
 // unjoin lists the errors an errors.Join holds (or err itself).
