@@ -71,6 +71,20 @@ func newWitness(t *testing.T, cfg bgp.BFDConfirm) *witness {
 	return w
 }
 
+// answered waits until a has applied the reflector's answer to the echo
+// probe at BFD up (applied on a's BFD watch, after the probe returned): a
+// down before it would not be probed.
+func (w *witness) answered(t *testing.T) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !w.a.EchoAnswered(w.r.Addr) {
+		if time.Now().After(deadline) {
+			t.Fatal("the reflector's answer at BFD up was never applied")
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
 // key is a's BFD session towards r.
 func (w *witness) key() bfd.SessionKey { return bfd.SessionKey{Local: w.a.Addr, Peer: w.r.Addr} }
 
@@ -159,6 +173,7 @@ func TestClientBFDDownWitness(t *testing.T) {
 	if o := p.next(t, "when BFD came up"); o.Peer != w.r.Addr || o.Local != w.a.Addr || o.Timeout != bgp.BaselineProbe {
 		t.Fatalf("probe at BFD up %+v, want %s from %s for %v", o, w.r.Addr, w.a.Addr, bgp.BaselineProbe)
 	}
+	w.answered(t)
 	for i := range 3 {
 		w.bfd(bfd.Up, bfd.Down)
 		if o := p.next(t, "at the BFD down"); o.Peer != w.r.Addr || o.Timeout < 5*time.Millisecond || o.Timeout > 50*time.Millisecond {
@@ -225,6 +240,7 @@ func TestClientBFDDownHeldWhileReflectorAnswers(t *testing.T) {
 	w := newWitness(t, bgp.BFDConfirm{Hold: hold, MaxHold: hold}.WithProbe(p.probe))
 	w.bfd(bfd.Down, bfd.Up)
 	p.next(t, "when BFD came up")
+	w.answered(t)
 	w.bfd(bfd.Up, bfd.Down)
 	p.next(t, "at the BFD down")
 	for i := range 3 {
