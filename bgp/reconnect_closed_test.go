@@ -21,10 +21,10 @@ import (
 // BFD is back) closes the switch's connection before its session comes
 // up. With BFD towards that reflector up, the switch tries again after a
 // short idle hold rather than GoBGP's 5 s: the log says so, and the
-// session is back once the reflector takes it. (A switch restarted after
-// it was declared gone met this: its first connection came just before
-// the reflector's BFD enabled it, and it rejoined the fabric 8 s after
-// its links were back.) Addresses 127.0.48.x: no other test's BFD.
+// session is back once the reflector takes it. (A reflector holds a
+// switch it declared gone disabled until BFD is up: a restarted switch's
+// connection just before that was closed and waited GoBGP's 5 s.)
+// Addresses 127.0.48.x: no other test's BFD.
 func TestReconnectWhenClosedWithBFDUp(t *testing.T) {
 	var logs syncbuf.Buffer
 	am := bfd.NewManager(bfd.ManagerOptions{})
