@@ -192,7 +192,7 @@ func TestPortHealthFollowsDevicesAndProfile(t *testing.T) {
 	src.setErrors("swp3", 100)
 	host.waitFor("target inactive, packet errors", last(tgt.dev.Addr, inof.StateInactive, inof.ReasonPacketErr))
 	sick := func() float64 {
-		return gatheredWith(t, reg, "inof_switch_port_sick", "port", "swp3", "condition", "packet-errors")
+		return gatheredWith(t, reg, "inof_switch_port_sick", map[string]string{"port": "swp3", "condition": "packet-errors"})
 	}
 	if v := sick(); v != 1 {
 		t.Fatalf("swp3 sick gauge %v, want 1", v)
@@ -214,43 +214,20 @@ func waitFor(t *testing.T, what string, ok func() bool) {
 	}
 }
 
-// gathered is the value of the unlabelled counter name in reg.
+// gathered is the value of the unlabelled counter name in reg (-1 if
+// there is none).
 func gathered(t *testing.T, reg *prometheus.Registry, name string) float64 {
 	t.Helper()
-	return gatheredWith(t, reg, name)
+	return gatheredWith(t, reg, name, nil)
 }
 
-// gatheredWith is the value of the counter or gauge name in reg with the
-// labels given as name, value pairs (-1 if there is none).
-func gatheredWith(t *testing.T, reg *prometheus.Registry, name string, labels ...string) float64 {
+// gatheredWith is the value of the series of name in reg with these
+// labels (-1 if there is none).
+func gatheredWith(t *testing.T, reg *prometheus.Registry, name string, labels map[string]string) float64 {
 	t.Helper()
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
+	v, ok := sample(t, reg, name, labels)
+	if !ok {
+		return -1
 	}
-	for _, mf := range mfs {
-		if mf.GetName() != name {
-			continue
-		}
-	metrics:
-		for _, m := range mf.GetMetric() {
-			have := map[string]string{}
-			for _, lp := range m.GetLabel() {
-				have[lp.GetName()] = lp.GetValue()
-			}
-			if len(have) != len(labels)/2 {
-				continue
-			}
-			for i := 0; i+1 < len(labels); i += 2 {
-				if have[labels[i]] != labels[i+1] {
-					continue metrics
-				}
-			}
-			if g := m.GetGauge(); g != nil {
-				return g.GetValue()
-			}
-			return m.GetCounter().GetValue()
-		}
-	}
-	return -1
+	return v
 }
