@@ -447,3 +447,15 @@ func firstErr(errs ...error) error {
 	}
 	return nil
 }
+
+// recoveryAction is the watchdog action a CloudEngine or Comware
+// deadlock recovery word names ("discard", "forwarding").
+func recoveryAction(word string) (string, bool) {
+	switch word {
+	case "discard":
+		return ActionDrop, true
+	case "forwarding":
+		return ActionForward, true
+	}
+	return "", false
+}

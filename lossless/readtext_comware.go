@@ -125,12 +125,8 @@ func readComwareWatchdog(lines [][]string, prios []uint8, c *ComwareCaps) (*Watc
 		}
 	}
 	for _, v := range textValues(lines, "priority-flow-control", "deadlock", "auto-recover", "action") {
-		switch v[0] {
-		case "discard":
-			w.Action = ActionDrop
-		case "forwarding":
-			w.Action = ActionForward
-		default:
+		var ok bool
+		if w.Action, ok = recoveryAction(v[0]); !ok {
 			return nil, fmt.Errorf("deadlock auto-recover action %q", v[0])
 		}
 	}

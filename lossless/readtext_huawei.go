@@ -128,12 +128,8 @@ func readHuaweiWatchdog(lines, pfcView [][]string, prios []uint8, h *HuaweiCaps)
 		w.DetectionMs, w.RestorationMs = detect, recovery
 	}
 	for _, v := range textValues(lines, "dcb", "pfc", "deadlock", "recovery-behavior") {
-		switch v[0] {
-		case "discard":
-			w.Action = ActionDrop
-		case "forwarding":
-			w.Action = ActionForward
-		default:
+		var ok bool
+		if w.Action, ok = recoveryAction(v[0]); !ok {
 			return nil, fmt.Errorf("recovery-behavior %q", v[0])
 		}
 	}
