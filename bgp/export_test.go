@@ -86,3 +86,10 @@ func (g *GoBGP) EchoAnswered(a netip.Addr) bool {
 	defer c.mu.Unlock()
 	return c.answers[a]
 }
+
+// WithMembershipDeferral returns gr with its route-target membership
+// deferral set to d.
+func (gr GracefulRestart) WithMembershipDeferral(d time.Duration) GracefulRestart {
+	gr.membershipDeferral = d
+	return gr
+}

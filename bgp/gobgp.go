@@ -53,6 +53,9 @@ type GracefulRestart struct {
 	// End-of-RIB to one client before it has re-learned the others' records;
 	// the records it re-learns within SettleTime cancel the withdraws.
 	SettleTime time.Duration
+	// membershipDeferral replaces the default membershipDeferral (tests
+	// that must tell an answer from the timer's).
+	membershipDeferral time.Duration
 }
 
 // Options configure a speaker.
@@ -199,6 +202,10 @@ func (g *GoBGP) Start(ctx context.Context) error {
 	}
 	if g.cfg.GracefulRestart.Enabled {
 		if err := g.watchPeers(g.watches.lifetime(), g.trackRestarts); err != nil {
+			g.Stop()
+			return err
+		}
+		if err := g.watchRestartedNeighbors(); err != nil {
 			g.Stop()
 			return err
 		}

@@ -527,7 +527,7 @@ func (g *GoBGP) apiPeer(ctx context.Context, n Neighbor) *api.Peer {
 			// restart sync), and its switches settle its withdraws.
 			if f == familyRTC && (g.cfg.Role == RoleClient || !restarting) {
 				as.RouteTargetMembership = &api.RouteTargetMembership{
-					Config: &api.RouteTargetMembershipConfig{DeferralTime: uint32(membershipDeferral / time.Second)}}
+					Config: &api.RouteTargetMembershipConfig{DeferralTime: uint32(gr.deferral() / time.Second)}}
 			}
 		}
 		p.AfiSafis = append(p.AfiSafis, as)
@@ -551,9 +551,19 @@ func (g *GoBGP) apiPeer(ctx context.Context, n Neighbor) *api.Peer {
 // when they follow: a withdraw at every other switch. A restarting client's
 // first sessions are deferred anyway (GoBGP's restart sync); this covers a
 // session that comes up after that sync (TestRestartedClientLateReflectorKeepsRecords).
+// A neighbor that restarted sends no memberships before our End-of-RIB:
+// answerRestarted ends the wait for it at once.
 // The deferral timer does nothing once that End-of-RIB came (GoBGP's
 // softResetOut), and sends the table if it never does.
 const membershipDeferral = 5 * time.Second
+
+// deferral is the route-target membership deferral of gr's sessions.
+func (gr GracefulRestart) deferral() time.Duration {
+	if gr.membershipDeferral > 0 {
+		return gr.membershipDeferral
+	}
+	return membershipDeferral
+}
 
 // restartPending reports whether this speaker, started as a graceful
 // restart (GracefulRestart.Restarting), is still deferring its updates.

@@ -200,13 +200,8 @@ func (g *GoBGP) session(a netip.Addr, now time.Time) (sessionRead, bool) {
 // graceful restart with the Restart State bit set, or no graceful restart
 // capability at all.
 func restartState(caps []*anypb.Any) bool {
-	for _, c := range caps {
-		var gr api.GracefulRestartCapability
-		if c.MessageIs(&gr) && c.UnmarshalTo(&gr) == nil {
-			return gr.GetFlags()&restartStateBit != 0
-		}
-	}
-	return true
+	flags, ok := restartFlags(caps)
+	return !ok || flags&restartStateBit != 0
 }
 
 func (g *GoBGP) trackRestarts(ev NeighborEvent) {
