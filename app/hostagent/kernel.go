@@ -94,16 +94,20 @@ type SysfsKernel struct {
 }
 
 // NewSysfsKernel returns the real Kernel for sysfs under root ("" means
-// /sys) that reads a controller's address only while it is live.
+// /sys) that reads each controller's address once.
 func NewSysfsKernel(root string) SysfsKernel {
 	return SysfsKernel{Root: root, addrs: &addressCache{m: map[addressKey]string{}}}
 }
 
-// addressCache keeps the last address a live controller showed. Reading a
-// controller's sysfs "address" during its error recovery oopsed Linux
-// 6.1.192 (NULL dereference in nvme_tcp_get_address, docs/realhost.md
-// finding 5), and a controller's address never changes while it lives, so
-// a controller that is not live shows the address it had when it was. A
+// addressCache keeps the address each controller showed when first seen,
+// and reads it no more. Reading a controller's sysfs "address" while its
+// socket is released oopses Linux 6.1.192 (NULL dereference in
+// nvme_tcp_get_address, docs/realhost.md finding 5): during its error
+// recovery, and in the moment it enters it, as the read that follows an
+// agent's own abort and reset did (a view read right after a failover,
+// 16th cut of a 6.1 path-fabric run, 2026-12-06). A controller's
+// transport address, service and host address are the ones it was created
+// with and never change while it lives, so one read is enough. A
 // controller is known by its name and its sysfs directory's inode: a name
 // the kernel gives again to a new controller is a new entry.
 type addressCache struct {
@@ -117,8 +121,8 @@ type addressKey struct {
 }
 
 // read returns the controller's address from dir, reading the file only
-// when the controller is live or its address was never seen.
-func (c *addressCache) read(dir, dev, state string, read func() string) string {
+// the first time it sees the controller.
+func (c *addressCache) read(dir, dev string, read func() string) string {
 	if c == nil {
 		return read()
 	}
@@ -129,7 +133,7 @@ func (c *addressCache) read(dir, dev, state string, read func() string) string {
 	k := addressKey{dev: dev, ino: st.Ino}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if a, ok := c.m[k]; ok && state != "live" {
+	if a, ok := c.m[k]; ok {
 		return a
 	}
 	a := read()
@@ -209,7 +213,7 @@ func (k SysfsKernel) Path(dev string) (KernelPath, error) {
 		return KernelPath{}, fmt.Errorf("sysfs: %s: transport %q is not NVMe-oF over TCP or RDMA", dev, tr)
 	}
 	state := attr("state")
-	addr := k.addrs.read(dir, dev, state, func() string { return attr("address") })
+	addr := k.addrs.read(dir, dev, func() string { return attr("address") })
 	p := KernelPath{Controller: Controller{Device: dev, State: state, Path: parseAddress(addr)}}
 	p.Transport, p.SubNQN = tr, attr("subsysnqn")
 	nss, _ := filepath.Glob(filepath.Join(dir, "nvme*c*n*", "ana_state"))
