@@ -124,7 +124,7 @@ func probe(ctx context.Context, o Options, c endpoint, now func() time.Time) (Re
 		// or the end.
 		for sent < o.Count && !now().Before(next) {
 			err := c.send(id, sent, token[:])
-			at := now()
+			at := now() // after the send: never before the request left
 			end = later(end, at.Add(o.Timeout-time.Duration(sent)*step))
 			next = at.Add(step)
 			sent++
