@@ -4,9 +4,12 @@ package echoprobe
 
 import (
 	"context"
+	"errors"
 	"net/netip"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/openinof/inof/internal/netns"
 )
@@ -64,5 +67,69 @@ func TestPrivProbe(t *testing.T) {
 	}
 	if _, err := probeIn(t, a, Options{Peer: peer}); err == nil {
 		t.Fatal("a probe without a timeout was made")
+	}
+}
+
+// waitQueued waits until c's socket has a packet queued.
+func waitQueued(t *testing.T, c *conn) {
+	t.Helper()
+	var perr error
+	if err := c.rc.Control(func(fd uintptr) {
+		for {
+			_, perr = unix.Poll([]unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}, -1)
+			if !errors.Is(perr, unix.EINTR) {
+				return
+			}
+		}
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if perr != nil {
+		t.Fatal(perr)
+	}
+}
+
+// TestPrivQueuedAnswer: an echo reply already queued in the probe's real
+// socket when the window is over counts, though the goroutine runs after
+// its read deadline (a read then reports a timeout without looking, which
+// is why the probe's last look is queued and not a read); queued returns
+// at once with nothing queued, and another probe's reply is not this
+// one's.
+func TestPrivQueuedAnswer(t *testing.T) {
+	a, b := netns.New(t, "echoqa"), netns.New(t, "echoqb")
+	netns.Veth(t, a, "a0", b, "b0")
+	a.Addr("a0", "10.78.0.1/24")
+	b.Addr("b0", "10.78.0.2/24")
+	var c *conn
+	if err := a.Do(func() (err error) {
+		c, err = open(netip.Addr{}, netip.MustParseAddr("10.78.0.2"))
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	defer c.close()
+	const id, otherID = 0x4a4a, 0x4b4b
+	token, other := []byte("probe-01"), []byte("probe-02")
+
+	if err := c.send(id, 0, token); err != nil {
+		t.Fatal(err)
+	}
+	waitQueued(t, c) // the only ICMP that reaches a0: the reply
+	if ok, err := c.await(time.Now().Add(-time.Millisecond), id, token); err != nil || ok {
+		t.Fatalf("a read past its deadline: %v, %v; Go's socket reads report a timeout without reading", ok, err)
+	}
+	if ok, err := c.queued(id, token); err != nil || !ok {
+		t.Fatalf("queued with the reply queued and the read deadline past: %v, %v; want the answer", ok, err)
+	}
+	if ok, err := c.queued(id, token); err != nil || ok {
+		t.Fatalf("queued with nothing queued: %v, %v; want none, at once", ok, err)
+	}
+
+	if err := c.send(otherID, 0, other); err != nil {
+		t.Fatal(err)
+	}
+	waitQueued(t, c)
+	if ok, err := c.queued(id, token); err != nil || ok {
+		t.Fatalf("queued with another probe's reply queued: %v, %v; want none", ok, err)
 	}
 }
