@@ -165,12 +165,12 @@ func (rs Records) Config() *Config {
 	return c
 }
 
-// With returns the configuration c turned into by the records rs (newer
+// with returns the configuration c turned into by the records rs (newer
 // versions of c's objects, tombstones included), as Records.Config would
 // build it from the records of c and rs together. c is left as it is, and
 // the result shares with it what rs does not change: neither is to be
 // changed after (Clone for a copy to change).
-func (c *Config) With(rs []Record) *Config {
+func (c *Config) with(rs []Record) *Config {
 	out := &Config{Settings: c.Settings, Zones: c.Zones, Aliases: c.Aliases, Pins: c.Pins}
 	var zs, as, ps bool // the maps copied so far
 	for _, r := range rs {

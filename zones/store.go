@@ -251,7 +251,7 @@ func (s *Store) Apply(in []Record) ([]Record, error) {
 		_ = s.clock.Observe(r.Gen) // checked above, cannot fail
 		s.records[r.Key] = r       // in order: a key's last winner is its newest
 	}
-	s.setConfig(s.config.With(won))
+	s.setConfig(s.config.with(won))
 	s.revision++
 	return won, errors.Join(errs...)
 }
@@ -569,7 +569,7 @@ func (t *Tx) Commit() ([]Record, error) {
 	for _, r := range changed {
 		s.records[r.Key] = r
 	}
-	s.setConfig(s.config.With(changed))
+	s.setConfig(s.config.with(changed))
 	s.revision++
 	return changed, nil
 }
