@@ -197,6 +197,83 @@ func BenchmarkCommit(b *testing.B) {
 	}
 }
 
+// BenchmarkCommitLarge: one member added to or removed from one zone in a
+// store of 10,000 zones (Begin, the edit and Commit), the reflector's
+// commit path at that size.
+func BenchmarkCommitLarge(b *testing.B) {
+	s, err := Open(filepath.Join(b.TempDir(), "z.db"), StoreOptions{RouterID: 1})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	tx := s.Begin()
+	for i := range 10000 {
+		if err := tx.CreateZone(fmt.Sprintf("z%05d", i), Member{Kind: MemberAddr, Addr: netip.AddrFrom4([4]byte{10, 1, byte(i >> 8), byte(i)})}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if _, err := tx.Commit(); err != nil {
+		b.Fatal(err)
+	}
+	extra := MustParseMember("192.0.2.1")
+	i := 0
+	for b.Loop() {
+		tx := s.Begin()
+		if i%2 == 0 {
+			err = tx.AddZoneMembers("z05000", extra)
+		} else {
+			err = tx.RemoveZoneMembers("z05000", extra)
+		}
+		if err != nil {
+			b.Fatal(err)
+		}
+		if rs, err := tx.Commit(); err != nil || len(rs) != 1 {
+			b.Fatal(len(rs), err)
+		}
+		i++
+	}
+}
+
+// BenchmarkApplyLarge: one record from a peer reflector merged into a
+// store of 10,000 zones, the reflector's merge path at that size.
+func BenchmarkApplyLarge(b *testing.B) {
+	dir := b.TempDir()
+	s, err := Open(filepath.Join(dir, "z.db"), StoreOptions{RouterID: 1})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	peer, err := Open(filepath.Join(dir, "peer.db"), StoreOptions{RouterID: 2})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer peer.Close()
+	tx := s.Begin()
+	for i := range 10000 {
+		if err := tx.CreateZone(fmt.Sprintf("z%05d", i), Member{Kind: MemberAddr, Addr: netip.AddrFrom4([4]byte{10, 1, byte(i >> 8), byte(i)})}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if _, err := tx.Commit(); err != nil {
+		b.Fatal(err)
+	}
+	i := 0
+	for b.Loop() {
+		tx := peer.Begin()
+		if err := tx.CreateZone(fmt.Sprintf("p%07d", i), Member{Kind: MemberAddr, Addr: netip.AddrFrom4([4]byte{10, 2, byte(i >> 8), byte(i)})}); err != nil {
+			b.Fatal(err)
+		}
+		rs, err := tx.Commit()
+		if err != nil {
+			b.Fatal(err)
+		}
+		if won, err := s.Apply(rs); err != nil || len(won) != 1 {
+			b.Fatal(len(won), err)
+		}
+		i++
+	}
+}
+
 // BenchmarkStoreRecord: what a reflector's sync loop pays per key it
 // reconciles after a commit, in a store of 10,000 zones: a look-up
 // (Record) against the copy and sort of every record it made before

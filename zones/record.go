@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"maps"
 	"sort"
 	"time"
 
@@ -162,6 +163,47 @@ func (rs Records) Config() *Config {
 		}
 	}
 	return c
+}
+
+// with returns the configuration c turned into by the records rs (newer
+// versions of c's objects, tombstones included), as Records.Config would
+// build it from the records of c and rs together. c is left as it is, and
+// the result shares with it what rs does not change: neither is to be
+// changed after (Clone for a copy to change).
+func (c *Config) with(rs []Record) *Config {
+	out := &Config{Settings: c.Settings, Zones: c.Zones, Aliases: c.Aliases, Pins: c.Pins}
+	var zs, as, ps bool // the maps copied so far
+	for _, r := range rs {
+		switch r.Kind {
+		case KindSettings:
+			out.Settings = DefaultSettings()
+			if !r.Deleted {
+				out.Settings = r.Settings
+			}
+		case KindZone:
+			if !zs {
+				out.Zones, zs = maps.Clone(c.Zones), true
+			}
+			if delete(out.Zones, r.Name); !r.Deleted {
+				out.Zones[r.Name] = &Zone{Name: r.Name, Members: append([]Member(nil), r.Members...)}
+			}
+		case KindAlias:
+			if !as {
+				out.Aliases, as = maps.Clone(c.Aliases), true
+			}
+			if delete(out.Aliases, r.Name); !r.Deleted {
+				out.Aliases[r.Name] = &Alias{Name: r.Name, Members: append([]Member(nil), r.Members...)}
+			}
+		case KindPin:
+			if !ps {
+				out.Pins, ps = maps.Clone(c.Pins), true
+			}
+			if delete(out.Pins, r.Name); !r.Deleted {
+				out.Pins[r.Name] = &Pin{NQN: r.Name, At: append([]Location(nil), r.At...)}
+			}
+		}
+	}
+	return out
 }
 
 // Sorted returns the records ordered by kind and name.

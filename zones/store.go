@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -211,10 +212,9 @@ func (s *Store) Apply(in []Record) ([]Record, error) {
 	var errs []error
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	// next holds the versions in force of the keys in seen so far (the
+	// store's, then the winners'); s.records changes once they are written.
 	next := Records{}
-	for k, r := range s.records {
-		next[k] = r
-	}
 	var won []Record
 	now := s.clock.Now()
 	for _, r := range in {
@@ -232,6 +232,11 @@ func (s *Store) Apply(in []Record) ([]Record, error) {
 			errs = append(errs, fmt.Errorf("record %s from %d: %w (written %s)", r.Key, r.RouterID, ErrExpired, r.Time().UTC().Format(time.RFC3339)))
 			continue
 		}
+		if _, ok := next[r.Key]; !ok {
+			if cur, ok := s.records[r.Key]; ok {
+				next[r.Key] = cur
+			}
+		}
 		if next.Apply(r) {
 			won = append(won, r)
 		}
@@ -244,9 +249,9 @@ func (s *Store) Apply(in []Record) ([]Record, error) {
 	}
 	for _, r := range won {
 		_ = s.clock.Observe(r.Gen) // checked above, cannot fail
+		s.records[r.Key] = r       // in order: a key's last winner is its newest
 	}
-	s.records = next
-	s.setConfig(next.Config())
+	s.setConfig(s.config.with(won))
 	s.revision++
 	return won, errors.Join(errs...)
 }
@@ -342,9 +347,13 @@ func recordKey(k Key) []byte { return append([]byte{byte(k.Kind)}, k.Name...) }
 // is visible until Commit, which validates the whole result and writes every
 // change atomically with a new generation; Abort drops the edits.
 type Tx struct {
-	s        *Store
-	base     *Config
+	s    *Store
+	base *Config // the store's configuration at Begin, shared: never changed
+	// work is base with the edits: its maps are the transaction's own,
+	// their zones and aliases base's until copied before a first change
+	// (own).
 	work     *Config
+	own      map[Key]bool
 	revision uint64
 	done     bool
 	note     Note
@@ -355,7 +364,9 @@ type Tx struct {
 func (s *Store) Begin() *Tx {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return &Tx{s: s, base: s.config, work: s.config.Clone(), revision: s.revision}
+	c := s.config
+	work := &Config{Settings: c.Settings, Zones: maps.Clone(c.Zones), Aliases: maps.Clone(c.Aliases), Pins: maps.Clone(c.Pins)}
+	return &Tx{s: s, base: c, work: work, own: map[Key]bool{}, revision: s.revision}
 }
 
 // Config returns the staged configuration (for display; do not modify).
@@ -376,6 +387,7 @@ func (t *Tx) CreateZone(name string, members ...Member) error {
 		return fmt.Errorf("zone %q: %w", name, ErrDuplicate)
 	}
 	t.work.Zones[name] = &Zone{Name: name}
+	t.own[Key{KindZone, name}] = true
 	return t.AddZoneMembers(name, members...)
 }
 
@@ -423,6 +435,7 @@ func (t *Tx) CreateAlias(name string, members ...Member) error {
 		return fmt.Errorf("alias %q: %w", name, ErrDuplicate)
 	}
 	t.work.Aliases[name] = &Alias{Name: name}
+	t.own[Key{KindAlias, name}] = true
 	return t.AddAliasMembers(name, members...)
 }
 
@@ -529,10 +542,6 @@ func (t *Tx) Commit() ([]Record, error) {
 	if len(changed) == 0 {
 		return nil, nil
 	}
-	next := Records{}
-	for k, r := range s.records {
-		next[k] = r
-	}
 	e := Entry{Identity: t.note.Identity, Via: t.note.Via, Action: t.note.Action, Revision: t.note.Revision,
 		Summary: summarize(s.records, changed)}
 	if e.Action == "" {
@@ -548,15 +557,19 @@ func (t *Tx) Commit() ([]Record, error) {
 			}
 		}
 		e.Writes = append(e.Writes, c)
-		next[changed[i].Key] = changed[i]
 	}
 	e.Version = Version{Gen: s.clock.Next(), RouterID: s.opts.RouterID}
 	if err := s.persist(changed, []Entry{e}); err != nil {
-		return nil, err
+		return nil, err // s.records and s.config untouched: the file rolled back
 	}
 	t.entry = &e
-	s.records = next
-	s.setConfig(next.Config())
+	// The records change in place, once written: every reader of s.records
+	// holds s.mu and takes its own copy. The configuration is replaced, not
+	// changed: Begin, Pins and Problems read it without a copy.
+	for _, r := range changed {
+		s.records[r.Key] = r
+	}
+	s.setConfig(s.config.with(changed))
 	s.revision++
 	return changed, nil
 }
@@ -576,6 +589,10 @@ func (t *Tx) zone(name string) (*Zone, error) {
 	if z == nil {
 		return nil, fmt.Errorf("zone %q: %w", name, ErrNotFound)
 	}
+	if k := (Key{KindZone, name}); !t.own[k] {
+		z = &Zone{Name: z.Name, Members: slices.Clone(z.Members)}
+		t.work.Zones[name], t.own[k] = z, true
+	}
 	return z, nil
 }
 
@@ -586,6 +603,10 @@ func (t *Tx) alias(name string) (*Alias, error) {
 	a := t.work.Aliases[name]
 	if a == nil {
 		return nil, fmt.Errorf("alias %q: %w", name, ErrNotFound)
+	}
+	if k := (Key{KindAlias, name}); !t.own[k] {
+		a = &Alias{Name: a.Name, Members: slices.Clone(a.Members)}
+		t.work.Aliases[name], t.own[k] = a, true
 	}
 	return a, nil
 }
@@ -636,18 +657,27 @@ func changedRecords(old, new *Config) []Record {
 	if old.Settings != new.Settings {
 		out = append(out, Record{Key: Key{Kind: KindSettings}, Settings: new.Settings})
 	}
-	for _, name := range new.ZoneNames() {
-		if oz := old.Zones[name]; oz == nil || !slices.Equal(oz.Members, new.Zones[name].Members) {
-			out = append(out, Record{Key: Key{KindZone, name}, Members: append([]Member(nil), new.Zones[name].Members...)})
+	var written, deleted []string // zones, each sorted: only the changed ones
+	for name, z := range new.Zones {
+		if oz := old.Zones[name]; oz == nil || (oz != z && !slices.Equal(oz.Members, z.Members)) {
+			written = append(written, name)
 		}
 	}
-	for _, name := range old.ZoneNames() {
+	for name := range old.Zones {
 		if new.Zones[name] == nil {
-			out = append(out, Record{Key: Key{KindZone, name}, Deleted: true})
+			deleted = append(deleted, name)
 		}
+	}
+	slices.Sort(written)
+	slices.Sort(deleted)
+	for _, name := range written {
+		out = append(out, Record{Key: Key{KindZone, name}, Members: append([]Member(nil), new.Zones[name].Members...)})
+	}
+	for _, name := range deleted {
+		out = append(out, Record{Key: Key{KindZone, name}, Deleted: true})
 	}
 	for name, a := range new.Aliases {
-		if oa := old.Aliases[name]; oa == nil || !slices.Equal(oa.Members, a.Members) {
+		if oa := old.Aliases[name]; oa == nil || (oa != a && !slices.Equal(oa.Members, a.Members)) {
 			out = append(out, Record{Key: Key{KindAlias, name}, Members: append([]Member(nil), a.Members...)})
 		}
 	}

@@ -356,7 +356,7 @@ func (r *Reflector) Reflectors(ctx context.Context) (api.ReflectorsStatus, error
 	}
 	st := api.ReflectorsStatus{Now: r.now()}
 	st.Reflectors = append(st.Reflectors, api.ReflectorStatus{RouterID: rn.routerID, Self: true,
-		Revision: api.Revision(rn.store.Config()), Generation: rn.store.Generation(), Parts: len(rn.repl.Objects())})
+		Revision: api.Revision(rn.store.Config()), Generation: rn.store.Generation(), Parts: rn.repl.Len()})
 	for _, p := range peers {
 		st.Reflectors = append(st.Reflectors, api.ReflectorStatus{RouterID: p.RouterID, Address: p.Address.String(), Session: p.Session,
 			Generation: p.Newest, Writer: p.NewestWriter, Parts: p.Parts, Behind: p.Behind,

@@ -37,10 +37,7 @@ func (l *syncLoop) reconcileJournal(ctx context.Context) (int, error) {
 	full := len(kept) >= l.opts.HistorySize
 	held := map[string]bool{}
 	var errs []error
-	for _, c := range l.rn.repl.Objects() {
-		if configsync.KindOf(c) != configsync.KindJournal {
-			continue
-		}
+	for _, c := range l.rn.repl.OfKind(uint8(configsync.KindJournal)) {
 		if _, ok := want[c.Name]; ok {
 			held[c.Name] = true
 			continue

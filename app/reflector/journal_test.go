@@ -146,10 +146,8 @@ func TestJournalBoundReplicated(t *testing.T) {
 		deadline := time.Now().Add(waitTimeout)
 		for {
 			var names []string
-			for _, c := range r.run.repl.Objects() {
-				if configsync.KindOf(c) == configsync.KindJournal {
-					names = append(names, c.Name)
-				}
+			for _, c := range r.run.repl.OfKind(uint8(configsync.KindJournal)) {
+				names = append(names, c.Name)
 			}
 			if len(names) == 4 {
 				break
@@ -392,10 +390,8 @@ func TestJournalPartsAllOriginated(t *testing.T) {
 		deadline := time.Now().Add(waitTimeout)
 		for {
 			got := map[string]int{}
-			for _, c := range r.run.repl.Objects() {
-				if configsync.KindOf(c) == configsync.KindJournal {
-					got[c.Name]++
-				}
+			for _, c := range r.run.repl.OfKind(uint8(configsync.KindJournal)) {
+				got[c.Name]++
 			}
 			if fmt.Sprint(got) == fmt.Sprint(want) {
 				break

@@ -251,22 +251,13 @@ func (l *syncLoop) reconcile(ctx context.Context, keys []zones.Key) error {
 	if len(keys) == 0 {
 		return nil
 	}
-	want := map[zones.Key]bool{}
-	for _, k := range keys {
-		want[k] = true
-	}
-	held := map[zones.Key][]record.Config{}
-	for _, c := range l.rn.repl.Objects() {
-		if k := (zones.Key{Kind: zones.Kind(c.Kind), Name: c.Name}); want[k] {
-			held[k] = append(held[k], c)
-		}
-	}
 	var errs []error
 	for _, k := range keys {
 		rec, ok := l.rn.store.Record(k)
 		if !ok {
 			continue // refused by the store (and so by the replicator), or pruned
 		}
+		held := l.rn.repl.Parts(uint8(k.Kind), k.Name) // before the Puts: what the withdraws may drop
 		next, err := configsync.Records(rec)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", k, err))
@@ -277,7 +268,7 @@ func (l *syncLoop) reconcile(ctx context.Context, keys []zones.Key) error {
 				errs = append(errs, err)
 			}
 		}
-		for _, c := range configsync.Stale(held[k], next) {
+		for _, c := range configsync.Stale(held, next) {
 			if err := l.rn.repl.Withdraw(ctx, c); err != nil {
 				errs = append(errs, err)
 			}

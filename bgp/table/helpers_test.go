@@ -4,6 +4,7 @@ package table
 
 import (
 	"net/netip"
+	"slices"
 	"testing"
 
 	"github.com/openinof/inof/bgp"
@@ -48,3 +49,13 @@ var (
 	_ ConfigSpeaker = (*bgp.GoBGP)(nil)
 	_ ConfigSpeaker = (*bgp.FakeSpeaker)(nil)
 )
+
+// originated returns every part rep originates, sorted (a copy of them
+// all: for tests only).
+func originated(rep *ConfigReplicator) []record.Config {
+	rep.mu.Lock()
+	defer rep.mu.Unlock()
+	out := slices.Collect(rep.objects.all())
+	sortConfig(out)
+	return out
+}

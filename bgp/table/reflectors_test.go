@@ -238,12 +238,12 @@ func waitObject(t *testing.T, rep *ConfigReplicator, obj record.ConfigObject, ge
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for time.Now().Before(deadline) {
-		for _, c := range rep.Objects() {
+		for _, c := range originated(rep) {
 			if c.Object() == obj && c.Gen == gen {
 				return
 			}
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
-	t.Fatalf("object %v generation %d never adopted: %+v", obj, gen, rep.Objects())
+	t.Fatalf("object %v generation %d never adopted: %+v", obj, gen, originated(rep))
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"iter"
 	"log/slog"
 	"net/netip"
 	"slices"
@@ -81,7 +82,7 @@ type ConfigReplicator struct {
 	log *slog.Logger
 
 	mu      sync.Mutex
-	objects map[record.ConfigObject]record.Config
+	objects partIndex // the parts this reflector originates
 	// withdrawn are parts withdrawn as stale, with the version withdrawn:
 	// a peer copy of that version or older is not adopted again.
 	withdrawn map[record.ConfigObject]record.Config
@@ -111,7 +112,7 @@ func NewConfigReplicator(opts ReplicatorOptions) (*ConfigReplicator, error) {
 	if opts.RetryEvery <= 0 {
 		opts.RetryEvery = 10 * time.Second
 	}
-	return &ConfigReplicator{cfg: opts, log: log, objects: map[record.ConfigObject]record.Config{},
+	return &ConfigReplicator{cfg: opts, log: log, objects: partIndex{byKind: map[uint8]map[string]map[uint16]record.Config{}},
 		withdrawn: map[record.ConfigObject]record.Config{}, deferred: map[record.ConfigObject]deferredVersion{},
 		peers:      map[inof.RouterID]*peerCopies{},
 		refuseLog:  ratelimit.Limit{Every: time.Second},
@@ -133,7 +134,7 @@ func (r *ConfigReplicator) Put(ctx context.Context, rec record.Config) (bool, er
 func (r *ConfigReplicator) putLocked(ctx context.Context, rec record.Config) (bool, error) {
 	rec.Reflector = r.cfg.RouterID
 	obj := rec.Object()
-	if cur, ok := r.objects[obj]; ok && !rec.Newer(&cur) {
+	if cur, ok := r.objects.get(obj); ok && !rec.Newer(&cur) {
 		return false, nil
 	}
 	if gone, ok := r.withdrawn[obj]; ok && !rec.Newer(&gone) {
@@ -142,7 +143,7 @@ func (r *ConfigReplicator) putLocked(ctx context.Context, rec record.Config) (bo
 	if err := r.cfg.Speaker.Publish(ctx, &rec, r.cfg.RT, record.PeeringRT(r.cfg.RT.Global)); err != nil {
 		return false, fmt.Errorf("bgp: originate %v: %w", obj, err)
 	}
-	r.objects[obj] = rec
+	r.objects.put(rec)
 	delete(r.withdrawn, obj)
 	return true, nil
 }
@@ -151,7 +152,7 @@ func (r *ConfigReplicator) putLocked(ctx context.Context, rec record.Config) (bo
 // longer needs (a record shrank, or a version with more parts lost to one
 // with fewer), and remembers the version withdrawn, so that a peer's copy
 // of that version or an older one is not adopted again; a newer version
-// is. held is the version the caller found (Objects): a newer copy of the
+// is. held is the version the caller found (Parts, OfKind): a newer copy of the
 // part, adopted from a peer meanwhile, stays; a part not held does
 // nothing. The memory of a withdrawn part lasts until a newer version of
 // it is originated or until its generation is past
@@ -160,14 +161,14 @@ func (r *ConfigReplicator) Withdraw(ctx context.Context, held record.Config) err
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	obj := held.Object()
-	cur, ok := r.objects[obj]
+	cur, ok := r.objects.get(obj)
 	if !ok || cur.Newer(&held) {
 		return nil
 	}
 	if err := r.cfg.Speaker.Withdraw(ctx, cur.Key()); err != nil {
 		return fmt.Errorf("bgp: withdraw %v: %w", obj, err)
 	}
-	delete(r.objects, obj)
+	r.objects.delete(obj)
 	r.withdrawn[obj] = cur
 	r.stats.Withdrawn++
 	return nil
@@ -182,14 +183,14 @@ func (r *ConfigReplicator) Prune(ctx context.Context) (int, error) {
 	defer r.mu.Unlock()
 	now := r.cfg.Now()
 	n := 0
-	for obj, c := range r.objects {
+	for c := range r.objects.all() {
 		if !c.Deleted || !inof.TombstoneExpired(c.Gen, now) {
 			continue
 		}
 		if err := r.cfg.Speaker.Withdraw(ctx, c.Key()); err != nil {
-			return n, fmt.Errorf("bgp: prune %v: %w", obj, err)
+			return n, fmt.Errorf("bgp: prune %v: %w", c.Object(), err)
 		}
-		delete(r.objects, obj)
+		r.objects.delete(c.Object())
 		r.stats.Pruned++
 		n++
 	}
@@ -417,8 +418,8 @@ func (r *ConfigReplicator) Peers(ctx context.Context) ([]PeerCopies, error) {
 				pc.Newest, pc.NewestWriter = c.Gen, c.Writer
 			}
 		}
-		for obj, ours := range r.objects {
-			if theirs, ok := p.versions[obj]; !ok || ours.Newer(&theirs) {
+		for ours := range r.objects.all() {
+			if theirs, ok := p.versions[ours.Object()]; !ok || ours.Newer(&theirs) {
 				pc.Behind++
 			}
 		}
@@ -439,7 +440,7 @@ func (r *ConfigReplicator) Peers(ctx context.Context) ([]PeerCopies, error) {
 		}
 		i := slices.IndexFunc(out, func(pc PeerCopies) bool { return pc.Address == n.Address || (rid != 0 && pc.RouterID == rid) })
 		if i < 0 {
-			out = append(out, PeerCopies{RouterID: rid, Address: n.Address, Behind: len(r.objects)})
+			out = append(out, PeerCopies{RouterID: rid, Address: n.Address, Behind: r.objects.n})
 			i = len(out) - 1
 		}
 		out[i].Session = n.State.String()
@@ -460,16 +461,104 @@ func (r *ConfigReplicator) Stats() ReplicatorStats {
 	return r.stats
 }
 
-// Objects returns the versions this reflector originates, sorted.
-func (r *ConfigReplicator) Objects() []record.Config {
+// Len returns how many parts this reflector originates.
+func (r *ConfigReplicator) Len() int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	out := make([]record.Config, 0, len(r.objects))
-	for _, c := range r.objects {
+	return r.objects.n
+}
+
+// Parts returns the parts of one object this reflector originates (copies,
+// by part; the payloads are shared, not to be changed): a look-up, for
+// reconciling the objects a commit touched.
+func (r *ConfigReplicator) Parts(kind uint8, name string) []record.Config {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	ps := r.objects.byKind[kind][name]
+	out := make([]record.Config, 0, len(ps))
+	for _, c := range ps {
 		out = append(out, c)
 	}
 	sortConfig(out)
 	return out
+}
+
+// OfKind returns the parts of every object of one kind this reflector
+// originates (copies, sorted, payloads shared as in Parts), without visiting
+// the other kinds.
+func (r *ConfigReplicator) OfKind(kind uint8) []record.Config {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []record.Config
+	for _, ps := range r.objects.byKind[kind] {
+		for _, c := range ps {
+			out = append(out, c)
+		}
+	}
+	sortConfig(out)
+	return out
+}
+
+// partIndex holds configuration parts by kind, name and part, so that one
+// object's parts, or one kind's, are found without visiting them all. It is
+// the replicator's state: used with the replicator's lock held, and never
+// handed out.
+type partIndex struct {
+	byKind map[uint8]map[string]map[uint16]record.Config
+	n      int // parts held
+}
+
+func (x *partIndex) get(o record.ConfigObject) (record.Config, bool) {
+	c, ok := x.byKind[o.Kind][o.Name][o.Part]
+	return c, ok
+}
+
+func (x *partIndex) put(c record.Config) {
+	names := x.byKind[c.Kind]
+	if names == nil {
+		names = map[string]map[uint16]record.Config{}
+		x.byKind[c.Kind] = names
+	}
+	ps := names[c.Name]
+	if ps == nil {
+		ps = map[uint16]record.Config{}
+		names[c.Name] = ps
+	}
+	if _, ok := ps[c.Part]; !ok {
+		x.n++
+	}
+	ps[c.Part] = c
+}
+
+func (x *partIndex) delete(o record.ConfigObject) {
+	names := x.byKind[o.Kind]
+	ps := names[o.Name]
+	if _, ok := ps[o.Part]; !ok {
+		return
+	}
+	delete(ps, o.Part)
+	x.n--
+	if len(ps) == 0 {
+		delete(names, o.Name)
+	}
+	if len(names) == 0 {
+		delete(x.byKind, o.Kind)
+	}
+}
+
+// all visits every part; the visit may delete the part it is given.
+func (x *partIndex) all() iter.Seq[record.Config] {
+	return func(yield func(record.Config) bool) {
+		for _, names := range x.byKind {
+			for _, ps := range names {
+				for _, c := range ps {
+					if !yield(c) {
+						return
+					}
+				}
+			}
+		}
+	}
 }
 
 func sortConfig(cs []record.Config) {

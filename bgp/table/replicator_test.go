@@ -2,6 +2,7 @@ package table
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -112,7 +113,7 @@ func TestReplicatorPrunesTombstones(t *testing.T) {
 	x.f.Cut(x.r1.Addr, x.r2.Addr)
 	x.f.Mend(x.r1.Addr, x.r2.Addr)
 	waitStats(t, "expired tombstone refused", func() bool { return x.rep1.Stats().Expired >= 1 })
-	if objs := x.rep1.Objects(); len(objs) != 0 {
+	if objs := originated(x.rep1); len(objs) != 0 {
 		t.Fatalf("r1 re-adopted the pruned tombstone: %+v", objs)
 	}
 	if x.client.View.Has(k1.Key()) {
@@ -143,7 +144,7 @@ func TestReplicatorRefusesFutureGenerations(t *testing.T) {
 	}
 	waitObject(t, x.rep1, near.Object(), near.Gen)
 	waitStats(t, "far-future version refused", func() bool { return x.rep1.Stats().Future >= 1 })
-	for _, c := range x.rep1.Objects() {
+	for _, c := range originated(x.rep1) {
 		if c.Name == "far" {
 			t.Fatalf("far-future version adopted: %+v", c)
 		}
@@ -202,7 +203,7 @@ func TestReplicatorAdoptsOnlyFromPeerReflectors(t *testing.T) {
 	waitObject(t, x.rep1, good.Object(), good.Gen)
 	waitStats(t, "the client's record refused", func() bool { return x.rep1.Stats().NotPeer >= 1 })
 	for _, rep := range []*ConfigReplicator{x.rep1, x.rep2} {
-		for _, c := range rep.Objects() {
+		for _, c := range originated(rep) {
 			if c.Name == "injected" {
 				t.Fatalf("a client's configuration record was adopted: %+v", c)
 			}
@@ -244,7 +245,7 @@ func TestReplicatorWithdrawRemembersVersion(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitObject(t, x.rep2, marker.Object(), marker.Gen)
-	for _, c := range x.rep2.Objects() {
+	for _, c := range originated(x.rep2) {
 		if c.Object() == part.Object() {
 			t.Fatalf("withdrawn part adopted again: %+v", c)
 		}
@@ -281,13 +282,13 @@ func TestReplicatorStaleWithdrawKeepsNewerCopy(t *testing.T) {
 		t.Fatal(err)
 	}
 	var held record.Config // what a reconcile's snapshot found
-	for _, c := range x.rep2.Objects() {
+	for _, c := range originated(x.rep2) {
 		if c.Object() == old.Object() {
 			held = c
 		}
 	}
 	if held.Gen != old.Gen {
-		t.Fatalf("r2 does not hold the part: %+v", x.rep2.Objects())
+		t.Fatalf("r2 does not hold the part: %+v", originated(x.rep2))
 	}
 	newer := record.Config{Kind: 2, Name: "z", Part: 1, Gen: old.Gen + 1, Writer: bgptest.RouterID(x.r1.Addr), Payload: []byte{1}}
 	if _, err := x.rep1.Put(ctx, newer); err != nil {
@@ -299,13 +300,13 @@ func TestReplicatorStaleWithdrawKeepsNewerCopy(t *testing.T) {
 		t.Fatal(err)
 	}
 	found := false
-	for _, c := range x.rep2.Objects() {
+	for _, c := range originated(x.rep2) {
 		if c.Object() == newer.Object() {
 			found = c.Gen == newer.Gen
 		}
 	}
 	if !found {
-		t.Fatalf("the newer copy was withdrawn with the stale one: %+v", x.rep2.Objects())
+		t.Fatalf("the newer copy was withdrawn with the stale one: %+v", originated(x.rep2))
 	}
 	if st := x.rep2.Stats(); st.Withdrawn != 0 {
 		t.Fatalf("r2 stats %+v: a withdraw counted", st)
@@ -332,4 +333,68 @@ func mustPeers(t *testing.T, r *ConfigReplicator) []PeerCopies {
 		t.Fatal(err)
 	}
 	return ps
+}
+
+// TestReplicatorLookups: Len, Parts and OfKind answer from the parts held
+// as Put, Withdraw and Prune change them, each with copies.
+func TestReplicatorLookups(t *testing.T) {
+	ctx := context.Background()
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	x := newFakeReflectors(t, t0)
+	gen := inof.GenerationAt(t0)
+	w := bgptest.RouterID(x.r1.Addr)
+	put := func(kind uint8, name string, part uint16, deleted bool) record.Config {
+		t.Helper()
+		c := record.Config{Kind: kind, Name: name, Part: part, Gen: gen, Writer: w, Deleted: deleted, Payload: []byte{byte(part)}}
+		if took, err := x.rep1.Put(ctx, c); err != nil || !took {
+			t.Fatalf("put %v: %v %v", c.Object(), took, err)
+		}
+		c.Reflector = w
+		return c
+	}
+	a1, a0 := put(2, "a", 1, false), put(2, "a", 0, false)
+	b0 := put(2, "b", 0, true)
+	j0 := put(17, "a", 0, false)
+	objs := func(cs []record.Config) []record.ConfigObject {
+		var out []record.ConfigObject
+		for _, c := range cs {
+			out = append(out, c.Object())
+		}
+		return out
+	}
+	check := func(what string, got []record.Config, want ...record.Config) {
+		t.Helper()
+		if fmt.Sprint(objs(got)) != fmt.Sprint(objs(want)) {
+			t.Fatalf("%s: %v, want %v", what, objs(got), objs(want))
+		}
+	}
+	check("parts of a", x.rep1.Parts(2, "a"), a0, a1)
+	check("parts of kind 17's a", x.rep1.Parts(17, "a"), j0)
+	check("parts of c", x.rep1.Parts(2, "c"))
+	check("kind 2", x.rep1.OfKind(2), a0, a1, b0)
+	check("kind 3", x.rep1.OfKind(3))
+	if n := x.rep1.Len(); n != 4 {
+		t.Fatalf("Len %d, want 4", n)
+	}
+	x.rep1.Parts(2, "a")[0].Name = "changed" // copies: the replicator's parts stay
+	x.rep1.OfKind(2)[1].Name = "changed"
+	check("parts of a after the caller changed its copies", x.rep1.Parts(2, "a"), a0, a1)
+
+	if err := x.rep1.Withdraw(ctx, a1); err != nil {
+		t.Fatal(err)
+	}
+	check("parts of a after a withdraw", x.rep1.Parts(2, "a"), a0)
+	if err := x.rep1.Withdraw(ctx, j0); err != nil {
+		t.Fatal(err)
+	}
+	check("kind 17 after its last part went", x.rep1.OfKind(17))
+	x.clk1.Set(t0.Add(inof.TombstoneLifetime + time.Hour))
+	if n, err := x.rep1.Prune(ctx); err != nil || n != 1 {
+		t.Fatalf("prune: %d %v", n, err)
+	}
+	check("kind 2 after the prune", x.rep1.OfKind(2), a0)
+	if n := x.rep1.Len(); n != 1 {
+		t.Fatalf("Len %d, want 1", n)
+	}
+	check("every part", originated(x.rep1), a0)
 }
