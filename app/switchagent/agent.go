@@ -394,7 +394,7 @@ func (a *Agent) applyConfig(ctx context.Context) {
 	a.apply(ctx, a.engine.Config(cfg))
 	if a.disc.setConfig(cfg) {
 		a.disc.rejudge(a.engine, pins)
-		a.subscribe(ctx, a.engine.subs) // discovery wants every zone of cfg
+		a.subscribe(ctx, a.engine.subs.set) // discovery wants every zone of cfg
 	}
 }
 

@@ -239,7 +239,7 @@ func (a *Agent) subscribeAhead(ctx context.Context, now time.Time) {
 	defer func() { a.hold.aheadNext = time.Now().Add(max(aheadSpacing, 4*time.Since(now))) }()
 	cfg := a.zrecs.Config()
 	a.hold.ahead = a.memberships(cfg, a.engine.SubscriptionsUnder(cfg))
-	a.subscribe(ctx, a.engine.subs)
+	a.subscribe(ctx, a.engine.subs.set)
 }
 
 // endHoldIfDue ends the hold once it is due: the zoning the records make
@@ -263,7 +263,7 @@ func (a *Agent) endHoldIfDue(ctx context.Context, now time.Time) {
 	if len(ahead) > 0 {
 		// The memberships the zoning in force wants (applyConfig subscribed
 		// only if they changed); any other taken ahead lingers and goes.
-		a.subscribe(ctx, a.engine.subs)
+		a.subscribe(ctx, a.engine.subs.set)
 	}
 	a.configHeld.Store(false) // once in force: the engine judged every record under it
 	// Said after the fact, as for a record taken while nothing is held:
