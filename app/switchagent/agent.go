@@ -83,43 +83,38 @@ type Agent struct {
 	// (the fabric side fills it), the local ones in direct mode; the API's
 	// device list.
 	table *table.DeviceTable
-	zrecs zones.Records // the zone records received (or, direct, committed)
-	// configDue says zone records changed and the configuration they make
-	// is not yet in force: it is rebuilt once the records already queued
-	// are in (bgpFabric.onRecords), or before the next device record, so a
-	// burst of zone records (1,000 when a switch joins a fabric of 1,000
-	// zones) costs one rebuild instead of one per record, and every device
-	// record is still judged under every zone record received before it.
-	configDue bool
-	// hold keeps the zone configuration received after a start out of
-	// force until it is whole (confighold.go).
-	hold configHold
-	// notices gathers the notices of a batch of records while on
-	// (bgpFabric.onRecords): they are journalled in one write and sent
-	// once the batch is judged.
-	notices noticeBatch
+	// zoning is the zone configuration in the making: the zone records,
+	// whether their configuration is due, the hold (confighold.go).
+	zoning zoning
+	// notices sends the engine's notices to the access ports, held back
+	// during a batch of records (bgpFabric.onRecords).
+	notices noticeSender
 	save    *saver // the state file and the told journal (statesave.go)
 	// settle fires Options.Settle after the first session came up (direct
 	// mode: after the start); nil before and after.
 	settle <-chan time.Time
 	// config and profile are what the API reads: the zone configuration
 	// in force and the lossless profile received (set by the loop).
-	config     atomic.Pointer[zones.Config]
-	profile    atomic.Pointer[lossless.Profile]
-	settled    atomic.Bool   // the first Resync after start has run
-	configHeld atomic.Bool   // the zone configuration received is held (confighold.go)
-	running    atomic.Bool   // the loop runs
-	ready      chan struct{} // closed when the loop first runs
+	config  atomic.Pointer[zones.Config]
+	profile atomic.Pointer[lossless.Profile]
+	settled atomic.Bool   // the first Resync after start has run
+	running atomic.Bool   // the loop runs
+	ready   chan struct{} // closed when the loop first runs
 	// loopDone is closed when the loop returns: what still hands it work
 	// (a discovery connection ending, a commit) gives up then.
 	loopDone chan struct{}
 	reconf   chan reconfRequest
 }
 
-// noticeBatch holds the notices of one batch of records back (onRecords).
-type noticeBatch struct {
-	on bool
-	ns []PortNotice
+// noticeSender journals the engine's notices and then hands them to their
+// ports' notifiers. While on (a batch of records, bgpFabric.onRecords) it
+// gathers them instead: they are journalled in one write and sent once the
+// batch is judged. Owned by the loop.
+type noticeSender struct {
+	save  *saver
+	ports *portSide
+	on    bool
+	ns    []PortNotice
 }
 
 // New checks the options and builds an agent.
@@ -142,6 +137,7 @@ func New(cfg Config) (*Agent, error) {
 		ready: make(chan struct{}), reconf: make(chan reconfRequest)}
 	a.met = newMetrics(a)
 	a.ports = newPortSide(a, cfg)
+	a.notices = noticeSender{save: a.save, ports: a.ports}
 	if cfg.Options.Direct() {
 		a.fab = newDirectFabric(a)
 	} else {
@@ -189,7 +185,7 @@ func (a *Agent) Run(ctx context.Context) error {
 		return err
 	}
 	defer a.fab.stop()
-	a.zrecs = zrecs
+	a.zoning.recs = zrecs
 	a.config.Store(zrecs.Config())
 	closed := startsClosed(a.opts, loaded, saved)
 	inForce := zrecs.Config()
@@ -328,7 +324,7 @@ func (a *Agent) loop(ctx context.Context) error {
 // fabric side's or the hold's.
 func (a *Agent) nextTick() (time.Time, bool) {
 	next, ok := a.engine.NextTick()
-	for _, d := range [...]func() (time.Time, bool){a.fab.nextTick, a.hold.dueAt, a.hold.aheadAt} {
+	for _, d := range [...]func() (time.Time, bool){a.fab.nextTick, a.zoning.hold.dueAt, a.zoning.hold.aheadAt} {
 		if due, has := d(); has && (!ok || due.Before(next)) {
 			next, ok = due, true
 		}
@@ -339,7 +335,7 @@ func (a *Agent) nextTick() (time.Time, bool) {
 // sessionUp (loop) notes that a reflector session came up (direct mode:
 // the start): the hold's bound starts, and the settle time if it has not.
 func (a *Agent) sessionUp(now time.Time) {
-	a.hold.sessionUp(now)
+	a.zoning.hold.sessionUp(now)
 	if !a.settled.Load() && a.settle == nil {
 		a.settle = time.After(a.opts.Settle)
 	}
@@ -387,14 +383,14 @@ func (a *Agent) onQuery(ctx context.Context, q portQuery) {
 
 // applyConfig puts the zone configuration the records make in force.
 func (a *Agent) applyConfig(ctx context.Context) {
-	a.configDue = false
-	cfg := a.zrecs.Config()
+	a.zoning.due = false
+	cfg := a.zoning.recs.Config()
 	a.config.Store(cfg)
 	pins := zones.PinsChanged(a.engine.ix.Config(), cfg)
 	a.apply(ctx, a.engine.Config(cfg))
 	if a.disc.setConfig(cfg) {
 		a.disc.rejudge(a.engine, pins)
-		a.subscribe(ctx, a.engine.subs) // discovery wants every zone of cfg
+		a.subscribe(ctx, a.engine.subs.set) // discovery wants every zone of cfg
 	}
 }
 
@@ -404,7 +400,7 @@ func (a *Agent) apply(ctx context.Context, out Output) {
 		a.save.dirty = true
 	}
 	if len(out.Publish)+len(out.Withdraw) > 0 {
-		a.hold.localChanged() // the memberships taken ahead follow the local devices
+		a.zoning.hold.localChanged() // the memberships taken ahead follow the local devices
 	}
 	a.pins.report(a.self, out.Refused)
 	a.fab.publish(ctx, out)
@@ -412,32 +408,36 @@ func (a *Agent) apply(ctx context.Context, out Output) {
 	if out.Subscriptions != nil {
 		a.subscribe(ctx, out.Subscriptions)
 	}
-	if a.notices.on {
-		a.notices.ns = append(a.notices.ns, out.Notices...)
-		a.followPorts()
-		return
-	}
-	a.sendNotices(out.Notices)
+	a.notices.take(out.Notices)
 	a.followPorts()
 }
 
-// holdNotices holds the notices back until sendHeld (a batch of records).
-func (a *Agent) holdNotices() { a.notices.on = true }
-
-// sendHeld sends the notices held since holdNotices, in one journal write.
-func (a *Agent) sendHeld() {
-	a.notices.on = false
-	a.sendNotices(a.notices.ns)
-	clear(a.notices.ns)
-	a.notices.ns = a.notices.ns[:0]
+// take sends ns, or gathers them while on.
+func (s *noticeSender) take(ns []PortNotice) {
+	if s.on {
+		s.ns = append(s.ns, ns...)
+		return
+	}
+	s.send(ns)
 }
 
-// sendNotices journals ns in one write and then hands them to their ports'
+// hold holds the notices back until sendHeld (a batch of records).
+func (s *noticeSender) hold() { s.on = true }
+
+// sendHeld sends the notices held since hold, in one journal write.
+func (s *noticeSender) sendHeld() {
+	s.on = false
+	s.send(s.ns)
+	clear(s.ns)
+	s.ns = s.ns[:0]
+}
+
+// send journals ns in one write and then hands them to their ports'
 // notifiers, in order.
-func (a *Agent) sendNotices(ns []PortNotice) {
-	a.save.journalNotices(ns)
+func (s *noticeSender) send(ns []PortNotice) {
+	s.save.journalNotices(ns)
 	for _, n := range ns {
-		a.ports.notify(n)
+		s.ports.notify(n)
 	}
 }
 
@@ -452,8 +452,8 @@ const everyZone = ""
 // withdraws those no longer wanted MembershipLinger later.
 func (a *Agent) subscribe(ctx context.Context, want []string) {
 	ms := a.memberships(a.config.Load(), want)
-	if a.hold.on && len(a.hold.ahead) > 0 {
-		ms = slices.Concat(ms, a.hold.ahead)
+	if a.zoning.hold.on && len(a.zoning.hold.ahead) > 0 {
+		ms = slices.Concat(ms, a.zoning.hold.ahead)
 	}
 	a.fab.subscribe(ctx, ms)
 }

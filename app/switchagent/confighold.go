@@ -4,10 +4,30 @@ import (
 	"context"
 	"maps"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	"github.com/openinof/inof/zones"
 )
+
+// zoning is the zone configuration the loop keeps until it goes in force:
+// the zone records received (or, direct, committed), whether the
+// configuration they make is due, and the hold. Owned by the loop; held is
+// also read by the API and the metrics.
+type zoning struct {
+	recs zones.Records
+	// due says zone records changed and the configuration they make is not
+	// yet in force: it is rebuilt once the records already queued are in
+	// (bgpFabric.onRecords), or before the next device record, so a burst
+	// of zone records (1,000 when a switch joins a fabric of 1,000 zones)
+	// costs one rebuild instead of one per record, and every device record
+	// is still judged under every zone record received before it.
+	due bool
+	// hold keeps the zone configuration received after a start out of
+	// force until it is whole.
+	hold configHold
+	held atomic.Bool // the zone configuration received is held
+}
 
 // configHold keeps the zone configuration a starting agent receives out of
 // force until it is whole (docs/switch-agent.md, "Configuration on
@@ -188,17 +208,17 @@ func (h *configHold) dueAt() (time.Time, bool) {
 // known) and, if it waits for End-of-RIB, poll, which reports it (until
 // the agent stops or the hold ends).
 func (a *Agent) startConfigHold(closed bool, poll func(context.Context) error) {
-	a.hold = newConfigHold(a.opts.ConfigHold, a.opts.GracefulRestart.Enabled, a.zrecs, closed)
-	a.configHeld.Store(a.hold.on)
+	a.zoning.hold = newConfigHold(a.opts.ConfigHold, a.opts.GracefulRestart.Enabled, a.zoning.recs, closed)
+	a.zoning.held.Store(a.zoning.hold.on)
 	if closed {
-		a.configDue = true // the zoning received goes in force at the end, changed or not
+		a.zoning.due = true // the zoning received goes in force at the end, changed or not
 		a.log.Info("no zoning known yet: no device sees another until the reflectors' configuration is in force")
 	}
-	if !a.hold.on || !a.hold.needEOR {
+	if !a.zoning.hold.on || !a.zoning.hold.needEOR {
 		return
 	}
 	ctx, cancel := context.WithCancel(a.tasks.ctx)
-	a.hold.stop = cancel
+	a.zoning.hold.stop = cancel
 	a.tasks.spawnIn(ctx, "end-of-rib poll", poll)
 }
 
@@ -213,7 +233,7 @@ func (a *Agent) startConfigHold(closed bool, poll func(context.Context) error) {
 // Starting at the loss, the hold is on before any record of the return
 // arrives (neighbor and record events come on different watches).
 func (a *Agent) holdWhileAway(poll func(context.Context) error) {
-	if a.hold.on || a.opts.ConfigHold <= 0 {
+	if a.zoning.hold.on || a.opts.ConfigHold <= 0 {
 		return
 	}
 	a.log.Info("every reflector session lost: zone configuration held until one is back with its whole table")
@@ -232,40 +252,40 @@ func (a *Agent) holdWhileAway(poll func(context.Context) error) {
 // once the zoning held or the local devices changed, at most every
 // aheadSpacing.
 func (a *Agent) subscribeAhead(ctx context.Context, now time.Time) {
-	if at, due := a.hold.aheadAt(); !due || now.Before(at) {
+	if at, due := a.zoning.hold.aheadAt(); !due || now.Before(at) {
 		return
 	}
-	a.hold.aheadDue = false
-	defer func() { a.hold.aheadNext = time.Now().Add(max(aheadSpacing, 4*time.Since(now))) }()
-	cfg := a.zrecs.Config()
-	a.hold.ahead = a.memberships(cfg, a.engine.SubscriptionsUnder(cfg))
-	a.subscribe(ctx, a.engine.subs)
+	a.zoning.hold.aheadDue = false
+	defer func() { a.zoning.hold.aheadNext = time.Now().Add(max(aheadSpacing, 4*time.Since(now))) }()
+	cfg := a.zoning.recs.Config()
+	a.zoning.hold.ahead = a.memberships(cfg, a.engine.SubscriptionsUnder(cfg))
+	a.subscribe(ctx, a.engine.subs.set)
 }
 
 // endHoldIfDue ends the hold once it is due: the zoning the records make
 // goes in force whole.
 func (a *Agent) endHoldIfDue(ctx context.Context, now time.Time) {
-	at, why, ok := a.hold.due()
+	at, why, ok := a.zoning.hold.due()
 	if !ok || now.Before(at) {
 		return
 	}
-	heldFor := now.Sub(a.hold.upAt).String()
-	a.log.Info("zone configuration no longer held", "why", why, "held_for", heldFor, "changed", a.configDue)
-	if a.hold.stop != nil {
-		a.hold.stop()
+	heldFor := now.Sub(a.zoning.hold.upAt).String()
+	a.log.Info("zone configuration no longer held", "why", why, "held_for", heldFor, "changed", a.zoning.due)
+	if a.zoning.hold.stop != nil {
+		a.zoning.hold.stop()
 	}
-	objects, ahead := a.hold.objects, a.hold.ahead
-	a.hold = configHold{}
+	objects, ahead := a.zoning.hold.objects, a.zoning.hold.ahead
+	a.zoning.hold = configHold{}
 	a.save.dirty = true // the state file keeps the zoning in force
-	if a.configDue {
+	if a.zoning.due {
 		a.applyConfig(ctx)
 	}
 	if len(ahead) > 0 {
 		// The memberships the zoning in force wants (applyConfig subscribed
 		// only if they changed); any other taken ahead lingers and goes.
-		a.subscribe(ctx, a.engine.subs)
+		a.subscribe(ctx, a.engine.subs.set)
 	}
-	a.configHeld.Store(false) // once in force: the engine judged every record under it
+	a.zoning.held.Store(false) // once in force: the engine judged every record under it
 	// Said after the fact, as for a record taken while nothing is held:
 	// "changed" means in force.
 	for _, o := range objects {
@@ -277,8 +297,8 @@ func (a *Agent) endHoldIfDue(ctx context.Context, now time.Time) {
 // held out of force (after a start or the loss of every reflector session,
 // until the reflectors' End-of-RIB; docs/switch-agent.md, "Configuration on
 // return"). The metric inof_switch_zone_config_held says the same.
-func (a *Agent) ConfigHeld() bool { return a.configHeld.Load() }
+func (a *Agent) ConfigHeld() bool { return a.zoning.held.Load() }
 
-// configReady reports whether zone records changed and their configuration
-// may go in force now (no hold).
-func (a *Agent) configReady() bool { return a.configDue && !a.hold.on }
+// ready reports whether zone records changed and their configuration may
+// go in force now (no hold).
+func (z *zoning) ready() bool { return z.due && !z.hold.on }

@@ -205,7 +205,7 @@ func (d *directFabric) takeCommitted(ctx context.Context) {
 	a := d.a
 	changed := false
 	for _, r := range admin.Store().Records() {
-		if a.zrecs.Apply(r) {
+		if a.zoning.recs.Apply(r) {
 			a.log.Info("zone configuration changed", "object", r.Key.String())
 			changed = true
 		}
@@ -231,7 +231,7 @@ func (d *directFabric) pruneZoneStore(now time.Time) {
 	if err != nil {
 		d.a.log.Error("pruning the zone store", "err", err)
 	}
-	if d.a.zrecs.Prune(now) > 0 {
+	if d.a.zoning.recs.Prune(now) > 0 {
 		d.a.save.dirty = true
 	}
 	if n > 0 {

@@ -247,7 +247,7 @@ func (d *discoveryPart) touch(e *Engine, addr netip.Addr) {
 		return
 	}
 	cur, ok := e.targets.Get(addr)
-	d.src.put(addr, e.allowed(addr, cur, ok), ok, e.targets.Reports(addr))
+	d.src.put(addr, e.pins.allowed(e.ix.Config(), addr, cur, ok), ok, e.targets.Reports(addr))
 }
 
 // apply touches the local records an engine output publishes or

@@ -61,35 +61,15 @@ type Engine struct {
 	self    inof.RouterID
 	local   *Local
 	targets *Targets
-	plan    *Planner
 	ix      *zones.Index
-	hosts   map[netip.Addr]string // local hosts → access port
-	// away holds the local hosts that left (link down, age-out) after
-	// being told something: when one registers again it is told the
-	// current set at once, since nvme-snsd sends no zone query after a
-	// flap of its own link.
-	away map[netip.Addr]bool
-	// greeted holds the local hosts told every usable target when they
-	// registered (greet) that have sent no zone query since: the query a
-	// host sends right after the LLDPDU that registered it asks for what
-	// that registration already told it (StartQuery).
-	greeted map[netip.Addr]bool
-	// sick holds the local hosts whose every registration here is on a
-	// sick access port, with the port's reason: told every target through
-	// that port is inactive with the reason, they are told nothing while
-	// sick and every usable target again at recovery (docs/switch-agent.md,
-	// "Port health").
-	sick  map[netip.Addr]inof.Reason
-	tally *tally // zones of the local devices that hold theirs (holdsZones)
-	subs  []string
+	hosts   *hostBook // the local hosts and what each was told
+	subs    *zoneSubs // the zones subscribed to and the tally they come from
 	// retiring holds remote devices whose record was retired for a zone
-	// change while they were active (see retired): they stay as they were
-	// until their new epoch arrives or RetireGrace ends.
-	retiring map[netip.Addr]retiringDevice
-	// refused holds the addresses whose merged record claims a pinned NQN
-	// on a switch port outside its pin (pins.go): kept out of the index.
-	refused map[netip.Addr]bool
-	clock   func() time.Time // time.Now; tests set it
+	// change while they were active (retirements.hold): they stay as they
+	// were until their new epoch arrives or RetireGrace ends.
+	retiring retirements
+	pins     *pinJudge        // the records the pins refuse (pins.go)
+	clock    func() time.Time // time.Now; tests set it
 }
 
 // RetireGrace is how long a remote device whose record was retired for a
@@ -108,6 +88,68 @@ type retiringDevice struct {
 	reason inof.Reason
 }
 
+// retirements holds the Engine's remote devices whose record was retired
+// for a zone change while they were active (see hold): they stay as they
+// were until their new epoch arrives or RetireGrace ends.
+type retirements map[netip.Addr]retiringDevice
+
+// hold reports whether addr's record was just retired for a zone change
+// (inactive with reason 4, or withdrawn after that) while the device was
+// active in ix, and keeps it as it was (in the index, unchanged for the
+// hosts) until RetireGrace after clock's now ends: its switch moved it to
+// a new epoch, which is on its way. A record of the device becoming active
+// ends the wait (Engine.refreshFrom), and so does Engine.Tick at the
+// deadline. Local devices never retire here: their epochs are the
+// publisher's business.
+func (rs retirements) hold(ix *zones.Index, addr netip.Addr, cur inof.Report, present bool, goneWhy inof.Reason,
+	clock func() time.Time) bool {
+	if present && cur.State == inof.StateActive {
+		return false
+	}
+	reason := goneWhy
+	if present {
+		reason = cur.Reason
+	}
+	if reason != inof.ReasonZoneChange {
+		return false
+	}
+	if r, ok := rs[addr]; ok {
+		r.reason = reason
+		rs[addr] = r
+		return true
+	}
+	dev, was := ix.Device(addr)
+	if !was {
+		return false // it was not usable here: nothing to keep
+	}
+	rs[addr] = retiringDevice{dev: dev, until: clock().Add(RetireGrace), reason: reason}
+	return true
+}
+
+// due returns, sorted, the devices whose wait ended at now.
+func (rs retirements) due(now time.Time) []netip.Addr {
+	var due []netip.Addr
+	for a, r := range rs {
+		if !now.Before(r.until) {
+			due = append(due, a)
+		}
+	}
+	slices.SortFunc(due, netip.Addr.Compare)
+	return due
+}
+
+// next returns when the first wait ends, false if none is held.
+func (rs retirements) next() (time.Time, bool) {
+	var next time.Time
+	ok := false
+	for _, r := range rs {
+		if !ok || r.until.Before(next) {
+			next, ok = r.until, true
+		}
+	}
+	return next, ok
+}
+
 // NewEngine returns an engine for the switch with router-id self, starting
 // with configuration cfg (nil: no zones, default settings).
 func NewEngine(self inof.RouterID, holdDown time.Duration, cfg *zones.Config) (*Engine, error) {
@@ -118,10 +160,9 @@ func NewEngine(self inof.RouterID, holdDown time.Duration, cfg *zones.Config) (*
 	if err != nil {
 		return nil, fmt.Errorf("switchagent: %w", err)
 	}
-	return &Engine{self: self, local: NewLocal(holdDown), targets: NewTargets(), plan: NewPlanner(),
-		ix: ix, hosts: map[netip.Addr]string{}, away: map[netip.Addr]bool{}, greeted: map[netip.Addr]bool{},
-		sick: map[netip.Addr]inof.Reason{}, tally: newTally(), subs: []string{},
-		retiring: map[netip.Addr]retiringDevice{}, refused: map[netip.Addr]bool{}, clock: time.Now}, nil
+	targets := NewTargets()
+	return &Engine{self: self, local: NewLocal(holdDown), targets: targets, ix: ix, hosts: newHostBook(),
+		subs: newZoneSubs(), retiring: retirements{}, pins: newPinJudge(targets), clock: time.Now}, nil
 }
 
 // Register handles a registration (new, or changed content) of r.Device on
@@ -161,14 +202,7 @@ func (e *Engine) PortDown(port string, now time.Time) Output {
 // devices whose new epoch did not come within RetireGrace.
 func (e *Engine) Tick(now time.Time) Output {
 	out := e.applyLocal(e.local.Expire(now))
-	var due []netip.Addr
-	for a, r := range e.retiring {
-		if !now.Before(r.until) {
-			due = append(due, a)
-		}
-	}
-	slices.SortFunc(due, netip.Addr.Compare)
-	for _, a := range due {
+	for _, a := range e.retiring.due(now) {
 		r := e.retiring[a]
 		delete(e.retiring, a)
 		out.merge(e.refreshFrom(a, r.reason, false))
@@ -179,10 +213,8 @@ func (e *Engine) Tick(now time.Time) Output {
 // NextTick says when Tick has work next.
 func (e *Engine) NextTick() (time.Time, bool) {
 	next, ok := e.local.NextExpiry()
-	for _, r := range e.retiring {
-		if !ok || r.until.Before(next) {
-			next, ok = r.until, true
-		}
+	if at, held := e.retiring.next(); held && (!ok || at.Before(next)) {
+		next, ok = at, true
 	}
 	return next, ok
 }
@@ -197,48 +229,48 @@ func (e *Engine) applyLocal(as []Action) Output {
 		if a.Withdraw {
 			out.Withdraw = append(out.Withdraw, r)
 			out.merge(e.Gone(e.self, r.Device.Addr))
-			e.tally.set(r.Device.Addr, nil, false)
+			e.subs.tally.set(r.Device.Addr, nil, false)
 			continue
 		}
 		greet := false
 		if r.State == inof.StateActive && r.Device.Role.IsHost() {
-			_, had := e.hosts[r.Device.Addr]
+			_, had := e.hosts.port[r.Device.Addr]
 			// A host that first registers (or returns after leaving) is
 			// told every usable target at once, as a zone query would
 			// tell it: its own query may have gone out before this
 			// switch listened, and nvme-snsd queries once per
 			// registration. A host restored from the state file was
 			// told before the restart: it is not greeted again.
-			greet = e.away[r.Device.Addr] || (!had && !e.plan.Known(r.Device.Addr))
-			e.hosts[r.Device.Addr] = r.AccessPort
-			delete(e.away, r.Device.Addr)
-			delete(e.sick, r.Device.Addr) // recovered: refresh tells it what it may use
+			greet = e.hosts.away[r.Device.Addr] || (!had && !e.hosts.plan.Known(r.Device.Addr))
+			e.hosts.port[r.Device.Addr] = r.AccessPort
+			delete(e.hosts.away, r.Device.Addr)
+			delete(e.hosts.sick, r.Device.Addr) // recovered: refresh tells it what it may use
 		}
-		_, registered := e.hosts[r.Device.Addr]
+		_, registered := e.hosts.port[r.Device.Addr]
 		switch {
 		case r.State == inof.StateActive:
 		case registered && portSick(r):
 			// A local host on a sick port, still registered: refresh tells
 			// it every target through the port is inactive with the
 			// port's reason, so it fails over to its other NIC.
-			e.sick[r.Device.Addr] = r.Reason
+			e.hosts.sick[r.Device.Addr] = r.Reason
 		default:
 			// The device left: a host among them is told nothing from now
 			// on, above all not its own departure read as zone changes of
 			// every target it saw (it cannot hear them, and nvme-snsd
 			// would delete its controllers when its link comes back).
-			e.leave(r.Device.Addr)
+			e.hosts.leave(r.Device.Addr)
 		}
 		out.merge(e.Record(r))
 		if greet {
-			out.Notices = append(out.Notices, e.portNotices(e.plan.Answer(r.Device.Addr, e.usable(r.Device.Addr), e.why(netip.Addr{}, 0)))...)
-			e.greeted[r.Device.Addr] = true
+			out.Notices = append(out.Notices, e.hosts.notices(e.hosts.plan.Answer(r.Device.Addr, e.usable(r.Device.Addr), e.why(netip.Addr{}, 0)))...)
+			e.hosts.greeted[r.Device.Addr] = true
 		}
 		zs := e.memberZones(r)
-		e.tally.set(r.Device.Addr, zs, holdsZones(r))
+		e.subs.tally.set(r.Device.Addr, zs, holdsZones(r))
 		out.Publish = append(out.Publish, Publish{Record: r, Zones: Tags(zs)})
 	}
-	out.Subscriptions = e.resubscribe()
+	out.Subscriptions = e.subs.resubscribe(e.ix.Config())
 	return out
 }
 
@@ -253,57 +285,10 @@ func portSick(r inof.Report) bool {
 // will be active again without a new subscription).
 func holdsZones(r inof.Report) bool { return r.State == inof.StateActive || portSick(r) }
 
-func (e *Engine) forgetHost(addr netip.Addr) {
-	delete(e.hosts, addr)
-	delete(e.greeted, addr)
-	delete(e.sick, addr)
-	e.plan.Forget(addr)
-}
-
-// maxAway bounds Engine.away; beyond it the oldest memories are not worth
-// keeping (the set is cleared, and those hosts learn at their next query).
-const maxAway = 4096
-
-// leave forgets a local host that left, remembering it was told
-// something so its return is answered.
-func (e *Engine) leave(addr netip.Addr) {
-	if _, ok := e.hosts[addr]; ok && e.plan.Known(addr) {
-		if len(e.away) >= maxAway {
-			clear(e.away)
-		}
-		e.away[addr] = true
-	}
-	e.forgetHost(addr)
-}
-
 // retally counts the zones of the active local devices afresh (after the
 // configuration changed).
-func (e *Engine) retally() { e.tally = e.tallyBy(e.ix.Config(), e.ix.ZonesOf) }
-
-// tallyBy counts the zones (zonesOf under cfg, none for a claim cfg's pins
-// refuse) of the active local devices.
-func (e *Engine) tallyBy(cfg *zones.Config, zonesOf func(inof.Device) []string) *tally {
-	t := newTally()
-	for _, r := range e.local.Published() {
-		var zs []string
-		if !cfg.Refuses(r) {
-			zs = zonesOf(r.Device)
-		}
-		t.set(r.Device.Addr, zs, holdsZones(r))
-	}
-	return t
-}
-
-// resubscribe returns the zones to subscribe to (Subscriptions' rules) if
-// they changed, nil otherwise.
-func (e *Engine) resubscribe() []string {
-	cfg := e.ix.Config()
-	subs, maybe := e.tally.subscriptions(cfg.Settings, cfg.ZoneNames)
-	if !maybe || slices.Equal(subs, e.subs) {
-		return nil
-	}
-	e.subs = subs
-	return subs
+func (e *Engine) retally() {
+	e.subs.tally = tallyOf(e.local.Published(), e.ix.Config(), e.ix.ZonesOf)
 }
 
 // SubscriptionsUnder returns the zones the engine would subscribe to
@@ -311,7 +296,7 @@ func (e *Engine) resubscribe() []string {
 // are; it changes nothing.
 func (e *Engine) SubscriptionsUnder(cfg *zones.Config) []string {
 	ix, _ := zones.NewIndex(cfg, nil) // no devices: nothing to refuse
-	subs, _ := e.tallyBy(cfg, ix.ZonesOf).subscriptions(cfg.Settings, cfg.ZoneNames)
+	subs, _ := tallyOf(e.local.Published(), cfg, ix.ZonesOf).subscriptions(cfg.Settings, cfg.ZoneNames)
 	return subs
 }
 
@@ -334,7 +319,7 @@ func (e *Engine) Gone(sw inof.RouterID, addr netip.Addr) Output {
 		reason = inof.ReasonNone
 	}
 	if _, present := e.targets.Get(addr); !present && sw == e.self {
-		e.forgetHost(addr)
+		e.hosts.forget(addr)
 	}
 	return e.refresh(addr, reason)
 }
@@ -347,16 +332,17 @@ func (e *Engine) refresh(addr netip.Addr, goneWhy inof.Reason) Output {
 }
 
 // refreshFrom is refresh; mayWait lets a retired device wait for its new
-// epoch (retired).
+// epoch (retirements.hold).
 func (e *Engine) refreshFrom(addr netip.Addr, goneWhy inof.Reason, mayWait bool) Output {
 	cur, present := e.targets.Get(addr)
-	if mayWait && e.retired(addr, cur, present, goneWhy) {
+	if mayWait && e.retiring.hold(e.ix, addr, cur, present, goneWhy, e.clock) {
 		return Output{}
 	}
 	delete(e.retiring, addr)
 	var out Output
-	cur = e.allowed(addr, cur, present)
-	refused := e.judge(addr, cur, present, &out)
+	cfg := e.ix.Config()
+	cur = e.pins.allowed(cfg, addr, cur, present)
+	refused := e.pins.judge(cfg, addr, cur, present, &out)
 	if present && cur.State == inof.StateActive && !refused {
 		if err := e.ix.Put(cur.Device); err != nil {
 			// An invalid device never becomes usable; it was validated by
@@ -367,60 +353,29 @@ func (e *Engine) refreshFrom(addr netip.Addr, goneWhy inof.Reason, mayWait bool)
 		e.ix.Remove(addr)
 	}
 	why := e.why(addr, goneWhy)
-	if _, local := e.hosts[addr]; local && e.plan.Known(addr) {
+	if _, local := e.hosts.port[addr]; local && e.hosts.plan.Known(addr) {
 		// A local host whose own record changed (its NQN, say) may now be
 		// in other zones: look at everything it sees. One on a sick port
 		// may use nothing through it, for the port's reason.
 		hostWhy := why
-		if reason, sick := e.sick[addr]; sick {
+		if reason, sick := e.hosts.sick[addr]; sick {
 			hostWhy = func(netip.Addr) inof.Reason { return reason }
 		}
-		out.Notices = append(out.Notices, e.portNotices(e.plan.Reconcile(addr, e.usable(addr), hostWhy))...)
+		out.Notices = append(out.Notices, e.hosts.notices(e.hosts.plan.Reconcile(addr, e.usable(addr), hostWhy))...)
 	}
 	usableTarget := present && cur.State == inof.StateActive && cur.Device.Role.IsTarget() && !refused
-	for _, host := range e.concerned(addr, usableTarget) {
+	for _, host := range e.hosts.concerned(e.ix, addr, usableTarget) {
 		usable := usableTarget && e.ix.CanSee(host, addr)
 		dev := cur.Device
 		if !present {
 			dev = inof.Device{Addr: addr}
 		}
-		out.Notices = append(out.Notices, e.portNotices(e.plan.Update(host, dev, usable, why))...)
+		out.Notices = append(out.Notices, e.hosts.notices(e.hosts.plan.Update(host, dev, usable, why))...)
 	}
 	if !present {
-		e.plan.Drop(addr)
+		e.hosts.plan.Drop(addr)
 	}
 	return out
-}
-
-// retired reports whether addr's record was just retired for a zone
-// change (inactive with reason 4, or withdrawn after that) while the device
-// was active here, and keeps it as it was (in the index, unchanged for the
-// hosts) until RetireGrace ends: its switch moved it to a new epoch, which
-// is on its way. A record of the device becoming active ends the wait
-// (refreshFrom), and so does Tick at the deadline. Local devices never
-// retire here: their epochs are the publisher's business.
-func (e *Engine) retired(addr netip.Addr, cur inof.Report, present bool, goneWhy inof.Reason) bool {
-	if present && cur.State == inof.StateActive {
-		return false
-	}
-	reason := goneWhy
-	if present {
-		reason = cur.Reason
-	}
-	if reason != inof.ReasonZoneChange {
-		return false
-	}
-	if r, ok := e.retiring[addr]; ok {
-		r.reason = reason
-		e.retiring[addr] = r
-		return true
-	}
-	dev, was := e.ix.Device(addr)
-	if !was {
-		return false // it was not usable here: nothing to keep
-	}
-	e.retiring[addr] = retiringDevice{dev: dev, until: e.clock().Add(RetireGrace), reason: reason}
-	return true
 }
 
 // why returns the reason function for notifications about addr; goneWhy
@@ -446,7 +401,7 @@ func (e *Engine) Config(cfg *zones.Config) Output {
 	delta := zones.Diff(old, e.ix)
 	// WithConfig keeps the devices: every change is the configuration's.
 	why := func(netip.Addr) inof.Reason { return inof.ReasonZoneChange }
-	for _, host := range e.localHosts() {
+	for _, host := range e.hosts.sorted() {
 		changes := delta.For(host) // unordered: notify losses first, each by address
 		slices.SortFunc(changes, func(a, b zones.Change) int {
 			if a.Visible != b.Visible {
@@ -458,7 +413,7 @@ func (e *Engine) Config(cfg *zones.Config) Output {
 			return a.Target.Addr.Compare(b.Target.Addr)
 		})
 		for _, c := range changes {
-			out.Notices = append(out.Notices, e.portNotices(e.plan.Update(host, c.Target, c.Visible, why))...)
+			out.Notices = append(out.Notices, e.hosts.notices(e.hosts.plan.Update(host, c.Target, c.Visible, why))...)
 		}
 	}
 	for _, r := range e.local.Published() {
@@ -467,18 +422,18 @@ func (e *Engine) Config(cfg *zones.Config) Output {
 		}
 	}
 	e.retally()
-	out.Subscriptions = e.resubscribe()
+	out.Subscriptions = e.subs.resubscribe(e.ix.Config())
 	return out
 }
 
 // ZoneQuery answers a local host's zone query with every target it may use
 // (the host may have restarted and forgotten what it was told).
 func (e *Engine) ZoneQuery(host netip.Addr) Output {
-	if _, ok := e.hosts[host]; !ok {
+	if _, ok := e.hosts.port[host]; !ok {
 		return Output{}
 	}
-	delete(e.greeted, host)
-	return Output{Notices: e.portNotices(e.plan.Answer(host, e.usable(host), e.why(netip.Addr{}, 0)))}
+	delete(e.hosts.greeted, host)
+	return Output{Notices: e.hosts.notices(e.hosts.plan.Answer(host, e.usable(host), e.why(netip.Addr{}, 0)))}
 }
 
 // StartQuery answers the zone query a local host sent right after the
@@ -488,11 +443,11 @@ func (e *Engine) ZoneQuery(host netip.Addr) Output {
 // new and only what changed since is sent, which the events already did:
 // the host hears each target once. Otherwise it is ZoneQuery.
 func (e *Engine) StartQuery(host netip.Addr) Output {
-	if !e.greeted[host] {
+	if !e.hosts.greeted[host] {
 		return e.ZoneQuery(host)
 	}
-	delete(e.greeted, host)
-	return Output{Notices: e.portNotices(e.plan.Reconcile(host, e.usable(host), e.why(netip.Addr{}, 0)))}
+	delete(e.hosts.greeted, host)
+	return Output{Notices: e.hosts.notices(e.hosts.plan.Reconcile(host, e.usable(host), e.why(netip.Addr{}, 0)))}
 }
 
 // Resync compares what every local host was told with what it may use now
@@ -503,9 +458,9 @@ func (e *Engine) StartQuery(host netip.Addr) Output {
 func (e *Engine) Resync() Output {
 	var out Output
 	why := e.why(netip.Addr{}, 0)
-	for _, host := range e.localHosts() {
-		if e.plan.Known(host) {
-			out.Notices = append(out.Notices, e.portNotices(e.plan.Reconcile(host, e.usable(host), why))...)
+	for _, host := range e.hosts.sorted() {
+		if e.hosts.plan.Known(host) {
+			out.Notices = append(out.Notices, e.hosts.notices(e.hosts.plan.Reconcile(host, e.usable(host), why))...)
 		}
 	}
 	return out
@@ -514,7 +469,7 @@ func (e *Engine) Resync() Output {
 // usable returns the targets host may use now: none through a sick port.
 func (e *Engine) usable(host netip.Addr) map[netip.Addr]inof.Device {
 	out := map[netip.Addr]inof.Device{}
-	if _, sick := e.sick[host]; sick {
+	if _, sick := e.hosts.sick[host]; sick {
 		return out
 	}
 	for t := range e.ix.Targets(host) {
@@ -534,7 +489,7 @@ func (e *Engine) Published() []inof.Report { return e.local.Published() }
 // Used reports whether a local host was told target addr is active.
 func (e *Engine) Used(addr netip.Addr) bool {
 	used := false
-	e.plan.ToldOf(addr, func(netip.Addr) { used = true })
+	e.hosts.plan.ToldOf(addr, func(netip.Addr) { used = true })
 	return used
 }
 
@@ -542,8 +497,8 @@ func (e *Engine) Used(addr netip.Addr) bool {
 // file).
 func (e *Engine) Told() map[netip.Addr][]inof.Device {
 	out := map[netip.Addr][]inof.Device{}
-	for _, h := range e.plan.Hosts() {
-		out[h] = e.plan.Told(h)
+	for _, h := range e.hosts.plan.Hosts() {
+		out[h] = e.hosts.plan.Told(h)
 	}
 	return out
 }
@@ -564,65 +519,21 @@ func (e *Engine) Restore(published []inof.Report, told map[netip.Addr][]inof.Dev
 	var out Output
 	for _, r := range published {
 		if r.State == inof.StateActive && r.Device.Role.IsHost() {
-			e.hosts[r.Device.Addr] = r.AccessPort
+			e.hosts.port[r.Device.Addr] = r.AccessPort
 		}
 		e.targets.Put(r)
-		if r.State == inof.StateActive && !e.judge(r.Device.Addr, r, true, &out) {
+		if r.State == inof.StateActive && !e.pins.judge(e.ix.Config(), r.Device.Addr, r, true, &out) {
 			_ = e.ix.Put(r.Device)
 		}
 		out.Publish = append(out.Publish, Publish{Record: r, Zones: Tags(e.memberZones(r))})
 	}
 	for h, ds := range told {
-		if _, ok := e.hosts[h]; ok {
-			e.plan.Restore(h, ds)
+		if _, ok := e.hosts.port[h]; ok {
+			e.hosts.plan.Restore(h, ds)
 		}
 	}
 	e.retally()
-	e.resubscribe()
-	out.Subscriptions = e.subs // always: the speaker starts with none
-	return out
-}
-
-// concerned returns, sorted, the local hosts whose view of addr an event
-// may change: those told it is active and, if it is a target that may be
-// used, those that can see it. The cost is O(those hosts): the index's
-// hosts of the target when they are fewer than the local hosts, else the
-// local hosts (then nearly all of them see it).
-func (e *Engine) concerned(addr netip.Addr, usableTarget bool) []netip.Addr {
-	var out []netip.Addr
-	e.plan.ToldOf(addr, func(h netip.Addr) { out = append(out, h) })
-	if usableTarget {
-		if e.ix.HostsBound(addr) <= len(e.hosts) {
-			for h := range e.ix.Hosts(addr) {
-				if _, local := e.hosts[h.Addr]; local {
-					out = append(out, h.Addr)
-				}
-			}
-		} else {
-			for h := range e.hosts {
-				if e.ix.CanSee(h, addr) {
-					out = append(out, h)
-				}
-			}
-		}
-	}
-	slices.SortFunc(out, netip.Addr.Compare)
-	return slices.Compact(out)
-}
-
-func (e *Engine) localHosts() []netip.Addr {
-	out := make([]netip.Addr, 0, len(e.hosts))
-	for h := range e.hosts {
-		out = append(out, h)
-	}
-	slices.SortFunc(out, netip.Addr.Compare)
-	return out
-}
-
-func (e *Engine) portNotices(ns []Notice) []PortNotice {
-	out := make([]PortNotice, 0, len(ns))
-	for _, n := range ns {
-		out = append(out, PortNotice{Port: e.hosts[n.Host], Notice: n})
-	}
+	e.subs.resubscribe(e.ix.Config())
+	out.Subscriptions = e.subs.set // always: the speaker starts with none
 	return out
 }

@@ -254,7 +254,7 @@ func (f *bgpFabric) handle(_ context.Context, ev fabricEvent) {
 	case endOfRIB:
 		a.log.Info("reflector sent End-of-RIB; zone configuration held a little longer", "reflector", ev.addr,
 			"quiet", configQuiet.String())
-		a.hold.endOfRIB(now)
+		a.zoning.hold.endOfRIB(now)
 	}
 }
 
@@ -283,16 +283,16 @@ func (f *bgpFabric) onRecords(ctx context.Context, ev bgp.RecordEvent) {
 			f.onRecord(ctx, ev)
 		}
 	}
-	if a.configReady() {
+	if a.zoning.ready() {
 		a.applyConfig(ctx)
 	}
-	a.holdNotices()
+	a.notices.hold()
 	for _, ev := range batch {
 		if isDeviceEvent(ev) {
 			f.onRecord(ctx, ev)
 		}
 	}
-	a.sendHeld()
+	a.notices.sendHeld()
 	clear(batch) // drop the records they point to
 	f.batch = batch[:0]
 }
@@ -308,7 +308,7 @@ func (f *bgpFabric) onRecord(ctx context.Context, ev bgp.RecordEvent) {
 	if isDeviceEvent(ev) {
 		f.members.carried.apply(ev)
 		f.changes = a.table.Apply(f.changes[:0], ev)
-		if len(f.changes) > 0 && a.configReady() {
+		if len(f.changes) > 0 && a.zoning.ready() {
 			a.applyConfig(ctx)
 		}
 		for _, ch := range f.changes {
@@ -367,13 +367,13 @@ func (f *bgpFabric) onZoneRecord(c record.Config) {
 	case err != nil:
 		a.met.badConfig.Inc()
 		a.log.Warn("configuration record refused", "err", err)
-	case complete && a.zrecs.Apply(rec):
-		a.configDue = true
-		if a.hold.on {
+	case complete && a.zoning.recs.Apply(rec):
+		a.zoning.due = true
+		if a.zoning.hold.on {
 			// Logged as changed when the hold ends: tests and operators read
 			// "changed" as in force.
 			a.log.Info("zone configuration held", "object", rec.Key.String())
-			a.hold.record(time.Now(), rec.Key.String())
+			a.zoning.hold.record(time.Now(), rec.Key.String())
 			return
 		}
 		a.log.Info("zone configuration changed", "object", rec.Key.String())

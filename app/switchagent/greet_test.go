@@ -41,7 +41,7 @@ func TestEngineFirstRegistrationTellsHost(t *testing.T) {
 	// keeps it, and the settle-time comparison covers it.
 	hostC := inof.Device{Addr: netip.MustParseAddr("10.1.0.3"), Role: inof.RoleHost, Protocol: inof.ProtocolTCP}
 	notices(t, "host C (unzoned) registers", e.Register(registration("swp4", hostC, at(4)), at(4)))
-	if !e.plan.Known(hostC.Addr) {
+	if !e.hosts.plan.Known(hostC.Addr) {
 		t.Fatal("a host greeted with nothing is not known")
 	}
 

@@ -26,34 +26,48 @@ type Refusal struct {
 	Claim  zones.Claim
 }
 
+// pinJudge is the Engine's judgement of the merged records under the pins
+// of the configuration in force: which record of an address to judge, and
+// which addresses are refused, so that each refusal is reported once, when
+// it begins.
+type pinJudge struct {
+	targets *Targets // the engine's
+	// refused holds the addresses whose merged record claims a pinned NQN
+	// on a switch port outside its pin: kept out of the index.
+	refused map[netip.Addr]bool
+}
+
+func newPinJudge(targets *Targets) *pinJudge {
+	return &pinJudge{targets: targets, refused: map[netip.Addr]bool{}}
+}
+
 // judge decides whether the merged record cur of addr is refused by the
-// pins in force, and notes in out a refusal that begins. A record that
-// is not there, or whose NQN no pin names, is not refused.
-func (e *Engine) judge(addr netip.Addr, cur inof.Report, present bool, out *Output) bool {
-	cfg := e.ix.Config()
+// pins of cfg, the configuration in force, and notes in out a refusal that
+// begins. A record that is not there, or whose NQN no pin names, is not
+// refused.
+func (p *pinJudge) judge(cfg *zones.Config, addr netip.Addr, cur inof.Report, present bool, out *Output) bool {
 	refused := present && cfg.Refuses(cur)
 	if !refused {
-		delete(e.refused, addr)
+		delete(p.refused, addr)
 		return false
 	}
-	if !e.refused[addr] {
-		e.refused[addr] = true
+	if !p.refused[addr] {
+		p.refused[addr] = true
 		out.Refused = append(out.Refused, Refusal{Record: cur, Claim: cfg.Judge(cur.Device, cur.Switch, cur.AccessPort)})
 	}
 	return true
 }
 
-// allowed returns the record of addr to judge: cur, the preferred one,
-// unless the pins refuse it while another switch's active record of the
-// address is allowed (the real device, and a device claiming its NQN and
-// its address on another port): then that one, so a claim from elsewhere
-// cannot take the real device out of its zones.
-func (e *Engine) allowed(addr netip.Addr, cur inof.Report, present bool) inof.Report {
-	cfg := e.ix.Config()
+// allowed returns the record of addr to judge under cfg: cur, the
+// preferred one, unless the pins refuse it while another switch's active
+// record of the address is allowed (the real device, and a device claiming
+// its NQN and its address on another port): then that one, so a claim from
+// elsewhere cannot take the real device out of its zones.
+func (p *pinJudge) allowed(cfg *zones.Config, addr netip.Addr, cur inof.Report, present bool) inof.Report {
 	if !present || !cfg.Refuses(cur) {
 		return cur
 	}
-	for _, r := range e.targets.Reports(addr) {
+	for _, r := range p.targets.Reports(addr) {
 		if r.State == inof.StateActive && !cfg.Refuses(r) {
 			return r
 		}
@@ -65,13 +79,14 @@ func (e *Engine) allowed(addr netip.Addr, cur inof.Report, present bool) inof.Re
 // devices that claim one of the NQNs whose pin changed: those refused now
 // leave the index, those allowed now enter it (Diff then tells the hosts).
 func (e *Engine) rejudge(changed []string, out *Output) {
-	for _, a := range e.claiming(changed) {
+	cfg := e.ix.Config()
+	for _, a := range e.targets.claiming(changed) {
 		if _, retiring := e.retiring[a]; retiring {
 			continue // its new epoch is judged when it comes
 		}
 		cur, present := e.targets.Get(a)
-		cur = e.allowed(a, cur, present)
-		if refused := e.judge(a, cur, present, out); present && cur.State == inof.StateActive && !refused {
+		cur = e.pins.allowed(cfg, a, cur, present)
+		if refused := e.pins.judge(cfg, a, cur, present, out); present && cur.State == inof.StateActive && !refused {
 			_ = e.ix.Put(cur.Device) // a record the index took before, or kept out by its pin only: valid
 		} else {
 			e.ix.Remove(a)
@@ -82,19 +97,19 @@ func (e *Engine) rejudge(changed []string, out *Output) {
 // rejudge brings the discovery view of every device claiming an NQN whose
 // pin changed up to the engine's judgement (after setConfig).
 func (d *discoveryPart) rejudge(e *Engine, changed []string) {
-	for _, a := range e.claiming(changed) {
+	for _, a := range e.targets.claiming(changed) {
 		d.touch(e, a)
 	}
 }
 
 // claiming returns, sorted, the addresses with a record claiming one of
 // the NQNs.
-func (e *Engine) claiming(nqns []string) []netip.Addr {
+func (t *Targets) claiming(nqns []string) []netip.Addr {
 	if len(nqns) == 0 {
 		return nil
 	}
 	var addrs []netip.Addr
-	for a, rs := range e.targets.byAddr {
+	for a, rs := range t.byAddr {
 		if slices.ContainsFunc(rs, func(r inof.Report) bool { return r.Device.NQN != "" && slices.Contains(nqns, r.Device.NQN) }) {
 			addrs = append(addrs, a)
 		}

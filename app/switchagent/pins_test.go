@@ -94,8 +94,8 @@ func TestEnginePins(t *testing.T) {
 	out = e.Config(pinned(t))
 	notices(t, "unpinned", out, active("swp1", hostA, rogue))
 	refusals(t, "unpinned", out)
-	if len(e.refused) != 0 {
-		t.Errorf("refused left: %v", e.refused)
+	if len(e.pins.refused) != 0 {
+		t.Errorf("refused left: %v", e.pins.refused)
 	}
 }
 

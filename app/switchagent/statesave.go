@@ -154,14 +154,14 @@ func (s *saver) wait() {
 // the told journal's generation, which the state file covers (ToldGen). It
 // runs in the loop; nothing in the result is shared with the loop's tables.
 func (a *Agent) snapshot(clean bool) (savedState, error) {
-	z, err := encodeZones(a.hold.zoning(a.zrecs))
+	z, err := encodeZones(a.zoning.hold.zoning(a.zoning.recs))
 	if err != nil {
 		return savedState{}, err
 	}
 	entries := a.ports.entries()
 	s := savedState{Saved: time.Now(), Clean: clean, Published: a.fab.published(), Format: a.fab.recordFormat(),
 		Local: a.engine.Published(), Told: a.engine.Told(), Zones: z,
-		Registrations: registrations(entries, a.engine.RestoredExpiries()), ZoningUnknown: a.hold.on && a.hold.unknown}
+		Registrations: registrations(entries, a.engine.RestoredExpiries()), ZoningUnknown: a.zoning.hold.on && a.zoning.hold.unknown}
 	if err := a.save.taken(&s, entries); err != nil {
 		return savedState{}, err
 	}

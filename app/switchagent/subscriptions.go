@@ -4,6 +4,7 @@ import (
 	"net/netip"
 	"slices"
 
+	"github.com/openinof/inof/inof"
 	"github.com/openinof/inof/zones"
 )
 
@@ -123,4 +124,38 @@ func (t *tally) subscriptions(s zones.Settings, allZones func() []string) ([]str
 	}
 	slices.Sort(out)
 	return out, true
+}
+
+// zoneSubs is the Engine's side of the subscriptions: the tally of its
+// local devices' zones and the set it last asked the daemon for.
+type zoneSubs struct {
+	tally *tally // zones of the local devices that hold theirs (holdsZones)
+	set   []string
+}
+
+func newZoneSubs() *zoneSubs { return &zoneSubs{tally: newTally(), set: []string{}} }
+
+// tallyOf counts the zones (zonesOf under cfg, none for a claim cfg's pins
+// refuse) of the active local devices, published as they are.
+func tallyOf(published []inof.Report, cfg *zones.Config, zonesOf func(inof.Device) []string) *tally {
+	t := newTally()
+	for _, r := range published {
+		var zs []string
+		if !cfg.Refuses(r) {
+			zs = zonesOf(r.Device)
+		}
+		t.set(r.Device.Addr, zs, holdsZones(r))
+	}
+	return t
+}
+
+// resubscribe returns the zones to subscribe to under cfg (Subscriptions'
+// rules) if they changed, nil otherwise.
+func (s *zoneSubs) resubscribe(cfg *zones.Config) []string {
+	subs, maybe := s.tally.subscriptions(cfg.Settings, cfg.ZoneNames)
+	if !maybe || slices.Equal(subs, s.set) {
+		return nil
+	}
+	s.set = subs
+	return subs
 }

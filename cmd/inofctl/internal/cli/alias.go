@@ -9,7 +9,10 @@ import (
 	inofv1 "github.com/openinof/inof/app/api/v1"
 )
 
-func (a *app) aliasCommand() *cobra.Command {
+// aliasCmds are the commands of inofctl alias.
+type aliasCmds struct{ editor }
+
+func (a aliasCmds) aliasCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "alias",
 		Short: "Create, change, list and show aliases",
@@ -39,7 +42,7 @@ func (a *app) aliasCommand() *cobra.Command {
 		&cobra.Command{Use: "users NAME", Short: "List the zones that use an alias", Args: cobra.ExactArgs(1),
 			ValidArgsFunction: a.completeAliases,
 			RunE: a.run(func(ctx context.Context, c inofv1.FabricClient, args []string) error {
-				return a.zoneWhere(ctx, c, []string{"alias:" + args[0]})
+				return zoneCmds{a.editor}.zoneWhere(ctx, c, []string{"alias:" + args[0]})
 			})},
 	)
 	return group(cmd)
@@ -47,7 +50,7 @@ func (a *app) aliasCommand() *cobra.Command {
 
 // completing sets an alias command's completion: for a new alias only
 // members, otherwise the alias names first.
-func completing(a *app, c *cobra.Command, create bool) *cobra.Command {
+func completing(a aliasCmds, c *cobra.Command, create bool) *cobra.Command {
 	c.ValidArgsFunction = a.completeAliases
 	if create {
 		c.ValidArgsFunction = func(cmd *cobra.Command, args []string, _ string) ([]string, cobra.ShellCompDirective) {
@@ -60,18 +63,18 @@ func completing(a *app, c *cobra.Command, create bool) *cobra.Command {
 	return c
 }
 
-func (a *app) aliasList(ctx context.Context, c inofv1.FabricClient, _ []string) error {
+func (a aliasCmds) aliasList(ctx context.Context, c inofv1.FabricClient, _ []string) error {
 	z, err := c.GetZoning(ctx, &inofv1.GetZoningRequest{})
 	if err != nil {
 		return err
 	}
-	return listNamed(a, z.GetRevision(), "Alias", "ALIAS", z.GetAliases())
+	return listNamed(a.app, z.GetRevision(), "Alias", "ALIAS", z.GetAliases())
 }
 
-func (a *app) aliasShow(ctx context.Context, c inofv1.FabricClient, args []string) error {
+func (a aliasCmds) aliasShow(ctx context.Context, c inofv1.FabricClient, args []string) error {
 	z, err := c.GetZoning(ctx, &inofv1.GetZoningRequest{})
 	if err != nil {
 		return err
 	}
-	return showNamed(a, "alias", "Alias", z.GetRevision(), z.GetAliases(), args[0])
+	return showNamed(a.app, "alias", "Alias", z.GetRevision(), z.GetAliases(), args[0])
 }

@@ -33,10 +33,17 @@ func (f *changeFlags) registerMembers(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&f.fromFile, "from-file", "", "read more members from FILE (\"-\": standard input), one per line or comma-separated; # starts a comment")
 }
 
+// editor is the part of the command tree that changes the zoning: the edit
+// commands and their flags, the staging file (staging.go), the commit with
+// its preview and question, and declarative plans (declarative.go). The
+// commands of the nouns that edit (zone, alias, pin, fabric, zoning)
+// embed it.
+type editor struct{ *app }
+
 // editCommand is a zone or alias command that builds one edit from its
 // arguments (NAME first); a command whose use names MEMBER takes members
 // from the arguments, "-" and --from-file too.
-func (a *app) editCommand(f *changeFlags, use, short string, args cobra.PositionalArgs, build func([]string) *inofv1.Edit) *cobra.Command {
+func (a editor) editCommand(f *changeFlags, use, short string, args cobra.PositionalArgs, build func([]string) *inofv1.Edit) *cobra.Command {
 	takesMembers := strings.Contains(use, "MEMBER")
 	c := &cobra.Command{Use: use, Short: short, Args: args,
 		RunE: a.change(f, func(args []string) ([]*inofv1.Edit, error) {
@@ -70,7 +77,7 @@ func (a *app) editCommand(f *changeFlags, use, short string, args cobra.Position
 // members returns the members of the command line: each MEMBER argument,
 // "-" standing for the members on standard input, then those of
 // --from-file.
-func (a *app) members(f *changeFlags, args []string) ([]string, error) {
+func (a editor) members(f *changeFlags, args []string) ([]string, error) {
 	var out []string
 	for _, m := range args {
 		if m != "-" {
@@ -156,7 +163,7 @@ func warnCatchAll(w io.Writer, es []*inofv1.Edit) bool {
 
 // change returns a command body that turns its arguments into edits and
 // stages them or commits them.
-func (a *app) change(f *changeFlags, edits func(args []string) ([]*inofv1.Edit, error)) func(*cobra.Command, []string) error {
+func (a editor) change(f *changeFlags, edits func(args []string) ([]*inofv1.Edit, error)) func(*cobra.Command, []string) error {
 	return a.run(func(ctx context.Context, c inofv1.FabricClient, args []string) error {
 		es, err := edits(args)
 		if err != nil {
@@ -178,13 +185,13 @@ func (a *app) change(f *changeFlags, edits func(args []string) ([]*inofv1.Edit, 
 // there is no dry run: the edits are committed at once against rev (or,
 // if "", the configuration in effect then; the server runs them in one
 // transaction, so nothing can slip in between).
-func (a *app) commit(ctx context.Context, c inofv1.FabricClient, es []*inofv1.Edit, rev string, yes bool) error {
+func (a editor) commit(ctx context.Context, c inofv1.FabricClient, es []*inofv1.Edit, rev string, yes bool) error {
 	return a.commitAs(ctx, c, es, rev, "", yes, false)
 }
 
 // commitAs is commit with the journal's action ("" for commit); show
 // makes it show the visibility changes even with yes.
-func (a *app) commitAs(ctx context.Context, c inofv1.FabricClient, es []*inofv1.Edit, rev, action string, yes, show bool) error {
+func (a editor) commitAs(ctx context.Context, c inofv1.FabricClient, es []*inofv1.Edit, rev, action string, yes, show bool) error {
 	if !yes || show {
 		// Edits of zone and alias commands (not a plan, which printed
 		// its diff) show the member diff too, computed on the

@@ -175,7 +175,7 @@ type fileApply struct {
 // changes made since that it does not hold: those are shown, and the apply
 // is refused unless force (which is then stated). It prints the member
 // diff and the access diff, and commits unless dryRun or compare.
-func (a *app) applyFile(ctx context.Context, c inofv1.FabricClient, o fileApply) error {
+func (a editor) applyFile(ctx context.Context, c inofv1.FabricClient, o fileApply) error {
 	want, base, err := readZoningFile(o.path, a.io.In)
 	if err != nil {
 		return err
@@ -220,7 +220,7 @@ func (a *app) applyFile(ctx context.Context, c inofv1.FabricClient, o fileApply)
 // at revision base) over cur would undo changes committed since base, and
 // lists them; a base the fabric no longer retains counts as undoing (what
 // changed since is unknown).
-func (a *app) undoes(ctx context.Context, c inofv1.FabricClient, path, base string, cur *inofv1.Zoning, want zoningfile.File) bool {
+func (a editor) undoes(ctx context.Context, c inofv1.FabricClient, path, base string, cur *inofv1.Zoning, want zoningfile.File) bool {
 	old, err := c.GetRevision(ctx, &inofv1.GetRevisionRequest{Revision: base})
 	if err != nil {
 		fmt.Fprintf(a.io.Err, "%s was exported at revision %s, the fabric is now at revision %s; what changed since cannot be shown (%s)\n",
@@ -249,7 +249,7 @@ func printPlan(w io.Writer, p zoningfile.Plan) {
 
 // applyPlan shows the member diff and the access diff (a dry run), asks
 // (unless yes), and commits the plan at the revision it was made against.
-func (a *app) applyPlan(ctx context.Context, c inofv1.FabricClient, p zoningfile.Plan, rev, action string, yes bool) error {
+func (a editor) applyPlan(ctx context.Context, c inofv1.FabricClient, p zoningfile.Plan, rev, action string, yes bool) error {
 	printPlan(a.io.Err, p)
 	warnCatchAll(a.io.Err, p.Edits)
 	return a.commitAs(ctx, c, p.Edits, rev, action, yes, true)

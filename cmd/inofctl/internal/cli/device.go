@@ -14,7 +14,10 @@ import (
 	"github.com/openinof/inof/inof"
 )
 
-func (a *app) deviceCommand() *cobra.Command {
+// deviceCmds are the commands of inofctl device.
+type deviceCmds struct{ *app }
+
+func (a deviceCmds) deviceCommand() *cobra.Command {
 	cmd := &cobra.Command{Use: "device", Short: "List and show devices, explain who sees whom"}
 	var req inofv1.ListDevicesRequest
 	var role string
@@ -72,7 +75,7 @@ func (a *app) deviceCommand() *cobra.Command {
 	return group(cmd)
 }
 
-func (a *app) deviceList(ctx context.Context, c inofv1.FabricClient, req *inofv1.ListDevicesRequest) error {
+func (a deviceCmds) deviceList(ctx context.Context, c inofv1.FabricClient, req *inofv1.ListDevicesRequest) error {
 	resp, err := c.ListDevices(ctx, req)
 	if err != nil {
 		return err
@@ -101,7 +104,7 @@ func (a *app) deviceList(ctx context.Context, c inofv1.FabricClient, req *inofv1
 
 // deviceStatus is a device's state in words: "active", "inactive
 // (link-down)", with the time a graceful-restart hold has left.
-func (a *app) deviceStatus(d *inofv1.Device) string {
+func (a deviceCmds) deviceStatus(d *inofv1.Device) string {
 	st := "active"
 	if !d.GetActive() {
 		st = "inactive (" + d.GetReason() + ")"
@@ -113,7 +116,7 @@ func (a *app) deviceStatus(d *inofv1.Device) string {
 }
 
 // left is the time from now to t, in whole seconds, not below zero.
-func (a *app) left(t *timestamppb.Timestamp) time.Duration {
+func (a deviceCmds) left(t *timestamppb.Timestamp) time.Duration {
 	return max(0, t.AsTime().Sub(a.now()).Round(time.Second))
 }
 
@@ -144,7 +147,7 @@ func service(port uint32) string {
 }
 
 // deviceShow prints everything the server knows about one address.
-func (a *app) deviceShow(ctx context.Context, c inofv1.FabricClient, args []string) error {
+func (a deviceCmds) deviceShow(ctx context.Context, c inofv1.FabricClient, args []string) error {
 	resp, err := c.GetDevice(ctx, &inofv1.GetDeviceRequest{Address: args[0]})
 	if err != nil {
 		return err
@@ -158,7 +161,7 @@ func (a *app) deviceShow(ctx context.Context, c inofv1.FabricClient, args []stri
 
 // deviceDetail writes the human form of GetDevice's answer: the device,
 // the switches that report it, its visibility and its kept events.
-func (a *app) deviceDetail(w io.Writer, resp *inofv1.DeviceDetail) {
+func (a deviceCmds) deviceDetail(w io.Writer, resp *inofv1.DeviceDetail) {
 	d := resp.GetDevice()
 	field := func(k string, v any) { row(w, k+":", v) }
 	fmt.Fprintf(w, "Device %s\n", inof.Printable(d.GetAddress()))
@@ -243,7 +246,7 @@ func roleName(r inofv1.Role) string {
 	return strings.ToLower(strings.TrimPrefix(r.String(), "ROLE_"))
 }
 
-func (a *app) deviceWhy(ctx context.Context, c inofv1.FabricClient, args []string) error {
+func (a deviceCmds) deviceWhy(ctx context.Context, c inofv1.FabricClient, args []string) error {
 	resp, err := c.Why(ctx, &inofv1.WhyRequest{Host: args[0], Target: args[1]})
 	if err != nil {
 		return err
@@ -261,7 +264,7 @@ func (a *app) deviceWhy(ctx context.Context, c inofv1.FabricClient, args []strin
 	})
 }
 
-func (a *app) deviceVisibility(ctx context.Context, c inofv1.FabricClient, host string, visibleOnly bool) error {
+func (a deviceCmds) deviceVisibility(ctx context.Context, c inofv1.FabricClient, host string, visibleOnly bool) error {
 	resp, err := c.Visibility(ctx, &inofv1.VisibilityRequest{Host: host, VisibleOnly: visibleOnly})
 	if err != nil {
 		return err
@@ -270,7 +273,7 @@ func (a *app) deviceVisibility(ctx context.Context, c inofv1.FabricClient, host 
 }
 
 // printVisibility lists explained pairs by the device other names.
-func (a *app) printVisibility(resp *inofv1.VisibilityResponse, heading string, other func(*inofv1.WhyResponse) string) error {
+func (a deviceCmds) printVisibility(resp *inofv1.VisibilityResponse, heading string, other func(*inofv1.WhyResponse) string) error {
 	list, err := plainList(resp.GetTargets())
 	if err != nil {
 		return err
@@ -292,7 +295,7 @@ func yesNo(b bool) string {
 
 // completeDevices completes the first argument with the registered
 // devices' addresses (described by role and switch).
-func (a *app) completeDevices(cmd *cobra.Command, args []string, _ string) ([]string, cobra.ShellCompDirective) {
+func (a deviceCmds) completeDevices(cmd *cobra.Command, args []string, _ string) ([]string, cobra.ShellCompDirective) {
 	if len(args) > 0 {
 		return nil, cobra.ShellCompDirectiveNoFileComp
 	}

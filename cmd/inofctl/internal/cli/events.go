@@ -51,7 +51,10 @@ func (f *eventsFlags) keep(e *inofv1.Event) bool {
 		(f.since == nil || !e.GetTime().AsTime().Before(f.since.AsTime()))
 }
 
-func (a *app) eventsCommand() *cobra.Command {
+// eventCmds is inofctl events.
+type eventCmds struct{ *app }
+
+func (a eventCmds) eventsCommand() *cobra.Command {
 	var f eventsFlags
 	var sinceFlag string
 	cmd := &cobra.Command{
@@ -104,7 +107,7 @@ func (a *app) eventsCommand() *cobra.Command {
 // away, resumes where it stopped when the stream breaks (pausing a little
 // longer each time in a row, up to 10 s) and ends without error when ctx
 // ends (a signal).
-func (a *app) events(ctx context.Context, c inofv1.FabricClient, f eventsFlags) error {
+func (a eventCmds) events(ctx context.Context, c inofv1.FabricClient, f eventsFlags) error {
 	pause := 500 * time.Millisecond
 	for {
 		got, err := a.eventStream(ctx, c, &f)
@@ -131,7 +134,7 @@ func (a *app) events(ctx context.Context, c inofv1.FabricClient, f eventsFlags) 
 
 // eventStream reads one stream to its end, moving f's resume point along;
 // it reports whether any event arrived.
-func (a *app) eventStream(ctx context.Context, c inofv1.FabricClient, f *eventsFlags) (bool, error) {
+func (a eventCmds) eventStream(ctx context.Context, c inofv1.FabricClient, f *eventsFlags) (bool, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	// Following, wait for the server rather than fail while it is away.
@@ -169,7 +172,7 @@ var eventKinds = []string{"registration", "record", "notification", "session", "
 
 // printEvent writes one event: a line of text, or its envelope as a line
 // of JSON or a YAML document.
-func (a *app) printEvent(e *inofv1.Event) error {
+func (a eventCmds) printEvent(e *inofv1.Event) error {
 	v, err := plain(e)
 	if err != nil {
 		return err

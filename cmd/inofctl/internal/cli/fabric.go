@@ -13,7 +13,10 @@ import (
 	inofv1 "github.com/openinof/inof/app/api/v1"
 )
 
-func (a *app) fabricCommand() *cobra.Command {
+// fabricCmds are the commands of inofctl fabric.
+type fabricCmds struct{ editor }
+
+func (a fabricCmds) fabricCommand() *cobra.Command {
 	cmd := &cobra.Command{Use: "fabric", Short: "Show and set the fabric-wide zoning settings"}
 	set := group(&cobra.Command{Use: "set", Short: "Set a fabric-wide zoning setting"})
 	var f changeFlags
@@ -53,7 +56,7 @@ func (a *app) fabricCommand() *cobra.Command {
 	return group(cmd)
 }
 
-func (a *app) fabricShow(ctx context.Context, c inofv1.FabricClient, _ []string) error {
+func (a fabricCmds) fabricShow(ctx context.Context, c inofv1.FabricClient, _ []string) error {
 	z, err := c.GetZoning(ctx, &inofv1.GetZoningRequest{})
 	if err != nil {
 		return err

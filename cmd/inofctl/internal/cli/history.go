@@ -32,7 +32,7 @@ func (e exitError) Error() string { return e.err.Error() }
 func (e exitError) Unwrap() error { return e.err }
 
 // zoningDeclarativeCommands are export, apply, history, rollback and rebase.
-func (a *app) zoningDeclarativeCommands() []*cobra.Command {
+func (a zoningCmds) zoningDeclarativeCommands() []*cobra.Command {
 	var file string
 	export := &cobra.Command{Use: "export [-f FILE]", Short: "Write the whole zoning configuration as one YAML file (settings, aliases, zones)",
 		Long: "Writes the committed configuration (or the one of --revision) in the form `zoning apply -f`\n" +
@@ -121,7 +121,7 @@ func (a *app) zoningDeclarativeCommands() []*cobra.Command {
 			if err != nil {
 				return err
 			}
-			return a.printJournal(resp, cur.GetRevision(), true)
+			return journalCmds{a.app}.printJournal(resp, cur.GetRevision(), true)
 		})}
 	history.Flags().Uint32Var(&limit, "limit", 0, "show only the newest N revisions")
 
@@ -161,7 +161,7 @@ func (a *app) zoningDeclarativeCommands() []*cobra.Command {
 }
 
 // zoningAt returns the committed configuration, or a retained revision's.
-func (a *app) zoningAt(ctx context.Context, c inofv1.FabricClient, rev string) (*inofv1.Zoning, error) {
+func (a zoningCmds) zoningAt(ctx context.Context, c inofv1.FabricClient, rev string) (*inofv1.Zoning, error) {
 	if rev == "" {
 		return c.GetZoning(ctx, &inofv1.GetZoningRequest{})
 	}
@@ -170,7 +170,7 @@ func (a *app) zoningAt(ctx context.Context, c inofv1.FabricClient, rev string) (
 
 // zoningRevisionDiff prints what turns revision r1 into r2 (r2 "": the
 // configuration in effect).
-func (a *app) zoningRevisionDiff(ctx context.Context, c inofv1.FabricClient, r1, r2 string) error {
+func (a zoningCmds) zoningRevisionDiff(ctx context.Context, c inofv1.FabricClient, r1, r2 string) error {
 	from, err := a.zoningAt(ctx, c, r1)
 	if err != nil {
 		return err
@@ -197,9 +197,14 @@ func (a *app) zoningRevisionDiff(ctx context.Context, c inofv1.FabricClient, r1,
 	})
 }
 
+// journalCmds are inofctl audit and inofctl backup, the commands of the
+// reflector's store and its journal, and the journal's printing (which
+// zoning history shares).
+type journalCmds struct{ *app }
+
 // printJournal prints journal entries (and the conflicts); current marks
 // the revision in effect in the history.
-func (a *app) printJournal(resp *inofv1.ListJournalResponse, current string, history bool) error {
+func (a journalCmds) printJournal(resp *inofv1.ListJournalResponse, current string, history bool) error {
 	v, err := plain(resp)
 	if err != nil {
 		return err
@@ -255,7 +260,7 @@ func (a *app) printJournal(resp *inofv1.ListJournalResponse, current string, his
 // this host's clock by more than inof.MaxGenerationSkew: the reflector's
 // generation clock is ahead (a backup from the future restored, a clock
 // that stepped back), and its peers refuse its changes.
-func (a *app) warnFutureEntries(es []*inofv1.JournalEntry) {
+func (a journalCmds) warnFutureEntries(es []*inofv1.JournalEntry) {
 	var newest time.Time
 	for _, e := range es {
 		if t := e.GetTime().AsTime(); t.After(newest) {
@@ -270,7 +275,7 @@ func (a *app) warnFutureEntries(es []*inofv1.JournalEntry) {
 	}
 }
 
-func (a *app) auditCommand() *cobra.Command {
+func (a journalCmds) auditCommand() *cobra.Command {
 	var req inofv1.ListJournalRequest
 	var since, until string
 	var conflicts bool
@@ -353,7 +358,7 @@ func parseWhen(s string, now time.Time) (*timestamppb.Timestamp, error) {
 	return timestamppb.New(now.Add(-d)), nil
 }
 
-func (a *app) backupCommand() *cobra.Command {
+func (a journalCmds) backupCommand() *cobra.Command {
 	var force bool
 	cmd := &cobra.Command{Use: "backup FILE", Short: "Save a consistent copy of the reflector's store (zoning, history, audit)",
 		Long: "Streams an online, consistent snapshot of the store (the reflector keeps serving) into\n" +
@@ -404,7 +409,7 @@ func (a *app) backupCommand() *cobra.Command {
 }
 
 // completeRevisions completes retained zoning revisions.
-func (a *app) completeRevisions(cmd *cobra.Command, args []string, _ string) ([]string, cobra.ShellCompDirective) {
+func (a zoningCmds) completeRevisions(cmd *cobra.Command, args []string, _ string) ([]string, cobra.ShellCompDirective) {
 	if len(args) > 1 {
 		return nil, cobra.ShellCompDirectiveNoFileComp
 	}

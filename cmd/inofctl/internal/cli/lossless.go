@@ -14,7 +14,11 @@ import (
 	"github.com/openinof/inof/lossless"
 )
 
-func (a *app) losslessCommand() *cobra.Command {
+// losslessCmds are the commands of inofctl lossless (lossless_set.go,
+// simulate.go too).
+type losslessCmds struct{ *app }
+
+func (a losslessCmds) losslessCommand() *cobra.Command {
 	cmd := &cobra.Command{Use: "lossless", Short: "Show, set, validate, render and check the lossless (PFC/ECN) profile"}
 	var file, platform string
 	var platforms []string
@@ -64,7 +68,7 @@ func (a *app) losslessCommand() *cobra.Command {
 }
 
 // losslessProfile reads the profile from file, or fetches the fabric's.
-func (a *app) losslessProfile(ctx context.Context, file string) (lossless.Profile, error) {
+func (a losslessCmds) losslessProfile(ctx context.Context, file string) (lossless.Profile, error) {
 	if file != "" {
 		y, err := readFile(file)
 		if err != nil {
@@ -94,7 +98,7 @@ func (a *app) losslessProfile(ctx context.Context, file string) (lossless.Profil
 }
 
 // losslessRender renders on this machine.
-func (a *app) losslessRender(cmd *cobra.Command, file, target, platform string) error {
+func (a losslessCmds) losslessRender(cmd *cobra.Command, file, target, platform string) error {
 	p, err := a.losslessProfile(cmd.Context(), file)
 	if err != nil {
 		return runError{err}
@@ -123,7 +127,7 @@ func (a *app) losslessRender(cmd *cobra.Command, file, target, platform string) 
 }
 
 // losslessCheck prints the cross-target comparison; a difference fails.
-func (a *app) losslessCheck(cmd *cobra.Command, file string, platformFlags []string) error {
+func (a losslessCmds) losslessCheck(cmd *cobra.Command, file string, platformFlags []string) error {
 	o := lossless.CheckOptions{Platforms: map[string]string{}}
 	for _, f := range platformFlags {
 		target, name, ok := strings.Cut(f, "=")
@@ -169,7 +173,7 @@ func checkReport(rep lossless.CheckReport) map[string]any {
 }
 
 // losslessPlatformsCommand lists the platform table.
-func (a *app) losslessPlatformsCommand() *cobra.Command {
+func (a losslessCmds) losslessPlatformsCommand() *cobra.Command {
 	return &cobra.Command{Use: "platforms [TARGET]", Short: "List the hardware families each render target knows (no server needed)",
 		Args: cobra.MatchAll(cobra.MaximumNArgs(1), cobra.OnlyValidArgs), ValidArgs: lossless.PlatformTargets(),
 		RunE: func(_ *cobra.Command, args []string) error {
@@ -211,7 +215,7 @@ func (a *app) losslessPlatformsCommand() *cobra.Command {
 // losslessValidate prints the problems of a profile; any problem fails. A
 // file is validated on this machine; without one the fabric's profile is
 // validated by the API.
-func (a *app) losslessValidate(cmd *cobra.Command, args []string) error {
+func (a losslessCmds) losslessValidate(cmd *cobra.Command, args []string) error {
 	var problems []*inofv1.Problem
 	if len(args) == 1 {
 		p, err := a.losslessProfile(cmd.Context(), args[0])

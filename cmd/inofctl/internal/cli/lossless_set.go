@@ -16,7 +16,7 @@ import (
 
 // printProfile prints a profile: YAML as is for the table and yaml
 // formats, the same content as JSON for -o json.
-func (a *app) printProfile(y string) error {
+func (a losslessCmds) printProfile(y string) error {
 	if a.opts.Output != "json" {
 		_, err := io.WriteString(a.io.Out, y)
 		return err
@@ -53,7 +53,7 @@ func stringKeys(v any) any {
 	return v
 }
 
-func (a *app) losslessSetCommand() *cobra.Command {
+func (a losslessCmds) losslessSetCommand() *cobra.Command {
 	var yes bool
 	cmd := &cobra.Command{Use: "set FILE", Short: "Make a profile file the fabric's profile (shows the diff, asks)",
 		Long: "Validates FILE, shows what changes against the fabric's profile, asks, and replaces the\n" +
@@ -108,7 +108,7 @@ func (a *app) losslessSetCommand() *cobra.Command {
 	return cmd
 }
 
-func (a *app) losslessHistoryCommand() *cobra.Command {
+func (a losslessCmds) losslessHistoryCommand() *cobra.Command {
 	var limit uint32
 	cmd := &cobra.Command{Use: "history", Short: "List the lossless profile changes: time, identity, profile",
 		Args: cobra.NoArgs,

@@ -20,7 +20,10 @@ switch's router-id and its access port (10.0.0.11:Ethernet4); a dual-ported arra
 pinned to both of its ports. An NQN without a pin behaves as before; inofctl device show
 says when an NQN is claimed on more than one port.`
 
-func (a *app) pinCommand() *cobra.Command {
+// pinCmds are the commands of inofctl pin.
+type pinCmds struct{ editor }
+
+func (a pinCmds) pinCommand() *cobra.Command {
 	cmd := &cobra.Command{Use: "pin", Short: "Pin NQNs to the switch ports where devices may claim them", Long: pinHelp}
 	var f changeFlags
 	var at []string
@@ -45,7 +48,7 @@ func (a *app) pinCommand() *cobra.Command {
 	return group(cmd)
 }
 
-func (a *app) pinList(ctx context.Context, c inofv1.FabricClient, _ []string) error {
+func (a pinCmds) pinList(ctx context.Context, c inofv1.FabricClient, _ []string) error {
 	z, err := c.GetZoning(ctx, &inofv1.GetZoningRequest{})
 	if err != nil {
 		return err
@@ -63,7 +66,7 @@ func (a *app) pinList(ctx context.Context, c inofv1.FabricClient, _ []string) er
 }
 
 // completePins completes the pinned NQNs.
-func (a *app) completePins(cmd *cobra.Command, args []string, _ string) ([]string, cobra.ShellCompDirective) {
+func (a pinCmds) completePins(cmd *cobra.Command, args []string, _ string) ([]string, cobra.ShellCompDirective) {
 	if len(args) > 0 {
 		return nil, cobra.ShellCompDirectiveNoFileComp
 	}

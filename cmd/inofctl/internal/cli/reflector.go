@@ -11,7 +11,10 @@ import (
 	inofv1 "github.com/openinof/inof/app/api/v1"
 )
 
-func (a *app) reflectorCommand() *cobra.Command {
+// reflectorCmds are the commands of inofctl reflector.
+type reflectorCmds struct{ *app }
+
+func (a reflectorCmds) reflectorCommand() *cobra.Command {
 	cmd := &cobra.Command{Use: "reflector", Short: "The fabric's reflectors side by side"}
 	cmd.AddCommand(a.listVerb(&cobra.Command{Use: "list", Short: "List the reflectors with their revisions and generation clocks",
 		Long: "Lists the reflector you ask (\"this\") and each peer reflector it hears, side by side: this\n" +
@@ -26,7 +29,7 @@ func (a *app) reflectorCommand() *cobra.Command {
 	return group(cmd)
 }
 
-func (a *app) reflectorList(ctx context.Context, c inofv1.FabricClient, _ []string) error {
+func (a reflectorCmds) reflectorList(ctx context.Context, c inofv1.FabricClient, _ []string) error {
 	resp, err := c.ListReflectors(ctx, &inofv1.ListReflectorsRequest{})
 	if err != nil {
 		return err

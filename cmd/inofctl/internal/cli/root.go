@@ -84,8 +84,11 @@ func message(err error) string {
 	return err.Error()
 }
 
-// app holds what every command shares: the options, once loaded, and the
-// streams.
+// app holds what every command shares: the options, once loaded, the
+// streams and the API connection, with the helpers every command uses (run,
+// print, listVerb, the completions). The commands of each noun are a type
+// of their own that embeds it (zoneCmds, deviceCmds, …; through editor,
+// those that change the zoning).
 type app struct {
 	io         IO
 	opts       Options
@@ -142,9 +145,12 @@ func (a *app) command() *cobra.Command {
 	f.Duration("timeout", def.Timeout, "timeout of each call")
 	f.String("staging-file", def.StagingFile, "where --stage keeps zoning edits")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return err })
-	root.AddCommand(a.zoneCommand(), a.aliasCommand(), a.pinCommand(), a.zoningCommand(), a.fabricCommand(),
-		a.deviceCommand(), a.sessionCommand(), a.bfdCommand(), a.eventsCommand(), a.losslessCommand(), a.tokenCommand(),
-		a.reflectorCommand(), a.versionCommand(), a.auditCommand(), a.backupCommand())
+	ed := editor{a}
+	root.AddCommand(zoneCmds{ed}.zoneCommand(), aliasCmds{ed}.aliasCommand(), pinCmds{ed}.pinCommand(),
+		zoningCmds{ed}.zoningCommand(), fabricCmds{ed}.fabricCommand(), deviceCmds{a}.deviceCommand(),
+		sessionCmds{a}.sessionCommand(), sessionCmds{a}.bfdCommand(), eventCmds{a}.eventsCommand(),
+		losslessCmds{a}.losslessCommand(), tokenCmds{a}.tokenCommand(), reflectorCmds{a}.reflectorCommand(),
+		versionCmds{a}.versionCommand(), journalCmds{a}.auditCommand(), journalCmds{a}.backupCommand())
 	_ = root.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]string{"table", "wide", "json", "yaml"}, cobra.ShellCompDirectiveNoFileComp))
 	return root
 }

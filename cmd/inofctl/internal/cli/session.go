@@ -12,7 +12,10 @@ import (
 	inofv1 "github.com/openinof/inof/app/api/v1"
 )
 
-func (a *app) sessionCommand() *cobra.Command {
+// sessionCmds are the commands of inofctl session and inofctl bfd.
+type sessionCmds struct{ *app }
+
+func (a sessionCmds) sessionCommand() *cobra.Command {
 	cmd := &cobra.Command{Use: "session", Short: "BGP sessions"}
 	list := &cobra.Command{Use: "list", Short: "List the BGP sessions", Args: cobra.NoArgs}
 	a.listVerb(list, []string{"session"}, a.sessionList)
@@ -26,7 +29,7 @@ func (a *app) sessionCommand() *cobra.Command {
 	return group(cmd)
 }
 
-func (a *app) bfdCommand() *cobra.Command {
+func (a sessionCmds) bfdCommand() *cobra.Command {
 	cmd := &cobra.Command{Use: "bfd", Short: "BFD sessions"}
 	list := &cobra.Command{Use: "list", Short: "List the BFD sessions", Args: cobra.NoArgs}
 	a.listVerb(list, []string{"session"}, a.bfdList)
@@ -34,7 +37,7 @@ func (a *app) bfdCommand() *cobra.Command {
 	return group(cmd)
 }
 
-func (a *app) sessionList(ctx context.Context, c inofv1.FabricClient, _ []string) error {
+func (a sessionCmds) sessionList(ctx context.Context, c inofv1.FabricClient, _ []string) error {
 	resp, err := c.ListSessions(ctx, &inofv1.ListSessionsRequest{})
 	if err != nil {
 		return err
@@ -70,7 +73,7 @@ func timer(ms uint32) string {
 }
 
 // sessionShow prints one BGP session as GetSession tells it.
-func (a *app) sessionShow(ctx context.Context, c inofv1.FabricClient, args []string) error {
+func (a sessionCmds) sessionShow(ctx context.Context, c inofv1.FabricClient, args []string) error {
 	resp, err := c.GetSession(ctx, &inofv1.GetSessionRequest{Peer: args[0]})
 	if err != nil {
 		return err
@@ -83,7 +86,7 @@ func (a *app) sessionShow(ctx context.Context, c inofv1.FabricClient, args []str
 }
 
 // sessionDetail writes the human form of GetSession's answer.
-func (a *app) sessionDetail(w io.Writer, resp *inofv1.SessionDetail) {
+func (a sessionCmds) sessionDetail(w io.Writer, resp *inofv1.SessionDetail) {
 	s := resp.GetSession()
 	field := func(k string, v any) { row(w, k+":", v) }
 	fmt.Fprintf(w, "BGP session with %s (%s)\n", s.GetPeer(), s.GetKind())
@@ -139,7 +142,7 @@ func bfdText(s *inofv1.Session, b *inofv1.BFDSession) string {
 	return t
 }
 
-func (a *app) bfdList(ctx context.Context, c inofv1.FabricClient, _ []string) error {
+func (a sessionCmds) bfdList(ctx context.Context, c inofv1.FabricClient, _ []string) error {
 	resp, err := c.ListBFDSessions(ctx, &inofv1.ListBFDSessionsRequest{})
 	if err != nil {
 		return err
@@ -168,7 +171,7 @@ func since(t *timestamppb.Timestamp) string {
 
 // completeSessions completes the first argument with the BGP peers
 // (described by kind and state).
-func (a *app) completeSessions(cmd *cobra.Command, args []string, _ string) ([]string, cobra.ShellCompDirective) {
+func (a sessionCmds) completeSessions(cmd *cobra.Command, args []string, _ string) ([]string, cobra.ShellCompDirective) {
 	if len(args) > 0 {
 		return nil, cobra.ShellCompDirectiveNoFileComp
 	}

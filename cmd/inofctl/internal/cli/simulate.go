@@ -41,7 +41,7 @@ type simulateFlags struct {
 	plot       string
 }
 
-func (a *app) losslessSimulateCommand() *cobra.Command {
+func (a losslessCmds) losslessSimulateCommand() *cobra.Command {
 	var f simulateFlags
 	cmd := &cobra.Command{
 		Use:   "simulate",
@@ -78,7 +78,7 @@ func (a *app) losslessSimulateCommand() *cobra.Command {
 
 // losslessSimulate checks the flags (a bad one is a usage error), builds
 // the scenario, runs it and prints the result (failures exit 1).
-func (a *app) losslessSimulate(cmd *cobra.Command, f simulateFlags) error {
+func (a losslessCmds) losslessSimulate(cmd *cobra.Command, f simulateFlags) error {
 	if err := f.check(); err != nil {
 		return err
 	}
@@ -161,7 +161,7 @@ func (f simulateFlags) check() error {
 
 // simProfile returns the profile to simulate: the file's, the server's or
 // the default.
-func (a *app) simProfile(ctx context.Context, f simulateFlags) (lossless.Profile, error) {
+func (a losslessCmds) simProfile(ctx context.Context, f simulateFlags) (lossless.Profile, error) {
 	if f.profile != "" || f.fromServer {
 		return a.losslessProfile(ctx, f.profile)
 	}

@@ -24,7 +24,7 @@ type staged struct {
 }
 
 // readStaged reads the staging file; a missing file is an empty one.
-func (a *app) readStaged() (*staged, []*inofv1.Edit, error) {
+func (a editor) readStaged() (*staged, []*inofv1.Edit, error) {
 	b, err := os.ReadFile(a.opts.StagingFile)
 	if errors.Is(err, fs.ErrNotExist) {
 		return &staged{Server: a.opts.Server}, nil, nil
@@ -51,7 +51,7 @@ func (a *app) readStaged() (*staged, []*inofv1.Edit, error) {
 
 // stage checks the staged edits plus es with a dry run against the staged
 // revision and, if they apply, adds es to the staging file.
-func (a *app) stage(ctx context.Context, c inofv1.FabricClient, es []*inofv1.Edit) error {
+func (a editor) stage(ctx context.Context, c inofv1.FabricClient, es []*inofv1.Edit) error {
 	st, prev, err := a.readStaged()
 	if err != nil {
 		return err
@@ -77,7 +77,7 @@ func (a *app) stage(ctx context.Context, c inofv1.FabricClient, es []*inofv1.Edi
 }
 
 // writeStaged writes the staging file.
-func (a *app) writeStaged(st *staged) error {
+func (a editor) writeStaged(st *staged) error {
 	b, err := json.MarshalIndent(st, "", "  ")
 	if err != nil {
 		return fmt.Errorf("encode staging file: %w", err)
@@ -92,7 +92,7 @@ func (a *app) writeStaged(st *staged) error {
 }
 
 // unstage removes the staging file.
-func (a *app) unstage() error {
+func (a editor) unstage() error {
 	if err := os.Remove(a.opts.StagingFile); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("staging file: %w", err)
 	}

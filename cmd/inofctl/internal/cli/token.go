@@ -13,9 +13,12 @@ import (
 	"github.com/openinof/inof/app/api/apiclient"
 )
 
+// tokenCmds are the commands of inofctl token.
+type tokenCmds struct{ *app }
+
 // tokenCommand manages the named tokens of a reflector's api.tokens_file,
 // on the reflector's host: no server is involved (docs/security.md).
-func (a *app) tokenCommand() *cobra.Command {
+func (a tokenCmds) tokenCommand() *cobra.Command {
 	cmd := &cobra.Command{Use: "token", Short: "Issue and revoke named API tokens (edits a tokens file; no server needed)"}
 	var file, role string
 	issue := &cobra.Command{Use: "new NAME", Short: "Make a token for NAME: prints it once and adds its hash to --file",

@@ -11,9 +11,12 @@ import (
 	"github.com/openinof/inof/internal/buildinfo"
 )
 
+// versionCmds is inofctl version.
+type versionCmds struct{ *app }
+
 // versionCommand is `inofctl version`: this client's build and, unless
 // --client, the build and role of the inofd serving the API.
-func (a *app) versionCommand() *cobra.Command {
+func (a versionCmds) versionCommand() *cobra.Command {
 	var clientOnly bool
 	cmd := &cobra.Command{
 		Use:   "version",
@@ -46,7 +49,7 @@ func (a *app) versionCommand() *cobra.Command {
 }
 
 // printVersions prints the client's and, if known, the server's builds.
-func (a *app) printVersions(client, server *inofv1.VersionResponse) error {
+func (a versionCmds) printVersions(client, server *inofv1.VersionResponse) error {
 	out := map[string]any{}
 	var err error
 	if out["client"], err = plain(client); err != nil {

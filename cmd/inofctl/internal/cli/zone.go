@@ -13,7 +13,10 @@ import (
 const membersHelp = `Members: an address (10.0.0.5), a range (10.0.0.10-10.0.0.20), a prefix (10.0.1.0/24),
 an NQN (nqn.2014-08.org.example:array1) or an alias (alias:rack1).`
 
-func (a *app) zoneCommand() *cobra.Command {
+// zoneCmds are the commands of inofctl zone.
+type zoneCmds struct{ editor }
+
+func (a zoneCmds) zoneCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "zone",
 		Short: "Create, change, list and show zones",
@@ -60,15 +63,15 @@ func (a *app) zoneCommand() *cobra.Command {
 	return group(cmd)
 }
 
-func (a *app) zoneList(ctx context.Context, c inofv1.FabricClient, _ []string) error {
+func (a zoneCmds) zoneList(ctx context.Context, c inofv1.FabricClient, _ []string) error {
 	z, err := c.GetZoning(ctx, &inofv1.GetZoningRequest{})
 	if err != nil {
 		return err
 	}
-	return listNamed(a, z.GetRevision(), "Zone", "ZONE", z.GetZones())
+	return listNamed(a.app, z.GetRevision(), "Zone", "ZONE", z.GetZones())
 }
 
-func (a *app) zoneWhere(ctx context.Context, c inofv1.FabricClient, args []string) error {
+func (a zoneCmds) zoneWhere(ctx context.Context, c inofv1.FabricClient, args []string) error {
 	resp, err := c.FindMember(ctx, &inofv1.FindMemberRequest{Member: args[0]})
 	if err != nil {
 		return err
@@ -89,24 +92,24 @@ func (a *app) zoneWhere(ctx context.Context, c inofv1.FabricClient, args []strin
 	})
 }
 
-func (a *app) zoneShow(ctx context.Context, c inofv1.FabricClient, args []string) error {
+func (a zoneCmds) zoneShow(ctx context.Context, c inofv1.FabricClient, args []string) error {
 	z, err := c.GetZoning(ctx, &inofv1.GetZoningRequest{})
 	if err != nil {
 		return err
 	}
-	return showNamed(a, "zone", "Zone", z.GetRevision(), z.GetZones(), args[0])
+	return showNamed(a.app, "zone", "Zone", z.GetRevision(), z.GetZones(), args[0])
 }
 
 // completeZones completes the first argument with the zone names, the
 // others with members (completeMembers).
-func (a *app) completeZones(cmd *cobra.Command, args []string, _ string) ([]string, cobra.ShellCompDirective) {
-	return completeNamesOf(a, cmd, args, (*inofv1.Zoning).GetZones)
+func (a zoneCmds) completeZones(cmd *cobra.Command, args []string, _ string) ([]string, cobra.ShellCompDirective) {
+	return completeNamesOf(a.app, cmd, args, (*inofv1.Zoning).GetZones)
 }
 
 // completeAliases completes the first argument with the alias names, the
 // others with members.
-func (a *app) completeAliases(cmd *cobra.Command, args []string, _ string) ([]string, cobra.ShellCompDirective) {
-	return completeNamesOf(a, cmd, args, (*inofv1.Zoning).GetAliases)
+func (a aliasCmds) completeAliases(cmd *cobra.Command, args []string, _ string) ([]string, cobra.ShellCompDirective) {
+	return completeNamesOf(a.app, cmd, args, (*inofv1.Zoning).GetAliases)
 }
 
 // completeNamesOf completes the first argument with the names of what list

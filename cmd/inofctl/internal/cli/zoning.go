@@ -13,7 +13,11 @@ import (
 	inofv1 "github.com/openinof/inof/app/api/v1"
 )
 
-func (a *app) zoningCommand() *cobra.Command {
+// zoningCmds are the commands of inofctl zoning: the staged edits, the
+// diff and show of revisions, and the declarative ones (history.go).
+type zoningCmds struct{ editor }
+
+func (a zoningCmds) zoningCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "zoning",
 		Short: "Whole-configuration zoning: staged edits, export and apply, history, rollback",
@@ -89,7 +93,7 @@ func (a *app) zoningCommand() *cobra.Command {
 	return group(cmd)
 }
 
-func (a *app) zoningDiff(ctx context.Context, c inofv1.FabricClient, _ []string) error {
+func (a zoningCmds) zoningDiff(ctx context.Context, c inofv1.FabricClient, _ []string) error {
 	st, es, err := a.readStaged()
 	if err != nil {
 		return err
@@ -125,7 +129,7 @@ func (a *app) zoningDiff(ctx context.Context, c inofv1.FabricClient, _ []string)
 	})
 }
 
-func (a *app) zoningShow(ctx context.Context, c inofv1.FabricClient, rev string) error {
+func (a zoningCmds) zoningShow(ctx context.Context, c inofv1.FabricClient, rev string) error {
 	z, err := a.zoningAt(ctx, c, rev)
 	if err != nil {
 		return err
