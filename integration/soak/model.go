@@ -403,10 +403,17 @@ func (m *Model) Touch() {
 
 // cutAfterWrite follows the reflectors losing each other at now: an edit
 // taken less than ReplicationLag before, and still the zoning in force,
-// may be held only where it was taken.
+// may be held only where it was taken, and by no switch yet but those
+// that reach that reflector (Touch raises them again; not the newest is
+// all cfgHeld and cfgSeen say, Touch brings them back).
 func (m *Model) cutAfterWrite(now time.Time) {
 	if m.wroteGen != m.cfgGen || len(m.wroteOn) == 0 || now.Sub(m.wroteAt) >= ReplicationLag {
 		return
+	}
+	for _, s := range m.Switches {
+		if s.cfgSeen == m.cfgGen {
+			s.cfgSeen = m.cfgGen - 1
+		}
 	}
 	if len(m.wroteOn) > 1 {
 		m.split = true // concurrent edits, both taken
@@ -414,7 +421,7 @@ func (m *Model) cutAfterWrite(now time.Time) {
 	}
 	for name, r := range m.Reflectors {
 		if !slices.Contains(m.wroteOn, name) && r.cfgHeld == m.cfgGen {
-			r.cfgHeld = m.cfgGen - 1 // not the newest: Touch brings it back
+			r.cfgHeld = m.cfgGen - 1
 		}
 	}
 }

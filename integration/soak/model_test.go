@@ -538,6 +538,9 @@ func TestEditHeldBackOnlyWhileALagExplainsIt(t *testing.T) {
 	if m.EditHeldBack("rr2") == "" || m.EditHeldBack("rr1") == "" {
 		t.Error("cut 200 ms after concurrent edits: an edit is made")
 	}
+	if n := cfgSeenBy(m); n != 0 {
+		t.Errorf("cut 200 ms after concurrent edits: %d switches taken to hold a candidate", n)
+	}
 
 	// A single edit on rr1, rr1's uplink cut 200 ms later: rr2 may lack
 	// it; rr1 holds everything.
