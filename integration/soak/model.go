@@ -324,6 +324,20 @@ func (m *Model) EditHeldBack(name string) string {
 	return ""
 }
 
+// ReadBack records that the reflectors read hold the zoning in force (a
+// read back found them agreeing on it): they need no replication for it,
+// and concurrent edits they hold each its own of are merged if every
+// reflector was read.
+func (m *Model) ReadBack(read ...string) {
+	for _, name := range read {
+		m.Reflectors[name].cfgHeld = m.cfgGen
+	}
+	if len(read) == len(m.Reflectors) {
+		m.split = false
+	}
+	m.Touch()
+}
+
 // Unmerged reports whether the reflectors hold each only its own of the
 // last concurrent edits (taken while they did not reach each other): a
 // zoning read back from one of them alone resolves nothing.

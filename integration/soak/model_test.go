@@ -494,12 +494,17 @@ func TestEditHeldBackAfterConcurrentEditsApart(t *testing.T) {
 		t.Errorf("%d switches taken to hold a candidate no reflector holds yet", n)
 	}
 
-	// The uplink back: held back until replication had time to resume.
+	// The uplink back: held back until replication had time to resume,
+	// or both are read back agreeing.
 	*now = now.Add(627 * time.Millisecond)
 	rr1.UplinkUp = true
 	m.Touch()
 	if m.EditHeldBack("rr2") == "" {
 		t.Error("rr1 just back: rr2 is edited before replication resumed")
+	}
+	m.ReadBack("rr2")
+	if m.EditHeldBack("rr2") == "" {
+		t.Error("rr2 alone read back: it is edited, though the concurrent edits may not be merged")
 	}
 	*now = now.Add(ReplicationResume)
 	if why := m.EditHeldBack("rr2"); why != "" {
@@ -511,6 +516,29 @@ func TestEditHeldBackAfterConcurrentEditsApart(t *testing.T) {
 	// Now both hold a candidate: the same refusal is a finding.
 	if why := m.RefusalFair("rr2", next); why != "" {
 		t.Errorf("after the exchange a refusal of %q is taken as fair: %s", next, why)
+	}
+}
+
+// TestReadBackEndsTheSplit: both reflectors read back agreeing on a
+// candidate of concurrent edits taken apart have merged them: edits are
+// made again at once, without waiting out ReplicationResume.
+func TestReadBackEndsTheSplit(t *testing.T) {
+	m, now := modelWithAliasInZone(t)
+	m.Reflectors["rr1"].UplinkUp = false
+	m.Touch()
+	m.ConcurrentlyEdited(zoneRemove("zE", "alias:al1"), zoneAdd("zA", "10.101.5.4"), true, true)
+	*now = now.Add(time.Second)
+	m.Reflectors["rr1"].UplinkUp = true
+	m.Touch()
+	if m.EditHeldBack("rr2") == "" {
+		t.Fatal("rr1 just back: rr2 is edited before the edits were exchanged")
+	}
+	m.ReadBack("rr1", "rr2")
+	if why := m.EditHeldBack("rr2"); why != "" {
+		t.Errorf("both read back agreeing: rr2 still held back: %s", why)
+	}
+	if n := cfgSeenBy(m); n != len(m.Switches) {
+		t.Errorf("both read back agreeing: %d of %d switches hold the zoning in force", n, len(m.Switches))
 	}
 }
 

@@ -639,6 +639,8 @@ func (r *run) resolveZoning(last bool) bool {
 			if r.m.Candidates != nil || !SameConfig(c, r.m.Config) {
 				r.m.SetConfig(c, read...)
 				r.hist.Config(c)
+			} else {
+				r.m.ReadBack(read...)
 			}
 			r.m.Candidates = nil
 			r.edited = false
