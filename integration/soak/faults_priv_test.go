@@ -369,12 +369,13 @@ func (r *run) diskFull(name string, pick uint64) (func(), bool) {
 }
 
 // edit runs one zoning change on a reflector. The model follows when it
-// succeeds, or fails after the reflector committed it (Committed); an
-// outcome the model did not expect is a finding, except on a reflector
-// whose store is full or whose clock is stepped, where a refusal is fair
+// succeeds, or fails after the reflector committed it (Committed); a
+// refusal the model does not explain (Model.RefusalFair: a full store or
+// stepped clock, a candidate of unresolved concurrent edits) is a finding
 // (the store makes a change visible only once it is written, so a refused
-// edit changed nothing). No edit is made where an older version from another
-// reflector may overrule it, or it the newer one (Model.EditHeldBack).
+// edit changed nothing). No edit is made where an older version from
+// another reflector may overrule it, or it the newer one, or where the
+// reflector may not hold the other's edits yet (Model.EditHeldBack).
 func (r *run) edit(name string, e Edit) bool {
 	rr := r.m.Reflectors[name]
 	if !rr.Running {
@@ -393,16 +394,9 @@ func (r *run) edit(name string, e Edit) bool {
 	if Committed(err) {
 		r.logf("  %s on %s committed, though inofctl failed: %v", e, name, err)
 	} else if err != nil {
-		after := AfterEdit(r.m.Possible(), e, false)
-		switch {
-		case rr.DiskFull || rr.ClockOffset != 0:
-			r.logf("  %s on %s refused (store full or clock stepped): %v", e, name, err)
-		case r.m.Candidates != nil && len(after) > 0:
-			// Drawn from the model's zoning while concurrent edits are
-			// unresolved: the reflector may hold a candidate the edit does
-			// not apply to. Nothing changed.
-			r.logf("  %s on %s refused (fair: it does not apply to every candidate of the concurrent edits): %v", e, name, err)
-		default:
+		if why := r.m.RefusalFair(name, e); why != "" {
+			r.logf("  %s on %s refused (fair: %s): %v", e, name, why, err)
+		} else {
 			r.fail("inofctl %s on %s: %v (%s)", e, name, err, out)
 		}
 		return true

@@ -99,6 +99,20 @@ type Model struct {
 	Config     *zones.Config
 	Candidates []*zones.Config
 	cfgGen     int
+	// split: the last concurrent edits were both taken while the
+	// reflectors did not reach each other (or were cut apart before they
+	// could exchange them): each holds its own edit's result alone, none
+	// the candidates, until replication resumes (Touch).
+	split bool
+	// apart: the reflectors did not reach each other at the last Touch;
+	// rejoined is when they last came to reach each other again.
+	apart    bool
+	rejoined time.Time
+	// wroteAt is when the last edit was taken, wroteOn on which
+	// reflectors, wroteGen the configuration generation it made.
+	wroteAt  time.Time
+	wroteOn  []string
+	wroteGen int
 	// Clock, if set, replaces time.Now (unit tests).
 	Clock func() time.Time
 
@@ -135,8 +149,12 @@ func (m *Model) ByAddr(a netip.Addr) (*NIC, bool) {
 
 // SetConfig makes c the zoning in force, held by the reflectors at (it was
 // edited there, or read back from them; none: every reflector).
-func (m *Model) SetConfig(c *zones.Config, at ...string) {
-	m.Config, m.Candidates = c, nil
+func (m *Model) SetConfig(c *zones.Config, at ...string) { m.install(c, false, at...) }
+
+// install is SetConfig, split saying whether the reflectors hold each
+// only its own part of it (ConcurrentlyEdited).
+func (m *Model) install(c *zones.Config, split bool, at ...string) {
+	m.Config, m.Candidates, m.split = c, nil, split
 	m.cfgGen++
 	for name, r := range m.Reflectors {
 		if len(at) == 0 || slices.Contains(at, name) {
@@ -153,10 +171,10 @@ func (m *Model) Possible() []*zones.Config {
 	return append([]*zones.Config{m.Config}, m.Candidates...)
 }
 
-// setPossible makes cs[0] the zoning in force, held at (as SetConfig),
+// setPossible makes cs[0] the zoning in force, held at (as install),
 // and the others its candidates until read back.
-func (m *Model) setPossible(cs []*zones.Config, at ...string) {
-	m.SetConfig(cs[0], at...)
+func (m *Model) setPossible(cs []*zones.Config, split bool, at ...string) {
+	m.install(cs[0], split, at...)
 	if len(cs) > 1 {
 		m.Candidates = cs[1:]
 	}
@@ -173,24 +191,59 @@ func (m *Model) Edited(name string, e Edit) []*zones.Config {
 		return nil
 	}
 	m.Wrote(name)
-	m.setPossible(after, name)
+	m.setPossible(after, false, name)
+	m.taken(name)
 	return after
 }
 
+// taken notes an edit just taken on the reflectors names, which hold the
+// zoning in force it made (Touch: a cut right after it may keep it from
+// the others).
+func (m *Model) taken(names ...string) {
+	m.wroteAt, m.wroteOn, m.wroteGen = m.now(), names, m.cfgGen
+}
+
 // ConcurrentlyEdited follows edits a and b committed at the same moment on
-// the two reflectors, ok saying which were taken. Every configuration they
-// may leave from any the reflectors may hold (Candidates of Possible, not
-// of the zoning in force alone: earlier concurrent edits may be
-// unresolved) is possible until read back. It returns those, and the
-// configurations the fabric may pass on the way (Passing); none, the model
-// left as it was, if no configuration explains the outcome.
+// the two reflectors (a on the first of the layout's, b on the second),
+// ok saying which were taken. Every configuration they may leave from any
+// the reflectors may hold (Candidates of Possible, not of the zoning in
+// force alone: earlier concurrent edits may be unresolved) is possible
+// until read back. It returns those, and the configurations the fabric
+// may pass on the way (Passing); none, the model left as it was, if no
+// configuration explains the outcome.
+//
+// Where the reflectors hold the candidates depends on whether they reach
+// each other: if they do, both adopt the other's edit at once; if not,
+// an edit taken alone is held by its reflector only, and two taken are
+// held each by its own reflector alone (split: the candidates exist only
+// once they exchange; Passing explains what the switches are told
+// meanwhile). Seed 8370634194321728583 step 76: rr1's uplink was down
+// when the pair was taken, and the next edit on rr2, drawn from the
+// candidates, met rr2's half and was refused.
 func (m *Model) ConcurrentlyEdited(a, b Edit, aOK, bOK bool) (cands, passing []*zones.Config) {
 	poss := m.Possible()
 	cands = Candidates(poss, a, b, aOK, bOK)
 	if len(cands) == 0 {
 		return nil, nil
 	}
-	m.setPossible(cands)
+	var took []string
+	for i, ok := range []bool{aOK, bOK} {
+		if ok {
+			took = append(took, m.Layout.Reflectors[i])
+		}
+	}
+	m.Touch()
+	switch {
+	case len(took) == 0 || m.replicating():
+		m.setPossible(cands, false)
+	case len(took) == 1:
+		m.setPossible(cands, false, took...)
+	default:
+		m.setPossible(cands, true)
+	}
+	if len(took) > 0 {
+		m.taken(took...)
+	}
 	return cands, Passing(poss, a, b, aOK, bOK)
 }
 
@@ -243,12 +296,25 @@ func (m *Model) aheadOf(name string) (*Reflector, bool) {
 // reflector's clock is stepped can lose to an older one made elsewhere, or
 // overrule it, by clocks the model cannot follow. Concurrent edits are the
 // one race the model does follow (Candidates).
+//
+// A reflector may also lack the other's edit when the path between them
+// was cut since (or right after) it was taken: an uplink down or lossy, a
+// reflector stopped; then until replication resumes (ReplicationResume
+// after they reach each other again). The model holds such edits back up
+// front rather than excusing their refusals afterwards: an edit the
+// lagging reflector takes lands on a zoning the model does not hold and
+// overrules the other's version, by generation, when they meet, which no
+// refusal rule could follow (seed 8370634194321728583 step 76).
 func (m *Model) EditHeldBack(name string) string {
+	m.Touch() // a replication window may have ended since the last change
+	if m.split {
+		return "the reflectors hold each its own of the concurrent edits until they exchange them (they did not reach each other)"
+	}
 	if m.Reflectors[name].cfgHeld != m.cfgGen {
 		if r, ok := m.aheadOf(name); ok {
 			return fmt.Sprintf("it refuses the edits of %s as too far ahead until about %s", r.Name, r.AheadUntil.Format("15:04:05"))
 		}
-		return "it does not hold the zoning in force yet (the reflector edited last has not reached it)"
+		return "it does not hold the zoning in force yet (the reflector edited last has not reached it, or not long enough for replication)"
 	}
 	for other, r := range m.Reflectors {
 		if other != name && r.ClockOffset != 0 {
@@ -258,15 +324,76 @@ func (m *Model) EditHeldBack(name string) string {
 	return ""
 }
 
+// ReadBack records that the reflectors read hold the zoning in force (a
+// read back found them agreeing on it): they need no replication for it,
+// and concurrent edits they hold each its own of are merged if every
+// reflector was read.
+func (m *Model) ReadBack(read ...string) {
+	for _, name := range read {
+		m.Reflectors[name].cfgHeld = m.cfgGen
+	}
+	if len(read) == len(m.Reflectors) {
+		m.split = false
+	}
+	m.Touch()
+}
+
+// Unmerged reports whether the reflectors hold each only its own of the
+// last concurrent edits (taken while they did not reach each other): a
+// zoning read back from one of them alone resolves nothing.
+func (m *Model) Unmerged() bool { return m.split }
+
+// ReplicationLag is how long after a commit the other reflector may
+// still lack it although they reach each other: the records' way through
+// BGP to it and into its store, on a loaded machine. A cut within it
+// keeps the edit from the other until they meet again.
+const ReplicationLag = time.Second
+
+// ReplicationResume is how long after the reflectors reach each other
+// again (an uplink back, loss removed, a reflector started) what either
+// took meanwhile may take to reach the other: the session between them
+// recovers (TCP's retransmission after the cut, or, if it ended, GoBGP's
+// idle hold and reconnect) and the versions are exchanged. The hold time
+// is 9 s; HoldExpiry's margin covers the rest.
+const ReplicationResume = HoldExpiry
+
+// RefusalFair says why a refusal of edit e, drawn from the zoning in
+// force and made on reflector name, changed nothing and is no finding, or
+// "" if the model cannot explain it: a full store or a stepped clock, or,
+// while concurrent edits are unresolved, a candidate e does not apply to
+// (the reflector may hold it). A reflector that may lag behind the zoning
+// in force is not edited at all (EditHeldBack), so a lag explains no
+// refusal here.
+func (m *Model) RefusalFair(name string, e Edit) string {
+	r := m.Reflectors[name]
+	switch {
+	case r.DiskFull || r.ClockOffset != 0:
+		return "store full or clock stepped"
+	case m.Candidates != nil && len(AfterEdit(m.Possible(), e, false)) > 0:
+		return "it does not apply to every candidate of the concurrent edits"
+	}
+	return ""
+}
+
 // Touch must follow every change of the model: reflectors that reach each
 // other share the configuration in force (replication), and switches with
 // a working path to a reflector holding it are taken to have it. An edit
-// on a reflector cut off from the fabric reaches nobody until it is back,
-// and one whose generation is too far ahead for the other reflectors
-// reaches them only once their clocks catch up (Wrote); switches take it
-// from it alone meanwhile.
+// on a reflector cut off from the fabric reaches nobody until it is back
+// (and replication resumed: ReplicationResume), one taken just before
+// the cut (ReplicationLag) may not have reached the other reflector, and
+// one whose generation is too far ahead for the other reflectors reaches
+// them only once their clocks catch up (Wrote); switches take it from it
+// alone meanwhile.
 func (m *Model) Touch() {
-	if m.peersConnected() && !m.anyAhead() {
+	now := m.now()
+	switch connected := m.peersConnected(); {
+	case !connected && !m.apart:
+		m.apart = true
+		m.cutAfterWrite(now)
+	case connected && m.apart:
+		m.apart, m.rejoined = false, now
+	}
+	if m.replicating() {
 		held := 0
 		for _, r := range m.Reflectors {
 			held = max(held, r.cfgHeld)
@@ -274,6 +401,10 @@ func (m *Model) Touch() {
 		for _, r := range m.Reflectors {
 			r.cfgHeld = held
 		}
+		m.split = false
+	}
+	if m.split {
+		return // no reflector holds the candidates yet
 	}
 	for _, s := range m.Switches {
 		for name, r := range m.Reflectors {
@@ -282,6 +413,38 @@ func (m *Model) Touch() {
 			}
 		}
 	}
+}
+
+// cutAfterWrite follows the reflectors losing each other at now: an edit
+// taken less than ReplicationLag before, and still the zoning in force,
+// may be held only where it was taken, and by no switch yet but those
+// that reach that reflector (Touch raises them again; not the newest is
+// all cfgHeld and cfgSeen say, Touch brings them back).
+func (m *Model) cutAfterWrite(now time.Time) {
+	if m.wroteGen != m.cfgGen || len(m.wroteOn) == 0 || now.Sub(m.wroteAt) >= ReplicationLag {
+		return
+	}
+	for _, s := range m.Switches {
+		if s.cfgSeen == m.cfgGen {
+			s.cfgSeen = m.cfgGen - 1
+		}
+	}
+	if len(m.wroteOn) > 1 {
+		m.split = true // concurrent edits, both taken
+		return
+	}
+	for name, r := range m.Reflectors {
+		if !slices.Contains(m.wroteOn, name) && r.cfgHeld == m.cfgGen {
+			r.cfgHeld = m.cfgGen - 1
+		}
+	}
+}
+
+// replicating reports whether the reflectors exchange their edits now:
+// they reach each other, have for ReplicationResume, and take each
+// other's generations.
+func (m *Model) replicating() bool {
+	return !m.apart && m.peersConnected() && !m.anyAhead() && !m.now().Before(m.rejoined.Add(ReplicationResume))
 }
 
 // AheadEnded reports whether a reflector's writes are taken again after

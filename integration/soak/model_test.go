@@ -2,6 +2,7 @@ package soak
 
 import (
 	"net/netip"
+	"slices"
 	"testing"
 	"time"
 
@@ -365,6 +366,7 @@ func TestOracleEditUnderAClockAhead(t *testing.T) {
 		t.Fatalf("edit on the cut-off, ahead rr1: h3 about t1 = %s, want unknown", got)
 	}
 	rr1.UplinkUp = true
+	m.Touch()
 
 	now = now.Add(inof.MaxGenerationSkew + ReplicationWait)
 	if m.Lags("rr2") || !m.AheadEnded() {
@@ -393,8 +395,12 @@ func TestOracleEditUnderAClockAhead(t *testing.T) {
 	}
 	rr1.UplinkUp = true
 	m.Touch()
+	if m.EditHeldBack("rr2") == "" {
+		t.Fatal("rr1 just back: rr2 may not have its edit yet (replication resumes), but is not held back")
+	}
+	now = now.Add(ReplicationResume)
 	if m.EditHeldBack("rr2") != "" {
-		t.Fatalf("rr1 back: rr2 still held back: %s", m.EditHeldBack("rr2"))
+		t.Fatalf("rr1 back for ReplicationResume: rr2 still held back: %s", m.EditHeldBack("rr2"))
 	}
 
 	// Behind: nothing rr1 writes is refused, but rr1 refuses rr2's.
@@ -403,5 +409,211 @@ func TestOracleEditUnderAClockAhead(t *testing.T) {
 	if m.Lags("rr2") || m.EditHeldBack("rr2") == "" {
 		t.Fatalf("rr1 behind: rr2 lags %v (want false), edits on rr2 held back %q (want a reason)",
 			m.Lags("rr2"), m.EditHeldBack("rr2"))
+	}
+}
+
+func zoneRemove(name, member string) Edit {
+	m := zones.MustParseMember(member)
+	return Edit{Args: []string{"zone", "remove", name, member}, Keys: []string{"zone:" + name},
+		Apply: func(c *zones.Config) error { return removeMember(&c.Zones, name, m) }}
+}
+
+// zoneAddAlias is the alias-change picker's "an alias into a zone".
+func zoneAddAlias(zone, alias string) Edit {
+	m := zones.Member{Kind: zones.MemberAlias, Name: alias}
+	return Edit{Args: []string{"zone", "add", zone, m.String()}, Keys: []string{"zone:" + zone},
+		Apply: func(c *zones.Config) error {
+			z := c.Zones[zone]
+			if z == nil || slices.Contains(z.Members, m) {
+				return zones.ErrNotFound
+			}
+			z.Members = append(slices.Clone(z.Members), m)
+			return nil
+		}}
+}
+
+// modelWithAliasInZone is the layout's model, at a fake clock, with an
+// alias al1 in a zone zE, held by both reflectors.
+func modelWithAliasInZone(t *testing.T) (*Model, *time.Time) {
+	t.Helper()
+	m := healthyModel()
+	now := time.Date(2026, 12, 6, 12, 0, 0, 0, time.UTC)
+	m.Clock = func() time.Time { return now }
+	c := m.Config.Clone()
+	c.Aliases["al1"] = &zones.Alias{Name: "al1", Members: parseMembers([]string{"10.101.15.2"})}
+	c.Zones["zE"] = &zones.Zone{Name: "zE", Members: parseMembers([]string{"alias:al1", "10.101.6.4"})}
+	if err := c.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	m.SetConfig(c)
+	return m, &now
+}
+
+func cfgSeenBy(m *Model) int {
+	n := 0
+	for _, s := range m.Switches {
+		if s.cfgSeen == m.cfgGen {
+			n++
+		}
+	}
+	return n
+}
+
+// TestEditHeldBackAfterConcurrentEditsApart is step 76 of the 30-minute
+// soak of seed 8370634194321728583: rr1's uplink went down, concurrent
+// edits were taken 0.5 s later (rr1 removed alias:al1 from zE, rr2 edited
+// another zone), and the alias-change drawn next on rr2, `zone add zE
+// alias:al1`, was refused "already exists": rr2 did not hold rr1's
+// removal while rr1 was cut off. The model took the pair as held by both
+// reflectors, so the refusal, which no candidate explains, was counted as
+// a failed action. Each reflector holds only its own edit until they
+// exchange them: no edit is made on either until then.
+func TestEditHeldBackAfterConcurrentEditsApart(t *testing.T) {
+	m, now := modelWithAliasInZone(t)
+	rr1 := m.Reflectors["rr1"]
+	rr1.UplinkUp = false // uplink-flap rr1
+	m.Touch()
+	*now = now.Add(497 * time.Millisecond)
+	cands, _ := m.ConcurrentlyEdited(zoneRemove("zE", "alias:al1"), zoneAdd("zA", "10.101.5.4"), true, true)
+	if len(cands) == 0 {
+		t.Fatal("the concurrent edits were not explained")
+	}
+	next := zoneAddAlias("zE", "al1") // the picker's edit from the zoning in force
+	if after := AfterEdit(m.Possible(), next, false); len(after) != 0 {
+		t.Fatalf("layout of the test: %q is refused by %d candidates; want it to apply to every one", next, len(after))
+	}
+	if why := m.RefusalFair("rr2", next); why != "" {
+		t.Fatalf("a refusal of %q on rr2 would be fair (%s): no candidate explains it, so it must not be made", next, why)
+	}
+	for _, name := range []string{"rr2", "rr1"} {
+		if why := m.EditHeldBack(name); why == "" {
+			t.Errorf("concurrent edits taken while rr1 was cut off: an edit on %s is made, though it holds only its own edit", name)
+		}
+	}
+	if n := cfgSeenBy(m); n != 0 {
+		t.Errorf("%d switches taken to hold a candidate no reflector holds yet", n)
+	}
+
+	// The uplink back: held back until replication had time to resume,
+	// or both are read back agreeing.
+	*now = now.Add(627 * time.Millisecond)
+	rr1.UplinkUp = true
+	m.Touch()
+	if m.EditHeldBack("rr2") == "" {
+		t.Error("rr1 just back: rr2 is edited before replication resumed")
+	}
+	m.ReadBack("rr2")
+	if m.EditHeldBack("rr2") == "" {
+		t.Error("rr2 alone read back: it is edited, though the concurrent edits may not be merged")
+	}
+	*now = now.Add(ReplicationResume)
+	if why := m.EditHeldBack("rr2"); why != "" {
+		t.Fatalf("rr1 back for ReplicationResume: rr2 still held back: %s", why)
+	}
+	if n := cfgSeenBy(m); n != len(m.Switches) {
+		t.Errorf("after the exchange %d of %d switches hold the zoning in force", n, len(m.Switches))
+	}
+	// Now both hold a candidate: the same refusal is a finding.
+	if why := m.RefusalFair("rr2", next); why != "" {
+		t.Errorf("after the exchange a refusal of %q is taken as fair: %s", next, why)
+	}
+}
+
+// TestReadBackEndsTheSplit: both reflectors read back agreeing on a
+// candidate of concurrent edits taken apart have merged them: edits are
+// made again at once, without waiting out ReplicationResume.
+func TestReadBackEndsTheSplit(t *testing.T) {
+	m, now := modelWithAliasInZone(t)
+	m.Reflectors["rr1"].UplinkUp = false
+	m.Touch()
+	m.ConcurrentlyEdited(zoneRemove("zE", "alias:al1"), zoneAdd("zA", "10.101.5.4"), true, true)
+	*now = now.Add(time.Second)
+	m.Reflectors["rr1"].UplinkUp = true
+	m.Touch()
+	if m.EditHeldBack("rr2") == "" {
+		t.Fatal("rr1 just back: rr2 is edited before the edits were exchanged")
+	}
+	m.ReadBack("rr1", "rr2")
+	if why := m.EditHeldBack("rr2"); why != "" {
+		t.Errorf("both read back agreeing: rr2 still held back: %s", why)
+	}
+	if n := cfgSeenBy(m); n != len(m.Switches) {
+		t.Errorf("both read back agreeing: %d of %d switches hold the zoning in force", n, len(m.Switches))
+	}
+}
+
+// TestEditHeldBackOnlyWhileALagExplainsIt: an edit is held back only
+// while the other reflector may lack an edit for a cut between them; with
+// no such cut, or a cut long after the edit replicated, the edit is made
+// and its refusal, unexplained, is a finding.
+func TestEditHeldBackOnlyWhileALagExplainsIt(t *testing.T) {
+	next := zoneAddAlias("zE", "al1")
+
+	// Concurrent edits with the reflectors reaching each other: both
+	// adopt the other's at once.
+	m, now := modelWithAliasInZone(t)
+	m.ConcurrentlyEdited(zoneRemove("zE", "alias:al1"), zoneAdd("zA", "10.101.5.4"), true, true)
+	if why := m.EditHeldBack("rr2"); why != "" {
+		t.Fatalf("no cut: rr2 held back: %s", why)
+	}
+	if why := m.RefusalFair("rr2", next); why != "" {
+		t.Errorf("no cut: a refusal of %q is taken as fair: %s", next, why)
+	}
+	// rr1's uplink cut right after them: neither may hold the other's.
+	*now = now.Add(200 * time.Millisecond)
+	m.Reflectors["rr1"].UplinkUp = false
+	m.Touch()
+	if m.EditHeldBack("rr2") == "" || m.EditHeldBack("rr1") == "" {
+		t.Error("cut 200 ms after concurrent edits: an edit is made")
+	}
+	if n := cfgSeenBy(m); n != 0 {
+		t.Errorf("cut 200 ms after concurrent edits: %d switches taken to hold a candidate", n)
+	}
+
+	// A single edit on rr1, rr1's uplink cut 200 ms later: rr2 may lack
+	// it; rr1 holds everything.
+	m, now = modelWithAliasInZone(t)
+	if after := m.Edited("rr1", zoneRemove("zE", "alias:al1")); len(after) != 1 {
+		t.Fatalf("edit on rr1: %d zonings", len(after))
+	}
+	*now = now.Add(200 * time.Millisecond)
+	m.Reflectors["rr1"].UplinkUp = false
+	m.Touch()
+	if m.EditHeldBack("rr2") == "" || m.EditHeldBack("rr1") != "" {
+		t.Errorf("cut 200 ms after an edit on rr1: held back on rr2 %q (want a reason), on rr1 %q (want none)",
+			m.EditHeldBack("rr2"), m.EditHeldBack("rr1"))
+	}
+
+	// The same cut 2 s after the edit: it had replicated.
+	m, now = modelWithAliasInZone(t)
+	m.Edited("rr1", zoneRemove("zE", "alias:al1"))
+	*now = now.Add(2 * time.Second)
+	m.Reflectors["rr1"].UplinkUp = false
+	m.Touch()
+	if why := m.EditHeldBack("rr2"); why != "" {
+		t.Fatalf("cut 2 s after an edit on rr1: rr2 held back: %s", why)
+	}
+	if why := m.RefusalFair("rr2", next); why != "" {
+		t.Errorf("cut 2 s after the edit: a refusal of %q on rr2 is taken as fair: %s", next, why)
+	}
+
+	// rr2 restarted while rr1 was edited: held back until replication
+	// resumed, then edited.
+	m, now = modelWithAliasInZone(t)
+	m.Reflectors["rr2"].Running = false
+	m.Touch()
+	m.Edited("rr1", zoneRemove("zE", "alias:al1"))
+	*now = now.Add(3 * time.Second)
+	m.Reflectors["rr2"].Running = true
+	m.Touch()
+	if m.EditHeldBack("rr2") == "" {
+		t.Error("rr2 just started: edited before it may hold rr1's edit")
+	}
+	*now = now.Add(ReplicationResume)
+	if why := m.EditHeldBack("rr2"); why != "" {
+		t.Fatalf("rr2 back for ReplicationResume: held back: %s", why)
+	}
+	if why := m.RefusalFair("rr2", next); why != "" {
+		t.Errorf("rr2 caught up: a refusal of %q is taken as fair: %s", next, why)
 	}
 }

@@ -617,6 +617,14 @@ func (r *run) resolveZoning(last bool) bool {
 	if len(got) == 0 {
 		return true
 	}
+	if r.m.Unmerged() && len(got) < len(r.lay.Reflectors) {
+		// Each holds its own of the concurrent edits: one alone may
+		// match a candidate the merge does not make.
+		if last {
+			r.logf("  zoning read from %v only, while the reflectors hold each its own of the concurrent edits", read)
+		}
+		return false
+	}
 	for _, c := range got[1:] {
 		if !SameConfig(c, got[0]) {
 			if last {
@@ -631,6 +639,8 @@ func (r *run) resolveZoning(last bool) bool {
 			if r.m.Candidates != nil || !SameConfig(c, r.m.Config) {
 				r.m.SetConfig(c, read...)
 				r.hist.Config(c)
+			} else {
+				r.m.ReadBack(read...)
 			}
 			r.m.Candidates = nil
 			r.edited = false
