@@ -201,24 +201,12 @@ func BenchmarkCommit(b *testing.B) {
 // store of 10,000 zones (Begin, the edit and Commit), the reflector's
 // commit path at that size.
 func BenchmarkCommitLarge(b *testing.B) {
-	s, err := Open(filepath.Join(b.TempDir(), "z.db"), StoreOptions{RouterID: 1})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer s.Close()
-	tx := s.Begin()
-	for i := range 10000 {
-		if err := tx.CreateZone(fmt.Sprintf("z%05d", i), Member{Kind: MemberAddr, Addr: netip.AddrFrom4([4]byte{10, 1, byte(i >> 8), byte(i)})}); err != nil {
-			b.Fatal(err)
-		}
-	}
-	if _, err := tx.Commit(); err != nil {
-		b.Fatal(err)
-	}
+	s := largeStore(b, b.TempDir())
 	extra := MustParseMember("192.0.2.1")
 	i := 0
 	for b.Loop() {
 		tx := s.Begin()
+		var err error
 		if i%2 == 0 {
 			err = tx.AddZoneMembers("z05000", extra)
 		} else {
@@ -238,25 +226,12 @@ func BenchmarkCommitLarge(b *testing.B) {
 // store of 10,000 zones, the reflector's merge path at that size.
 func BenchmarkApplyLarge(b *testing.B) {
 	dir := b.TempDir()
-	s, err := Open(filepath.Join(dir, "z.db"), StoreOptions{RouterID: 1})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer s.Close()
+	s := largeStore(b, dir)
 	peer, err := Open(filepath.Join(dir, "peer.db"), StoreOptions{RouterID: 2})
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer peer.Close()
-	tx := s.Begin()
-	for i := range 10000 {
-		if err := tx.CreateZone(fmt.Sprintf("z%05d", i), Member{Kind: MemberAddr, Addr: netip.AddrFrom4([4]byte{10, 1, byte(i >> 8), byte(i)})}); err != nil {
-			b.Fatal(err)
-		}
-	}
-	if _, err := tx.Commit(); err != nil {
-		b.Fatal(err)
-	}
 	i := 0
 	for b.Loop() {
 		tx := peer.Begin()
@@ -279,20 +254,7 @@ func BenchmarkApplyLarge(b *testing.B) {
 // (Record) against the copy and sort of every record it made before
 // (Records, then a map by key).
 func BenchmarkStoreRecord(b *testing.B) {
-	s, err := Open(filepath.Join(b.TempDir(), "z.db"), StoreOptions{RouterID: 1})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer s.Close()
-	tx := s.Begin()
-	for i := range 10000 {
-		if err := tx.CreateZone(fmt.Sprintf("z%05d", i), Member{Kind: MemberAddr, Addr: netip.AddrFrom4([4]byte{10, 1, byte(i >> 8), byte(i)})}); err != nil {
-			b.Fatal(err)
-		}
-	}
-	if _, err := tx.Commit(); err != nil {
-		b.Fatal(err)
-	}
+	s := largeStore(b, b.TempDir())
 	k := Key{Kind: KindZone, Name: "z05000"}
 	b.Run("lookup", func(b *testing.B) {
 		for b.Loop() {
@@ -312,4 +274,25 @@ func BenchmarkStoreRecord(b *testing.B) {
 			}
 		}
 	})
+}
+
+// largeStore opens a store in dir holding 10,000 zones of one member each,
+// closed when the benchmark ends.
+func largeStore(b *testing.B, dir string) *Store {
+	b.Helper()
+	s, err := Open(filepath.Join(dir, "z.db"), StoreOptions{RouterID: 1})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { s.Close() })
+	tx := s.Begin()
+	for i := range 10000 {
+		if err := tx.CreateZone(fmt.Sprintf("z%05d", i), Member{Kind: MemberAddr, Addr: netip.AddrFrom4([4]byte{10, 1, byte(i >> 8), byte(i)})}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if _, err := tx.Commit(); err != nil {
+		b.Fatal(err)
+	}
+	return s
 }
