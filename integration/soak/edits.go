@@ -193,20 +193,7 @@ func (p *editPicker) zoneEdit() (Edit, bool) {
 		if len(ms) == 0 {
 			return Edit{}, false
 		}
-		return Edit{Args: append([]string{"zone", "add", name}, memberArgs(ms)...), Keys: []string{"zone:" + name},
-			Apply: func(c *zones.Config) error {
-				z := c.Zones[name]
-				if z == nil {
-					return zones.ErrNotFound
-				}
-				for _, m := range ms {
-					if slices.Contains(z.Members, m) {
-						return zones.ErrDuplicate
-					}
-				}
-				z.Members = append(slices.Clone(z.Members), ms...)
-				return nil
-			}}, true
+		return zoneAddEdit(name, ms...), true
 	case 3: // remove
 		name := p.oneOf(have)
 		cur := c.Zones[name].Members
@@ -214,8 +201,7 @@ func (p *editPicker) zoneEdit() (Edit, bool) {
 			return Edit{}, false
 		}
 		m := cur[p.rng.IntN(len(cur))]
-		return Edit{Args: []string{"zone", "remove", name, m.String()}, Keys: []string{"zone:" + name},
-			Apply: func(c *zones.Config) error { return removeMember(&c.Zones, name, m) }}, true
+		return zoneRemoveEdit(name, m), true
 	default: // rename
 		free := slices.DeleteFunc(slices.Clone(zoneNames), func(n string) bool { return c.Zones[n] != nil || c.Aliases[n] != nil })
 		if len(free) == 0 {
@@ -330,18 +316,9 @@ func (p *editPicker) aliasEdit() (Edit, bool) {
 		name, zone := p.oneOf(have), p.oneOf(sortedKeys(c.Zones))
 		m := zones.Member{Kind: zones.MemberAlias, Name: name}
 		if slices.Contains(c.Zones[zone].Members, m) {
-			return Edit{Args: []string{"zone", "remove", zone, m.String()}, Keys: []string{"zone:" + zone},
-				Apply: func(c *zones.Config) error { return removeMember(&c.Zones, zone, m) }}, true
+			return zoneRemoveEdit(zone, m), true
 		}
-		return Edit{Args: []string{"zone", "add", zone, m.String()}, Keys: []string{"zone:" + zone},
-			Apply: func(c *zones.Config) error {
-				z := c.Zones[zone]
-				if z == nil || slices.Contains(z.Members, m) {
-					return zones.ErrNotFound
-				}
-				z.Members = append(slices.Clone(z.Members), m)
-				return nil
-			}}, true
+		return zoneAddEdit(zone, m), true
 	}
 }
 
@@ -592,4 +569,29 @@ func ConfigDiff(want, got *zones.Config) string {
 		}
 	}
 	return sb.String()
+}
+
+// zoneAddEdit is `inofctl zone add NAME MEMBER...`; the store refuses it
+// when the zone is missing or holds one of the members already.
+func zoneAddEdit(name string, ms ...zones.Member) Edit {
+	return Edit{Args: append([]string{"zone", "add", name}, memberArgs(ms)...), Keys: []string{"zone:" + name},
+		Apply: func(c *zones.Config) error {
+			z := c.Zones[name]
+			if z == nil {
+				return zones.ErrNotFound
+			}
+			for _, m := range ms {
+				if slices.Contains(z.Members, m) {
+					return zones.ErrDuplicate
+				}
+			}
+			z.Members = append(slices.Clone(z.Members), ms...)
+			return nil
+		}}
+}
+
+// zoneRemoveEdit is `inofctl zone remove NAME MEMBER`.
+func zoneRemoveEdit(name string, m zones.Member) Edit {
+	return Edit{Args: []string{"zone", "remove", name, m.String()}, Keys: []string{"zone:" + name},
+		Apply: func(c *zones.Config) error { return removeMember(&c.Zones, name, m) }}
 }

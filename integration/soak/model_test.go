@@ -2,7 +2,6 @@ package soak
 
 import (
 	"net/netip"
-	"slices"
 	"testing"
 	"time"
 
@@ -412,24 +411,12 @@ func TestOracleEditUnderAClockAhead(t *testing.T) {
 	}
 }
 
-func zoneRemove(name, member string) Edit {
-	m := zones.MustParseMember(member)
-	return Edit{Args: []string{"zone", "remove", name, member}, Keys: []string{"zone:" + name},
-		Apply: func(c *zones.Config) error { return removeMember(&c.Zones, name, m) }}
-}
+// zoneRemove is the zone picker's "a member out of a zone".
+func zoneRemove(name, member string) Edit { return zoneRemoveEdit(name, zones.MustParseMember(member)) }
 
 // zoneAddAlias is the alias-change picker's "an alias into a zone".
 func zoneAddAlias(zone, alias string) Edit {
-	m := zones.Member{Kind: zones.MemberAlias, Name: alias}
-	return Edit{Args: []string{"zone", "add", zone, m.String()}, Keys: []string{"zone:" + zone},
-		Apply: func(c *zones.Config) error {
-			z := c.Zones[zone]
-			if z == nil || slices.Contains(z.Members, m) {
-				return zones.ErrNotFound
-			}
-			z.Members = append(slices.Clone(z.Members), m)
-			return nil
-		}}
+	return zoneAddEdit(zone, zones.Member{Kind: zones.MemberAlias, Name: alias})
 }
 
 // modelWithAliasInZone is the layout's model, at a fake clock, with an
