@@ -142,9 +142,7 @@ func (g *GoBGP) watchClientLoss() error {
 // is still down while BFD stayed up all along (no change since its count
 // was bfdCount).
 func (g *GoBGP) demoteSilentClient(ctx context.Context, addr netip.Addr, bfdCount uint64) {
-	g.mu.Lock()
-	n, ok := g.neighbors[addr]
-	g.mu.Unlock()
+	n, ok := g.neighbors.get(addr)
 	if !ok || !n.RRClient || n.BFD == nil {
 		return
 	}
@@ -157,9 +155,7 @@ func (g *GoBGP) demoteSilentClient(ctx context.Context, addr netip.Addr, bfdCoun
 		return
 	case <-time.After(time.Second + s.Status().DetectTime):
 	}
-	g.mu.Lock()
-	disabled := g.bfdDown[addr]
-	g.mu.Unlock()
+	disabled := g.neighbors.down(addr)
 	s, ok = g.cfg.BFD.Session(bfdKey(n))
 	if disabled || !ok || s.Status().State != bfd.Up || g.clients.bfdSince(addr, bfdCount) || g.clients.established(addr) {
 		return

@@ -51,14 +51,8 @@ func (g *GoBGP) watchWallClock(ctx context.Context) {
 		if back <= clockStepTolerance {
 			continue
 		}
-		g.mu.Lock()
-		ns := make([]Neighbor, 0, len(g.neighbors))
-		for _, n := range g.neighbors {
-			ns = append(ns, n)
-		}
-		g.mu.Unlock()
 		shut := 0
-		for _, n := range ns {
+		for _, n := range g.neighbors.all() {
 			k, err := shutdownSessions(n.LocalAddress, n.Address)
 			if err != nil {
 				g.log.Warn("wall clock stepped back: resetting a session failed", "neighbor", n.Address, "err", err)

@@ -104,8 +104,10 @@ type GoBGP struct {
 	done     chan struct{}
 	fatalErr atomic.Pointer[error]
 
-	mu      sync.Mutex
-	bfdDown map[netip.Addr]bool // neighbors disabled because BFD went down
+	// neighbors are the configured neighbors (gobgp_neighbors.go).
+	neighbors neighborTable
+
+	mu sync.Mutex
 	// confirm: the confirmation of switches' BFD downs (bfdconfirm.go).
 	confirm                                   *confirmState
 	bfdConfirmed, bfdUnconfirmed, bfdDampened atomic.Uint64
@@ -118,10 +120,9 @@ type GoBGP struct {
 	firstUp       map[netip.Addr]time.Time // when each session was first established
 	// away are the neighbors whose established session ended and has not
 	// come back, with when it ended (graceful-restart holding).
-	away      map[netip.Addr]awayRead
-	sessions  map[netip.Addr]sessionRead
-	discs     map[netip.Addr]peerDisc // what BFD showed of each neighbor's process (restartedAt)
-	neighbors map[netip.Addr]Neighbor
+	away     map[netip.Addr]awayRead
+	sessions map[netip.Addr]sessionRead
+	discs    map[netip.Addr]peerDisc // what BFD showed of each neighbor's process (restartedAt)
 
 	// restartSynced: this restart's deferral is over (restartPending).
 	restartSynced atomic.Bool
@@ -163,10 +164,9 @@ func NewGoBGP(cfg Options) (*GoBGP, error) {
 		cfg.WatchQueue = DefaultWatchQueue
 	}
 	log := cfg.Logger.With("router_id", cfg.RouterID.String())
-	return &GoBGP{cfg: cfg, log: log, neighbors: map[netip.Addr]Neighbor{}, done: make(chan struct{}),
+	return &GoBGP{cfg: cfg, log: log, neighbors: newNeighborTable(), done: make(chan struct{}),
 		reestablished: map[netip.Addr]time.Time{}, firstUp: map[netip.Addr]time.Time{}, sessions: map[netip.Addr]sessionRead{}, discs: map[netip.Addr]peerDisc{},
 		away:         map[netip.Addr]awayRead{},
-		bfdDown:      map[netip.Addr]bool{},
 		confirm:      newConfirmState(cfg.BFDConfirm),
 		malformedLog: ratelimit.Limit{Every: time.Second}, resyncLog: ratelimit.Limit{Every: time.Second},
 		probeLog: ratelimit.NewLog(time.Minute, nil)}, nil
@@ -281,14 +281,12 @@ func (g *GoBGP) stop() {
 	defer close(g.done)
 	g.watches.stop()
 	if g.cfg.BFD != nil {
-		g.mu.Lock()
 		var keys []bfd.SessionKey
-		for _, n := range g.neighbors {
+		for _, n := range g.neighbors.all() {
 			if n.BFD != nil {
 				keys = append(keys, bfdKey(n))
 			}
 		}
-		g.mu.Unlock()
 		for _, k := range keys {
 			g.cfg.BFD.Remove(k) // already gone if the manager was closed
 		}
@@ -304,7 +302,7 @@ func (g *GoBGP) stop() {
 				g.shutdownAll()
 				g.waitSessionsDown(gracefulStopWait)
 			}
-			for _, a := range g.neighborAddrs() {
+			for _, a := range g.neighbors.addrs() {
 				if err := g.srv.ResetPeer(context.Background(), &api.ResetPeerRequest{Address: a.String(), Communication: "graceful restart"}); err != nil {
 					g.log.Warn("graceful stop: reset neighbor", "neighbor", a, "err", err)
 				}
@@ -327,13 +325,7 @@ func (g *GoBGP) stop() {
 // restart at both ends: every record stays, stale, and nothing can be sent
 // on them any more. The Ceases that follow find the sessions down.
 func (g *GoBGP) shutdownAll() {
-	g.mu.Lock()
-	ns := make([]Neighbor, 0, len(g.neighbors))
-	for _, n := range g.neighbors {
-		ns = append(ns, n)
-	}
-	g.mu.Unlock()
-	for _, n := range ns {
+	for _, n := range g.neighbors.all() {
 		if _, err := shutdownSessions(n.LocalAddress, n.Address); err != nil {
 			g.log.Warn("graceful stop: could not shut the session's socket", "neighbor", n.Address, "err", err)
 		}

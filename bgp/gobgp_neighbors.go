@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"sync"
 	"time"
 
 	api "github.com/osrg/gobgp/v3/api"
@@ -13,15 +14,100 @@ import (
 	"github.com/openinof/inof/internal/echoprobe"
 )
 
-// neighborAddrs lists the configured neighbors.
-func (g *GoBGP) neighborAddrs() []netip.Addr {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	out := make([]netip.Addr, 0, len(g.neighbors))
-	for a := range g.neighbors {
+// neighborTable is the speaker's configured neighbors, and those a
+// reflector disabled because their BFD went down (declareGone), under one
+// lock: the speaker and each of its collaborators read it.
+type neighborTable struct {
+	mu     sync.Mutex
+	byAddr map[netip.Addr]Neighbor
+	// bfdDown are the neighbors disabled because BFD went down.
+	bfdDown map[netip.Addr]bool
+}
+
+func newNeighborTable() neighborTable {
+	return neighborTable{byAddr: map[netip.Addr]Neighbor{}, bfdDown: map[netip.Addr]bool{}}
+}
+
+// get returns neighbor a and whether it is configured.
+func (t *neighborTable) get(a netip.Addr) (Neighbor, bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	n, ok := t.byAddr[a]
+	return n, ok
+}
+
+// lookup returns neighbor a, whether it is configured, and whether BFD
+// took it down, in one look.
+func (t *neighborTable) lookup(a netip.Addr) (n Neighbor, ok, disabled bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	n, ok = t.byAddr[a]
+	return n, ok, t.bfdDown[a]
+}
+
+// all lists the configured neighbors.
+func (t *neighborTable) all() []Neighbor {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	ns := make([]Neighbor, 0, len(t.byAddr))
+	for _, n := range t.byAddr {
+		ns = append(ns, n)
+	}
+	return ns
+}
+
+// addrs lists the configured neighbors' addresses.
+func (t *neighborTable) addrs() []netip.Addr {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	out := make([]netip.Addr, 0, len(t.byAddr))
+	for a := range t.byAddr {
 		out = append(out, a)
 	}
 	return out
+}
+
+// add configures n.
+func (t *neighborTable) add(n Neighbor) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.byAddr[n.Address] = n
+}
+
+// remove forgets neighbor a and returns what it was (zero if none).
+func (t *neighborTable) remove(a netip.Addr) Neighbor {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	n := t.byAddr[a]
+	delete(t.byAddr, a)
+	delete(t.bfdDown, a)
+	return n
+}
+
+// takeDown marks a disabled after its BFD down, and reports whether it
+// did: not if a is no longer configured or already down.
+func (t *neighborTable) takeDown(a netip.Addr) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if _, still := t.byAddr[a]; !still || t.bfdDown[a] {
+		return false
+	}
+	t.bfdDown[a] = true
+	return true
+}
+
+// bringUp forgets that BFD took a down.
+func (t *neighborTable) bringUp(a netip.Addr) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	delete(t.bfdDown, a)
+}
+
+// down reports whether BFD took a down.
+func (t *neighborTable) down(a netip.Addr) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.bfdDown[a]
 }
 
 // AddNeighbor implements Speaker. A neighbor that is refused leaves no
@@ -41,9 +127,7 @@ func (g *GoBGP) AddNeighbor(ctx context.Context, n Neighbor) error {
 	case n.BFD != nil && (g.cfg.BFD == nil || !n.LocalAddress.IsValid()):
 		return fmt.Errorf("bgp: neighbor %s: BFD needs a BFD manager and the neighbor's local address", n.Address)
 	}
-	g.mu.Lock()
-	_, dup := g.neighbors[n.Address]
-	g.mu.Unlock()
+	_, dup := g.neighbors.get(n.Address)
 	if dup {
 		return fmt.Errorf("bgp: neighbor %s is already configured", n.Address)
 	}
@@ -63,9 +147,7 @@ func (g *GoBGP) AddNeighbor(ctx context.Context, n Neighbor) error {
 				g.setNeighborSets(context.Background(), n, false))
 		}
 	}
-	g.mu.Lock()
-	g.neighbors[n.Address] = n
-	g.mu.Unlock()
+	g.neighbors.add(n)
 	return nil
 }
 
@@ -135,14 +217,12 @@ func (g *GoBGP) probe(ctx context.Context, req probeRequest) {
 // can serve as the control of a's probe (BFD up, answered echo before,
 // no down of its own pending). The caller holds g.confirm.mu.
 func (g *GoBGP) witnesses(a netip.Addr) (control Neighbor, hasControl, others, hears bool) {
-	g.mu.Lock()
 	var ns []Neighbor
-	for addr, n := range g.neighbors {
-		if addr != a && n.RRClient && n.BFD != nil {
+	for _, n := range g.neighbors.all() {
+		if n.Address != a && n.RRClient && n.BFD != nil {
 			ns = append(ns, n)
 		}
 	}
-	g.mu.Unlock()
 	c := g.confirm
 	for _, n := range ns {
 		others = true
@@ -336,11 +416,8 @@ func (g *GoBGP) detectTime(n Neighbor) time.Duration {
 func (g *GoBGP) onBFD(ch bfd.StateChange) {
 	g.clients.bfdChanged(ch.Key.Peer)
 	a, now := ch.Key.Peer, time.Now()
-	g.mu.Lock()
-	n, ok := g.neighbors[a]
+	n, ok, disabled := g.neighbors.lookup(a)
 	ok = ok && n.BFD != nil && bfdKey(n) == ch.Key
-	disabled := g.bfdDown[a]
-	g.mu.Unlock()
 	if !ok {
 		return
 	}
@@ -431,9 +508,7 @@ func (g *GoBGP) onBFD(ch bfd.StateChange) {
 
 // enableAfterBFD lets a switch that BFD found again connect.
 func (g *GoBGP) enableAfterBFD(a netip.Addr) {
-	g.mu.Lock()
-	delete(g.bfdDown, a)
-	g.mu.Unlock()
+	g.neighbors.bringUp(a)
 	g.log.Info("BFD up again; enabling neighbor", "neighbor", a)
 	if err := g.srv.EnablePeer(context.Background(), &api.EnablePeerRequest{Address: a.String()}); err != nil {
 		g.log.Error("enabling neighbor after BFD up", "neighbor", a, "err", err)
@@ -444,13 +519,9 @@ func (g *GoBGP) enableAfterBFD(a netip.Addr) {
 // its records are withdrawn at once and it stays down until BFD is Up.
 func (g *GoBGP) declareGone(n Neighbor, diag string, now time.Time) {
 	a := n.Address
-	g.mu.Lock()
-	if _, still := g.neighbors[a]; !still || g.bfdDown[a] {
-		g.mu.Unlock()
+	if !g.neighbors.takeDown(a) {
 		return
 	}
-	g.bfdDown[a] = true
-	g.mu.Unlock()
 	g.confirm.mu.Lock()
 	f := g.confirm.down(a, true, now)
 	g.confirm.mu.Unlock()
@@ -604,10 +675,8 @@ func (g *GoBGP) RemoveNeighbor(ctx context.Context, addr netip.Addr) error {
 	if err := g.srv.DeletePeer(ctx, &api.DeletePeerRequest{Address: addr.String()}); err != nil {
 		return fmt.Errorf("bgp: remove neighbor %s: %w", addr, err)
 	}
+	n := g.neighbors.remove(addr)
 	g.mu.Lock()
-	n := g.neighbors[addr]
-	delete(g.neighbors, addr)
-	delete(g.bfdDown, addr)
 	delete(g.away, addr)
 	g.mu.Unlock()
 	if g.clients.setDemoted(addr, false) {
@@ -691,9 +760,8 @@ func (g *GoBGP) listNeighbors(ctx context.Context, advertised bool) ([]NeighborS
 		if err != nil {
 			return
 		}
-		g.mu.Lock()
-		st := NeighborStatus{Neighbor: g.neighbors[addr], State: sessionState(p.GetState().GetSessionState())}
-		g.mu.Unlock()
+		n, _ := g.neighbors.get(addr)
+		st := NeighborStatus{Neighbor: n, State: sessionState(p.GetState().GetSessionState())}
 		st.RouterID, _ = netip.ParseAddr(p.GetState().GetRouterId())
 		for _, as := range p.GetAfiSafis() {
 			if isOpaque(as.GetConfig().GetFamily()) {

@@ -136,8 +136,8 @@ func (g *GoBGP) noteBGPUpLocked(a netip.Addr, now time.Time) {
 // during a's BGP session before the current one: BFD Up now, with the
 // remote discriminator it came Up with before that session.
 func (g *GoBGP) sameProcess(a netip.Addr) bool {
+	n, configured := g.neighbors.get(a)
 	g.mu.Lock()
-	n, configured := g.neighbors[a]
 	d := g.discs[a]
 	g.mu.Unlock()
 	if !configured || n.BFD == nil || g.cfg.BFD == nil || d.disc == 0 || d.prevBGP.IsZero() || d.newAt.After(d.prevBGP) {
@@ -267,8 +267,8 @@ func (g *GoBGP) holdUntil(o origin, now time.Time) time.Time {
 func (g *GoBGP) restartEnds(a netip.Addr, now time.Time) time.Time {
 	g.mu.Lock()
 	away, ok := g.away[a]
-	_, configured := g.neighbors[a]
 	g.mu.Unlock()
+	_, configured := g.neighbors.get(a)
 	if !ok || !configured {
 		return time.Time{}
 	}

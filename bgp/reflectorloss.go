@@ -186,9 +186,7 @@ func (g *GoBGP) goDropLost(addr netip.Addr, why string) {
 // routes dropped, or the neighbor no longer configured. first says it is
 // the loss's first judgement (later ones log only what they do).
 func (g *GoBGP) dropLost(ctx context.Context, addr netip.Addr, why string, first bool) bool {
-	g.mu.Lock()
-	n, ok := g.neighbors[addr]
-	g.mu.Unlock()
+	n, ok := g.neighbors.get(addr)
 	if !ok {
 		return true
 	}
@@ -271,9 +269,7 @@ func (g *GoBGP) servingNeighbor(ctx context.Context, lost netip.Addr, logStalled
 	}
 	slices.SortFunc(cands, func(x, y candidate) int { return x.addr.Compare(y.addr) })
 	for _, c := range cands {
-		g.mu.Lock()
-		n := g.neighbors[c.addr]
-		g.mu.Unlock()
+		n, _ := g.neighbors.get(c.addr)
 		if why := stalledSession(n.LocalAddress, c.addr, c.keepalive); why != "" {
 			if logStalled {
 				g.log.Warn("reflector lost: another is established but does not count as serving", "lost", lost, "other", c.addr, "why", why)
@@ -311,9 +307,7 @@ func stalledSession(local, peer netip.Addr, keepalive time.Duration) string {
 
 // bfdUp reports whether neighbor a has a BFD session that is up.
 func (g *GoBGP) bfdUp(a netip.Addr) bool {
-	g.mu.Lock()
-	n, ok := g.neighbors[a]
-	g.mu.Unlock()
+	n, ok := g.neighbors.get(a)
 	if !ok || n.BFD == nil || g.cfg.BFD == nil {
 		return false
 	}
