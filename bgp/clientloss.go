@@ -129,7 +129,7 @@ func (g *GoBGP) watchClientLoss() error {
 			ctx, cancel := g.watches.context(context.Background())
 			g.watches.goWatch(ctx, cancel, func(ctx context.Context) {
 				g.log.Info("session to a silent switch back; its records no longer demoted", "neighbor", ev.Address)
-				if err := g.demoteClient(ctx, ev.Address, false); err != nil {
+				if err := g.policies.demoteClient(ctx, ev.Address, false); err != nil {
 					g.log.Error("promoting a switch's records again", "neighbor", ev.Address, "err", err)
 				}
 			})
@@ -164,14 +164,14 @@ func (g *GoBGP) demoteSilentClient(ctx context.Context, addr netip.Addr, bfdCoun
 		return
 	}
 	g.log.Warn("session to a switch lost while BFD still sees it; its stale records now lose to other reflectors' copies", "neighbor", addr)
-	if err := g.demoteClient(ctx, addr, true); err != nil {
+	if err := g.policies.demoteClient(ctx, addr, true); err != nil {
 		g.clients.setDemoted(addr, false)
 		g.log.Error("demoting a silent switch's records", "neighbor", addr, "err", err)
 		return
 	}
 	// Back meanwhile: the promotion may have run before the set had it.
 	if g.clients.established(addr) && g.clients.setDemoted(addr, false) {
-		if err := g.demoteClient(ctx, addr, false); err != nil {
+		if err := g.policies.demoteClient(ctx, addr, false); err != nil {
 			g.log.Error("promoting a switch's records again", "neighbor", addr, "err", err)
 		}
 	}

@@ -54,12 +54,12 @@ func (g *GoBGP) AddPath(ctx context.Context, p *api.Path) error { return g.addPa
 
 // DemoteClient demotes (or restores) a client's records at a reflector.
 func (g *GoBGP) DemoteClient(ctx context.Context, a netip.Addr, on bool) error {
-	return g.demoteClient(ctx, a, on)
+	return g.policies.demoteClient(ctx, a, on)
 }
 
 // RestartPending reports whether a restarting speaker still waits for its
 // sync.
-func (g *GoBGP) RestartPending(ctx context.Context) bool { return g.restartPending(ctx) }
+func (g *GoBGP) RestartPending(ctx context.Context) bool { return g.conf.restartPending(ctx) }
 
 // ReflectorLost reports whether a client has given up reflector a.
 func (g *GoBGP) ReflectorLost(a netip.Addr) bool { return g.loss.lost(a) }

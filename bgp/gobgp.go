@@ -124,8 +124,10 @@ type GoBGP struct {
 	sessions map[netip.Addr]sessionRead
 	discs    map[netip.Addr]peerDisc // what BFD showed of each neighbor's process (restartedAt)
 
-	// restartSynced: this restart's deferral is over (restartPending).
-	restartSynced atomic.Bool
+	// conf makes GoBGP's configuration of a neighbor (peerconfig.go).
+	conf *peerConfig
+	// policies: a reflector's policies and neighbor sets (policy.go).
+	policies *policies
 
 	published, withdrawn, malformed atomic.Uint64
 	malformedLog, resyncLog         ratelimit.Limit
@@ -135,6 +137,17 @@ type GoBGP struct {
 }
 
 var _ Speaker = (*GoBGP)(nil)
+
+// peerAPI is what the speaker's collaborators call of GoBGP's API (its
+// *server.BgpServer): the neighbors' state and configuration.
+type peerAPI interface {
+	ListPeer(context.Context, *api.ListPeerRequest, func(*api.Peer)) error
+	AddPeer(context.Context, *api.AddPeerRequest) error
+	DeletePeer(context.Context, *api.DeletePeerRequest) error
+	ResetPeer(context.Context, *api.ResetPeerRequest) error
+	EnablePeer(context.Context, *api.EnablePeerRequest) error
+	DisablePeer(context.Context, *api.DisablePeerRequest) error
+}
 
 // NewGoBGP validates cfg and returns a speaker; call Start.
 func NewGoBGP(cfg Options) (*GoBGP, error) {
@@ -164,12 +177,18 @@ func NewGoBGP(cfg Options) (*GoBGP, error) {
 		cfg.WatchQueue = DefaultWatchQueue
 	}
 	log := cfg.Logger.With("router_id", cfg.RouterID.String())
-	return &GoBGP{cfg: cfg, log: log, neighbors: newNeighborTable(), done: make(chan struct{}),
+	g := &GoBGP{cfg: cfg, log: log, neighbors: newNeighborTable(), done: make(chan struct{}),
 		reestablished: map[netip.Addr]time.Time{}, firstUp: map[netip.Addr]time.Time{}, sessions: map[netip.Addr]sessionRead{}, discs: map[netip.Addr]peerDisc{},
 		away:         map[netip.Addr]awayRead{},
 		confirm:      newConfirmState(cfg.BFDConfirm),
 		malformedLog: ratelimit.Limit{Every: time.Second}, resyncLog: ratelimit.Limit{Every: time.Second},
-		probeLog: ratelimit.NewLog(time.Minute, nil)}, nil
+		probeLog: ratelimit.NewLog(time.Minute, nil)}
+	// The collaborators reach GoBGP's server, which Start creates, through
+	// gobgp; none runs before Start.
+	gobgp := func() peerAPI { return g.srv }
+	g.policies = &policies{gobgp: func() policyAPI { return g.srv }, asn: cfg.ASN}
+	g.conf = &peerConfig{asn: cfg.ASN, clusterID: cfg.ClusterID, role: cfg.Role, gr: cfg.GracefulRestart, gobgp: gobgp, log: log}
+	return g, nil
 }
 
 // Start implements Speaker. ctx bounds the start-up only; the speaker runs
@@ -229,7 +248,7 @@ func (g *GoBGP) Start(ctx context.Context) error {
 		}
 	}
 	if g.cfg.Role == RoleReflector {
-		if err := g.definePolicies(ctx); err != nil {
+		if err := g.policies.definePolicies(ctx); err != nil {
 			g.Stop()
 			return err
 		}

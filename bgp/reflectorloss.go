@@ -224,7 +224,7 @@ func (g *GoBGP) dropLost(ctx context.Context, addr netip.Addr, why string, first
 		g.log.Error("reflector lost: removing neighbor", "neighbor", addr, "err", err)
 		return true
 	}
-	if err := g.srv.AddPeer(ctx, &api.AddPeerRequest{Peer: g.apiPeer(ctx, n)}); err != nil {
+	if err := g.srv.AddPeer(ctx, &api.AddPeerRequest{Peer: g.conf.apiPeer(ctx, n)}); err != nil {
 		g.log.Error("reflector lost: adding neighbor back", "neighbor", addr, "err", err)
 	}
 	return true
