@@ -66,9 +66,10 @@ func (g *GoBGP) ReflectorLost(a netip.Addr) bool { return g.loss.lost(a) }
 
 // FirstUp is when the session to a was first established (zero: never).
 func (g *GoBGP) FirstUp(a netip.Addr) time.Time {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	return g.firstUp[a]
+	r := g.restarts
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.firstUp[a]
 }
 
 // ReconnectBurst is how many prompt reconnects a neighbor gets within the

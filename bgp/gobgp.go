@@ -107,22 +107,14 @@ type GoBGP struct {
 	// neighbors are the configured neighbors (gobgp_neighbors.go).
 	neighbors neighborTable
 
-	mu sync.Mutex
 	// confirm: the confirmation of switches' BFD downs (bfdconfirm.go).
 	confirm                                   *confirmState
 	bfdConfirmed, bfdUnconfirmed, bfdDampened atomic.Uint64
 	clients                                   clientLoss    // a reflector's switches' sessions (clientloss.go)
 	loss                                      reflectorLoss // a client's lost reflectors (reflectorloss.go)
 	reconnects                                reconnects    // a client's prompt reconnects (reconnect.go)
-	// reestablished is when each neighbor's session last came back up
-	// after having been established before (graceful-restart settling).
-	reestablished map[netip.Addr]time.Time
-	firstUp       map[netip.Addr]time.Time // when each session was first established
-	// away are the neighbors whose established session ended and has not
-	// come back, with when it ended (graceful-restart holding).
-	away     map[netip.Addr]awayRead
-	sessions map[netip.Addr]sessionRead
-	discs    map[netip.Addr]peerDisc // what BFD showed of each neighbor's process (restartedAt)
+	// restarts follows the sessions across restarts (gobgp_restart.go).
+	restarts *restarts
 
 	// conf makes GoBGP's configuration of a neighbor (peerconfig.go).
 	conf *peerConfig
@@ -178,8 +170,6 @@ func NewGoBGP(cfg Options) (*GoBGP, error) {
 	}
 	log := cfg.Logger.With("router_id", cfg.RouterID.String())
 	g := &GoBGP{cfg: cfg, log: log, neighbors: newNeighborTable(), done: make(chan struct{}),
-		reestablished: map[netip.Addr]time.Time{}, firstUp: map[netip.Addr]time.Time{}, sessions: map[netip.Addr]sessionRead{}, discs: map[netip.Addr]peerDisc{},
-		away:         map[netip.Addr]awayRead{},
 		confirm:      newConfirmState(cfg.BFDConfirm),
 		malformedLog: ratelimit.Limit{Every: time.Second}, resyncLog: ratelimit.Limit{Every: time.Second},
 		probeLog: ratelimit.NewLog(time.Minute, nil)}
@@ -187,6 +177,7 @@ func NewGoBGP(cfg Options) (*GoBGP, error) {
 	// gobgp; none runs before Start.
 	gobgp := func() peerAPI { return g.srv }
 	g.policies = &policies{gobgp: func() policyAPI { return g.srv }, asn: cfg.ASN}
+	g.restarts = newRestarts(&g.neighbors, cfg.BFD, gobgp, cfg.GracefulRestart, cfg.Role, &g.loss, log)
 	g.conf = &peerConfig{asn: cfg.ASN, clusterID: cfg.ClusterID, role: cfg.Role, gr: cfg.GracefulRestart, gobgp: gobgp, log: log}
 	return g, nil
 }
@@ -220,11 +211,14 @@ func (g *GoBGP) Start(ctx context.Context) error {
 		}
 	}
 	if g.cfg.GracefulRestart.Enabled {
-		if err := g.watchPeers(g.watches.lifetime(), g.trackRestarts); err != nil {
+		if err := g.watchPeers(g.watches.lifetime(), g.restarts.trackRestarts); err != nil {
 			g.Stop()
 			return err
 		}
-		if err := g.watchRestartedNeighbors(); err != nil {
+		// Every neighbor that comes back restarted is answered
+		// (answerRestarted) for the speaker's life.
+		life := g.watches.lifetime()
+		if err := g.watchPeers(life, func(ev NeighborEvent) { g.restarts.answerRestarted(life, ev) }); err != nil {
 			g.Stop()
 			return err
 		}

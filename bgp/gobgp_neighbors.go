@@ -423,7 +423,7 @@ func (g *GoBGP) onBFD(ch bfd.StateChange) {
 	}
 	down := ch.Old == bfd.Up && ch.New != bfd.Up
 	if ch.New == bfd.Up {
-		g.noteBFDUp(a, ch.Key)
+		g.restarts.noteBFDUp(a, ch.Key)
 	}
 	switch {
 	case g.cfg.Role == RoleClient:
@@ -561,9 +561,7 @@ func (g *GoBGP) RemoveNeighbor(ctx context.Context, addr netip.Addr) error {
 		return fmt.Errorf("bgp: remove neighbor %s: %w", addr, err)
 	}
 	n := g.neighbors.remove(addr)
-	g.mu.Lock()
-	delete(g.away, addr)
-	g.mu.Unlock()
+	g.restarts.forget(addr)
 	if g.clients.setDemoted(addr, false) {
 		if err := g.policies.neighborSet(ctx, setSilent, addr, false); err != nil {
 			return fmt.Errorf("bgp: remove neighbor %s: %w", addr, err)

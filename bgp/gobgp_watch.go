@@ -20,7 +20,7 @@ import (
 func (g *GoBGP) WatchRecords(ctx context.Context, fn func(RecordEvent)) error {
 	var s *settler
 	if g.cfg.GracefulRestart.Enabled {
-		s = newSettler(g.holdUntil)
+		s = newSettler(g.restarts.holdUntil)
 	}
 	snap := func(ctx context.Context) ([]RecordEvent, error) {
 		return g.listPaths(ctx, api.TableType_GLOBAL, "", nil)
