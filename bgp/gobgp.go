@@ -110,9 +110,9 @@ type GoBGP struct {
 	// confirm: the confirmation of switches' BFD downs (bfdconfirm.go).
 	confirm                                   *confirmState
 	bfdConfirmed, bfdUnconfirmed, bfdDampened atomic.Uint64
-	clients                                   clientLoss    // a reflector's switches' sessions (clientloss.go)
-	loss                                      reflectorLoss // a client's lost reflectors (reflectorloss.go)
-	reconnects                                reconnects    // a client's prompt reconnects (reconnect.go)
+	clients                                   clientLoss     // a reflector's switches' sessions (clientloss.go)
+	loss                                      *reflectorLoss // a client's lost reflectors (reflectorloss.go)
+	reconnects                                *reconnects    // a client's prompt reconnects (reconnect.go)
 	// restarts follows the sessions across restarts (gobgp_restart.go).
 	restarts *restarts
 
@@ -177,8 +177,11 @@ func NewGoBGP(cfg Options) (*GoBGP, error) {
 	// gobgp; none runs before Start.
 	gobgp := func() peerAPI { return g.srv }
 	g.policies = &policies{gobgp: func() policyAPI { return g.srv }, asn: cfg.ASN}
-	g.restarts = newRestarts(&g.neighbors, cfg.BFD, gobgp, cfg.GracefulRestart, cfg.Role, &g.loss, log)
 	g.conf = &peerConfig{asn: cfg.ASN, clusterID: cfg.ClusterID, role: cfg.Role, gr: cfg.GracefulRestart, gobgp: gobgp, log: log}
+	g.reconnects = &reconnects{gobgp: gobgp, watches: &g.watches, log: log}
+	g.loss = &reflectorLoss{neighbors: &g.neighbors, bfds: cfg.BFD, conf: g.conf, gobgp: gobgp, watches: &g.watches,
+		reconnects: g.reconnects, grEnabled: cfg.GracefulRestart.Enabled, log: log}
+	g.restarts = newRestarts(&g.neighbors, cfg.BFD, gobgp, cfg.GracefulRestart, cfg.Role, g.loss, log)
 	return g, nil
 }
 
@@ -224,7 +227,7 @@ func (g *GoBGP) Start(ctx context.Context) error {
 		}
 	}
 	if g.cfg.Role == RoleClient {
-		if err := g.watchReflectorLoss(); err != nil {
+		if err := g.watchPeers(g.watches.lifetime(), g.loss.sessionChanged); err != nil {
 			g.Stop()
 			return err
 		}

@@ -45,7 +45,7 @@ func (g *GoBGP) onReflectorBFD(n Neighbor, ch bfd.StateChange, down bool, now ti
 		}
 		// The reflector is reachable again: a session that ended
 		// meanwhile need not wait out GoBGP's idle hold.
-		g.goReconnect(a, "BFD up")
+		g.reconnects.goReconnect(a, "BFD up")
 		return
 	}
 	if !down {
@@ -88,6 +88,6 @@ func (g *GoBGP) dropReflectorAfterBFD(a netip.Addr, now time.Time) {
 	g.confirm.mu.Unlock()
 	g.bfdConfirmed.Add(1)
 	if g.loss.bfdDown(a) {
-		g.goDropLost(a, whyBFD)
+		g.loss.goDropLost(a, whyBFD)
 	}
 }
