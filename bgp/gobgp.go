@@ -110,7 +110,7 @@ type GoBGP struct {
 	// confirm: the confirmation of switches' BFD downs (bfdconfirm.go).
 	confirm                                   *confirmState
 	bfdConfirmed, bfdUnconfirmed, bfdDampened atomic.Uint64
-	clients                                   clientLoss     // a reflector's switches' sessions (clientloss.go)
+	clients                                   *clientLoss    // a reflector's switches' sessions (clientloss.go)
 	loss                                      *reflectorLoss // a client's lost reflectors (reflectorloss.go)
 	reconnects                                *reconnects    // a client's prompt reconnects (reconnect.go)
 	// restarts follows the sessions across restarts (gobgp_restart.go).
@@ -178,6 +178,7 @@ func NewGoBGP(cfg Options) (*GoBGP, error) {
 	gobgp := func() peerAPI { return g.srv }
 	g.policies = &policies{gobgp: func() policyAPI { return g.srv }, asn: cfg.ASN}
 	g.conf = &peerConfig{asn: cfg.ASN, clusterID: cfg.ClusterID, role: cfg.Role, gr: cfg.GracefulRestart, gobgp: gobgp, log: log}
+	g.clients = &clientLoss{neighbors: &g.neighbors, bfds: cfg.BFD, watches: &g.watches, policies: g.policies, log: log}
 	g.reconnects = &reconnects{gobgp: gobgp, watches: &g.watches, log: log}
 	g.loss = &reflectorLoss{neighbors: &g.neighbors, bfds: cfg.BFD, conf: g.conf, gobgp: gobgp, watches: &g.watches,
 		reconnects: g.reconnects, grEnabled: cfg.GracefulRestart.Enabled, log: log}
@@ -239,7 +240,7 @@ func (g *GoBGP) Start(ctx context.Context) error {
 	wctx, cancel := g.watches.context(context.Background())
 	g.watches.goWatch(wctx, cancel, g.watchWallClock)
 	if g.cfg.BFD != nil && g.cfg.Role == RoleReflector {
-		if err := g.watchClientLoss(); err != nil {
+		if err := g.watchPeers(g.watches.lifetime(), g.clients.sessionChanged); err != nil {
 			g.Stop()
 			return err
 		}
