@@ -47,7 +47,7 @@ func (g *GoBGP) Server() *server.BgpServer { return g.srv }
 func (g *GoBGP) GoBGPLogger() gobgplog.Logger { return g.gobgpLog }
 
 // OnBFD hands the speaker a BFD state change as its BFD manager would.
-func (g *GoBGP) OnBFD(ch bfd.StateChange) { g.onBFD(ch) }
+func (g *GoBGP) OnBFD(ch bfd.StateChange) { g.bfdWatch.onBFD(ch) }
 
 // AddPath adds a path to GoBGP as the speaker does, unchecked.
 func (g *GoBGP) AddPath(ctx context.Context, p *api.Path) error { return g.addPath(ctx, p) }
@@ -82,7 +82,7 @@ const BaselineProbe = baselineProbe
 // EchoAnswered reports whether switch a's kernel answered the echo probe
 // made when its BFD last came up (its baseline, applied).
 func (g *GoBGP) EchoAnswered(a netip.Addr) bool {
-	c := g.confirm
+	c := g.bfdWatch.confirm
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.answers[a]

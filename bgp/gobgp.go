@@ -92,7 +92,16 @@ var (
 	familyRTC    = &api.Family{Afi: api.Family_AFI_IP, Safi: api.Family_SAFI_ROUTE_TARGET_CONSTRAINTS}
 )
 
-// GoBGP is the Speaker implementation on an embedded GoBGP v3 server.
+// GoBGP is the Speaker implementation on an embedded GoBGP v3 server. It
+// runs the server, its neighbors, paths and watches itself, and delegates
+// to collaborators that each own their state: restarts (graceful
+// restart's settling and holding, gobgp_restart.go), bfdWatch (BFD
+// changes and the confirmation of BFD downs, bfdwatch.go), reflectorLoss
+// and reconnects (a client's lost reflectors and prompt reconnects),
+// clientLoss (a reflector's silent switches), policies (a reflector's
+// policies and neighbor sets) and peerConfig (a neighbor's GoBGP
+// configuration). They see the configured neighbors (neighborTable) and
+// GoBGP's API through narrow views, never the speaker.
 type GoBGP struct {
 	cfg      Options
 	log      *slog.Logger
@@ -107,25 +116,15 @@ type GoBGP struct {
 	// neighbors are the configured neighbors (gobgp_neighbors.go).
 	neighbors neighborTable
 
-	// confirm: the confirmation of switches' BFD downs (bfdconfirm.go).
-	confirm                                   *confirmState
-	bfdConfirmed, bfdUnconfirmed, bfdDampened atomic.Uint64
-	clients                                   *clientLoss    // a reflector's switches' sessions (clientloss.go)
-	loss                                      *reflectorLoss // a client's lost reflectors (reflectorloss.go)
-	reconnects                                *reconnects    // a client's prompt reconnects (reconnect.go)
-	// restarts follows the sessions across restarts (gobgp_restart.go).
-	restarts *restarts
-
-	// conf makes GoBGP's configuration of a neighbor (peerconfig.go).
-	conf *peerConfig
-	// policies: a reflector's policies and neighbor sets (policy.go).
-	policies *policies
+	restarts *restarts      // the sessions across restarts (gobgp_restart.go)
+	bfdWatch *bfdWatch      // BFD changes and the confirmation of downs (bfdwatch.go)
+	clients  *clientLoss    // a reflector's switches' sessions (clientloss.go)
+	loss     *reflectorLoss // a client's lost reflectors (reflectorloss.go)
+	policies *policies      // a reflector's policies and neighbor sets (policy.go)
+	conf     *peerConfig    // a neighbor's GoBGP configuration (peerconfig.go)
 
 	published, withdrawn, malformed atomic.Uint64
 	malformedLog, resyncLog         ratelimit.Limit
-	// probeLog: a probe that cannot be made fails the same way at every
-	// BFD change (no CAP_NET_RAW); said once a minute.
-	probeLog *ratelimit.Log
 }
 
 var _ Speaker = (*GoBGP)(nil)
@@ -170,19 +169,20 @@ func NewGoBGP(cfg Options) (*GoBGP, error) {
 	}
 	log := cfg.Logger.With("router_id", cfg.RouterID.String())
 	g := &GoBGP{cfg: cfg, log: log, neighbors: newNeighborTable(), done: make(chan struct{}),
-		confirm:      newConfirmState(cfg.BFDConfirm),
-		malformedLog: ratelimit.Limit{Every: time.Second}, resyncLog: ratelimit.Limit{Every: time.Second},
-		probeLog: ratelimit.NewLog(time.Minute, nil)}
+		malformedLog: ratelimit.Limit{Every: time.Second}, resyncLog: ratelimit.Limit{Every: time.Second}}
 	// The collaborators reach GoBGP's server, which Start creates, through
-	// gobgp; none runs before Start.
+	// gobgp; none calls it before Start.
 	gobgp := func() peerAPI { return g.srv }
 	g.policies = &policies{gobgp: func() policyAPI { return g.srv }, asn: cfg.ASN}
 	g.conf = &peerConfig{asn: cfg.ASN, clusterID: cfg.ClusterID, role: cfg.Role, gr: cfg.GracefulRestart, gobgp: gobgp, log: log}
 	g.clients = &clientLoss{neighbors: &g.neighbors, bfds: cfg.BFD, watches: &g.watches, policies: g.policies, log: log}
-	g.reconnects = &reconnects{gobgp: gobgp, watches: &g.watches, log: log}
+	reconnects := &reconnects{gobgp: gobgp, watches: &g.watches, log: log}
 	g.loss = &reflectorLoss{neighbors: &g.neighbors, bfds: cfg.BFD, conf: g.conf, gobgp: gobgp, watches: &g.watches,
-		reconnects: g.reconnects, grEnabled: cfg.GracefulRestart.Enabled, log: log}
+		reconnects: reconnects, grEnabled: cfg.GracefulRestart.Enabled, log: log}
 	g.restarts = newRestarts(&g.neighbors, cfg.BFD, gobgp, cfg.GracefulRestart, cfg.Role, g.loss, log)
+	g.bfdWatch = &bfdWatch{confirm: newConfirmState(cfg.BFDConfirm), role: cfg.Role, bfds: cfg.BFD,
+		neighbors: &g.neighbors, restarts: g.restarts, clients: g.clients, loss: g.loss, reconnects: reconnects,
+		conf: g.conf, gobgp: gobgp, log: log, probeLog: ratelimit.NewLog(time.Minute, nil)}
 	return g, nil
 }
 
@@ -235,10 +235,10 @@ func (g *GoBGP) Start(ctx context.Context) error {
 	}
 	if g.cfg.BFD != nil {
 		bctx, cancel := g.watches.context(context.Background())
-		g.watches.goWatch(bctx, cancel, g.watchBFD)
+		g.watches.goWatch(bctx, cancel, g.bfdWatch.watchBFD)
 	}
 	wctx, cancel := g.watches.context(context.Background())
-	g.watches.goWatch(wctx, cancel, g.watchWallClock)
+	g.watches.goWatch(wctx, cancel, func(ctx context.Context) { watchWallClock(ctx, &g.neighbors, g.log) })
 	if g.cfg.BFD != nil && g.cfg.Role == RoleReflector {
 		if err := g.watchPeers(g.watches.lifetime(), g.clients.sessionChanged); err != nil {
 			g.Stop()
@@ -372,7 +372,8 @@ func (g *GoBGP) waitSessionsDown(d time.Duration) {
 
 // Stats implements Speaker.
 func (g *GoBGP) Stats() Stats {
+	b := g.bfdWatch
 	return Stats{Published: g.published.Load(), Withdrawn: g.withdrawn.Load(), Malformed: g.malformed.Load(),
-		Resyncs: g.watches.resyncs.Load(), BFDConfirmed: g.bfdConfirmed.Load(), BFDUnconfirmed: g.bfdUnconfirmed.Load(),
-		BFDDampened: g.bfdDampened.Load()}
+		Resyncs: g.watches.resyncs.Load(), BFDConfirmed: b.bfdConfirmed.Load(), BFDUnconfirmed: b.bfdUnconfirmed.Load(),
+		BFDDampened: b.bfdDampened.Load()}
 }
