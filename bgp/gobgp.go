@@ -100,8 +100,9 @@ var (
 // and reconnects (a client's lost reflectors and prompt reconnects),
 // clientLoss (a reflector's silent switches), policies (a reflector's
 // policies and neighbor sets) and peerConfig (a neighbor's GoBGP
-// configuration). They see the configured neighbors (neighborTable) and
-// GoBGP's API through narrow views, never the speaker.
+// configuration). They see the configured neighbors (neighborTable), the
+// speaker's watches, GoBGP's API through narrow interfaces and each
+// other, never the speaker itself.
 type GoBGP struct {
 	cfg      Options
 	log      *slog.Logger

@@ -23,7 +23,7 @@ import (
 // unconfirmed); silence, a probe that cannot be made, a reflector that
 // never answered echo, or confirmation off drop at once as before. The
 // BGP session's hold timer still ends a session whose reflector is really
-// gone (watchReflectorLoss).
+// gone (reflectorLoss.sessionChanged).
 func (b *bfdWatch) onReflectorBFD(n Neighbor, ch bfd.StateChange, down bool, now time.Time) {
 	a := n.Address
 	c := b.confirm
