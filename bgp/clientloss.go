@@ -2,6 +2,7 @@ package bgp
 
 import (
 	"context"
+	"log/slog"
 	"net/netip"
 	"sync"
 	"time"
@@ -48,6 +49,15 @@ type clientLoss struct {
 	bfd map[netip.Addr]uint64
 	// demoted are the clients in the silent set.
 	demoted map[netip.Addr]bool
+
+	// What it acts with (its state works from the zero value): the
+	// configured neighbors, their BFD sessions, the speaker's watches (its
+	// goroutines end with the speaker), the silent set (policies).
+	neighbors *neighborTable
+	bfds      *bfd.Manager
+	watches   *watchGroup
+	policies  *policies
+	log       *slog.Logger
 }
 
 func (c *clientLoss) init() {
@@ -117,38 +127,35 @@ func (c *clientLoss) established(a netip.Addr) bool {
 	return c.est[a]
 }
 
-// watchClientLoss follows the switches' sessions on a reflector with BFD.
-func (g *GoBGP) watchClientLoss() error {
-	return g.watchPeers(g.watches.lifetime(), func(ev NeighborEvent) {
-		lost, bfdCount := g.clients.lost(ev)
-		switch {
-		case lost:
-			ctx, cancel := g.watches.context(context.Background())
-			g.watches.goWatch(ctx, cancel, func(ctx context.Context) { g.demoteSilentClient(ctx, ev.Address, bfdCount) })
-		case ev.State == StateEstablished && g.clients.setDemoted(ev.Address, false):
-			ctx, cancel := g.watches.context(context.Background())
-			g.watches.goWatch(ctx, cancel, func(ctx context.Context) {
-				g.log.Info("session to a silent switch back; its records no longer demoted", "neighbor", ev.Address)
-				if err := g.demoteClient(ctx, ev.Address, false); err != nil {
-					g.log.Error("promoting a switch's records again", "neighbor", ev.Address, "err", err)
-				}
-			})
-		}
-	})
+// sessionChanged follows the switches' sessions on a reflector with BFD
+// (GoBGP's watcher goroutine: it starts what acts on its own).
+func (c *clientLoss) sessionChanged(ev NeighborEvent) {
+	lost, bfdCount := c.lost(ev)
+	switch {
+	case lost:
+		ctx, cancel := c.watches.context(context.Background())
+		c.watches.goWatch(ctx, cancel, func(ctx context.Context) { c.demoteSilentClient(ctx, ev.Address, bfdCount) })
+	case ev.State == StateEstablished && c.setDemoted(ev.Address, false):
+		ctx, cancel := c.watches.context(context.Background())
+		c.watches.goWatch(ctx, cancel, func(ctx context.Context) {
+			c.log.Info("session to a silent switch back; its records no longer demoted", "neighbor", ev.Address)
+			if err := c.policies.demoteClient(ctx, ev.Address, false); err != nil {
+				c.log.Error("promoting a switch's records again", "neighbor", ev.Address, "err", err)
+			}
+		})
+	}
 }
 
 // demoteSilentClient waits BFD's detection time (plus a second) after a
 // switch's session ended and demotes the switch's records if the session
 // is still down while BFD stayed up all along (no change since its count
 // was bfdCount).
-func (g *GoBGP) demoteSilentClient(ctx context.Context, addr netip.Addr, bfdCount uint64) {
-	g.mu.Lock()
-	n, ok := g.neighbors[addr]
-	g.mu.Unlock()
+func (c *clientLoss) demoteSilentClient(ctx context.Context, addr netip.Addr, bfdCount uint64) {
+	n, ok := c.neighbors.get(addr)
 	if !ok || !n.RRClient || n.BFD == nil {
 		return
 	}
-	s, ok := g.cfg.BFD.Session(bfdKey(n))
+	s, ok := c.bfds.Session(bfdKey(n))
 	if !ok || s.Status().State != bfd.Up {
 		return // BFD already says what happened
 	}
@@ -157,26 +164,24 @@ func (g *GoBGP) demoteSilentClient(ctx context.Context, addr netip.Addr, bfdCoun
 		return
 	case <-time.After(time.Second + s.Status().DetectTime):
 	}
-	g.mu.Lock()
-	disabled := g.bfdDown[addr]
-	g.mu.Unlock()
-	s, ok = g.cfg.BFD.Session(bfdKey(n))
-	if disabled || !ok || s.Status().State != bfd.Up || g.clients.bfdSince(addr, bfdCount) || g.clients.established(addr) {
+	disabled := c.neighbors.down(addr)
+	s, ok = c.bfds.Session(bfdKey(n))
+	if disabled || !ok || s.Status().State != bfd.Up || c.bfdSince(addr, bfdCount) || c.established(addr) {
 		return
 	}
-	if !g.clients.setDemoted(addr, true) {
+	if !c.setDemoted(addr, true) {
 		return
 	}
-	g.log.Warn("session to a switch lost while BFD still sees it; its stale records now lose to other reflectors' copies", "neighbor", addr)
-	if err := g.demoteClient(ctx, addr, true); err != nil {
-		g.clients.setDemoted(addr, false)
-		g.log.Error("demoting a silent switch's records", "neighbor", addr, "err", err)
+	c.log.Warn("session to a switch lost while BFD still sees it; its stale records now lose to other reflectors' copies", "neighbor", addr)
+	if err := c.policies.demoteClient(ctx, addr, true); err != nil {
+		c.setDemoted(addr, false)
+		c.log.Error("demoting a silent switch's records", "neighbor", addr, "err", err)
 		return
 	}
 	// Back meanwhile: the promotion may have run before the set had it.
-	if g.clients.established(addr) && g.clients.setDemoted(addr, false) {
-		if err := g.demoteClient(ctx, addr, false); err != nil {
-			g.log.Error("promoting a switch's records again", "neighbor", addr, "err", err)
+	if c.established(addr) && c.setDemoted(addr, false) {
+		if err := c.policies.demoteClient(ctx, addr, false); err != nil {
+			c.log.Error("promoting a switch's records again", "neighbor", addr, "err", err)
 		}
 	}
 }

@@ -2,6 +2,7 @@ package bgp
 
 import (
 	"context"
+	"log/slog"
 	"time"
 )
 
@@ -20,11 +21,11 @@ func wallStepBack(prev, now time.Time) time.Duration {
 	return max(0, now.Sub(prev)-now.Round(0).Sub(prev.Round(0)))
 }
 
-// watchWallClock, until ctx ends, shuts every session's socket when the
-// wall clock stepped back by more than clockStepTolerance. GoBGP drops every
-// message an established session receives whose wall-clock time, in
-// seconds, is before the session's start (v3.37, pkg/server/server.go,
-// "beforeUptime"). When the wall clock steps back by d, every session that
+// watchWallClock, until ctx ends, shuts the socket of every session to
+// neighbors when the wall clock stepped back by more than
+// clockStepTolerance. GoBGP drops every message an established session
+// receives whose wall-clock time, in seconds, is before the session's
+// start (v3.37, pkg/server/server.go, "beforeUptime"). When the wall clock steps back by d, every session that
 // was up ignores its peer's UPDATEs for d (records, withdraws, End-of-RIB,
 // route-target memberships), and nothing sends them again. Found by the
 // soak (seed 2266060917834395947): a reflector whose clock was stepped back
@@ -35,7 +36,7 @@ func wallStepBack(prev, now time.Time) time.Duration {
 // ends, which keep each other's routes under graceful restart (as after a
 // crash) and start a new session, whose start is read from the clock as it
 // is now; the peer sends its whole table again, what was ignored included.
-func (g *GoBGP) watchWallClock(ctx context.Context) {
+func watchWallClock(ctx context.Context, neighbors *neighborTable, log *slog.Logger) {
 	tick := time.NewTicker(clockPoll)
 	defer tick.Stop()
 	prev := time.Now()
@@ -51,21 +52,15 @@ func (g *GoBGP) watchWallClock(ctx context.Context) {
 		if back <= clockStepTolerance {
 			continue
 		}
-		g.mu.Lock()
-		ns := make([]Neighbor, 0, len(g.neighbors))
-		for _, n := range g.neighbors {
-			ns = append(ns, n)
-		}
-		g.mu.Unlock()
 		shut := 0
-		for _, n := range ns {
+		for _, n := range neighbors.all() {
 			k, err := shutdownSessions(n.LocalAddress, n.Address)
 			if err != nil {
-				g.log.Warn("wall clock stepped back: resetting a session failed", "neighbor", n.Address, "err", err)
+				log.Warn("wall clock stepped back: resetting a session failed", "neighbor", n.Address, "err", err)
 			}
 			shut += k
 		}
-		g.log.Warn("wall clock stepped back; every BGP session reset (GoBGP would ignore their updates for as long)",
+		log.Warn("wall clock stepped back; every BGP session reset (GoBGP would ignore their updates for as long)",
 			"step", back.Round(time.Millisecond), "sessions", shut)
 	}
 }

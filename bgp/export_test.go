@@ -47,28 +47,29 @@ func (g *GoBGP) Server() *server.BgpServer { return g.srv }
 func (g *GoBGP) GoBGPLogger() gobgplog.Logger { return g.gobgpLog }
 
 // OnBFD hands the speaker a BFD state change as its BFD manager would.
-func (g *GoBGP) OnBFD(ch bfd.StateChange) { g.onBFD(ch) }
+func (g *GoBGP) OnBFD(ch bfd.StateChange) { g.bfdWatch.onBFD(ch) }
 
 // AddPath adds a path to GoBGP as the speaker does, unchecked.
 func (g *GoBGP) AddPath(ctx context.Context, p *api.Path) error { return g.addPath(ctx, p) }
 
 // DemoteClient demotes (or restores) a client's records at a reflector.
 func (g *GoBGP) DemoteClient(ctx context.Context, a netip.Addr, on bool) error {
-	return g.demoteClient(ctx, a, on)
+	return g.policies.demoteClient(ctx, a, on)
 }
 
 // RestartPending reports whether a restarting speaker still waits for its
 // sync.
-func (g *GoBGP) RestartPending(ctx context.Context) bool { return g.restartPending(ctx) }
+func (g *GoBGP) RestartPending(ctx context.Context) bool { return g.conf.restartPending(ctx) }
 
 // ReflectorLost reports whether a client has given up reflector a.
 func (g *GoBGP) ReflectorLost(a netip.Addr) bool { return g.loss.lost(a) }
 
 // FirstUp is when the session to a was first established (zero: never).
 func (g *GoBGP) FirstUp(a netip.Addr) time.Time {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	return g.firstUp[a]
+	r := g.restarts
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.firstUp[a]
 }
 
 // ReconnectBurst is how many prompt reconnects a neighbor gets within the
@@ -81,7 +82,7 @@ const BaselineProbe = baselineProbe
 // EchoAnswered reports whether switch a's kernel answered the echo probe
 // made when its BFD last came up (its baseline, applied).
 func (g *GoBGP) EchoAnswered(a netip.Addr) bool {
-	c := g.confirm
+	c := g.bfdWatch.confirm
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.answers[a]

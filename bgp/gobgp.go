@@ -92,7 +92,17 @@ var (
 	familyRTC    = &api.Family{Afi: api.Family_AFI_IP, Safi: api.Family_SAFI_ROUTE_TARGET_CONSTRAINTS}
 )
 
-// GoBGP is the Speaker implementation on an embedded GoBGP v3 server.
+// GoBGP is the Speaker implementation on an embedded GoBGP v3 server. It
+// runs the server, its neighbors, paths and watches itself, and delegates
+// to collaborators that each own their state: restarts (graceful
+// restart's settling and holding, gobgp_restart.go), bfdWatch (BFD
+// changes and the confirmation of BFD downs, bfdwatch.go), reflectorLoss
+// and reconnects (a client's lost reflectors and prompt reconnects),
+// clientLoss (a reflector's silent switches), policies (a reflector's
+// policies and neighbor sets) and peerConfig (a neighbor's GoBGP
+// configuration). They see the configured neighbors (neighborTable), the
+// speaker's watches, GoBGP's API through narrow interfaces and each
+// other, never the speaker itself.
 type GoBGP struct {
 	cfg      Options
 	log      *slog.Logger
@@ -104,36 +114,32 @@ type GoBGP struct {
 	done     chan struct{}
 	fatalErr atomic.Pointer[error]
 
-	mu      sync.Mutex
-	bfdDown map[netip.Addr]bool // neighbors disabled because BFD went down
-	// confirm: the confirmation of switches' BFD downs (bfdconfirm.go).
-	confirm                                   *confirmState
-	bfdConfirmed, bfdUnconfirmed, bfdDampened atomic.Uint64
-	clients                                   clientLoss    // a reflector's switches' sessions (clientloss.go)
-	loss                                      reflectorLoss // a client's lost reflectors (reflectorloss.go)
-	reconnects                                reconnects    // a client's prompt reconnects (reconnect.go)
-	// reestablished is when each neighbor's session last came back up
-	// after having been established before (graceful-restart settling).
-	reestablished map[netip.Addr]time.Time
-	firstUp       map[netip.Addr]time.Time // when each session was first established
-	// away are the neighbors whose established session ended and has not
-	// come back, with when it ended (graceful-restart holding).
-	away      map[netip.Addr]awayRead
-	sessions  map[netip.Addr]sessionRead
-	discs     map[netip.Addr]peerDisc // what BFD showed of each neighbor's process (restartedAt)
-	neighbors map[netip.Addr]Neighbor
+	// neighbors are the configured neighbors (gobgp_neighbors.go).
+	neighbors neighborTable
 
-	// restartSynced: this restart's deferral is over (restartPending).
-	restartSynced atomic.Bool
+	restarts *restarts      // the sessions across restarts (gobgp_restart.go)
+	bfdWatch *bfdWatch      // BFD changes and the confirmation of downs (bfdwatch.go)
+	clients  *clientLoss    // a reflector's switches' sessions (clientloss.go)
+	loss     *reflectorLoss // a client's lost reflectors (reflectorloss.go)
+	policies *policies      // a reflector's policies and neighbor sets (policy.go)
+	conf     *peerConfig    // a neighbor's GoBGP configuration (peerconfig.go)
 
 	published, withdrawn, malformed atomic.Uint64
 	malformedLog, resyncLog         ratelimit.Limit
-	// probeLog: a probe that cannot be made fails the same way at every
-	// BFD change (no CAP_NET_RAW); said once a minute.
-	probeLog *ratelimit.Log
 }
 
 var _ Speaker = (*GoBGP)(nil)
+
+// peerAPI is what the speaker's collaborators call of GoBGP's API (its
+// *server.BgpServer): the neighbors' state and configuration.
+type peerAPI interface {
+	ListPeer(context.Context, *api.ListPeerRequest, func(*api.Peer)) error
+	AddPeer(context.Context, *api.AddPeerRequest) error
+	DeletePeer(context.Context, *api.DeletePeerRequest) error
+	ResetPeer(context.Context, *api.ResetPeerRequest) error
+	EnablePeer(context.Context, *api.EnablePeerRequest) error
+	DisablePeer(context.Context, *api.DisablePeerRequest) error
+}
 
 // NewGoBGP validates cfg and returns a speaker; call Start.
 func NewGoBGP(cfg Options) (*GoBGP, error) {
@@ -163,13 +169,22 @@ func NewGoBGP(cfg Options) (*GoBGP, error) {
 		cfg.WatchQueue = DefaultWatchQueue
 	}
 	log := cfg.Logger.With("router_id", cfg.RouterID.String())
-	return &GoBGP{cfg: cfg, log: log, neighbors: map[netip.Addr]Neighbor{}, done: make(chan struct{}),
-		reestablished: map[netip.Addr]time.Time{}, firstUp: map[netip.Addr]time.Time{}, sessions: map[netip.Addr]sessionRead{}, discs: map[netip.Addr]peerDisc{},
-		away:         map[netip.Addr]awayRead{},
-		bfdDown:      map[netip.Addr]bool{},
-		confirm:      newConfirmState(cfg.BFDConfirm),
-		malformedLog: ratelimit.Limit{Every: time.Second}, resyncLog: ratelimit.Limit{Every: time.Second},
-		probeLog: ratelimit.NewLog(time.Minute, nil)}, nil
+	g := &GoBGP{cfg: cfg, log: log, neighbors: newNeighborTable(), done: make(chan struct{}),
+		malformedLog: ratelimit.Limit{Every: time.Second}, resyncLog: ratelimit.Limit{Every: time.Second}}
+	// The collaborators reach GoBGP's server, which Start creates, through
+	// gobgp; none calls it before Start.
+	gobgp := func() peerAPI { return g.srv }
+	g.policies = &policies{gobgp: func() policyAPI { return g.srv }, asn: cfg.ASN}
+	g.conf = &peerConfig{asn: cfg.ASN, clusterID: cfg.ClusterID, role: cfg.Role, gr: cfg.GracefulRestart, gobgp: gobgp, log: log}
+	g.clients = &clientLoss{neighbors: &g.neighbors, bfds: cfg.BFD, watches: &g.watches, policies: g.policies, log: log}
+	reconnects := &reconnects{gobgp: gobgp, watches: &g.watches, log: log}
+	g.loss = &reflectorLoss{neighbors: &g.neighbors, bfds: cfg.BFD, conf: g.conf, gobgp: gobgp, watches: &g.watches,
+		reconnects: reconnects, grEnabled: cfg.GracefulRestart.Enabled, log: log}
+	g.restarts = newRestarts(&g.neighbors, cfg.BFD, gobgp, cfg.GracefulRestart, cfg.Role, g.loss, log)
+	g.bfdWatch = &bfdWatch{confirm: newConfirmState(cfg.BFDConfirm), role: cfg.Role, bfds: cfg.BFD,
+		neighbors: &g.neighbors, restarts: g.restarts, clients: g.clients, loss: g.loss, reconnects: reconnects,
+		conf: g.conf, gobgp: gobgp, log: log, probeLog: ratelimit.NewLog(time.Minute, nil)}
+	return g, nil
 }
 
 // Start implements Speaker. ctx bounds the start-up only; the speaker runs
@@ -201,35 +216,38 @@ func (g *GoBGP) Start(ctx context.Context) error {
 		}
 	}
 	if g.cfg.GracefulRestart.Enabled {
-		if err := g.watchPeers(g.watches.lifetime(), g.trackRestarts); err != nil {
+		if err := g.watchPeers(g.watches.lifetime(), g.restarts.trackRestarts); err != nil {
 			g.Stop()
 			return err
 		}
-		if err := g.watchRestartedNeighbors(); err != nil {
+		// Every neighbor that comes back restarted is answered
+		// (answerRestarted) for the speaker's life.
+		life := g.watches.lifetime()
+		if err := g.watchPeers(life, func(ev NeighborEvent) { g.restarts.answerRestarted(life, ev) }); err != nil {
 			g.Stop()
 			return err
 		}
 	}
 	if g.cfg.Role == RoleClient {
-		if err := g.watchReflectorLoss(); err != nil {
+		if err := g.watchPeers(g.watches.lifetime(), g.loss.sessionChanged); err != nil {
 			g.Stop()
 			return err
 		}
 	}
 	if g.cfg.BFD != nil {
 		bctx, cancel := g.watches.context(context.Background())
-		g.watches.goWatch(bctx, cancel, g.watchBFD)
+		g.watches.goWatch(bctx, cancel, g.bfdWatch.watchBFD)
 	}
 	wctx, cancel := g.watches.context(context.Background())
-	g.watches.goWatch(wctx, cancel, g.watchWallClock)
+	g.watches.goWatch(wctx, cancel, func(ctx context.Context) { watchWallClock(ctx, &g.neighbors, g.log) })
 	if g.cfg.BFD != nil && g.cfg.Role == RoleReflector {
-		if err := g.watchClientLoss(); err != nil {
+		if err := g.watchPeers(g.watches.lifetime(), g.clients.sessionChanged); err != nil {
 			g.Stop()
 			return err
 		}
 	}
 	if g.cfg.Role == RoleReflector {
-		if err := g.definePolicies(ctx); err != nil {
+		if err := g.policies.definePolicies(ctx); err != nil {
 			g.Stop()
 			return err
 		}
@@ -281,14 +299,12 @@ func (g *GoBGP) stop() {
 	defer close(g.done)
 	g.watches.stop()
 	if g.cfg.BFD != nil {
-		g.mu.Lock()
 		var keys []bfd.SessionKey
-		for _, n := range g.neighbors {
+		for _, n := range g.neighbors.all() {
 			if n.BFD != nil {
 				keys = append(keys, bfdKey(n))
 			}
 		}
-		g.mu.Unlock()
 		for _, k := range keys {
 			g.cfg.BFD.Remove(k) // already gone if the manager was closed
 		}
@@ -304,7 +320,7 @@ func (g *GoBGP) stop() {
 				g.shutdownAll()
 				g.waitSessionsDown(gracefulStopWait)
 			}
-			for _, a := range g.neighborAddrs() {
+			for _, a := range g.neighbors.addrs() {
 				if err := g.srv.ResetPeer(context.Background(), &api.ResetPeerRequest{Address: a.String(), Communication: "graceful restart"}); err != nil {
 					g.log.Warn("graceful stop: reset neighbor", "neighbor", a, "err", err)
 				}
@@ -327,13 +343,7 @@ func (g *GoBGP) stop() {
 // restart at both ends: every record stays, stale, and nothing can be sent
 // on them any more. The Ceases that follow find the sessions down.
 func (g *GoBGP) shutdownAll() {
-	g.mu.Lock()
-	ns := make([]Neighbor, 0, len(g.neighbors))
-	for _, n := range g.neighbors {
-		ns = append(ns, n)
-	}
-	g.mu.Unlock()
-	for _, n := range ns {
+	for _, n := range g.neighbors.all() {
 		if _, err := shutdownSessions(n.LocalAddress, n.Address); err != nil {
 			g.log.Warn("graceful stop: could not shut the session's socket", "neighbor", n.Address, "err", err)
 		}
@@ -363,7 +373,8 @@ func (g *GoBGP) waitSessionsDown(d time.Duration) {
 
 // Stats implements Speaker.
 func (g *GoBGP) Stats() Stats {
+	b := g.bfdWatch
 	return Stats{Published: g.published.Load(), Withdrawn: g.withdrawn.Load(), Malformed: g.malformed.Load(),
-		Resyncs: g.watches.resyncs.Load(), BFDConfirmed: g.bfdConfirmed.Load(), BFDUnconfirmed: g.bfdUnconfirmed.Load(),
-		BFDDampened: g.bfdDampened.Load()}
+		Resyncs: g.watches.resyncs.Load(), BFDConfirmed: b.bfdConfirmed.Load(), BFDUnconfirmed: b.bfdUnconfirmed.Load(),
+		BFDDampened: b.bfdDampened.Load()}
 }

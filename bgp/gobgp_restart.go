@@ -2,7 +2,9 @@ package bgp
 
 import (
 	"context"
+	"log/slog"
 	"net/netip"
+	"sync"
 	"time"
 
 	api "github.com/osrg/gobgp/v3/api"
@@ -10,6 +12,49 @@ import (
 
 	"github.com/openinof/inof/bgp/bfd"
 )
+
+// restarts follows the neighbors' sessions across restarts, for graceful
+// restart: when each session came up and came back, which neighbors are
+// away, what BFD showed of each neighbor's process, and GoBGP's session
+// state read on demand. From them it says how long a withdraw is held
+// (holdUntil, the settler's rule), and it answers a neighbor that came
+// back restarted (answerRestarted, restartanswer.go). Session events
+// reach it on GoBGP's watcher goroutine (trackRestarts), BFD Ups on the
+// BFD watch's (noteBFDUp); the record watches ask it.
+type restarts struct {
+	mu sync.Mutex
+	// reestablished is when each neighbor's session last came back up
+	// after having been established before (graceful-restart settling).
+	reestablished map[netip.Addr]time.Time
+	firstUp       map[netip.Addr]time.Time // when each session was first established
+	// away are the neighbors whose established session ended and has not
+	// come back, with when it ended (graceful-restart holding).
+	away     map[netip.Addr]awayRead
+	sessions map[netip.Addr]sessionRead
+	discs    map[netip.Addr]peerDisc // what BFD showed of each neighbor's process (restartedAt)
+
+	neighbors *neighborTable
+	bfds      *bfd.Manager // nil without BFD
+	gobgp     func() peerAPI
+	gr        GracefulRestart
+	role      SpeakerRole
+	loss      *reflectorLoss // a client's lost reflectors
+	log       *slog.Logger
+}
+
+func newRestarts(neighbors *neighborTable, bfds *bfd.Manager, gobgp func() peerAPI, gr GracefulRestart, role SpeakerRole,
+	loss *reflectorLoss, log *slog.Logger) *restarts {
+	return &restarts{reestablished: map[netip.Addr]time.Time{}, firstUp: map[netip.Addr]time.Time{},
+		away: map[netip.Addr]awayRead{}, sessions: map[netip.Addr]sessionRead{}, discs: map[netip.Addr]peerDisc{},
+		neighbors: neighbors, bfds: bfds, gobgp: gobgp, gr: gr, role: role, loss: loss, log: log}
+}
+
+// forget drops what is held of a removed neighbor's absence.
+func (r *restarts) forget(a netip.Addr) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.away, a)
+}
 
 // sessionRead is what GoBGP reported of a neighbor's session: when it was
 // established, whether the neighbor's OPEN said it had restarted, and when
@@ -51,21 +96,21 @@ const restartStateBit = 0x08
 // withdraws of its records for the settle time, the switch came back
 // within it, and its hosts' peers never heard of a 12 s outage (issue
 // #46, TestPrivKillAfterFlapReason7).
-func (g *GoBGP) settlingSince(src netip.Addr) time.Time {
-	at := g.restartedAt(src)
-	if !g.loss.lost(src) {
+func (r *restarts) settlingSince(src netip.Addr) time.Time {
+	at := r.restartedAt(src)
+	if !r.loss.lost(src) {
 		return at
 	}
-	g.mu.Lock()
-	others := make([]netip.Addr, 0, len(g.firstUp))
-	for a := range g.firstUp {
+	r.mu.Lock()
+	others := make([]netip.Addr, 0, len(r.firstUp))
+	for a := range r.firstUp {
 		if a != src {
 			others = append(others, a)
 		}
 	}
-	g.mu.Unlock()
+	r.mu.Unlock()
 	for _, a := range others {
-		if t := g.restartedAt(a); t.After(at) {
+		if t := r.restartedAt(a); t.After(at) {
 			at = t
 		}
 	}
@@ -85,13 +130,13 @@ func (g *GoBGP) settlingSince(src netip.Addr) time.Time {
 // its OPEN does not say otherwise. Without that proof (no BFD towards a,
 // BFD not Up, the session's state unreadable) a counts as restarted:
 // holding a withdraw for the settle time is the old, safe side.
-func (g *GoBGP) restartedAt(a netip.Addr) time.Time {
+func (r *restarts) restartedAt(a netip.Addr) time.Time {
 	now := time.Now()
-	at := g.reestablishedAt(a, now)
-	if at.IsZero() || !g.sameProcess(a) {
+	at := r.reestablishedAt(a, now)
+	if at.IsZero() || !r.sameProcess(a) {
 		return at
 	}
-	if s, ok := g.session(a, now); ok && !s.restarting {
+	if s, ok := r.session(a, now); ok && !s.restarting {
 		return time.Time{}
 	}
 	return at
@@ -109,41 +154,41 @@ type peerDisc struct {
 
 // noteBFDUp records the remote discriminator of a neighbor's BFD session
 // that came Up (onBFD).
-func (g *GoBGP) noteBFDUp(a netip.Addr, key bfd.SessionKey) {
-	s, ok := g.cfg.BFD.Session(key)
+func (r *restarts) noteBFDUp(a netip.Addr, key bfd.SessionKey) {
+	s, ok := r.bfds.Session(key)
 	if !ok {
 		return
 	}
 	disc := s.Status().RemoteDisc
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	d := g.discs[a]
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	d := r.discs[a]
 	if disc != d.disc {
 		d.disc, d.newAt = disc, time.Now()
 	}
-	g.discs[a] = d
+	r.discs[a] = d
 }
 
-// noteBGPUp records that a's BGP session came up (trackRestarts); g.mu is
+// noteBGPUp records that a's BGP session came up (trackRestarts); r.mu is
 // held.
-func (g *GoBGP) noteBGPUpLocked(a netip.Addr, now time.Time) {
-	d := g.discs[a]
+func (r *restarts) noteBGPUpLocked(a netip.Addr, now time.Time) {
+	d := r.discs[a]
 	d.prevBGP, d.lastBGP = d.lastBGP, now
-	g.discs[a] = d
+	r.discs[a] = d
 }
 
 // sameProcess reports whether BFD proves a's speaker the same process as
 // during a's BGP session before the current one: BFD Up now, with the
 // remote discriminator it came Up with before that session.
-func (g *GoBGP) sameProcess(a netip.Addr) bool {
-	g.mu.Lock()
-	n, configured := g.neighbors[a]
-	d := g.discs[a]
-	g.mu.Unlock()
-	if !configured || n.BFD == nil || g.cfg.BFD == nil || d.disc == 0 || d.prevBGP.IsZero() || d.newAt.After(d.prevBGP) {
+func (r *restarts) sameProcess(a netip.Addr) bool {
+	n, configured := r.neighbors.get(a)
+	r.mu.Lock()
+	d := r.discs[a]
+	r.mu.Unlock()
+	if !configured || n.BFD == nil || r.bfds == nil || d.disc == 0 || d.prevBGP.IsZero() || d.newAt.After(d.prevBGP) {
 		return false
 	}
-	s, ok := g.cfg.BFD.Session(bfdKey(n))
+	s, ok := r.bfds.Session(bfdKey(n))
 	if !ok {
 		return false
 	}
@@ -157,14 +202,14 @@ func (g *GoBGP) sameProcess(a netip.Addr) bool {
 // before the event of the re-establishment that caused it: when the
 // tracked time is not recent, GoBGP's own session uptime is asked (whole
 // seconds, so rounded up).
-func (g *GoBGP) reestablishedAt(a netip.Addr, now time.Time) time.Time {
-	g.mu.Lock()
-	at, first, seen := g.reestablished[a], g.firstUp[a], !g.firstUp[a].IsZero()
-	g.mu.Unlock()
-	if !seen || now.Sub(at) < g.cfg.GracefulRestart.SettleTime {
+func (r *restarts) reestablishedAt(a netip.Addr, now time.Time) time.Time {
+	r.mu.Lock()
+	at, first, seen := r.reestablished[a], r.firstUp[a], !r.firstUp[a].IsZero()
+	r.mu.Unlock()
+	if !seen || now.Sub(at) < r.gr.SettleTime {
 		return at
 	}
-	s, ok := g.session(a, now)
+	s, ok := r.session(a, now)
 	if ok && s.up.After(first.Add(time.Second)) && s.up.After(at) {
 		return s.up
 	}
@@ -173,15 +218,15 @@ func (g *GoBGP) reestablishedAt(a netip.Addr, now time.Time) time.Time {
 
 // session reads a's session from GoBGP, or reuses a read younger than
 // sessionCacheFor.
-func (g *GoBGP) session(a netip.Addr, now time.Time) (sessionRead, bool) {
-	g.mu.Lock()
-	cached := g.sessions[a]
-	g.mu.Unlock()
+func (r *restarts) session(a netip.Addr, now time.Time) (sessionRead, bool) {
+	r.mu.Lock()
+	cached := r.sessions[a]
+	r.mu.Unlock()
 	if now.Sub(cached.read) < sessionCacheFor {
 		return cached, true
 	}
 	s := sessionRead{read: now}
-	err := g.srv.ListPeer(context.Background(), &api.ListPeerRequest{Address: a.String()}, func(p *api.Peer) {
+	err := r.gobgp().ListPeer(context.Background(), &api.ListPeerRequest{Address: a.String()}, func(p *api.Peer) {
 		if p.GetState().GetSessionState() == api.PeerState_ESTABLISHED && p.GetTimers().GetState().GetUptime() != nil {
 			s.up = p.GetTimers().GetState().GetUptime().AsTime().Add(time.Second)
 		}
@@ -190,9 +235,9 @@ func (g *GoBGP) session(a netip.Addr, now time.Time) (sessionRead, bool) {
 	if err != nil {
 		return sessionRead{}, false
 	}
-	g.mu.Lock()
-	g.sessions[a] = s
-	g.mu.Unlock()
+	r.mu.Lock()
+	r.sessions[a] = s
+	r.mu.Unlock()
 	return s, true
 }
 
@@ -204,21 +249,21 @@ func restartState(caps []*anypb.Any) bool {
 	return !ok || flags&restartStateBit != 0
 }
 
-func (g *GoBGP) trackRestarts(ev NeighborEvent) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
+func (r *restarts) trackRestarts(ev NeighborEvent) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	switch {
 	case ev.State == StateEstablished:
-		delete(g.away, ev.Address)
-		g.noteBGPUpLocked(ev.Address, time.Now())
-		if g.firstUp[ev.Address].IsZero() {
-			g.firstUp[ev.Address] = time.Now()
+		delete(r.away, ev.Address)
+		r.noteBGPUpLocked(ev.Address, time.Now())
+		if r.firstUp[ev.Address].IsZero() {
+			r.firstUp[ev.Address] = time.Now()
 		} else {
-			g.reestablished[ev.Address] = time.Now()
+			r.reestablished[ev.Address] = time.Now()
 		}
-	case !g.firstUp[ev.Address].IsZero():
-		if _, ok := g.away[ev.Address]; !ok {
-			g.away[ev.Address] = awayRead{since: time.Now()}
+	case !r.firstUp[ev.Address].IsZero():
+		if _, ok := r.away[ev.Address]; !ok {
+			r.away[ev.Address] = awayRead{since: time.Now()}
 		}
 	}
 }
@@ -241,17 +286,17 @@ type awayRead struct {
 // ends — and a reflector accepts and closes the connection of a switch it
 // holds down after BFD loss, or one it has not configured yet while it
 // starts (TestRefusedReconnectKeepsStaleRecords).
-func (g *GoBGP) holdUntil(o origin, now time.Time) time.Time {
-	until := g.settlingSince(o.src).Add(g.cfg.GracefulRestart.SettleTime)
-	if !o.stale || g.cfg.Role != RoleClient || g.loss.lost(o.src) {
+func (r *restarts) holdUntil(o origin, now time.Time) time.Time {
+	until := r.settlingSince(o.src).Add(r.gr.SettleTime)
+	if !o.stale || r.role != RoleClient || r.loss.lost(o.src) {
 		return until
 	}
 	// Asked again at least every settle time: the neighbor's return may
 	// reach us after its End-of-RIB's withdraws (another GoBGP watcher),
 	// and from then on only the settle time holds (restartEnds reads the
 	// session too, so an End-of-RIB's withdraws seldom wait for that).
-	end := g.restartEnds(o.src, now)
-	if next := now.Add(g.cfg.GracefulRestart.SettleTime); end.After(next) {
+	end := r.restartEnds(o.src, now)
+	if next := now.Add(r.gr.SettleTime); end.After(next) {
 		end = next
 	}
 	if end.After(until) {
@@ -264,30 +309,30 @@ func (g *GoBGP) holdUntil(o origin, now time.Time) time.Time {
 // it is not away, or GoBGP says its session is back since it went away):
 // the restart time it announced, read from GoBGP once per absence, or
 // ours.
-func (g *GoBGP) restartEnds(a netip.Addr, now time.Time) time.Time {
-	g.mu.Lock()
-	away, ok := g.away[a]
-	_, configured := g.neighbors[a]
-	g.mu.Unlock()
+func (r *restarts) restartEnds(a netip.Addr, now time.Time) time.Time {
+	r.mu.Lock()
+	away, ok := r.away[a]
+	r.mu.Unlock()
+	_, configured := r.neighbors.get(a)
 	if !ok || !configured {
 		return time.Time{}
 	}
-	if s, read := g.session(a, now); read && s.up.After(away.since) {
+	if s, read := r.session(a, now); read && s.up.After(away.since) {
 		return time.Time{}
 	}
 	if away.restart == 0 {
-		away.restart = g.cfg.GracefulRestart.RestartTime
-		err := g.srv.ListPeer(context.Background(), &api.ListPeerRequest{Address: a.String()}, func(p *api.Peer) {
+		away.restart = r.gr.RestartTime
+		err := r.gobgp().ListPeer(context.Background(), &api.ListPeerRequest{Address: a.String()}, func(p *api.Peer) {
 			if t := p.GetGracefulRestart().GetPeerRestartTime(); t > 0 {
 				away.restart = time.Duration(t) * time.Second
 			}
 		})
 		if err == nil {
-			g.mu.Lock()
-			if cur, still := g.away[a]; still && cur.since.Equal(away.since) {
-				g.away[a] = away
+			r.mu.Lock()
+			if cur, still := r.away[a]; still && cur.since.Equal(away.since) {
+				r.away[a] = away
 			}
-			g.mu.Unlock()
+			r.mu.Unlock()
 		}
 	}
 	return away.since.Add(away.restart)

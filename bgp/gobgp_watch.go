@@ -20,7 +20,7 @@ import (
 func (g *GoBGP) WatchRecords(ctx context.Context, fn func(RecordEvent)) error {
 	var s *settler
 	if g.cfg.GracefulRestart.Enabled {
-		s = newSettler(g.holdUntil)
+		s = newSettler(g.restarts.holdUntil)
 	}
 	snap := func(ctx context.Context) ([]RecordEvent, error) {
 		return g.listPaths(ctx, api.TableType_GLOBAL, "", nil)
@@ -37,12 +37,7 @@ func (g *GoBGP) WatchRecords(ctx context.Context, fn func(RecordEvent)) error {
 func (g *GoBGP) WatchReceived(ctx context.Context, fn func(RecordEvent), types ...record.Type) error {
 	keep := typeFilter(types)
 	snap := func(ctx context.Context) ([]RecordEvent, error) {
-		g.mu.Lock()
-		peers := make([]netip.Addr, 0, len(g.neighbors))
-		for a := range g.neighbors {
-			peers = append(peers, a)
-		}
-		g.mu.Unlock()
+		peers := g.neighbors.addrs()
 		var out []RecordEvent
 		for _, a := range peers {
 			evs, err := g.listPaths(ctx, api.TableType_ADJ_IN, a.String(), keep)

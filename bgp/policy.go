@@ -68,8 +68,26 @@ const (
 	demotedLocalPref = 50
 )
 
-func (g *GoBGP) definePolicies(ctx context.Context) error {
-	rt := record.ConfigRT(g.cfg.ASN)
+// policies keeps a reflector's policies and neighbor sets in GoBGP: it
+// installs them at start (definePolicies) and moves neighbors in and out
+// of the sets (the speaker for its options and the quarantine, clientLoss
+// for the silent set).
+type policies struct {
+	gobgp func() policyAPI
+	asn   uint32
+}
+
+// policyAPI is what policies calls of GoBGP's API (its *server.BgpServer).
+type policyAPI interface {
+	AddDefinedSet(context.Context, *api.AddDefinedSetRequest) error
+	DeleteDefinedSet(context.Context, *api.DeleteDefinedSetRequest) error
+	AddPolicy(context.Context, *api.AddPolicyRequest) error
+	AddPolicyAssignment(context.Context, *api.AddPolicyAssignmentRequest) error
+	ResetPeer(context.Context, *api.ResetPeerRequest) error
+}
+
+func (ps *policies) definePolicies(ctx context.Context) error {
+	rt := record.ConfigRT(ps.asn)
 	sets := []*api.DefinedSet{
 		{DefinedType: api.DefinedType_NEIGHBOR, Name: setPeerReflectors, List: []string{sentinelNeighbor}},
 		{DefinedType: api.DefinedType_NEIGHBOR, Name: setNoDefaultRT, List: []string{sentinelNeighbor}},
@@ -79,7 +97,7 @@ func (g *GoBGP) definePolicies(ctx context.Context) error {
 		{DefinedType: api.DefinedType_EXT_COMMUNITY, Name: setSwitchRT, List: []string{fmt.Sprintf("rt:^%d:%d$", record.SwitchInfoRT.Global, record.SwitchInfoRT.Local)}},
 	}
 	for _, s := range sets {
-		if err := g.srv.AddDefinedSet(ctx, &api.AddDefinedSetRequest{DefinedSet: s}); err != nil {
+		if err := ps.gobgp().AddDefinedSet(ctx, &api.AddDefinedSetRequest{DefinedSet: s}); err != nil {
 			return fmt.Errorf("bgp: defined set %s: %w", s.Name, err)
 		}
 	}
@@ -124,12 +142,12 @@ func (g *GoBGP) definePolicies(ctx context.Context) error {
 			Actions: &api.Actions{Nexthop: &api.NexthopAction{PeerAddress: true}}},
 	}}
 	for _, p := range []*api.Policy{export, imp} {
-		if err := g.srv.AddPolicy(ctx, &api.AddPolicyRequest{Policy: p}); err != nil {
+		if err := ps.gobgp().AddPolicy(ctx, &api.AddPolicyRequest{Policy: p}); err != nil {
 			return fmt.Errorf("bgp: policy %s: %w", p.Name, err)
 		}
 	}
 	for dir, name := range map[api.PolicyDirection]string{api.PolicyDirection_EXPORT: policyExport, api.PolicyDirection_IMPORT: policyImport} {
-		err := g.srv.AddPolicyAssignment(ctx, &api.AddPolicyAssignmentRequest{Assignment: &api.PolicyAssignment{
+		err := ps.gobgp().AddPolicyAssignment(ctx, &api.AddPolicyAssignmentRequest{Assignment: &api.PolicyAssignment{
 			Name: "global", Direction: dir, Policies: []*api.Policy{{Name: name}}, DefaultAction: api.RouteAction_ACCEPT}})
 		if err != nil {
 			return fmt.Errorf("bgp: assign %s: %w", name, err)
@@ -140,7 +158,7 @@ func (g *GoBGP) definePolicies(ctx context.Context) error {
 
 // setNeighborSets adds (or removes) the neighbor to the policy sets its
 // options call for.
-func (g *GoBGP) setNeighborSets(ctx context.Context, n Neighbor, add bool) error {
+func (ps *policies) setNeighborSets(ctx context.Context, n Neighbor, add bool) error {
 	for _, s := range []struct {
 		name string
 		in   bool
@@ -148,7 +166,7 @@ func (g *GoBGP) setNeighborSets(ctx context.Context, n Neighbor, add bool) error
 		if !s.in {
 			continue
 		}
-		if err := g.neighborSet(ctx, s.name, n.Address, add); err != nil {
+		if err := ps.neighborSet(ctx, s.name, n.Address, add); err != nil {
 			return err
 		}
 	}
@@ -159,11 +177,11 @@ func hostPrefix(a netip.Addr) string { return netip.PrefixFrom(a, a.BitLen()).St
 
 // demoteClient puts a client into the silent set (or takes it out) and
 // applies the import policy again to what it sent.
-func (g *GoBGP) demoteClient(ctx context.Context, addr netip.Addr, on bool) error {
-	if err := g.neighborSet(ctx, setSilent, addr, on); err != nil {
+func (ps *policies) demoteClient(ctx context.Context, addr netip.Addr, on bool) error {
+	if err := ps.neighborSet(ctx, setSilent, addr, on); err != nil {
 		return err
 	}
-	if err := g.srv.ResetPeer(ctx, &api.ResetPeerRequest{Address: addr.String(), Soft: true,
+	if err := ps.gobgp().ResetPeer(ctx, &api.ResetPeerRequest{Address: addr.String(), Soft: true,
 		Direction: api.ResetPeerRequest_IN}); err != nil {
 		return fmt.Errorf("bgp: silent set %s: re-applying the import policy: %w", addr, err)
 	}
@@ -171,13 +189,13 @@ func (g *GoBGP) demoteClient(ctx context.Context, addr netip.Addr, on bool) erro
 }
 
 // neighborSet adds addr to the neighbor set name or removes it.
-func (g *GoBGP) neighborSet(ctx context.Context, name string, addr netip.Addr, add bool) error {
+func (ps *policies) neighborSet(ctx context.Context, name string, addr netip.Addr, add bool) error {
 	set := &api.DefinedSet{DefinedType: api.DefinedType_NEIGHBOR, Name: name, List: []string{hostPrefix(addr)}}
 	var err error
 	if add {
-		err = g.srv.AddDefinedSet(ctx, &api.AddDefinedSetRequest{DefinedSet: set})
+		err = ps.gobgp().AddDefinedSet(ctx, &api.AddDefinedSetRequest{DefinedSet: set})
 	} else {
-		err = g.srv.DeleteDefinedSet(ctx, &api.DeleteDefinedSetRequest{DefinedSet: set})
+		err = ps.gobgp().DeleteDefinedSet(ctx, &api.DeleteDefinedSetRequest{DefinedSet: set})
 	}
 	if err != nil {
 		return fmt.Errorf("bgp: neighbor set %s: %w", name, err)
@@ -192,7 +210,7 @@ func (g *GoBGP) Quarantine(ctx context.Context, addr netip.Addr, on bool) error 
 	if g.cfg.Role != RoleReflector {
 		return errors.New("bgp: quarantine is a reflector's")
 	}
-	if err := g.neighborSet(ctx, setQuarantine, addr, on); err != nil {
+	if err := g.policies.neighborSet(ctx, setQuarantine, addr, on); err != nil {
 		return fmt.Errorf("bgp: quarantine %s: %w", addr, err)
 	}
 	if err := g.srv.ResetPeer(ctx, &api.ResetPeerRequest{Address: addr.String(), Soft: true,

@@ -3,6 +3,7 @@ package bgp
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"net/netip"
 	"sync"
 	"time"
@@ -44,10 +45,17 @@ const (
 // ResetPeer (the least its API takes).
 const idleHoldAfterReset = 1
 
-// reconnects remembers each neighbor's recent prompt reconnects.
+// reconnects reconnects a client's neighbors promptly (goReconnect) and
+// remembers each neighbor's recent prompt reconnects. Its state works
+// from the zero value; reconnecting needs GoBGP (gobgp), the speaker's
+// watches (the goroutines it starts end with the speaker) and a logger.
 type reconnects struct {
 	mu sync.Mutex
 	at map[netip.Addr][]time.Time
+
+	gobgp   func() peerAPI
+	watches *watchGroup
+	log     *slog.Logger
 }
 
 // allow reports whether a may reconnect promptly at now, and counts it.
@@ -74,43 +82,43 @@ func (r *reconnects) allow(a netip.Addr, now time.Time) bool {
 // goReconnect reconnects neighbor a promptly, on a goroutine of its own
 // (GoBGP's API must not be called from its watcher), if its session is
 // Idle.
-func (g *GoBGP) goReconnect(a netip.Addr, why string) {
-	ctx, cancel := g.watches.context(context.Background())
-	g.watches.goWatch(ctx, cancel, func(ctx context.Context) { g.reconnect(ctx, a, why) })
+func (r *reconnects) goReconnect(a netip.Addr, why string) {
+	ctx, cancel := r.watches.context(context.Background())
+	r.watches.goWatch(ctx, cancel, func(ctx context.Context) { r.reconnect(ctx, a, why) })
 }
 
-func (g *GoBGP) reconnect(ctx context.Context, a netip.Addr, why string) {
-	if st, up, ok := g.peerState(ctx, a); !ok || st != api.PeerState_IDLE || !up {
+func (r *reconnects) reconnect(ctx context.Context, a netip.Addr, why string) {
+	if st, up, ok := r.peerState(ctx, a); !ok || st != api.PeerState_IDLE || !up {
 		return
 	}
-	if !g.reconnects.allow(a, time.Now()) {
-		g.log.Info("session idle: reconnecting at GoBGP's pace (prompt reconnects used up)", "neighbor", a, "why", why,
+	if !r.allow(a, time.Now()) {
+		r.log.Info("session idle: reconnecting at GoBGP's pace (prompt reconnects used up)", "neighbor", a, "why", why,
 			"burst", reconnectBurst, "window", reconnectWindow)
 		return
 	}
 	addr := a.String()
-	if err := g.srv.ResetPeer(ctx, &api.ResetPeerRequest{Address: addr, Communication: "reconnect"}); err != nil {
-		g.log.Warn("session idle: cannot shorten the idle hold", "neighbor", a, "err", err)
+	if err := r.gobgp().ResetPeer(ctx, &api.ResetPeerRequest{Address: addr, Communication: "reconnect"}); err != nil {
+		r.log.Warn("session idle: cannot shorten the idle hold", "neighbor", a, "err", err)
 		return
 	}
-	err := g.setAdmin(ctx, a, false)
+	err := r.setAdmin(ctx, a, false)
 	// Enabled again whatever happened: a neighbor left disabled would never
 	// connect.
-	if e := g.setAdmin(ctx, a, true); err == nil {
+	if e := r.setAdmin(ctx, a, true); err == nil {
 		err = e
 	}
 	if err != nil {
-		g.log.Warn("session idle: prompt reconnect", "neighbor", a, "err", err)
+		r.log.Warn("session idle: prompt reconnect", "neighbor", a, "err", err)
 		return
 	}
-	g.log.Info("session idle: reconnecting after a short idle hold", "neighbor", a, "why", why, "idle_hold", idleHoldAfterReset*time.Second)
+	r.log.Info("session idle: reconnecting after a short idle hold", "neighbor", a, "why", why, "idle_hold", idleHoldAfterReset*time.Second)
 }
 
 // peerState returns GoBGP's session state of neighbor a and whether it is
 // administratively up; ok is false when a is not configured or GoBGP
 // cannot say.
-func (g *GoBGP) peerState(ctx context.Context, a netip.Addr) (st api.PeerState_SessionState, up, ok bool) {
-	err := g.srv.ListPeer(ctx, &api.ListPeerRequest{Address: a.String()}, func(p *api.Peer) {
+func (r *reconnects) peerState(ctx context.Context, a netip.Addr) (st api.PeerState_SessionState, up, ok bool) {
+	err := r.gobgp().ListPeer(ctx, &api.ListPeerRequest{Address: a.String()}, func(p *api.Peer) {
 		st, up, ok = p.GetState().GetSessionState(), p.GetState().GetAdminState() == api.PeerState_UP, true
 	})
 	return st, up, ok && err == nil
@@ -126,12 +134,12 @@ const (
 // setAdmin enables or disables neighbor a and waits until GoBGP shows it
 // so, sending the request again while GoBGP shows otherwise (it drops one
 // that finds another queued), until ctx ends or the neighbor is gone.
-func (g *GoBGP) setAdmin(ctx context.Context, a netip.Addr, up bool) error {
+func (r *reconnects) setAdmin(ctx context.Context, a netip.Addr, up bool) error {
 	send := func() error {
 		if up {
-			return g.srv.EnablePeer(ctx, &api.EnablePeerRequest{Address: a.String()})
+			return r.gobgp().EnablePeer(ctx, &api.EnablePeerRequest{Address: a.String()})
 		}
-		return g.srv.DisablePeer(ctx, &api.DisablePeerRequest{Address: a.String(), Communication: "reconnect"})
+		return r.gobgp().DisablePeer(ctx, &api.DisablePeerRequest{Address: a.String(), Communication: "reconnect"})
 	}
 	for i := 0; ; i++ {
 		if i%adminResend == 0 {
@@ -144,7 +152,7 @@ func (g *GoBGP) setAdmin(ctx context.Context, a netip.Addr, up bool) error {
 			return ctx.Err()
 		case <-time.After(adminPoll):
 		}
-		_, got, ok := g.peerState(ctx, a)
+		_, got, ok := r.peerState(ctx, a)
 		if !ok {
 			return fmt.Errorf("admin up %v: neighbor gone", up)
 		}

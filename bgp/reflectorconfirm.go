@@ -23,10 +23,10 @@ import (
 // unconfirmed); silence, a probe that cannot be made, a reflector that
 // never answered echo, or confirmation off drop at once as before. The
 // BGP session's hold timer still ends a session whose reflector is really
-// gone (watchReflectorLoss).
-func (g *GoBGP) onReflectorBFD(n Neighbor, ch bfd.StateChange, down bool, now time.Time) {
+// gone (reflectorLoss.sessionChanged).
+func (b *bfdWatch) onReflectorBFD(n Neighbor, ch bfd.StateChange, down bool, now time.Time) {
 	a := n.Address
-	c := g.confirm
+	c := b.confirm
 	c.mu.Lock()
 	defer c.poke()
 	if ch.New == bfd.Up {
@@ -39,13 +39,13 @@ func (g *GoBGP) onReflectorBFD(n Neighbor, ch bfd.StateChange, down bool, now ti
 		}
 		c.mu.Unlock()
 		if pending {
-			g.bfdUnconfirmed.Add(1)
-			g.log.Warn("BFD down towards reflector not confirmed: back within the hold; session and routes kept", "neighbor", a,
-				"unconfirmed_recently", f.unconfirmed, "unconfirmed_total", g.bfdUnconfirmed.Load())
+			b.bfdUnconfirmed.Add(1)
+			b.log.Warn("BFD down towards reflector not confirmed: back within the hold; session and routes kept", "neighbor", a,
+				"unconfirmed_recently", f.unconfirmed, "unconfirmed_total", b.bfdUnconfirmed.Load())
 		}
 		// The reflector is reachable again: a session that ended
 		// meanwhile need not wait out GoBGP's idle hold.
-		g.goReconnect(a, "BFD up")
+		b.reconnects.goReconnect(a, "BFD up")
 		return
 	}
 	if !down {
@@ -57,13 +57,13 @@ func (g *GoBGP) onReflectorBFD(n Neighbor, ch bfd.StateChange, down bool, now ti
 		// session decides, with graceful restart.
 		delete(c.pending, a)
 		c.mu.Unlock()
-		g.log.Info("BFD: reflector signalled AdminDown; leaving its session to BGP", "neighbor", a)
+		b.log.Info("BFD: reflector signalled AdminDown; leaving its session to BGP", "neighbor", a)
 		return
 	}
 	held := false
 	var p pendingDown
 	if !c.cfg.Disabled && c.answers[a] {
-		detect := g.detectTime(n)
+		detect := b.detectTime(n)
 		hold := c.cfg.hold(detect, c.recent(a, now).unconfirmed)
 		p = pendingDown{n: n, diag: ch.Diag.String(), hold: hold, until: now.Add(hold)}
 		if held = c.requestProbe(probeRequest{n: n, timeout: c.cfg.probeTimeout(detect), down: p}); held {
@@ -72,22 +72,22 @@ func (g *GoBGP) onReflectorBFD(n Neighbor, ch bfd.StateChange, down bool, now ti
 	}
 	c.mu.Unlock()
 	if held {
-		g.log.Warn("BFD down towards reflector; asking its kernel before dropping it", "neighbor", a,
+		b.log.Warn("BFD down towards reflector; asking its kernel before dropping it", "neighbor", a,
 			"diag", ch.Diag.String(), "hold", p.hold)
 		return
 	}
-	g.log.Warn("BFD down towards neighbor", "neighbor", a, "diag", ch.Diag.String())
-	g.dropReflectorAfterBFD(a, now)
+	b.log.Warn("BFD down towards neighbor", "neighbor", a, "diag", ch.Diag.String())
+	b.dropReflectorAfterBFD(a, now)
 }
 
 // dropReflectorAfterBFD drops reflector a after a confirmed BFD down
 // (goDropLost), counted confirmed.
-func (g *GoBGP) dropReflectorAfterBFD(a netip.Addr, now time.Time) {
-	g.confirm.mu.Lock()
-	g.confirm.down(a, true, now)
-	g.confirm.mu.Unlock()
-	g.bfdConfirmed.Add(1)
-	if g.loss.bfdDown(a) {
-		g.goDropLost(a, whyBFD)
+func (b *bfdWatch) dropReflectorAfterBFD(a netip.Addr, now time.Time) {
+	b.confirm.mu.Lock()
+	b.confirm.down(a, true, now)
+	b.confirm.mu.Unlock()
+	b.bfdConfirmed.Add(1)
+	if b.loss.bfdDown(a) {
+		b.loss.goDropLost(a, whyBFD)
 	}
 }

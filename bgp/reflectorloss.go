@@ -2,6 +2,7 @@ package bgp
 
 import (
 	"context"
+	"log/slog"
 	"net/netip"
 	"slices"
 	"sync"
@@ -42,6 +43,19 @@ type reflectorLoss struct {
 	// ups counts each neighbor's sessions established: a loss is judged
 	// again (goDropLost) only while no new session came since.
 	ups map[netip.Addr]uint64
+
+	// What it acts with (its state works from the zero value): the
+	// configured neighbors, their BFD sessions (nil without BFD), GoBGP,
+	// the speaker's watches (its goroutines end with the speaker), the
+	// prompt reconnects.
+	neighbors  *neighborTable
+	bfds       *bfd.Manager
+	conf       *peerConfig
+	gobgp      func() peerAPI
+	watches    *watchGroup
+	reconnects *reconnects
+	grEnabled  bool // graceful restart: a reflector serves once it sent End-of-RIB
+	log        *slog.Logger
 }
 
 // observe records a session state change and reports whether it is the
@@ -126,23 +140,21 @@ func (l *reflectorLoss) claim(addr netip.Addr) bool {
 	return true
 }
 
-// watchReflectorLoss follows session changes on a client (GoBGP's watcher
+// sessionChanged follows session changes on a client (GoBGP's watcher
 // goroutine: it only hands losses on).
-func (g *GoBGP) watchReflectorLoss() error {
-	return g.watchPeers(g.watches.lifetime(), func(ev NeighborEvent) {
-		lost, closed := g.loss.observe(ev)
-		switch {
-		case lost:
-			g.goDropLost(ev.Address, whySession)
-		case closed && g.bfdUp(ev.Address):
-			// BFD says the reflector is there: it closed the connection
-			// because it had not taken the switch back yet (a switch it
-			// declared gone waits for BFD): try again after a short hold,
-			// not GoBGP's 5 s. (Closed before BFD came up, the reconnect
-			// at BFD up does it.)
-			g.goReconnect(ev.Address, "connection closed before the session came up")
-		}
-	})
+func (l *reflectorLoss) sessionChanged(ev NeighborEvent) {
+	lost, closed := l.observe(ev)
+	switch {
+	case lost:
+		l.goDropLost(ev.Address, whySession)
+	case closed && l.bfdUp(ev.Address):
+		// BFD says the reflector is there: it closed the connection
+		// because it had not taken the switch back yet (a switch it
+		// declared gone waits for BFD): try again after a short hold,
+		// not GoBGP's 5 s. (Closed before BFD came up, the reconnect
+		// at BFD up does it.)
+		l.reconnects.goReconnect(ev.Address, "connection closed before the session came up")
+	}
 }
 
 // Why a reflector is lost (goDropLost).
@@ -161,21 +173,21 @@ const lostRecheck = time.Second
 // until they are dropped, the session is back or the speaker stops. (A BFD
 // loss ends the session when its routes are kept, and that loss is judged
 // then.)
-func (g *GoBGP) goDropLost(addr netip.Addr, why string) {
-	session := g.loss.session(addr)
-	ctx, cancel := g.watches.context(context.Background())
-	g.watches.goWatch(ctx, cancel, func(ctx context.Context) {
-		for first := true; !g.dropLost(ctx, addr, why, first) && why == whySession; first = false {
+func (l *reflectorLoss) goDropLost(addr netip.Addr, why string) {
+	session := l.session(addr)
+	ctx, cancel := l.watches.context(context.Background())
+	l.watches.goWatch(ctx, cancel, func(ctx context.Context) {
+		for first := true; !l.dropLost(ctx, addr, why, first) && why == whySession; first = false {
 			if first {
 				// Its routes are kept: the session must come back soon.
-				g.goReconnect(addr, why)
+				l.reconnects.goReconnect(addr, why)
 			}
 			select {
 			case <-ctx.Done():
 				return
 			case <-time.After(lostRecheck):
 			}
-			if !g.loss.stillDown(addr, session) {
+			if !l.stillDown(addr, session) {
 				return
 			}
 		}
@@ -185,25 +197,23 @@ func (g *GoBGP) goDropLost(addr netip.Addr, why string) {
 // dropLost judges addr's loss and reports whether it is done with: the
 // routes dropped, or the neighbor no longer configured. first says it is
 // the loss's first judgement (later ones log only what they do).
-func (g *GoBGP) dropLost(ctx context.Context, addr netip.Addr, why string, first bool) bool {
-	g.mu.Lock()
-	n, ok := g.neighbors[addr]
-	g.mu.Unlock()
+func (l *reflectorLoss) dropLost(ctx context.Context, addr netip.Addr, why string, first bool) bool {
+	n, ok := l.neighbors.get(addr)
 	if !ok {
 		return true
 	}
-	other, err := g.servingNeighbor(ctx, addr, first)
+	other, err := l.servingNeighbor(ctx, addr, first)
 	if err != nil {
-		g.log.Error("reflector lost: cannot list sessions", "neighbor", addr, "err", err)
-		g.loss.release(addr)
+		l.log.Error("reflector lost: cannot list sessions", "neighbor", addr, "err", err)
+		l.release(addr)
 		return false
 	}
 	if !other.IsValid() {
-		g.loss.release(addr) // a later judgement of this loss may find one
+		l.release(addr) // a later judgement of this loss may find one
 		if !first {
 			return false
 		}
-		g.log.Info("reflector lost; keeping its routes (no other reflector serves)", "neighbor", addr, "why", why)
+		l.log.Info("reflector lost; keeping its routes (no other reflector serves)", "neighbor", addr, "why", why)
 		// After BFD loss the session may live on until its hold time, and
 		// deliver, once the path is back, what the reflector sent while
 		// cut off: a reflector whose own uplink went down lost every
@@ -215,19 +225,19 @@ func (g *GoBGP) dropLost(ctx context.Context, addr netip.Addr, why string, first
 		// does.
 		if why == whyBFD && n.LocalAddress.IsValid() {
 			if _, err := shutdownSessions(n.LocalAddress, addr); err != nil {
-				g.log.Warn("reflector lost: could not end its session", "neighbor", addr, "err", err)
+				l.log.Warn("reflector lost: could not end its session", "neighbor", addr, "err", err)
 			}
 		}
 		return false
 	}
-	g.log.Warn("reflector lost; dropping its routes, another reflector serves", "neighbor", addr, "why", why, "serving", other)
+	l.log.Warn("reflector lost; dropping its routes, another reflector serves", "neighbor", addr, "why", why, "serving", other)
 	a := addr.String()
-	if err := g.srv.DeletePeer(ctx, &api.DeletePeerRequest{Address: a}); err != nil {
-		g.log.Error("reflector lost: removing neighbor", "neighbor", addr, "err", err)
+	if err := l.gobgp().DeletePeer(ctx, &api.DeletePeerRequest{Address: a}); err != nil {
+		l.log.Error("reflector lost: removing neighbor", "neighbor", addr, "err", err)
 		return true
 	}
-	if err := g.srv.AddPeer(ctx, &api.AddPeerRequest{Peer: g.apiPeer(ctx, n)}); err != nil {
-		g.log.Error("reflector lost: adding neighbor back", "neighbor", addr, "err", err)
+	if err := l.gobgp().AddPeer(ctx, &api.AddPeerRequest{Peer: l.conf.apiPeer(ctx, n)}); err != nil {
+		l.log.Error("reflector lost: adding neighbor back", "neighbor", addr, "err", err)
 	}
 	return true
 }
@@ -237,27 +247,27 @@ func (g *GoBGP) dropLost(ctx context.Context, addr netip.Addr, why string, first
 // opaque family (so it holds the whole table), and whose connection shows
 // that it delivers (stalledSession); invalid if there is none. Those
 // passed over as stalled are logged when logStalled is set.
-func (g *GoBGP) servingNeighbor(ctx context.Context, lost netip.Addr, logStalled bool) (netip.Addr, error) {
+func (l *reflectorLoss) servingNeighbor(ctx context.Context, lost netip.Addr, logStalled bool) (netip.Addr, error) {
 	type candidate struct {
 		addr      netip.Addr
 		keepalive time.Duration
 	}
 	var cands []candidate
-	err := g.srv.ListPeer(ctx, &api.ListPeerRequest{}, func(p *api.Peer) {
+	err := l.gobgp().ListPeer(ctx, &api.ListPeerRequest{}, func(p *api.Peer) {
 		a, err := netip.ParseAddr(p.GetConf().GetNeighborAddress())
 		// A neighbor whose own loss is being handled does not serve: when an
 		// uplink goes down BFD loses both reflectors at once, and each drop
 		// found the other still established and dropped too, withdrawing
 		// every remote record (found by the soak,
 		// TestPrivSoakUplinkFlapKeepsRemoteTargets, now and then).
-		if err != nil || a == lost || p.GetState().GetSessionState() != api.PeerState_ESTABLISHED || g.loss.lost(a) {
+		if err != nil || a == lost || p.GetState().GetSessionState() != api.PeerState_ESTABLISHED || l.lost(a) {
 			return
 		}
 		for _, as := range p.GetAfiSafis() {
 			if !isOpaque(as.GetConfig().GetFamily()) {
 				continue
 			}
-			if !g.cfg.GracefulRestart.Enabled || as.GetMpGracefulRestart().GetState().GetEndOfRibReceived() {
+			if !l.grEnabled || as.GetMpGracefulRestart().GetState().GetEndOfRibReceived() {
 				// The peer keeps a keepalive interval of at most a third
 				// of the hold time both sides agreed.
 				hold := time.Duration(p.GetTimers().GetState().GetNegotiatedHoldTime()) * time.Second
@@ -271,12 +281,10 @@ func (g *GoBGP) servingNeighbor(ctx context.Context, lost netip.Addr, logStalled
 	}
 	slices.SortFunc(cands, func(x, y candidate) int { return x.addr.Compare(y.addr) })
 	for _, c := range cands {
-		g.mu.Lock()
-		n := g.neighbors[c.addr]
-		g.mu.Unlock()
+		n, _ := l.neighbors.get(c.addr)
 		if why := stalledSession(n.LocalAddress, c.addr, c.keepalive); why != "" {
 			if logStalled {
-				g.log.Warn("reflector lost: another is established but does not count as serving", "lost", lost, "other", c.addr, "why", why)
+				l.log.Warn("reflector lost: another is established but does not count as serving", "lost", lost, "other", c.addr, "why", why)
 			}
 			continue
 		}
@@ -310,13 +318,11 @@ func stalledSession(local, peer netip.Addr, keepalive time.Duration) string {
 }
 
 // bfdUp reports whether neighbor a has a BFD session that is up.
-func (g *GoBGP) bfdUp(a netip.Addr) bool {
-	g.mu.Lock()
-	n, ok := g.neighbors[a]
-	g.mu.Unlock()
-	if !ok || n.BFD == nil || g.cfg.BFD == nil {
+func (l *reflectorLoss) bfdUp(a netip.Addr) bool {
+	n, ok := l.neighbors.get(a)
+	if !ok || n.BFD == nil || l.bfds == nil {
 		return false
 	}
-	s, ok := g.cfg.BFD.Session(bfdKey(n))
+	s, ok := l.bfds.Session(bfdKey(n))
 	return ok && s.Status().State == bfd.Up
 }

@@ -31,24 +31,24 @@ import (
 // neighbor's memberships as they come (RFC 4684 §6), and a switch holds
 // its zone configuration until the reflector's End-of-RIB and a quiet time
 // after the last zone record (app/switchagent, configHold).
-func (g *GoBGP) answerRestarted(ctx context.Context, ev NeighborEvent) {
+func (r *restarts) answerRestarted(ctx context.Context, ev NeighborEvent) {
 	if ev.State != StateEstablished {
 		return
 	}
 	waits := false
-	err := g.srv.ListPeer(ctx, &api.ListPeerRequest{Address: ev.Address.String()}, func(p *api.Peer) {
+	err := r.gobgp().ListPeer(ctx, &api.ListPeerRequest{Address: ev.Address.String()}, func(p *api.Peer) {
 		waits = waitsForRestarted(p)
 	})
 	if err == nil && waits {
-		err = g.srv.ResetPeer(ctx, &api.ResetPeerRequest{Address: ev.Address.String(), Soft: true,
+		err = r.gobgp().ResetPeer(ctx, &api.ResetPeerRequest{Address: ev.Address.String(), Soft: true,
 			Direction: api.ResetPeerRequest_OUT})
 		if err == nil {
-			g.log.Info("neighbor restarted: records and End-of-RIB sent without waiting for its memberships",
+			r.log.Info("neighbor restarted: records and End-of-RIB sent without waiting for its memberships",
 				"neighbor", ev.Address)
 		}
 	}
 	if err != nil && ctx.Err() == nil {
-		g.log.Warn("answer to a restarted neighbor", "neighbor", ev.Address, "err", fmt.Errorf("bgp: %w", err))
+		r.log.Warn("answer to a restarted neighbor", "neighbor", ev.Address, "err", fmt.Errorf("bgp: %w", err))
 	}
 }
 
@@ -89,11 +89,4 @@ func restartFlags(caps []*anypb.Any) (uint32, bool) {
 		}
 	}
 	return 0, false
-}
-
-// watchRestartedNeighbors answers every neighbor that comes back restarted
-// (answerRestarted) for the speaker's life.
-func (g *GoBGP) watchRestartedNeighbors() error {
-	ctx := g.watches.lifetime()
-	return g.watchPeers(ctx, func(ev NeighborEvent) { g.answerRestarted(ctx, ev) })
 }
