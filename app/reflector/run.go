@@ -95,7 +95,7 @@ func (rn *run) openStore(_ context.Context, undo *undoStack) error {
 // marker of any kind means a previous run: this run is a graceful restart
 // (a clean stop too: with RFC 8538 the switches keep its routes stale, and
 // a switch's peers settle withdraws only from a speaker that says it
-// restarted, bgp.GoBGP.settlingSince). A marker that cannot be read counts
+// restarted, settlingSince in bgp/gobgp_restart.go). A marker that cannot be read counts
 // as a crash.
 func (rn *run) markRunning(_ context.Context, undo *undoStack) error {
 	r := rn.r
