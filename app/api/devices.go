@@ -3,6 +3,7 @@ package api
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"net/netip"
 	"slices"
 	"sort"
@@ -17,8 +18,17 @@ import (
 	"github.com/openinof/inof/zones"
 )
 
+// devicesAPI takes the calls on the registered devices: the list, and one
+// device's reports, visibility and events.
+type devicesAPI struct {
+	b      Backend
+	vis    *visibilityAPI // a device's visibility (GetDevice)
+	events *Feed          // a device's kept events (GetDevice)
+	log    *slog.Logger
+}
+
 // ListDevices lists the devices that pass every filter, by address.
-func (s *server) ListDevices(ctx context.Context, req *inofv1.ListDevicesRequest) (*inofv1.ListDevicesResponse, error) {
+func (s *devicesAPI) ListDevices(ctx context.Context, req *inofv1.ListDevicesRequest) (*inofv1.ListDevicesResponse, error) {
 	match, err := deviceFilter(req)
 	if err != nil {
 		return nil, err
@@ -35,7 +45,7 @@ func (s *server) ListDevices(ctx context.Context, req *inofv1.ListDevicesRequest
 	if err != nil {
 		return nil, err
 	}
-	ix := s.newIndex(cfg, devs)
+	ix := newIndex(s.log, cfg, devs)
 	sort.Slice(devs, func(i, j int) bool { return devs[i].Addr.Less(devs[j].Addr) })
 	out := &inofv1.ListDevicesResponse{}
 	for _, d := range devs {

@@ -363,9 +363,17 @@ type identityStream struct {
 
 func (s *identityStream) Context() context.Context { return s.ctx }
 
-// requireAdmin refuses a change by an identity that may only read, and
-// logs the refusal.
-func (s *server) requireAdmin(ctx context.Context, what string) error {
+// adminCheck is the check every call that changes the fabric makes
+// before it changes anything: the parts of the server that take such
+// calls each hold one.
+type adminCheck struct {
+	log    *slog.Logger
+	events *Feed // refusals are published here
+}
+
+// require refuses a change by an identity that may only read, and logs
+// (and publishes) the refusal.
+func (s adminCheck) require(ctx context.Context, what string) error {
 	id := IdentityFrom(ctx)
 	if id.Role == RoleAdmin {
 		return nil

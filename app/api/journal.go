@@ -5,7 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/netip"
+	"log/slog"
 	"slices"
 	"strings"
 
@@ -14,7 +14,6 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	inofv1 "github.com/openinof/inof/app/api/v1"
-	"github.com/openinof/inof/inof"
 	"github.com/openinof/inof/lossless"
 	"github.com/openinof/inof/zones"
 )
@@ -35,7 +34,16 @@ type JournalBackend interface {
 	HistorySize() int
 }
 
-func (s *server) journal() (JournalBackend, error) {
+// journalAPI takes the calls on a JournalBackend's history: the journal,
+// older revisions and backups (an admin's).
+type journalAPI struct {
+	b      Backend
+	admin  adminCheck
+	events *Feed // backups are published here
+	log    *slog.Logger
+}
+
+func (s *journalAPI) journal() (JournalBackend, error) {
 	j, ok := s.b.(JournalBackend)
 	if !ok {
 		return nil, status.Error(codes.Unimplemented, "this API keeps no history (inofd --role switch); ask a reflector")
@@ -44,7 +52,7 @@ func (s *server) journal() (JournalBackend, error) {
 }
 
 // entries returns the journal backend and its entries.
-func (s *server) entries(ctx context.Context) (JournalBackend, []zones.Entry, error) {
+func (s *journalAPI) entries(ctx context.Context) (JournalBackend, []zones.Entry, error) {
 	j, err := s.journal()
 	if err != nil {
 		return nil, nil, err
@@ -58,7 +66,7 @@ func (s *server) entries(ctx context.Context) (JournalBackend, []zones.Entry, er
 
 // ListJournal lists the journal entries the filters select and the
 // conflicts of the whole journal.
-func (s *server) ListJournal(ctx context.Context, req *inofv1.ListJournalRequest) (*inofv1.ListJournalResponse, error) {
+func (s *journalAPI) ListJournal(ctx context.Context, req *inofv1.ListJournalRequest) (*inofv1.ListJournalResponse, error) {
 	j, es, err := s.entries(ctx)
 	if err != nil {
 		return nil, err
@@ -152,7 +160,7 @@ func entryProto(e zones.Entry) (*inofv1.JournalEntry, error) {
 
 // GetRevision returns the configuration of a retained zoning revision,
 // named by its revision (or a unique prefix of it) or by its entry id.
-func (s *server) GetRevision(ctx context.Context, req *inofv1.GetRevisionRequest) (*inofv1.Zoning, error) {
+func (s *journalAPI) GetRevision(ctx context.Context, req *inofv1.GetRevisionRequest) (*inofv1.Zoning, error) {
 	j, es, err := s.entries(ctx)
 	if err != nil {
 		return nil, err
@@ -205,13 +213,13 @@ const backupChunk = 256 << 10
 
 // Backup streams a consistent copy of the store (admin only: it holds the
 // whole configuration and its history).
-func (s *server) Backup(_ *inofv1.BackupRequest, stream inofv1.Fabric_BackupServer) error {
+func (s *journalAPI) Backup(_ *inofv1.BackupRequest, stream inofv1.Fabric_BackupServer) error {
 	j, err := s.journal()
 	if err != nil {
 		return err
 	}
 	ctx := stream.Context()
-	if err := s.requireAdmin(ctx, "backup"); err != nil {
+	if err := s.admin.require(ctx, "backup"); err != nil {
 		return err
 	}
 	w := &chunkWriter{send: func(b []byte) error { return stream.Send(&inofv1.BackupChunk{Data: b}) }}
@@ -257,67 +265,6 @@ func (w *chunkWriter) flush() error {
 	err := w.send(w.buf)
 	w.buf = nil // the stream may keep the slice until it is sent
 	return err
-}
-
-// FindMember lists where a member is used: zones and aliases that hold it
-// as written, zones that use an alias holding it, and, for an address,
-// the members that cover it.
-func (s *server) FindMember(_ context.Context, req *inofv1.FindMemberRequest) (*inofv1.FindMemberResponse, error) {
-	q, err := zones.ParseMember(req.GetMember())
-	if err != nil {
-		return nil, status.Error(codes.InvalidArgument, err.Error())
-	}
-	c := s.b.Config()
-	match := func(m zones.Member) bool {
-		return m == q || (q.Kind == zones.MemberAddr && m.Covers(q.Addr))
-	}
-	out := &inofv1.FindMemberResponse{}
-	holding := map[string][]string{} // alias → its matching members
-	for _, an := range aliasNames(c) {
-		for _, m := range c.Aliases[an].Members {
-			if match(m) {
-				holding[an] = append(holding[an], m.String())
-				out.Uses = append(out.Uses, &inofv1.MemberUse{Alias: an, Member: m.String()})
-			}
-		}
-	}
-	for _, zn := range c.ZoneNames() {
-		for _, m := range c.Zones[zn].Members {
-			if match(m) {
-				out.Uses = append(out.Uses, &inofv1.MemberUse{Zone: zn, Member: m.String()})
-			}
-			if m.Kind == zones.MemberAlias {
-				for _, am := range holding[m.Name] {
-					out.Uses = append(out.Uses, &inofv1.MemberUse{Zone: zn, Alias: m.Name, Member: am})
-				}
-			}
-		}
-	}
-	return out, nil
-}
-
-// WhoSees explains Why for every registered host and the target.
-func (s *server) WhoSees(ctx context.Context, req *inofv1.WhoSeesRequest) (*inofv1.VisibilityResponse, error) {
-	ta, err := parseAddr("target", req.GetTarget())
-	if err != nil {
-		return nil, err
-	}
-	cfg, devs, ix, err := s.index(ctx)
-	if err != nil {
-		return nil, err
-	}
-	if _, refused := pinRefused(cfg, devs, ta); refused {
-		return &inofv1.VisibilityResponse{}, nil // in no zone: no host is told about it
-	}
-	t, ok := ix.Device(ta)
-	if !ok {
-		return nil, status.Errorf(codes.NotFound, "target %s is not registered", ta)
-	}
-	if !t.Role.IsTarget() {
-		return nil, status.Errorf(codes.InvalidArgument, "%s is registered as %s, not as a target", ta, t.Role)
-	}
-	return &inofv1.VisibilityResponse{Targets: explainEach(cfg.Settings, ix, devs, ta, inof.Role.IsHost,
-		func(other netip.Addr) (netip.Addr, netip.Addr) { return other, ta }, req.GetVisibleOnly())}, nil
 }
 
 // errAliasInUse refuses deleting an alias that zones still use.

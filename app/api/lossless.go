@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strings"
 
@@ -14,8 +15,19 @@ import (
 	"github.com/openinof/inof/lossless"
 )
 
+// losslessAPI takes the calls on the fabric's lossless profile: reading,
+// checking and rendering it, and replacing it (an admin's, and refused on
+// a read-only API).
+type losslessAPI struct {
+	b        Backend
+	readOnly bool
+	admin    adminCheck
+	events   *Feed // changes are published here
+	log      *slog.Logger
+}
+
 // GetLosslessProfile returns the fabric's profile as YAML.
-func (s *server) GetLosslessProfile(ctx context.Context, _ *inofv1.GetLosslessProfileRequest) (*inofv1.LosslessProfile, error) {
+func (s *losslessAPI) GetLosslessProfile(ctx context.Context, _ *inofv1.GetLosslessProfileRequest) (*inofv1.LosslessProfile, error) {
 	p, err := s.b.LosslessProfile(ctx)
 	if err != nil {
 		return nil, statusOf(fmt.Errorf("lossless profile: %w", err))
@@ -29,11 +41,11 @@ func (s *server) GetLosslessProfile(ctx context.Context, _ *inofv1.GetLosslessPr
 
 // SetLosslessProfile validates the profile and hands it to the backend; an
 // invalid profile is refused with every problem in the message.
-func (s *server) SetLosslessProfile(ctx context.Context, req *inofv1.SetLosslessProfileRequest) (*inofv1.LosslessProfile, error) {
+func (s *losslessAPI) SetLosslessProfile(ctx context.Context, req *inofv1.SetLosslessProfileRequest) (*inofv1.LosslessProfile, error) {
 	if s.readOnly {
 		return nil, status.Error(codes.PermissionDenied, "this API is read-only (inofd --role switch); set the profile on a reflector")
 	}
-	if err := s.requireAdmin(ctx, "lossless profile change"); err != nil {
+	if err := s.admin.require(ctx, "lossless profile change"); err != nil {
 		return nil, err
 	}
 	p, err := parseProfile(req.GetYaml())
@@ -55,7 +67,7 @@ func (s *server) SetLosslessProfile(ctx context.Context, req *inofv1.SetLossless
 
 // ValidateLosslessProfile lists the problems of a profile (the fabric's
 // when the request has none).
-func (s *server) ValidateLosslessProfile(ctx context.Context, req *inofv1.ValidateLosslessProfileRequest) (*inofv1.ValidateLosslessProfileResponse, error) {
+func (s *losslessAPI) ValidateLosslessProfile(ctx context.Context, req *inofv1.ValidateLosslessProfileRequest) (*inofv1.ValidateLosslessProfileResponse, error) {
 	p, err := s.profileOf(ctx, req.GetYaml())
 	if err != nil {
 		return nil, err
@@ -74,7 +86,7 @@ func (s *server) ValidateLosslessProfile(ctx context.Context, req *inofv1.Valida
 
 // RenderLosslessProfile renders a profile (the fabric's when the request
 // has none) for one target.
-func (s *server) RenderLosslessProfile(ctx context.Context, req *inofv1.RenderLosslessProfileRequest) (*inofv1.RenderLosslessProfileResponse, error) {
+func (s *losslessAPI) RenderLosslessProfile(ctx context.Context, req *inofv1.RenderLosslessProfileRequest) (*inofv1.RenderLosslessProfileResponse, error) {
 	if !slices.Contains(lossless.Targets(), req.GetTarget()) {
 		return nil, status.Errorf(codes.InvalidArgument, "render target %q: want one of %s", req.GetTarget(), strings.Join(lossless.Targets(), ", "))
 	}
@@ -90,7 +102,7 @@ func (s *server) RenderLosslessProfile(ctx context.Context, req *inofv1.RenderLo
 }
 
 // profileOf parses y, or returns the fabric's profile when y is empty.
-func (s *server) profileOf(ctx context.Context, y string) (lossless.Profile, error) {
+func (s *losslessAPI) profileOf(ctx context.Context, y string) (lossless.Profile, error) {
 	if y != "" {
 		return parseProfile(y)
 	}

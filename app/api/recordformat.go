@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -41,7 +42,18 @@ type SwitchReads struct {
 	ReadsSets bool
 }
 
-func (s *server) formatBackend() (RecordFormatBackend, error) {
+// recordFormatAPI takes the calls on a RecordFormatBackend's record
+// format: reading it and changing it (an admin's, and refused on a
+// read-only API).
+type recordFormatAPI struct {
+	b        Backend
+	readOnly bool
+	admin    adminCheck
+	events   *Feed // changes are published here
+	log      *slog.Logger
+}
+
+func (s *recordFormatAPI) formatBackend() (RecordFormatBackend, error) {
 	fb, ok := s.b.(RecordFormatBackend)
 	if !ok {
 		return nil, status.Error(codes.Unimplemented, "this daemon holds no record format (ask a reflector)")
@@ -50,7 +62,7 @@ func (s *server) formatBackend() (RecordFormatBackend, error) {
 }
 
 // GetRecordFormat returns the fabric's record format.
-func (s *server) GetRecordFormat(ctx context.Context, _ *inofv1.GetRecordFormatRequest) (*inofv1.RecordFormat, error) {
+func (s *recordFormatAPI) GetRecordFormat(ctx context.Context, _ *inofv1.GetRecordFormatRequest) (*inofv1.RecordFormat, error) {
 	fb, err := s.formatBackend()
 	if err != nil {
 		return nil, err
@@ -67,11 +79,11 @@ func (s *server) GetRecordFormat(ctx context.Context, _ *inofv1.GetRecordFormatR
 }
 
 // SetRecordFormat changes the fabric's record format (admins only).
-func (s *server) SetRecordFormat(ctx context.Context, req *inofv1.SetRecordFormatRequest) (*inofv1.RecordFormat, error) {
+func (s *recordFormatAPI) SetRecordFormat(ctx context.Context, req *inofv1.SetRecordFormatRequest) (*inofv1.RecordFormat, error) {
 	if s.readOnly {
 		return nil, status.Error(codes.PermissionDenied, "this API is read-only (inofd --role switch); set the record format on a reflector")
 	}
-	if err := s.requireAdmin(ctx, "record format change"); err != nil {
+	if err := s.admin.require(ctx, "record format change"); err != nil {
 		return nil, err
 	}
 	fb, err := s.formatBackend()

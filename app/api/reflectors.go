@@ -47,7 +47,7 @@ type ReflectorStatus struct {
 
 // ListReflectors shows the fabric's reflectors side by side with their
 // clocks against this reflector's wall clock.
-func (s *server) ListReflectors(ctx context.Context, _ *inofv1.ListReflectorsRequest) (*inofv1.ListReflectorsResponse, error) {
+func (s *statusAPI) ListReflectors(ctx context.Context, _ *inofv1.ListReflectorsRequest) (*inofv1.ListReflectorsResponse, error) {
 	rb, ok := s.b.(ReflectorsBackend)
 	if !ok {
 		return nil, status.Error(codes.Unimplemented, "this daemon replicates no configuration (ask a reflector)")

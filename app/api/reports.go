@@ -3,7 +3,6 @@ package api
 import (
 	"context"
 	"fmt"
-	"net/netip"
 	"slices"
 	"time"
 
@@ -17,7 +16,7 @@ import (
 
 // reports returns every switch's report of every device: the backend's
 // when it is a ReportsBackend, else the shown ones without their port.
-func (s *server) reports(ctx context.Context) ([]Device, error) {
+func (s *devicesAPI) reports(ctx context.Context) ([]Device, error) {
 	if rb, ok := s.b.(ReportsBackend); ok {
 		rs, err := rb.Reports(ctx)
 		if err != nil {
@@ -33,7 +32,7 @@ func (s *server) reports(ctx context.Context) ([]Device, error) {
 }
 
 // GetDevice tells everything the server knows about one address.
-func (s *server) GetDevice(ctx context.Context, req *inofv1.GetDeviceRequest) (*inofv1.DeviceDetail, error) {
+func (s *devicesAPI) GetDevice(ctx context.Context, req *inofv1.GetDeviceRequest) (*inofv1.DeviceDetail, error) {
 	addr, err := parseAddr("address", req.GetAddress())
 	if err != nil {
 		return nil, err
@@ -89,15 +88,15 @@ func (s *server) GetDevice(ctx context.Context, req *inofv1.GetDeviceRequest) (*
 	out.NqnClaims = nqnClaims(rs, shown.GetNqn())
 	var vis *inofv1.VisibilityResponse
 	if inof.Role(shown.GetRole()).IsHost() {
-		vis, err = s.Visibility(ctx, &inofv1.VisibilityRequest{Host: addr.String()})
+		vis, err = s.vis.Visibility(ctx, &inofv1.VisibilityRequest{Host: addr.String()})
 	} else {
-		vis, err = s.WhoSees(ctx, &inofv1.WhoSeesRequest{Target: addr.String()})
+		vis, err = s.vis.WhoSees(ctx, &inofv1.WhoSeesRequest{Target: addr.String()})
 	}
 	if err != nil {
 		return nil, err
 	}
 	out.Visibility = vis.GetTargets()
-	out.Events = s.keptEvents(func(e Event) bool { return e.Subject == addr.String() })
+	out.Events = keptEvents(s.events, func(e Event) bool { return e.Subject == addr.String() })
 	return out, nil
 }
 
@@ -129,40 +128,8 @@ func nqnClaims(rs []Device, nqn string) []string {
 	return slices.Compact(out)
 }
 
-// GetSession tells everything the server knows about one BGP session.
-func (s *server) GetSession(ctx context.Context, req *inofv1.GetSessionRequest) (*inofv1.SessionDetail, error) {
-	peer, err := parseAddr("peer", req.GetPeer())
-	if err != nil {
-		return nil, err
-	}
-	ss, err := s.ListSessions(ctx, &inofv1.ListSessionsRequest{})
-	if err != nil {
-		return nil, err
-	}
-	out := &inofv1.SessionDetail{}
-	for _, x := range ss.GetSessions() {
-		if a, err := netip.ParseAddr(x.GetPeer()); err == nil && a == peer {
-			out.Session = x
-		}
-	}
-	if out.Session == nil {
-		return nil, status.Errorf(codes.NotFound, "no BGP session with %s", peer)
-	}
-	bs, err := s.ListBFDSessions(ctx, &inofv1.ListBFDSessionsRequest{})
-	if err != nil {
-		return nil, err
-	}
-	for _, x := range bs.GetSessions() {
-		if a, err := netip.ParseAddr(x.GetPeer()); err == nil && a == peer {
-			out.Bfd = x
-		}
-	}
-	out.Events = s.keptEvents(func(e Event) bool { return e.Kind == "session" && e.Subject == peer.String() })
-	return out, nil
-}
-
 // held returns the HoldBackend's holds (nil for another backend).
-func (s *server) held(ctx context.Context) (map[inof.RouterID]time.Time, error) {
+func (s *devicesAPI) held(ctx context.Context) (map[inof.RouterID]time.Time, error) {
 	hb, ok := s.b.(HoldBackend)
 	if !ok {
 		return nil, nil
@@ -172,22 +139,4 @@ func (s *server) held(ctx context.Context) (map[inof.RouterID]time.Time, error) 
 		return nil, statusOf(fmt.Errorf("devices: %w", err))
 	}
 	return h, nil
-}
-
-// keptEvents returns the kept events that pass keep, oldest first.
-func (s *server) keptEvents(keep func(Event) bool) []*inofv1.Event {
-	f := s.events
-	var out []*inofv1.Event
-	for after := uint64(0); ; {
-		evs, _, _ := f.read(after, watchBatch)
-		for _, e := range evs {
-			if keep(e) {
-				out = append(out, eventProto(f.Epoch(), e))
-			}
-			after = e.Seq
-		}
-		if len(evs) < watchBatch {
-			return out
-		}
-	}
 }

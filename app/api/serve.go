@@ -146,8 +146,7 @@ func NewServer(opts ServeOptions, b Backend) (*Server, error) {
 		opts.StopTimeout = 5 * time.Second
 	}
 	s := &Server{opts: opts, closing: make(chan struct{})}
-	impl := &server{b: b, events: opts.Events, readOnly: opts.ReadOnly, log: opts.Logger, closing: s.closing,
-		role: opts.Role, started: time.Now()}
+	impl := newServer(b, opts, s.closing)
 	auth, err := newAuthenticator(opts)
 	if err != nil {
 		return nil, err

@@ -12,7 +12,7 @@ import (
 
 // Version implements inofv1.FabricServer: the serving binary's build and
 // role, the same on a reflector and on a switch agent.
-func (s *server) Version(context.Context, *inofv1.VersionRequest) (*inofv1.VersionResponse, error) {
+func (s *statusAPI) Version(context.Context, *inofv1.VersionRequest) (*inofv1.VersionResponse, error) {
 	return VersionResponse(buildinfo.Read(), s.role, s.started), nil
 }
 

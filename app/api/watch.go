@@ -16,12 +16,18 @@ import (
 // watchBatch bounds the events copied out of the feed under its lock.
 const watchBatch = 256
 
+// eventsAPI takes the call that follows the event feed.
+type eventsAPI struct {
+	events  *Feed
+	closing <-chan struct{} // closed when the server shuts down
+}
+
 // WatchEvents sends the kept events after the client's position, then (with
 // follow) new ones as they come. A client that resumes after events the
 // ring no longer holds, or falls behind while following, gets a gap event
 // naming the lost sequence numbers; one that resumes across a server
 // restart (another epoch) gets a gap and the new epoch from its start.
-func (s *server) WatchEvents(req *inofv1.WatchEventsRequest, stream grpc.ServerStreamingServer[inofv1.Event]) error {
+func (s *eventsAPI) WatchEvents(req *inofv1.WatchEventsRequest, stream grpc.ServerStreamingServer[inofv1.Event]) error {
 	f := s.events
 	after := req.GetAfterSeq()
 	if req.GetEpoch() != 0 && req.GetEpoch() != f.Epoch() {
@@ -92,5 +98,22 @@ func eventFilter(req *inofv1.WatchEventsRequest) func(Event) bool {
 		return (len(kinds) == 0 || slices.Contains(kinds, e.Kind)) &&
 			(subject == "" || e.Subject == subject) &&
 			(since.IsZero() || !e.Time.Before(since))
+	}
+}
+
+// keptEvents returns the events f keeps that pass keep, oldest first.
+func keptEvents(f *Feed, keep func(Event) bool) []*inofv1.Event {
+	var out []*inofv1.Event
+	for after := uint64(0); ; {
+		evs, _, _ := f.read(after, watchBatch)
+		for _, e := range evs {
+			if keep(e) {
+				out = append(out, eventProto(f.Epoch(), e))
+			}
+			after = e.Seq
+		}
+		if len(evs) < watchBatch {
+			return out
+		}
 	}
 }

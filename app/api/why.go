@@ -3,6 +3,7 @@ package api
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"net/netip"
 	"slices"
 	"sort"
@@ -16,9 +17,16 @@ import (
 	"github.com/openinof/inof/zones"
 )
 
+// visibilityAPI takes the read-only calls that explain the zoning: who
+// sees whom and why, and where a member is used.
+type visibilityAPI struct {
+	b   Backend
+	log *slog.Logger
+}
+
 // Why explains whether a registered host sees a registered target under the
 // committed configuration, with the rule that decides it.
-func (s *server) Why(ctx context.Context, req *inofv1.WhyRequest) (*inofv1.WhyResponse, error) {
+func (s *visibilityAPI) Why(ctx context.Context, req *inofv1.WhyRequest) (*inofv1.WhyResponse, error) {
 	ha, err := parseAddr("host", req.GetHost())
 	if err != nil {
 		return nil, err
@@ -47,7 +55,7 @@ func (s *server) Why(ctx context.Context, req *inofv1.WhyRequest) (*inofv1.WhyRe
 }
 
 // Visibility explains Why for the host and every registered target.
-func (s *server) Visibility(ctx context.Context, req *inofv1.VisibilityRequest) (*inofv1.VisibilityResponse, error) {
+func (s *visibilityAPI) Visibility(ctx context.Context, req *inofv1.VisibilityRequest) (*inofv1.VisibilityResponse, error) {
 	ha, err := parseAddr("host", req.GetHost())
 	if err != nil {
 		return nil, err
@@ -107,13 +115,13 @@ func pinRefused(cfg *zones.Config, devs []Device, addr netip.Addr) (zones.Claim,
 
 // index returns the committed configuration, the devices and their index
 // under it.
-func (s *server) index(ctx context.Context) (*zones.Config, []Device, *zones.Index, error) {
+func (s *visibilityAPI) index(ctx context.Context) (*zones.Config, []Device, *zones.Index, error) {
 	devs, err := s.b.Devices(ctx)
 	if err != nil {
 		return nil, nil, nil, statusOf(fmt.Errorf("devices: %w", err))
 	}
 	cfg := s.b.Config()
-	return cfg, devs, s.newIndex(cfg, devs), nil
+	return cfg, devs, newIndex(s.log, cfg, devs), nil
 }
 
 func parseAddr(what, s string) (netip.Addr, error) {
@@ -176,4 +184,65 @@ func zoneRule(st zones.Settings, w *inofv1.WhyResponse, host, target netip.Addr)
 		return false, "hard zoning blocks: " + unzoned()
 	}
 	return true, "default zone, hard zoning off: " + unzoned()
+}
+
+// FindMember lists where a member is used: zones and aliases that hold it
+// as written, zones that use an alias holding it, and, for an address,
+// the members that cover it.
+func (s *visibilityAPI) FindMember(_ context.Context, req *inofv1.FindMemberRequest) (*inofv1.FindMemberResponse, error) {
+	q, err := zones.ParseMember(req.GetMember())
+	if err != nil {
+		return nil, status.Error(codes.InvalidArgument, err.Error())
+	}
+	c := s.b.Config()
+	match := func(m zones.Member) bool {
+		return m == q || (q.Kind == zones.MemberAddr && m.Covers(q.Addr))
+	}
+	out := &inofv1.FindMemberResponse{}
+	holding := map[string][]string{} // alias → its matching members
+	for _, an := range aliasNames(c) {
+		for _, m := range c.Aliases[an].Members {
+			if match(m) {
+				holding[an] = append(holding[an], m.String())
+				out.Uses = append(out.Uses, &inofv1.MemberUse{Alias: an, Member: m.String()})
+			}
+		}
+	}
+	for _, zn := range c.ZoneNames() {
+		for _, m := range c.Zones[zn].Members {
+			if match(m) {
+				out.Uses = append(out.Uses, &inofv1.MemberUse{Zone: zn, Member: m.String()})
+			}
+			if m.Kind == zones.MemberAlias {
+				for _, am := range holding[m.Name] {
+					out.Uses = append(out.Uses, &inofv1.MemberUse{Zone: zn, Alias: m.Name, Member: am})
+				}
+			}
+		}
+	}
+	return out, nil
+}
+
+// WhoSees explains Why for every registered host and the target.
+func (s *visibilityAPI) WhoSees(ctx context.Context, req *inofv1.WhoSeesRequest) (*inofv1.VisibilityResponse, error) {
+	ta, err := parseAddr("target", req.GetTarget())
+	if err != nil {
+		return nil, err
+	}
+	cfg, devs, ix, err := s.index(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if _, refused := pinRefused(cfg, devs, ta); refused {
+		return &inofv1.VisibilityResponse{}, nil // in no zone: no host is told about it
+	}
+	t, ok := ix.Device(ta)
+	if !ok {
+		return nil, status.Errorf(codes.NotFound, "target %s is not registered", ta)
+	}
+	if !t.Role.IsTarget() {
+		return nil, status.Errorf(codes.InvalidArgument, "%s is registered as %s, not as a target", ta, t.Role)
+	}
+	return &inofv1.VisibilityResponse{Targets: explainEach(cfg.Settings, ix, devs, ta, inof.Role.IsHost,
+		func(other netip.Addr) (netip.Addr, netip.Addr) { return other, ta }, req.GetVisibleOnly())}, nil
 }

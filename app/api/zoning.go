@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/netip"
 	"sort"
 	"strings"
@@ -18,8 +19,18 @@ import (
 // errDryRun makes the backend abort a dry run after the edits were staged.
 var errDryRun = errors.New("dry run")
 
+// zoningAPI takes the calls on the zoning configuration: reading it and
+// applying edits (an admin's, and refused on a read-only API).
+type zoningAPI struct {
+	b        Backend
+	readOnly bool
+	admin    adminCheck
+	events   *Feed // commits are published here
+	log      *slog.Logger
+}
+
 // GetZoning returns the committed configuration.
-func (s *server) GetZoning(context.Context, *inofv1.GetZoningRequest) (*inofv1.Zoning, error) {
+func (s *zoningAPI) GetZoning(context.Context, *inofv1.GetZoningRequest) (*inofv1.Zoning, error) {
 	return zoningProto(s.b.Config()), nil
 }
 
@@ -27,7 +38,7 @@ func (s *server) GetZoning(context.Context, *inofv1.GetZoningRequest) (*inofv1.Z
 // revision on the transaction's own base (so nothing can slip in between
 // the check and the commit: the store refuses the commit if anything did)
 // and commits, or aborts for a dry run.
-func (s *server) ApplyZoning(ctx context.Context, req *inofv1.ApplyZoningRequest) (*inofv1.ApplyZoningResponse, error) {
+func (s *zoningAPI) ApplyZoning(ctx context.Context, req *inofv1.ApplyZoningRequest) (*inofv1.ApplyZoningResponse, error) {
 	if len(req.GetEdits()) == 0 {
 		return nil, status.Error(codes.InvalidArgument, "no edits")
 	}
@@ -35,7 +46,7 @@ func (s *server) ApplyZoning(ctx context.Context, req *inofv1.ApplyZoningRequest
 		return nil, status.Error(codes.PermissionDenied, "this API is read-only (inofd --role switch); send zoning edits to a reflector")
 	}
 	if !req.GetDryRun() {
-		if err := s.requireAdmin(ctx, "zoning change"); err != nil {
+		if err := s.admin.require(ctx, "zoning change"); err != nil {
 			return nil, err
 		}
 	}
@@ -71,7 +82,7 @@ func (s *server) ApplyZoning(ctx context.Context, req *inofv1.ApplyZoningRequest
 // stage checks the expected revision against the transaction's base and
 // stages the edits; for a dry run it validates the result (as Commit would)
 // and returns errDryRun so that the backend aborts.
-func (s *server) stage(ctx context.Context, tx *zones.Tx, req *inofv1.ApplyZoningRequest, before, after **zones.Config) error {
+func (s *zoningAPI) stage(ctx context.Context, tx *zones.Tx, req *inofv1.ApplyZoningRequest, before, after **zones.Config) error {
 	*before = tx.Config().Clone()
 	if rev := Revision(*before); req.GetExpectedRevision() != "" && rev != req.GetExpectedRevision() {
 		return fmt.Errorf("expected revision %s, current is %s: %w", req.GetExpectedRevision(), rev, errStale)
@@ -103,7 +114,7 @@ func (s *server) stage(ctx context.Context, tx *zones.Tx, req *inofv1.ApplyZonin
 }
 
 // publishCommit puts a zoning event on the feed.
-func (s *server) publishCommit(id Identity, rev string, records []zones.Record, changes int) {
+func (s *zoningAPI) publishCommit(id Identity, rev string, records []zones.Record, changes int) {
 	keys := make([]string, len(records))
 	for i, r := range records {
 		keys[i] = r.Key.String()
@@ -120,15 +131,15 @@ func (s *server) publishCommit(id Identity, rev string, records []zones.Record, 
 
 // changes lists the (host, target) pairs whose visibility differs between
 // two configurations, for the devices the backend knows.
-func (s *server) changes(ctx context.Context, before, after *zones.Config) ([]*inofv1.VisibilityChange, error) {
+func (s *zoningAPI) changes(ctx context.Context, before, after *zones.Config) ([]*inofv1.VisibilityChange, error) {
 	devs, err := s.b.Devices(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("devices: %w", err)
 	}
-	old := s.newIndex(before, devs)
+	old := newIndex(s.log, before, devs)
 	next := old.WithConfig(after)
 	if len(zones.PinsChanged(before, after)) > 0 {
-		next = s.newIndex(after, devs) // the pins decide which devices count
+		next = newIndex(s.log, after, devs) // the pins decide which devices count
 	}
 	delta := zones.Diff(old, next)
 	var all []zones.Change
@@ -152,18 +163,18 @@ func (s *server) changes(ctx context.Context, before, after *zones.Config) ([]*i
 	return out, nil
 }
 
-// newIndex indexes the devices under c, skipping (and logging) the ones
-// the index refuses, so one bad record does not take the API down. A device
-// whose claim to its NQN c's pins refuse is left out too, as the switches
-// leave it out: it is in no zone and sees nothing.
-func (s *server) newIndex(c *zones.Config, devs []Device) *zones.Index {
+// newIndex indexes the devices under c, skipping (and logging to log) the
+// ones the index refuses, so one bad record does not take the API down. A
+// device whose claim to its NQN c's pins refuse is left out too, as the
+// switches leave it out: it is in no zone and sees nothing.
+func newIndex(log *slog.Logger, c *zones.Config, devs []Device) *zones.Index {
 	ix, _ := zones.NewIndex(c, nil) // no devices: cannot fail
 	for _, d := range devs {
 		if c.Refuses(d) {
 			continue
 		}
 		if err := ix.Put(d.Device); err != nil {
-			s.log.Warn("api: device skipped", "device", d.Device.String(), "err", err)
+			log.Warn("api: device skipped", "device", d.Device.String(), "err", err)
 		}
 	}
 	return ix

@@ -35,7 +35,7 @@ type engine struct {
 
 // deadline is one entry of the heap: at is when it is due; a packet may
 // be sent up to slack before at. gen is the session's generation of the
-// entry (Session.txGen or detectGen): an entry of an older generation is
+// entry (Session.sched.txGen or detectGen): an entry of an older generation is
 // stale and ignored.
 type deadline struct {
 	at    time.Time

@@ -95,28 +95,17 @@ type Session struct {
 	// order they happened.
 	ev sync.Mutex
 
-	mu                 sync.Mutex
-	state, remoteState State
-	diag               Diag
-	remoteDisc         uint32
-	desiredTx          time.Duration // advertised (1 s until Up)
-	effectiveTx        time.Duration // what we use: differs only during a Poll to a larger value
-	remoteMinRx        time.Duration
-	remoteDesiredTx    time.Duration
-	remoteMult         uint8
-	pollActive         bool
-	received, sent     uint64
-	detectTime         time.Duration
-	// The engine's view (engine.go): when the next packet is due and when
-	// the peer's silence reaches the detection time, each with the
-	// generation of its heap entry (an entry of another generation is
-	// stale); deferred says a detection was already put off once since
-	// the last packet received (onDetect).
-	nextTx, detectAt  time.Time
-	detectEntry       time.Time // the at of the queued detection entry
-	txGen, detectGen  uint64
-	detectQueued      bool
-	deferred, removed bool
+	mu          sync.Mutex
+	state       State
+	diag        Diag
+	desiredTx   time.Duration // advertised (1 s until Up)
+	effectiveTx time.Duration // what we use: differs only during a Poll to a larger value
+	pollActive  bool
+	detectTime  time.Duration
+	remote      peerView // what the peer's last packet said
+	counts      counters
+	sched       schedule // the engine's view (engine.go)
+	removed     bool     // Remove took the session off
 
 	// batched is the engine's alone: the session's packet waits in the
 	// engine's batch of this wake-up, and the engine holds ev until it is
@@ -124,10 +113,40 @@ type Session struct {
 	batched bool
 }
 
+// peerView is what a session knows of its peer: the fields of the last
+// packet received (receive), under Session.mu. A new session starts with
+// a peer that is Down and takes packets every microsecond; expire forgets
+// the discriminator and sets the interval back to that microsecond.
+type peerView struct {
+	state     State
+	disc      uint32
+	minRx     time.Duration
+	desiredTx time.Duration
+	mult      uint8
+}
+
+// counters are a session's packet counts (Status), under Session.mu.
+type counters struct {
+	received, sent uint64
+}
+
+// schedule is the engine's view of a session (engine.go), under
+// Session.mu: when the next packet is due and when the peer's silence
+// reaches the detection time, each with the generation of its heap entry
+// (an entry of another generation is stale); deferred says a detection
+// was already put off once since the last packet received (onDetect).
+type schedule struct {
+	nextTx, detectAt time.Time
+	detectEntry      time.Time // the at of the queued detection entry
+	txGen, detectGen uint64
+	detectQueued     bool
+	deferred         bool
+}
+
 func newSession(cfg Config, disc uint32, conn *port, rx *receiver, notify func(StateChange), eng *engine) *Session {
 	s := &Session{cfg: cfg, myDisc: disc, conn: conn, rx: rx, notify: notify, eng: eng,
-		state: Down, remoteState: Down,
-		desiredTx: max(slowTx, cfg.DesiredMinTx), remoteMinRx: time.Microsecond}
+		state: Down, remote: peerView{state: Down, minRx: time.Microsecond},
+		desiredTx: max(slowTx, cfg.DesiredMinTx)}
 	s.effectiveTx = s.desiredTx
 	return s
 }
@@ -136,19 +155,19 @@ func newSession(cfg Config, disc uint32, conn *port, rx *receiver, notify func(S
 func (s *Session) Status() Status {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return Status{Key: s.cfg.Key, State: s.state, RemoteState: s.remoteState, LocalDisc: s.myDisc,
-		RemoteDisc: s.remoteDisc, Diag: s.diag, TxInterval: s.txIntervalLocked(), DetectTime: s.detectTime,
-		Received: s.received, Sent: s.sent, DesiredMinTx: s.cfg.DesiredMinTx, RequiredMinRx: s.cfg.RequiredMinRx,
+	return Status{Key: s.cfg.Key, State: s.state, RemoteState: s.remote.state, LocalDisc: s.myDisc,
+		RemoteDisc: s.remote.disc, Diag: s.diag, TxInterval: s.txIntervalLocked(), DetectTime: s.detectTime,
+		Received: s.counts.received, Sent: s.counts.sent, DesiredMinTx: s.cfg.DesiredMinTx, RequiredMinRx: s.cfg.RequiredMinRx,
 		DetectMult: s.cfg.DetectMult}
 }
 
 // txIntervalLocked is the agreed interval: the larger of what we want and
 // what the peer can take; 0 when the peer asked for no packets.
 func (s *Session) txIntervalLocked() time.Duration {
-	if s.remoteMinRx == 0 {
+	if s.remote.minRx == 0 {
 		return 0
 	}
-	return max(s.effectiveTx, s.remoteMinRx)
+	return max(s.effectiveTx, s.remote.minRx)
 }
 
 // jittered applies RFC 5880 §6.8.7 jitter: 75-100 % of the interval, at
@@ -180,9 +199,9 @@ func (s *Session) txSlack(iv time.Duration) time.Duration {
 func (s *Session) start(now time.Time) {
 	s.notify(StateChange{Key: s.cfg.Key, Old: AdminDown, New: Down, At: now})
 	s.mu.Lock()
-	s.nextTx = now
-	s.txGen++
-	gen := s.txGen
+	s.sched.nextTx = now
+	s.sched.txGen++
+	gen := s.sched.txGen
 	s.mu.Unlock()
 	s.eng.push(deadline{at: now, s: s, tx: true, gen: gen})
 }
@@ -198,7 +217,7 @@ func (s *Session) onTx(now time.Time, gen uint64, b *txBatch) {
 	}
 	s.ev.Lock()
 	s.mu.Lock()
-	if s.removed || gen != s.txGen {
+	if s.removed || gen != s.sched.txGen {
 		s.mu.Unlock()
 		s.ev.Unlock()
 		return
@@ -208,9 +227,9 @@ func (s *Session) onTx(now time.Time, gen uint64, b *txBatch) {
 	if !send {
 		iv = slowTx // the peer wants no packets now; look again later
 	}
-	s.nextTx = now.Add(s.jittered(iv))
-	s.txGen++
-	next := deadline{at: s.nextTx, slack: s.txSlack(iv), s: s, tx: true, gen: s.txGen}
+	s.sched.nextTx = now.Add(s.jittered(iv))
+	s.sched.txGen++
+	next := deadline{at: s.sched.nextTx, slack: s.txSlack(iv), s: s, tx: true, gen: s.sched.txGen}
 	var o outPacket
 	if send {
 		s.outLocked(&o, false)
@@ -234,13 +253,13 @@ func (s *Session) rearm(now time.Time) {
 		return
 	}
 	at := now.Add(s.jittered(iv))
-	if !at.Before(s.nextTx) {
+	if !at.Before(s.sched.nextTx) {
 		s.mu.Unlock()
 		return
 	}
-	s.nextTx = at
-	s.txGen++
-	next := deadline{at: at, slack: s.txSlack(iv), s: s, tx: true, gen: s.txGen}
+	s.sched.nextTx = at
+	s.sched.txGen++
+	next := deadline{at: at, slack: s.txSlack(iv), s: s, tx: true, gen: s.sched.txGen}
 	s.mu.Unlock()
 	s.eng.push(next)
 }
@@ -262,16 +281,16 @@ func (s *Session) handle(p Packet, now time.Time) {
 	final, changed, dt := s.receive(p)
 	if dt > 0 {
 		s.mu.Lock()
-		s.detectAt, s.deferred = now.Add(dt), false
+		s.sched.detectAt, s.sched.deferred = now.Add(dt), false
 		// The queued entry stays while the deadline only moves later (it
 		// is queued again when it comes); an earlier one (the detection
 		// time shrank) needs an entry of its own.
-		queue := (!s.detectQueued || s.detectAt.Before(s.detectEntry)) && !s.removed
+		queue := (!s.sched.detectQueued || s.sched.detectAt.Before(s.sched.detectEntry)) && !s.removed
 		var d deadline
 		if queue {
-			s.detectQueued, s.detectEntry = true, s.detectAt
-			s.detectGen++
-			d = deadline{at: s.detectAt, s: s, gen: s.detectGen}
+			s.sched.detectQueued, s.sched.detectEntry = true, s.sched.detectAt
+			s.sched.detectGen++
+			d = deadline{at: s.sched.detectAt, s: s, gen: s.sched.detectGen}
 		}
 		s.mu.Unlock()
 		if queue {
@@ -299,30 +318,30 @@ func (s *Session) onDetect(now time.Time, gen uint64, late time.Duration) {
 	s.ev.Lock()
 	defer s.ev.Unlock()
 	s.mu.Lock()
-	if s.removed || gen != s.detectGen {
+	if s.removed || gen != s.sched.detectGen {
 		s.mu.Unlock()
 		return
 	}
-	if now.Before(s.detectAt) {
-		s.detectGen++
-		s.detectEntry = s.detectAt
-		d := deadline{at: s.detectAt, s: s, gen: s.detectGen}
+	if now.Before(s.sched.detectAt) {
+		s.sched.detectGen++
+		s.sched.detectEntry = s.sched.detectAt
+		d := deadline{at: s.sched.detectAt, s: s, gen: s.sched.detectGen}
 		s.mu.Unlock()
 		s.eng.push(d)
 		return
 	}
-	if (s.state == Init || s.state == Up) && !s.deferred && (late >= s.detectTime/4 || s.rx.pending()) {
-		s.deferred = true
-		s.detectAt = now.Add(s.detectTime / 2)
-		s.detectEntry = s.detectAt
-		s.detectGen++
-		d := deadline{at: s.detectAt, s: s, gen: s.detectGen}
+	if (s.state == Init || s.state == Up) && !s.sched.deferred && (late >= s.detectTime/4 || s.rx.pending()) {
+		s.sched.deferred = true
+		s.sched.detectAt = now.Add(s.detectTime / 2)
+		s.sched.detectEntry = s.sched.detectAt
+		s.sched.detectGen++
+		d := deadline{at: s.sched.detectAt, s: s, gen: s.sched.detectGen}
 		s.mu.Unlock()
 		s.eng.deferred.Add(1)
 		s.eng.push(d)
 		return
 	}
-	s.detectQueued = false
+	s.sched.detectQueued = false
 	s.mu.Unlock()
 	if ch := s.expire(); ch != nil {
 		s.send(false)
@@ -343,15 +362,15 @@ const (
 func (s *Session) settleDetect(d *deadline) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.removed || d.gen != s.detectGen {
+	if s.removed || d.gen != s.sched.detectGen {
 		return detectStale
 	}
-	if !s.detectAt.After(d.at) {
+	if !s.sched.detectAt.After(d.at) {
 		return detectDue
 	}
-	s.detectGen++
-	s.detectEntry = s.detectAt
-	d.at, d.gen = s.detectAt, s.detectGen
+	s.sched.detectGen++
+	s.sched.detectEntry = s.sched.detectAt
+	d.at, d.gen = s.sched.detectAt, s.sched.detectGen
 	return detectMoved
 }
 
@@ -386,12 +405,12 @@ func (s *Session) stop() {
 func (s *Session) receive(p Packet) (final bool, ch *StateChange, detect time.Duration) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.received++
-	s.remoteDisc = p.MyDisc
-	s.remoteState = p.State
-	s.remoteMinRx = p.RequiredMinRx
-	s.remoteDesiredTx = p.DesiredMinTx
-	s.remoteMult = p.DetectMult
+	s.counts.received++
+	s.remote.disc = p.MyDisc
+	s.remote.state = p.State
+	s.remote.minRx = p.RequiredMinRx
+	s.remote.desiredTx = p.DesiredMinTx
+	s.remote.mult = p.DetectMult
 	if p.Final && s.pollActive {
 		s.pollActive = false
 		s.effectiveTx = s.desiredTx
@@ -486,14 +505,14 @@ func (s *Session) expire() *StateChange {
 	}
 	old := s.state
 	s.toLocked(Down, DiagControlExpired)
-	s.remoteDisc = 0
-	s.remoteMinRx = time.Microsecond
+	s.remote.disc = 0
+	s.remote.minRx = time.Microsecond
 	return &StateChange{Key: s.cfg.Key, Old: old, New: Down, Diag: DiagControlExpired, At: time.Now()}
 }
 
 func (s *Session) packetLocked(final bool) Packet {
 	return Packet{Version: 1, Diag: s.diag, State: s.state, Poll: s.pollActive && !final, Final: final,
-		DetectMult: s.cfg.DetectMult, MyDisc: s.myDisc, YourDisc: s.remoteDisc,
+		DetectMult: s.cfg.DetectMult, MyDisc: s.myDisc, YourDisc: s.remote.disc,
 		DesiredMinTx: s.desiredTx, RequiredMinRx: s.rxIntervalLocked()}
 }
 
@@ -502,7 +521,7 @@ func (s *Session) outLocked(o *outPacket, final bool) {
 	p := s.packetLocked(final)
 	p.marshalTo(o.b[:])
 	o.peer = s.cfg.Key.Peer
-	s.sent++
+	s.counts.sent++
 }
 
 // send sends one packet at once (not through the engine's batch).
