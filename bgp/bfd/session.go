@@ -118,11 +118,9 @@ type Session struct {
 // a peer that is Down and takes packets every microsecond; expire forgets
 // the discriminator and sets the interval back to that microsecond.
 type peerView struct {
-	state     State
-	disc      uint32
-	minRx     time.Duration
-	desiredTx time.Duration
-	mult      uint8
+	state State
+	disc  uint32
+	minRx time.Duration
 }
 
 // counters are a session's packet counts (Status), under Session.mu.
@@ -409,8 +407,6 @@ func (s *Session) receive(p Packet) (final bool, ch *StateChange, detect time.Du
 	s.remote.disc = p.MyDisc
 	s.remote.state = p.State
 	s.remote.minRx = p.RequiredMinRx
-	s.remote.desiredTx = p.DesiredMinTx
-	s.remote.mult = p.DetectMult
 	if p.Final && s.pollActive {
 		s.pollActive = false
 		s.effectiveTx = s.desiredTx
