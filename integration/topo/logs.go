@@ -9,9 +9,9 @@ import (
 	"time"
 )
 
-// readings is the part of a Node a test reads what the node did from:
-// its log on the machine (here), its /metrics and /healthz (http.go) and
-// its fake nvme-cli's calls (fakenvme.go).
+// readings is the part of a Node that reads what the node did: its log
+// on the machine (here), its /metrics and /healthz (http.go) and its fake
+// nvme-cli's calls (fakenvme.go).
 type readings struct {
 	n       *Node
 	logPath string
