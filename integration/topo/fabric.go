@@ -9,12 +9,10 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/vishvananda/netlink"
-	"gopkg.in/yaml.v3"
 
 	"github.com/openinof/inof/internal/netns"
 )
@@ -57,6 +55,16 @@ type Fabric struct {
 }
 
 // Node is one namespace of the fabric and what runs in it.
+//
+// Its methods live in parts by concern, each holding its own state and
+// reaching the node's identity (name, kind, namespace, directory, fabric)
+// through a pointer back to it: daemon (proc.go: Start, Stop, Kill,
+// Reload), daemonConfig (config.go: the generated configuration),
+// daemonAPI (ops.go: the API socket and inofctl), readings (logs.go,
+// http.go, fakenvme.go: logs, /metrics, fake nvme calls), netFaults
+// (faults.go: uplink, iptables, impairments), inGuestNode (inguest.go: a
+// node of a fabric in one guest), vmGuest (vm.go: a VM device) and
+// probeNICs (probe.go: a probe device's NICs).
 type Node struct {
 	Name string
 	Kind Kind
@@ -70,25 +78,31 @@ type Node struct {
 	// built from this tree (e.g. an older release's inofd).
 	Binary string
 
-	f       *Fabric
-	dir     string // configuration, state, fake nvme, log
-	cfgPath string
-	logPath string
-	argv    []string
-	env     []string
-	probes  []*Probe
-	http    *httpClient
-	// dummyPort: the switch got a dummy access port p0 (it has no links).
-	dummyPort bool
-	// box is the reflector whose namespace a switch shares (Spec.OnReflector).
-	box *Node
+	f   *Fabric
+	dir string // configuration, state, fake nvme, log
 
-	mu   sync.Mutex
-	proc *proc
-	vm   *vmNode // a VM device's guest (vm.go)
-	// gns is the node's namespace in the guest of a fabric realised in
-	// one (Spec.InGuest); "" there is the guest's init namespace.
-	gns string
+	daemon
+	daemonConfig
+	daemonAPI
+	readings
+	netFaults
+	inGuestNode
+	vmGuest
+	probeNICs
+}
+
+// bindParts points each of n's parts back at n; every Node is made with
+// it.
+func (n *Node) bindParts() *Node {
+	n.daemon.n = n
+	n.daemonConfig.n = n
+	n.daemonAPI.n = n
+	n.readings.n = n
+	n.netFaults.n = n
+	n.inGuestNode.n = n
+	n.vmGuest.n = n
+	n.probeNICs.n = n
+	return n
 }
 
 // Link is a device NIC cabled to a switch access port (one veth pair).
@@ -197,7 +211,8 @@ func (f *Fabric) control(name string, kind Kind, addr netip.Addr) {
 // onBox adds a switch that runs in a reflector's namespace: its control
 // address is a second address on the box's fab0.
 func (f *Fabric) onBox(name string, box *Node, addr netip.Addr) {
-	n := &Node{Name: name, Kind: KindSwitch, NS: box.NS, f: f, dir: filepath.Join(f.Dir, name), Addr: addr, box: box}
+	n := (&Node{Name: name, Kind: KindSwitch, NS: box.NS, f: f, dir: filepath.Join(f.Dir, name), Addr: addr}).bindParts()
+	n.box = box
 	if err := os.MkdirAll(n.dir, 0o755); err != nil {
 		f.tb.Fatal(err)
 	}
@@ -256,7 +271,7 @@ func (f *Fabric) device(i int, d Device) {
 }
 
 func (f *Fabric) newNode(name string, kind Kind) *Node {
-	n := &Node{Name: name, Kind: kind, NS: netns.New(f.tb, name), f: f, dir: filepath.Join(f.Dir, name)}
+	n := (&Node{Name: name, Kind: kind, NS: netns.New(f.tb, name), f: f, dir: filepath.Join(f.Dir, name)}).bindParts()
 	if err := os.MkdirAll(n.dir, 0o755); err != nil {
 		f.tb.Fatal(err)
 	}
@@ -295,156 +310,6 @@ func (f *Fabric) Nodes(kind Kind) []*Node {
 	}
 	return out
 }
-
-// writeConfig generates the node's configuration file.
-func (n *Node) writeConfig() error { return n.writeConfigEdited(nil) }
-
-// writeConfigEdited generates the node's configuration file, changed by
-// edit (if set) after the Spec's hooks.
-func (n *Node) writeConfigEdited(edit func(cfg map[string]any)) error {
-	var cfg map[string]any
-	switch n.Kind {
-	case KindReflector:
-		cfg = n.reflectorConfig()
-		if hook := n.f.spec.ReflectorConfig; hook != nil {
-			hook(n.Name, cfg)
-		}
-	case KindSwitch:
-		cfg = n.switchConfig()
-		if hook := n.f.spec.SwitchConfig; hook != nil {
-			hook(n.Name, cfg)
-		}
-	case KindHost:
-		var err error
-		if cfg, err = n.hostConfig(); err != nil {
-			return err
-		}
-		if hook := n.f.spec.HostConfig; hook != nil {
-			hook(n.Name, cfg)
-		}
-	default:
-		return nil
-	}
-	if edit != nil {
-		edit(cfg)
-	}
-	b, err := yaml.Marshal(cfg)
-	if err != nil {
-		return fmt.Errorf("topo: %s configuration: %w", n.Name, err)
-	}
-	return os.WriteFile(n.cfgPath, b, 0o600)
-}
-
-func (n *Node) reflectorConfig() map[string]any {
-	var clients, peers []any
-	for _, sw := range n.f.Nodes(KindSwitch) {
-		clients = append(clients, map[string]any{"address": sw.Addr.String()})
-	}
-	for _, r := range n.f.Nodes(KindReflector) {
-		if r != n {
-			peers = append(peers, map[string]any{"address": r.Addr.String()})
-		}
-	}
-	cfg := map[string]any{
-		"log":            map[string]any{"level": "debug"},
-		"metrics_listen": inofdMetrics,
-		"state_dir":      filepath.Join(n.dir, "state"),
-		"asn":            n.f.spec.ASN,
-		"router_id":      n.Addr.String(),
-		"local_address":  n.Addr.String(),
-		"clients":        clients,
-	}
-	if len(peers) > 0 {
-		cfg["cluster_id"] = ClusterID
-		cfg["reflectors"] = peers
-	}
-	if ok, err := HasReflectorAPI(); err == nil && ok {
-		cfg["api"] = map[string]any{"socket": n.APISocket()}
-	}
-	n.argv = []string{"inofd", "--role", "reflector", "--config", n.cfgPath}
-	return cfg
-}
-
-func (n *Node) switchConfig() map[string]any {
-	var refl []any
-	for _, r := range n.f.Nodes(KindReflector) {
-		refl = append(refl, map[string]any{"address": r.Addr.String()})
-	}
-	var ports []any
-	for _, l := range n.Links {
-		ports = append(ports, l.Port)
-	}
-	if len(ports) == 0 {
-		// The agent wants at least one access port.
-		if !n.dummyPort {
-			n.NS.MustIP("link", "add", "p0", "type", "dummy")
-			n.NS.MustIP("link", "set", "p0", "up")
-			n.dummyPort = true
-		}
-		ports = append(ports, "p0")
-	}
-	n.argv = []string{"inofd", "--role", "switch", "--config", n.cfgPath}
-	metrics := inofdMetrics
-	if n.box != nil {
-		metrics = boxSwitchMetrics
-	}
-	cfg := map[string]any{
-		"log":              map[string]any{"level": "debug"},
-		"metrics_listen":   metrics,
-		"state_dir":        filepath.Join(n.dir, "state"),
-		"router_id":        n.Addr.String(),
-		"asn":              n.f.spec.ASN,
-		"local_address":    n.Addr.String(),
-		"reflectors":       refl,
-		"bfd":              map[string]any{"enabled": true, "desired_min_tx": "100ms", "required_min_rx": "100ms", "detect_mult": 3},
-		"graceful_restart": map[string]any{"enabled": true, "restart_time": "120s"},
-		"access_ports":     ports,
-		// Read-only in a fabric; in direct mode the zoning's API.
-		"api": map[string]any{"socket": n.APISocket()},
-	}
-	if len(refl) == 0 {
-		delete(cfg, "reflectors") // direct mode
-	}
-	return cfg
-}
-
-func (n *Node) hostConfig() (map[string]any, error) {
-	nvme, err := writeFakeNVMe(n.dir)
-	if err != nil {
-		return nil, fmt.Errorf("topo: %s: %w", n.Name, err)
-	}
-	nvmeDir := filepath.Join(n.dir, "nvme")
-	if err := os.MkdirAll(nvmeDir, 0o755); err != nil {
-		return nil, err
-	}
-	n.env = []string{"FAKE_NVME_DIR=" + nvmeDir}
-	ifs := n.hostInterfaces()
-	n.argv = []string{"inof-host", "--config", n.cfgPath}
-	return map[string]any{
-		"log":            map[string]any{"level": "debug"},
-		"metrics_listen": hostMetrics,
-		"state_file":     filepath.Join(n.dir, "state.json"),
-		"host_nqn":       n.HostNQN(),
-		"nvme":           map[string]any{"path": nvme},
-		"interfaces":     ifs,
-	}, nil
-}
-
-// HostNQN is the host NQN a device's inof-host uses.
-func (n *Node) HostNQN() string {
-	for _, d := range n.f.spec.Devices {
-		if d.Name == n.Name {
-			return DeviceHostNQN(d)
-		}
-	}
-	return DeviceHostNQN(Device{Name: n.Name})
-}
-
-// APISocket is a reflector's gRPC API socket (inofctl --server unix://…).
-func (n *Node) APISocket() string { return filepath.Join(n.dir, "api.sock") }
-
-// ConfigPath is the node's generated configuration file.
-func (n *Node) ConfigPath() string { return n.cfgPath }
 
 // SetLink sets the switch end of a device NIC down or up (a cable cut at
 // the access port: the switch loses carrier at once, the device's end too).
@@ -533,21 +398,4 @@ func tail(path string, lines int) string {
 		all = append([]string{"… " + strconv.Itoa(len(all)-lines) + " lines before"}, all[len(all)-lines:]...)
 	}
 	return strings.Join(all, "\n")
-}
-
-// hostInterfaces is inof-host's interfaces list for a device's NICs.
-func (n *Node) hostInterfaces() []any {
-	var ifs []any
-	for _, l := range n.Links {
-		i := map[string]any{"name": l.IfName, "role": l.Spec.Role, "protocol": l.Spec.Protocol,
-			"address": l.Addr().String()}
-		if l.Spec.Port != 0 {
-			i["port"] = l.Spec.Port
-		}
-		if l.Spec.NQN != "" {
-			i["nqn"] = l.Spec.NQN
-		}
-		ifs = append(ifs, i)
-	}
-	return ifs
 }

@@ -1,9 +1,11 @@
 package topo
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 )
 
 // fakeNVMe is the nvme-cli every inof-host of a fabric runs (nvme.path).
@@ -78,10 +80,32 @@ func writeFakeNVMe(dir string) (string, error) {
 
 // NVMeCalls returns the argument lines of every fake nvme invocation of
 // the device so far, oldest first.
-func (n *Node) NVMeCalls() []string {
+func (r *readings) NVMeCalls() []string {
+	n := r.n
 	b, err := os.ReadFile(filepath.Join(n.dir, "nvme", "calls"))
 	if err != nil || len(b) == 0 {
 		return nil
 	}
 	return strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
+}
+
+// WaitNVMe waits until the device's fake nvme was called with arguments
+// that start with prefix and returns that call.
+func (r *readings) WaitNVMe(timeout time.Duration, prefix string) (string, error) {
+	n := r.n
+	var call string
+	err := Poll(timeout, func() (bool, error) {
+		calls := r.NVMeCalls()
+		for _, c := range calls {
+			if strings.HasPrefix(c, prefix) {
+				call = c
+				return true, nil
+			}
+		}
+		return false, fmt.Errorf("calls so far: %q", calls)
+	})
+	if err != nil {
+		return "", fmt.Errorf("topo: %s: no nvme %q: %w", n.Name, prefix, err)
+	}
+	return call, nil
 }

@@ -13,10 +13,18 @@ import (
 // bridge (its control network: BGP, BFD).
 const Uplink = "fab0"
 
+// netFaults is the part of a Node that breaks and mends a reflector's or
+// switch's control network: its uplink, iptables rules in its namespace
+// and impairments of the uplink.
+type netFaults struct {
+	n *Node
+}
+
 // SetUplink sets a reflector's or switch's uplink down or up (inside its
 // namespace; the bridge's end loses carrier too), cutting it off from
 // every other reflector and switch at once.
-func (n *Node) SetUplink(up bool) error {
+func (x *netFaults) SetUplink(up bool) error {
+	n := x.n
 	if n.Kind != KindReflector && n.Kind != KindSwitch {
 		return fmt.Errorf("topo: %s has no uplink", n.Name)
 	}
@@ -32,7 +40,8 @@ func (n *Node) SetUplink(up bool) error {
 }
 
 // iptables runs iptables inside the node's namespace.
-func (n *Node) iptables(args ...string) error {
+func (x *netFaults) iptables(args ...string) error {
+	n := x.n
 	if n.f.guest != nil {
 		return n.errInGuest("iptables")
 	}
@@ -61,13 +70,13 @@ func bgpRules(peer netip.Addr) [][]string {
 // everything else between them, BFD included, still passes: a partition
 // of one session, not of the link. Segments are dropped silently, so the
 // session lives on until its hold time runs out.
-func (n *Node) BlockBGP(peer netip.Addr, on bool) error {
+func (x *netFaults) BlockBGP(peer netip.Addr, on bool) error {
 	op := "-D"
 	if on {
 		op = "-A"
 	}
 	for _, r := range bgpRules(peer) {
-		if err := n.iptables(append([]string{op}, r...)...); err != nil {
+		if err := x.iptables(append([]string{op}, r...)...); err != nil {
 			return err
 		}
 	}
@@ -104,7 +113,8 @@ const impairQueue = 7
 
 // Impair applies im to the node's uplink until the returned function
 // removes it. Only one impairment per node at a time.
-func (n *Node) Impair(im Impairment) (undo func() error, err error) {
+func (x *netFaults) Impair(im Impairment) (undo func() error, err error) {
+	n := x.n
 	if n.Kind != KindReflector && n.Kind != KindSwitch {
 		return nil, fmt.Errorf("topo: %s has no uplink", n.Name)
 	}
@@ -122,9 +132,9 @@ func (n *Node) Impair(im Impairment) (undo func() error, err error) {
 	}
 	rules := im.rules(impairQueue)
 	for i, r := range rules {
-		if err := n.iptables(append([]string{"-I"}, r...)...); err != nil {
+		if err := x.iptables(append([]string{"-I"}, r...)...); err != nil {
 			for _, done := range rules[:i] {
-				n.iptables(append([]string{"-D"}, done...)...)
+				x.iptables(append([]string{"-D"}, done...)...)
 			}
 			if dq != nil {
 				dq.Close()
@@ -135,7 +145,7 @@ func (n *Node) Impair(im Impairment) (undo func() error, err error) {
 	return func() error {
 		var first error
 		for _, r := range rules {
-			if err := n.iptables(append([]string{"-D"}, r...)...); err != nil && first == nil {
+			if err := x.iptables(append([]string{"-D"}, r...)...); err != nil && first == nil {
 				first = err
 			}
 		}
@@ -164,13 +174,13 @@ var bfdRules = [][]string{
 // the node, BGP and all else still passing: on a reflector, every client's
 // BFD goes down at once although the switches live (a false alarm of the
 // kind a starved CPU causes).
-func (n *Node) BlockBFD(on bool) error {
+func (x *netFaults) BlockBFD(on bool) error {
 	op := "-D"
 	if on {
 		op = "-A"
 	}
 	for _, r := range bfdRules {
-		if err := n.iptables(append([]string{op}, r...)...); err != nil {
+		if err := x.iptables(append([]string{op}, r...)...); err != nil {
 			return err
 		}
 	}

@@ -35,8 +35,8 @@ func newHTTPClient(ns *netns.NS, addr string) *httpClient {
 
 // HTTPGet fetches path from the node's metrics listener (inside its
 // namespace) and returns the status code and body.
-func (n *Node) HTTPGet(path string) (int, string, error) {
-	resp, err := n.http.c.Get("http://" + n.http.addr + path)
+func (r *readings) HTTPGet(path string) (int, string, error) {
+	resp, err := r.http.c.Get("http://" + r.http.addr + path)
 	if err != nil {
 		return 0, "", err
 	}
@@ -56,8 +56,9 @@ type Sample struct {
 }
 
 // Metrics scrapes the node's /metrics.
-func (n *Node) Metrics() (Metrics, error) {
-	code, body, err := n.HTTPGet("/metrics")
+func (r *readings) Metrics() (Metrics, error) {
+	n := r.n
+	code, body, err := r.HTTPGet("/metrics")
 	if err != nil {
 		return nil, fmt.Errorf("topo: %s /metrics: %w", n.Name, err)
 	}
@@ -88,8 +89,8 @@ next:
 
 // Metric scrapes the node and returns Sum(name, labels...); a series that
 // does not exist reads 0.
-func (n *Node) Metric(name string, labels ...string) (float64, error) {
-	m, err := n.Metrics()
+func (r *readings) Metric(name string, labels ...string) (float64, error) {
+	m, err := r.Metrics()
 	if err != nil {
 		return 0, err
 	}
@@ -98,11 +99,12 @@ func (n *Node) Metric(name string, labels ...string) (float64, error) {
 }
 
 // WaitMetric polls the node's metric (as Metric) until cond holds.
-func (n *Node) WaitMetric(timeout time.Duration, cond func(float64) bool, name string, labels ...string) (float64, error) {
+func (r *readings) WaitMetric(timeout time.Duration, cond func(float64) bool, name string, labels ...string) (float64, error) {
+	n := r.n
 	var v float64
 	err := Poll(timeout, func() (bool, error) {
 		var err error
-		if v, err = n.Metric(name, labels...); err != nil {
+		if v, err = r.Metric(name, labels...); err != nil {
 			return false, err
 		}
 		return cond(v), fmt.Errorf("value %v", v)
@@ -111,6 +113,16 @@ func (n *Node) WaitMetric(timeout time.Duration, cond func(float64) bool, name s
 		return v, fmt.Errorf("topo: %s: %s%v: %w", n.Name, name, labels, err)
 	}
 	return v, nil
+}
+
+// Notifications is an inof-host's count of complete notifications
+// received for it (inof_host_notifications_received_total, every
+// interface), of one state ("active", "inactive") or of both ("").
+func (r *readings) Notifications(state string) (float64, error) {
+	if state == "" {
+		return r.Metric("inof_host_notifications_received_total")
+	}
+	return r.Metric("inof_host_notifications_received_total", "state", state)
 }
 
 // parseMetrics reads the Prometheus text exposition format (the subset

@@ -223,7 +223,8 @@ func (f *Fabric) startInGuest() {
 // guestNode adds a node that lives in guest namespace ns ("" the init
 // namespace); its metrics are read through the guest.
 func (f *Fabric) guestNode(name string, kind Kind, ns string) *Node {
-	n := &Node{Name: name, Kind: kind, f: f, dir: f.Dir + "/" + name, gns: ns}
+	n := (&Node{Name: name, Kind: kind, f: f, dir: f.Dir + "/" + name}).bindParts()
+	n.gns = ns
 	if err := os.MkdirAll(n.dir, 0o755); err != nil {
 		f.tb.Fatal(err)
 	}
@@ -296,28 +297,39 @@ func (f *Fabric) guestNamespaces() []string {
 	return nss
 }
 
+// inGuestNode is the part of a Node of a fabric realised in one guest
+// (Spec.InGuest): where its daemon's files are in the guest, and what
+// starts, kills and reaches it there.
+type inGuestNode struct {
+	n *Node
+	// gns is the node's namespace in the guest of a fabric realised in
+	// one (Spec.InGuest); "" there is the guest's init namespace.
+	gns string
+}
+
 // guestStartPath and guestPIDPath are the script that starts a node's
 // daemon in the guest and the file its pid is in.
-func (n *Node) guestStartPath() string { return "/etc/inof/" + n.Name + ".start" }
-func (n *Node) guestPIDPath() string   { return "/run/" + n.Name + ".pid" }
+func (gn *inGuestNode) guestStartPath() string { return "/etc/inof/" + gn.n.Name + ".start" }
+func (gn *inGuestNode) guestPIDPath() string   { return "/run/" + gn.n.Name + ".pid" }
 
 // GuestLog is the node's log file inside the guest (Spec.InGuest).
-func (n *Node) GuestLog() string { return "/tmp/" + n.Name + ".log" }
+func (gn *inGuestNode) GuestLog() string { return "/tmp/" + gn.n.Name + ".log" }
 
 // guestAPISocket is a reflector's or switch's API socket in the guest.
-func (n *Node) guestAPISocket() string { return "/run/inofd-" + n.Name + ".sock" }
+func (gn *inGuestNode) guestAPISocket() string { return "/run/inofd-" + gn.n.Name + ".sock" }
 
 // writeGuestConfig writes the node's configuration (also kept in its
 // directory on the machine) and the script that starts its daemon into
 // the guest.
-func (n *Node) writeGuestConfig(ctx context.Context) error {
+func (gn *inGuestNode) writeGuestConfig(ctx context.Context) error {
+	n := gn.n
 	cfgPath := "/etc/inof/" + n.Name + ".yaml"
 	var argv []string
 	switch n.Kind {
 	case KindReflector, KindSwitch:
 		if err := n.writeConfigEdited(func(cfg map[string]any) {
 			cfg["state_dir"] = "/var/lib/inofd-" + n.Name
-			cfg["api"] = map[string]any{"socket": n.guestAPISocket()}
+			cfg["api"] = map[string]any{"socket": gn.guestAPISocket()}
 		}); err != nil {
 			return err
 		}
@@ -342,8 +354,8 @@ func (n *Node) writeGuestConfig(ctx context.Context) error {
 	if err := g.WriteFile(ctx, cfgPath, b, 0o600); err != nil {
 		return err
 	}
-	script := vm.DaemonScript(n.gns, n.guestPIDPath(), n.GuestLog(), argv...)
-	return g.WriteFile(ctx, n.guestStartPath(), []byte(script), 0o700)
+	script := vm.DaemonScript(gn.gns, gn.guestPIDPath(), gn.GuestLog(), argv...)
+	return g.WriteFile(ctx, gn.guestStartPath(), []byte(script), 0o700)
 }
 
 // guestStartScript starts the daemons not passive in the order a fabric
@@ -390,21 +402,23 @@ func (f *Fabric) guestStartScript() string {
 
 // GuestStart starts the node's daemon in the guest again (Spec.InGuest),
 // e.g. after GuestKill, without waiting for it.
-func (n *Node) GuestStart(ctx context.Context) error {
+func (gn *inGuestNode) GuestStart(ctx context.Context) error {
+	n := gn.n
 	if n.f.guest == nil {
 		return fmt.Errorf("topo: %s is not in a guest", n.Name)
 	}
-	_, err := n.f.guest.g.Sh(ctx, "sh "+n.guestStartPath())
+	_, err := n.f.guest.g.Sh(ctx, "sh "+gn.guestStartPath())
 	return err
 }
 
 // GuestKill kills the node's daemon in the guest with SIGKILL
 // (Spec.InGuest).
-func (n *Node) GuestKill(ctx context.Context) error {
+func (gn *inGuestNode) GuestKill(ctx context.Context) error {
+	n := gn.n
 	if n.f.guest == nil {
 		return fmt.Errorf("topo: %s is not in a guest", n.Name)
 	}
-	_, err := n.f.guest.g.Sh(ctx, "kill -9 $(cat "+n.guestPIDPath()+")")
+	_, err := n.f.guest.g.Sh(ctx, "kill -9 $(cat "+gn.guestPIDPath()+")")
 	return err
 }
 
@@ -465,8 +479,9 @@ func (f *Fabric) GuestCuts(ctx context.Context, c GuestCut) ([]vm.CutReport, str
 
 // guestNSGet fetches url inside the node's guest namespace (busybox
 // wget): 200 and the body, or an error for any other outcome.
-func (n *Node) guestNSGet(ctx context.Context, url string) (int, []byte, error) {
-	r, err := n.f.guest.g.Run(ctx, vm.GuestIP, "netns", "exec", n.gns, "wget", "-q", "-O", "-", url)
+func (gn *inGuestNode) guestNSGet(ctx context.Context, url string) (int, []byte, error) {
+	n := gn.n
+	r, err := n.f.guest.g.Run(ctx, vm.GuestIP, "netns", "exec", gn.gns, "wget", "-q", "-O", "-", url)
 	if err != nil {
 		return 0, nil, err
 	}
@@ -477,10 +492,11 @@ func (n *Node) guestNSGet(ctx context.Context, url string) (int, []byte, error) 
 }
 
 // guestInofctl runs inofctl in the guest against the node's API socket.
-func (n *Node) guestInofctl(args ...string) (string, error) {
+func (gn *inGuestNode) guestInofctl(args ...string) (string, error) {
+	n := gn.n
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	argv := append([]string{vm.GuestInofctl, "--server", "unix://" + n.guestAPISocket()}, args...)
+	argv := append([]string{vm.GuestInofctl, "--server", "unix://" + gn.guestAPISocket()}, args...)
 	r, err := n.f.guest.g.Run(ctx, argv...)
 	out := string(r.Stdout) + string(r.Stderr)
 	if err == nil && r.Code != 0 {
@@ -512,6 +528,7 @@ func (ig *inGuest) setLink(ns, ifName string, up bool) error {
 
 // errInGuest is what the operations that need the node's namespace on the
 // machine say for a node of a fabric in one guest.
-func (n *Node) errInGuest(op string) error {
+func (gn *inGuestNode) errInGuest(op string) error {
+	n := gn.n
 	return fmt.Errorf("topo: %s: %s: the node runs in the fabric's guest (Spec.InGuest)", n.Name, op)
 }

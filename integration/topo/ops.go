@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"time"
 )
@@ -52,40 +53,20 @@ func (f *Fabric) SetRecordFormat(timeout time.Duration, format string) error {
 	return nil
 }
 
-// WaitNVMe waits until the device's fake nvme was called with arguments
-// that start with prefix and returns that call.
-func (n *Node) WaitNVMe(timeout time.Duration, prefix string) (string, error) {
-	var call string
-	err := Poll(timeout, func() (bool, error) {
-		calls := n.NVMeCalls()
-		for _, c := range calls {
-			if strings.HasPrefix(c, prefix) {
-				call = c
-				return true, nil
-			}
-		}
-		return false, fmt.Errorf("calls so far: %q", calls)
-	})
-	if err != nil {
-		return "", fmt.Errorf("topo: %s: no nvme %q: %w", n.Name, prefix, err)
-	}
-	return call, nil
+// daemonAPI is the part of a Node that talks to a reflector's or
+// switch's gRPC API: its socket, and inofctl against it.
+type daemonAPI struct {
+	n *Node
 }
 
-// Notifications is an inof-host's count of complete notifications
-// received for it (inof_host_notifications_received_total, every
-// interface), of one state ("active", "inactive") or of both ("").
-func (n *Node) Notifications(state string) (float64, error) {
-	if state == "" {
-		return n.Metric("inof_host_notifications_received_total")
-	}
-	return n.Metric("inof_host_notifications_received_total", "state", state)
-}
+// APISocket is a reflector's gRPC API socket (inofctl --server unix://…).
+func (a *daemonAPI) APISocket() string { return filepath.Join(a.n.dir, "api.sock") }
 
 // Inofctl runs inofctl against the reflector's or switch's API socket
 // (read-write on a reflector and on a switch in direct mode, read-only on
 // a switch of a fabric) and returns its combined output.
-func (n *Node) Inofctl(args ...string) (string, error) {
+func (a *daemonAPI) Inofctl(args ...string) (string, error) {
+	n := a.n
 	if n.Kind != KindReflector && n.Kind != KindSwitch {
 		return "", errors.New("topo: inofctl talks to a reflector or a switch")
 	}
@@ -96,7 +77,7 @@ func (n *Node) Inofctl(args ...string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	argv := append([]string{"--server", "unix://" + n.APISocket(), "--staging-file", n.dir + "/inofctl-staged.json"}, args...)
+	argv := append([]string{"--server", "unix://" + a.APISocket(), "--staging-file", n.dir + "/inofctl-staged.json"}, args...)
 	out, err := exec.Command(bin, argv...).CombinedOutput()
 	if err != nil {
 		return string(out), fmt.Errorf("topo: inofctl %s: %w: %s", strings.Join(args, " "), err, out)

@@ -51,16 +51,25 @@ type Received struct {
 // nvme-snsd (about every 30 s, TTL 120 s).
 const RefreshInterval = 30 * time.Second
 
+// probeNICs is the part of a Node that is a probe device: one Probe per
+// NIC, opened by Start.
+type probeNICs struct {
+	n      *Node
+	probes []*Probe
+}
+
 // Probe returns the probe of a probe device's NIC k.
-func (n *Node) Probe(k int) *Probe {
-	if n.Kind != KindProbe || k >= len(n.probes) {
+func (pn *probeNICs) Probe(k int) *Probe {
+	n := pn.n
+	if n.Kind != KindProbe || k >= len(pn.probes) {
 		n.f.tb.Fatalf("topo: %s has no probe NIC %d", n.Name, k)
 	}
-	return n.probes[k]
+	return pn.probes[k]
 }
 
 // openProbes opens one probe per NIC.
-func (n *Node) openProbes() {
+func (pn *probeNICs) openProbes() {
+	n := pn.n
 	for _, l := range n.Links {
 		var pl *l2proto.PacketLink
 		err := n.NS.Do(func() (err error) {
@@ -77,7 +86,7 @@ func (n *Node) openProbes() {
 		p.wg.Add(2)
 		go p.read()
 		go p.refresh()
-		n.probes = append(n.probes, p)
+		pn.probes = append(pn.probes, p)
 	}
 }
 

@@ -1,12 +1,10 @@
 package topo
 
 import (
-	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
-	"regexp"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -18,20 +16,30 @@ type proc struct {
 	err  error         // its exit status, valid after done
 }
 
+// daemon is the part of a Node that controls its daemon's process in the
+// node's namespace: start, stop, kill and reload.
+type daemon struct {
+	n *Node
+
+	mu   sync.Mutex
+	proc *proc
+}
+
 // Start starts the node's daemon inside its namespace (`ip netns exec`,
 // which also gives it the namespace's /sys) with its output appended to the
 // node's log, and waits until it answers /healthz with 200. It fails if the
 // daemon is already running or exits before it is healthy.
-func (n *Node) Start() error {
+func (d *daemon) Start() error {
+	n := d.n
 	if n.Kind == KindProbe {
 		return fmt.Errorf("topo: %s is a probe device, it runs nothing", n.Name)
 	}
 	if n.f.guest != nil {
 		return n.errInGuest("start (GuestStart starts it there)")
 	}
-	n.mu.Lock()
-	if n.proc != nil && !n.proc.exited() {
-		n.mu.Unlock()
+	d.mu.Lock()
+	if d.proc != nil && !d.proc.exited() {
+		d.mu.Unlock()
 		return fmt.Errorf("topo: %s already runs", n.Name)
 	}
 	bin, err := Binary(n.argv[0])
@@ -39,12 +47,12 @@ func (n *Node) Start() error {
 		bin, err = n.Binary, nil
 	}
 	if err != nil {
-		n.mu.Unlock()
+		d.mu.Unlock()
 		return fmt.Errorf("topo: start %s: %w", n.Name, err)
 	}
 	logf, err := os.OpenFile(n.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
-		n.mu.Unlock()
+		d.mu.Unlock()
 		return err
 	}
 	fmt.Fprintf(logf, "=== topo: %s start %s %v\n", time.Now().Format(time.RFC3339Nano), bin, n.argv[1:])
@@ -57,7 +65,7 @@ func (n *Node) Start() error {
 	cmd.Stdout, cmd.Stderr = logf, logf
 	if err := cmd.Start(); err != nil {
 		logf.Close()
-		n.mu.Unlock()
+		d.mu.Unlock()
 		return fmt.Errorf("topo: start %s: %w", n.Name, err)
 	}
 	p := &proc{cmd: cmd, done: make(chan struct{})}
@@ -67,8 +75,8 @@ func (n *Node) Start() error {
 		logf.Close()
 		close(p.done)
 	}()
-	n.proc = p
-	n.mu.Unlock()
+	d.proc = p
+	d.mu.Unlock()
 
 	deadline := time.Now().Add(StartTimeout)
 	for {
@@ -96,18 +104,19 @@ func (p *proc) exited() bool {
 }
 
 // Running reports whether the node's daemon runs.
-func (n *Node) Running() bool {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	return n.proc != nil && !n.proc.exited()
+func (d *daemon) Running() bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.proc != nil && !d.proc.exited()
 }
 
 // Kill sends SIGKILL (no shutdown of any kind) and waits until the daemon
 // is reaped; it returns when the signal was sent.
-func (n *Node) Kill() (time.Time, error) {
-	n.mu.Lock()
-	p := n.proc
-	n.mu.Unlock()
+func (d *daemon) Kill() (time.Time, error) {
+	n := d.n
+	d.mu.Lock()
+	p := d.proc
+	d.mu.Unlock()
 	if p == nil || p.exited() {
 		return time.Time{}, fmt.Errorf("topo: kill %s: not running", n.Name)
 	}
@@ -121,10 +130,11 @@ func (n *Node) Kill() (time.Time, error) {
 
 // Stop sends SIGTERM and waits up to timeout for a clean exit. It returns
 // an error if the daemon exits with a non-zero status or has to be killed.
-func (n *Node) Stop(timeout time.Duration) error {
-	n.mu.Lock()
-	p := n.proc
-	n.mu.Unlock()
+func (d *daemon) Stop(timeout time.Duration) error {
+	n := d.n
+	d.mu.Lock()
+	p := d.proc
+	d.mu.Unlock()
 	if p == nil || p.exited() {
 		return fmt.Errorf("topo: stop %s: not running", n.Name)
 	}
@@ -147,10 +157,11 @@ func (n *Node) Stop(timeout time.Duration) error {
 // Reload rewrites the daemon's configuration file, changed by edit after
 // the Spec's hooks, and sends SIGHUP. It returns the log size before the
 // signal, for WaitLog of what the reload did.
-func (n *Node) Reload(edit func(cfg map[string]any)) (int, error) {
-	n.mu.Lock()
-	p := n.proc
-	n.mu.Unlock()
+func (d *daemon) Reload(edit func(cfg map[string]any)) (int, error) {
+	n := d.n
+	d.mu.Lock()
+	p := d.proc
+	d.mu.Unlock()
 	if p == nil || p.exited() {
 		return 0, fmt.Errorf("topo: reload %s: not running", n.Name)
 	}
@@ -164,87 +175,13 @@ func (n *Node) Reload(edit func(cfg map[string]any)) (int, error) {
 	return mark, nil
 }
 
-// Rewrite writes the node's configuration file again, changed by edit
-// (if set) after the Spec's hooks, for the next Start.
-func (n *Node) Rewrite(edit func(cfg map[string]any)) error { return n.writeConfigEdited(edit) }
-
 // kill ends the daemon, if any, at teardown.
-func (n *Node) kill() {
-	n.mu.Lock()
-	p := n.proc
-	n.mu.Unlock()
+func (d *daemon) kill() {
+	d.mu.Lock()
+	p := d.proc
+	d.mu.Unlock()
 	if p != nil && !p.exited() {
 		p.cmd.Process.Kill()
 		<-p.done
 	}
-}
-
-// Log returns the node's whole log so far (every run, each starting with a
-// "=== topo:" line).
-func (n *Node) Log() string {
-	b, _ := os.ReadFile(n.logPath)
-	return string(b)
-}
-
-// LogSize is the log's current length: pass it to WaitLog or LogSince to
-// look only at what is logged from now on.
-func (n *Node) LogSize() int {
-	st, err := os.Stat(n.logPath)
-	if err != nil {
-		return 0
-	}
-	return int(st.Size())
-}
-
-// LogSince returns what the node logged after byte offset off, without
-// reading what came before.
-func (n *Node) LogSince(off int) string {
-	f, err := os.Open(n.logPath)
-	if err != nil {
-		return ""
-	}
-	defer f.Close()
-	if _, err := f.Seek(int64(off), io.SeekStart); err != nil {
-		return ""
-	}
-	b, _ := io.ReadAll(f)
-	return string(b)
-}
-
-// WaitLog waits until the log after byte offset since matches the regular
-// expression re and returns the first match.
-func (n *Node) WaitLog(since int, re string, timeout time.Duration) (string, error) {
-	rx, err := regexp.Compile(re)
-	if err != nil {
-		return "", err
-	}
-	var line string
-	err = Poll(timeout, func() (bool, error) {
-		line = rx.FindString(n.LogSince(since))
-		if line == "" {
-			return false, errors.New("not logged yet")
-		}
-		return true, nil
-	})
-	if err != nil {
-		return "", fmt.Errorf("topo: %s: no log line matching %q: %w", n.Name, re, err)
-	}
-	return line, nil
-}
-
-// logTime finds the time= field of a slog text line.
-var logTime = regexp.MustCompile(`(?:^|\s)time=(\S+)`)
-
-// LogTime returns when a daemon logged a line (its time= field, slog's
-// text format, millisecond precision), for sending-side latencies.
-func LogTime(line string) (time.Time, error) {
-	m := logTime.FindStringSubmatch(line)
-	if m == nil {
-		return time.Time{}, fmt.Errorf("topo: no time= in log line %q", line)
-	}
-	at, err := time.Parse(time.RFC3339Nano, m[1])
-	if err != nil {
-		return time.Time{}, fmt.Errorf("topo: log line %q: %w", line, err)
-	}
-	return at, nil
 }

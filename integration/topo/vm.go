@@ -64,6 +64,13 @@ type vmFabric struct {
 	bridges map[string]bool
 }
 
+// vmGuest is the part of a Node that is a VM device: its guest, and the
+// inof-host in it.
+type vmGuest struct {
+	n  *Node
+	vm *vmNode // a VM device's guest; nil for other nodes
+}
+
 // vmNode is a VM device's guest and agent.
 type vmNode struct {
 	spec  Device
@@ -252,14 +259,15 @@ func (f *Fabric) bootVMs() func() {
 }
 
 // bootGuest boots the node's guest and configures it.
-func (n *Node) bootGuest() error {
-	img, err := vmImage(n.vm.spec.VM.Kernel, false)
+func (vg *vmGuest) bootGuest() error {
+	n := vg.n
+	img, err := vmImage(vg.vm.spec.VM.Kernel, false)
 	if err != nil {
 		return fmt.Errorf("topo: %s: guest image: %w", n.Name, err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), vmTimeout)
 	defer cancel()
-	v := n.vm
+	v := vg.vm
 	cfg := vm.Config{Name: n.Name, Dir: n.dir, Image: img, MemoryMB: v.spec.VM.MemoryMB}
 	for k, tap := range v.taps {
 		// Unique per fabric: the device index and the NIC index.
@@ -282,13 +290,13 @@ func (n *Node) bootGuest() error {
 	if err := v.guest.WriteFile(ctx, "/etc/nvme/hostnqn", []byte(n.HostNQN()+"\n"), 0o644); err != nil {
 		return err
 	}
-	if t, ok := n.vmTarget(); ok {
+	if t, ok := vg.vmTarget(); ok {
 		if err := v.guest.SetupTarget(ctx, t); err != nil {
 			return fmt.Errorf("topo: %s: %w", n.Name, err)
 		}
 	}
 	o := v.spec.VM
-	b, err := n.guestAgentConfig("/var/lib/inof-host/state.json", o.KeepAliveTmo, o.ReconnectDelay, o.CtrlLossTmo, [3]int{2, 1, 5})
+	b, err := vg.guestAgentConfig("/var/lib/inof-host/state.json", o.KeepAliveTmo, o.ReconnectDelay, o.CtrlLossTmo, [3]int{2, 1, 5})
 	if err != nil {
 		return err
 	}
@@ -318,7 +326,8 @@ func prohibitCrossPaths(s *strings.Builder, ip string, links []*Link) {
 }
 
 // vmTarget is the nvmet target the guest serves, if it has target NICs.
-func (n *Node) vmTarget() (vm.Target, bool) {
+func (vg *vmGuest) vmTarget() (vm.Target, bool) {
+	n := vg.n
 	var t vm.Target
 	for _, l := range n.Links {
 		if l.Spec.Role == "target" || l.Spec.Role == "both" {
@@ -332,7 +341,8 @@ func (n *Node) vmTarget() (vm.Target, bool) {
 // guestAgentConfig writes inof-host's configuration in a guest, with its
 // nvme connect -k, -c and -l (0 means d's) and the Spec's hook applied,
 // to the node's configuration file and returns it.
-func (n *Node) guestAgentConfig(state string, ka, rd, cl int, d [3]int) ([]byte, error) {
+func (vg *vmGuest) guestAgentConfig(state string, ka, rd, cl int, d [3]int) ([]byte, error) {
+	n := vg.n
 	def := func(v, d int) int {
 		if v == 0 {
 			return d
@@ -361,9 +371,10 @@ func (n *Node) guestAgentConfig(state string, ka, rd, cl int, d [3]int) ([]byte,
 // Guest is a VM device's guest, or the guest of a fabric realised in one
 // (Spec.InGuest) for each of its nodes; nil for other nodes, or before
 // Start booted it.
-func (n *Node) Guest() *vm.Guest {
-	if n.vm != nil {
-		return n.vm.guest
+func (vg *vmGuest) Guest() *vm.Guest {
+	n := vg.n
+	if vg.vm != nil {
+		return vg.vm.guest
 	}
 	return n.f.Guest()
 }
@@ -371,35 +382,36 @@ func (n *Node) Guest() *vm.Guest {
 // StartAgent starts inof-host inside a VM device's guest, with its output
 // appended to the node's log, and waits until it answers /healthz. (Node
 // Start is for namespace nodes.)
-func (n *Node) StartAgent() error {
-	if n.vm == nil || n.vm.guest == nil {
+func (vg *vmGuest) StartAgent() error {
+	n := vg.n
+	if vg.vm == nil || vg.vm.guest == nil {
 		return fmt.Errorf("topo: %s is not a booted VM", n.Name)
 	}
-	n.vm.mu.Lock()
-	if p := n.vm.agent; p != nil {
+	vg.vm.mu.Lock()
+	if p := vg.vm.agent; p != nil {
 		select {
 		case <-p.Done():
 		default:
-			n.vm.mu.Unlock()
+			vg.vm.mu.Unlock()
 			return fmt.Errorf("topo: %s: inof-host already runs", n.Name)
 		}
 	}
 	logf, err := os.OpenFile(n.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
-		n.vm.mu.Unlock()
+		vg.vm.mu.Unlock()
 		return err
 	}
 	fmt.Fprintf(logf, "=== topo: %s start %s (guest %s)\n", time.Now().Format(time.RFC3339Nano), vm.GuestInofHost, n.Name)
 	ctx, cancel := context.WithTimeout(context.Background(), vmTimeout)
 	defer cancel()
-	p, err := n.vm.guest.Start(ctx, []string{vm.GuestInofHost, "--config", agentConfig}, logf)
+	p, err := vg.vm.guest.Start(ctx, []string{vm.GuestInofHost, "--config", agentConfig}, logf)
 	if err != nil {
 		logf.Close()
-		n.vm.mu.Unlock()
+		vg.vm.mu.Unlock()
 		return fmt.Errorf("topo: start %s: %w", n.Name, err)
 	}
-	n.vm.agent = p
-	n.vm.mu.Unlock()
+	vg.vm.agent = p
+	vg.vm.mu.Unlock()
 	go func() {
 		code, err := p.Wait(context.Background())
 		fmt.Fprintf(logf, "=== topo: %s exit: code %d %v\n", time.Now().Format(time.RFC3339Nano), code, err)
@@ -422,14 +434,15 @@ func (n *Node) StartAgent() error {
 
 // StopAgent sends SIGTERM to a VM device's inof-host and waits up to
 // timeout for it to exit (then kills it).
-func (n *Node) StopAgent(timeout time.Duration) error {
-	if n.vm == nil {
+func (vg *vmGuest) StopAgent(timeout time.Duration) error {
+	n := vg.n
+	if vg.vm == nil {
 		return fmt.Errorf("topo: %s is not a VM", n.Name)
 	}
-	n.vm.mu.Lock()
-	p := n.vm.agent
-	n.vm.mu.Unlock()
-	if p == nil || !n.AgentRunning() {
+	vg.vm.mu.Lock()
+	p := vg.vm.agent
+	vg.vm.mu.Unlock()
+	if p == nil || !vg.AgentRunning() {
 		return fmt.Errorf("topo: stop %s: inof-host not running", n.Name)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), timeout+10*time.Second)
@@ -442,13 +455,13 @@ func (n *Node) StopAgent(timeout time.Duration) error {
 }
 
 // AgentRunning reports whether inof-host runs in a VM device's guest.
-func (n *Node) AgentRunning() bool {
-	if n.vm == nil {
+func (vg *vmGuest) AgentRunning() bool {
+	if vg.vm == nil {
 		return false
 	}
-	n.vm.mu.Lock()
-	p := n.vm.agent
-	n.vm.mu.Unlock()
+	vg.vm.mu.Lock()
+	p := vg.vm.agent
+	vg.vm.mu.Unlock()
 	if p == nil {
 		return false
 	}
@@ -464,17 +477,19 @@ func (n *Node) AgentRunning() bool {
 // stops registering, the kernel stops answering). The taps stay, with
 // carrier, like the ports of a server that hangs. It returns when the
 // signal was sent.
-func (n *Node) KillGuest() (time.Time, error) {
-	if n.vm == nil || n.vm.guest == nil {
+func (vg *vmGuest) KillGuest() (time.Time, error) {
+	n := vg.n
+	if vg.vm == nil || vg.vm.guest == nil {
 		return time.Time{}, fmt.Errorf("topo: %s is not a booted VM", n.Name)
 	}
-	return n.vm.guest.Kill()
+	return vg.vm.guest.Kill()
 }
 
 // stopVM ends the guest and removes the taps at teardown; on failure it
 // logs the end of the console.
-func (n *Node) stopVM() {
-	v := n.vm
+func (vg *vmGuest) stopVM() {
+	n := vg.n
+	v := vg.vm
 	if v.booted != nil {
 		<-v.booted // a test that failed early may still be booting it
 	}
