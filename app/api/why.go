@@ -56,7 +56,15 @@ func (s *visibilityAPI) Why(ctx context.Context, req *inofv1.WhyRequest) (*inofv
 
 // Visibility explains Why for the host and every registered target.
 func (s *visibilityAPI) Visibility(ctx context.Context, req *inofv1.VisibilityRequest) (*inofv1.VisibilityResponse, error) {
-	ha, err := parseAddr("host", req.GetHost())
+	return s.visibility(ctx, "host", req.GetHost(), req.GetVisibleOnly())
+}
+
+// visibility explains Why for the device at addr, registered as role
+// ("host" or "target"), and every registered device of the other role. A
+// device a pin refuses is in no zone: it sees nothing, and no host is told
+// about it.
+func (s *visibilityAPI) visibility(ctx context.Context, role, addr string, visibleOnly bool) (*inofv1.VisibilityResponse, error) {
+	a, err := parseAddr(role, addr)
 	if err != nil {
 		return nil, err
 	}
@@ -64,18 +72,23 @@ func (s *visibilityAPI) Visibility(ctx context.Context, req *inofv1.VisibilityRe
 	if err != nil {
 		return nil, err
 	}
-	if _, refused := pinRefused(cfg, devs, ha); refused {
-		return &inofv1.VisibilityResponse{}, nil // in no zone: it sees nothing
+	if _, refused := pinRefused(cfg, devs, a); refused {
+		return &inofv1.VisibilityResponse{}, nil
 	}
-	h, ok := ix.Device(ha)
+	d, ok := ix.Device(a)
 	if !ok {
-		return nil, status.Errorf(codes.NotFound, "host %s is not registered", ha)
+		return nil, status.Errorf(codes.NotFound, "%s %s is not registered", role, a)
 	}
-	if !h.Role.IsHost() {
-		return nil, status.Errorf(codes.InvalidArgument, "%s is registered as %s, not as a host", ha, h.Role)
+	is, others := inof.Role.IsHost, inof.Role.IsTarget
+	pair := func(other netip.Addr) (netip.Addr, netip.Addr) { return a, other }
+	if role == "target" {
+		is, others = others, is
+		pair = func(other netip.Addr) (netip.Addr, netip.Addr) { return other, a }
 	}
-	return &inofv1.VisibilityResponse{Targets: explainEach(cfg.Settings, ix, devs, ha, inof.Role.IsTarget,
-		func(other netip.Addr) (netip.Addr, netip.Addr) { return ha, other }, req.GetVisibleOnly())}, nil
+	if !is(d.Role) {
+		return nil, status.Errorf(codes.InvalidArgument, "%s is registered as %s, not as a %s", a, d.Role, role)
+	}
+	return &inofv1.VisibilityResponse{Targets: explainEach(cfg.Settings, ix, devs, a, others, pair, visibleOnly)}, nil
 }
 
 // explainEach explains, for self and every other indexed device whose
@@ -225,24 +238,5 @@ func (s *visibilityAPI) FindMember(_ context.Context, req *inofv1.FindMemberRequ
 
 // WhoSees explains Why for every registered host and the target.
 func (s *visibilityAPI) WhoSees(ctx context.Context, req *inofv1.WhoSeesRequest) (*inofv1.VisibilityResponse, error) {
-	ta, err := parseAddr("target", req.GetTarget())
-	if err != nil {
-		return nil, err
-	}
-	cfg, devs, ix, err := s.index(ctx)
-	if err != nil {
-		return nil, err
-	}
-	if _, refused := pinRefused(cfg, devs, ta); refused {
-		return &inofv1.VisibilityResponse{}, nil // in no zone: no host is told about it
-	}
-	t, ok := ix.Device(ta)
-	if !ok {
-		return nil, status.Errorf(codes.NotFound, "target %s is not registered", ta)
-	}
-	if !t.Role.IsTarget() {
-		return nil, status.Errorf(codes.InvalidArgument, "%s is registered as %s, not as a target", ta, t.Role)
-	}
-	return &inofv1.VisibilityResponse{Targets: explainEach(cfg.Settings, ix, devs, ta, inof.Role.IsHost,
-		func(other netip.Addr) (netip.Addr, netip.Addr) { return other, ta }, req.GetVisibleOnly())}, nil
+	return s.visibility(ctx, "target", req.GetTarget(), req.GetVisibleOnly())
 }
