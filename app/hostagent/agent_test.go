@@ -353,6 +353,9 @@ func TestRestrainTime(t *testing.T) {
 	clk.WaitTimers(t, 1)
 	clk.Advance(4 * time.Second)
 	h.notify(active("10.0.0.100", 3)) // live in sysfs: no nvme-cli, no connect
+	// The active reached the agent and cancelled the disconnect before the
+	// clock moves on (else the restrain time runs out first).
+	clk.WaitNoTimers(t)
 	clk.Advance(time.Minute)
 	h.notify(active("10.0.0.101", 4)) // sentinel
 	c := nv.expect(t, "connect")
